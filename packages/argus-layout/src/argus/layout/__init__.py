@@ -1,0 +1,129 @@
+"""argus.layout: CuTe layouts computed exactly.
+
+Every operation returns the mathematical answer or raises `LayoutError` saying why none
+exists. Layouts evaluate on Python ints, numpy arrays (exact int64) and symbolic expressions,
+print and parse CuTe notation, and draw themselves as SVG.
+
+>>> from argus.layout import parse, composition
+>>> str(composition(parse("(6,2):(8,2)"), parse("(4,3):(3,1)")))
+'((2,2),3):((24,2),8)'
+"""
+
+from __future__ import annotations
+
+from .algebra import (
+    coalesce,
+    complement,
+    composition,
+    downcast,
+    filter,
+    filter_zeros,
+    left_inverse,
+    max_common_layout,
+    max_common_vector,
+    right_inverse,
+    same_function,
+    upcast,
+)
+from .errors import LayoutError, LayoutParseError
+from .inttuple import (
+    IntTuple,
+    ceil_div,
+    congruent,
+    crd2idx,
+    depth,
+    flatten,
+    idx2crd,
+    inner_product,
+    prefix_product,
+    product,
+    rank,
+    shape_div,
+)
+from .layout import (
+    Layout,
+    compact_col_major,
+    compact_row_major,
+    cosize,
+    make_layout,
+    make_layout_like,
+    make_ordered_layout,
+    slice_and_offset,
+)
+from .notation import parse, parse_int_tuple
+from .swizzle import ComposedLayout, Swizzle, make_composed_layout
+from .tiling import (
+    blocked_product,
+    flat_divide,
+    flat_product,
+    logical_divide,
+    logical_product,
+    raked_product,
+    tile_to_shape,
+    tiled_divide,
+    tiled_product,
+    zipped_divide,
+    zipped_product,
+)
+
+
+def size(x: object) -> int:
+    """Number of elements of a layout (or product of an int-tuple shape)."""
+    if hasattr(x, "size"):
+        return x.size()  # type: ignore[no-any-return]
+    return product(x)  # type: ignore[arg-type]
+
+
+__all__ = [
+    "ComposedLayout",
+    "IntTuple",
+    "Layout",
+    "LayoutError",
+    "LayoutParseError",
+    "Swizzle",
+    "blocked_product",
+    "ceil_div",
+    "coalesce",
+    "compact_col_major",
+    "compact_row_major",
+    "complement",
+    "composition",
+    "congruent",
+    "cosize",
+    "crd2idx",
+    "depth",
+    "downcast",
+    "filter",
+    "filter_zeros",
+    "flat_divide",
+    "flat_product",
+    "flatten",
+    "idx2crd",
+    "inner_product",
+    "left_inverse",
+    "logical_divide",
+    "logical_product",
+    "make_composed_layout",
+    "make_layout",
+    "make_layout_like",
+    "make_ordered_layout",
+    "max_common_layout",
+    "max_common_vector",
+    "parse",
+    "parse_int_tuple",
+    "prefix_product",
+    "product",
+    "raked_product",
+    "rank",
+    "right_inverse",
+    "same_function",
+    "shape_div",
+    "size",
+    "slice_and_offset",
+    "tile_to_shape",
+    "tiled_divide",
+    "tiled_product",
+    "upcast",
+    "zipped_divide",
+    "zipped_product",
+]

@@ -1,0 +1,443 @@
+"""The core laws of the algebra: coalesce, filter, composition, complement and the inverses.
+
+Each operation either returns the mathematical answer or raises `LayoutError` naming the
+condition that failed. Admissibility is decided by exact conditions (two-way divisibility and
+"no carry across the modes of A"); where those are inconclusive and the domain is small, the
+candidate is checked point by point before it is returned.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+from typing import Any
+
+import numpy as np
+
+from .errors import LayoutError
+from .inttuple import as_int_tuple, ceil_div, flatten, is_int, is_tuple, prefix_product, product, unflatten
+from .layout import Layout
+from .swizzle import ComposedLayout, Swizzle
+
+__all__ = [
+    "coalesce",
+    "complement",
+    "composition",
+    "downcast",
+    "filter",
+    "filter_zeros",
+    "left_inverse",
+    "max_common_layout",
+    "max_common_vector",
+    "right_inverse",
+    "same_function",
+    "upcast",
+]
+
+Mode = tuple[int, int]
+
+#: Largest domain the composition fallback checks point by point.
+EXHAUSTIVE_CHECK_LIMIT = 1 << 16
+
+
+def _from_modes(modes: list[Mode]) -> Layout:
+    if not modes:
+        return Layout(1, 0)
+    if len(modes) == 1:
+        return Layout(modes[0][0], modes[0][1])
+    return Layout(tuple(s for s, _ in modes), tuple(d for _, d in modes))
+
+
+def _merge_modes(modes: list[Mode]) -> list[Mode]:
+    """Drop size-1 modes and merge neighbours where ``d1 == s0 * d0``."""
+    out: list[Mode] = []
+    for s, d in modes:
+        if s == 1:
+            continue
+        if out and d == out[-1][0] * out[-1][1]:
+            out[-1] = (out[-1][0] * s, out[-1][1])
+        else:
+            out.append((s, d))
+    return out
+
+
+def as_layout(x: Any, op: str) -> Layout:
+    """A layout operand: a `Layout`, or an int ``n`` meaning ``n:1``."""
+    if isinstance(x, Layout):
+        return x
+    if is_int(x):
+        return Layout(x, 1)
+    raise LayoutError(op, f"expected a Layout or an int, got {type(x).__name__} {x!r}", x)
+
+
+# ---- coalesce and filter -----------------------------------------------------------------
+
+
+def coalesce(layout: Layout, profile: Any = None) -> Layout:
+    """The canonical flat form: same function on the domain, fewest modes.
+
+    With a tuple `profile`, each of the first ``len(profile)`` modes is coalesced on its own
+    (recursively by the profile's entries); remaining modes are kept unchanged.
+    """
+    layout = as_layout(layout, "coalesce")
+    if profile is None or is_int(profile):
+        return _from_modes(_merge_modes(layout.modes()))
+    if not is_tuple(profile):
+        raise LayoutError("coalesce", f"profile must be an int-tuple, got {profile!r}", layout, profile)
+    if len(profile) > layout.rank:
+        raise LayoutError("coalesce", f"profile rank {len(profile)} exceeds layout rank {layout.rank}", layout, profile)
+    parts = [coalesce(layout[i], p) for i, p in enumerate(profile)]
+    parts += [layout[i] for i in range(len(profile), layout.rank)]
+    return Layout(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
+
+
+def same_function(a: Layout, b: Layout) -> bool:
+    """True when `a` and `b` have the same size and agree at every index of their domain."""
+    return a.size() == b.size() and coalesce(a) == coalesce(b)
+
+
+def filter_zeros(layout: Layout) -> Layout:
+    """Replace the shape of every stride-0 mode by 1."""
+    return Layout(
+        unflatten(tuple(1 if d == 0 else s for s, d in layout.modes()), layout.shape), layout.stride
+    )
+
+
+def filter(layout: Layout) -> Layout:  # noqa: A001 - CuTe's name
+    """Coalesce after dropping stride-0 and size-1 modes: the layout's image, as a layout."""
+    return coalesce(filter_zeros(as_layout(layout, "filter")))
+
+
+# ---- composition -------------------------------------------------------------------------
+
+
+def _extension_modes(a: Layout) -> list[Mode]:
+    """A's coalesced modes, keeping the stride with which its last mode extends past size(A).
+
+    A is a function on all naturals: indices past its size continue along the last mode.
+    Plain coalescing may drop a trailing size-1 mode and with it that extension.
+    """
+    flat = a.modes()
+    merged = _merge_modes(flat)
+    last_shape, last_stride = flat[-1]
+    if last_shape == 1:
+        if not merged:
+            return [(1, last_stride)]
+        if last_stride != merged[-1][0] * merged[-1][1]:
+            merged.append((1, last_stride))
+    return merged or [(1, 0)]
+
+
+def _compose_mode(a_modes: list[Mode], s: int, d: int, a: Layout, b: Layout) -> list[Mode]:
+    """A ∘ (s:d) for A given by its extension modes; the last A mode is unbounded."""
+    if s == 1 or d == 0:
+        return [(s, d)]
+    last = len(a_modes) - 1
+    if d < 0:
+        if last == 0:
+            return [(s, a_modes[0][1] * d)]
+        raise LayoutError(
+            "composition", f"B has negative stride {d}, so it reaches negative indices of A", a, b
+        )
+    r, i = d, 0
+    while i < last:
+        size_i, stride_i = a_modes[i]
+        if r % size_i == 0:
+            r //= size_i
+            i += 1
+        elif size_i % r == 0:
+            break
+        elif (s - 1) * r < size_i:  # every index of B stays inside this one mode of A
+            return [(s, stride_i * r)]
+        else:
+            raise LayoutError(
+                "composition",
+                f"stride divisibility fails: B's stride reaches A's mode {i} of size {size_i} "
+                f"with step {r}, and neither divides the other",
+                a,
+                b,
+            )
+    result: list[Mode] = []
+    rest = s
+    while True:
+        size_i, stride_i = a_modes[i]
+        if i == last:
+            result.append((rest, stride_i * r))
+            return result
+        m = size_i // r
+        if rest <= m:
+            result.append((rest, stride_i * r))
+            return result
+        if rest % m:
+            raise LayoutError(
+                "composition",
+                f"shape divisibility fails: {rest} remaining elements of B do not split evenly "
+                f"over {m} elements of A's mode {i}",
+                a,
+                b,
+            )
+        result.append((m, stride_i * r))
+        rest //= m
+        r = 1
+        i += 1
+
+
+def _max_residue(s: int, d: int, p: int) -> int:
+    """max over j < s of (j*d) mod p, for d >= 0, p >= 1."""
+    if d % p == 0:
+        return 0
+    if (s - 1) * d < p:
+        return (s - 1) * d
+    if p % d == 0:
+        return p - d
+    g = gcd(d, p)
+    if s >= p // g or s > EXHAUSTIVE_CHECK_LIMIT:
+        return p - g  # exact when the residues cycle, an upper bound otherwise
+    return max(j * d % p for j in range(s))
+
+
+def _carry_free(a_modes: list[Mode], b_modes: list[Mode]) -> bool:
+    """True when summing the B modes' indices never carries across a boundary of A's modes.
+
+    Then A is additive on those sums and composing mode by mode is exact.
+    """
+    active = [(s, d) for s, d in b_modes if s > 1 and d != 0]
+    if len(active) < 2:
+        return True
+    boundary = 1
+    for size_i, _ in a_modes[:-1]:
+        boundary *= size_i
+        if sum(_max_residue(s, d, boundary) for s, d in active) >= boundary:
+            return False
+    return True
+
+
+def _compose_layout(a: Layout, b: Layout) -> Layout:
+    a_modes = _extension_modes(a)
+    b_modes = b.modes()
+    parts = [_compose_mode(a_modes, s, d, a, b) for s, d in b_modes]
+    shape = unflatten(tuple(p[0][0] if len(p) == 1 else tuple(m[0] for m in p) for p in parts), b.shape)
+    stride = unflatten(tuple(p[0][1] if len(p) == 1 else tuple(m[1] for m in p) for p in parts), b.shape)
+    result = Layout(shape, stride)
+    if not _carry_free(a_modes, b_modes):
+        _check_pointwise(result, a, b)
+    return result
+
+
+def _check_pointwise(result: Layout, a: Layout, b: Layout) -> None:
+    n = b.size()
+    if n > EXHAUSTIVE_CHECK_LIMIT:
+        raise LayoutError(
+            "composition",
+            "B's modes can carry across A's mode boundaries (A is not additive on B's image) "
+            f"and the domain ({n} points) is too large to check point by point",
+            a,
+            b,
+        )
+    b_off = b.offsets()
+    if int(b_off.min()) < 0:
+        raise LayoutError("composition", "B reaches negative indices of A", a, b)
+    got, want = result.offsets(), a(b_off)
+    bad = np.flatnonzero(got != want)
+    if bad.size:
+        i = int(bad[0])
+        raise LayoutError(
+            "composition",
+            "no layout equals A∘B: B's modes carry across A's mode boundaries "
+            f"(at index {i}: B gives {int(b_off[i])}, A of that is {int(want[i])}, "
+            f"composing mode by mode gives {int(got[i])})",
+            a,
+            b,
+        )
+
+
+def composition(a: Any, b: Any) -> Any:
+    """``R = A ∘ B`` with ``R(c) == A(B(c))`` for every coordinate c of B, and R shaped like B.
+
+    B may be a Layout, an int n (meaning n:1), None (keep A), or a tuple tiler composed
+    mode by mode with A's modes. A may be a Layout, a ComposedLayout or a Swizzle.
+    """
+    if b is None:
+        return a
+    if isinstance(a, ComposedLayout):
+        return a.with_inner(composition(a.inner, b))
+    if isinstance(a, Swizzle):
+        return ComposedLayout(a, 0, as_layout(b, "composition"))
+    if not isinstance(a, Layout):
+        raise LayoutError("composition", f"A must be a Layout, got {type(a).__name__}", a, b)
+    if is_tuple(b):
+        if len(b) > a.rank:
+            raise LayoutError("composition", f"tiler rank {len(b)} exceeds the layout rank {a.rank}", a, b)
+        parts = [composition(a[i], t) for i, t in enumerate(b)] + [a[i] for i in range(len(b), a.rank)]
+        return Layout(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
+    return _compose_layout(a, as_layout(b, "composition"))
+
+
+# ---- complement ----------------------------------------------------------------------------
+
+
+def _cotarget_size(cotarget: Any, layout: Layout) -> int:
+    if cotarget is None:
+        return layout.cosize()
+    target = as_int_tuple(cotarget, "complement", "cotarget")
+    n = product(target)
+    if n < 1:
+        raise LayoutError("complement", f"cotarget must be positive, got {cotarget}", layout, cotarget)
+    return n
+
+
+def complement(layout: Any, cotarget: Any = None) -> Layout:
+    """The ordered layout R that fills what `layout` leaves free up to `cotarget`.
+
+    ``(layout, R)`` is injective, R's strides increase, and together they reach
+    ``size(layout) * size(R) >= cotarget`` offsets. Defined only when, sorted by stride,
+    each stride is a multiple of the span below it; otherwise no layout fills the gaps.
+    """
+    layout = as_layout(layout, "complement")
+    target = _cotarget_size(cotarget, layout)
+    modes = sorted((d, s) for s, d in layout.modes() if s > 1 and d != 0)
+    if any(d < 0 for d, _ in modes):
+        raise LayoutError("complement", "negative strides are not complementable", layout, target)
+    current = 1
+    out: list[Mode] = []
+    for d, s in modes:
+        if d % current:
+            reason = "modes overlap" if d < current else "the gap below it is not a whole number of its span"
+            raise LayoutError(
+                "complement",
+                f"not complementable: stride {d} is not a multiple of {current}, the span of the "
+                f"smaller-stride modes ({reason})",
+                layout,
+                target,
+            )
+        out.append((d // current, current))
+        current = s * d
+    out.append((ceil_div(target, current), current))
+    return coalesce(_from_modes(out))
+
+
+# ---- inverses ------------------------------------------------------------------------------
+
+
+def _modes_with_index_strides(layout: Layout) -> list[tuple[int, int, int]]:
+    """(stride, shape, index stride) of each coalesced mode with a non-zero stride."""
+    flat = coalesce(layout)
+    shapes = flatten(flat.shape)
+    index_strides = flatten(prefix_product(flat.shape))
+    return [(d, s, r) for s, d, r in zip(shapes, flatten(flat.stride), index_strides) if s > 1 and d != 0]
+
+
+def right_inverse(layout: Any) -> Layout:
+    """The largest R with ``layout(R(i)) == i`` for all i < size(R).
+
+    Stride-0 and negative-stride modes never reach 0, 1, 2, ... and are skipped.
+    """
+    layout = as_layout(layout, "right_inverse")
+    out: list[Mode] = []
+    current = 1
+    for d, s, r in sorted(_modes_with_index_strides(layout)):
+        if d != current:
+            if d > 0:
+                break
+            continue
+        out.append((s, r))
+        current = s * d
+    return coalesce(_from_modes(out))
+
+
+def left_inverse(layout: Any) -> Layout:
+    """An L with ``layout(L(layout(i))) == layout(i)`` for every index i.
+
+    Stride-0 modes carry no information and are skipped. The image of the remaining modes,
+    sorted by stride, must decode uniquely: each stride is a multiple of the previous one and
+    at least the previous mode's span.
+    """
+    layout = as_layout(layout, "left_inverse")
+    modes = sorted(_modes_with_index_strides(layout))
+    if any(d < 0 for d, _, _ in modes):
+        raise LayoutError("left_inverse", "negative strides are not supported", layout)
+    if not modes:
+        return Layout(1, 0)
+    out: list[Mode] = []
+    if modes[0][0] > 1:
+        out.append((modes[0][0], 0))
+    for (d, s, r), (d_next, _, _) in zip(modes, modes[1:]):
+        if d_next % d or d_next < s * d:
+            why = "modes overlap (not injective)" if d_next < s * d else f"{d_next} is not a multiple of {d}"
+            raise LayoutError("left_inverse", f"no layout decodes the image: {why}", layout)
+        out.append((d_next // d, r))
+    out.append((modes[-1][1], modes[-1][2]))
+    return coalesce(_from_modes(out))
+
+
+# ---- common vectors ------------------------------------------------------------------------
+
+
+def max_common_layout(a: Layout, b: Layout) -> Layout:
+    """The largest layout C of indices that a and b both map contiguously: a(C(i)) == b(C(i)) == i."""
+    a, b = as_layout(a, "max_common_layout"), as_layout(b, "max_common_layout")
+    inv_b = right_inverse(b)
+    modes = coalesce(inv_b).modes()
+    for k in range(len(modes), 0, -1):
+        prefix = _from_modes(modes[:k])
+        try:
+            common = coalesce(composition(a, prefix))
+        except LayoutError:
+            continue
+        first_shape, first_stride = common.modes()[0]
+        if first_stride == 1 and first_shape > 1:
+            return composition(prefix, Layout(first_shape, 1))
+        return Layout(1, 0)
+    return Layout(1, 0)
+
+
+def max_common_vector(a: Layout, b: Layout) -> int:
+    """How many elements, starting at offset 0, are contiguous in both a and b."""
+    return max_common_layout(a, b).size()
+
+
+# ---- upcast / downcast ---------------------------------------------------------------------
+
+
+def upcast(layout: Any, n: int) -> Any:
+    """View the same memory as elements `n` times wider (e.g. bf16 as 16-byte vectors).
+
+    Each stride-±1 mode must cover whole vectors; other strides must divide or be divided by n.
+    """
+    if isinstance(layout, ComposedLayout):
+        raise LayoutError("upcast", "upcast a swizzled layout by upcasting its parts", layout, n)
+    layout = as_layout(layout, "upcast")
+    if not is_int(n) or n < 1:
+        raise LayoutError("upcast", f"factor must be a positive int, got {n!r}", layout, n)
+
+    def one(s: int, d: int) -> Mode:
+        if d == 0:
+            return (s, 0)
+        ad = abs(d)
+        if ad % n and n % ad:
+            raise LayoutError("upcast", f"stride {d} and factor {n}: neither divides the other", layout, n)
+        if n % ad == 0 and (s * ad) % n:
+            raise LayoutError(
+                "upcast", f"mode {s}:{d} spans {s * ad} elements, not a whole number of {n}-element vectors",
+                layout, n,
+            )
+        sign = 1 if d > 0 else -1
+        return (ceil_div(s, ceil_div(n, ad)), sign * ceil_div(ad, n))
+
+    return _map_modes(layout, one)
+
+
+def downcast(layout: Any, n: int) -> Any:
+    """View the same memory as elements `n` times narrower: stride-±1 modes grow n-fold."""
+    if isinstance(layout, ComposedLayout):
+        raise LayoutError("downcast", "downcast a swizzled layout by downcasting its parts", layout, n)
+    layout = as_layout(layout, "downcast")
+    if not is_int(n) or n < 1:
+        raise LayoutError("downcast", f"factor must be a positive int, got {n!r}", layout, n)
+    return _map_modes(layout, lambda s, d: (s * n, d) if abs(d) == 1 else (s, d * n))
+
+
+def _map_modes(layout: Layout, f: Any) -> Layout:
+    pairs = [f(s, d) for s, d in layout.modes()]
+    return Layout(
+        unflatten(tuple(s for s, _ in pairs), layout.shape), unflatten(tuple(d for _, d in pairs), layout.shape)
+    )

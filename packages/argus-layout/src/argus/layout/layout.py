@@ -1,0 +1,277 @@
+"""`Layout`: a shape and a stride, the function from coordinates (or indices) to offsets.
+
+Evaluation is one generic code path: a layout applied to Python ints gives an int, applied to
+numpy index or coordinate arrays gives an int64 array (exact, or an error), applied to
+symbolic expressions gives an expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .errors import LayoutError
+from .inttuple import (
+    IntTuple,
+    as_int_tuple,
+    congruent,
+    crd2idx,
+    depth,
+    fits,
+    flatten,
+    is_int,
+    is_tuple,
+    leaves,
+    prefix_product,
+    product,
+    rank,
+    unflatten,
+)
+
+__all__ = [
+    "Layout",
+    "compact_col_major",
+    "compact_row_major",
+    "cosize",
+    "make_layout",
+    "make_layout_like",
+    "make_ordered_layout",
+    "slice_and_offset",
+]
+
+
+class Layout:
+    """A CuTe layout ``shape:stride``.
+
+    Shapes are nested tuples of positive ints, strides have the same nesting and may be
+    zero or negative. With no stride the layout is compact column-major (CuTe's default).
+    """
+
+    __slots__ = ("shape", "stride")
+
+    shape: IntTuple
+    stride: IntTuple
+
+    def __init__(self, shape: Any, stride: Any = None) -> None:
+        shape = as_int_tuple(shape, "Layout", "shape")
+        _check_positive(shape, shape)
+        if stride is None:
+            stride = compact_col_major(shape)
+        else:
+            stride = as_int_tuple(stride, "Layout", "stride")
+            if not congruent(shape, stride):
+                raise LayoutError(
+                    "Layout", "shape and stride must have the same nesting profile", shape, stride
+                )
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "stride", stride)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Layout is immutable")
+
+    # ---- structure -------------------------------------------------------------------
+    def size(self) -> int:
+        return product(self.shape)
+
+    def cosize(self) -> int:
+        """Length of the offset range touched: max offset - min offset + 1 (see docs)."""
+        lo, hi = self.codomain()
+        return hi - lo + 1
+
+    def codomain(self) -> tuple[int, int]:
+        """Smallest and largest offset on the domain (inclusive)."""
+        lo = hi = 0
+        for s, d in zip(flatten(self.shape), flatten(self.stride)):
+            span = (s - 1) * d
+            if span < 0:
+                lo += span
+            else:
+                hi += span
+        return lo, hi
+
+    @property
+    def rank(self) -> int:
+        return rank(self.shape)
+
+    @property
+    def depth(self) -> int:
+        return depth(self.shape)
+
+    def __len__(self) -> int:
+        return rank(self.shape)
+
+    def __getitem__(self, i: int) -> Layout:
+        """Mode `i` (negative counts from the end); a rank-1 int layout is its own mode 0."""
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise LayoutError("Layout[]", f"mode index must be an int, got {i!r}", self)
+        r = self.rank
+        if not -r <= i < r:
+            raise LayoutError("Layout[]", f"mode {i} out of range for rank {r}", self)
+        if not is_tuple(self.shape):
+            return self
+        return Layout(self.shape[i], self.stride[i])  # type: ignore[index]
+
+    def __iter__(self) -> Iterator[Layout]:
+        for i in range(self.rank):
+            yield self[i]
+
+    def flat(self) -> Layout:
+        """The same function with every nesting removed."""
+        s, d = flatten(self.shape), flatten(self.stride)
+        return Layout(s, d) if len(s) > 1 else Layout(s[0], d[0])
+
+    def modes(self) -> list[tuple[int, int]]:
+        """Flat (shape, stride) pairs in colexicographic order."""
+        return list(zip(flatten(self.shape), flatten(self.stride)))
+
+    # ---- evaluation ------------------------------------------------------------------
+    def __call__(self, *args: Any) -> Any:
+        """Offset of an index or coordinate; a coordinate holding ``None`` slices instead.
+
+        ``L(i)`` takes an index, ``L(i, j)`` or ``L((i, j))`` a coordinate. numpy arrays
+        evaluate element-wise in int64; symbolic expressions give an expression.
+        """
+        crd = args[0] if len(args) == 1 else args
+        if crd is None or (is_tuple(crd) and any(c is None for c in leaves(crd))):
+            return slice_and_offset(crd, self)[0]
+        if any(isinstance(c, np.ndarray) for c in leaves(crd)):
+            from .vectorized import evaluate_array
+
+            return evaluate_array(self, crd)
+        if is_int(crd) and crd < 0:
+            raise LayoutError("Layout()", f"index {crd} is negative", self)
+        if is_tuple(crd) and not fits(crd, self.shape):
+            raise LayoutError(
+                "Layout()", f"coordinate {crd} does not match the shape {self.shape}", self
+            )
+        return crd2idx(crd, self.shape, self.stride)
+
+    def offsets(self) -> np.ndarray:
+        """All offsets in index order, as int64 (exact, or a LayoutError)."""
+        from .vectorized import all_offsets
+
+        return all_offsets(self)
+
+    # ---- comparison and printing -----------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        """Structural equality (same shape and stride); use `same_function` for semantics."""
+        if not isinstance(other, Layout):
+            return NotImplemented
+        return self.shape == other.shape and self.stride == other.stride
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.stride))
+
+    def __str__(self) -> str:
+        from .notation import format_int_tuple
+
+        return f"{format_int_tuple(self.shape)}:{format_int_tuple(self.stride)}"
+
+    def __repr__(self) -> str:
+        return f"Layout({self.shape!r}, {self.stride!r})"
+
+    def _repr_svg_(self) -> str:
+        from .svg import to_svg
+
+        return to_svg(self)
+
+
+def _check_positive(shape: IntTuple, whole: IntTuple, path: tuple[int, ...] = ()) -> None:
+    if is_tuple(shape):
+        if len(shape) == 0 and path:
+            raise LayoutError("Layout", f"empty tuple at mode {_fmt_path(path)}", whole)
+        for i, s in enumerate(shape):  # type: ignore[arg-type]
+            _check_positive(s, whole, path + (i,))
+    elif shape < 1:  # type: ignore[operator]
+        where = f"mode {_fmt_path(path)}" if path else "the shape"
+        raise LayoutError("Layout", f"{where} is {shape}; shapes must be positive", whole)
+
+
+def _fmt_path(path: tuple[int, ...]) -> str:
+    return "".join(f"[{i}]" for i in path)
+
+
+# ---- constructors ----------------------------------------------------------------------
+
+
+def compact_col_major(shape: IntTuple, current: int = 1) -> IntTuple:
+    """Strides of the compact column-major (left-most fastest) layout of `shape`."""
+    return prefix_product(shape, current)
+
+
+def compact_row_major(shape: IntTuple, current: int = 1) -> IntTuple:
+    """Strides of the compact row-major (right-most fastest) layout, nesting included."""
+    flat = flatten(shape)
+    strides = [0] * len(flat)
+    for i in reversed(range(len(flat))):
+        strides[i] = current
+        current *= flat[i]
+    return unflatten(tuple(strides), shape)
+
+
+def make_ordered_layout(shape: Any, order: Any) -> Layout:
+    """Compact layout whose modes are laid out by increasing `order` (ties keep position)."""
+    shape = as_int_tuple(shape, "make_ordered_layout", "shape")
+    order = as_int_tuple(order, "make_ordered_layout", "order")
+    flat_shape, flat_order = flatten(shape), flatten(order)
+    if len(flat_order) != len(flat_shape):
+        raise LayoutError(
+            "make_ordered_layout", "order must have one entry per shape mode", shape, order
+        )
+    strides = [0] * len(flat_shape)
+    current = 1
+    for i in sorted(range(len(flat_shape)), key=lambda k: (flat_order[k], k)):
+        strides[i] = current
+        current *= flat_shape[i]
+    return Layout(shape, unflatten(tuple(strides), shape))
+
+
+def make_layout(*args: Any) -> Layout:
+    """``make_layout(shape[, stride])``, or ``make_layout(L0, L1, ...)`` to stack layouts as modes."""
+    if args and all(isinstance(a, Layout) for a in args):
+        return Layout(tuple(a.shape for a in args), tuple(a.stride for a in args))
+    if len(args) == 1:
+        return Layout(args[0])
+    if len(args) == 2:
+        return Layout(args[0], args[1])
+    raise LayoutError("make_layout", "expected (shape), (shape, stride) or layouts", *args)
+
+
+def make_layout_like(layout: Layout) -> Layout:
+    """Compact layout with the same shape, modes ordered like `layout`'s strides."""
+    order = tuple(abs(d) if d != 0 else 0 for d in flatten(layout.stride))
+    return make_ordered_layout(layout.shape, unflatten(order, layout.shape))
+
+
+def slice_and_offset(crd: Any, layout: Layout) -> tuple[Layout, int]:
+    """Split a coordinate with ``None`` entries into the kept sub-layout and the fixed offset.
+
+    As in CuTe, the kept modes (one per ``None``) become the modes of the result, in order.
+    """
+    kept_shape: list[IntTuple] = []
+    kept_stride: list[IntTuple] = []
+    offset = 0
+
+    def walk(c: Any, s: IntTuple, d: IntTuple) -> None:
+        nonlocal offset
+        if c is None:
+            kept_shape.append(s)
+            kept_stride.append(d)
+        elif is_tuple(c):
+            if not is_tuple(s) or len(c) != len(s):  # type: ignore[arg-type]
+                raise LayoutError("slice", f"coordinate {c} does not match shape {s}", crd, layout)
+            for ci, si, di in zip(c, s, d):  # type: ignore[arg-type]
+                walk(ci, si, di)
+        else:
+            offset += crd2idx(c, s, d)
+
+    if crd is None:
+        return layout, 0
+    walk(crd, layout.shape, layout.stride)
+    return Layout(tuple(kept_shape), tuple(kept_stride)), offset
+
+
+def cosize(layout: Any) -> int:
+    return layout.cosize()

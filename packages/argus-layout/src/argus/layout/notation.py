@@ -1,0 +1,169 @@
+"""CuTe notation: printing exactly as CuTe prints static layouts, and parsing it back.
+
+Grammar (spaces allowed between tokens; a leading ``_`` on an integer, as CuTe C++ prints
+static integers, is accepted and ignored)::
+
+    layout   := outer " o " offset " o " plain | outer " o " plain | swizzle | plain
+    outer    := swizzle | plain
+    swizzle  := "Sw<" int "," int "," int ">"
+    plain    := inttuple [ ":" inttuple ]        (no stride: compact column-major)
+    inttuple := int | "(" [ inttuple { "," inttuple } ] ")"
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import LayoutError, LayoutParseError
+from .inttuple import IntTuple, is_tuple
+
+__all__ = ["format_int_tuple", "parse", "parse_int_tuple"]
+
+
+def format_int_tuple(t: IntTuple) -> str:
+    if is_tuple(t):
+        return "(" + ",".join(format_int_tuple(e) for e in t) + ")"  # type: ignore[union-attr]
+    return str(t)
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def fail(self, reason: str, at: int | None = None) -> LayoutParseError:
+        return LayoutParseError(self.text, self.pos if at is None else at, reason)
+
+    def skip_spaces(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self, token: str) -> bool:
+        self.skip_spaces()
+        return self.text.startswith(token, self.pos)
+
+    def expect(self, token: str) -> None:
+        if not self.peek(token):
+            found = self.text[self.pos] if self.pos < len(self.text) else "end of input"
+            raise self.fail(f"expected {token!r}, found {found!r}")
+        self.pos += len(token)
+
+    def at_end(self) -> bool:
+        self.skip_spaces()
+        return self.pos >= len(self.text)
+
+    def integer(self) -> int:
+        self.skip_spaces()
+        if self.peek("_"):
+            self.pos += 1
+        sign = 1
+        if self.peek("-"):
+            self.pos += 1
+            sign = -1
+        digits = self.pos
+        while self.pos < len(self.text) and self.text[self.pos].isdigit():
+            self.pos += 1
+        if self.pos == digits:
+            found = self.text[self.pos] if self.pos < len(self.text) else "end of input"
+            raise self.fail(f"expected an integer, found {found!r}")
+        return sign * int(self.text[digits : self.pos])
+
+    def int_tuple(self) -> IntTuple:
+        if self.peek("("):
+            self.pos += 1
+            items: list[IntTuple] = []
+            if self.peek(")"):
+                self.pos += 1
+                return ()
+            while True:
+                items.append(self.int_tuple())
+                if self.peek(","):
+                    self.pos += 1
+                    continue
+                if self.peek(")"):
+                    self.pos += 1
+                    return tuple(items)
+                found = self.text[self.pos] if self.pos < len(self.text) else "end of input"
+                raise self.fail(f"expected ',' or ')', found {found!r}")
+        return self.integer()
+
+    def plain(self) -> Any:
+        from .layout import Layout
+
+        start = self.pos
+        shape = self.int_tuple()
+        stride = None
+        if self.peek(":"):
+            self.pos += 1
+            stride_at = self.pos
+            stride = self.int_tuple()
+            from .inttuple import congruent
+
+            if not congruent(shape, stride):
+                raise self.fail("stride does not have the shape's nesting profile", at=stride_at)
+        try:
+            return Layout(shape, stride)
+        except LayoutError as err:
+            raise self.fail(err.reason, at=start) from None
+
+    def swizzle(self) -> Any:
+        from .swizzle import Swizzle
+
+        start = self.pos
+        self.expect("Sw<")
+        b = self.integer()
+        self.expect(",")
+        m = self.integer()
+        self.expect(",")
+        s = self.integer()
+        self.expect(">")
+        try:
+            return Swizzle(b, m, s)
+        except LayoutError as err:
+            raise self.fail(err.reason, at=start) from None
+
+    def layout(self) -> Any:
+        from .swizzle import ComposedLayout
+
+        outer = self.swizzle() if self.peek("Sw<") else self.plain()
+        if not self.peek("o"):
+            return outer
+        self.pos += 1
+        offset = self._offset_then_compose()
+        inner = self.plain()
+        return ComposedLayout(outer, offset, inner)
+
+    def _offset_then_compose(self) -> int:
+        """The optional ``off o`` of ``outer o off o inner``; 0 when absent."""
+        saved = self.pos
+        try:
+            offset = self.integer()
+        except LayoutParseError:
+            return 0
+        if self.peek("o"):
+            self.pos += 1
+            return offset
+        self.pos = saved
+        return 0
+
+
+def parse_int_tuple(text: str) -> IntTuple:
+    """Read an int-tuple such as ``((2,2),8)``."""
+    p = _Parser(text)
+    value = p.int_tuple()
+    if not p.at_end():
+        raise p.fail(f"unexpected {text[p.pos]!r} after the int-tuple")
+    return value
+
+
+def parse(text: str) -> Any:
+    """Read CuTe notation: ``((2,2),8):((1,4),16)``, ``Sw<3,4,3> o 0 o (8,64):(64,1)``, ``Sw<2,3,3>``."""
+    if not isinstance(text, str):
+        raise LayoutError("parse", f"expected a string, got {type(text).__name__}", text)
+    p = _Parser(text)
+    if p.at_end():
+        raise p.fail("empty layout text")
+    value = p.layout()
+    if not p.at_end():
+        raise p.fail(f"unexpected {text[p.pos]!r}")
+    return value

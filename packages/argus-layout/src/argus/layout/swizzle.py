@@ -1,0 +1,167 @@
+"""XOR swizzles and composed layouts (``outer o offset o inner``).
+
+``Sw<B,M,S>`` keeps the low `M` bits of an offset and XORs the `B` bits found `S` places
+higher into the `B` bits above them (for negative `S`, lower into higher). It is a bijection
+and its own inverse, which is why a wrong swizzle never shows up as a lost or doubled element.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import LayoutError
+from .inttuple import is_int
+from .layout import Layout
+
+__all__ = ["ComposedLayout", "Swizzle", "make_composed_layout"]
+
+
+class Swizzle:
+    """The XOR function ``Sw<B,M,S>``; requires ``B >= 0``, ``M >= 0`` and ``|S| >= B``."""
+
+    __slots__ = ("bits", "base", "shift")
+
+    def __init__(self, bits: int, base: int, shift: int) -> None:
+        for name, v in (("B", bits), ("M", base), ("S", shift)):
+            if not is_int(v):
+                raise LayoutError("Swizzle", f"{name} must be an int, got {v!r}", bits, base, shift)
+        if bits < 0 or base < 0:
+            raise LayoutError("Swizzle", "B and M must be non-negative", bits, base, shift)
+        if abs(shift) < bits:
+            raise LayoutError(
+                "Swizzle", f"|S| = {abs(shift)} < B = {bits}: source and target bits overlap", bits, base, shift
+            )
+        object.__setattr__(self, "bits", bits)
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "shift", shift)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Swizzle is immutable")
+
+    @property
+    def source_mask(self) -> int:
+        """The bits that are read (CuTe's ``yyy_msk``)."""
+        return ((1 << self.bits) - 1) << (self.base + max(0, self.shift))
+
+    @property
+    def target_mask(self) -> int:
+        """The bits that are flipped (CuTe's ``zzz_msk``)."""
+        return ((1 << self.bits) - 1) << (self.base - min(0, self.shift))
+
+    def __call__(self, offset: Any) -> Any:
+        if is_int(offset) and offset < 0:
+            raise LayoutError("Swizzle()", f"offset {offset} is negative", self)
+        picked = offset & self.source_mask
+        moved = picked >> self.shift if self.shift >= 0 else picked << -self.shift
+        return offset ^ moved
+
+    def size(self) -> int:
+        """The period of the function: it permutes every aligned block of this many offsets."""
+        return 1 << (self.base + self.bits + abs(self.shift))
+
+    def cosize(self) -> int:
+        return self.size()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Swizzle):
+            return NotImplemented
+        return (self.bits, self.base, self.shift) == (other.bits, other.base, other.shift)
+
+    def __hash__(self) -> int:
+        return hash(("Sw", self.bits, self.base, self.shift))
+
+    def __str__(self) -> str:
+        return f"Sw<{self.bits},{self.base},{self.shift}>"
+
+    def __repr__(self) -> str:
+        return f"Swizzle({self.bits}, {self.base}, {self.shift})"
+
+
+class ComposedLayout:
+    """``outer o offset o inner``: coordinates go through `inner`, get `offset` added, then `outer`.
+
+    `outer` is a `Swizzle` or a `Layout`. Shape-side operations (slicing, composition with a
+    tiler, divides, products) act on `inner`; the outer function is carried along unchanged.
+    """
+
+    __slots__ = ("outer", "offset", "inner")
+
+    def __init__(self, outer: Swizzle | Layout, offset: int, inner: Layout) -> None:
+        if not isinstance(outer, (Swizzle, Layout)):
+            raise LayoutError("ComposedLayout", f"outer must be a Swizzle or Layout, got {outer!r}", outer)
+        if not is_int(offset):
+            raise LayoutError("ComposedLayout", f"offset must be an int, got {offset!r}", offset)
+        if not isinstance(inner, Layout):
+            raise LayoutError("ComposedLayout", f"inner must be a Layout, got {inner!r}", inner)
+        object.__setattr__(self, "outer", outer)
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "inner", inner)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("ComposedLayout is immutable")
+
+    @property
+    def shape(self) -> Any:
+        return self.inner.shape
+
+    @property
+    def rank(self) -> int:
+        return self.inner.rank
+
+    @property
+    def depth(self) -> int:
+        return self.inner.depth
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def size(self) -> int:
+        return self.inner.size()
+
+    def cosize(self) -> int:
+        """One past the largest offset reached on the domain (offsets are never negative)."""
+        return int(self.offsets().max()) + 1
+
+    def with_inner(self, inner: Layout) -> ComposedLayout:
+        return ComposedLayout(self.outer, self.offset, inner)
+
+    def __getitem__(self, i: int) -> ComposedLayout:
+        return self.with_inner(self.inner[i])
+
+    def __call__(self, *args: Any) -> Any:
+        crd = args[0] if len(args) == 1 else args
+        from .inttuple import is_tuple, leaves
+        from .layout import slice_and_offset
+
+        if crd is None or (is_tuple(crd) and any(c is None for c in leaves(crd))):
+            sub, off = slice_and_offset(crd, self.inner)
+            return ComposedLayout(self.outer, self.offset + off, sub)
+        return self.outer(self.offset + self.inner(*args))
+
+    def offsets(self) -> np.ndarray:
+        return self.outer(self.offset + self.inner.offsets())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ComposedLayout):
+            return NotImplemented
+        return (self.outer, self.offset, self.inner) == (other.outer, other.offset, other.inner)
+
+    def __hash__(self) -> int:
+        return hash((self.outer, self.offset, self.inner))
+
+    def __str__(self) -> str:
+        return f"{self.outer} o {self.offset} o {self.inner}"
+
+    def __repr__(self) -> str:
+        return f"ComposedLayout({self.outer!r}, {self.offset!r}, {self.inner!r})"
+
+    def _repr_svg_(self) -> str:
+        from .svg import to_svg
+
+        return to_svg(self)
+
+
+def make_composed_layout(outer: Swizzle | Layout, offset: int, inner: Layout) -> ComposedLayout:
+    return ComposedLayout(outer, offset, inner)

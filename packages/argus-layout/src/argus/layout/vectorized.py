@@ -1,0 +1,90 @@
+"""Layouts over numpy arrays: exact int64 evaluation, or a `LayoutError` if it cannot be exact.
+
+Before computing, the largest offset magnitude the inputs can produce is bounded with Python
+ints; past ``2**63 - 1`` the call refuses instead of wrapping around silently.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .errors import LayoutError
+from .inttuple import crd2idx, fits, flatten, is_tuple, leaves, prefix_product
+
+if TYPE_CHECKING:
+    from .layout import Layout
+
+__all__ = ["all_offsets", "evaluate_array"]
+
+INT64_MAX = (1 << 63) - 1
+
+
+def _index_bound(max_index: int, shape: Any, stride: Any) -> int:
+    """Largest |offset| that indices in [0, max_index] reach on `shape:stride`."""
+    shapes, strides = flatten(shape), flatten(stride)
+    prefixes = flatten(prefix_product(shape))
+    bound = 0
+    for k, (s, d, p) in enumerate(zip(shapes, strides, prefixes)):
+        coord_max = max_index // p if k == len(shapes) - 1 else min(s - 1, max_index // p)
+        bound += coord_max * abs(d)
+    return bound
+
+
+def _as_int64(a: Any, layout: Layout) -> Any:
+    if isinstance(a, np.ndarray):
+        if a.dtype.kind not in "iu":
+            raise LayoutError("Layout()", f"index arrays must have an integer dtype, got {a.dtype}", layout)
+        if a.size and int(a.min()) < 0:
+            raise LayoutError("Layout()", "index and coordinate arrays must be non-negative", layout)
+        if a.dtype.kind == "u" and a.size and int(a.max()) > INT64_MAX:
+            raise LayoutError("Layout()", "index values exceed int64", layout)
+        return a.astype(np.int64, copy=False)
+    return a
+
+
+def _leaf_max(a: Any) -> int:
+    return int(a.max()) if isinstance(a, np.ndarray) and a.size else int(a) if not isinstance(a, np.ndarray) else 0
+
+
+def _coordinate_bound(crd: Any, shape: Any, stride: Any) -> int:
+    if is_tuple(crd):
+        return sum(_coordinate_bound(c, s, d) for c, s, d in zip(crd, shape, stride))
+    return _index_bound(_leaf_max(crd), shape, stride)
+
+
+def evaluate_array(layout: Layout, crd: Any) -> np.ndarray:
+    """`layout` at an index array, or at a coordinate whose leaves are arrays or ints (broadcast)."""
+    if is_tuple(crd):
+        crd = _map_leaves(crd, lambda a: _as_int64(a, layout))
+        if not fits(crd, layout.shape):
+            raise LayoutError("Layout()", f"coordinate rank does not match the shape {layout.shape}", layout)
+        bound = _coordinate_bound(crd, layout.shape, layout.stride)
+    else:
+        crd = _as_int64(crd, layout)
+        bound = _index_bound(_leaf_max(crd), layout.shape, layout.stride)
+    if bound > INT64_MAX:
+        raise LayoutError("Layout()", f"offsets reach {bound}, beyond int64; evaluate with Python ints", layout)
+    result = crd2idx(crd, layout.shape, layout.stride)
+    if not isinstance(result, np.ndarray):
+        result = np.broadcast_to(np.int64(result), np.broadcast_shapes(*(np.shape(x) for x in leaves(crd))))
+    return result.astype(np.int64, copy=False)
+
+
+def all_offsets(layout: Layout) -> np.ndarray:
+    """Offsets of every index 0..size-1, in index order."""
+    modes = list(zip(flatten(layout.shape), flatten(layout.stride)))
+    bound = sum((s - 1) * abs(d) for s, d in modes)
+    if bound > INT64_MAX:
+        raise LayoutError("offsets", f"offsets reach {bound}, beyond int64", layout)
+    out = np.zeros(1, dtype=np.int64)
+    for s, d in modes:
+        if s > 1:
+            out = (out[None, :] + (np.arange(s, dtype=np.int64) * d)[:, None]).reshape(-1)
+    return out
+
+
+def _map_leaves(t: Any, f: Any) -> Any:
+    return tuple(_map_leaves(e, f) for e in t) if is_tuple(t) else f(t)
+
