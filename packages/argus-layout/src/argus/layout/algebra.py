@@ -41,10 +41,10 @@ EXHAUSTIVE_CHECK_LIMIT = 1 << 16
 
 def _from_modes(modes: list[Mode]) -> Layout:
     if not modes:
-        return Layout(1, 0)
+        return Layout._make(1, 0)
     if len(modes) == 1:
-        return Layout(modes[0][0], modes[0][1])
-    return Layout(tuple(s for s, _ in modes), tuple(d for _, d in modes))
+        return Layout._make(modes[0][0], modes[0][1])
+    return Layout._make(tuple(s for s, _ in modes), tuple(d for _, d in modes))
 
 
 def _merge_modes(modes: list[Mode]) -> list[Mode]:
@@ -87,7 +87,7 @@ def coalesce(layout: Layout, profile: Any = None) -> Layout:
         raise LayoutError("coalesce", f"profile rank {len(profile)} exceeds layout rank {layout.rank}", layout, profile)
     parts = [coalesce(layout[i], p) for i, p in enumerate(profile)]
     parts += [layout[i] for i in range(len(profile), layout.rank)]
-    return Layout(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
+    return Layout._make(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
 
 
 def same_function(a: Layout, b: Layout) -> bool:
@@ -97,7 +97,7 @@ def same_function(a: Layout, b: Layout) -> bool:
 
 def filter_zeros(layout: Layout) -> Layout:
     """Replace the shape of every stride-0 mode by 1."""
-    return Layout(
+    return Layout._make(
         unflatten(tuple(1 if d == 0 else s for s, d in layout.modes()), layout.shape), layout.stride
     )
 
@@ -217,7 +217,7 @@ def _compose_layout(a: Layout, b: Layout) -> Layout:
     parts = [_compose_mode(a_modes, s, d, a, b) for s, d in b_modes]
     shape = unflatten(tuple(p[0][0] if len(p) == 1 else tuple(m[0] for m in p) for p in parts), b.shape)
     stride = unflatten(tuple(p[0][1] if len(p) == 1 else tuple(m[1] for m in p) for p in parts), b.shape)
-    result = Layout(shape, stride)
+    result = Layout._make(shape, stride)
     if not _carry_free(a_modes, b_modes):
         _check_pointwise(result, a, b)
     return result
@@ -268,7 +268,7 @@ def composition(a: Any, b: Any) -> Any:
         if len(b) > a.rank:
             raise LayoutError("composition", f"tiler rank {len(b)} exceeds the layout rank {a.rank}", a, b)
         parts = [composition(a[i], t) for i, t in enumerate(b)] + [a[i] for i in range(len(b), a.rank)]
-        return Layout(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
+        return Layout._make(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
     return _compose_layout(a, as_layout(b, "composition"))
 
 
@@ -438,6 +438,6 @@ def downcast(layout: Any, n: int) -> Any:
 
 def _map_modes(layout: Layout, f: Any) -> Layout:
     pairs = [f(s, d) for s, d in layout.modes()]
-    return Layout(
+    return Layout._make(
         unflatten(tuple(s for s, _ in pairs), layout.shape), unflatten(tuple(d for _, d in pairs), layout.shape)
     )

@@ -81,9 +81,11 @@ def depth(t: IntTuple) -> int:
 
 
 def flatten(t: IntTuple) -> tuple[int, ...]:
-    if is_tuple(t):
-        return tuple(leaf for e in t for leaf in flatten(e))
-    return (t,)
+    if not isinstance(t, tuple):
+        return (t,)
+    if not any(isinstance(e, tuple) for e in t):
+        return t
+    return tuple(leaf for e in t for leaf in flatten(e))
 
 
 def leaves(t: Any) -> Iterator[Any]:
@@ -97,6 +99,10 @@ def leaves(t: Any) -> Iterator[Any]:
 
 def unflatten(flat: tuple[Any, ...], profile: IntTuple) -> Any:
     """Rebuild `profile`'s nesting from the flat sequence of its leaves."""
+    if not isinstance(profile, tuple):
+        return flat[0]
+    if not any(isinstance(e, tuple) for e in profile):
+        return tuple(flat)
     it = iter(flat)
 
     def build(p: IntTuple) -> Any:

@@ -47,14 +47,21 @@ class Layout:
 
     Shapes are nested tuples of positive ints, strides have the same nesting and may be
     zero or negative. With no stride the layout is compact column-major (CuTe's default).
+    Layouts are values: treat them as immutable (they hash by shape and stride).
     """
 
-    __slots__ = ("shape", "stride")
+    __slots__ = ("shape", "stride", "_index_terms", "_modes")
 
     shape: IntTuple
     stride: IntTuple
 
     def __init__(self, shape: Any, stride: Any = None) -> None:
+        if _is_plain(shape, stride):  # the common case, validated cheaply
+            self.shape = shape
+            self.stride = compact_col_major(shape) if stride is None else stride
+            self._index_terms = None
+            self._modes = None
+            return
         shape = as_int_tuple(shape, "Layout", "shape")
         _check_positive(shape, shape)
         if stride is None:
@@ -65,11 +72,20 @@ class Layout:
                 raise LayoutError(
                     "Layout", "shape and stride must have the same nesting profile", shape, stride
                 )
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "stride", stride)
+        self.shape = shape
+        self.stride = stride
+        self._index_terms: Any = None
+        self._modes: Any = None
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("Layout is immutable")
+    @classmethod
+    def _make(cls, shape: IntTuple, stride: IntTuple) -> Layout:
+        """Construct without validation, for results of operations on valid layouts."""
+        self = object.__new__(cls)
+        self.shape = shape
+        self.stride = stride
+        self._index_terms = None
+        self._modes = None
+        return self
 
     # ---- structure -------------------------------------------------------------------
     def size(self) -> int:
@@ -104,14 +120,14 @@ class Layout:
 
     def __getitem__(self, i: int) -> Layout:
         """Mode `i` (negative counts from the end); a rank-1 int layout is its own mode 0."""
+        shape = self.shape
+        if type(i) is int and isinstance(shape, tuple) and -len(shape) <= i < len(shape):
+            return Layout._make(shape[i], self.stride[i])  # type: ignore[index]
         if not isinstance(i, int) or isinstance(i, bool):
             raise LayoutError("Layout[]", f"mode index must be an int, got {i!r}", self)
-        r = self.rank
-        if not -r <= i < r:
-            raise LayoutError("Layout[]", f"mode {i} out of range for rank {r}", self)
-        if not is_tuple(self.shape):
-            return self
-        return Layout(self.shape[i], self.stride[i])  # type: ignore[index]
+        if is_tuple(shape) or i not in (0, -1):
+            raise LayoutError("Layout[]", f"mode {i} out of range for rank {self.rank}", self)
+        return self
 
     def __iter__(self) -> Iterator[Layout]:
         for i in range(self.rank):
@@ -120,11 +136,13 @@ class Layout:
     def flat(self) -> Layout:
         """The same function with every nesting removed."""
         s, d = flatten(self.shape), flatten(self.stride)
-        return Layout(s, d) if len(s) > 1 else Layout(s[0], d[0])
+        return Layout._make(s, d) if len(s) > 1 else Layout._make(s[0], d[0])
 
     def modes(self) -> list[tuple[int, int]]:
         """Flat (shape, stride) pairs in colexicographic order."""
-        return list(zip(flatten(self.shape), flatten(self.stride)))
+        if self._modes is None:
+            self._modes = tuple(zip(flatten(self.shape), flatten(self.stride)))
+        return list(self._modes)
 
     # ---- evaluation ------------------------------------------------------------------
     def __call__(self, *args: Any) -> Any:
@@ -134,6 +152,8 @@ class Layout:
         evaluate element-wise in int64; symbolic expressions give an expression.
         """
         crd = args[0] if len(args) == 1 else args
+        if type(crd) is int and crd >= 0:
+            return self._at_index(crd)
         if crd is None or (is_tuple(crd) and any(c is None for c in leaves(crd))):
             return slice_and_offset(crd, self)[0]
         if any(isinstance(c, np.ndarray) for c in leaves(crd)):
@@ -147,6 +167,24 @@ class Layout:
                 "Layout()", f"coordinate {crd} does not match the shape {self.shape}", self
             )
         return crd2idx(crd, self.shape, self.stride)
+
+    def _at_index(self, idx: Any) -> Any:
+        """Offset of an index (int or int64 array) through the flattened modes."""
+        terms = self._index_terms
+        if terms is None:
+            shapes, strides = flatten(self.shape), flatten(self.stride)
+            prefixes = flatten(prefix_product(self.shape))
+            modes = list(zip(prefixes, shapes, strides))
+            terms = tuple((p, s, d) for p, s, d in modes[:-1] if d != 0 and s != 1)
+            p_last, _, d_last = modes[-1] if modes else (1, None, 0)
+            if d_last != 0:  # the last mode is unbounded: indices past the size continue along it
+                terms += ((p_last, None, d_last),)
+            self._index_terms = terms
+        total = 0
+        for p, s, d in terms:
+            c = idx // p if p != 1 else idx
+            total = total + (c % s if s is not None else c) * d
+        return total
 
     def offsets(self) -> np.ndarray:
         """All offsets in index order, as int64 (exact, or a LayoutError)."""
@@ -176,6 +214,21 @@ class Layout:
         from .svg import to_svg
 
         return to_svg(self)
+
+
+def _is_plain(shape: Any, stride: Any) -> bool:
+    """Already a valid shape (positive int leaves, no empty sub-tuples) with a congruent stride."""
+    if type(shape) is int:
+        return shape >= 1 and (stride is None or type(stride) is int)
+    if type(shape) is not tuple or not shape:
+        return False
+    if stride is None:
+        return all(_is_plain(s, None) for s in shape)
+    return (
+        type(stride) is tuple
+        and len(stride) == len(shape)
+        and all(_is_plain(s, d) for s, d in zip(shape, stride))
+    )
 
 
 def _check_positive(shape: IntTuple, whole: IntTuple, path: tuple[int, ...] = ()) -> None:
@@ -225,13 +278,13 @@ def make_ordered_layout(shape: Any, order: Any) -> Layout:
     for i in sorted(range(len(flat_shape)), key=lambda k: (flat_order[k], k)):
         strides[i] = current
         current *= flat_shape[i]
-    return Layout(shape, unflatten(tuple(strides), shape))
+    return Layout._make(shape, unflatten(tuple(strides), shape))
 
 
 def make_layout(*args: Any) -> Layout:
     """``make_layout(shape[, stride])``, or ``make_layout(L0, L1, ...)`` to stack layouts as modes."""
     if args and all(isinstance(a, Layout) for a in args):
-        return Layout(tuple(a.shape for a in args), tuple(a.stride for a in args))
+        return Layout._make(tuple(a.shape for a in args), tuple(a.stride for a in args))
     if len(args) == 1:
         return Layout(args[0])
     if len(args) == 2:
@@ -270,7 +323,7 @@ def slice_and_offset(crd: Any, layout: Layout) -> tuple[Layout, int]:
     if crd is None:
         return layout, 0
     walk(crd, layout.shape, layout.stride)
-    return Layout(tuple(kept_shape), tuple(kept_stride)), offset
+    return Layout._make(tuple(kept_shape), tuple(kept_stride)), offset
 
 
 def cosize(layout: Any) -> int:

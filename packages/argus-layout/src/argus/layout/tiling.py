@@ -36,7 +36,7 @@ _ONE = Layout(1, 0)
 
 
 def _stack(parts: list[Layout]) -> Layout:
-    return Layout(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
+    return Layout._make(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
 
 
 def _by_mode(op: str, a: Layout, tiler: tuple[Any, ...], f: Any) -> Layout:

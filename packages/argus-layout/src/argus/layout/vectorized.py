@@ -66,7 +66,7 @@ def evaluate_array(layout: Layout, crd: Any) -> np.ndarray:
         bound = _index_bound(_leaf_max(crd), layout.shape, layout.stride)
     if bound > INT64_MAX:
         raise LayoutError("Layout()", f"offsets reach {bound}, beyond int64; evaluate with Python ints", layout)
-    result = crd2idx(crd, layout.shape, layout.stride)
+    result = crd2idx(crd, layout.shape, layout.stride) if is_tuple(crd) else layout._at_index(crd)
     if not isinstance(result, np.ndarray):
         result = np.broadcast_to(np.int64(result), np.broadcast_shapes(*(np.shape(x) for x in leaves(crd))))
     return result.astype(np.int64, copy=False)

@@ -1,0 +1,608 @@
+"""The ``argus-layout`` command (also ``python -m argus.layout``): show, eval and demo.
+
+Every failure is reported as one line on stderr starting with ``error:`` and exit status 2.
+Expressions given to ``eval`` are read by a small recursive-descent parser, never by Python's
+``eval``::
+
+    expr  := arg
+    call  := NAME "(" [ arg { "," arg } ] ")"          NAME from a fixed list of functions
+    arg   := call | layout | inttuple | int | "(" arg { "," arg } ")"
+    layout:= CuTe notation, e.g. 4:2, (4,8):(1,4), Sw<3,4,3> o 0 o (8,64):(64,1)
+
+``(4,8)`` is an int-tuple (a tiler or a shape), ``(4,8):(1,4)`` a layout: the ``:`` after the
+closing parenthesis decides. A parenthesised list holding layouts, such as ``(4:1, 8:2)``, is a
+tuple of tilers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from . import (
+    blocked_product,
+    coalesce,
+    complement,
+    composition,
+    downcast,
+    filter,
+    filter_zeros,
+    flat_divide,
+    flat_product,
+    left_inverse,
+    logical_divide,
+    logical_product,
+    make_layout,
+    max_common_layout,
+    max_common_vector,
+    raked_product,
+    right_inverse,
+    size,
+    tile_to_shape,
+    tiled_divide,
+    tiled_product,
+    upcast,
+    zipped_divide,
+    zipped_product,
+)
+from .errors import LayoutError, LayoutParseError
+from .layout import Layout
+from .notation import format_int_tuple, parse, parse_int_tuple
+from .svg import MAX_CELLS, offset_grid, save_svg, tv_grid
+from .swizzle import ComposedLayout, Swizzle
+
+__all__ = ["FUNCTIONS", "CliError", "evaluate", "main"]
+
+PROG = "argus-layout"
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as ``error: <message>``, exit status 2."""
+
+
+def _cosize(layout: Any) -> int:
+    """Length of the offset range a layout touches."""
+    if not isinstance(layout, (Layout, ComposedLayout)):
+        raise LayoutError("cosize", f"expected a layout, got {type(layout).__name__}", layout)
+    return layout.cosize()
+
+
+#: The functions `eval` may call, by their CuTe names.
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "composition": composition,
+    "complement": complement,
+    "coalesce": coalesce,
+    "filter": filter,
+    "filter_zeros": filter_zeros,
+    "right_inverse": right_inverse,
+    "left_inverse": left_inverse,
+    "logical_divide": logical_divide,
+    "zipped_divide": zipped_divide,
+    "tiled_divide": tiled_divide,
+    "flat_divide": flat_divide,
+    "logical_product": logical_product,
+    "zipped_product": zipped_product,
+    "tiled_product": tiled_product,
+    "flat_product": flat_product,
+    "blocked_product": blocked_product,
+    "raked_product": raked_product,
+    "tile_to_shape": tile_to_shape,
+    "upcast": upcast,
+    "downcast": downcast,
+    "max_common_vector": max_common_vector,
+    "max_common_layout": max_common_layout,
+    "make_layout": make_layout,
+    "size": size,
+    "cosize": _cosize,
+}
+
+
+# ---- the expression parser -----------------------------------------------------------------
+
+_INT_CHARS = set("0123456789-_")
+_INT_TUPLE_CHARS = _INT_CHARS | set("(), \t\n")
+
+
+class _ExprParser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    # -- low level --
+    def fail(self, reason: str, at: int | None = None) -> CliError:
+        col = (self.pos if at is None else at) + 1
+        return CliError(f"column {col} of {self.text!r}: {reason}")
+
+    def skip(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def char(self) -> str:
+        self.skip()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def found(self) -> str:
+        c = self.char()
+        return repr(c) if c else "end of input"
+
+    def expect(self, token: str) -> None:
+        if self.char() != token:
+            raise self.fail(f"expected {token!r}, found {self.found()}")
+        self.pos += 1
+
+    def name_at(self, pos: int) -> str:
+        end = pos
+        if end < len(self.text) and (self.text[end].isalpha()):
+            end += 1
+            while end < len(self.text) and (self.text[end].isalnum() or self.text[end] == "_"):
+                end += 1
+        return self.text[pos:end]
+
+    # -- grammar --
+    def expression(self) -> Any:
+        if not self.char():
+            raise self.fail("empty expression")
+        value = self.arg()
+        if self.char():
+            raise self.fail(f"unexpected {self.found()} after the expression")
+        return value
+
+    def arg(self) -> Any:
+        c = self.char()
+        start = self.pos
+        if not c:
+            raise self.fail("expected an argument, found end of input")
+        if c.isalpha():
+            name = self.name_at(start)
+            if name == "Sw" and self.text.startswith("Sw<", start):
+                return self.literal(start, self.swizzle_end(start))
+            return self.call(name, start)
+        if c == "(":
+            end = self.int_tuple_end(start)
+            if end is None:
+                return self.arg_tuple()
+            return self.literal(start, end)
+        if c in _INT_CHARS:
+            return self.literal(start, self.int_end(start))
+        raise self.fail(f"expected a function call, a layout or an integer, found {c!r}")
+
+    def call(self, name: str, start: int) -> Any:
+        func = FUNCTIONS.get(name)
+        if func is None:
+            raise self.fail(f"unknown function {name!r} (known: {', '.join(sorted(FUNCTIONS))})", start)
+        self.pos = start + len(name)
+        self.expect("(")
+        args: list[Any] = []
+        if self.char() == ")":
+            self.pos += 1
+        else:
+            while True:
+                args.append(self.arg())
+                if self.char() == ",":
+                    self.pos += 1
+                    continue
+                if self.char() == ")":
+                    self.pos += 1
+                    break
+                raise self.fail(f"expected ',' or ')' in the arguments of {name}, found {self.found()}")
+        return _apply(name, func, args)
+
+    def arg_tuple(self) -> tuple[Any, ...]:
+        """``(a, b, ...)`` whose entries are not all integers: a tuple of tilers."""
+        self.expect("(")
+        items = []
+        while True:
+            items.append(self.arg())
+            if self.char() == ",":
+                self.pos += 1
+                continue
+            if self.char() == ")":
+                self.pos += 1
+                return tuple(items)
+            raise self.fail(f"expected ',' or ')', found {self.found()}")
+
+    # -- extents of literals, handed to argus.layout.notation --
+    def int_end(self, pos: int) -> int:
+        end = pos
+        while end < len(self.text) and self.text[end] in _INT_CHARS:
+            end += 1
+        return end
+
+    def int_tuple_end(self, pos: int) -> int | None:
+        """End of the balanced int-tuple starting at `pos`, or None if it holds anything else."""
+        depth = 0
+        for i in range(pos, len(self.text)):
+            c = self.text[i]
+            if c not in _INT_TUPLE_CHARS:
+                return None
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+        return None  # unclosed: let the element-wise reader say where it stops
+
+    def plain_end(self, pos: int) -> int | None:
+        """End of ``inttuple[:inttuple]`` starting at `pos` (after spaces), or None."""
+        while pos < len(self.text) and self.text[pos].isspace():
+            pos += 1
+        if pos >= len(self.text):
+            return None
+        end = self.int_tuple_end(pos) if self.text[pos] == "(" else self.int_end(pos)
+        if end is None or end == pos:
+            return None
+        after = end
+        while after < len(self.text) and self.text[after].isspace():
+            after += 1
+        if after < len(self.text) and self.text[after] == ":":
+            stride_at = after + 1
+            while stride_at < len(self.text) and self.text[stride_at].isspace():
+                stride_at += 1
+            if stride_at < len(self.text) and self.text[stride_at] == "(":
+                stride_end = self.int_tuple_end(stride_at)
+            else:
+                stride_end = self.int_end(stride_at)
+            if stride_end is None or stride_end == stride_at:
+                return len(self.text)  # malformed: the notation parser reports where
+            return stride_end
+        return end
+
+    def swizzle_end(self, pos: int) -> int:
+        close = self.text.find(">", pos)
+        end = len(self.text) if close < 0 else close + 1
+        return self.composed_end(end)
+
+    def composed_end(self, end: int) -> int:
+        """Extend a literal over `` o [offset o] inner`` parts that follow it."""
+        for _ in range(2):
+            after = end
+            while after < len(self.text) and self.text[after].isspace():
+                after += 1
+            if not (self.text.startswith("o", after) and self.name_at(after) == "o"):
+                return end
+            nxt = self.plain_end(after + 1)
+            if nxt is None:
+                return len(self.text)  # let the notation parser point at what is missing
+            end = nxt
+        return end
+
+    def literal(self, start: int, end: int) -> Any:
+        if self.text[start] != "S":
+            end = self.composed_end(self.plain_end(start) or end)
+        piece = self.text[start:end]
+        try:
+            if any(c in piece for c in ":o<"):
+                value = parse(piece)
+            else:
+                value = parse_int_tuple(piece)
+        except LayoutParseError as err:
+            raise self.fail(_parse_reason(err), start + err.column) from None
+        self.pos = end
+        return value
+
+
+def _parse_reason(err: LayoutParseError) -> str:
+    """The reason of a parse error without its position and multi-line pointer."""
+    first = err.reason.split("\n", 1)[0]
+    return first.rsplit(" at column ", 1)[0]
+
+
+def _apply(name: str, func: Callable[..., Any], args: list[Any]) -> Any:
+    try:
+        inspect.signature(func).bind(*args)
+    except TypeError:
+        params = ", ".join(
+            p.name if p.default is inspect.Parameter.empty else f"{p.name}=..."
+            for p in inspect.signature(func).parameters.values()
+        )
+        raise CliError(f"{name}({params}) does not take {len(args)} argument(s)") from None
+    try:
+        return func(*args)
+    except LayoutError:
+        raise
+    except (TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as err:
+        shown = ", ".join(_show(a) for a in args)
+        raise CliError(f"{name}({shown}): unsupported arguments ({type(err).__name__}: {err})") from None
+
+
+def evaluate(text: str) -> Any:
+    """Evaluate an expression such as ``composition((6,2):(8,2), (4,3):(3,1))``."""
+    return _ExprParser(text).expression()
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, (tuple, int)) and not isinstance(value, bool):
+        return format_int_tuple(value) if all(isinstance(v, int) for v in _leaves(value)) else "(" + ",".join(
+            _show(v) for v in value  # type: ignore[union-attr]
+        ) + ")"
+    return str(value)
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+# ---- text output ---------------------------------------------------------------------------
+
+
+def _parse_layout(text: str) -> Any:
+    try:
+        return parse(text)
+    except LayoutParseError as err:
+        raise CliError(
+            f"cannot parse {text!r}: {_parse_reason(err)} at column {err.column + 1}"
+        ) from None
+
+
+def _parse_tile(text: str) -> tuple[int, int]:
+    parts = text.replace("x", ",").split(",")
+    try:
+        rows, cols = (int(p) for p in parts)
+    except ValueError:
+        raise CliError(f"--tv expects M,N (two positive integers), got {text!r}") from None
+    if rows < 1 or cols < 1:
+        raise CliError(f"--tv expects M,N (two positive integers), got {text!r}")
+    return rows, cols
+
+
+def format_table(cells: list[list[str]], row_labels: bool = True) -> list[str]:
+    """Aligned text columns with column indices on top and, optionally, row indices on the left."""
+    if not cells:
+        return []
+    cols = len(cells[0])
+    width = max(len(str(cols - 1)), *(len(c) for row in cells for c in row))
+    lead = len(str(len(cells) - 1)) if row_labels else 0
+    pad = " " * (lead + 3) if row_labels else " "
+    lines = [pad + " ".join(str(n).rjust(width) for n in range(cols))]
+    lines.append(pad + "-" * (cols * (width + 1) - 1))
+    for m, row in enumerate(cells):
+        prefix = f"{str(m).rjust(lead)} | " if row_labels else " "
+        lines.append(prefix + " ".join(c.rjust(width) for c in row))
+    return lines
+
+
+def offset_table(layout: Any) -> list[str]:
+    grid = offset_grid(layout, "show")
+    return format_table([[str(int(v)) for v in row] for row in grid], row_labels=layout.rank == 2)
+
+
+def tv_table(layout: Any, tile: tuple[int, int]) -> tuple[list[str], int, int]:
+    """Rows ``T<t>V<v>`` per tile cell (``.`` for none, ``*`` suffix when shared), covered, shared."""
+    grid = tv_grid(layout, tile, "show")
+    covered = sum(1 for row in grid for owners in row if owners)
+    shared = sum(1 for row in grid for owners in row if len(owners) > 1)
+    cells = [
+        [f"T{o[0][0]}V{o[0][1]}" + ("*" if len(o) > 1 else "") if o else "." for o in row] for row in grid
+    ]
+    return format_table(cells), covered, shared
+
+
+def _describe(layout: Any, out: TextIO) -> None:
+    print(f"layout  {layout}", file=out)
+    if isinstance(layout, Swizzle):
+        print(f"period  {layout.size()}", file=out)
+        print(
+            "a swizzle is a function on offsets; compose it with a layout to draw it, "
+            f"e.g. '{layout} o 0 o (8,64):(64,1)'",
+            file=out,
+        )
+        return
+    print(f"size    {layout.size()}", file=out)
+    print(f"cosize  {layout.cosize()}", file=out)
+    print(f"rank    {layout.rank}", file=out)
+
+
+# ---- commands ------------------------------------------------------------------------------
+
+
+def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
+    layout = _parse_layout(args.layout)
+    tile = _parse_tile(args.tv) if args.tv else None
+    if isinstance(layout, Swizzle):
+        if args.output or tile:
+            raise CliError(f"a bare swizzle cannot be drawn; compose it with a layout, e.g. '{layout} o 0 o 8:1'")
+        _describe(layout, out)
+        return 0
+    if tile is not None:
+        table, covered, shared = tv_table(layout, tile)
+        lines = [
+            f"tv tile {tile[0]}x{tile[1]}: {covered} of {tile[0] * tile[1]} elements owned, "
+            f"{shared} by more than one (thread, value) (marked *)",
+            *table,
+        ]
+    elif layout.rank > 2:
+        lines = [f"(no grid for rank {layout.rank}: slice it to two modes, e.g. layout(None, None, 0))"]
+    elif layout.size() > MAX_CELLS:
+        lines = [f"(no grid: {layout.size()} cells, more than {MAX_CELLS})"]
+    else:
+        lines = offset_table(layout)
+    _describe(layout, out)
+    print("\n".join(lines), file=out)
+    if args.output:
+        path = save_svg(layout, args.output, tv_tile=tile)
+        print(f"wrote {path}", file=out)
+    return 0
+
+
+def _result_text(value: Any) -> str:
+    if isinstance(value, (Layout, ComposedLayout, Swizzle)):
+        return str(value)
+    return _show(value)
+
+
+def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
+    print(_result_text(evaluate(args.expression)), file=out)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    outdir = Path(args.output)
+    outdir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+
+    def say(text: str = "") -> None:
+        print(text, file=out)
+
+    def draw(name: str, layout: Any, **kw: Any) -> None:
+        written.append(save_svg(layout, outdir / f"{name}.svg", **kw))
+
+    def grid(layout: Any) -> None:
+        for line in offset_table(layout):
+            say("     " + line)
+
+    say("argus.layout tour: CuTe layouts, computed exactly")
+    say()
+    say("1. A layout shape:stride maps a coordinate to an offset.")
+    for name, text in (
+        ("row_major_4x8", "(4,8):(8,1)"),
+        ("col_major_4x8", "(4,8):(1,4)"),
+        ("nested", "((2,2),8):((1,4),16)"),
+    ):
+        layout = parse(text)
+        say(f"   {text}")
+        grid(layout)
+        draw(name, layout)
+    say()
+    comp = evaluate("composition((6,2):(8,2), (4,3):(3,1))")
+    say(f"2. composition((6,2):(8,2), (4,3):(3,1)) = {comp}")
+    draw("composition", comp)
+    div = evaluate("logical_divide((4,2,3):(2,1,8), 4:2)")
+    say(f"3. logical_divide((4,2,3):(2,1,8), 4:2) = {div}")
+    draw("logical_divide", div)
+    tile = parse("(128,64):(64,1)")
+    tiles = zipped_divide(tile, (64, 16))
+    say(f"4. a 128x64 bf16 tile {tile} cut into 64x16 tiles:")
+    say(f"   zipped_divide(tile, (64,16)) = {tiles}")
+    say(f"   mode 0 walks one tile ({tiles[0].size()} elements), mode 1 picks one of {tiles[1].size()} tiles")
+    draw("zipped_divide_tile0", tiles[0], title=f"tile 0 of zipped_divide: {tiles[0]}")
+    vec = upcast(tile, 8)
+    say(f"5. upcast(tile, 8) = {vec}: the same tile as 16-byte vectors of 8 bf16")
+    sw = parse("Sw<3,4,3> o 0 o (8,64):(64,1)")
+    chunks = composition(sw, (8, Layout(4, 16)))
+    say(f"6. swizzle {sw}; first element of each 16-element chunk, per row:")
+    say(f"   composition(sw, (8, 4:16)) = {chunks}")
+    grid(chunks)
+    draw("swizzle", sw)
+    say("7. refused: composition((3,4):(4,1), 8:2)")
+    try:
+        composition(parse("(3,4):(4,1)"), parse("8:2"))
+        raise CliError("demo: the refused composition was accepted")
+    except LayoutError as err:
+        say(f"   LayoutError: {err.reason}")
+    tv = parse("((4,8),(2,2)):((32,1),(16,8))")
+    owned = np.sort(tv.offsets())
+    if not np.array_equal(owned, np.arange(16 * 8)):
+        raise CliError("demo: the TV layout does not cover its 16x8 tile exactly once")
+    say(f"8. TV layout {tv}: 32 threads x 4 values on a 16x8 tile (column-major),")
+    say("   every one of the 128 elements owned by exactly one (thread, value)")
+    draw("tv_16x8", tv, tv_tile=(16, 8))
+    say()
+    say(f"wrote {len(written)} SVG files:")
+    for path in written:
+        say(f"   {path}")
+    return 0
+
+
+# ---- entry point ---------------------------------------------------------------------------
+
+_DESCRIPTION = """\
+Draw and compute CuTe layouts (also runnable as: python -m argus.layout).
+
+commands:
+  show LAYOUT   print a layout's size, cosize, rank and grid of offsets; -o writes an SVG
+                  e.g. argus-layout show "(8,8):(8,1)" -o l.svg
+  eval EXPR     evaluate a layout-algebra expression
+                  e.g. argus-layout eval "composition((6,2):(8,2), (4,3):(3,1))"
+  demo          a short tour of the algebra, writing SVG pictures
+                  e.g. argus-layout demo -o layout-demo
+"""
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """Reports usage mistakes as one ``error:`` line instead of exiting from inside argparse."""
+
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        raise _UsageError(f"{message} ({self.format_usage().strip()})")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _ArgumentParser(
+        prog=PROG,
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    show = sub.add_parser(
+        "show",
+        help="print a layout and its grid of offsets",
+        description='Print a layout\'s notation, size, cosize, rank and grid of offsets, e.g. show "(8,8):(8,1)".',
+    )
+    show.add_argument("layout", metavar="LAYOUT", help='CuTe notation, e.g. "(8,8):(8,1)" or "Sw<3,4,3> o 0 o (8,64):(64,1)"')
+    show.add_argument("-o", "--output", metavar="OUT.svg", help="also write an SVG picture")
+    show.add_argument("--tv", metavar="M,N", help="read LAYOUT as a (thread, value) layout on an MxN tile")
+    show.set_defaults(run=cmd_show)
+
+    ev = sub.add_parser(
+        "eval",
+        help="evaluate a layout-algebra expression",
+        description=(
+            'Evaluate an expression of layout functions, e.g. eval "logical_divide((4,2,3):(2,1,8), 4:2)". '
+            f"Functions: {', '.join(sorted(FUNCTIONS))}."
+        ),
+    )
+    ev.add_argument("expression", metavar="EXPR", help='e.g. "composition((6,2):(8,2), (4,3):(3,1))"')
+    ev.set_defaults(run=cmd_eval)
+
+    demo = sub.add_parser(
+        "demo",
+        help="a short tour, writing SVG pictures",
+        description="A short tour of layouts and their algebra; writes SVG pictures into DIR.",
+    )
+    demo.add_argument("-o", "--output", metavar="DIR", default="layout-demo", help="where to write (default: ./layout-demo)")
+    demo.set_defaults(run=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 success, 2 error)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help
+        return exit_.code if isinstance(exit_.code, int) else 2
+    except _UsageError as err:
+        _error(str(err))
+        return 2
+    try:
+        return int(args.run(args, sys.stdout))
+    except CliError as err:
+        _error(str(err))
+    except LayoutError as err:
+        _error(str(err))
+    except OSError as err:
+        _error(f"{err.strerror or err}: {err.filename}" if err.filename else str(err))
+    except Exception as err:  # noqa: BLE001 - a command line reports, it does not crash
+        _error(f"internal error in {args.command}: {type(err).__name__}: {err}")
+    return 2
+
+
+def _error(message: str) -> None:
+    print("error: " + " ".join(message.split()), file=sys.stderr)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
