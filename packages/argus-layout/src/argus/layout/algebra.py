@@ -8,6 +8,7 @@ candidate is checked point by point before it is returned.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from math import gcd
 from typing import Any
 
@@ -47,7 +48,7 @@ def _from_modes(modes: list[Mode]) -> Layout:
     return Layout._make(tuple(s for s, _ in modes), tuple(d for _, d in modes))
 
 
-def _merge_modes(modes: list[Mode]) -> list[Mode]:
+def _merge_modes(modes: Iterable[Mode]) -> list[Mode]:
     """Drop size-1 modes and merge neighbours where ``d1 == s0 * d0``."""
     out: list[Mode] = []
     for s, d in modes:
@@ -215,6 +216,8 @@ def _compose_layout(a: Layout, b: Layout) -> Layout:
     a_modes = _extension_modes(a)
     b_modes = b.modes()
     parts = [_compose_mode(a_modes, s, d, a, b) for s, d in b_modes]
+    if not isinstance(b.shape, tuple):
+        return _from_modes(parts[0])
     shape = unflatten(tuple(p[0][0] if len(p) == 1 else tuple(m[0] for m in p) for p in parts), b.shape)
     stride = unflatten(tuple(p[0][1] if len(p) == 1 else tuple(m[1] for m in p) for p in parts), b.shape)
     result = Layout._make(shape, stride)
@@ -278,6 +281,8 @@ def composition(a: Any, b: Any) -> Any:
 def _cotarget_size(cotarget: Any, layout: Layout) -> int:
     if cotarget is None:
         return layout.cosize()
+    if type(cotarget) is int and cotarget >= 1:
+        return cotarget
     target = as_int_tuple(cotarget, "complement", "cotarget")
     n = product(target)
     if n < 1:

@@ -53,7 +53,7 @@ from . import (
 )
 from .errors import LayoutError, LayoutParseError
 from .layout import Layout
-from .notation import format_int_tuple, parse, parse_int_tuple
+from .notation import parse, parse_int_tuple
 from .svg import MAX_CELLS, offset_grid, save_svg, tv_grid
 from .swizzle import ComposedLayout, Swizzle
 
@@ -318,17 +318,10 @@ def evaluate(text: str) -> Any:
 
 
 def _show(value: Any) -> str:
-    if isinstance(value, (tuple, int)) and not isinstance(value, bool):
-        return format_int_tuple(value) if all(isinstance(v, int) for v in _leaves(value)) else "(" + ",".join(
-            _show(v) for v in value  # type: ignore[union-attr]
-        ) + ")"
-    return str(value)
-
-
-def _leaves(value: Any) -> list[Any]:
+    """CuTe-style text of an argument or result: ints, int-tuples, layouts, tuples of them."""
     if isinstance(value, tuple):
-        return [leaf for v in value for leaf in _leaves(v)]
-    return [value]
+        return "(" + ",".join(_show(v) for v in value) + ")"
+    return str(value)
 
 
 # ---- text output ---------------------------------------------------------------------------
@@ -409,7 +402,9 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     tile = _parse_tile(args.tv) if args.tv else None
     if isinstance(layout, Swizzle):
         if args.output or tile:
-            raise CliError(f"a bare swizzle cannot be drawn; compose it with a layout, e.g. '{layout} o 0 o 8:1'")
+            raise CliError(
+                f"a bare swizzle cannot be drawn; compose it with a layout, e.g. '{layout} o 0 o 8:1'"
+            )
         _describe(layout, out)
         return 0
     if tile is not None:
@@ -541,17 +536,26 @@ class _ArgumentParser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _ArgumentParser(
         prog=PROG,
+        usage="%(prog)s [-h] COMMAND ...",
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # the description lists the commands with examples; argparse's own list would repeat it
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, help=argparse.SUPPRESS)
 
     show = sub.add_parser(
         "show",
         help="print a layout and its grid of offsets",
-        description='Print a layout\'s notation, size, cosize, rank and grid of offsets, e.g. show "(8,8):(8,1)".',
+        description=(
+            "Print a layout's notation, size, cosize, rank and grid of offsets, "
+            'e.g. show "(8,8):(8,1)" -o l.svg, or show "((4,8),(2,2)):((32,1),(16,8))" --tv 16,8.'
+        ),
     )
-    show.add_argument("layout", metavar="LAYOUT", help='CuTe notation, e.g. "(8,8):(8,1)" or "Sw<3,4,3> o 0 o (8,64):(64,1)"')
+    show.add_argument(
+        "layout",
+        metavar="LAYOUT",
+        help='CuTe notation, e.g. "(8,8):(8,1)" or "Sw<3,4,3> o 0 o (8,64):(64,1)"',
+    )
     show.add_argument("-o", "--output", metavar="OUT.svg", help="also write an SVG picture")
     show.add_argument("--tv", metavar="M,N", help="read LAYOUT as a (thread, value) layout on an MxN tile")
     show.set_defaults(run=cmd_show)
@@ -572,7 +576,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a short tour, writing SVG pictures",
         description="A short tour of layouts and their algebra; writes SVG pictures into DIR.",
     )
-    demo.add_argument("-o", "--output", metavar="DIR", default="layout-demo", help="where to write (default: ./layout-demo)")
+    demo.add_argument(
+        "-o", "--output", metavar="DIR", default="layout-demo", help="where to write (default: ./layout-demo)"
+    )
     demo.set_defaults(run=cmd_demo)
     return parser
 

@@ -138,11 +138,11 @@ class Layout:
         s, d = flatten(self.shape), flatten(self.stride)
         return Layout._make(s, d) if len(s) > 1 else Layout._make(s[0], d[0])
 
-    def modes(self) -> list[tuple[int, int]]:
+    def modes(self) -> tuple[tuple[int, int], ...]:
         """Flat (shape, stride) pairs in colexicographic order."""
         if self._modes is None:
             self._modes = tuple(zip(flatten(self.shape), flatten(self.stride)))
-        return list(self._modes)
+        return self._modes  # type: ignore[no-any-return]
 
     # ---- evaluation ------------------------------------------------------------------
     def __call__(self, *args: Any) -> Any:

@@ -144,7 +144,10 @@ def tv_grid(layout: Any, tv_tile: tuple[int, int], op: str = "to_svg") -> list[l
     pairs = layout.size()
     if pairs > 4 * MAX_CELLS:
         raise LayoutError(
-            op, f"the TV layout has {pairs} (thread, value) pairs, at most {4 * MAX_CELLS} are drawn", layout, tv_tile
+            op,
+            f"the TV layout has {pairs} (thread, value) pairs, at most {4 * MAX_CELLS} are drawn",
+            layout,
+            tv_tile,
         )
     threads = layout[0].size()
     offsets = layout.offsets()
@@ -262,8 +265,7 @@ def _tv_picture(layout: Any, tv_tile: tuple[int, int], title: str, cell: int) ->
     rows, cols = len(grid), len(grid[0])
     canvas = _Canvas(rows, cols, cell, title)
     canvas.frame()
-    longest = len(f"T{layout[0].size() - 1}") if layout.size() else 2
-    longest = max(longest, len(f"V{layout[1].size() - 1}"))
+    longest = max(len(f"T{layout[0].size() - 1}"), len(f"V{layout[1].size() - 1}"))
     font = _font_for(longest, cell, 0.32)
     marker_font = max(5.0, cell * 0.22)
     for n in range(cols):
