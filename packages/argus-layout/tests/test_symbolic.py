@@ -1,8 +1,10 @@
-"""Tests for argus.layout.symbolic: soundness of the eager simplifier, rewrites, errors, printing."""
+"""argus.layout.symbolic: soundness of the eager simplifier, rewrites, errors, printing."""
 
 from __future__ import annotations
 
+import copy
 import operator
+import pickle
 from typing import Any
 
 import numpy as np
@@ -50,8 +52,12 @@ def var_specs(draw: Any) -> tuple[tuple[str, int | None, int | None], ...]:
     return tuple(specs)
 
 
-divisors = st.one_of(st.integers(1, 40), st.sampled_from([2, 4, 8, 16, 32, 64]), st.integers(-12, -1))
-leaves = st.one_of(st.tuples(st.just("var"), st.integers(0, 2)), st.tuples(st.just("int"), st.integers(-20, 20)))
+divisors = st.one_of(
+    st.integers(1, 40), st.sampled_from([2, 4, 8, 16, 32, 64]), st.integers(-12, -1)
+)
+leaves = st.one_of(
+    st.tuples(st.just("var"), st.integers(0, 2)), st.tuples(st.just("int"), st.integers(-20, 20))
+)
 
 
 def extend(children: Any) -> Any:
@@ -149,8 +155,10 @@ def test_simplification_is_sound(specs: Any, tree: Any, data: Any) -> None:
 # ---- layout-shaped expressions -----------------------------------------------------------
 
 
-def layout_offset(x: Any, shape: tuple[int, ...], stride: tuple[int, ...], wrap_last: bool = False) -> Any:
-    """Index -> colexicographic coordinate -> offset, with plain operators as the layout core does."""
+def layout_offset(
+    x: Any, shape: tuple[int, ...], stride: tuple[int, ...], wrap_last: bool = False
+) -> Any:
+    """Index -> colexicographic coordinate -> offset, with plain operators only."""
     offset: Any = 0
     for k, (s, d) in enumerate(zip(shape, stride)):
         if k == len(shape) - 1:
@@ -186,7 +194,10 @@ def test_compact_layout_gives_index_back() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(shape=st.lists(st.integers(1, 8), min_size=1, max_size=4).map(tuple), scale=st.integers(1, 4))
+@given(
+    shape=st.lists(st.integers(1, 8), min_size=1, max_size=4).map(tuple),
+    scale=st.integers(1, 4),
+)
 def test_random_compact_layouts_recombine(shape: tuple[int, ...], scale: int) -> None:
     size = 1
     for s in shape:
@@ -206,7 +217,8 @@ def test_random_compact_layouts_recombine(shape: tuple[int, ...], scale: int) ->
     data=st.data(),
 )
 def test_random_layouts_pointwise(shape: tuple[int, ...], data: Any) -> None:
-    stride = tuple(data.draw(st.lists(st.integers(-9, 9), min_size=len(shape), max_size=len(shape))))
+    r = len(shape)
+    stride = tuple(data.draw(st.lists(st.integers(-9, 9), min_size=r, max_size=r)))
     size = 1
     for s in shape:
         size *= s
@@ -217,7 +229,9 @@ def test_random_layouts_pointwise(shape: tuple[int, ...], data: Any) -> None:
         assert in_bounds(layout_offset(v, shape, stride), bounds(sym))
 
 
-@pytest.mark.parametrize("bits,base,shift", [(3, 4, 3), (2, 0, 4), (2, 2, -2), (3, 3, 3), (1, 5, -4)])
+@pytest.mark.parametrize(
+    "bits,base,shift", [(3, 4, 3), (2, 0, 4), (2, 2, -2), (3, 3, 3), (1, 5, -4)]
+)
 def test_swizzle_pointwise(bits: int, base: int, shift: int) -> None:
     x = Var("x", 0, 1 << 10)
     sym = swizzle(x, bits, base, shift)
@@ -397,6 +411,8 @@ def test_immutable_and_hashable() -> None:
     with pytest.raises(AttributeError):
         i.name = "z"  # type: ignore[misc]
     assert len({i + 1, 1 + i, i + 2}) == 2
+    e = i % 4 + (j ^ i) * 3 + i * j // 5
+    assert pickle.loads(pickle.dumps(e)) == e and copy.deepcopy(e) is e
     assert Var("i") == i and Var("i", 0, 4) != i
 
 

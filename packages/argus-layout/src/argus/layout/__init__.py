@@ -25,6 +25,7 @@ from .algebra import (
     same_function,
     upcast,
 )
+from .basis import ArithmeticTuple, E, ScaledBasis, make_identity_layout
 from .errors import LayoutError, LayoutParseError
 from .inttuple import (
     IntTuple,
@@ -51,6 +52,7 @@ from .layout import (
     slice_and_offset,
 )
 from .notation import parse, parse_int_tuple
+from .svg import save_svg, to_svg
 from .swizzle import ComposedLayout, Swizzle, make_composed_layout
 from .tiling import (
     blocked_product,
@@ -75,7 +77,11 @@ def size(x: object) -> int:
 
 
 __all__ = [
+    "ArithmeticTuple",
     "ComposedLayout",
+    "E",
+    "ScaledBasis",
+    "make_identity_layout",
     "IntTuple",
     "Layout",
     "LayoutError",
@@ -117,10 +123,12 @@ __all__ = [
     "rank",
     "right_inverse",
     "same_function",
+    "save_svg",
     "shape_div",
     "size",
     "slice_and_offset",
     "tile_to_shape",
+    "to_svg",
     "tiled_divide",
     "tiled_product",
     "upcast",

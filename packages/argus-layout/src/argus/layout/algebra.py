@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .basis import require_integer_strides
 from .errors import LayoutError
 from .inttuple import as_int_tuple, ceil_div, flatten, is_int, is_tuple, prefix_product, product, unflatten
 from .layout import Layout
@@ -213,6 +214,7 @@ def _carry_free(a_modes: list[Mode], b_modes: list[Mode]) -> bool:
 
 
 def _compose_layout(a: Layout, b: Layout) -> Layout:
+    require_integer_strides(b, "composition", a, b)
     a_modes = _extension_modes(a)
     b_modes = b.modes()
     parts = [_compose_mode(a_modes, s, d, a, b) for s, d in b_modes]
@@ -298,6 +300,7 @@ def complement(layout: Any, cotarget: Any = None) -> Layout:
     each stride is a multiple of the span below it; otherwise no layout fills the gaps.
     """
     layout = as_layout(layout, "complement")
+    require_integer_strides(layout, "complement", layout)
     target = _cotarget_size(cotarget, layout)
     modes = sorted((d, s) for s, d in layout.modes() if s > 1 and d != 0)
     if any(d < 0 for d, _ in modes):
@@ -325,6 +328,7 @@ def complement(layout: Any, cotarget: Any = None) -> Layout:
 
 def _modes_with_index_strides(layout: Layout) -> list[tuple[int, int, int]]:
     """(stride, shape, index stride) of each coalesced mode with a non-zero stride."""
+    require_integer_strides(layout, "inverse", layout)
     flat = coalesce(layout)
     shapes = flatten(flat.shape)
     index_strides = flatten(prefix_product(flat.shape))
@@ -442,6 +446,7 @@ def downcast(layout: Any, n: int) -> Any:
 
 
 def _map_modes(layout: Layout, f: Any) -> Layout:
+    require_integer_strides(layout, "upcast/downcast", layout)
     pairs = [f(s, d) for s, d in layout.modes()]
     return Layout._make(
         unflatten(tuple(s for s, _ in pairs), layout.shape), unflatten(tuple(d for _, d in pairs), layout.shape)

@@ -283,15 +283,9 @@ class _ExprParser:
             else:
                 value = parse_int_tuple(piece)
         except LayoutParseError as err:
-            raise self.fail(_parse_reason(err), start + err.column) from None
+            raise self.fail(err.reason, start + err.column) from None
         self.pos = end
         return value
-
-
-def _parse_reason(err: LayoutParseError) -> str:
-    """The reason of a parse error without its position and multi-line pointer."""
-    first = err.reason.split("\n", 1)[0]
-    return first.rsplit(" at column ", 1)[0]
 
 
 def _apply(name: str, func: Callable[..., Any], args: list[Any]) -> Any:
@@ -332,7 +326,7 @@ def _parse_layout(text: str) -> Any:
         return parse(text)
     except LayoutParseError as err:
         raise CliError(
-            f"cannot parse {text!r}: {_parse_reason(err)} at column {err.column + 1}"
+            f"cannot parse {text!r}: {err.reason} at column {err.column + 1}"
         ) from None
 
 

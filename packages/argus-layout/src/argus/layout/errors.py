@@ -33,6 +33,7 @@ class LayoutParseError(LayoutError):
         self.column = column
         pointer = " " * column + "^"
         super().__init__("parse", f"{reason} at column {column + 1}\n  {text}\n  {pointer}")
+        self.reason = reason
         self.operands = (text,)
 
 

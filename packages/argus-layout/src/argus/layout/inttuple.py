@@ -47,15 +47,17 @@ def is_tuple(x: object) -> bool:
     return isinstance(x, tuple)
 
 
-def as_int_tuple(x: Any, op: str, what: str) -> IntTuple:
+def as_int_tuple(x: Any, op: str, what: str, allow_basis: bool = False) -> IntTuple:
     """Normalize user input to an int-tuple: numpy integers become ints, lists become tuples.
 
+    With `allow_basis`, `ScaledBasis` leaves (coordinate strides) are accepted too.
     Anything else raises `LayoutError` naming `what` (e.g. "shape") and the mode path.
     """
+    from .basis import ScaledBasis
 
     def walk(v: Any, path: tuple[int, ...]) -> IntTuple:
-        if is_int(v):
-            return v
+        if is_int(v) or (allow_basis and isinstance(v, ScaledBasis)):
+            return v  # type: ignore[no-any-return]
         if isinstance(v, (tuple, list)):
             return tuple(walk(e, path + (i,)) for i, e in enumerate(v))
         if not isinstance(v, bool) and hasattr(v, "__index__") and type(v).__module__ == "numpy":

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .basis import ScaledBasis, as_coordinate, require_integer_strides
 from .errors import LayoutError
 from .inttuple import (
     IntTuple,
@@ -50,7 +51,7 @@ class Layout:
     Layouts are values: treat them as immutable (they hash by shape and stride).
     """
 
-    __slots__ = ("shape", "stride", "_index_terms", "_modes")
+    __slots__ = ("shape", "stride", "_index_terms", "_modes", "_basis_modes")
 
     shape: IntTuple
     stride: IntTuple
@@ -61,13 +62,14 @@ class Layout:
             self.stride = compact_col_major(shape) if stride is None else stride
             self._index_terms = None
             self._modes = None
+            self._basis_modes = None
             return
         shape = as_int_tuple(shape, "Layout", "shape")
         _check_positive(shape, shape)
         if stride is None:
             stride = compact_col_major(shape)
         else:
-            stride = as_int_tuple(stride, "Layout", "stride")
+            stride = as_int_tuple(stride, "Layout", "stride", allow_basis=True)
             if not congruent(shape, stride):
                 raise LayoutError(
                     "Layout", "shape and stride must have the same nesting profile", shape, stride
@@ -76,6 +78,7 @@ class Layout:
         self.stride = stride
         self._index_terms: Any = None
         self._modes: Any = None
+        self._basis_modes: Any = None
 
     @classmethod
     def _make(cls, shape: IntTuple, stride: IntTuple) -> Layout:
@@ -85,6 +88,7 @@ class Layout:
         self.stride = stride
         self._index_terms = None
         self._modes = None
+        self._basis_modes = None
         return self
 
     # ---- structure -------------------------------------------------------------------
@@ -98,6 +102,7 @@ class Layout:
 
     def codomain(self) -> tuple[int, int]:
         """Smallest and largest offset on the domain (inclusive)."""
+        require_integer_strides(self, "cosize", self)
         lo = hi = 0
         for s, d in zip(flatten(self.shape), flatten(self.stride)):
             span = (s - 1) * d
@@ -153,7 +158,7 @@ class Layout:
         """
         crd = args[0] if len(args) == 1 else args
         if type(crd) is int and crd >= 0:
-            return self._at_index(crd)
+            return self._as_result(self._at_index(crd))
         if crd is None or (is_tuple(crd) and any(c is None for c in leaves(crd))):
             return slice_and_offset(crd, self)[0]
         if any(isinstance(c, np.ndarray) for c in leaves(crd)):
@@ -166,7 +171,15 @@ class Layout:
             raise LayoutError(
                 "Layout()", f"coordinate {crd} does not match the shape {self.shape}", self
             )
-        return crd2idx(crd, self.shape, self.stride)
+        return self._as_result(crd2idx(crd, self.shape, self.stride))
+
+    def _as_result(self, value: Any) -> Any:
+        """An offset, or for a layout with basis strides, the full coordinate tuple."""
+        modes = self._basis_modes
+        if modes is None:
+            modes = frozenset(d.mode for _, d in self.modes() if isinstance(d, ScaledBasis))
+            self._basis_modes = modes
+        return as_coordinate(value, modes) if modes else value
 
     def _at_index(self, idx: Any) -> Any:
         """Offset of an index (int or int64 array) through the flattened modes."""
@@ -210,10 +223,14 @@ class Layout:
     def __repr__(self) -> str:
         return f"Layout({self.shape!r}, {self.stride!r})"
 
-    def _repr_svg_(self) -> str:
+    def _repr_svg_(self) -> str | None:
+        """Notebook picture; None (so the text form shows) when the layout is not drawable."""
         from .svg import to_svg
 
-        return to_svg(self)
+        try:
+            return to_svg(self)
+        except LayoutError:
+            return None
 
 
 def _is_plain(shape: Any, stride: Any) -> bool:

@@ -6,8 +6,10 @@ static integers, is accepted and ignored)::
     layout   := outer " o " offset " o " plain | outer " o " plain | swizzle | plain
     outer    := swizzle | plain
     swizzle  := "Sw<" int "," int "," int ">"
-    plain    := inttuple [ ":" inttuple ]        (no stride: compact column-major)
+    plain    := inttuple [ ":" stride ]          (no stride: compact column-major)
     inttuple := int | "(" [ inttuple { "," inttuple } ] ")"
+    stride   := like inttuple, whose leaves may also be bases ``k@m[@m...]`` (k steps along
+                coordinate m, as in identity layouts ``(4,8):(1@0,1@1)``)
 """
 
 from __future__ import annotations
@@ -68,7 +70,26 @@ class _Parser:
             raise self.fail(f"expected an integer, found {found!r}")
         return sign * int(self.text[digits : self.pos])
 
-    def int_tuple(self) -> IntTuple:
+    def leaf(self, allow_basis: bool) -> Any:
+        """An integer, or in a stride ``k@m[@m2...]``, a scaled basis element."""
+        start = self.pos
+        value = self.integer()
+        if not self.peek("@"):
+            return value
+        if not allow_basis:
+            raise self.fail("a basis element 'k@m' is only allowed in a stride")
+        path = []
+        while self.peek("@"):
+            self.pos += 1
+            path.append(self.integer())
+        from .basis import ScaledBasis
+
+        try:
+            return ScaledBasis(value, tuple(path))
+        except LayoutError as err:
+            raise self.fail(err.reason, at=start) from None
+
+    def int_tuple(self, allow_basis: bool = False) -> IntTuple:
         if self.peek("("):
             self.pos += 1
             items: list[IntTuple] = []
@@ -76,7 +97,7 @@ class _Parser:
                 self.pos += 1
                 return ()
             while True:
-                items.append(self.int_tuple())
+                items.append(self.int_tuple(allow_basis))
                 if self.peek(","):
                     self.pos += 1
                     continue
@@ -85,7 +106,7 @@ class _Parser:
                     return tuple(items)
                 found = self.text[self.pos] if self.pos < len(self.text) else "end of input"
                 raise self.fail(f"expected ',' or ')', found {found!r}")
-        return self.integer()
+        return self.leaf(allow_basis)
 
     def plain(self) -> Any:
         from .layout import Layout
@@ -96,7 +117,7 @@ class _Parser:
         if self.peek(":"):
             self.pos += 1
             stride_at = self.pos
-            stride = self.int_tuple()
+            stride = self.int_tuple(allow_basis=True)
             from .inttuple import congruent
 
             if not congruent(shape, stride):

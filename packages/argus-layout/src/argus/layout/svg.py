@@ -175,11 +175,13 @@ def _fmt(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-def _text(x: float, y: float, content: str, size: float, cls: str, **attrs: str) -> str:
+def _text(
+    x: float, y: float, content: str, size: float, cls: str, anchor: str = "middle", **attrs: str
+) -> str:
     extra = "".join(f" {k.replace('_', '-')}={quoteattr(v)}" for k, v in attrs.items())
     return (
         f'<text class="{cls}" x="{_fmt(x)}" y="{_fmt(y)}" font-size="{_fmt(size)}" '
-        f'text-anchor="middle" dy="0.35em"{extra}>{escape(content)}</text>'
+        f'text-anchor="{anchor}" dy="0.35em"{extra}>{escape(content)}</text>'
     )
 
 
@@ -222,7 +224,7 @@ class _Canvas:
         if self.rows > 1 or self.cols == 1:
             for m in range(self.rows):
                 y = self.top + (m + 0.5) * c
-                self.parts.append(_text(self.left - c * 0.3, y, str(m), f, "row-index", fill="#666666"))
+                self.parts.append(_text(self.left - 4, y, str(m), f, "row-index", "end", fill="#666666"))
 
     def render(self) -> str:
         head = (

@@ -157,10 +157,14 @@ class ComposedLayout:
     def __repr__(self) -> str:
         return f"ComposedLayout({self.outer!r}, {self.offset!r}, {self.inner!r})"
 
-    def _repr_svg_(self) -> str:
+    def _repr_svg_(self) -> str | None:
+        """Notebook picture; None (so the text form shows) when the layout is not drawable."""
         from .svg import to_svg
 
-        return to_svg(self)
+        try:
+            return to_svg(self)
+        except LayoutError:
+            return None
 
 
 def make_composed_layout(outer: Swizzle | Layout, offset: int, inner: Layout) -> ComposedLayout:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Union
 
 from .errors import LayoutError
@@ -106,10 +106,6 @@ class Expr:
         if not isinstance(other, Expr):
             return NotImplemented
         return self._hash == other._hash and self._key == other._key
-
-    def __ne__(self, other: object) -> bool:
-        eq = self.__eq__(other)
-        return eq if eq is NotImplemented else not eq
 
     def __hash__(self) -> int:
         return self._hash
@@ -375,7 +371,8 @@ class Product(Expr):
         hi: Any = 1
         for f in self.factors:
             fl, fh = f.bounds()
-            lo, hi = _mul_interval((lo, hi), (-math.inf if fl is None else fl, math.inf if fh is None else fh))
+            ext = (-math.inf if fl is None else fl, math.inf if fh is None else fh)
+            lo, hi = _mul_interval((lo, hi), ext)
         return (None if lo == -math.inf else lo, None if hi == math.inf else hi)
 
     def _eval(self, env: Mapping[Any, int], memo: dict[int, int]) -> int:
@@ -417,7 +414,8 @@ class _Binary(Expr):
         raise NotImplementedError
 
     def _fmt(self) -> tuple[str, int]:
-        return f"{_wrap(self.left, self._prec + 1)} {self._symbol} {_wrap(self.right, self._prec + 1)}", self._prec
+        left, right = _wrap(self.left, self._prec + 1), _wrap(self.right, self._prec + 1)
+        return f"{left} {self._symbol} {right}", self._prec
 
 
 class FloorDiv(_Binary):
@@ -511,12 +509,9 @@ def bounds(x: Value) -> Bounds:
 
 
 def _coerce(x: Any) -> Any:
+    """An Expr or int operand (numpy ints included); NotImplemented for anything else."""
     if isinstance(x, Expr):
         return x
-    if isinstance(x, int):
-        return int(x)
-    if isinstance(x, float) or not hasattr(x, "__index__"):
-        return NotImplemented
     try:
         return operator.index(x)
     except TypeError:
@@ -524,12 +519,12 @@ def _coerce(x: Any) -> Any:
 
 
 def _shift_amount(op: str, x: Expr, k: Any) -> int:
-    if isinstance(k, Expr) or not hasattr(k, "__index__") or isinstance(k, float):
+    amount = _coerce(k)
+    if not isinstance(amount, int):
         raise SymbolicError(op, "the shift amount must be a constant int", x, k)
-    k = operator.index(k)
-    if k < 0:
-        raise SymbolicError(op, f"negative shift amount {k}", x, k)
-    return k
+    if amount < 0:
+        raise SymbolicError(op, f"negative shift amount {amount}", x, k)
+    return amount
 
 
 def _key_of(x: Value) -> tuple[Any, ...]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .algebra import as_layout, coalesce, complement, composition
+from .basis import require_integer_strides
 from .errors import LayoutError
 from .inttuple import as_int_tuple, is_tuple, product
 from .layout import Layout, make_layout, make_ordered_layout
@@ -125,6 +126,7 @@ def _logical_product(a: Layout, tiler: Any) -> Layout:
     if is_tuple(tiler):
         return _by_mode("logical_product", a, tiler, _logical_product)
     b = as_layout(tiler, "logical_product")
+    require_integer_strides(b, "logical_product", a, b)
     if any(d < 0 for _, d in b.modes()):
         raise LayoutError("logical_product", "the tiler may not have negative strides", a, b)
     try:

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .basis import ScaledBasis, has_basis, nest_coordinate
 from .errors import LayoutError
-from .inttuple import crd2idx, fits, flatten, is_tuple, leaves, prefix_product
+from .inttuple import crd2idx, fits, flatten, is_tuple, leaves, prefix_product, unflatten
 
 if TYPE_CHECKING:
     from .layout import Layout
@@ -54,8 +55,13 @@ def _coordinate_bound(crd: Any, shape: Any, stride: Any) -> int:
     return _index_bound(_leaf_max(crd), shape, stride)
 
 
-def evaluate_array(layout: Layout, crd: Any) -> np.ndarray:
-    """`layout` at an index array, or at a coordinate whose leaves are arrays or ints (broadcast)."""
+def evaluate_array(layout: Layout, crd: Any) -> Any:
+    """`layout` at an index array, or at a coordinate whose leaves are arrays or ints (broadcast).
+
+    A layout with basis strides gives a coordinate: a nested tuple of arrays.
+    """
+    if has_basis(layout):
+        return _per_coordinate(layout, lambda part: evaluate_array(part, crd))
     if is_tuple(crd):
         crd = _map_leaves(crd, lambda a: _as_int64(a, layout))
         if not fits(crd, layout.shape):
@@ -72,8 +78,10 @@ def evaluate_array(layout: Layout, crd: Any) -> np.ndarray:
     return result.astype(np.int64, copy=False)
 
 
-def all_offsets(layout: Layout) -> np.ndarray:
-    """Offsets of every index 0..size-1, in index order."""
+def all_offsets(layout: Layout) -> Any:
+    """Offsets of every index 0..size-1, in index order (a tuple of arrays for basis strides)."""
+    if has_basis(layout):
+        return _per_coordinate(layout, all_offsets)
     modes = list(zip(flatten(layout.shape), flatten(layout.stride)))
     bound = sum((s - 1) * abs(d) for s, d in modes)
     if bound > INT64_MAX:
@@ -88,3 +96,17 @@ def all_offsets(layout: Layout) -> np.ndarray:
 def _map_leaves(t: Any, f: Any) -> Any:
     return tuple(_map_leaves(e, f) for e in t) if is_tuple(t) else f(t)
 
+
+
+def _per_coordinate(layout: Layout, evaluate: Any) -> Any:
+    """Evaluate a basis-strided layout one codomain coordinate at a time, as integer layouts."""
+    from .layout import Layout
+
+    if any(not isinstance(d, ScaledBasis) and d != 0 for _, d in layout.modes()):
+        raise LayoutError("Layout()", "mixes integer and basis strides; its offsets are not defined", layout)
+    modes = {d.mode for _, d in layout.modes() if isinstance(d, ScaledBasis)}
+    parts = {}
+    for mode in modes:
+        strides = tuple(d.scale if isinstance(d, ScaledBasis) and d.mode == mode else 0 for _, d in layout.modes())
+        parts[mode] = evaluate(Layout._make(layout.shape, unflatten(strides, layout.shape)))
+    return nest_coordinate(parts)

@@ -1,0 +1,157 @@
+"""Basis strides: layouts whose offsets are coordinates, such as identity layouts.
+
+A stride may be a `ScaledBasis` ``k@m`` — k steps along coordinate `m` of the codomain —
+instead of an integer. ``make_identity_layout((4,8))`` is ``(4,8):(1@0,1@1)``: it maps every
+coordinate to itself, and after tiling or partitioning it tells each element where it came
+from (what predication against a tensor's bounds needs). Scaling and coalescing work on
+bases like on integers; operations that order strides (complement, inverses) need integers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import LayoutError
+
+if TYPE_CHECKING:
+    from .layout import Layout
+
+__all__ = ["ArithmeticTuple", "E", "ScaledBasis", "has_basis", "make_identity_layout"]
+
+Path = tuple[int, ...]
+
+
+class ScaledBasis:
+    """``scale@mode``: `scale` unit steps along codomain coordinate `mode` (a path of mode indices)."""
+
+    __slots__ = ("scale", "mode")
+
+    def __init__(self, scale: int, mode: Path) -> None:
+        if not isinstance(scale, int) or isinstance(scale, bool):
+            raise LayoutError("ScaledBasis", f"scale must be an int, got {scale!r}", scale, mode)
+        if not mode or not all(isinstance(m, int) and not isinstance(m, bool) and m >= 0 for m in mode):
+            raise LayoutError("ScaledBasis", f"mode must be a non-empty path of non-negative ints, got {mode!r}", scale, mode)
+        self.scale = scale
+        self.mode = tuple(mode)
+
+    def __mul__(self, k: Any) -> Any:
+        if isinstance(k, int) and not isinstance(k, bool):
+            return ScaledBasis(self.scale * k, self.mode) if self.scale * k else 0
+        return NotImplemented
+
+    __rmul__ = __mul__
+
+    def __add__(self, other: Any) -> Any:
+        return ArithmeticTuple.of(self) + other
+
+    __radd__ = __add__
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScaledBasis):
+            return NotImplemented
+        return self.scale == other.scale and self.mode == other.mode
+
+    def __hash__(self) -> int:
+        return hash((self.scale, self.mode))
+
+    def __str__(self) -> str:
+        return f"{self.scale}@" + "@".join(str(m) for m in self.mode)
+
+    def __repr__(self) -> str:
+        return f"ScaledBasis({self.scale}, {self.mode})"
+
+
+def E(*mode: int) -> ScaledBasis:  # noqa: N802 - CuTe's name for the unit basis element
+    """The unit step along codomain coordinate `mode`: ``E(1)`` is ``1@1``, ``E(0, 1)`` is ``1@0@1``."""
+    return ScaledBasis(1, mode)
+
+
+class ArithmeticTuple:
+    """A coordinate under construction: a sum of scaled bases (and zeros), added element-wise."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: dict[Path, Any]) -> None:
+        self.entries = entries
+
+    @classmethod
+    def of(cls, b: ScaledBasis) -> ArithmeticTuple:
+        return cls({b.mode: b.scale})
+
+    def __add__(self, other: Any) -> Any:
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return self
+        if isinstance(other, ScaledBasis):
+            other = ArithmeticTuple.of(other)
+        if not isinstance(other, ArithmeticTuple):
+            raise LayoutError("ArithmeticTuple", f"cannot add {other!r} to a coordinate offset", self, other)
+        entries = dict(self.entries)
+        for mode, v in other.entries.items():
+            entries[mode] = entries[mode] + v if mode in entries else v
+        return ArithmeticTuple(entries)
+
+    __radd__ = __add__
+
+    def as_coordinate(self) -> Any:
+        """The nested coordinate tuple; missing coordinates are 0."""
+        return nest_coordinate(self.entries)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ArithmeticTuple):
+            return NotImplemented
+        return self.as_coordinate() == other.as_coordinate()
+
+    def __hash__(self) -> int:
+        return hash(self.as_coordinate())
+
+    def __repr__(self) -> str:
+        return f"ArithmeticTuple({self.as_coordinate()!r})"
+
+
+def nest_coordinate(entries: dict[Path, Any]) -> Any:
+    """Build the nested coordinate tuple from {mode path: value}; missing coordinates are 0."""
+    if () in entries:
+        return entries[()]
+    width = 1 + max(m[0] for m in entries)
+    groups: list[dict[Path, Any]] = [{} for _ in range(width)]
+    for m, v in entries.items():
+        groups[m[0]][m[1:]] = v
+    return tuple(nest_coordinate(g) if g else 0 for g in groups)
+
+
+def as_coordinate(value: Any, modes: Any = ()) -> Any:
+    """A basis-valued result as a plain nested tuple with an entry for each of `modes` (0 if absent)."""
+    entries: dict[Path, Any] = {m: 0 for m in modes}
+    if isinstance(value, ScaledBasis):
+        entries[value.mode] = value.scale
+    elif isinstance(value, ArithmeticTuple):
+        entries.update(value.entries)
+    elif value != 0:
+        raise LayoutError("Layout()", f"a coordinate-valued layout produced the plain integer {value!r}")
+    return nest_coordinate(entries) if entries else value
+
+
+def has_basis(layout: Layout) -> bool:
+    return any(isinstance(d, ScaledBasis) for _, d in layout.modes())
+
+
+def require_integer_strides(layout: Layout, op: str, *operands: Any) -> None:
+    if has_basis(layout):
+        raise LayoutError(op, "needs integer strides; this layout has basis (coordinate) strides", *operands)
+
+
+def make_identity_layout(shape: Any) -> Layout:
+    """The layout mapping each coordinate of `shape` to itself: ``(4,8):(1@0,1@1)``."""
+    from .inttuple import as_int_tuple, is_tuple
+    from .layout import Layout
+
+    shape = as_int_tuple(shape, "make_identity_layout", "shape")
+    if not is_tuple(shape):
+        return Layout(shape, 1)  # the coordinate of a rank-1 shape is the index itself
+
+    def bases(s: Any, path: Path) -> Any:
+        if is_tuple(s):
+            return tuple(bases(e, path + (i,)) for i, e in enumerate(s))
+        return ScaledBasis(1, path)
+
+    return Layout(shape, bases(shape, ()))
