@@ -413,7 +413,7 @@ def upcast(layout: Any, n: int) -> Any:
     Each stride-±1 mode must cover whole vectors; other strides must divide or be divided by n.
     """
     if isinstance(layout, ComposedLayout):
-        raise LayoutError("upcast", "upcast a swizzled layout by upcasting its parts", layout, n)
+        return _recast_composed(layout, n, "upcast")
     layout = as_layout(layout, "upcast")
     if not is_int(n) or n < 1:
         raise LayoutError("upcast", f"factor must be a positive int, got {n!r}", layout, n)
@@ -438,11 +438,29 @@ def upcast(layout: Any, n: int) -> Any:
 def downcast(layout: Any, n: int) -> Any:
     """View the same memory as elements `n` times narrower: stride-±1 modes grow n-fold."""
     if isinstance(layout, ComposedLayout):
-        raise LayoutError("downcast", "downcast a swizzled layout by downcasting its parts", layout, n)
+        return _recast_composed(layout, n, "downcast")
     layout = as_layout(layout, "downcast")
     if not is_int(n) or n < 1:
         raise LayoutError("downcast", f"factor must be a positive int, got {n!r}", layout, n)
     return _map_modes(layout, lambda s, d: (s * n, d) if abs(d) == 1 else (s, d * n))
+
+
+def _recast_composed(layout: ComposedLayout, n: int, op: str) -> ComposedLayout:
+    """Up/downcast ``Sw<B,M,S> o off o L``: a swizzle leaves the low M bits alone, so viewing
+    elements 2**k times wider (narrower) moves its base to M - k (M + k)."""
+    if not isinstance(layout.outer, Swizzle):
+        raise LayoutError(op, "only swizzle-composed layouts can be recast", layout, n)
+    if not is_int(n) or n < 1 or n & (n - 1):
+        raise LayoutError(op, f"a swizzled layout recasts by a power of two, got {n!r}", layout, n)
+    k = n.bit_length() - 1
+    sw = layout.outer
+    if op == "upcast":
+        if k > sw.base:
+            raise LayoutError(op, f"factor {n} is wider than the {2**sw.base}-element chunks the swizzle keeps", layout, n)
+        if layout.offset % n:
+            raise LayoutError(op, f"offset {layout.offset} is not a multiple of {n}", layout, n)
+        return ComposedLayout(Swizzle(sw.bits, sw.base - k, sw.shift), layout.offset // n, upcast(layout.inner, n))
+    return ComposedLayout(Swizzle(sw.bits, sw.base + k, sw.shift), layout.offset * n, downcast(layout.inner, n))
 
 
 def _map_modes(layout: Layout, f: Any) -> Layout:

@@ -35,9 +35,15 @@ class ScaledBasis:
         self.mode = tuple(mode)
 
     def __mul__(self, k: Any) -> Any:
-        if isinstance(k, int) and not isinstance(k, bool):
-            return ScaledBasis(self.scale * k, self.mode) if self.scale * k else 0
-        return NotImplemented
+        """Scale by an int or a symbolic expression (arrays go through `vectorized`)."""
+        if isinstance(k, (ScaledBasis, ArithmeticTuple, bool)) or type(k).__module__ == "numpy":
+            return NotImplemented
+        scale = self.scale * k
+        if isinstance(scale, int) and scale == 0:
+            return 0
+        result = object.__new__(ScaledBasis)
+        result.scale, result.mode = scale, self.mode
+        return result
 
     __rmul__ = __mul__
 
