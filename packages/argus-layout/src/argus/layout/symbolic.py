@@ -418,39 +418,37 @@ class _Binary(Expr):
         return f"{left} {self._symbol} {right}", self._prec
 
 
-class FloorDiv(_Binary):
+class _Division(_Binary):
+    """A division-like node: `num` over `den`."""
+
+    __slots__ = ()
+
+    @property
+    def num(self) -> Value:
+        return self.left
+
+    @property
+    def den(self) -> Value:
+        return self.right
+
+
+class FloorDiv(_Division):
     """``num // den`` (Python floor division); a constant `den` is always positive."""
 
     __slots__ = ()
     _rank, _symbol, _prec = 3, "//", _MUL
     _apply = staticmethod(operator.floordiv)
 
-    @property
-    def num(self) -> Value:
-        return self.left
-
-    @property
-    def den(self) -> Value:
-        return self.right
-
     def _compute_bounds(self) -> Bounds:
         return _floordiv_bounds(_bounds_of(self.left), _bounds_of(self.right))
 
 
-class Mod(_Binary):
+class Mod(_Division):
     """``num % den`` (Python modulo: the result has the divisor's sign); constant `den` > 0."""
 
     __slots__ = ()
     _rank, _symbol, _prec = 2, "%", _MUL
     _apply = staticmethod(operator.mod)
-
-    @property
-    def num(self) -> Value:
-        return self.left
-
-    @property
-    def den(self) -> Value:
-        return self.right
 
     def _compute_bounds(self) -> Bounds:
         return _mod_bounds(_bounds_of(self.left), _bounds_of(self.right))

@@ -98,16 +98,22 @@ def _unpack(layout: Layout) -> list[Layout]:
     return list(layout) if is_tuple(layout.shape) else [layout]
 
 
+def _tiled(zipped: Layout) -> Layout:
+    """((tile modes), (rest modes)) -> ((tile modes), rest0, rest1, ...)."""
+    return _stack([zipped[0], *_unpack(zipped[1])])
+
+
+def _flat(zipped: Layout) -> Layout:
+    """((tile modes), (rest modes)) -> (tile0, tile1, ..., rest0, rest1, ...)."""
+    return _stack([*_unpack(zipped[0]), *_unpack(zipped[1])])
+
+
 def _tiled_divide(a: Layout, tiler: Any) -> Layout:
-    """((tile modes), rest0, rest1, ...)."""
-    z = _zipped_divide(a, tiler)
-    return _stack([z[0], *_unpack(z[1])])
+    return _tiled(_zipped_divide(a, tiler))
 
 
 def _flat_divide(a: Layout, tiler: Any) -> Layout:
-    """(tile0, tile1, ..., rest0, rest1, ...)."""
-    z = _zipped_divide(a, tiler)
-    return _stack([*_unpack(z[0]), *_unpack(z[1])])
+    return _flat(_zipped_divide(a, tiler))
 
 
 logical_divide = _lift("logical_divide", _logical_divide)
@@ -141,13 +147,11 @@ def _zipped_product(a: Layout, tiler: Any) -> Layout:
 
 
 def _tiled_product(a: Layout, tiler: Any) -> Layout:
-    z = _zipped_product(a, tiler)
-    return _stack([z[0], *_unpack(z[1])])
+    return _tiled(_zipped_product(a, tiler))
 
 
 def _flat_product(a: Layout, tiler: Any) -> Layout:
-    z = _zipped_product(a, tiler)
-    return _stack([*_unpack(z[0]), *_unpack(z[1])])
+    return _flat(_zipped_product(a, tiler))
 
 
 logical_product = _lift("logical_product", _logical_product)
