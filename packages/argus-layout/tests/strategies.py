@@ -11,12 +11,12 @@ Such a B never carries across A's digits, so ``A o B`` must exist and be exact.
 
 from __future__ import annotations
 
+import itertools
 from math import prod
 from typing import Any
 
-from hypothesis import strategies as st
-
 from argus.layout import ComposedLayout, Layout, Swizzle
+from hypothesis import strategies as st
 
 # ---------------------------------------------------------------------------------------
 # Plain-int reference helpers
@@ -134,7 +134,7 @@ def _profile(draw: Any, n: int, depth: int) -> Any:
     else:
         cuts = sorted(draw(st.sets(st.integers(1, n - 1), max_size=n - 1)))
         bounds = [0, *cuts, n]
-        sizes = [b - a for a, b in zip(bounds, bounds[1:])]
+        sizes = [b - a for a, b in itertools.pairwise(bounds)]
     return tuple(_profile(draw, k, depth - 1) for k in sizes)
 
 
@@ -223,7 +223,7 @@ def _split(draw: Any, s: int) -> list[int]:
         return primes
     cuts = sorted(draw(st.sets(st.integers(1, len(primes) - 1), max_size=len(primes) - 1)))
     bounds = [0, *cuts, len(primes)]
-    return [prod(primes[a:b]) for a, b in zip(bounds, bounds[1:])]
+    return [prod(primes[a:b]) for a, b in itertools.pairwise(bounds)]
 
 
 def _digits(draw: Any, a: Layout, extension: bool = True) -> list[int]:

@@ -11,9 +11,6 @@ from math import prod
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
-
 from argus.layout import (
     ComposedLayout,
     Layout,
@@ -42,6 +39,8 @@ from argus.layout import (
     upcast,
     zipped_divide,
 )
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from strategies import (
     admissible_pairs,
     admissible_tiler_pairs,
@@ -60,7 +59,6 @@ from strategies import (
     ref,
     ref_offsets,
     refines,
-    shape_size,
     swizzle_ref,
     swizzles,
     tractable_layouts,
@@ -103,7 +101,8 @@ def test_numpy_evaluation_matches_scalar(layout):
     more = layout(np.arange(n + 3))
     assert more.dtype == np.int64
     assert more.tolist() == [layout(i) for i in range(n + 3)]
-    assert layout(np.arange(n, dtype=np.uint8)).tolist() == scalar if n < 256 else True
+    if n < 256:
+        assert layout(np.arange(n, dtype=np.uint8)).tolist() == scalar
 
 
 @LAWS
@@ -114,9 +113,12 @@ def test_coordinate_arrays_match_scalar(layout):
     got = layout(tuple(g.ravel() for g in grids))
     want = [layout(tuple(int(g.ravel()[k]) for g in grids)) for k in range(grids[0].size)]
     assert got.tolist() == want
-    # an int for one mode broadcasts against arrays for the others
-    coord = tuple(np.arange(s) if k else 0 for k, s in enumerate(sizes))
-    assert layout(coord).tolist() == [layout(tuple(j if k else 0 for k in range(len(sizes)))) for j in range(sizes[1])] or len(sizes) > 2
+    if len(sizes) < 2:
+        return
+    # ints for some modes broadcast against an array for another
+    coord = tuple(np.arange(s) if k == 1 else 0 for k, s in enumerate(sizes))
+    want = [layout(tuple(j if k == 1 else 0 for k in range(len(sizes)))) for j in range(sizes[1])]
+    assert layout(coord).tolist() == want
 
 
 @LAWS
@@ -191,7 +193,7 @@ def composition_exists(a: Layout, b: Layout) -> bool:
     R is a sum of one layout per flat mode of B, so A∘B must be additive over B's flat
     modes, and along each mode a layout of that mode's size must reproduce it.
     """
-    bs, bd = leaves(b.shape), leaves(b.stride)
+    bs = leaves(b.shape)
     f = [ref(a, ref(b, i)) for i in range(b.size())]
     axes = []
     step = 1
@@ -205,7 +207,6 @@ def composition_exists(a: Layout, b: Layout) -> bool:
             rest //= s
         if f[i] != sum(axis[c] for axis, c in zip(axes, digits)):
             return False
-    del bd
     return all(_one_mode_layout_exists(axis) for axis in axes)
 
 
@@ -224,9 +225,26 @@ def test_composition_of_random_pairs_is_refused_or_exact(pair):
     try:
         r = composition(a, b)
     except LayoutError:
-        assert not composition_exists(a, b), f"refused, but a layout equals {a} o {b}"
         return
     assert_exact_composition(a, b, r)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="composition refuses some pairs although a layout equals A o B exactly, e.g. "
+    "(2,4):(0,1) o 2:3 (answer 2:1) and (6,2):(12,8) o 2:8 (answer 2:32): the divisibility "
+    "rules are sufficient, not necessary, and no point-by-point fallback is tried",
+)
+@LAWS
+@given(adversarial_pairs())
+@example((Layout((2, 4), (0, 1)), Layout(2, 3)))
+@example((Layout((6, 2), (12, 8)), Layout(2, 8)))
+def test_composition_refuses_only_when_no_layout_exists(pair):
+    a, b = pair
+    try:
+        composition(a, b)
+    except LayoutError:
+        assert not composition_exists(a, b), f"refused, but a layout equals {a} o {b}"
 
 
 @LAWS
@@ -283,7 +301,7 @@ def test_coalesce_keeps_the_function_and_is_flat_and_minimal(layout):
     pairs = flat_pairs(c)
     if c != Layout(1, 0):
         assert all(s > 1 for s, _ in pairs)
-        assert all(d1 != s0 * d0 for (s0, d0), (_, d1) in zip(pairs, pairs[1:]))
+        assert all(d1 != s0 * d0 for (s0, d0), (_, d1) in itertools.pairwise(pairs))
 
 
 @st.composite
@@ -379,7 +397,7 @@ def assert_complement_laws(a, m, r):
     strides = [d for s, d in flat_pairs(r) if s > 1]
     assert all(d > 0 for d in strides) and strides == sorted(set(strides))
     offs = ref_offsets(r)
-    assert all(x < y for x, y in zip(offs, offs[1:]))
+    assert all(x < y for x, y in itertools.pairwise(offs))
     image = set(ref_offsets(a))
     assert not image & set(offs[1:])
     kept = prod(s for s, _ in _nonzero_modes(a))
@@ -449,7 +467,8 @@ def test_right_inverse_of_a_bijection_is_its_inverse(layout):
 def assert_left_inverse_law(layout, linv):
     for i in range(layout.size()):
         y = ref(layout, i)
-        assert ref(layout, ref(linv, y)) == y
+        j = ref(linv, y)
+        assert 0 <= j < layout.size() and ref(layout, j) == y
     if is_injective(layout):
         assert [ref(linv, y) for y in ref_offsets(layout)] == list(range(layout.size()))
 
@@ -471,37 +490,30 @@ def test_left_inverse_law_or_refusal(layout):
 
 
 def small_left_inverse(layout):
-    """A decoder (s0, *):(a, b) for an injective layout, found by search, or None."""
+    """A decoder (s0, *):(a, b) mapping each offset to an index holding it, found by search."""
     offs = ref_offsets(layout)
-    n, top = len(offs), max(offs)
-    pairs = sorted(zip(offs, range(n)))
-    for s0 in range(1, top + 2):
-        low = [(y, i) for y, i in pairs if 0 < y < s0]
-        high = [(y, i) for y, i in pairs if y >= s0]
-        a_choices = range(n) if not low else ([low[0][1] // low[0][0]] if low[0][1] % low[0][0] == 0 else [])
-        for a in a_choices:
-            if high:
-                y, i = high[0]
-                num = i - (y % s0) * a
-                if num % (y // s0):
-                    continue
-                b_choices = [num // (y // s0)]
-            else:
-                b_choices = [0]
-            for b in b_choices:
-                if all((y % s0) * a + (y // s0) * b == i for y, i in pairs):
+    n, image = len(offs), sorted(set(offs))
+    for s0 in range(1, image[-1] + 2):
+        for a in range(n):
+            for b in range(n):
+                if all(
+                    0 <= (y % s0) * a + (y // s0) * b < n and offs[(y % s0) * a + (y // s0) * b] == y
+                    for y in image
+                ):
                     return Layout((s0, 1), (a, b))
     return None
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="left_inverse refuses injective layouts whose sorted strides do not divide each "
-    "other, e.g. (2,2):(2,3), although a layout such as (2,3):(1,1) decodes their image",
+    reason="left_inverse refuses layouts whose image a layout decodes: (2,2):(2,3) (injective; "
+    "(2,3):(1,1) decodes it) and (2,2):(1,1) (not injective; (2,2):(1,3) maps each offset to an "
+    "index holding it)",
 )
 @SOME
-@given(injective_layouts())
+@given(st.one_of(injective_layouts(max_rank=2), layouts(max_rank=2, max_shape=4, max_stride=6)))
 @example(Layout((2, 2), (2, 3)))
+@example(Layout((2, 2), (1, 1)))
 def test_left_inverse_refuses_only_when_no_layout_decodes_the_image(layout):
     try:
         left_inverse(layout)
@@ -558,7 +570,9 @@ def test_divide_family_with_a_tuple_tiler(pair):
     for i in range(k):
         assert zd[0][i] == composition(a[i], tiler[i])
     # regrouping: logical's digits (t0, r0, t1, r1, ..., extra) are zipped's (t0, t1, .., r0, r1, .., extra)
-    dims = [m.size() for i in range(k) for m in (ld[i][0], ld[i][1])] + [a[i].size() for i in range(k, a.rank)]
+    dims = [m.size() for i in range(k) for m in (ld[i][0], ld[i][1])] + [
+        a[i].size() for i in range(k, a.rank)
+    ]
     order = [2 * i for i in range(k)] + [2 * i + 1 for i in range(k)] + list(range(2 * k, len(dims)))
     lg = np.array(ref_offsets(ld)).reshape(dims, order="F").transpose(order)
     zp = np.array(ref_offsets(zd)).reshape([dims[j] for j in order], order="F")
@@ -606,7 +620,13 @@ def test_logical_product_of_a_compact_layout_always_exists(pair):
 @given(product_pairs(), st.integers(1, 6))
 def test_logical_product_with_an_int_means_n_by_1(pair, n):
     a, _ = pair
-    assert logical_product(a, n) == logical_product(a, Layout(n, 1))
+    try:
+        want = logical_product(a, Layout(n, 1))
+    except LayoutError:
+        with pytest.raises(LayoutError):
+            logical_product(a, n)
+        return
+    assert logical_product(a, n) == want
 
 
 def _padded_modes(layout, r):
@@ -616,10 +636,18 @@ def _padded_modes(layout, r):
 
 @st.composite
 def rank2_product_pairs(draw):
-    a = draw(st.one_of(tractable_layouts(max_modes=2, max_shape=4, zeros=False, nested=False),
-                       compact_layouts(max_modes=2, max_shape=4, nested=False)))
-    b = draw(st.one_of(compact_layouts(max_modes=2, max_shape=4, nested=False),
-                       tractable_layouts(max_modes=2, max_shape=3, max_gap=2, zeros=False, nested=False)))
+    a = draw(
+        st.one_of(
+            tractable_layouts(max_modes=2, max_shape=4, zeros=False, nested=False),
+            compact_layouts(max_modes=2, max_shape=4, nested=False),
+        )
+    )
+    b = draw(
+        st.one_of(
+            compact_layouts(max_modes=2, max_shape=4, nested=False),
+            tractable_layouts(max_modes=2, max_shape=3, max_gap=2, zeros=False, nested=False),
+        )
+    )
     return a, b
 
 
@@ -660,11 +688,13 @@ def test_blocked_and_raked_products_regroup_the_logical_product(pair):
 
 @SOME
 @given(
-    st.one_of(compact_layouts(max_modes=2, max_shape=4), tractable_layouts(max_modes=2, max_shape=3, zeros=False)),
-    st.lists(st.integers(1, 3), min_size=2, max_size=3),
+    st.one_of(
+        compact_layouts(max_modes=2, max_shape=4), tractable_layouts(max_modes=2, max_shape=3, zeros=False)
+    ),
+    st.lists(st.integers(1, 3), min_size=1, max_size=3),
     st.randoms(use_true_random=False),
 )
-def test_tile_to_shape(block, counts, rnd):
+def test_tile_to_shape_is_a_blocked_product_of_the_right_size(block, counts, rnd):
     r = len(counts)
     if block.rank > r:
         with pytest.raises(LayoutError):
@@ -674,16 +704,35 @@ def test_tile_to_shape(block, counts, rnd):
     target = tuple(s * c for s, c in zip(sizes, counts))
     order = list(range(r))
     rnd.shuffle(order)
-    t = tile_to_shape(block, target, tuple(order))
-    assert t.rank == r
-    assert tuple(t[i].size() for i in range(r)) == target
-    grid = make_ordered_layout(tuple(counts), tuple(order))
-    assert same_function(t, blocked_product(_stack(_padded_modes(block, r)), grid))
-    bad = list(target)
-    bad[0] += 1 if sizes[0] > 1 else 0
-    if tuple(bad) != target:
+    grid_shape = tuple(counts) if r > 1 else counts[0]
+    grid = make_ordered_layout(grid_shape, tuple(order) if r > 1 else order[0])
+    padded = _stack(_padded_modes(block, r)) if r > 1 else block
+    try:
+        want = blocked_product(padded, grid)
+    except LayoutError:
         with pytest.raises(LayoutError):
-            tile_to_shape(block, tuple(bad))
+            tile_to_shape(block, target if r > 1 else target[0], tuple(order) if r > 1 else order[0])
+        return
+    t = tile_to_shape(block, target if r > 1 else target[0], tuple(order) if r > 1 else order[0])
+    if r > 1:
+        assert t.rank == r
+        assert tuple(t[i].size() for i in range(r)) == target
+    assert t.size() == prod(target)
+    assert same_function(t, want)
+    if sizes[0] > 1:
+        with pytest.raises(LayoutError):
+            tile_to_shape(block, (target[0] + 1, *target[1:]))
+
+
+@SOME
+@given(compact_layouts(max_modes=2, max_shape=4), st.lists(st.integers(1, 3), min_size=2, max_size=3))
+def test_tile_to_shape_of_a_compact_block_always_exists(block, counts):
+    r = len(counts)
+    sizes = [m.size() for m in _padded_modes(block, r)]
+    target = tuple(s * c for s, c in zip(sizes, counts))
+    t = tile_to_shape(block, target)
+    assert tuple(t[i].size() for i in range(r)) == target
+    assert is_injective(t)
 
 
 # ---------------------------------------------------------------------------------------
@@ -721,32 +770,89 @@ def test_composed_layout_evaluation(cl):
 
 
 @st.composite
-def vector_views(draw):
+def vector_views(draw, min_vectors=1):
     """A compact layout (row- or column-major) whose stride-1 mode holds whole n-vectors."""
     n = draw(st.sampled_from([2, 3, 4, 8]))
     shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
     row = draw(st.booleans())
     k = len(shape) - 1 if row else 0
-    shape[k] *= n
+    shape[k] = n * draw(st.integers(min_vectors, 4))
     shape_t = tuple(shape) if len(shape) > 1 else shape[0]
     layout = Layout(shape_t, compact_row_major(shape_t)) if row else Layout(shape_t)
     return layout, n, k
 
 
-@SOME
-@given(vector_views())
-def test_upcast_then_downcast_round_trip(view):
-    layout, n, k = view
+def assert_vector_view(layout, n, k):
     wide = upcast(layout, n)
-    back = downcast(wide, n)
-    assert back == layout
     # wide element at coordinate c is the narrow element at c with the vector mode scaled by n
     shapes = leaves(wide.shape)
     for crd in itertools.product(*[range(s) for s in shapes]):
         narrow = tuple(c * n if j == k else c for j, c in enumerate(crd))
-        wide_c = fill(wide.shape, list(crd))
-        narrow_c = fill(layout.shape, list(narrow))
-        assert wide(wide_c) * n == layout(narrow_c)
+        assert wide(fill(wide.shape, list(crd))) * n == layout(fill(layout.shape, list(narrow)))
+    return wide
+
+
+@SOME
+@given(vector_views(min_vectors=2))
+def test_upcast_is_a_vector_view_and_downcast_undoes_it(view):
+    layout, n, k = view
+    wide = assert_vector_view(layout, n, k)
+    assert downcast(wide, n) == layout
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="downcast grows every stride-1 mode, including the size-1 mode that upcast leaves "
+    "when the vector mode holds exactly one vector: downcast(upcast((3,2):(2,1), 2), 2) is "
+    "(6,2):(1,1) (size 12), not a layout equal to (3,2):(2,1)",
+)
+@SOME
+@given(vector_views())
+@example((Layout((3, 2), (2, 1)), 2, 1))
+def test_downcast_of_upcast_round_trips(view):
+    layout, n, k = view
+    assert_vector_view(layout, n, k)
+    back = downcast(upcast(layout, n), n)
+    assert same_function(back, layout), f"{layout} -> {upcast(layout, n)} -> {back}"
+
+
+@st.composite
+def swizzled_vector_views(draw):
+    """Sw<B,M,S> o offset o L: L a vector view for n = 2**k, k <= M, offset a multiple of n."""
+    shift = draw(st.integers(0, 3))
+    n = 2**shift
+    shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+    row = draw(st.booleans())
+    k = len(shape) - 1 if row else 0
+    shape[k] = n * draw(st.integers(2, 4))
+    shape_t = tuple(shape) if len(shape) > 1 else shape[0]
+    inner = Layout(shape_t, compact_row_major(shape_t)) if row else Layout(shape_t)
+    bits = draw(st.integers(0, 3))
+    mag = draw(st.integers(bits, max(bits, 5)))
+    sw = Swizzle(bits, draw(st.integers(shift, 4)), mag if draw(st.booleans()) else -mag)
+    return ComposedLayout(sw, n * draw(st.integers(0, 8)), inner), n, k
+
+
+@SOME
+@given(swizzled_vector_views())
+def test_upcast_of_a_swizzled_layout_is_its_vector_view(view):
+    composed, n, k = view
+    wide = upcast(composed, n)
+    inner = composed.inner
+    for crd in itertools.product(*[range(s) for s in leaves(wide.inner.shape)]):
+        narrow = tuple(c * n if j == k else c for j, c in enumerate(crd))
+        assert wide(fill(wide.inner.shape, list(crd))) * n == composed(fill(inner.shape, list(narrow)))
+    assert downcast(wide, n) == composed
+
+
+@SOME
+@given(composed_layouts(), st.sampled_from([1, 2, 4, 8]))
+def test_downcast_then_upcast_of_a_swizzled_layout_is_identity(composed, n):
+    if not isinstance(composed.outer, Swizzle):
+        with pytest.raises(LayoutError):
+            downcast(composed, n)
+        return
+    assert upcast(downcast(composed, n), n) == composed
 
 
 @SOME
