@@ -29,6 +29,7 @@ from .basis import ArithmeticTuple, E, ScaledBasis, make_identity_layout
 from .errors import LayoutError, LayoutParseError
 from .inttuple import (
     IntTuple,
+    as_int_tuple,
     ceil_div,
     congruent,
     crd2idx,
@@ -71,9 +72,9 @@ from .tiling import (
 
 def size(x: object) -> int:
     """Number of elements of a layout (or product of an int-tuple shape)."""
-    if hasattr(x, "size"):
-        return x.size()  # type: ignore[no-any-return]
-    return product(x)  # type: ignore[arg-type]
+    if isinstance(x, (Layout, ComposedLayout, Swizzle)):
+        return x.size()
+    return product(as_int_tuple(x, "size", "shape"))
 
 
 __all__ = [

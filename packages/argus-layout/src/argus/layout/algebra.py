@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .basis import require_integer_strides
+from .basis import has_basis, require_integer_strides
 from .errors import LayoutError
 from .inttuple import as_int_tuple, ceil_div, flatten, is_int, is_tuple, prefix_product, product, unflatten
 from .layout import Layout
@@ -130,16 +130,72 @@ def _extension_modes(a: Layout) -> list[Mode]:
 
 
 def _compose_mode(a_modes: list[Mode], s: int, d: int, a: Layout, b: Layout) -> list[Mode]:
-    """A ∘ (s:d) for A given by its extension modes; the last A mode is unbounded."""
+    """A ∘ (s:d) for A given by its extension modes; the last A mode is unbounded.
+
+    The divisibility walk answers for any size; where it refuses and the mode is small, the
+    offsets A(j·d) are computed and fitted exactly, so only a truly absent layout is refused.
+    """
     if s == 1 or d == 0:
         return [(s, d)]
-    last = len(a_modes) - 1
     if d < 0:
-        if last == 0:
+        if len(a_modes) == 1:
             return [(s, a_modes[0][1] * d)]
         raise LayoutError(
             "composition", f"B has negative stride {d}, so it reaches negative indices of A", a, b
         )
+    try:
+        return _walk_mode(a_modes, s, d, a, b)
+    except LayoutError as refusal:
+        fitted = _fit_mode(a, s, d)
+        if fitted is None:
+            raise LayoutError(
+                "composition",
+                f"{refusal.reason}" + ("; no layout reproduces A(B(i)) on this mode (checked every i)"
+                                       if s <= EXHAUSTIVE_CHECK_LIMIT and not has_basis(a) else ""),
+                a,
+                b,
+            ) from None
+        return fitted
+
+
+def _fit_mode(a: Layout, s: int, d: int) -> list[Mode] | None:
+    """The flat layout of size s whose offsets are A(j·d), j < s, if one exists (small s only)."""
+    if s > EXHAUSTIVE_CHECK_LIMIT or has_basis(a):
+        return None
+    try:
+        values = a(np.arange(s, dtype=np.int64) * d)
+    except LayoutError:
+        return None
+    return fit_modes(values)
+
+
+def fit_modes(values: np.ndarray) -> list[Mode] | None:
+    """The coalesced modes of the layout whose offsets, in index order, are `values`, or None.
+
+    A coalesced layout is determined by its function: each mode's stride is the offset at the
+    product of the sizes before it, and its size is how long that stride keeps stepping.
+    """
+    n = len(values)
+    if n == 0 or values[0] != 0:
+        return None
+    modes: list[Mode] = []
+    p = 1
+    while p < n:
+        d = int(values[p])
+        f = 2
+        while p * f < n and values[p * f] == f * d:
+            f += 1
+        if n % (p * f):
+            return None
+        modes.append((f, d))
+        p *= f
+    candidate = _from_modes(modes)
+    return modes if np.array_equal(candidate.offsets(), values) else None
+
+
+def _walk_mode(a_modes: list[Mode], s: int, d: int, a: Layout, b: Layout) -> list[Mode]:
+    """The divisibility walk of (s:d) through A's modes (d > 0); raises where it cannot decide."""
+    last = len(a_modes) - 1
     r, i = d, 0
     while i < last:
         size_i, stride_i = a_modes[i]
@@ -242,17 +298,37 @@ def _check_pointwise(result: Layout, a: Layout, b: Layout) -> None:
     if int(b_off.min()) < 0:
         raise LayoutError("composition", "B reaches negative indices of A", a, b)
     got, want = result.offsets(), a(b_off)
-    bad = np.flatnonzero(got != want)
+    bad = np.flatnonzero(_differs(got, want, n))
     if bad.size:
         i = int(bad[0])
         raise LayoutError(
             "composition",
             "no layout equals A∘B: B's modes carry across A's mode boundaries "
-            f"(at index {i}: B gives {int(b_off[i])}, A of that is {int(want[i])}, "
-            f"composing mode by mode gives {int(got[i])})",
+            f"(at index {i}: B gives {int(b_off[i])}, A of that is {_at(want, i)}, "
+            f"composing mode by mode gives {_at(got, i)})",
             a,
             b,
         )
+
+
+def _differs(x: Any, y: Any, n: int) -> np.ndarray:
+    """Where two evaluations over n points differ; coordinates (tuples of arrays) compare per entry."""
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        width = max(len(x), len(y))  # a coordinate entry that no stride reaches is 0
+        out = np.zeros(n, dtype=bool)
+        for xi, yi in zip(x + (0,) * (width - len(x)), y + (0,) * (width - len(y))):
+            out |= _differs(xi, yi, n)
+        return out
+    if isinstance(x, tuple) or isinstance(y, tuple):
+        return np.ones(n, dtype=bool)
+    return np.broadcast_to(np.asarray(x) != np.asarray(y), (n,))
+
+
+def _at(values: Any, i: int) -> Any:
+    """Entry i of an evaluation over many points (an array, or a coordinate of arrays)."""
+    if isinstance(values, tuple):
+        return tuple(_at(v, i) for v in values)
+    return int(values[i]) if np.ndim(values) else int(values)
 
 
 def composition(a: Any, b: Any) -> Any:
@@ -436,13 +512,34 @@ def upcast(layout: Any, n: int) -> Any:
 
 
 def downcast(layout: Any, n: int) -> Any:
-    """View the same memory as elements `n` times narrower: stride-±1 modes grow n-fold."""
+    """View the same memory as elements `n` times narrower.
+
+    The n narrow elements of each wide element join one unit-stride mode (the first of size
+    > 1; else a size-1 mode, whose stride never mattered, becomes one), which grows n-fold;
+    every other stride is scaled by n. A layout with neither has nowhere to put them and is
+    refused.
+    """
     if isinstance(layout, ComposedLayout):
         return _recast_composed(layout, n, "downcast")
     layout = as_layout(layout, "downcast")
     if not is_int(n) or n < 1:
         raise LayoutError("downcast", f"factor must be a positive int, got {n!r}", layout, n)
-    return _map_modes(layout, lambda s, d: (s * n, d) if abs(d) == 1 else (s, d * n))
+    require_integer_strides(layout, "downcast", layout, n)
+    modes = layout.modes()
+    unit = [k for k, (s, d) in enumerate(modes) if abs(d) == 1 and s > 1]
+    trivial = [k for k, (s, _) in enumerate(modes) if s == 1]
+    if n > 1 and not unit and not trivial:
+        raise LayoutError(
+            "downcast", "no mode has stride 1 or -1, so the narrow elements inside each element "
+            "would not be addressed", layout, n,
+        )
+    grow = unit[0] if unit else trivial[0] if trivial else -1
+    pairs = [
+        (s * n, d if abs(d) == 1 else 1) if k == grow else (s, d * n) for k, (s, d) in enumerate(modes)
+    ]
+    return Layout._make(
+        unflatten(tuple(s for s, _ in pairs), layout.shape), unflatten(tuple(d for _, d in pairs), layout.shape)
+    )
 
 
 def _recast_composed(layout: ComposedLayout, n: int, op: str) -> ComposedLayout:
@@ -464,7 +561,7 @@ def _recast_composed(layout: ComposedLayout, n: int, op: str) -> ComposedLayout:
 
 
 def _map_modes(layout: Layout, f: Any) -> Layout:
-    require_integer_strides(layout, "upcast/downcast", layout)
+    require_integer_strides(layout, "upcast", layout)
     pairs = [f(s, d) for s, d in layout.modes()]
     return Layout._make(
         unflatten(tuple(s for s, _ in pairs), layout.shape), unflatten(tuple(d for _, d in pairs), layout.shape)

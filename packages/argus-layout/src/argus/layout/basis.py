@@ -133,7 +133,7 @@ def as_coordinate(value: Any, modes: Any = ()) -> Any:
     elif isinstance(value, ArithmeticTuple):
         entries.update(value.entries)
     elif value != 0:
-        raise LayoutError("Layout()", f"a coordinate-valued layout produced the plain integer {value!r}")
+        raise LayoutError("evaluate", f"a coordinate-valued layout produced the plain integer {value!r}")
     return nest_coordinate(entries) if entries else value
 
 

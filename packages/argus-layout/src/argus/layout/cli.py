@@ -30,6 +30,7 @@ from . import (
     coalesce,
     complement,
     composition,
+    cosize,
     downcast,
     filter,
     filter_zeros,
@@ -66,13 +67,6 @@ class CliError(Exception):
     """A user-facing failure: printed as ``error: <message>``, exit status 2."""
 
 
-def _cosize(layout: Any) -> int:
-    """Length of the offset range a layout touches."""
-    if not isinstance(layout, (Layout, ComposedLayout)):
-        raise LayoutError("cosize", f"expected a layout, got {type(layout).__name__}", layout)
-    return layout.cosize()
-
-
 #: The functions `eval` may call, by their CuTe names.
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "composition": composition,
@@ -99,7 +93,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "max_common_layout": max_common_layout,
     "make_layout": make_layout,
     "size": size,
-    "cosize": _cosize,
+    "cosize": cosize,
 }
 
 

@@ -202,6 +202,8 @@ def crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
 
 def idx2crd(idx: Any, shape: IntTuple) -> Any:
     """Colexicographic coordinate of an index; the last mode is unbounded (never wraps)."""
+    if is_int(idx) and idx < 0:
+        raise LayoutError("idx2crd", f"index {idx} is negative", idx, shape)
     if not is_tuple(shape):
         return idx
     out = []

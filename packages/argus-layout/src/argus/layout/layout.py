@@ -14,6 +14,7 @@ import numpy as np
 
 from .basis import ScaledBasis, as_coordinate, require_integer_strides
 from .errors import LayoutError
+from .symbolic import Expr
 from .inttuple import (
     IntTuple,
     as_int_tuple,
@@ -129,9 +130,9 @@ class Layout:
         if type(i) is int and isinstance(shape, tuple) and -len(shape) <= i < len(shape):
             return Layout._make(shape[i], self.stride[i])  # type: ignore[index]
         if not isinstance(i, int) or isinstance(i, bool):
-            raise LayoutError("Layout[]", f"mode index must be an int, got {i!r}", self)
+            raise LayoutError("mode", f"mode index must be an int, got {i!r}", self)
         if is_tuple(shape) or i not in (0, -1):
-            raise LayoutError("Layout[]", f"mode {i} out of range for rank {self.rank}", self)
+            raise LayoutError("mode", f"mode {i} out of range for rank {self.rank}", self)
         return self
 
     def __iter__(self) -> Iterator[Layout]:
@@ -165,11 +166,10 @@ class Layout:
             from .vectorized import evaluate_array
 
             return evaluate_array(self, crd)
-        if is_int(crd) and crd < 0:
-            raise LayoutError("Layout()", f"index {crd} is negative", self)
+        crd = _checked_coordinate(crd, self)
         if is_tuple(crd) and not fits(crd, self.shape):
             raise LayoutError(
-                "Layout()", f"coordinate {crd} does not match the shape {self.shape}", self
+                "evaluate", f"coordinate {crd} does not match the shape {self.shape}", self
             )
         return self._as_result(crd2idx(crd, self.shape, self.stride))
 
@@ -233,19 +233,45 @@ class Layout:
             return None
 
 
-def _is_plain(shape: Any, stride: Any) -> bool:
-    """Already a valid shape (positive int leaves, no empty sub-tuples) with a congruent stride."""
-    if type(shape) is int:
-        return shape >= 1 and (stride is None or type(stride) is int)
-    if type(shape) is not tuple or not shape:
-        return False
-    if stride is None:
-        return all(_is_plain(s, None) for s in shape)
-    return (
-        type(stride) is tuple
-        and len(stride) == len(shape)
-        and all(_is_plain(s, d) for s, d in zip(shape, stride))
+def _checked_coordinate(crd: Any, layout: Layout) -> Any:
+    """Scalar indices and coordinates: non-negative ints (numpy integers too) or symbolic values."""
+    if is_tuple(crd):
+        return tuple(_checked_coordinate(c, layout) for c in crd)
+    if isinstance(crd, np.integer):
+        crd = int(crd)
+    if is_int(crd):
+        if crd < 0:
+            raise LayoutError("evaluate", f"index or coordinate {crd} is negative", layout)
+        return crd
+    if isinstance(crd, Expr):
+        return crd
+    raise LayoutError(
+        "evaluate",
+        f"expected an int, a tuple coordinate, an integer numpy array or a symbolic expression, "
+        f"got {type(crd).__name__} {crd!r}",
+        layout,
     )
+
+
+def _is_plain(shape: Any, stride: Any) -> bool:
+    """Already a valid shape (positive int leaves, no empty sub-tuples) with a congruent int
+    stride, or with no stride at all."""
+    if stride is None:
+        return _is_plain_shape(shape)
+    if type(shape) is int:
+        return shape >= 1 and type(stride) is int
+    return (
+        type(shape) is tuple
+        and type(stride) is tuple
+        and len(shape) == len(stride) > 0
+        and all(_is_plain(s, d) if d is not None else False for s, d in zip(shape, stride))
+    )
+
+
+def _is_plain_shape(shape: Any) -> bool:
+    if type(shape) is int:
+        return shape >= 1
+    return type(shape) is tuple and len(shape) > 0 and all(_is_plain_shape(s) for s in shape)
 
 
 def _check_positive(shape: IntTuple, whole: IntTuple, path: tuple[int, ...] = ()) -> None:
@@ -344,4 +370,7 @@ def slice_and_offset(crd: Any, layout: Layout) -> tuple[Layout, int]:
 
 
 def cosize(layout: Any) -> int:
-    return layout.cosize()
+    """Length of the offset range a layout touches (max - min + 1)."""
+    if not hasattr(layout, "cosize") or isinstance(layout, type):
+        raise LayoutError("cosize", f"expected a layout, got {type(layout).__name__} {layout!r}", layout)
+    return layout.cosize()  # type: ignore[no-any-return]

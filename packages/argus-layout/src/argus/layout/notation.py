@@ -89,15 +89,20 @@ class _Parser:
         except LayoutError as err:
             raise self.fail(err.reason, at=start) from None
 
-    def int_tuple(self, allow_basis: bool = False) -> IntTuple:
+    def int_tuple(self, allow_basis: bool = False, shape: bool = False, path: tuple[int, ...] = ()) -> IntTuple:
+        """An int-tuple; as a `shape`, every leaf must be positive and no inner tuple empty."""
+        self.skip_spaces()
+        start = self.pos
         if self.peek("("):
             self.pos += 1
             items: list[IntTuple] = []
             if self.peek(")"):
+                if shape and path:
+                    raise self.fail(f"mode {_path(path)} is an empty tuple", at=start)
                 self.pos += 1
                 return ()
             while True:
-                items.append(self.int_tuple(allow_basis))
+                items.append(self.int_tuple(allow_basis, shape, path + (len(items),)))
                 if self.peek(","):
                     self.pos += 1
                     continue
@@ -106,13 +111,17 @@ class _Parser:
                     return tuple(items)
                 found = self.text[self.pos] if self.pos < len(self.text) else "end of input"
                 raise self.fail(f"expected ',' or ')', found {found!r}")
-        return self.leaf(allow_basis)
+        value = self.leaf(allow_basis)
+        if shape and value < 1:  # type: ignore[operator]
+            where = f"mode {_path(path)}" if path else "the shape"
+            raise self.fail(f"{where} is {value}; shapes must be positive", at=start)
+        return value
 
     def plain(self) -> Any:
         from .layout import Layout
 
         start = self.pos
-        shape = self.int_tuple()
+        shape = self.int_tuple(shape=True)
         stride = None
         if self.peek(":"):
             self.pos += 1
@@ -166,6 +175,10 @@ class _Parser:
             return offset
         self.pos = saved
         return 0
+
+
+def _path(path: tuple[int, ...]) -> str:
+    return "".join(f"[{i}]" for i in path)
 
 
 def parse_int_tuple(text: str) -> IntTuple:

@@ -14,6 +14,7 @@ import numpy as np
 from .errors import LayoutError
 from .inttuple import is_int
 from .layout import Layout
+from .symbolic import Expr
 
 __all__ = ["ComposedLayout", "Swizzle", "make_composed_layout"]
 
@@ -51,8 +52,7 @@ class Swizzle:
         return ((1 << self.bits) - 1) << (self.base - min(0, self.shift))
 
     def __call__(self, offset: Any) -> Any:
-        if is_int(offset) and offset < 0:
-            raise LayoutError("Swizzle()", f"offset {offset} is negative", self)
+        offset = _checked_offset(offset, self)
         picked = offset & self.source_mask
         moved = picked >> self.shift if self.shift >= 0 else picked << -self.shift
         return offset ^ moved
@@ -77,6 +77,25 @@ class Swizzle:
 
     def __repr__(self) -> str:
         return f"Swizzle({self.bits}, {self.base}, {self.shift})"
+
+
+def _checked_offset(offset: Any, sw: Swizzle) -> Any:
+    """Swizzles act on non-negative offsets: ints, integer numpy arrays or symbolic values."""
+    if isinstance(offset, np.integer):
+        offset = int(offset)
+    if is_int(offset):
+        if offset < 0:
+            raise LayoutError("swizzle", f"offset {offset} is negative", sw)
+        return offset
+    if isinstance(offset, np.ndarray):
+        if offset.dtype.kind not in "iu":
+            raise LayoutError("swizzle", f"offset arrays must have an integer dtype, got {offset.dtype}", sw)
+        if offset.size and int(offset.min()) < 0:
+            raise LayoutError("swizzle", "offsets must be non-negative", sw)
+        return offset
+    if isinstance(offset, Expr):
+        return offset
+    raise LayoutError("swizzle", f"expected an int offset, got {type(offset).__name__} {offset!r}", sw)
 
 
 class ComposedLayout:

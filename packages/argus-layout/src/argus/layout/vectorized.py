@@ -36,11 +36,11 @@ def _index_bound(max_index: int, shape: Any, stride: Any) -> int:
 def _as_int64(a: Any, layout: Layout) -> Any:
     if isinstance(a, np.ndarray):
         if a.dtype.kind not in "iu":
-            raise LayoutError("Layout()", f"index arrays must have an integer dtype, got {a.dtype}", layout)
+            raise LayoutError("evaluate", f"index arrays must have an integer dtype, got {a.dtype}", layout)
         if a.size and int(a.min()) < 0:
-            raise LayoutError("Layout()", "index and coordinate arrays must be non-negative", layout)
+            raise LayoutError("evaluate", "index and coordinate arrays must be non-negative", layout)
         if a.dtype.kind == "u" and a.size and int(a.max()) > INT64_MAX:
-            raise LayoutError("Layout()", "index values exceed int64", layout)
+            raise LayoutError("evaluate", "index values exceed int64", layout)
         return a.astype(np.int64, copy=False)
     return a
 
@@ -65,17 +65,33 @@ def evaluate_array(layout: Layout, crd: Any) -> Any:
     if is_tuple(crd):
         crd = _map_leaves(crd, lambda a: _as_int64(a, layout))
         if not fits(crd, layout.shape):
-            raise LayoutError("Layout()", f"coordinate rank does not match the shape {layout.shape}", layout)
+            raise LayoutError("evaluate", f"coordinate rank does not match the shape {layout.shape}", layout)
         bound = _coordinate_bound(crd, layout.shape, layout.stride)
     else:
         crd = _as_int64(crd, layout)
         bound = _index_bound(_leaf_max(crd), layout.shape, layout.stride)
     if bound > INT64_MAX:
-        raise LayoutError("Layout()", f"offsets reach {bound}, beyond int64; evaluate with Python ints", layout)
-    result = crd2idx(crd, layout.shape, layout.stride) if is_tuple(crd) else layout._at_index(crd)
+        raise LayoutError("evaluate", f"offsets reach {bound}, beyond int64; evaluate with Python ints", layout)
+    try:
+        result = crd2idx(crd, layout.shape, layout.stride) if is_tuple(crd) else layout._at_index(crd)
+    except OverflowError:  # a stride beyond int64 that the inputs only ever multiply by 0
+        return _evaluate_exactly(layout, crd)
     if not isinstance(result, np.ndarray):
         result = np.broadcast_to(np.int64(result), np.broadcast_shapes(*(np.shape(x) for x in leaves(crd))))
     return result.astype(np.int64, copy=False)
+
+
+def _evaluate_exactly(layout: Layout, crd: Any) -> np.ndarray:
+    """Point by point with Python ints; the caller has bounded every result within int64."""
+    if is_tuple(crd):
+        arrays = np.broadcast_arrays(*leaves(crd))
+        points = zip(*(a.ravel().tolist() for a in arrays))
+        values = [layout(unflatten(p, crd)) for p in points]
+        shape = arrays[0].shape
+    else:
+        values = [layout(i) for i in crd.ravel().tolist()]
+        shape = crd.shape
+    return np.array(values, dtype=np.int64).reshape(shape)
 
 
 def all_offsets(layout: Layout) -> Any:
@@ -103,7 +119,7 @@ def _per_coordinate(layout: Layout, evaluate: Any) -> Any:
     from .layout import Layout
 
     if any(not isinstance(d, ScaledBasis) and d != 0 for _, d in layout.modes()):
-        raise LayoutError("Layout()", "mixes integer and basis strides; its offsets are not defined", layout)
+        raise LayoutError("evaluate", "mixes integer and basis strides; its offsets are not defined", layout)
     modes = {d.mode for _, d in layout.modes() if isinstance(d, ScaledBasis)}
     parts = {}
     for mode in modes:
