@@ -396,7 +396,7 @@ def complement(layout: Any, cotarget: Any = None) -> Layout:
         out.append((d // current, current))
         current = s * d
     out.append((ceil_div(target, current), current))
-    return coalesce(_from_modes(out))
+    return _from_modes(_merge_modes(out))
 
 
 # ---- inverses ------------------------------------------------------------------------------
@@ -405,10 +405,13 @@ def complement(layout: Any, cotarget: Any = None) -> Layout:
 def _modes_with_index_strides(layout: Layout) -> list[tuple[int, int, int]]:
     """(stride, shape, index stride) of each coalesced mode with a non-zero stride."""
     require_integer_strides(layout, "inverse", layout)
-    flat = coalesce(layout)
-    shapes = flatten(flat.shape)
-    index_strides = flatten(prefix_product(flat.shape))
-    return [(d, s, r) for s, d, r in zip(shapes, flatten(flat.stride), index_strides) if s > 1 and d != 0]
+    out = []
+    index_stride = 1
+    for s, d in _merge_modes(layout.modes()):
+        if d != 0:
+            out.append((d, s, index_stride))
+        index_stride *= s
+    return out
 
 
 def right_inverse(layout: Any) -> Layout:
@@ -426,7 +429,7 @@ def right_inverse(layout: Any) -> Layout:
             continue
         out.append((s, r))
         current = s * d
-    return coalesce(_from_modes(out))
+    return _from_modes(_merge_modes(out))
 
 
 def left_inverse(layout: Any) -> Layout:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .errors import LayoutError
+from .inttuple import flatten
 
 if TYPE_CHECKING:
     from .layout import Layout
@@ -138,7 +139,10 @@ def as_coordinate(value: Any, modes: Any = ()) -> Any:
 
 
 def has_basis(layout: Layout) -> bool:
-    return any(isinstance(d, ScaledBasis) for _, d in layout.modes())
+    stride = layout.stride
+    if type(stride) is int:
+        return False
+    return any(type(d) is ScaledBasis for d in flatten(stride))
 
 
 def require_integer_strides(layout: Layout, op: str, *operands: Any) -> None:

@@ -85,9 +85,13 @@ def depth(t: IntTuple) -> int:
 def flatten(t: IntTuple) -> tuple[int, ...]:
     if not isinstance(t, tuple):
         return (t,)
-    if not any(isinstance(e, tuple) for e in t):
-        return t
-    return tuple(leaf for e in t for leaf in flatten(e))
+    out: list[int] = []
+    for e in t:
+        if isinstance(e, tuple):
+            out.extend(flatten(e))
+        else:
+            out.append(e)
+    return tuple(out)
 
 
 def leaves(t: Any) -> Iterator[Any]:

@@ -84,9 +84,13 @@ def _zip(op: str, grouped: Layout, tiler: Any) -> Layout:
         return grouped
     if any(t is None for t in tiler):
         raise LayoutError(op, "a tuple tiler entry may not be None here; use the mode's size", tiler)
-    tiles = [grouped[i][0] for i in range(len(tiler))]
-    rests = [grouped[i][1] for i in range(len(tiler))] + [grouped[i] for i in range(len(tiler), grouped.rank)]
-    return make_layout(_stack(tiles), _stack(rests))
+    k, shape, stride = len(tiler), grouped.shape, grouped.stride
+    tile = (tuple(s[0] for s in shape[:k]), tuple(d[0] for d in stride[:k]))  # type: ignore[index]
+    rest = (
+        tuple(s[1] for s in shape[:k]) + shape[k:],  # type: ignore[index]
+        tuple(d[1] for d in stride[:k]) + stride[k:],  # type: ignore[index]
+    )
+    return Layout._make((tile[0], rest[0]), (tile[1], rest[1]))
 
 
 def _zipped_divide(a: Layout, tiler: Any) -> Layout:
