@@ -23,9 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import argus.layout as al
+import numpy as np
 
 try:
     import pycute as pc
@@ -168,7 +167,7 @@ def main() -> None:
     print(f"  geometric mean pycute/argus over the algebra: {geo:.2f} (>= 1 means argus is no slower)")
 
     report = {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
                     "processor": platform.processor(), "numpy": np.__version__},
         "offsets": off,

@@ -10,7 +10,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from argus.layout import LayoutError, parse
 from argus.layout.cli import CliError, evaluate, main
 

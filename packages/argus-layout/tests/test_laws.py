@@ -51,7 +51,6 @@ from strategies import (
     divide_tiler_pairs,
     evaluate,
     fill,
-    injective_layouts,
     is_injective,
     layouts,
     leaves,

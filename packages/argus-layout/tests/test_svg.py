@@ -7,11 +7,10 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from argus.layout import ComposedLayout, Layout, LayoutError, Swizzle, parse
 from argus.layout.svg import MAX_CELLS, offset_grid, save_svg, to_svg, tv_grid
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -9,9 +9,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from argus.layout.errors import LayoutError
 from argus.layout.symbolic import (
     BitXor,
@@ -25,6 +22,8 @@ from argus.layout.symbolic import (
     const,
     evaluate,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 # ---- random expression trees -------------------------------------------------------------
 #

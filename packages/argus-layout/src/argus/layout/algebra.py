@@ -8,7 +8,7 @@ candidate is checked point by point before it is returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from math import gcd
 from typing import Any
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from .basis import has_basis, require_integer_strides
 from .errors import LayoutError
-from .inttuple import as_int_tuple, ceil_div, flatten, is_int, is_tuple, prefix_product, product, unflatten
+from .inttuple import as_int_tuple, ceil_div, is_int, is_tuple, product, unflatten
 from .layout import Layout
 from .swizzle import ComposedLayout, Swizzle
 
@@ -41,7 +41,7 @@ Mode = tuple[int, int]
 EXHAUSTIVE_CHECK_LIMIT = 1 << 16
 
 
-def _from_modes(modes: list[Mode]) -> Layout:
+def _from_modes(modes: Sequence[Mode]) -> Layout:
     if not modes:
         return Layout._make(1, 0)
     if len(modes) == 1:
@@ -104,7 +104,7 @@ def filter_zeros(layout: Layout) -> Layout:
     )
 
 
-def filter(layout: Layout) -> Layout:  # noqa: A001 - CuTe's name
+def filter(layout: Layout) -> Layout:
     """Coalesce after dropping stride-0 and size-1 modes: the layout's image, as a layout."""
     return coalesce(filter_zeros(as_layout(layout, "filter")))
 
@@ -253,7 +253,7 @@ def _max_residue(s: int, d: int, p: int) -> int:
     return max(j * d % p for j in range(s))
 
 
-def _carry_free(a_modes: list[Mode], b_modes: list[Mode]) -> bool:
+def _carry_free(a_modes: Sequence[Mode], b_modes: Sequence[Mode]) -> bool:
     """True when summing the B modes' indices never carries across a boundary of A's modes.
 
     Then A is additive on those sums and composing mode by mode is exact.

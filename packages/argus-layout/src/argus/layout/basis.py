@@ -25,7 +25,7 @@ Path = tuple[int, ...]
 class ScaledBasis:
     """``scale@mode``: `scale` unit steps along codomain coordinate `mode` (a path of mode indices)."""
 
-    __slots__ = ("scale", "mode")
+    __slots__ = ("mode", "scale")
 
     def __init__(self, scale: int, mode: Path) -> None:
         if not isinstance(scale, int) or isinstance(scale, bool):
@@ -68,7 +68,7 @@ class ScaledBasis:
         return f"ScaledBasis({self.scale}, {self.mode})"
 
 
-def E(*mode: int) -> ScaledBasis:  # noqa: N802 - CuTe's name for the unit basis element
+def E(*mode: int) -> ScaledBasis:
     """The unit step along codomain coordinate `mode`: ``E(1)`` is ``1@1``, ``E(0, 1)`` is ``1@0@1``."""
     return ScaledBasis(1, mode)
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterator
 from functools import reduce
-from typing import Any, TypeAlias, Union
+from typing import Any, TypeAlias, TypeGuard
 
 from .errors import LayoutError
 
-IntTuple: TypeAlias = Union[int, tuple["IntTuple", ...]]
+IntTuple: TypeAlias = int | tuple["IntTuple", ...]
 
 __all__ = [
     "IntTuple",
@@ -38,12 +38,12 @@ __all__ = [
 ]
 
 
-def is_int(x: object) -> bool:
+def is_int(x: object) -> TypeGuard[int]:
     """A Python integer (``bool`` excluded: ``True`` is never a shape)."""
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def is_tuple(x: object) -> bool:
+def is_tuple(x: object) -> TypeGuard[tuple[Any, ...]]:
     return isinstance(x, tuple)
 
 
@@ -57,7 +57,7 @@ def as_int_tuple(x: Any, op: str, what: str, allow_basis: bool = False) -> IntTu
 
     def walk(v: Any, path: tuple[int, ...]) -> IntTuple:
         if is_int(v) or (allow_basis and isinstance(v, ScaledBasis)):
-            return v  # type: ignore[no-any-return]
+            return v  # type: ignore[return-value]
         if isinstance(v, (tuple, list)):
             return tuple(walk(e, path + (i,)) for i, e in enumerate(v))
         if not isinstance(v, bool) and hasattr(v, "__index__") and type(v).__module__ == "numpy":
@@ -160,7 +160,7 @@ def ceil_div(a: int, b: int) -> int:
 
 def shape_div(a: IntTuple, b: int) -> IntTuple:
     """Divide `b` out of shape `a` from the left, mode by mode; each step must divide one way."""
-    if is_tuple(a):
+    if isinstance(a, tuple):
         out = []
         for e in a:
             out.append(shape_div(e, b))
@@ -180,7 +180,7 @@ def fits(crd: Any, shape: IntTuple) -> bool:
     return is_tuple(shape) and len(crd) == len(shape) and all(fits(c, s) for c, s in zip(crd, shape))
 
 
-def crd2idx(crd: Any, shape: IntTuple, stride: IntTuple) -> Any:
+def crd2idx(crd: Any, shape: IntTuple, stride: Any) -> Any:
     """Offset of a coordinate: the inner product of coordinate and stride.
 
     A coordinate may be less nested than the shape: an integer given for a tuple mode is

@@ -14,7 +14,6 @@ import numpy as np
 
 from .basis import ScaledBasis, as_coordinate, require_integer_strides
 from .errors import LayoutError
-from .symbolic import Expr
 from .inttuple import (
     IntTuple,
     as_int_tuple,
@@ -31,6 +30,7 @@ from .inttuple import (
     rank,
     unflatten,
 )
+from .symbolic import Expr
 
 __all__ = [
     "Layout",
@@ -52,10 +52,13 @@ class Layout:
     Layouts are values: treat them as immutable (they hash by shape and stride).
     """
 
-    __slots__ = ("shape", "stride", "_index_terms", "_modes", "_basis_modes")
+    __slots__ = ("_basis_modes", "_index_terms", "_modes", "shape", "stride")
 
     shape: IntTuple
     stride: IntTuple
+    _index_terms: Any  # cached: (prefix, size or None, stride) per evaluated mode
+    _modes: Any  # cached: flat (shape, stride) pairs
+    _basis_modes: Any  # cached: codomain modes of basis strides
 
     def __init__(self, shape: Any, stride: Any = None) -> None:
         if _is_plain(shape, stride):  # the common case, validated cheaply
@@ -77,9 +80,9 @@ class Layout:
                 )
         self.shape = shape
         self.stride = stride
-        self._index_terms: Any = None
-        self._modes: Any = None
-        self._basis_modes: Any = None
+        self._index_terms = None
+        self._modes = None
+        self._basis_modes = None
 
     @classmethod
     def _make(cls, shape: IntTuple, stride: IntTuple) -> Layout:
@@ -144,8 +147,8 @@ class Layout:
         s, d = flatten(self.shape), flatten(self.stride)
         return Layout._make(s, d) if len(s) > 1 else Layout._make(s[0], d[0])
 
-    def modes(self) -> tuple[tuple[int, int], ...]:
-        """Flat (shape, stride) pairs in colexicographic order."""
+    def modes(self) -> tuple[tuple[int, Any], ...]:
+        """Flat (shape, stride) pairs in colexicographic order (strides are ints or bases)."""
         if self._modes is None:
             self._modes = tuple(zip(flatten(self.shape), flatten(self.stride)))
         return self._modes  # type: ignore[no-any-return]

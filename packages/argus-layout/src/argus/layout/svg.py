@@ -57,7 +57,7 @@ def thread_colour(t: int) -> str:
     """A soft colour for thread `t`; consecutive threads get well separated hues."""
     hue = (t * _GOLDEN) % 1.0
     r, g, b = colorsys.hls_to_rgb(hue, 0.82, 0.65)
-    return "#{:02x}{:02x}{:02x}".format(round(r * 255), round(g * 255), round(b * 255))
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
 
 
 def offset_colour(offset: int) -> str:

@@ -22,7 +22,11 @@ __all__ = ["ComposedLayout", "Swizzle", "make_composed_layout"]
 class Swizzle:
     """The XOR function ``Sw<B,M,S>``; requires ``B >= 0``, ``M >= 0`` and ``|S| >= B``."""
 
-    __slots__ = ("bits", "base", "shift")
+    __slots__ = ("base", "bits", "shift")
+
+    bits: int
+    base: int
+    shift: int
 
     def __init__(self, bits: int, base: int, shift: int) -> None:
         for name, v in (("B", bits), ("M", base), ("S", shift)):
@@ -34,12 +38,9 @@ class Swizzle:
             raise LayoutError(
                 "Swizzle", f"|S| = {abs(shift)} < B = {bits}: source and target bits overlap", bits, base, shift
             )
-        object.__setattr__(self, "bits", bits)
-        object.__setattr__(self, "base", base)
-        object.__setattr__(self, "shift", shift)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("Swizzle is immutable")
+        self.bits = bits
+        self.base = base
+        self.shift = shift
 
     @property
     def source_mask(self) -> int:
@@ -105,7 +106,11 @@ class ComposedLayout:
     tiler, divides, products) act on `inner`; the outer function is carried along unchanged.
     """
 
-    __slots__ = ("outer", "offset", "inner")
+    __slots__ = ("inner", "offset", "outer")
+
+    outer: Swizzle | Layout
+    offset: int
+    inner: Layout
 
     def __init__(self, outer: Swizzle | Layout, offset: int, inner: Layout) -> None:
         if not isinstance(outer, (Swizzle, Layout)):
@@ -114,12 +119,9 @@ class ComposedLayout:
             raise LayoutError("ComposedLayout", f"offset must be an int, got {offset!r}", offset)
         if not isinstance(inner, Layout):
             raise LayoutError("ComposedLayout", f"inner must be a Layout, got {inner!r}", inner)
-        object.__setattr__(self, "outer", outer)
-        object.__setattr__(self, "offset", offset)
-        object.__setattr__(self, "inner", inner)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("ComposedLayout is immutable")
+        self.outer = outer
+        self.offset = offset
+        self.inner = inner
 
     @property
     def shape(self) -> Any:

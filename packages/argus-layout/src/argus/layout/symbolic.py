@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Union
 
 from .errors import LayoutError
@@ -53,7 +53,7 @@ __all__ = [
 Value = Union[int, "Expr"]
 """What an operator on expressions returns: an ``int`` when the result is constant."""
 
-Bounds = tuple[Union[int, None], Union[int, None]]
+Bounds = tuple[int | None, int | None]
 """Inclusive interval; ``None`` is unbounded on that side."""
 
 
@@ -68,7 +68,7 @@ _OR, _XOR, _AND, _ADD, _MUL, _UNARY, _ATOM = range(1, 8)
 class Expr:
     """An immutable symbolic integer. Never constant: constants are plain ``int``."""
 
-    __slots__ = ("_key", "_hash", "_bounds", "_vars")
+    __slots__ = ("_bounds", "_hash", "_key", "_vars")
     # Make numpy scalars (e.g. an np.int64 stride) defer to our reflected operators.
     __array_ufunc__ = None
 
@@ -256,7 +256,7 @@ class Var(Expr):
     with a value outside it is refused.
     """
 
-    __slots__ = ("name", "lo", "hi")
+    __slots__ = ("hi", "lo", "name")
     name: str
     lo: int | None
     hi: int | None
@@ -307,7 +307,7 @@ class Var(Expr):
 class Sum(Expr):
     """``sum(atom * coeff for atom, coeff in terms) + const``; atoms are never sums."""
 
-    __slots__ = ("terms", "const")
+    __slots__ = ("const", "terms")
     terms: tuple[tuple[Expr, int], ...]
     const: int
 
@@ -409,9 +409,7 @@ class _Binary(Expr):
     def _eval(self, env: Mapping[Any, int], memo: dict[int, int]) -> int:
         return self._apply(_ev(self.left, env, memo), _ev(self.right, env, memo))
 
-    @staticmethod
-    def _apply(a: int, b: int) -> int:
-        raise NotImplementedError
+    _apply: Callable[[Any, Any], Any]  # the Python operator the node stands for
 
     def _fmt(self) -> tuple[str, int]:
         left, right = _wrap(self.left, self._prec + 1), _wrap(self.right, self._prec + 1)
