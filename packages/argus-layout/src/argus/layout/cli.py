@@ -54,7 +54,7 @@ from . import (
 )
 from .errors import LayoutError, LayoutParseError
 from .layout import Layout
-from .notation import parse, parse_int_tuple
+from .notation import NotationParser, parse
 from .svg import MAX_CELLS, offset_grid, save_svg, tv_grid
 from .swizzle import ComposedLayout, Swizzle
 
@@ -107,6 +107,7 @@ class _ExprParser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.notation = NotationParser(text)
 
     # -- low level --
     def fail(self, reason: str, at: int | None = None) -> CliError:
@@ -155,15 +156,12 @@ class _ExprParser:
         if c.isalpha():
             name = self.name_at(start)
             if name == "Sw" and self.text.startswith("Sw<", start):
-                return self.literal(start, self.swizzle_end(start))
+                return self.literal(start)
             return self.call(name, start)
-        if c == "(":
-            end = self.int_tuple_end(start)
-            if end is None:
-                return self.arg_tuple()
-            return self.literal(start, end)
-        if c in _INT_CHARS:
-            return self.literal(start, self.int_end(start))
+        if c == "(" and self.int_tuple_end(start) is None:
+            return self.arg_tuple()
+        if c == "(" or c in _INT_CHARS:
+            return self.literal(start)
         raise self.fail(f"expected a function call, a layout or an integer, found {c!r}")
 
     def call(self, name: str, start: int) -> Any:
@@ -201,13 +199,6 @@ class _ExprParser:
                 return tuple(items)
             raise self.fail(f"expected ',' or ')', found {self.found()}")
 
-    # -- extents of literals, handed to argus.layout.notation --
-    def int_end(self, pos: int) -> int:
-        end = pos
-        while end < len(self.text) and self.text[end] in _INT_CHARS:
-            end += 1
-        return end
-
     def int_tuple_end(self, pos: int) -> int | None:
         """End of the balanced int-tuple starting at `pos`, or None if it holds anything else."""
         depth = 0
@@ -223,62 +214,14 @@ class _ExprParser:
                     return i + 1
         return None  # unclosed: let the element-wise reader say where it stops
 
-    def plain_end(self, pos: int) -> int | None:
-        """End of ``inttuple[:inttuple]`` starting at `pos` (after spaces), or None."""
-        while pos < len(self.text) and self.text[pos].isspace():
-            pos += 1
-        if pos >= len(self.text):
-            return None
-        end = self.int_tuple_end(pos) if self.text[pos] == "(" else self.int_end(pos)
-        if end is None or end == pos:
-            return None
-        after = end
-        while after < len(self.text) and self.text[after].isspace():
-            after += 1
-        if after < len(self.text) and self.text[after] == ":":
-            stride_at = after + 1
-            while stride_at < len(self.text) and self.text[stride_at].isspace():
-                stride_at += 1
-            if stride_at < len(self.text) and self.text[stride_at] == "(":
-                stride_end = self.int_tuple_end(stride_at)
-            else:
-                stride_end = self.int_end(stride_at)
-            if stride_end is None or stride_end == stride_at:
-                return len(self.text)  # malformed: the notation parser reports where
-            return stride_end
-        return end
-
-    def swizzle_end(self, pos: int) -> int:
-        close = self.text.find(">", pos)
-        end = len(self.text) if close < 0 else close + 1
-        return self.composed_end(end)
-
-    def composed_end(self, end: int) -> int:
-        """Extend a literal over `` o [offset o] inner`` parts that follow it."""
-        for _ in range(2):
-            after = end
-            while after < len(self.text) and self.text[after].isspace():
-                after += 1
-            if not (self.text.startswith("o", after) and self.name_at(after) == "o"):
-                return end
-            nxt = self.plain_end(after + 1)
-            if nxt is None:
-                return len(self.text)  # let the notation parser point at what is missing
-            end = nxt
-        return end
-
-    def literal(self, start: int, end: int) -> Any:
-        if self.text[start] != "S":
-            end = self.composed_end(self.plain_end(start) or end)
-        piece = self.text[start:end]
+    def literal(self, start: int) -> Any:
+        """A layout or int-tuple read by the notation parser from `start`."""
+        self.notation.pos = start
         try:
-            if any(c in piece for c in ":o<"):
-                value = parse(piece)
-            else:
-                value = parse_int_tuple(piece)
+            value = self.notation.term()
         except LayoutParseError as err:
-            raise self.fail(err.reason, start + err.column) from None
-        self.pos = end
+            raise self.fail(err.reason, err.column) from None
+        self.pos = self.notation.pos
         return value
 
 

@@ -28,7 +28,7 @@ def format_int_tuple(t: IntTuple) -> str:
     return str(t)
 
 
-class _Parser:
+class NotationParser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
@@ -163,6 +163,18 @@ class _Parser:
         inner = self.plain()
         return ComposedLayout(outer, offset, inner)
 
+    def term(self) -> Any:
+        """A layout, or a bare int-tuple (a shape or tiler) when no ``:`` or `` o `` follows it."""
+        self.skip_spaces()
+        if self.peek("Sw<"):
+            return self.layout()
+        start = self.pos
+        value = self.int_tuple()
+        if self.peek(":") or self.peek("o"):
+            self.pos = start
+            return self.layout()
+        return value
+
     def _offset_then_compose(self) -> int:
         """The optional ``off o`` of ``outer o off o inner``; 0 when absent."""
         saved = self.pos
@@ -183,7 +195,7 @@ def _path(path: tuple[int, ...]) -> str:
 
 def parse_int_tuple(text: str) -> IntTuple:
     """Read an int-tuple such as ``((2,2),8)``."""
-    p = _Parser(text)
+    p = NotationParser(text)
     value = p.int_tuple()
     if not p.at_end():
         raise p.fail(f"unexpected {text[p.pos]!r} after the int-tuple")
@@ -194,7 +206,7 @@ def parse(text: str) -> Any:
     """Read CuTe notation: ``((2,2),8):((1,4),16)``, ``Sw<3,4,3> o 0 o (8,64):(64,1)``, ``Sw<2,3,3>``."""
     if not isinstance(text, str):
         raise LayoutError("parse", f"expected a string, got {type(text).__name__}", text)
-    p = _Parser(text)
+    p = NotationParser(text)
     if p.at_end():
         raise p.fail("empty layout text")
     value = p.layout()
