@@ -1,0 +1,22 @@
+"""Vector add: one element per thread, guarded against the ragged last block."""
+
+import numpy as np
+
+from argus.dsl import Problem, Tensor, block_idx, f32, kernel, thread_idx
+
+BLOCK = 128
+
+
+@kernel(block=(BLOCK,))
+def vector_add(x: Tensor[f32, "n"], y: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+    i = block_idx.x * BLOCK + thread_idx.x
+    if i < n:
+        out[i] = x[i] + y[i]
+
+
+def example_vector_add(rng: np.random.Generator, n: int = 1000) -> Problem:
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    reference = x.astype(np.float64) + y.astype(np.float64)
+    return Problem(grid=((n + BLOCK - 1) // BLOCK,), args=(x, y, out, n), expected={2: reference})

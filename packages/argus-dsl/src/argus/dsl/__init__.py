@@ -1,0 +1,80 @@
+"""argus.dsl: write GPU kernels over tiles, run them anywhere in the reference interpreter.
+
+>>> from argus.dsl import kernel, Tensor, f32, thread_idx, block_idx
+>>> @kernel(block=(128,))
+... def add(x: Tensor[f32, "n"], y: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+...     i = block_idx.x * 128 + thread_idx.x
+...     if i < n:
+...         out[i] = x[i] + y[i]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import (
+    DType,
+    bf16,
+    boolean,
+    f8e4m3,
+    f8e4m3fnuz,
+    f8e5m2,
+    f8e5m2fnuz,
+    f16,
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    u128,
+    u256,
+)
+from .errors import ArgusError, ArgusLaunchError, ArgusSyntaxError, ArgusTypeError, KernelFault, SourceLocation
+from .kernel import CompiledKernel, Kernel, kernel
+from .problem import Problem
+from .lang import (
+    Tensor,
+    block_dim,
+    block_idx,
+    constexpr,
+    exp2,
+    fma,
+    grid_dim,
+    log2,
+    make_local,
+    make_shared,
+    rsqrt,
+    select,
+    sqrt,
+    static_range,
+    syncthreads,
+    thread_idx,
+)
+
+
+def to_storage(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """Host values as the array a kernel parameter of `dtype` takes (bf16 as uint16 bits, fp8 as uint8)."""
+    from .interpreter import storage_dtype
+
+    raw = dtype.encode(np.asarray(values))
+    return np.ascontiguousarray(raw).view(storage_dtype(dtype)).reshape(np.shape(values))
+
+
+def from_storage(array: np.ndarray, dtype: DType) -> np.ndarray:
+    """The values held in a kernel tensor of `dtype` (as float32 for the narrow floats)."""
+    raw = np.ascontiguousarray(array).view(np.uint8).reshape(array.shape + (dtype.nbytes,))
+    return dtype.decode(raw)
+
+
+__all__ = [
+    "ArgusError", "ArgusLaunchError", "ArgusSyntaxError", "ArgusTypeError", "CompiledKernel", "DType", "Kernel",
+    "KernelFault", "Problem", "SourceLocation", "Tensor", "bf16", "block_dim", "block_idx", "boolean", "constexpr", "exp2",
+    "f16", "f32", "f64", "f8e4m3", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "fma", "from_storage", "grid_dim", "i8",
+    "i16", "i32", "i64", "kernel", "log2", "make_local", "make_shared", "rsqrt", "select", "sqrt", "static_range",
+    "syncthreads", "thread_idx", "to_storage", "u8", "u16", "u32", "u64", "u128", "u256",
+]

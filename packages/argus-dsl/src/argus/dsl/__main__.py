@@ -1,0 +1,8 @@
+"""``python -m argus.dsl`` is the ``argus`` command."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

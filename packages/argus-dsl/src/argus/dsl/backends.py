@@ -1,0 +1,83 @@
+"""Targets and the backend plugin interface.
+
+A target is written ``kind[:arch]`` — ``interp``, ``nvptx:sm_90a``, ``amdgpu:gfx942``. A
+backend registers, under the ``argus.backends`` entry-point group, a `BackendSpec` naming the
+target kinds it serves and factories for its compiler and runtime, which are only imported
+when used (so importing argus.dsl never imports a GPU toolchain).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .errors import ArgusError
+from .plugins import discover
+
+
+class TargetError(ArgusError):
+    """A target string that names no known backend or is malformed."""
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str
+    arch: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.arch}" if self.arch else self.kind
+
+
+_TARGET = re.compile(r"^(?P<kind>[a-z][a-z0-9_]*)(?::(?P<arch>[A-Za-z0-9_.+-]+))?$")
+
+
+def parse_target(text: str) -> Target:
+    match = _TARGET.match(text.strip())
+    if match is None:
+        raise TargetError(f"malformed target {text!r}; write kind[:arch], e.g. interp, nvptx:sm_90a, amdgpu:gfx942")
+    return Target(match["kind"], match["arch"] or "")
+
+
+class Compiler(Protocol):
+    def emit(self, module: Any, stage: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    name: str
+    kinds: tuple[str, ...]
+    stages: tuple[str, ...]
+    """What ``argus compile --emit`` can print for this backend."""
+    compiler: Callable[[Target], Compiler]
+
+
+class _InterpreterCompiler:
+    """The interpreter runs the argus dialect itself; its only stage is that IR."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+
+    def emit(self, module: Any, stage: str) -> str:
+        return str(module)
+
+
+INTERPRETER = BackendSpec("interp", ("interp",), ("mlir",), _InterpreterCompiler)
+
+
+def backend_for(target: Target) -> BackendSpec:
+    plugins = discover("argus.backends", {"interp": INTERPRETER})
+    for plugin in plugins.values():
+        spec = plugin.load()
+        if target.kind in spec.kinds:
+            return spec  # type: ignore[no-any-return]
+    known = sorted({k for p in plugins.values() for k in _kinds(p)})
+    raise TargetError(f"no installed backend serves {str(target)!r}; available target kinds: {', '.join(known)}")
+
+
+def _kinds(plugin: Any) -> tuple[str, ...]:
+    try:
+        return plugin.load().kinds  # type: ignore[no-any-return]
+    except ArgusError:
+        return ()

@@ -1,0 +1,366 @@
+"""The ``argus`` MLIR dialect (built with xDSL): tiles, thread indices, memory and barriers.
+
+Scalar arithmetic, comparisons and control flow use MLIR's own ``arith``, ``math`` and
+``scf`` dialects; this dialect adds what they lack. Types:
+
+- ``!argus.tensor<f32, [n, 128]>``: a global tensor parameter, row-major, dims may be named
+  (sizes known only at launch);
+- ``!argus.tile<shared, bf16, "Sw<3,4,3> o 0 o (8,64):(64,1)">``: memory plus an
+  `argus.layout` layout, in the memory space named first (``shared``, ``local``, ``global``);
+- ``!argus.var<f32>``: a per-thread variable (a Python name assigned in several places).
+
+Every op prints in MLIR's generic form and parses back to an equal module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from xdsl.dialects import arith, builtin, math, scf
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import NoTerminator
+
+from argus.layout import ComposedLayout, Layout, parse
+
+from .dtypes import DType, dtype_named
+
+MEMORY_SPACES = ("global", "shared", "local")
+
+
+def _parse_dtype(parser: AttrParser) -> StringAttr:
+    name = parser.parse_identifier()
+    if dtype_named(name) is None:
+        parser.raise_error(f"unknown element type {name!r}")
+    return StringAttr(name)
+
+
+@irdl_attr_definition
+class TensorType(ParametrizedAttribute, TypeAttribute):
+    """A row-major global tensor; each dim is an int or the name of a size given at launch."""
+
+    name = "argus.tensor"
+    element: StringAttr
+    dims: ArrayAttr[Attribute]
+
+    @classmethod
+    def of(cls, dtype: DType, dims: Sequence[int | str]) -> TensorType:
+        return cls(StringAttr(dtype.name), ArrayAttr([IntAttr(d) if isinstance(d, int) else StringAttr(d) for d in dims]))
+
+    @property
+    def dtype(self) -> DType:
+        return dtype_named(self.element.data)  # type: ignore[return-value]
+
+    @property
+    def shape(self) -> tuple[int | str, ...]:
+        return tuple(d.data if isinstance(d, (IntAttr, StringAttr)) else str(d) for d in self.dims)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.element.data}, [{', '.join(str(d) for d in self.shape)}]>")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            element = _parse_dtype(parser)
+            parser.parse_punctuation(",")
+            dims = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE,
+                lambda: IntAttr(v) if (v := parser.parse_optional_integer()) is not None else StringAttr(parser.parse_identifier()),
+            )
+        return [element, ArrayAttr(dims)]
+
+
+@irdl_attr_definition
+class TileType(ParametrizedAttribute, TypeAttribute):
+    """Memory in a space, holding `element`s at the offsets of a layout (CuTe notation)."""
+
+    name = "argus.tile"
+    space: StringAttr
+    element: StringAttr
+    layout_text: StringAttr
+
+    @classmethod
+    def of(cls, space: str, dtype: DType, layout: Layout | ComposedLayout) -> TileType:
+        return cls(StringAttr(space), StringAttr(dtype.name), StringAttr(str(layout)))
+
+    @property
+    def dtype(self) -> DType:
+        return dtype_named(self.element.data)  # type: ignore[return-value]
+
+    @property
+    def layout(self) -> Layout | ComposedLayout:
+        return _cached_parse(self.layout_text.data)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.space.data}, {self.element.data}, ")
+        printer.print_string_literal(self.layout_text.data)
+        printer.print_string(">")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            space = parser.parse_identifier()
+            if space not in MEMORY_SPACES:
+                parser.raise_error(f"memory space must be one of {MEMORY_SPACES}, got {space!r}")
+            parser.parse_punctuation(",")
+            element = _parse_dtype(parser)
+            parser.parse_punctuation(",")
+            text = parser.parse_str_literal()
+        return [StringAttr(space), element, StringAttr(text)]
+
+
+_LAYOUTS: dict[str, Any] = {}
+
+
+def _cached_parse(text: str) -> Any:
+    layout = _LAYOUTS.get(text)
+    if layout is None:
+        layout = _LAYOUTS[text] = parse(text)
+    return layout
+
+
+@irdl_attr_definition
+class VarType(ParametrizedAttribute, TypeAttribute):
+    """A per-thread variable holding one value of `element`."""
+
+    name = "argus.var"
+    element: StringAttr
+
+    @classmethod
+    def of(cls, dtype: DType) -> VarType:
+        return cls(StringAttr(dtype.name))
+
+    @property
+    def dtype(self) -> DType:
+        return dtype_named(self.element.data)  # type: ignore[return-value]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.element.data}>")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return [_parse_dtype(parser)]
+
+
+# ---- ops -----------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A kernel: its body's block arguments are the runtime parameters, in order."""
+
+    name = "argus.kernel"
+    sym_name = prop_def(StringAttr)
+    block = prop_def(ArrayAttr[IntAttr])
+    arg_names = prop_def(ArrayAttr[StringAttr])
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+
+    @property
+    def block_dims(self) -> tuple[int, ...]:
+        return tuple(d.data for d in self.block.data)
+
+
+class _IndexOp(IRDLOperation):
+    dim = prop_def(StringAttr)
+    result = result_def(builtin.i32)
+
+    def __init__(self, dim: str) -> None:
+        super().__init__(properties={"dim": StringAttr(dim)}, result_types=[builtin.i32])
+
+
+@irdl_op_definition
+class ThreadIdxOp(_IndexOp):
+    """The thread's index in its block along x, y or z."""
+
+    name = "argus.thread_idx"
+
+
+@irdl_op_definition
+class BlockIdxOp(_IndexOp):
+    """The block's index in the grid along x, y or z."""
+
+    name = "argus.block_idx"
+
+
+@irdl_op_definition
+class BlockDimOp(_IndexOp):
+    """The number of threads of a block along x, y or z."""
+
+    name = "argus.block_dim"
+
+
+@irdl_op_definition
+class GridDimOp(_IndexOp):
+    """The number of blocks of the grid along x, y or z."""
+
+    name = "argus.grid_dim"
+
+
+@irdl_op_definition
+class DimOp(IRDLOperation):
+    """The launch-time size of a global tensor's dimension."""
+
+    name = "argus.dim"
+    tensor = operand_def(TensorType)
+    index = prop_def(IntAttr)
+    result = result_def(builtin.i32)
+
+
+class _AllocOp(IRDLOperation):
+    result = result_def(TileType)
+
+    def __init__(self, tile: TileType) -> None:
+        super().__init__(result_types=[tile])
+
+
+@irdl_op_definition
+class MakeSharedOp(_AllocOp):
+    """A block's shared-memory buffer, laid out as the result type says."""
+
+    name = "argus.make_shared"
+
+
+@irdl_op_definition
+class MakeLocalOp(_AllocOp):
+    """Per-thread registers, laid out as the result type says."""
+
+    name = "argus.make_local"
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """The same bytes under another layout and element type (same total size, checked)."""
+
+    name = "argus.view"
+    source = operand_def(TileType)
+    result = result_def(TileType)
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """Read one element of a tile or tensor at a coordinate (one index per top-level mode)."""
+
+    name = "argus.load"
+    source = operand_def()
+    coords = var_operand_def(builtin.i32)
+    result = result_def()
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """Write one element of a tile or tensor at a coordinate."""
+
+    name = "argus.store"
+    value = operand_def()
+    target = operand_def()
+    coords = var_operand_def(builtin.i32)
+
+
+@irdl_op_definition
+class VarOp(IRDLOperation):
+    """Declare a per-thread variable."""
+
+    name = "argus.var"
+    result = result_def(VarType)
+
+
+@irdl_op_definition
+class VarLoadOp(IRDLOperation):
+    name = "argus.var_load"
+    var = operand_def(VarType)
+    result = result_def()
+
+
+@irdl_op_definition
+class VarStoreOp(IRDLOperation):
+    name = "argus.var_store"
+    value = operand_def()
+    var = operand_def(VarType)
+
+
+@irdl_op_definition
+class SyncThreadsOp(IRDLOperation):
+    """A barrier every thread of the block must reach; orders shared-memory accesses."""
+
+    name = "argus.syncthreads"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
+OPERATIONS: list[type[IRDLOperation]] = [
+    KernelOp,
+    ThreadIdxOp,
+    BlockIdxOp,
+    BlockDimOp,
+    GridDimOp,
+    DimOp,
+    MakeSharedOp,
+    MakeLocalOp,
+    ViewOp,
+    LoadOp,
+    StoreOp,
+    VarOp,
+    VarLoadOp,
+    VarStoreOp,
+    SyncThreadsOp,
+]
+
+Argus = Dialect("argus", OPERATIONS, [TensorType, TileType, VarType])
+
+
+def context() -> Any:
+    """An xDSL context that can parse every dialect Argus prints."""
+    from xdsl.context import Context
+
+    ctx = Context()
+    for dialect in (builtin.Builtin, arith.Arith, math.Math, scf.Scf, Argus):
+        ctx.load_dialect(dialect)
+    return ctx
+
+
+def parse_module(text: str) -> builtin.ModuleOp:
+    from xdsl.parser import Parser
+
+    return Parser(context(), text).parse_module()
+
+
+__all__ = [
+    "Argus",
+    "BlockDimOp",
+    "BlockIdxOp",
+    "DimOp",
+    "GridDimOp",
+    "KernelOp",
+    "LoadOp",
+    "MakeLocalOp",
+    "MakeSharedOp",
+    "StoreOp",
+    "SyncThreadsOp",
+    "TensorType",
+    "ThreadIdxOp",
+    "TileType",
+    "VarLoadOp",
+    "VarOp",
+    "VarStoreOp",
+    "VarType",
+    "ViewOp",
+    "context",
+    "parse_module",
+]

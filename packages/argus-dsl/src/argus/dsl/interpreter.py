@@ -1,0 +1,574 @@
+"""The reference interpreter: the executable definition of what an Argus kernel means.
+
+All threads of a block run in lockstep, each op computed for every thread at once with numpy;
+a mask says which threads are active (SIMT: both sides of a runtime ``if`` run, each under
+its mask). Blocks run one after another. Memory is bytes, so views and vector loads mean
+exactly what they mean on the GPU, and every byte of shared and local memory carries the
+bookkeeping that turns undefined behaviour into a `KernelFault`: data races between
+barriers, reads of bytes never written, out-of-bounds accesses, barriers not reached by
+every thread of the block.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith, math, scf
+from xdsl.ir import Block, Operation, SSAValue
+
+from argus.layout import ComposedLayout, Layout, LayoutError
+
+from . import dialect as D
+from .dtypes import DType, boolean
+from .errors import ArgusLaunchError, KernelFault, SourceLocation
+from .types import dtype_of_mlir
+
+# ---- memories --------------------------------------------------------------------------------
+
+
+@dataclass
+class Memory:
+    """Bytes with per-byte bookkeeping. `threads` > 0 makes it per-thread (registers)."""
+
+    name: str
+    space: str
+    data: np.ndarray
+    written: np.ndarray | None = None
+    writer: np.ndarray | None = None
+    reader: np.ndarray | None = None
+
+    @classmethod
+    def shared(cls, name: str, nbytes: int) -> Memory:
+        return cls(name, "shared", np.zeros(nbytes, np.uint8), np.zeros(nbytes, bool),
+                   np.full(nbytes, -1, np.int64), np.full(nbytes, -1, np.int64))
+
+    @classmethod
+    def local(cls, name: str, threads: int, nbytes: int) -> Memory:
+        return cls(name, "local", np.zeros((threads, nbytes), np.uint8), np.zeros((threads, nbytes), bool))
+
+    def new_epoch(self) -> None:
+        """A barrier: accesses before it are ordered before accesses after it."""
+        if self.writer is not None and self.reader is not None:
+            self.writer.fill(-1)
+            self.reader.fill(-1)
+
+
+@dataclass(frozen=True)
+class TileValue:
+    """A tile at run time: which memory, and how its elements are laid out in it."""
+
+    memory: Memory
+    layout: Layout | ComposedLayout
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """A global tensor argument: the caller's array, viewed as bytes."""
+
+    name: str
+    array: np.ndarray
+    dtype: DType
+
+    @property
+    def bytes(self) -> np.ndarray:
+        return self.array.reshape(-1).view(np.uint8)
+
+
+# ---- launch ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Frame:
+    """What one block needs while it runs."""
+
+    values: dict[SSAValue, Any]
+    threads: int
+    thread_ids: np.ndarray
+    block_index: tuple[int, int, int]
+    shared: list[Memory] = field(default_factory=list)
+
+
+class Interpreter:
+    """Runs an ``argus.kernel`` op over a grid, on numpy arrays, in place."""
+
+    def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation] | None = None) -> None:
+        self.kernel = kernel
+        self.locations = locations or {}
+        self.block_dims = _pad3(kernel.block_dims)
+        self.handlers = _handlers()
+
+    def launch(self, grid: Sequence[int], args: Sequence[Any]) -> None:
+        grid3 = _pad3(tuple(grid))
+        params = list(self.kernel.body.block.args)
+        if len(args) != len(params):
+            raise ArgusLaunchError(f"{self.kernel.sym_name.data} takes {len(params)} runtime argument(s), got {len(args)}")
+        names = [n.data for n in self.kernel.arg_names.data]
+        bound = [self.bind_argument(name, p, a) for name, p, a in zip(names, params, args)]
+        threads = int(np.prod(self.block_dims))
+        tid = np.arange(threads)
+        self.grid = grid3
+        for bz, by, bx in itertools.product(range(grid3[2]), range(grid3[1]), range(grid3[0])):
+            frame = _Frame({p: v for p, v in zip(params, bound)}, threads, tid, (bx, by, bz))
+            self.run_block(self.kernel.body.block, frame, np.ones(threads, bool))
+
+    def bind_argument(self, name: str, param: SSAValue, arg: Any) -> Any:
+        t = param.type
+        if isinstance(t, D.TensorType):
+            return self.bind_tensor(name, t, arg)
+        dtype = dtype_of_mlir(t)
+        if isinstance(arg, (bool, np.bool_)) or not isinstance(arg, (int, float, np.integer, np.floating)):
+            raise ArgusLaunchError(f"argument {name!r} must be a {dtype} scalar, got {type(arg).__name__}")
+        if dtype.is_integer and not isinstance(arg, (int, np.integer)):
+            raise ArgusLaunchError(f"argument {name!r} must be an integer, got {arg!r}")
+        return np.asarray(dtype.round(np.asarray(arg)))
+
+    def bind_tensor(self, name: str, t: D.TensorType, arg: Any) -> TensorValue:
+        dtype = t.dtype
+        if not isinstance(arg, np.ndarray):
+            raise ArgusLaunchError(f"argument {name!r} must be a numpy array for the interpreter, got {type(arg).__name__}")
+        expected = storage_dtype(dtype)
+        if arg.dtype != expected:
+            raise ArgusLaunchError(
+                f"argument {name!r} is declared {dtype} and must be held as numpy {expected} "
+                f"(see argus.dsl.to_storage), got {arg.dtype}"
+            )
+        if not arg.flags.c_contiguous or not arg.flags.writeable:
+            raise ArgusLaunchError(f"argument {name!r} must be a writeable C-contiguous array")
+        if arg.ndim != len(t.shape):
+            raise ArgusLaunchError(f"argument {name!r} has {arg.ndim} dims, the kernel declares {len(t.shape)}: {list(t.shape)}")
+        for i, (declared, actual) in enumerate(zip(t.shape, arg.shape)):
+            if isinstance(declared, int) and declared != actual:
+                raise ArgusLaunchError(f"argument {name!r} dim {i} is {actual}, the kernel declares {declared}")
+        return TensorValue(name, arg, dtype)
+
+    # ---- execution -------------------------------------------------------------------
+    def run_block(self, block: Block, frame: _Frame, mask: np.ndarray) -> None:
+        with np.errstate(all="ignore"):
+            for op in block.ops:
+                handler = self.handlers.get(type(op))
+                if handler is None:
+                    raise KernelFault("unsupported", f"the interpreter has no rule for {op.name}", self.locations.get(op), {})
+                handler(self, op, frame, mask)
+
+    def fault(self, kind: str, message: str, op: Operation, frame: _Frame, **details: Any) -> KernelFault:
+        details = {"block": frame.block_index, **details}
+        return KernelFault(kind, f"{message} (block {frame.block_index})", self.locations.get(op), details)
+
+    def thread_coordinates(self, frame: _Frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        bx, by, _ = self.block_dims
+        t = frame.thread_ids
+        return t % bx, (t // bx) % by, t // (bx * by)
+
+
+def storage_dtype(dtype: DType) -> np.dtype:
+    """The numpy dtype a host array of `dtype` elements is held in (bf16 as its uint16 bits)."""
+    if dtype.name == "bf16":
+        return np.dtype(np.uint16)
+    if dtype.minifloat:
+        return np.dtype(np.uint8)
+    if dtype.kind == "bits":
+        return np.dtype(f"V{dtype.nbytes}")
+    return dtype.numpy
+
+
+def _pad3(dims: tuple[int, ...]) -> tuple[int, int, int]:
+    padded = tuple(dims) + (1,) * (3 - len(dims))
+    return padded[0], padded[1], padded[2]
+
+
+# ---- op rules --------------------------------------------------------------------------------
+
+Rule = Callable[[Interpreter, Any, _Frame, np.ndarray], None]
+
+
+def _value(frame: _Frame, ssa: SSAValue) -> Any:
+    return frame.values[ssa]
+
+
+def _scalar_array(frame: _Frame, ssa: SSAValue) -> np.ndarray:
+    """A per-thread value; scalar kernel arguments are held once and broadcast here."""
+    v = frame.values[ssa]
+    return np.broadcast_to(v, (frame.threads,)) if v.ndim == 0 else v  # type: ignore[no-any-return]
+
+
+def _result_dtype(op: Operation) -> DType:
+    return dtype_of_mlir(op.results[0].type)
+
+
+def _set(frame: _Frame, op: Operation, value: np.ndarray) -> None:
+    frame.values[op.results[0]] = value
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], unsigned: bool = False) -> Rule:
+    def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
+        dtype = _result_dtype(op)
+        a, b = _scalar_array(frame, op.operands[0]), _scalar_array(frame, op.operands[1])
+        if unsigned:
+            view = np.dtype(f"u{dtype.nbytes}")
+            result = fn(a.astype(dtype.numpy).view(view), b.astype(dtype.numpy).view(view)).astype(view).view(dtype.numpy)
+        else:
+            result = fn(a, b)
+        _set(frame, op, dtype.round(result))
+
+    return rule
+
+
+def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    safe = np.where(b == 0, 1, b)
+    return np.floor_divide(a, safe)
+
+
+def _shift_left(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    width = a.dtype.itemsize * 8
+    return np.where((b >= 0) & (b < width), np.left_shift(a, np.clip(b, 0, width - 1).astype(a.dtype)), 0)
+
+
+def _shift_right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    width = a.dtype.itemsize * 8
+    return np.right_shift(a, np.clip(b, 0, width - 1).astype(a.dtype))
+
+
+_CMPI = {
+    0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater, 5: np.greater_equal,
+    6: np.less, 7: np.less_equal, 8: np.greater, 9: np.greater_equal,
+}
+_CMPF = {1: np.equal, 2: np.greater, 3: np.greater_equal, 4: np.less, 5: np.less_equal, 6: np.not_equal, 13: np.not_equal}
+
+
+def _cmpi(interp: Interpreter, op: arith.CmpiOp, frame: _Frame, mask: np.ndarray) -> None:
+    pred = op.predicate.value.data
+    a, b = _scalar_array(frame, op.lhs), _scalar_array(frame, op.rhs)
+    if pred >= 6:  # unsigned predicates compare the same bits as unsigned
+        unsigned = np.dtype(f"u{a.dtype.itemsize}")
+        a, b = a.view(unsigned), b.view(unsigned)
+    _set(frame, op, _CMPI[pred](a, b))
+
+
+def _cmpf(interp: Interpreter, op: arith.CmpfOp, frame: _Frame, mask: np.ndarray) -> None:
+    pred = op.predicate.value.data
+    if pred not in _CMPF:
+        raise KernelFault("unsupported", f"float predicate {pred}", interp.locations.get(op), {})
+    _set(frame, op, _CMPF[pred](_scalar_array(frame, op.lhs), _scalar_array(frame, op.rhs)))
+
+
+def _constant(interp: Interpreter, op: arith.ConstantOp, frame: _Frame, mask: np.ndarray) -> None:
+    dtype = _result_dtype(op)
+    raw = op.value.value.data  # type: ignore[union-attr]
+    _set(frame, op, np.full(frame.threads, dtype.round(np.asarray(raw, dtype=dtype.numpy if dtype is not boolean else bool))))
+
+
+def _select(interp: Interpreter, op: arith.SelectOp, frame: _Frame, mask: np.ndarray) -> None:
+    c = _scalar_array(frame, op.cond)
+    _set(frame, op, np.where(c, _scalar_array(frame, op.lhs), _scalar_array(frame, op.rhs)))
+
+
+def _cast(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
+    src = _scalar_array(frame, op.operands[0])
+    dtype = _result_dtype(op)
+    if isinstance(op, (arith.UIToFPOp, arith.ExtUIOp)):
+        src = src.view(np.dtype(f"u{src.dtype.itemsize}"))
+    if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):
+        src = np.trunc(np.nan_to_num(src.astype(np.float64)))
+        if isinstance(op, arith.FPToUIOp):
+            src = src.astype(np.dtype(f"u{dtype.nbytes}")).view(dtype.numpy)
+    _set(frame, op, dtype.round(np.asarray(src).astype(dtype.numpy)))
+
+
+def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Rule:
+    def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
+        dtype = _result_dtype(op)
+        _set(frame, op, dtype.round(fn(_scalar_array(frame, op.operands[0]).astype(np.float64))))
+
+    return rule
+
+
+def _fma(interp: Interpreter, op: math.FmaOp, frame: _Frame, mask: np.ndarray) -> None:
+    a, b, c = (_scalar_array(frame, v).astype(np.float64) for v in op.operands)
+    _set(frame, op, _result_dtype(op).round(a * b + c))
+
+
+def _index(axis_of: Callable[[Interpreter, _Frame], tuple[Any, Any, Any]]) -> Rule:
+    def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
+        axis = "xyz".index(op.dim.data)
+        value = axis_of(interp, frame)[axis]
+        _set(frame, op, np.broadcast_to(np.asarray(value, dtype=np.int32), (frame.threads,)).copy())
+
+    return rule
+
+
+def _dim(interp: Interpreter, op: D.DimOp, frame: _Frame, mask: np.ndarray) -> None:
+    tensor: TensorValue = _value(frame, op.tensor)
+    _set(frame, op, np.full(frame.threads, tensor.array.shape[op.index.data], np.int32))
+
+
+def _make_shared(interp: Interpreter, op: D.MakeSharedOp, frame: _Frame, mask: np.ndarray) -> None:
+    t: D.TileType = op.result.type  # type: ignore[assignment]
+    memory = Memory.shared(f"shared#{len(frame.shared)}", _footprint(t.layout) * t.dtype.nbytes)
+    frame.shared.append(memory)
+    frame.values[op.result] = TileValue(memory, t.layout, t.dtype)
+
+
+def _make_local(interp: Interpreter, op: D.MakeLocalOp, frame: _Frame, mask: np.ndarray) -> None:
+    t: D.TileType = op.result.type  # type: ignore[assignment]
+    memory = Memory.local(f"local#{op.result.name_hint or id(op)}", frame.threads, _footprint(t.layout) * t.dtype.nbytes)
+    frame.values[op.result] = TileValue(memory, t.layout, t.dtype)
+
+
+def _footprint(layout: Layout | ComposedLayout) -> int:
+    """Elements of memory a tile needs: one past its largest offset."""
+    return int(np.max(layout.offsets())) + 1 if layout.size() else 0
+
+
+def _view(interp: Interpreter, op: D.ViewOp, frame: _Frame, mask: np.ndarray) -> None:
+    source: TileValue = _value(frame, op.source)
+    t: D.TileType = op.result.type  # type: ignore[assignment]
+    frame.values[op.result] = TileValue(source.memory, t.layout, t.dtype)
+
+
+def _var(interp: Interpreter, op: D.VarOp, frame: _Frame, mask: np.ndarray) -> None:
+    dtype: DType = op.result.type.dtype  # type: ignore[attr-defined]
+    shape = (frame.threads, dtype.nbytes) if dtype.kind == "bits" else (frame.threads,)
+    frame.values[op.result] = [np.zeros(shape, dtype.numpy), np.zeros(frame.threads, bool)]
+
+
+def _var_load(interp: Interpreter, op: D.VarLoadOp, frame: _Frame, mask: np.ndarray) -> None:
+    values, assigned = _value(frame, op.var)
+    if np.any(mask & ~assigned):
+        threads = np.flatnonzero(mask & ~assigned)
+        raise interp.fault("uninitialized-read", f"a variable is read before it is assigned by thread(s) {threads[:8].tolist()}",
+                           op, frame, threads=threads.tolist())
+    _set(frame, op, values.copy())
+
+
+def _var_store(interp: Interpreter, op: D.VarStoreOp, frame: _Frame, mask: np.ndarray) -> None:
+    slot = _value(frame, op.var)
+    slot[0][mask] = _scalar_array(frame, op.value)[mask]
+    slot[1] |= mask
+
+
+def _sync(interp: Interpreter, op: D.SyncThreadsOp, frame: _Frame, mask: np.ndarray) -> None:
+    if not mask.all():
+        missing = np.flatnonzero(~mask)
+        raise interp.fault(
+            "divergent-barrier",
+            f"syncthreads() is not reached by every thread of the block: threads {missing[:8].tolist()}"
+            f"{' ...' if missing.size > 8 else ''} ({missing.size} of {mask.size}) are on another path",
+            op, frame, threads=missing.tolist(),
+        )
+    for memory in frame.shared:
+        memory.new_epoch()
+
+
+def _if(interp: Interpreter, op: scf.IfOp, frame: _Frame, mask: np.ndarray) -> None:
+    cond = _scalar_array(frame, op.cond).astype(bool)
+    for region, sub in ((op.true_region, mask & cond), (op.false_region, mask & ~cond)):
+        if sub.any() and region.blocks:
+            interp.run_block(region.block, frame, sub)
+
+
+def _for(interp: Interpreter, op: scf.ForOp, frame: _Frame, mask: np.ndarray) -> None:
+    i = _scalar_array(frame, op.lb).astype(np.int64)
+    ub = _scalar_array(frame, op.ub).astype(np.int64)
+    step = _scalar_array(frame, op.step).astype(np.int64)
+    body = op.body.block
+    while True:
+        active = mask & (i < ub)
+        if not active.any():
+            return
+        frame.values[body.args[0]] = i.astype(np.int32)
+        interp.run_block(body, frame, active)
+        i = i + step
+
+
+def _yield(interp: Interpreter, op: scf.YieldOp, frame: _Frame, mask: np.ndarray) -> None:
+    pass
+
+
+# ---- loads and stores ------------------------------------------------------------------------
+
+
+def _element_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: Any, coords: Sequence[np.ndarray],
+                     active: np.ndarray) -> np.ndarray:
+    """Element offsets of the active threads' coordinates, after the bounds checks."""
+    if isinstance(target, TensorValue):
+        shape = target.array.shape
+        offset = np.zeros(len(coords[0]) if coords else 0, np.int64)
+        for axis, (c, n) in enumerate(zip(coords, shape)):
+            bad = (c < 0) | (c >= n)
+            if bad.any():
+                t = int(np.flatnonzero(bad)[0])
+                raise interp.fault(
+                    "out-of-bounds", f"tensor {target.name!r} indexed at {_coordinate(coords, active, t)} "
+                    f"by thread {int(np.flatnonzero(active)[t])}; its shape is {shape} (dim {axis} out of range)",
+                    op, frame, array=target.name, thread=int(np.flatnonzero(active)[t]),
+                    index=_coordinate(coords, active, t),
+                )
+            offset = offset * n + c
+        return offset
+    layout = target.layout
+    inner = layout.inner if isinstance(layout, ComposedLayout) else layout
+    sizes = [m.size() for m in inner] if len(coords) > 1 else [inner.size()]
+    for axis, (c, n) in enumerate(zip(coords, sizes)):
+        bad = (c < 0) | (c >= n)
+        if bad.any():
+            t = int(np.flatnonzero(bad)[0])
+            raise interp.fault(
+                "out-of-bounds", f"{target.memory.space} tile {layout} indexed at {_coordinate(coords, active, t)} "
+                f"by thread {int(np.flatnonzero(active)[t])} (mode {axis} has size {n})",
+                op, frame, array=target.memory.name, thread=int(np.flatnonzero(active)[t]),
+                index=_coordinate(coords, active, t),
+            )
+    try:
+        return np.asarray(layout(tuple(coords)) if len(coords) > 1 else layout(coords[0]), dtype=np.int64)
+    except LayoutError as err:  # pragma: no cover - bounds are checked above
+        raise interp.fault("out-of-bounds", err.reason, op, frame) from None
+
+
+def _coordinate(coords: Sequence[np.ndarray], active: np.ndarray, t: int) -> tuple[int, ...]:
+    return tuple(int(c[t]) for c in coords)
+
+
+def _byte_indices(offsets: np.ndarray, nbytes: int) -> np.ndarray:
+    return offsets[:, None] * nbytes + np.arange(nbytes)
+
+
+def _load(interp: Interpreter, op: D.LoadOp, frame: _Frame, mask: np.ndarray) -> None:
+    source = _value(frame, op.source)
+    dtype: DType = source.dtype
+    active = np.flatnonzero(mask)
+    coords = [_scalar_array(frame, c)[active].astype(np.int64) for c in op.coords]
+    offsets = _element_offsets(interp, op, frame, source, coords, mask)
+    idx = _byte_indices(offsets, dtype.nbytes)
+    shape = (frame.threads, dtype.nbytes) if dtype.kind == "bits" else (frame.threads,)
+    result = np.zeros(shape, dtype.numpy)
+    if isinstance(source, TensorValue):
+        raw = source.bytes[idx]
+    else:
+        memory = source.memory
+        if memory.space == "local":
+            raw = memory.data[active[:, None], idx]
+            unset = ~memory.written[active[:, None], idx]  # type: ignore[index]
+        else:
+            raw = memory.data[idx]
+            unset = ~memory.written[idx]  # type: ignore[index]
+            _check_read_race(interp, op, frame, memory, idx, active)
+        if unset.any():
+            row = int(np.flatnonzero(unset.any(axis=1))[0])
+            raise interp.fault(
+                "uninitialized-read", f"thread {int(active[row])} reads {memory.space} tile {source.layout} at "
+                f"{_coordinate(coords, mask, row)}, which no thread has written",
+                op, frame, array=memory.name, thread=int(active[row]), index=_coordinate(coords, mask, row),
+            )
+    result[active] = dtype.decode(raw)
+    _set(frame, op, result)
+
+
+def _store(interp: Interpreter, op: D.StoreOp, frame: _Frame, mask: np.ndarray) -> None:
+    target = _value(frame, op.target)
+    dtype: DType = target.dtype
+    active = np.flatnonzero(mask)
+    coords = [_scalar_array(frame, c)[active].astype(np.int64) for c in op.coords]
+    offsets = _element_offsets(interp, op, frame, target, coords, mask)
+    idx = _byte_indices(offsets, dtype.nbytes)
+    raw = dtype.encode(_scalar_array(frame, op.value)[active])
+    if isinstance(target, TensorValue):
+        target.bytes[idx] = raw
+        return
+    memory = target.memory
+    if memory.space == "local":
+        memory.data[active[:, None], idx] = raw
+        memory.written[active[:, None], idx] = True  # type: ignore[index]
+        return
+    _check_write_race(interp, op, frame, memory, idx, active)
+    memory.data[idx] = raw
+    memory.written[idx] = True  # type: ignore[index]
+
+
+def _check_write_race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, idx: np.ndarray,
+                      active: np.ndarray) -> None:
+    writer, reader = memory.writer, memory.reader
+    assert writer is not None and reader is not None
+    owners = np.broadcast_to(active[:, None], idx.shape)
+    flat_idx, flat_owner = idx.reshape(-1), owners.reshape(-1)
+    order = np.argsort(flat_idx, kind="stable")
+    same = flat_idx[order][1:] == flat_idx[order][:-1]
+    other = flat_owner[order][1:] != flat_owner[order][:-1]
+    clash = np.flatnonzero(same & other)
+    if clash.size:
+        k = clash[0]
+        raise _race(interp, op, frame, memory, int(flat_idx[order][k]), int(flat_owner[order][k]),
+                    int(flat_owner[order][k + 1]), "both write it in the same instruction")
+    for prior, what in ((writer, "wrote"), (reader, "read")):
+        held = prior[flat_idx]
+        conflict = (held != -1) & (held != flat_owner)
+        if conflict.any():
+            k = int(np.flatnonzero(conflict)[0])
+            other_thread = int(held[k])
+            who = f"thread {other_thread}" if other_thread >= 0 else "another thread"
+            raise _race(interp, op, frame, memory, int(flat_idx[k]), int(flat_owner[k]), other_thread,
+                        f"{who} {what} it since the last barrier")
+    writer[flat_idx] = flat_owner
+
+
+def _check_read_race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, idx: np.ndarray,
+                     active: np.ndarray) -> None:
+    writer, reader = memory.writer, memory.reader
+    assert writer is not None and reader is not None
+    owners = np.broadcast_to(active[:, None], idx.shape).reshape(-1)
+    flat_idx = idx.reshape(-1)
+    held = writer[flat_idx]
+    conflict = (held != -1) & (held != owners)
+    if conflict.any():
+        k = int(np.flatnonzero(conflict)[0])
+        raise _race(interp, op, frame, memory, int(flat_idx[k]), int(owners[k]), int(held[k]),
+                    f"thread {int(held[k])} wrote it since the last barrier")
+    previous = reader[flat_idx]
+    reader[flat_idx] = np.where((previous == -1) | (previous == owners), owners, -2)
+
+
+def _race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, byte: int, thread: int, other: int,
+          why: str) -> KernelFault:
+    return interp.fault(
+        "data-race", f"thread {thread} accesses byte {byte} of {memory.name} and {why}; put syncthreads() between them",
+        op, frame, array=memory.name, byte=byte, threads=[thread, other],
+    )
+
+
+def _handlers() -> dict[type, Rule]:
+    rules: dict[type, Rule] = {
+        arith.ConstantOp: _constant,
+        arith.AddiOp: _binary(np.add), arith.SubiOp: _binary(np.subtract), arith.MuliOp: _binary(np.multiply),
+        arith.FloorDivSIOp: _binary(_int_divide), arith.DivUIOp: _binary(_int_divide, unsigned=True),
+        arith.AndIOp: _binary(np.bitwise_and), arith.OrIOp: _binary(np.bitwise_or), arith.XOrIOp: _binary(np.bitwise_xor),
+        arith.ShLIOp: _binary(_shift_left), arith.ShRSIOp: _binary(_shift_right),
+        arith.ShRUIOp: _binary(_shift_right, unsigned=True),
+        arith.MinSIOp: _binary(np.minimum), arith.MaxSIOp: _binary(np.maximum),
+        arith.MinUIOp: _binary(np.minimum, unsigned=True), arith.MaxUIOp: _binary(np.maximum, unsigned=True),
+        arith.AddfOp: _binary(np.add), arith.SubfOp: _binary(np.subtract), arith.MulfOp: _binary(np.multiply),
+        arith.DivfOp: _binary(np.divide), arith.MinimumfOp: _binary(np.minimum), arith.MaximumfOp: _binary(np.maximum),
+        arith.NegfOp: _unary(np.negative),
+        arith.CmpiOp: _cmpi, arith.CmpfOp: _cmpf, arith.SelectOp: _select,
+        arith.ExtFOp: _cast, arith.TruncFOp: _cast, arith.SIToFPOp: _cast, arith.UIToFPOp: _cast,
+        arith.FPToSIOp: _cast, arith.FPToUIOp: _cast, arith.TruncIOp: _cast, arith.ExtSIOp: _cast, arith.ExtUIOp: _cast,
+        math.Exp2Op: _unary(np.exp2), math.Log2Op: _unary(np.log2), math.SqrtOp: _unary(np.sqrt),
+        math.RsqrtOp: _unary(lambda x: 1.0 / np.sqrt(x)), math.FmaOp: _fma,
+        D.ThreadIdxOp: _index(lambda interp, frame: interp.thread_coordinates(frame)),
+        D.BlockIdxOp: _index(lambda interp, frame: frame.block_index),
+        D.BlockDimOp: _index(lambda interp, frame: interp.block_dims),
+        D.GridDimOp: _index(lambda interp, frame: interp.grid),
+        D.DimOp: _dim,
+        D.MakeSharedOp: _make_shared, D.MakeLocalOp: _make_local, D.ViewOp: _view,
+        D.LoadOp: _load, D.StoreOp: _store,
+        D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
+        D.SyncThreadsOp: _sync,
+        scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _yield,
+    }
+    return rules
+
+
+__all__ = ["Interpreter", "KernelFault", "storage_dtype"]

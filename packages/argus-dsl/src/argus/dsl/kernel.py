@@ -1,0 +1,134 @@
+"""`@kernel`: a decorated function becomes a `Kernel`, compiled per set of constexpr values and
+launched as ``kernel[grid](*args)``."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects import builtin
+from xdsl.ir import Operation
+
+from . import lang
+from .errors import ArgusLaunchError, ArgusSyntaxError, SourceLocation
+from .frontend import FrontEnd, KernelSource
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """One specialization: the module holding the ``argus.kernel`` op, and where its ops came from."""
+
+    module: builtin.ModuleOp
+    locations: dict[Operation, SourceLocation]
+
+    @property
+    def op(self) -> Any:
+        return self.module.ops.first
+
+    def mlir(self) -> str:
+        return str(self.module)
+
+
+class Kernel:
+    """A kernel written in the Argus language. Compile with `compile`, print with `mlir`,
+    run with ``kernel[grid](*args)`` (the interpreter, on numpy arrays)."""
+
+    def __init__(self, fn: Callable[..., Any], block: Sequence[Any]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.block = tuple(block)
+        self.signature = inspect.signature(fn)
+        self._source: KernelSource | None = None
+        self._cache: dict[tuple[tuple[str, Any], ...], CompiledKernel] = {}
+
+    @property
+    def source(self) -> KernelSource:
+        if self._source is None:
+            self._source = KernelSource.of(self.fn, self.block)
+        return self._source
+
+    @property
+    def constexpr_names(self) -> list[str]:
+        names = []
+        for p in self.source.tree.args.args:
+            ann = p.annotation
+            if ann is not None and FrontEnd(self.source, {}).resolve_global(ann) is lang.constexpr:
+                names.append(p.arg)
+        return names
+
+    def compile(self, **constants: Any) -> CompiledKernel:
+        """The IR of this kernel for these constexpr values (cached)."""
+        key = tuple(sorted((k, _hashable(v)) for k, v in constants.items()))
+        compiled = self._cache.get(key)
+        if compiled is None:
+            missing = [n for n in self.constexpr_names if n not in constants]
+            unknown = [n for n in constants if n not in self.constexpr_names]
+            if missing or unknown:
+                raise ArgusLaunchError(
+                    f"{self.name}: constexpr values needed for {missing}" + (f", not parameters: {unknown}" if unknown else "")
+                    if missing else f"{self.name}: {unknown} are not constexpr parameters of the kernel"
+                )
+            frontend = FrontEnd(self.source, constants)
+            op = frontend.build()
+            module = builtin.ModuleOp([op])
+            module.verify()
+            compiled = CompiledKernel(module, frontend.locations)
+            self._cache[key] = compiled
+        return compiled
+
+    def mlir(self, **constants: Any) -> str:
+        return self.compile(**constants).mlir()
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        dims = grid if isinstance(grid, tuple) else (grid,)
+        if not dims or len(dims) > 3 or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1 for g in dims):
+            raise ArgusLaunchError(f"a grid is 1 to 3 positive ints, got {grid!r}")
+
+        def launch(*args: Any, **constants: Any) -> None:
+            self.launch(dims, args, constants)
+
+        return launch
+
+    def launch(self, grid: tuple[int, ...], args: Sequence[Any], constants: dict[str, Any]) -> None:
+        from .interpreter import Interpreter
+
+        params = list(self.signature.parameters)
+        if len(args) > len(params):
+            raise ArgusLaunchError(f"{self.name} takes {len(params)} arguments, got {len(args)}")
+        constexprs = self.constexpr_names
+        given = dict(zip(params, args))
+        for name, value in constants.items():
+            if name in given:
+                raise ArgusLaunchError(f"{self.name}: {name!r} given twice")
+            given[name] = value
+        missing = [p for p in params if p not in given]
+        if missing:
+            raise ArgusLaunchError(f"{self.name}: missing argument(s) {missing}")
+        compiled = self.compile(**{n: given[n] for n in constexprs})
+        runtime = [given[p] for p in params if p not in constexprs]
+        Interpreter(compiled.op, compiled.locations).launch(grid, runtime)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise ArgusSyntaxError(f"launch {self.name} with a grid: {self.name}[grid](*args)")
+
+    def __repr__(self) -> str:
+        return f"<argus kernel {self.name} block={self.block}>"
+
+
+def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None = None) -> Any:
+    """Declare a kernel: ``@kernel(block=(128,))``. Block dims are ints or constexpr names."""
+    if block is None:
+        raise ArgusSyntaxError("give the block dims: @kernel(block=(threads_x[, threads_y[, threads_z]]))")
+    if fn is not None:
+        return Kernel(fn, block)
+    return lambda f: Kernel(f, block)
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)

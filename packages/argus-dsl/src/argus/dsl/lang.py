@@ -1,0 +1,111 @@
+"""The names a kernel is written with.
+
+Kernel bodies are never executed by Python: the front-end reads their syntax tree and
+recognises these objects by identity. Outside a kernel, using them raises an error that says
+so. Their docstrings are the language reference in short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .dtypes import DType
+from .errors import ArgusSyntaxError
+
+
+class Builtin:
+    """A language function; `name` is how kernels spell it."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise ArgusSyntaxError(f"{self.name}() can only be used inside an @kernel function")
+
+    def __repr__(self) -> str:
+        return f"argus.dsl.{self.name}"
+
+
+class IndexSpace:
+    """``thread_idx``, ``block_idx``, ``block_dim``, ``grid_dim``: read ``.x``, ``.y`` or ``.z``."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    def __getattr__(self, dim: str) -> Any:
+        if dim in ("x", "y", "z"):
+            raise ArgusSyntaxError(f"{self.name}.{dim} can only be used inside an @kernel function")
+        raise AttributeError(dim)
+
+    def __repr__(self) -> str:
+        return f"argus.dsl.{self.name}"
+
+
+thread_idx = IndexSpace("thread_idx", "The thread's index within its block (i32).")
+block_idx = IndexSpace("block_idx", "The block's index within the grid (i32).")
+block_dim = IndexSpace("block_dim", "Threads per block along each axis (a compile-time constant).")
+grid_dim = IndexSpace("grid_dim", "Blocks in the grid along each axis (i32, known at launch).")
+
+syncthreads = Builtin("syncthreads", "Barrier for all threads of the block; orders shared-memory accesses.")
+make_shared = Builtin(
+    "make_shared",
+    "make_shared(layout, dtype): a shared-memory tile. `layout` is a compile-time Layout, "
+    "ComposedLayout (swizzled) or shape tuple (compact, column-major).",
+)
+make_local = Builtin(
+    "make_local",
+    "make_local(shape_or_layout, dtype): per-thread registers, uninitialized.",
+)
+static_range = Builtin(
+    "static_range",
+    "static_range([start,] stop[, step]): a loop unrolled at compile time; its variable is a "
+    "compile-time int in each copy of the body. Bounds must be compile-time constants.",
+)
+select = Builtin("select", "select(cond, a, b): a where cond holds, else b (per thread).")
+exp2 = Builtin("exp2", "2**x for floats.")
+log2 = Builtin("log2", "log2(x) for floats.")
+rsqrt = Builtin("rsqrt", "1/sqrt(x) for floats.")
+sqrt = Builtin("sqrt", "sqrt(x) for floats.")
+fma = Builtin("fma", "fma(a, b, c): a*b + c with one rounding.")
+
+BUILTINS: dict[str, Builtin] = {
+    b.name: b for b in (syncthreads, make_shared, make_local, static_range, select, exp2, log2, rsqrt, sqrt, fma)
+}
+INDEX_SPACES: dict[str, IndexSpace] = {s.name: s for s in (thread_idx, block_idx, block_dim, grid_dim)}
+
+
+class TensorAnnotation:
+    """``Tensor[dtype, dim0, dim1, ...]``: a global tensor, row-major; a dim is an int, the name
+    of a constexpr parameter, or a new name for a size known only at launch."""
+
+    def __init__(self, dtype: DType, dims: tuple[Any, ...]) -> None:
+        self.dtype = dtype
+        self.dims = dims
+
+    def __repr__(self) -> str:
+        return f"Tensor[{self.dtype}, {', '.join(map(str, self.dims))}]"
+
+
+class Tensor:
+    """Annotation of a global tensor parameter: ``x: Tensor[f32, "n"]``."""
+
+    def __class_getitem__(cls, item: Any) -> TensorAnnotation:
+        items = item if isinstance(item, tuple) else (item,)
+        if not items or not isinstance(items[0], DType):
+            raise ArgusSyntaxError("write a tensor annotation as Tensor[dtype, dim0, dim1, ...]")
+        return TensorAnnotation(items[0], tuple(items[1:]))
+
+
+class constexpr:  # noqa: N801 - spelled like a type annotation, as in Triton
+    """Annotation of a compile-time constant parameter: ``BLOCK: constexpr``. Kernels are
+    specialized (and cached) per value."""
+
+
+def is_builtin(value: Any) -> bool:
+    return isinstance(value, (Builtin, IndexSpace))
+
+
+Decorator = Callable[[Callable[..., Any]], Any]

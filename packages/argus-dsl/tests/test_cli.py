@@ -1,0 +1,54 @@
+"""The argus command: compile and run example kernels; one-line errors, status 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from argus.dsl.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_compile_prints_mlir_that_parses(capsys):
+    from argus.dsl.dialect import parse_module
+
+    assert main(["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--emit", "mlir"]) == 0
+    text = capsys.readouterr().out
+    assert '"argus.kernel"' in text and "Sw<5,0,5> o 0 o (32,32):(32,1)" in text
+    parse_module(text)
+
+
+def test_run_checks_against_the_reference(capsys):
+    assert main(["run", f"{EXAMPLES / 'vector_add.py'}:vector_add", "--seed", "5"]) == 0
+    assert "matches the reference" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["compile", "nowhere.py:k"], "no such file"),
+        (["compile", "examples"], "FILE:KERNEL"),
+        (["compile", f"{EXAMPLES / 'transpose.py'}:missing"], "no kernel named 'missing'"),
+        (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--target", "nvptx:sm_90a"], "no installed backend"),
+        (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--target", "NV PTX"], "malformed target"),
+        (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--emit", "ptx"], "emits mlir"),
+        (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "-D", "x"], "NAME=VALUE"),
+    ],
+)
+def test_errors_are_one_line_with_status_2(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and message in err and "Traceback" not in err
+
+
+def test_module_entry_point_runs_in_a_fresh_interpreter():
+    result = subprocess.run(
+        [sys.executable, "-m", "argus.dsl", "run", f"{EXAMPLES / 'transpose.py'}:transpose"],
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "matches the reference" in result.stdout

@@ -1,0 +1,122 @@
+"""Constructs outside the language, and misuse of the language, are reported with their
+location, the construct, and what is accepted; never as an internal exception."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+from argus.dsl import (
+    ArgusLaunchError,
+    ArgusSyntaxError,
+    ArgusTypeError,
+    Tensor,
+    f32,
+    i32,
+    kernel,
+    make_local,
+    make_shared,
+    thread_idx,
+    u128,
+)
+
+
+def compile_error(k, **constants):
+    with pytest.raises((ArgusSyntaxError, ArgusTypeError)) as info:
+        k.compile(**constants)
+    return info.value
+
+
+def line_of(k, text: str) -> int:
+    lines, first = inspect.getsourcelines(k.fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+@kernel(block=(32,))
+def uses_while(out: Tensor[f32, 32]):
+    i = 0
+    while i < 3:
+        i = i + 1
+
+
+@kernel(block=(32,))
+def mixes_types(x: Tensor[f32, 32], out: Tensor[f32, 32]):
+    out[thread_idx.x] = x[thread_idx.x] + thread_idx.x
+
+
+@kernel(block=(32,))
+def wrong_rank(x: Tensor[f32, 4, 8], out: Tensor[f32, 32]):
+    out[thread_idx.x] = x[thread_idx.x]
+
+
+@kernel(block=(32,))
+def bad_view(out: Tensor[f32, 32]):
+    r = make_local((8,), f32)
+    v = r.view((3,), u128)
+
+
+@kernel(block=(32,))
+def int_division(out: Tensor[f32, 32]):
+    out[thread_idx.x / 2] = 1.0
+
+
+@kernel(block=(32,))
+def missing_annotation(out):
+    pass
+
+
+@kernel(block=(32,))
+def uses_lambda(out: Tensor[f32, 32]):
+    f = lambda v: v  # noqa: E731
+
+
+@kernel(block=(32,))
+def good_view(out: Tensor[f32, 32]):
+    r = make_local((8,), f32)
+    v = r.view((2,), u128)
+    s = make_shared((32,), i32)
+
+
+@pytest.mark.parametrize(
+    "k, error, marker, words",
+    [
+        (uses_while, ArgusSyntaxError, "while i < 3", "'While' statements are not part of the Argus language"),
+        (mixes_types, ArgusTypeError, "x[thread_idx.x] + thread_idx.x", "different types (f32 and i32)"),
+        (wrong_rank, ArgusTypeError, "x[thread_idx.x]", "rank 2"),
+        (bad_view, ArgusTypeError, "r.view((3,), u128)", "same memory"),
+        (int_division, ArgusTypeError, "thread_idx.x / 2", "use '//'"),
+        (uses_lambda, ArgusSyntaxError, "f = lambda", "'Lambda' expressions are not part of the Argus language"),
+    ],
+    ids=lambda v: getattr(v, "name", None) if hasattr(v, "fn") else None,
+)
+def test_error_names_location_construct_and_rule(k, error, marker, words):
+    err = compile_error(k)
+    assert isinstance(err, error)
+    assert words in str(err)
+    assert err.location.file == inspect.getsourcefile(k.fn)
+    assert err.location.line == line_of(k, marker)
+    assert err.construct
+
+
+def test_missing_annotation_is_a_type_error():
+    err = compile_error(missing_annotation)
+    assert "needs an annotation" in str(err)
+
+
+def test_views_of_equal_size_compile():
+    text = good_view.mlir()
+    assert '!argus.tile<local, u128, "(2):(1)">' in text
+
+
+def test_launch_checks_arguments():
+    out = np.zeros(32, np.float32)
+    with pytest.raises(ArgusLaunchError, match="float32"):
+        good_view[1](np.zeros(32, np.float64))
+    with pytest.raises(ArgusLaunchError, match="missing"):
+        good_view[1]()
+    with pytest.raises(ArgusLaunchError, match="grid"):
+        good_view[0](out)
+    with pytest.raises(ArgusSyntaxError, match="grid"):
+        good_view(out)
