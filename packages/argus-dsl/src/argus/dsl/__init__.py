@@ -45,15 +45,24 @@ from .lang import (
     exp2,
     fma,
     grid_dim,
+    lane_id,
     log2,
     make_local,
     make_shared,
     rsqrt,
     select,
+    shfl_down,
+    shfl_idx,
+    shfl_up,
+    shfl_xor,
     sqrt,
     static_range,
     syncthreads,
     thread_idx,
+    warp_id,
+    warp_max,
+    warp_min,
+    warp_sum,
 )
 
 
@@ -76,5 +85,6 @@ __all__ = [
     "KernelFault", "Problem", "SourceLocation", "Tensor", "bf16", "block_dim", "block_idx", "boolean", "constexpr", "exp2",
     "f16", "f32", "f64", "f8e4m3", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "fma", "from_storage", "grid_dim", "i8",
     "i16", "i32", "i64", "kernel", "log2", "make_local", "make_shared", "rsqrt", "select", "sqrt", "static_range",
-    "syncthreads", "thread_idx", "to_storage", "u8", "u16", "u32", "u64", "u128", "u256",
+    "syncthreads", "thread_idx", "to_storage", "lane_id", "warp_id", "shfl_xor", "shfl_idx", "shfl_down",
+    "shfl_up", "warp_sum", "warp_max", "warp_min", "u8", "u16", "u32", "u64", "u128", "u256",
 ]

@@ -167,6 +167,7 @@ class KernelOp(IRDLOperation):
     name = "argus.kernel"
     sym_name = prop_def(StringAttr)
     block = prop_def(ArrayAttr[IntAttr])
+    warp_size = prop_def(IntAttr)
     arg_names = prop_def(ArrayAttr[StringAttr])
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
@@ -295,6 +296,40 @@ class VarStoreOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ShuffleOp(IRDLOperation):
+    """Read `value` from another lane of the warp: lane ``l ^ arg`` (xor), ``arg`` (idx),
+    ``l + arg`` (down) or ``l - arg`` (up); a lane outside the warp reads its own value."""
+
+    name = "argus.shuffle"
+    value = operand_def()
+    lane = operand_def(builtin.i32)
+    mode = prop_def(StringAttr)
+    result = result_def()
+
+
+@irdl_op_definition
+class LaneIdOp(IRDLOperation):
+    """The thread's lane within its warp (linear thread index modulo the warp size)."""
+
+    name = "argus.lane_id"
+    result = result_def(builtin.i32)
+
+    def __init__(self) -> None:
+        super().__init__(result_types=[builtin.i32])
+
+
+@irdl_op_definition
+class WarpIdOp(IRDLOperation):
+    """The thread's warp within its block (linear thread index divided by the warp size)."""
+
+    name = "argus.warp_id"
+    result = result_def(builtin.i32)
+
+    def __init__(self) -> None:
+        super().__init__(result_types=[builtin.i32])
+
+
+@irdl_op_definition
 class SyncThreadsOp(IRDLOperation):
     """A barrier every thread of the block must reach; orders shared-memory accesses."""
 
@@ -319,6 +354,9 @@ OPERATIONS: list[type[IRDLOperation]] = [
     VarOp,
     VarLoadOp,
     VarStoreOp,
+    ShuffleOp,
+    LaneIdOp,
+    WarpIdOp,
     SyncThreadsOp,
 ]
 
@@ -350,7 +388,9 @@ __all__ = [
     "KernelOp",
     "LoadOp",
     "MakeLocalOp",
+    "LaneIdOp",
     "MakeSharedOp",
+    "ShuffleOp",
     "StoreOp",
     "SyncThreadsOp",
     "TensorType",
@@ -361,6 +401,7 @@ __all__ = [
     "VarStoreOp",
     "VarType",
     "ViewOp",
+    "WarpIdOp",
     "context",
     "parse_module",
 ]

@@ -76,9 +76,10 @@ class KernelSource:
     line_offset: int
     globals: dict[str, Any]
     block: tuple[Any, ...]
+    warp_size: int
 
     @classmethod
-    def of(cls, fn: Callable[..., Any], block: tuple[Any, ...]) -> KernelSource:
+    def of(cls, fn: Callable[..., Any], block: tuple[Any, ...], warp_size: int = 32) -> KernelSource:
         try:
             lines, first = inspect.getsourcelines(fn)
         except (OSError, TypeError) as err:
@@ -91,7 +92,7 @@ class KernelSource:
         globals_ = dict(fn.__globals__)
         if fn.__closure__:
             globals_.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
-        return cls(fn.__name__, fdef, inspect.getfile(fn), first - 1, globals_, block)
+        return cls(fn.__name__, fdef, inspect.getfile(fn), first - 1, globals_, block, warp_size)
 
 
 _STATIC_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
@@ -129,6 +130,7 @@ class FrontEnd:
 
     def __init__(self, source: KernelSource, constants: dict[str, Any]) -> None:
         self.src = source
+        self.warp_size = source.warp_size
         self.constants = dict(constants)
         self.env: dict[str, Any] = {}
         self.block: Block = Block()
@@ -174,6 +176,7 @@ class FrontEnd:
             properties={
                 "sym_name": builtin.StringAttr(self.src.name),
                 "block": builtin.ArrayAttr([builtin.IntAttr(d) for d in block]),
+                "warp_size": builtin.IntAttr(self.warp_size),
                 "arg_names": builtin.ArrayAttr([builtin.StringAttr(n) for n in runtime_names]),
             },
             regions=[Region(self.entry)],
@@ -439,7 +442,7 @@ class FrontEnd:
         """Turn the names assigned inside a runtime region into per-thread variables."""
         for name, node in _assigned_names(body):
             current = self.env.get(name)
-            if isinstance(current, Slot):
+            if isinstance(current, (Slot, _PendingSlot)):
                 continue
             if current is None:
                 if name in self.constants:
@@ -793,7 +796,43 @@ class FrontEnd:
             dt = typed[0].dtype
             a, b, c = (self.materialize(self.convert(v, dt, node), node) for v in args)
             return Value(self.emit(math.FmaOp(a.ssa, b.ssa, c.ssa)).results[0], dt)
+        if name in ("lane_id", "warp_id"):
+            if args:
+                raise self.type_error(node, f"{name}() takes no arguments")
+            op_class = D.LaneIdOp if name == "lane_id" else D.WarpIdOp
+            return Value(self.emit(op_class()).results[0], i32)
+        if name.startswith("shfl_"):
+            if len(args) != 2 or not isinstance(args[0], Value):
+                raise self.type_error(node, f"{name}(value, lane_or_offset) with a runtime value")
+            return self.shuffle(node, args[0], args[1], name[len("shfl_"):])
+        if name in ("warp_sum", "warp_max", "warp_min"):
+            if len(args) != 1 or not isinstance(args[0], Value):
+                raise self.type_error(node, f"{name}(value) with a runtime value")
+            return self.warp_reduce(node, args[0], name)
         raise self.syntax_error(node, f"{name}() is not available yet")
+
+    def shuffle(self, node: ast.AST, value: Value, lane: Any, mode: str) -> Value:
+        if value.dtype.kind in ("bits", "bool"):
+            raise self.type_error(node, f"shuffles move numbers, not {value.dtype}")
+        lane_value = self.materialize(self.convert(lane, i32, node), node)
+        op = D.ShuffleOp.create(
+            operands=[value.ssa, lane_value.ssa], properties={"mode": builtin.StringAttr(mode)},
+            result_types=[mlir_type(value.dtype)],
+        )
+        return Value(self.emit(op).results[0], value.dtype)
+
+    def warp_reduce(self, node: ast.AST, value: Value, name: str) -> Value:
+        """A butterfly: log2(warp) steps of shfl_xor, each combining a lane with its partner."""
+        result = value
+        step = self.warp_size // 2
+        while step:
+            other = self.shuffle(node, result, step, "xor")
+            if name == "warp_sum":
+                result = self.arith(node, ast.Add(), result, other)
+            else:
+                result = self.minmax_values(node, result, other, name == "warp_min")
+            step //= 2
+        return result
 
     def minmax(self, node: ast.Call, is_min: bool) -> Any:
         args = [self.expr(a) for a in node.args]
@@ -801,7 +840,10 @@ class FrontEnd:
             raise self.type_error(node, "min/max take two values in a kernel")
         if not any(isinstance(a, Value) for a in args):
             return (min if is_min else max)(*args)
-        a, b = self.unify(node, *args)
+        return self.minmax_values(node, *args, is_min)
+
+    def minmax_values(self, node: ast.AST, a: Any, b: Any, is_min: bool) -> Value:
+        a, b = self.unify(node, a, b)
         if a.dtype.is_float:
             cls: Any = arith.MinimumfOp if is_min else arith.MaximumfOp
         elif a.dtype.kind == "int":

@@ -100,6 +100,7 @@ class Interpreter:
         self.kernel = kernel
         self.locations = locations or {}
         self.block_dims = _pad3(kernel.block_dims)
+        self.warp_size = kernel.warp_size.data
         self.handlers = _handlers()
 
     def launch(self, grid: Sequence[int], args: Sequence[Any]) -> None:
@@ -351,6 +352,33 @@ def _var_store(interp: Interpreter, op: D.VarStoreOp, frame: _Frame, mask: np.nd
     slot[1] |= mask
 
 
+def _lane_or_warp(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
+    w = interp.warp_size
+    ids = frame.thread_ids % w if isinstance(op, D.LaneIdOp) else frame.thread_ids // w
+    _set(frame, op, ids.astype(np.int32))
+
+
+def _shuffle(interp: Interpreter, op: D.ShuffleOp, frame: _Frame, mask: np.ndarray) -> None:
+    w = interp.warp_size
+    t = frame.thread_ids
+    lane, base = t % w, t - t % w
+    arg = _scalar_array(frame, op.lane).astype(np.int64)
+    mode = op.mode.data
+    src = {"xor": lane ^ arg, "idx": arg, "down": lane + arg, "up": lane - arg}[mode]
+    outside = (src < 0) | (src >= w)
+    source = np.where(outside, t, base + np.clip(src, 0, w - 1))
+    source = np.minimum(source, frame.threads - 1)
+    idle = mask & ~mask[source]
+    if idle.any():
+        k = int(np.flatnonzero(idle)[0])
+        raise interp.fault(
+            "inactive-lane", f"thread {k} shuffles from lane {int(source[k] % w)}, which is not active here "
+            "(every lane a shuffle reads must take part in it)", op, frame, thread=k, threads=[k, int(source[k])],
+        )
+    values = _scalar_array(frame, op.value)
+    _set(frame, op, values[source].copy())
+
+
 def _sync(interp: Interpreter, op: D.SyncThreadsOp, frame: _Frame, mask: np.ndarray) -> None:
     if not mask.all():
         missing = np.flatnonzero(~mask)
@@ -566,6 +594,7 @@ def _handlers() -> dict[type, Rule]:
         D.LoadOp: _load, D.StoreOp: _store,
         D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
         D.SyncThreadsOp: _sync,
+        D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
         scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _yield,
     }
     return rules

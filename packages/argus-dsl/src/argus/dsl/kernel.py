@@ -35,10 +35,11 @@ class Kernel:
     """A kernel written in the Argus language. Compile with `compile`, print with `mlir`,
     run with ``kernel[grid](*args)`` (the interpreter, on numpy arrays)."""
 
-    def __init__(self, fn: Callable[..., Any], block: Sequence[Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], block: Sequence[Any], warp_size: int = 32) -> None:
         self.fn = fn
         self.name = fn.__name__
         self.block = tuple(block)
+        self.warp_size = warp_size
         self.signature = inspect.signature(fn)
         self._source: KernelSource | None = None
         self._cache: dict[tuple[tuple[str, Any], ...], CompiledKernel] = {}
@@ -46,7 +47,7 @@ class Kernel:
     @property
     def source(self) -> KernelSource:
         if self._source is None:
-            self._source = KernelSource.of(self.fn, self.block)
+            self._source = KernelSource.of(self.fn, self.block, self.warp_size)
         return self._source
 
     @property
@@ -117,13 +118,16 @@ class Kernel:
         return f"<argus kernel {self.name} block={self.block}>"
 
 
-def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None = None) -> Any:
-    """Declare a kernel: ``@kernel(block=(128,))``. Block dims are ints or constexpr names."""
+def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None = None, warp_size: int = 32) -> Any:
+    """Declare a kernel: ``@kernel(block=(128,))``. Block dims are ints or constexpr names;
+    `warp_size` is 32 (NVIDIA) or 64 (AMD CDNA)."""
     if block is None:
         raise ArgusSyntaxError("give the block dims: @kernel(block=(threads_x[, threads_y[, threads_z]]))")
+    if warp_size not in (32, 64):
+        raise ArgusSyntaxError(f"warp_size is 32 or 64, got {warp_size!r}")
     if fn is not None:
-        return Kernel(fn, block)
-    return lambda f: Kernel(f, block)
+        return Kernel(fn, block, warp_size)
+    return lambda f: Kernel(f, block, warp_size)
 
 
 def _hashable(value: Any) -> Any:

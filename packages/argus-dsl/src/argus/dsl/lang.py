@@ -71,8 +71,22 @@ rsqrt = Builtin("rsqrt", "1/sqrt(x) for floats.")
 sqrt = Builtin("sqrt", "sqrt(x) for floats.")
 fma = Builtin("fma", "fma(a, b, c): a*b + c with one rounding.")
 
+lane_id = Builtin("lane_id", "lane_id(): the thread's lane in its warp (i32).")
+warp_id = Builtin("warp_id", "warp_id(): the thread's warp in its block (i32).")
+shfl_xor = Builtin("shfl_xor", "shfl_xor(x, mask): x of lane (lane ^ mask); all lanes of the warp must be active.")
+shfl_idx = Builtin("shfl_idx", "shfl_idx(x, lane): x of the given lane.")
+shfl_down = Builtin("shfl_down", "shfl_down(x, delta): x of lane + delta (own x past the warp's end).")
+shfl_up = Builtin("shfl_up", "shfl_up(x, delta): x of lane - delta (own x before the warp's start).")
+warp_sum = Builtin("warp_sum", "warp_sum(x): the sum of x over the warp, in every lane (a butterfly of shfl_xor).")
+warp_max = Builtin("warp_max", "warp_max(x): the maximum of x over the warp, in every lane.")
+warp_min = Builtin("warp_min", "warp_min(x): the minimum of x over the warp, in every lane.")
+
 BUILTINS: dict[str, Builtin] = {
-    b.name: b for b in (syncthreads, make_shared, make_local, static_range, select, exp2, log2, rsqrt, sqrt, fma)
+    b.name: b
+    for b in (
+        syncthreads, make_shared, make_local, static_range, select, exp2, log2, rsqrt, sqrt, fma,
+        lane_id, warp_id, shfl_xor, shfl_idx, shfl_down, shfl_up, warp_sum, warp_max, warp_min,
+    )
 }
 INDEX_SPACES: dict[str, IndexSpace] = {s.name: s for s in (thread_idx, block_idx, block_dim, grid_dim)}
 
