@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .atoms import MMAAtom, universal_fma
 from .dtypes import (
     DType,
     bf16,
@@ -49,6 +50,7 @@ from .lang import (
     log2,
     make_local,
     make_shared,
+    matmul,
     rsqrt,
     select,
     shfl_down,
@@ -86,5 +88,5 @@ __all__ = [
     "f16", "f32", "f64", "f8e4m3", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "fma", "from_storage", "grid_dim", "i8",
     "i16", "i32", "i64", "kernel", "log2", "make_local", "make_shared", "rsqrt", "select", "sqrt", "static_range",
     "syncthreads", "thread_idx", "to_storage", "lane_id", "warp_id", "shfl_xor", "shfl_idx", "shfl_down",
-    "shfl_up", "warp_sum", "warp_max", "warp_min", "u8", "u16", "u32", "u64", "u128", "u256",
+    "shfl_up", "warp_sum", "warp_max", "warp_min", "matmul", "MMAAtom", "universal_fma", "u8", "u16", "u32", "u64", "u128", "u256",
 ]

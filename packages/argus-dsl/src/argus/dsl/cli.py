@@ -136,7 +136,10 @@ def _run_run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         k[problem.grid](*problem.args, **problem.constants)
         times.append(time.perf_counter() - start)
-    errors = problem.check()
+    try:
+        errors = problem.check()
+    except AssertionError as err:
+        raise CommandError(f"{name} does not match the reference: {err}") from None
     worst = max(errors.values(), default=0.0)
     print(f"{name}: grid {problem.grid}, block {k.block}: matches the reference (max abs error {worst:.3g}); "
           f"interpreter {min(times):.3f} s")

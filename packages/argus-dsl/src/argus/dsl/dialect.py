@@ -330,6 +330,28 @@ class WarpIdOp(IRDLOperation):
 
 
 @irdl_op_definition
+class MmaOp(IRDLOperation):
+    """``c += a · bᵀ`` by a matrix-multiply atom over the fragments a, b, c (local tiles, in the
+    atom's value order); the atom's full description is in `atom` (see argus.dsl.atoms)."""
+
+    name = "argus.mma"
+    a = operand_def(TileType)
+    b = operand_def(TileType)
+    c = operand_def(TileType)
+    atom = prop_def(builtin.DictionaryAttr)
+
+
+@irdl_op_definition
+class SliceOp(IRDLOperation):
+    """A sub-tile: the modes of `source` left open, at a fixed position of the others (the
+    result type's layout carries the offset)."""
+
+    name = "argus.slice"
+    source = operand_def(TileType)
+    result = result_def(TileType)
+
+
+@irdl_op_definition
 class SyncThreadsOp(IRDLOperation):
     """A barrier every thread of the block must reach; orders shared-memory accesses."""
 
@@ -357,6 +379,8 @@ OPERATIONS: list[type[IRDLOperation]] = [
     ShuffleOp,
     LaneIdOp,
     WarpIdOp,
+    MmaOp,
+    SliceOp,
     SyncThreadsOp,
 ]
 
@@ -390,6 +414,8 @@ __all__ = [
     "MakeLocalOp",
     "LaneIdOp",
     "MakeSharedOp",
+    "MmaOp",
+    "SliceOp",
     "ShuffleOp",
     "StoreOp",
     "SyncThreadsOp",

@@ -22,10 +22,11 @@ from typing import Any
 from xdsl.dialects import arith, builtin, math, scf
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from argus.layout import ComposedLayout, Layout, LayoutError, compact_row_major
+from argus.layout import ComposedLayout, Layout, LayoutError, Swizzle, compact_row_major, product, slice_and_offset
 
 from . import dialect as D
 from . import lang
+from .atoms import MMAAtom
 from .dtypes import DType, boolean, f32, i32
 from .errors import ArgusSyntaxError, ArgusTypeError, SourceLocation
 from .types import mlir_type
@@ -684,6 +685,9 @@ class FrontEnd:
                 return base[self.expr(node.slice)]
             except Exception as err:
                 raise self.type_error(node, f"compile-time indexing failed: {err}") from None
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if isinstance(base, TileRef) and any(isinstance(i, ast.Slice) for i in items):
+            return self.subtile(node, base, items)
         coords = self.coordinates(node, base)
         element = base.type.dtype
         load = D.LoadOp.create(operands=[base.ssa, *coords], result_types=[mlir_type(element)])
@@ -696,6 +700,34 @@ class FrontEnd:
         coords = self.coordinates(target, base)
         stored = self.materialize(self.convert(value, base.type.dtype, target), target)
         self.emit(D.StoreOp.create(operands=[stored.ssa, base.ssa, *coords]))
+
+    def subtile(self, node: ast.Subscript, base: TileRef, items: list[ast.expr]) -> TileRef:
+        """``t[i, :]``: the modes written ``:`` stay open; the others are fixed at compile time."""
+        layout = base.type.layout
+        if len(items) != layout.rank:
+            raise self.type_error(node, f"this tile has rank {layout.rank}; a sub-tile names every mode (use ':' to keep one)")
+        crd: list[Any] = []
+        for item in items:
+            if isinstance(item, ast.Slice):
+                if item.lower or item.upper or item.step:
+                    raise self.syntax_error(item, "only ':' (a whole mode) is accepted in a sub-tile")
+                crd.append(None)
+                continue
+            c = self.expr(item)
+            if not isinstance(c, int) or isinstance(c, bool):
+                raise self.type_error(item, "the fixed coordinates of a sub-tile must be compile-time ints")
+            crd.append(c)
+        try:
+            if isinstance(layout, ComposedLayout):
+                sub: Layout | ComposedLayout = layout(tuple(crd))
+            else:
+                sub_layout, offset = slice_and_offset(tuple(crd), layout)
+                sub = ComposedLayout(Swizzle(0, 0, 0), offset, sub_layout) if offset else sub_layout
+        except LayoutError as err:
+            raise self.type_error(node, err.reason) from None
+        tile = D.TileType.of(base.type.space.data, base.type.dtype, sub)
+        op = D.SliceOp.create(operands=[base.ssa], result_types=[tile])
+        return TileRef(self.emit(op).results[0], tile)
 
     def coordinates(self, node: ast.Subscript, base: TensorRef | TileRef) -> list[SSAValue]:
         index = node.slice
@@ -730,6 +762,10 @@ class FrontEnd:
             if len(node.args) != 1:
                 raise self.type_error(node, f"{fn}(x) converts one value")
             return self.convert(self.expr(node.args[0]), fn, node, explicit=True)
+        if isinstance(fn, (Layout, ComposedLayout, Swizzle)):
+            args = [self.expr(a) for a in node.args]
+            if any(isinstance(a, Value) for a in args):
+                return self.apply_layout(node, fn, args)
         if fn in (builtins.min, builtins.max):
             return self.minmax(node, fn is builtins.min)
         if fn is builtins.range:
@@ -796,6 +832,8 @@ class FrontEnd:
             dt = typed[0].dtype
             a, b, c = (self.materialize(self.convert(v, dt, node), node) for v in args)
             return Value(self.emit(math.FmaOp(a.ssa, b.ssa, c.ssa)).results[0], dt)
+        if name == "matmul":
+            return self.matmul(node, args)
         if name in ("lane_id", "warp_id"):
             if args:
                 raise self.type_error(node, f"{name}() takes no arguments")
@@ -810,6 +848,21 @@ class FrontEnd:
                 raise self.type_error(node, f"{name}(value) with a runtime value")
             return self.warp_reduce(node, args[0], name)
         raise self.syntax_error(node, f"{name}() is not available yet")
+
+    def matmul(self, node: ast.Call, args: list[Any]) -> None:
+        if len(args) != 4 or not isinstance(args[3], MMAAtom):
+            raise self.type_error(node, "matmul(a, b, acc, atom): three fragments (local tiles) and an MMAAtom")
+        atom: MMAAtom = args[3]
+        for label, frag, dtype in (("a", args[0], atom.a_dtype), ("b", args[1], atom.b_dtype), ("c", args[2], atom.c_dtype)):
+            if not isinstance(frag, TileRef) or frag.type.space.data != "local":
+                raise self.type_error(node, f"matmul's {label} must be a local tile (registers), got {_describe(frag)}")
+            if frag.type.dtype != dtype:
+                raise self.type_error(node, f"atom {atom.name} takes {label} as {dtype}, got {frag.type.dtype}")
+            want = atom.values(label)
+            if frag.type.layout.size() != want:
+                raise self.type_error(node, f"atom {atom.name} gives each thread {want} {label} values; this fragment holds {frag.type.layout.size()}")
+        props = builtin.DictionaryAttr({k: builtin.StringAttr(v) for k, v in atom.as_properties().items()})
+        self.emit(D.MmaOp.create(operands=[args[0].ssa, args[1].ssa, args[2].ssa], properties={"atom": props}))
 
     def shuffle(self, node: ast.AST, value: Value, lane: Any, mode: str) -> Value:
         if value.dtype.kind in ("bits", "bool"):
@@ -833,6 +886,42 @@ class FrontEnd:
                 result = self.minmax_values(node, result, other, name == "warp_min")
             step //= 2
         return result
+
+    def apply_layout(self, node: ast.AST, layout: Any, args: list[Any]) -> Any:
+        """A compile-time layout evaluated at runtime coordinates: index arithmetic in the IR."""
+        if isinstance(layout, Swizzle):
+            (x,) = args
+            picked = self.binop(node, ast.BitAnd(), x, layout.source_mask)
+            moved = (self.binop(node, ast.RShift(), picked, layout.shift) if layout.shift >= 0
+                     else self.binop(node, ast.LShift(), picked, -layout.shift))
+            return self.binop(node, ast.BitXor(), x, moved)
+        if isinstance(layout, ComposedLayout):
+            inner = self.apply_layout(node, layout.inner, args)
+            return self.apply_layout(node, layout.outer, [self.binop(node, ast.Add(), inner, layout.offset)])
+        crd = args[0] if len(args) == 1 else tuple(args)
+        if isinstance(crd, tuple) and len(crd) != layout.rank:
+            raise self.type_error(node, f"layout {layout} has rank {layout.rank}; give {layout.rank} coordinates or one index")
+
+        def offset(c: Any, shape: Any, stride: Any) -> Any:
+            if isinstance(c, tuple):
+                total: Any = 0
+                for ci, s, d in zip(c, shape, stride):
+                    total = self.binop(node, ast.Add(), total, offset(ci, s, d))
+                return total
+            if isinstance(shape, tuple):
+                total = 0
+                for i, (s, d) in enumerate(zip(shape, stride)):
+                    if i == len(shape) - 1:
+                        part = offset(c, s, d)
+                    else:
+                        n = product(s)
+                        part = offset(self.binop(node, ast.Mod(), c, n), s, d)
+                        c = self.binop(node, ast.FloorDiv(), c, n)
+                    total = self.binop(node, ast.Add(), total, part)
+                return total
+            return self.binop(node, ast.Mult(), c, stride)
+
+        return offset(crd, layout.shape, layout.stride)
 
     def minmax(self, node: ast.Call, is_min: bool) -> Any:
         args = [self.expr(a) for a in node.args]

@@ -23,6 +23,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from argus.layout import ComposedLayout, Layout, LayoutError
 
 from . import dialect as D
+from .atoms import MMAAtom
 from .dtypes import DType, boolean
 from .errors import ArgusLaunchError, KernelFault, SourceLocation
 from .types import dtype_of_mlir
@@ -102,6 +103,8 @@ class Interpreter:
         self.block_dims = _pad3(kernel.block_dims)
         self.warp_size = kernel.warp_size.data
         self.handlers = _handlers()
+        self._atoms: dict[Operation, MMAAtom] = {}
+        self.constants: dict[Operation, np.ndarray] = {}
 
     def launch(self, grid: Sequence[int], args: Sequence[Any]) -> None:
         grid3 = _pad3(tuple(grid))
@@ -155,6 +158,13 @@ class Interpreter:
                 if handler is None:
                     raise KernelFault("unsupported", f"the interpreter has no rule for {op.name}", self.locations.get(op), {})
                 handler(self, op, frame, mask)
+
+    def atom(self, op: D.MmaOp) -> MMAAtom:
+        """The atom an mma op names, rebuilt once from its properties."""
+        atom = self._atoms.get(op)
+        if atom is None:
+            atom = self._atoms[op] = MMAAtom.from_properties({k: v.data for k, v in op.atom.data.items()})  # type: ignore[attr-defined]
+        return atom
 
     def fault(self, kind: str, message: str, op: Operation, frame: _Frame, **details: Any) -> KernelFault:
         details = {"block": frame.block_index, **details}
@@ -258,9 +268,13 @@ def _cmpf(interp: Interpreter, op: arith.CmpfOp, frame: _Frame, mask: np.ndarray
 
 
 def _constant(interp: Interpreter, op: arith.ConstantOp, frame: _Frame, mask: np.ndarray) -> None:
-    dtype = _result_dtype(op)
-    raw = op.value.value.data  # type: ignore[union-attr]
-    _set(frame, op, np.full(frame.threads, dtype.round(np.asarray(raw, dtype=dtype.numpy if dtype is not boolean else bool))))
+    value = interp.constants.get(op)
+    if value is None:  # the same in every block and thread: built once (values are never mutated)
+        dtype = _result_dtype(op)
+        raw = op.value.value.data  # type: ignore[union-attr]
+        value = np.full(frame.threads, dtype.round(np.asarray(raw, dtype=dtype.numpy if dtype is not boolean else bool)))
+        interp.constants[op] = value
+    _set(frame, op, value)
 
 
 def _select(interp: Interpreter, op: arith.SelectOp, frame: _Frame, mask: np.ndarray) -> None:
@@ -377,6 +391,61 @@ def _shuffle(interp: Interpreter, op: D.ShuffleOp, frame: _Frame, mask: np.ndarr
         )
     values = _scalar_array(frame, op.value)
     _set(frame, op, values[source].copy())
+
+
+def _slice(interp: Interpreter, op: D.SliceOp, frame: _Frame, mask: np.ndarray) -> None:
+    source: TileValue = _value(frame, op.source)
+    t: D.TileType = op.result.type  # type: ignore[assignment]
+    frame.values[op.result] = TileValue(source.memory, t.layout, t.dtype)
+
+
+def _fragment_bytes(tile: TileValue) -> np.ndarray:
+    """Byte indices (values, nbytes) of a local fragment's elements, in value order."""
+    return _byte_indices(np.asarray(tile.layout.offsets(), dtype=np.int64), tile.dtype.nbytes)
+
+
+def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> None:
+    atom = interp.atom(op)
+    group = atom.threads
+    if frame.threads % group:
+        raise interp.fault("atom-threads", f"atom {atom.name} needs the block size to be a multiple of {group} threads",
+                           op, frame)
+    active = mask.reshape(-1, group)
+    partial = active.any(axis=1) & ~active.all(axis=1)
+    if partial.any():
+        g = int(np.flatnonzero(partial)[0])
+        idle = [int(t) for t in np.flatnonzero(~active[g]) + g * group]
+        raise interp.fault("inactive-lane", f"atom {atom.name} needs all {group} threads of group {g}; "
+                           f"threads {idle[:8]} are not active here", op, frame, threads=idle)
+    groups = np.flatnonzero(active.all(axis=1))
+    if groups.size == 0:
+        return
+    threads = (groups[:, None] * group + np.arange(group)).reshape(-1)
+    m, n, k = atom.shape
+
+    def read(tile: TileValue, label: str) -> np.ndarray:
+        idx = _fragment_bytes(tile)
+        raw = tile.memory.data[threads[:, None, None], idx[None]]
+        if not tile.memory.written[threads[:, None, None], idx[None]].all():  # type: ignore[index]
+            raise interp.fault("uninitialized-read", f"matmul reads fragment {label}, which is not fully written",
+                               op, frame, array=tile.memory.name)
+        values = tile.dtype.decode(raw).astype(np.float64).reshape(groups.size, group, -1)
+        return values.transpose(0, 2, 1).reshape(groups.size, -1)  # layout index order: thread fastest
+
+    def matrix(values: np.ndarray, layout: Layout, rows: int, cols: int) -> np.ndarray:
+        out = np.zeros((groups.size, rows * cols))
+        out[:, layout.offsets()] = values
+        return out.reshape(groups.size, cols, rows).transpose(0, 2, 1)
+
+    a, b, c = (_value(frame, v) for v in (op.a, op.b, op.c))
+    A = matrix(read(a, "a"), atom.a_layout, m, k)
+    B = matrix(read(b, "b"), atom.b_layout, n, k)
+    C = matrix(read(c, "c"), atom.c_layout, m, n)
+    C = C + A @ B.transpose(0, 2, 1)
+    flat = C.transpose(0, 2, 1).reshape(groups.size, m * n)[:, atom.c_layout.offsets()]
+    per_thread = flat.reshape(groups.size, -1, group).transpose(0, 2, 1).reshape(threads.size, -1)
+    idx = _fragment_bytes(c)
+    c.memory.data[threads[:, None, None], idx[None]] = c.dtype.encode(atom.c_dtype.round(per_thread))
 
 
 def _sync(interp: Interpreter, op: D.SyncThreadsOp, frame: _Frame, mask: np.ndarray) -> None:
@@ -595,6 +664,7 @@ def _handlers() -> dict[type, Rule]:
         D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
         D.SyncThreadsOp: _sync,
         D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
+        D.SliceOp: _slice, D.MmaOp: _mma,
         scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _yield,
     }
     return rules

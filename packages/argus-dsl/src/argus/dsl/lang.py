@@ -80,12 +80,17 @@ shfl_up = Builtin("shfl_up", "shfl_up(x, delta): x of lane - delta (own x before
 warp_sum = Builtin("warp_sum", "warp_sum(x): the sum of x over the warp, in every lane (a butterfly of shfl_xor).")
 warp_max = Builtin("warp_max", "warp_max(x): the maximum of x over the warp, in every lane.")
 warp_min = Builtin("warp_min", "warp_min(x): the minimum of x over the warp, in every lane.")
+matmul = Builtin(
+    "matmul",
+    "matmul(a, b, acc, atom): acc += a·bᵀ by the threads of one atom together; a, b, acc are the "
+    "calling thread's fragments (local tiles in the atom's value order).",
+)
 
 BUILTINS: dict[str, Builtin] = {
     b.name: b
     for b in (
         syncthreads, make_shared, make_local, static_range, select, exp2, log2, rsqrt, sqrt, fma,
-        lane_id, warp_id, shfl_xor, shfl_idx, shfl_down, shfl_up, warp_sum, warp_max, warp_min,
+        lane_id, warp_id, shfl_xor, shfl_idx, shfl_down, shfl_up, warp_sum, warp_max, warp_min, matmul,
     )
 }
 INDEX_SPACES: dict[str, IndexSpace] = {s.name: s for s in (thread_idx, block_idx, block_dim, grid_dim)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from xdsl.dialects import builtin
 from xdsl.ir import Attribute
 
@@ -28,6 +30,7 @@ def mlir_type(dtype: DType) -> Attribute:
     return builtin.IntegerType(dtype.bits)
 
 
+@lru_cache(maxsize=None)
 def dtype_of_mlir(t: Attribute, signed: bool = True) -> DType:
     """The DSL type an interpreter holds an MLIR value as (integers as signed unless told)."""
     if t == builtin.i1:

@@ -1,0 +1,69 @@
+"""Matrix-multiply atoms described by layouts, as CuTe describes them.
+
+An atom is a cooperative ``C[m, n] += sum_k A[m, k] * B[n, k]`` over an M×N×K tile done by
+`threads` threads together. Who holds what is three thread/value layouts: ``a_layout(t, v)``
+is the position ``m + M*k`` of thread t's v-th A value in the column-major M×K tile, and
+likewise ``n + N*k`` for B and ``m + M*n`` for C. The interpreter runs any atom from these
+layouts alone; a backend maps an atom with the same layouts and types to its instruction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from argus.layout import Layout, parse
+
+from .dtypes import DType, dtype_named
+from .errors import ArgusTypeError
+
+
+@dataclass(frozen=True)
+class MMAAtom:
+    name: str
+    shape: tuple[int, int, int]
+    threads: int
+    a_layout: Layout
+    b_layout: Layout
+    c_layout: Layout
+    a_dtype: DType
+    b_dtype: DType
+    c_dtype: DType
+
+    def __post_init__(self) -> None:
+        m, n, k = self.shape
+        for label, layout, extent in (("A", self.a_layout, m * k), ("B", self.b_layout, n * k), ("C", self.c_layout, m * n)):
+            if layout.rank != 2 or layout[0].size() != self.threads:
+                raise ArgusTypeError(f"atom {self.name}: the {label} layout must be (threads={self.threads}, values) -> index, got {layout}")
+            image = np.sort(layout.offsets())
+            if not np.array_equal(image, np.arange(extent)):
+                raise ArgusTypeError(
+                    f"atom {self.name}: the {label} layout {layout} must hold each of the {extent} elements of its tile exactly once"
+                )
+
+    def values(self, operand: str) -> int:
+        """Values one thread holds of operand 'a', 'b' or 'c'."""
+        return {"a": self.a_layout, "b": self.b_layout, "c": self.c_layout}[operand][1].size()
+
+    def as_properties(self) -> dict[str, str]:
+        """Everything needed to rebuild the atom from printed IR."""
+        m, n, k = self.shape
+        return {
+            "atom": self.name, "shape": f"{m}x{n}x{k}", "threads": str(self.threads),
+            "a_layout": str(self.a_layout), "b_layout": str(self.b_layout), "c_layout": str(self.c_layout),
+            "types": f"{self.a_dtype},{self.b_dtype},{self.c_dtype}",
+        }
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> MMAAtom:
+        m, n, k = (int(x) for x in props["shape"].split("x"))
+        a, b, c = (dtype_named(t) for t in props["types"].split(","))
+        return cls(props["atom"], (m, n, k), int(props["threads"]), parse(props["a_layout"]), parse(props["b_layout"]),
+                   parse(props["c_layout"]), a, b, c)  # type: ignore[arg-type]
+
+
+def universal_fma(dtype: DType) -> MMAAtom:
+    """One thread, 1×1×1: ``c += a * b``. Every target can run it."""
+    one = Layout((1, 1), (0, 0))
+    return MMAAtom(f"fma_{dtype}", (1, 1, 1), 1, one, one, one, dtype, dtype, dtype)
