@@ -51,6 +51,7 @@ from .lang import (
     make_local,
     make_shared,
     matmul,
+    reset_tags,
     rsqrt,
     select,
     shfl_down,
@@ -60,6 +61,7 @@ from .lang import (
     sqrt,
     static_range,
     syncthreads,
+    tag,
     thread_idx,
     warp_id,
     warp_max,
@@ -88,5 +90,5 @@ __all__ = [
     "f16", "f32", "f64", "f8e4m3", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "fma", "from_storage", "grid_dim", "i8",
     "i16", "i32", "i64", "kernel", "log2", "make_local", "make_shared", "rsqrt", "select", "sqrt", "static_range",
     "syncthreads", "thread_idx", "to_storage", "lane_id", "warp_id", "shfl_xor", "shfl_idx", "shfl_down",
-    "shfl_up", "warp_sum", "warp_max", "warp_min", "matmul", "MMAAtom", "universal_fma", "u8", "u16", "u32", "u64", "u128", "u256",
+    "shfl_up", "warp_sum", "warp_max", "warp_min", "matmul", "MMAAtom", "universal_fma", "tag", "reset_tags", "u8", "u16", "u32", "u64", "u128", "u256",
 ]

@@ -33,7 +33,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
-from xdsl.traits import NoTerminator
+from xdsl.traits import IsTerminator, NoTerminator
 
 from argus.layout import ComposedLayout, Layout, parse
 
@@ -352,6 +352,45 @@ class SliceOp(IRDLOperation):
 
 
 @irdl_op_definition
+class TagOp(IRDLOperation):
+    """Attach a tag function to a tensor or tile: the body maps an element's coordinates (its
+    block arguments, one per mode) to the tag it yields. Checked at compile time only."""
+
+    name = "argus.tag"
+    target = operand_def()
+    body = region_def("single_block")
+
+
+@irdl_op_definition
+class YieldTagOp(IRDLOperation):
+    """The tag of the element the enclosing `argus.tag` body was given."""
+
+    name = "argus.yield_tag"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator())
+
+
+@irdl_op_definition
+class TagAssertOp(IRDLOperation):
+    """Every element of `lhs` carries the same tag as the element of `rhs` at the same
+    coordinate (``kind = "eq"``), or a different one (``"ne"``)."""
+
+    name = "argus.tag_assert"
+    lhs = operand_def()
+    rhs = operand_def()
+    kind = prop_def(StringAttr)
+    message = prop_def(StringAttr)
+
+
+@irdl_op_definition
+class ResetTagsOp(IRDLOperation):
+    """Forget the tags of a shared tile (its memory is reused for other data)."""
+
+    name = "argus.reset_tags"
+    target = operand_def(TileType)
+
+
+@irdl_op_definition
 class SyncThreadsOp(IRDLOperation):
     """A barrier every thread of the block must reach; orders shared-memory accesses."""
 
@@ -381,6 +420,10 @@ OPERATIONS: list[type[IRDLOperation]] = [
     WarpIdOp,
     MmaOp,
     SliceOp,
+    TagOp,
+    YieldTagOp,
+    TagAssertOp,
+    ResetTagsOp,
     SyncThreadsOp,
 ]
 
@@ -417,7 +460,11 @@ __all__ = [
     "MmaOp",
     "SliceOp",
     "ShuffleOp",
+    "ResetTagsOp",
     "StoreOp",
+    "TagAssertOp",
+    "TagOp",
+    "YieldTagOp",
     "SyncThreadsOp",
     "TensorType",
     "ThreadIdxOp",

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import arith, builtin, math, scf
 from xdsl.ir import Block, Operation, Region, SSAValue
 
@@ -126,6 +127,14 @@ _OP_SYMBOL = {
 }
 
 
+#: Most iterations a static_range may unroll into.
+MAX_UNROLL = 4096
+#: Largest shared tile (bytes per block) and local tile (bytes per thread) the language accepts;
+#: each backend checks its own, smaller, hardware limits.
+MAX_SHARED_BYTES = 256 * 1024
+MAX_LOCAL_BYTES = 16 * 1024
+
+
 class FrontEnd:
     """Builds one ``argus.kernel`` op from a `KernelSource` and its constexpr values."""
 
@@ -138,6 +147,7 @@ class FrontEnd:
         self.entry: Block = self.block
         self.node: ast.AST | None = None
         self.locations: dict[Operation, SourceLocation] = {}
+        self.tagged = False
         """Where each op came from: the interpreter names the line of a fault with it."""
 
     # ---- errors ----------------------------------------------------------------------
@@ -399,6 +409,8 @@ class FrontEnd:
             raise self.type_error(node.iter, "static_range takes 1 to 3 arguments")
         if not isinstance(node.target, ast.Name):
             raise self.syntax_error(node.target, "the loop variable must be a name")
+        if len(range(*bounds)) > MAX_UNROLL:
+            raise self.type_error(node.iter, f"static_range of {len(range(*bounds))} iterations exceeds {MAX_UNROLL}; use range(...) for long loops")
         for i in range(*bounds):
             self.env[node.target.id] = i
             for stmt in node.body:
@@ -476,7 +488,67 @@ class FrontEnd:
         return Slot(op.results[0], dtype)
 
     def stmt_Assert(self, node: ast.Assert) -> None:
-        raise self.syntax_error(node, "tag assertions are checked by argus.verify, which this version does not include yet")
+        """``assert tag(a[...]) == tag(b[...])`` (or ``!=``), with an optional message."""
+        test = node.test
+        shape = "write a tag assertion as: assert tag(a[...]) == tag(b[...])  (or !=)"
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+            raise self.syntax_error(node, f"only tag assertions are accepted; {shape}")
+        sides = [self.tagged_operand(side, shape) for side in (test.left, test.comparators[0])]
+        if not self.tagged:
+            raise self.type_error(node, "this kernel attaches no tag function before the assertion; use tag(t, lambda ...: ...) first")
+        message = self.expr(node.msg) if node.msg is not None else ""
+        if not isinstance(message, str):
+            raise self.type_error(node.msg, "an assertion's message must be a string literal")
+        kind = "eq" if isinstance(test.ops[0], ast.Eq) else "ne"
+        self.emit(D.TagAssertOp.create(
+            operands=[sides[0].ssa, sides[1].ssa],
+            properties={"kind": builtin.StringAttr(kind), "message": builtin.StringAttr(message)},
+        ))
+
+    def tagged_operand(self, node: ast.expr, shape: str) -> TensorRef | TileRef:
+        if not (isinstance(node, ast.Call) and self.resolve_callee(node.func) is lang.tag and len(node.args) == 1):
+            raise self.syntax_error(node, shape)
+        arg = node.args[0]
+        if not (isinstance(arg, ast.Subscript) and isinstance(arg.slice, ast.Constant) and arg.slice.value is Ellipsis):
+            raise self.syntax_error(arg, f"name all elements with [...]: {shape}")
+        base = self.expr(arg.value)
+        if not isinstance(base, (TensorRef, TileRef)):
+            raise self.type_error(arg.value, f"tags belong to tensors and tiles, not {_describe(base)}")
+        return base
+
+    def attach_tag(self, node: ast.Call, args: list[ast.expr]) -> None:
+        if len(args) != 2 or not isinstance(args[1], ast.Lambda):
+            raise self.syntax_error(node, "tag(t, lambda i, j, ...: (tag components)) with one parameter per mode of t")
+        target = self.expr(args[0])
+        if not isinstance(target, (TensorRef, TileRef)):
+            raise self.type_error(args[0], f"tags belong to tensors and tiles, not {_describe(target)}")
+        fn = args[1]
+        rank = len(target.type.shape) if isinstance(target, TensorRef) else target.type.layout.rank
+        params = [a.arg for a in fn.args.args]
+        if len(params) != rank or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
+            raise self.type_error(fn, f"the tag function takes one coordinate per mode: {rank} parameter(s)")
+        body = Block(arg_types=[builtin.i32] * rank)
+        saved = {p: self.env.get(p) for p in params}
+        with self.into(body):
+            for p, arg in zip(params, body.args):
+                arg.name_hint = p
+                self.env[p] = Value(arg, i32)
+            result = self.expr(fn.body)
+            parts = result if isinstance(result, tuple) else (result,)
+            values = []
+            for part in parts:
+                v = self.materialize(part, fn.body)
+                if not v.dtype.is_integer:
+                    raise self.type_error(fn.body, f"tag components are integers, got {v.dtype}")
+                values.append(v.ssa)
+            self.emit(D.YieldTagOp.create(operands=values))
+        for p, old in saved.items():
+            if old is None:
+                self.env.pop(p, None)
+            else:
+                self.env[p] = old
+        self.emit(D.TagOp.create(operands=[target.ssa], regions=[Region(body)]))
+        self.tagged = True
 
     # ---- expressions -----------------------------------------------------------------
     def expr(self, node: ast.expr) -> Any:
@@ -788,6 +860,11 @@ class FrontEnd:
             return None
 
     def builtin_call(self, node: ast.Call, fn: lang.Builtin) -> Any:
+        if fn is lang.tag:
+            if len(node.args) == 1:
+                raise self.syntax_error(node, "tag(t[...]) only appears in an assertion: assert tag(a[...]) == tag(b[...])")
+            self.attach_tag(node, node.args)
+            return None
         args = [self.expr(a) for a in node.args]
         name = fn.name
         if name == "syncthreads":
@@ -803,6 +880,13 @@ class FrontEnd:
             if dtype.kind == "bool":
                 raise self.type_error(node.args[1], "tiles of bool are not supported; use u8")
             space = "shared" if name == "make_shared" else "local"
+            limit = MAX_SHARED_BYTES if space == "shared" else MAX_LOCAL_BYTES
+            inner = layout.inner if isinstance(layout, ComposedLayout) else layout
+            if inner.size() * dtype.nbytes > limit or _footprint_bytes(layout, dtype) > limit:
+                raise self.type_error(
+                    node, f"a {space} tile of {inner.size()} {dtype} elements spans more than the {limit} bytes "
+                    f"a {'block' if space == 'shared' else 'thread'} may hold",
+                )
             if space == "local" and isinstance(layout, ComposedLayout):
                 raise self.type_error(node.args[0], "registers are not swizzled; give make_local a shape or a Layout")
             op_class = D.MakeSharedOp if space == "shared" else D.MakeLocalOp
@@ -834,6 +918,11 @@ class FrontEnd:
             return Value(self.emit(math.FmaOp(a.ssa, b.ssa, c.ssa)).results[0], dt)
         if name == "matmul":
             return self.matmul(node, args)
+        if name == "reset_tags":
+            if len(args) != 1 or not isinstance(args[0], TileRef) or args[0].type.space.data != "shared":
+                raise self.type_error(node, "reset_tags(t) takes one shared tile")
+            self.emit(D.ResetTagsOp.create(operands=[args[0].ssa]))
+            return None
         if name in ("lane_id", "warp_id"):
             if args:
                 raise self.type_error(node, f"{name}() takes no arguments")
@@ -1079,6 +1168,11 @@ def _identity_fold(op: ast.operator, left: Any, right: Any) -> Value | None:
     if isinstance(op, ast.Mult):
         return left if is_(right, 1) else right if is_(left, 1) else None
     return None
+
+
+def _footprint_bytes(layout: Layout | ComposedLayout, dtype: DType) -> int:
+    """Bytes from offset 0 to the end of the tile's last element."""
+    return (int(np.max(layout.offsets())) + 1) * dtype.nbytes if layout.size() else 0
 
 
 def _truth(value: Any, node: ast.AST, fe: FrontEnd) -> bool:

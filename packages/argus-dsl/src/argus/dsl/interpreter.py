@@ -28,6 +28,9 @@ from .dtypes import DType, boolean
 from .errors import ArgusLaunchError, KernelFault, SourceLocation
 from .types import dtype_of_mlir
 
+#: Iterations after which the interpreter calls a runtime loop runaway.
+MAX_ITERATIONS = 1 << 20
+
 # ---- memories --------------------------------------------------------------------------------
 
 
@@ -473,17 +476,22 @@ def _for(interp: Interpreter, op: scf.ForOp, frame: _Frame, mask: np.ndarray) ->
     ub = _scalar_array(frame, op.ub).astype(np.int64)
     step = _scalar_array(frame, op.step).astype(np.int64)
     body = op.body.block
-    while True:
+    for _ in range(MAX_ITERATIONS + 1):
         active = mask & (i < ub)
         if not active.any():
             return
         frame.values[body.args[0]] = i.astype(np.int32)
         interp.run_block(body, frame, active)
         i = i + step
+    raise interp.fault("runaway-loop", f"a loop ran more than {MAX_ITERATIONS} iterations in one block", op, frame)
 
 
 def _yield(interp: Interpreter, op: scf.YieldOp, frame: _Frame, mask: np.ndarray) -> None:
     pass
+
+
+def _compile_time_only(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
+    """Tag functions and assertions are checked by the verifier and do nothing at run time."""
 
 
 # ---- loads and stores ------------------------------------------------------------------------
@@ -665,6 +673,7 @@ def _handlers() -> dict[type, Rule]:
         D.SyncThreadsOp: _sync,
         D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
         D.SliceOp: _slice, D.MmaOp: _mma,
+        D.TagOp: _compile_time_only, D.TagAssertOp: _compile_time_only, D.ResetTagsOp: _compile_time_only,
         scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _yield,
     }
     return rules

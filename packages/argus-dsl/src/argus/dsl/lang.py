@@ -71,6 +71,13 @@ rsqrt = Builtin("rsqrt", "1/sqrt(x) for floats.")
 sqrt = Builtin("sqrt", "sqrt(x) for floats.")
 fma = Builtin("fma", "fma(a, b, c): a*b + c with one rounding.")
 
+tag = Builtin(
+    "tag",
+    "tag(t, lambda i, j, ...: (...)): attach a tag function to tensor or tile t (one parameter per "
+    "mode). In an assertion, tag(t[...]) stands for the tags of all of t's elements: "
+    "assert tag(a[...]) == tag(b[...]). Checked at compile time; no runtime effect.",
+)
+reset_tags = Builtin("reset_tags", "reset_tags(t): forget the tags of shared tile t before reusing its memory.")
 lane_id = Builtin("lane_id", "lane_id(): the thread's lane in its warp (i32).")
 warp_id = Builtin("warp_id", "warp_id(): the thread's warp in its block (i32).")
 shfl_xor = Builtin("shfl_xor", "shfl_xor(x, mask): x of lane (lane ^ mask); all lanes of the warp must be active.")
@@ -91,6 +98,7 @@ BUILTINS: dict[str, Builtin] = {
     for b in (
         syncthreads, make_shared, make_local, static_range, select, exp2, log2, rsqrt, sqrt, fma,
         lane_id, warp_id, shfl_xor, shfl_idx, shfl_down, shfl_up, warp_sum, warp_max, warp_min, matmul,
+        tag, reset_tags,
     )
 }
 INDEX_SPACES: dict[str, IndexSpace] = {s.name: s for s in (thread_idx, block_idx, block_dim, grid_dim)}
