@@ -40,6 +40,14 @@ from .kernel import CompiledKernel, Kernel, kernel
 from .problem import Problem
 from .lang import (
     Tensor,
+    atomic_add,
+    atomic_exchange,
+    atomic_max,
+    atomic_min,
+    bitcast,
+    concat,
+    hi,
+    lo,
     block_dim,
     block_idx,
     constexpr,
@@ -90,5 +98,6 @@ __all__ = [
     "f16", "f32", "f64", "f8e4m3", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "fma", "from_storage", "grid_dim", "i8",
     "i16", "i32", "i64", "kernel", "log2", "make_local", "make_shared", "rsqrt", "select", "sqrt", "static_range",
     "syncthreads", "thread_idx", "to_storage", "lane_id", "warp_id", "shfl_xor", "shfl_idx", "shfl_down",
-    "shfl_up", "warp_sum", "warp_max", "warp_min", "matmul", "MMAAtom", "universal_fma", "tag", "reset_tags", "u8", "u16", "u32", "u64", "u128", "u256",
+    "shfl_up", "warp_sum", "warp_max", "warp_min", "matmul", "MMAAtom", "universal_fma", "tag", "reset_tags", "bitcast", "concat", "lo", "hi", "atomic_add", "atomic_max", "atomic_min",
+    "atomic_exchange", "u8", "u16", "u32", "u64", "u128", "u256",
 ]

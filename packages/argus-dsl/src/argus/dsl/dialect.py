@@ -254,6 +254,57 @@ class ViewOp(IRDLOperation):
 
 
 @irdl_op_definition
+class TensorViewOp(IRDLOperation):
+    """A global tensor's bytes as another row-major shape and element type. The result type's
+    named dims take, in order, the values of `dims`; the total size is checked at run time."""
+
+    name = "argus.tensor_view"
+    source = operand_def(TensorType)
+    dims = var_operand_def(builtin.i32)
+    result = result_def(TensorType)
+
+
+@irdl_op_definition
+class BitcastOp(IRDLOperation):
+    """The same bytes as a value of another type of the same size."""
+
+    name = "argus.bitcast"
+    value = operand_def()
+    result = result_def()
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """The bytes of the operands one after another, the first one lowest."""
+
+    name = "argus.concat"
+    values = var_operand_def()
+    result = result_def()
+
+
+@irdl_op_definition
+class ExtractOp(IRDLOperation):
+    """The bytes of `value` from `byte` on, as the result type (e.g. the low or high half)."""
+
+    name = "argus.extract"
+    value = operand_def()
+    byte = prop_def(IntAttr)
+    result = result_def()
+
+
+@irdl_op_definition
+class AtomicOp(IRDLOperation):
+    """Read-modify-write of one element (`kind`: add, max, min, exchange); returns the old value."""
+
+    name = "argus.atomic"
+    value = operand_def()
+    target = operand_def()
+    coords = var_operand_def(builtin.i32)
+    kind = prop_def(StringAttr)
+    result = result_def()
+
+
+@irdl_op_definition
 class LoadOp(IRDLOperation):
     """Read one element of a tile or tensor at a coordinate (one index per top-level mode)."""
 
@@ -410,6 +461,11 @@ OPERATIONS: list[type[IRDLOperation]] = [
     MakeSharedOp,
     MakeLocalOp,
     ViewOp,
+    TensorViewOp,
+    BitcastOp,
+    ConcatOp,
+    ExtractOp,
+    AtomicOp,
     LoadOp,
     StoreOp,
     VarOp,
@@ -448,6 +504,11 @@ def parse_module(text: str) -> builtin.ModuleOp:
 
 __all__ = [
     "Argus",
+    "AtomicOp",
+    "BitcastOp",
+    "ConcatOp",
+    "ExtractOp",
+    "TensorViewOp",
     "BlockDimOp",
     "BlockIdxOp",
     "DimOp",

@@ -859,7 +859,26 @@ class FrontEnd:
         except (ArgusSyntaxError, ArgusTypeError):
             return None
 
+    def atomic(self, node: ast.Call, kind: str) -> Value:
+        """``atomic_add(t[i, j], v)``: returns the element's value before the update."""
+        if len(node.args) != 2 or not isinstance(node.args[0], ast.Subscript):
+            raise self.type_error(node, f"atomic_{kind}(t[coords...], value)")
+        target_node = node.args[0]
+        base = self.expr(target_node.value)
+        if not isinstance(base, (TensorRef, TileRef)) or (isinstance(base, TileRef) and base.type.space.data != "shared"):
+            raise self.type_error(target_node, "atomics update a global tensor or a shared tile")
+        dtype = base.type.dtype
+        if kind in ("add", "max", "min") and not (dtype.is_integer or dtype.is_float):
+            raise self.type_error(node, f"atomic_{kind} needs numbers, not {dtype}")
+        coords = self.coordinates(target_node, base)
+        value = self.materialize(self.convert(self.expr(node.args[1]), dtype, node.args[1]), node.args[1])
+        op = D.AtomicOp.create(operands=[value.ssa, base.ssa, *coords], properties={"kind": builtin.StringAttr(kind)},
+                               result_types=[mlir_type(dtype)])
+        return Value(self.emit(op).results[0], dtype)
+
     def builtin_call(self, node: ast.Call, fn: lang.Builtin) -> Any:
+        if fn.name.startswith("atomic_"):
+            return self.atomic(node, fn.name[len("atomic_"):])
         if fn is lang.tag:
             if len(node.args) == 1:
                 raise self.syntax_error(node, "tag(t[...]) only appears in an assertion: assert tag(a[...]) == tag(b[...])")
@@ -918,6 +937,32 @@ class FrontEnd:
             return Value(self.emit(math.FmaOp(a.ssa, b.ssa, c.ssa)).results[0], dt)
         if name == "matmul":
             return self.matmul(node, args)
+        if name == "bitcast":
+            if len(args) != 2 or not isinstance(args[0], Value) or not isinstance(args[1], DType):
+                raise self.type_error(node, "bitcast(value, dtype) of a runtime value")
+            if args[1].bits != args[0].dtype.bits or args[1].kind == "bool":
+                raise self.type_error(node, f"bitcast keeps the size: {args[0].dtype} has {args[0].dtype.bits} bits, {args[1]} has {args[1].bits}")
+            op = D.BitcastOp.create(operands=[args[0].ssa], result_types=[mlir_type(args[1])])
+            return Value(self.emit(op).results[0], args[1])
+        if name == "concat":
+            if len(args) < 2 or not all(isinstance(a, Value) and a.dtype.kind != "bool" for a in args):
+                raise self.type_error(node, "concat(a, b, ...) of two or more runtime values")
+            total = sum(a.dtype.bits for a in args)
+            wide = _bits_type(total)
+            if wide is None:
+                raise self.type_error(node, f"concat makes {total} bits; results of 16, 32, 64, 128 or 256 bits exist")
+            op = D.ConcatOp.create(operands=[a.ssa for a in args], result_types=[mlir_type(wide)])
+            return Value(self.emit(op).results[0], wide)
+        if name in ("lo", "hi"):
+            if len(args) != 1 or not isinstance(args[0], Value) or args[0].dtype.kind == "bool":
+                raise self.type_error(node, f"{name}(value) of a runtime value")
+            half = _bits_type(args[0].dtype.bits // 2)
+            if half is None or args[0].dtype.bits < 16:
+                raise self.type_error(node, f"{args[0].dtype} has no {name} half")
+            byte = 0 if name == "lo" else args[0].dtype.nbytes // 2
+            op = D.ExtractOp.create(operands=[args[0].ssa], properties={"byte": builtin.IntAttr(byte)},
+                                    result_types=[mlir_type(half)])
+            return Value(self.emit(op).results[0], half)
         if name == "reset_tags":
             if len(args) != 1 or not isinstance(args[0], TileRef) or args[0].type.space.data != "shared":
                 raise self.type_error(node, "reset_tags(t) takes one shared tile")
@@ -1032,9 +1077,39 @@ class FrontEnd:
             raise self.type_error(node, f"min/max are not defined on {a.dtype}")
         return Value(self.emit(cls(a.ssa, b.ssa)).results[0], a.dtype)
 
-    def view(self, node: ast.Call, base: TileRef | TensorRef) -> TileRef:
+    def tensor_view(self, node: ast.Call, base: TensorRef) -> TensorRef:
+        """``T.view((d0, d1, ...), dtype)``: row-major, dims compile-time ints or runtime i32."""
+        if len(node.args) != 2:
+            raise self.type_error(node, "T.view((dims...), dtype)")
+        shape = self.expr(node.args[0])
+        dtype = self.expr(node.args[1])
+        shape = shape if isinstance(shape, tuple) else (shape,)
+        if not isinstance(dtype, DType) or dtype.kind == "bool":
+            raise self.type_error(node.args[1], "the second argument of view is a storable dtype")
+        dims: list[int | str] = []
+        runtime: list[SSAValue] = []
+        for k, dim in enumerate(shape):
+            if isinstance(dim, Value) and dim.dtype == i32:
+                dims.append(f"{base.name}_v{k}")
+                runtime.append(dim.ssa)
+            elif isinstance(dim, int) and not isinstance(dim, bool) and dim >= 1:
+                dims.append(dim)
+            else:
+                raise self.type_error(node.args[0], f"view dims are positive ints or runtime i32 values, got {_describe(dim)}")
+        old_dims = base.type.shape
+        if all(isinstance(d, int) for d in (*old_dims, *dims)):
+            old_bytes = int(np.prod(old_dims)) * base.type.dtype.nbytes  # type: ignore[arg-type]
+            new_bytes = int(np.prod(dims)) * dtype.nbytes  # type: ignore[arg-type]
+            if old_bytes != new_bytes:
+                raise self.type_error(node, f"a view must cover the same memory: {old_bytes} bytes as {tuple(old_dims)} of "
+                                            f"{base.type.dtype}, {new_bytes} as {tuple(dims)} of {dtype}")
+        t = D.TensorType.of(dtype, dims)
+        op = D.TensorViewOp.create(operands=[base.ssa, *runtime], result_types=[t])
+        return TensorRef(self.emit(op).results[0], t, f"{base.name}.view")
+
+    def view(self, node: ast.Call, base: TileRef | TensorRef) -> TileRef | TensorRef:
         if isinstance(base, TensorRef):
-            raise self.type_error(node, "views of global tensors are not supported yet; view shared or local tiles")
+            return self.tensor_view(node, base)
         if len(node.args) != 2:
             raise self.type_error(node, "t.view(layout_or_shape, dtype)")
         layout = self.static_layout(node.args[0], self.expr(node.args[0]))
@@ -1168,6 +1243,13 @@ def _identity_fold(op: ast.operator, left: Any, right: Any) -> Value | None:
     if isinstance(op, ast.Mult):
         return left if is_(right, 1) else right if is_(left, 1) else None
     return None
+
+
+def _bits_type(bits: int) -> DType | None:
+    """The unsigned (or vector) type of `bits` bits."""
+    from .dtypes import DTYPES
+
+    return DTYPES.get(f"u{bits}")
 
 
 def _footprint_bytes(layout: Layout | ComposedLayout, dtype: DType) -> int:

@@ -451,6 +451,80 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
     c.memory.data[threads[:, None, None], idx[None]] = c.dtype.encode(atom.c_dtype.round(per_thread))
 
 
+def _operand_dtype(ssa: SSAValue) -> DType:
+    return dtype_of_mlir(ssa.type)
+
+
+def _bitcast(interp: Interpreter, op: D.BitcastOp, frame: _Frame, mask: np.ndarray) -> None:
+    raw = _operand_dtype(op.value).encode(_value_array(frame, op.value))
+    _set(frame, op, _result_dtype(op).decode(raw))
+
+
+def _concat(interp: Interpreter, op: D.ConcatOp, frame: _Frame, mask: np.ndarray) -> None:
+    raw = np.concatenate([_operand_dtype(v).encode(_value_array(frame, v)) for v in op.values], axis=-1)
+    _set(frame, op, _result_dtype(op).decode(raw))
+
+
+def _extract(interp: Interpreter, op: D.ExtractOp, frame: _Frame, mask: np.ndarray) -> None:
+    out = _result_dtype(op)
+    raw = _operand_dtype(op.value).encode(_value_array(frame, op.value))
+    start = op.byte.data
+    _set(frame, op, out.decode(raw[..., start:start + out.nbytes]))
+
+
+def _value_array(frame: _Frame, ssa: SSAValue) -> np.ndarray:
+    """Like _scalar_array, for values that may be vectors (one row of bytes per thread)."""
+    v = frame.values[ssa]
+    return np.broadcast_to(v, (frame.threads, *v.shape)) if v.ndim == 0 else v  # type: ignore[no-any-return]
+
+
+def _tensor_view(interp: Interpreter, op: D.TensorViewOp, frame: _Frame, mask: np.ndarray) -> None:
+    source: TensorValue = _value(frame, op.source)
+    t: D.TensorType = op.result.type  # type: ignore[assignment]
+    runtime = iter(op.dims)
+    dims = []
+    for d in t.shape:
+        if isinstance(d, int):
+            dims.append(d)
+            continue
+        values = _scalar_array(frame, next(runtime))[mask]
+        if values.size and (values != values[0]).any():
+            raise interp.fault("view-size", f"threads disagree on the size of a view of {source.name!r}", op, frame)
+        dims.append(int(values[0]) if values.size else 0)
+    raw = source.array.reshape(-1).view(np.uint8)
+    want = int(np.prod(dims)) * t.dtype.nbytes
+    if want != raw.size or min(dims, default=1) < 1:
+        raise interp.fault(
+            "view-size", f"a view of {source.name!r} as {tuple(dims)} of {t.dtype} covers {want} bytes; the tensor has {raw.size}",
+            op, frame, array=source.name,
+        )
+    frame.values[op.result] = TensorValue(f"{source.name}.view", raw.view(storage_dtype(t.dtype)).reshape(dims), t.dtype)
+
+
+_ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum, "exchange": lambda old, new: new}
+
+
+def _atomic(interp: Interpreter, op: D.AtomicOp, frame: _Frame, mask: np.ndarray) -> None:
+    """Active threads update one after another, in thread order (one valid serialization)."""
+    target = _value(frame, op.target)
+    dtype: DType = target.dtype
+    active = np.flatnonzero(mask)
+    coords = [_scalar_array(frame, c)[active].astype(np.int64) for c in op.coords]
+    offsets = _element_offsets(interp, op, frame, target, coords, mask)
+    data = target.bytes if isinstance(target, TensorValue) else target.memory.data
+    values = _scalar_array(frame, op.value)
+    result = np.zeros(frame.threads, dtype.numpy)
+    combine = _ATOMIC[op.kind.data]
+    for t, offset in zip(active, offsets):
+        span = slice(int(offset) * dtype.nbytes, (int(offset) + 1) * dtype.nbytes)
+        old = dtype.decode(data[span][None])[0]
+        result[t] = old
+        data[span] = dtype.encode(dtype.round(np.asarray(combine(old, values[t]))))[()] if dtype.kind != "bits" else values[t]
+        if not isinstance(target, TensorValue):
+            target.memory.written[span] = True  # type: ignore[index]
+    _set(frame, op, result)
+
+
 def _sync(interp: Interpreter, op: D.SyncThreadsOp, frame: _Frame, mask: np.ndarray) -> None:
     if not mask.all():
         missing = np.flatnonzero(~mask)
@@ -673,6 +747,8 @@ def _handlers() -> dict[type, Rule]:
         D.SyncThreadsOp: _sync,
         D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
         D.SliceOp: _slice, D.MmaOp: _mma,
+        D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract, D.TensorViewOp: _tensor_view,
+        D.AtomicOp: _atomic,
         D.TagOp: _compile_time_only, D.TagAssertOp: _compile_time_only, D.ResetTagsOp: _compile_time_only,
         scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _yield,
     }
