@@ -33,7 +33,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, NoTerminator
+from xdsl.traits import IsTerminator, NoTerminator, Pure
 
 from argus.layout import ComposedLayout, Layout, parse
 
@@ -180,6 +180,7 @@ class KernelOp(IRDLOperation):
 class _IndexOp(IRDLOperation):
     dim = prop_def(StringAttr)
     result = result_def(builtin.i32)
+    traits = traits_def(Pure())
 
     def __init__(self, dim: str) -> None:
         super().__init__(properties={"dim": StringAttr(dim)}, result_types=[builtin.i32])
@@ -221,6 +222,7 @@ class DimOp(IRDLOperation):
     tensor = operand_def(TensorType)
     index = prop_def(IntAttr)
     result = result_def(builtin.i32)
+    traits = traits_def(Pure())
 
 
 class _AllocOp(IRDLOperation):
@@ -271,6 +273,7 @@ class BitcastOp(IRDLOperation):
     name = "argus.bitcast"
     value = operand_def()
     result = result_def()
+    traits = traits_def(Pure())
 
 
 @irdl_op_definition
@@ -280,6 +283,7 @@ class ConcatOp(IRDLOperation):
     name = "argus.concat"
     values = var_operand_def()
     result = result_def()
+    traits = traits_def(Pure())
 
 
 @irdl_op_definition
@@ -290,6 +294,7 @@ class ExtractOp(IRDLOperation):
     value = operand_def()
     byte = prop_def(IntAttr)
     result = result_def()
+    traits = traits_def(Pure())
 
 
 @irdl_op_definition
@@ -364,6 +369,7 @@ class LaneIdOp(IRDLOperation):
 
     name = "argus.lane_id"
     result = result_def(builtin.i32)
+    traits = traits_def(Pure())
 
     def __init__(self) -> None:
         super().__init__(result_types=[builtin.i32])
@@ -375,6 +381,7 @@ class WarpIdOp(IRDLOperation):
 
     name = "argus.warp_id"
     result = result_def(builtin.i32)
+    traits = traits_def(Pure())
 
     def __init__(self) -> None:
         super().__init__(result_types=[builtin.i32])

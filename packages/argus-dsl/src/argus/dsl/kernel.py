@@ -14,6 +14,7 @@ from xdsl.ir import Operation
 from . import lang
 from .errors import ArgusLaunchError, ArgusSyntaxError, SourceLocation
 from .frontend import FrontEnd, KernelSource
+from .passes import canonicalize
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ class Kernel:
             frontend = FrontEnd(self.source, constants)
             op = frontend.build()
             module = builtin.ModuleOp([op])
+            module.verify()
+            canonicalize(module)
             module.verify()
             compiled = CompiledKernel(module, frontend.locations)
             self._cache[key] = compiled
