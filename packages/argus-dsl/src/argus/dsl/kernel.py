@@ -3,7 +3,9 @@ launched as ``kernel[grid](*args)``."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +13,9 @@ from typing import Any
 from xdsl.dialects import builtin
 from xdsl.ir import Operation
 
-from . import lang
+from . import cache, lang
+from .cache import cache_key
+from .dialect import parse_module
 from .errors import ArgusLaunchError, ArgusSyntaxError, SourceLocation
 from .frontend import FrontEnd, KernelSource
 from .passes import canonicalize
@@ -72,15 +76,43 @@ class Kernel:
                     f"{self.name}: constexpr values needed for {missing}" + (f", not parameters: {unknown}" if unknown else "")
                     if missing else f"{self.name}: {unknown} are not constexpr parameters of the kernel"
                 )
-            frontend = FrontEnd(self.source, constants)
-            op = frontend.build()
-            module = builtin.ModuleOp([op])
-            module.verify()
-            canonicalize(module)
-            module.verify()
-            compiled = CompiledKernel(module, frontend.locations)
+            compiled = self._from_disk(constants) or self._build(constants)
             self._cache[key] = compiled
         return compiled
+
+    def _disk_key(self, constants: dict[str, Any]) -> str:
+        return cache_key("argus-mlir", ast.dump(self.source.tree), self.source.file, self.source.line_offset,
+                         self.block, self.warp_size, sorted(constants.items()), _globals_fingerprint(self.source))
+
+    def _build(self, constants: dict[str, Any]) -> CompiledKernel:
+        frontend = FrontEnd(self.source, constants)
+        module = builtin.ModuleOp([frontend.build()])
+        module.verify()
+        key = self._disk_key(constants)
+        cache.dump(self.name, key, "frontend.mlir", str(module))
+        canonicalize(module)
+        module.verify()
+        ops = list(module.walk())
+        compiled = CompiledKernel(module, {op: frontend.locations[op] for op in ops if op in frontend.locations})
+        text = compiled.mlir()
+        cache.dump(self.name, key, "mlir", text)
+        where = [[i, loc.file, loc.line, loc.col] for i, op in enumerate(ops) if (loc := compiled.locations.get(op))]
+        cache.store(key, "mlir", text.encode())
+        cache.store(key, "locations.json", json.dumps(where).encode())
+        return compiled
+
+    def _from_disk(self, constants: dict[str, Any]) -> CompiledKernel | None:
+        key = self._disk_key(constants)
+        text, where = cache.load(key, "mlir"), cache.load(key, "locations.json")
+        if text is None or where is None:
+            return None
+        try:
+            module = parse_module(text.decode())
+            ops = list(module.walk())
+            locations = {ops[i]: SourceLocation(f, line, col) for i, f, line, col in json.loads(where)}
+        except Exception:  # a damaged entry is rebuilt
+            return None
+        return CompiledKernel(module, locations)
 
     def mlir(self, **constants: Any) -> str:
         return self.compile(**constants).mlir()
@@ -131,6 +163,21 @@ def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None 
     if fn is not None:
         return Kernel(fn, block, warp_size)
     return lambda f: Kernel(f, block, warp_size)
+
+
+def _globals_fingerprint(source: KernelSource) -> list[str]:
+    """The module-level values a kernel's body names, as text: changing one (a layout, a
+    block size, an atom) must not reuse an old compile. Modules, functions and classes are
+    named by their qualified name."""
+    names = sorted({n.id for n in ast.walk(source.tree) if isinstance(n, ast.Name) and n.id in source.globals})
+    out = []
+    for n in names:
+        value = source.globals[n]
+        if inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value):
+            out.append(f"{n}={getattr(value, '__qualname__', getattr(value, '__name__', n))}")
+        else:
+            out.append(f"{n}={value!r}")
+    return out
 
 
 def _hashable(value: Any) -> Any:

@@ -1,0 +1,48 @@
+"""The on-disk cache: a second process compiles from it, with the same IR and fault lines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+SCRIPT = f"""
+import sys, numpy as np
+sys.path.insert(0, {str(EXAMPLES)!r})
+import gemm
+from argus.dsl import kernel as _k
+c = gemm.gemm.compile()
+print(len(c.locations))
+print(c.mlir())
+"""
+
+
+def run(env: dict[str, str]) -> str:
+    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, check=True)
+    return result.stdout
+
+
+def test_second_compile_reads_the_cache_and_gives_the_same_ir(tmp_path, monkeypatch):
+    import os
+
+    env = {**os.environ, "ARGUS_CACHE_DIR": str(tmp_path / "cache"), "ARGUS_DUMP_DIR": str(tmp_path / "dump")}
+    first = run(env)
+    entries = sorted(p.name.split(".", 1)[1] for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    assert entries == ["locations.json", "mlir"]
+    dumps = sorted(p.name.split(".", 1)[1] for p in (tmp_path / "dump").iterdir())
+    assert dumps == ["frontend.mlir", "mlir"]
+    (tmp_path / "dump").rename(tmp_path / "first-dump")
+    second = run(env)
+    assert second == first
+    assert not (tmp_path / "dump").exists(), "a cache hit compiles nothing, so dumps nothing"
+    assert int(first.splitlines()[0]) > 100
+
+
+def test_cache_can_be_turned_off(tmp_path):
+    import os
+
+    env = {**os.environ, "ARGUS_CACHE_DIR": "off", "HOME": str(tmp_path)}
+    run(env)
+    assert not (tmp_path / ".cache").exists()
