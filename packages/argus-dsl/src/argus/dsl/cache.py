@@ -14,13 +14,24 @@ import hashlib
 import json
 import os
 import tempfile
+from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 
+@lru_cache(maxsize=1)
+def _compiler_digest() -> str:
+    """A hash of this package's own code: a changed compiler never reuses old entries."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
 def _versions() -> str:
-    found = []
+    found = [f"compiler={_compiler_digest()}"]
     for dist in ("argus-dsl", "argus-layout", "xdsl"):
         try:
             found.append(f"{dist}={version(dist)}")
