@@ -1,6 +1,7 @@
 """How long the reference interpreter takes on the example kernels (CPU only).
 
-Targets (2-core machine): GEMM at 256^3 under 5 s. Each kernel is compiled first (timed
+Targets (2-core machine): GEMM at 256^3 under 5 s, flash attention (batch 1, 2 heads, seq 256,
+d 64) under 10 s. Each kernel is compiled first (timed
 apart), then launched on fresh random inputs and checked against its float64 reference.
 
 Run:  hatch run bench-interp       (writes benchmarks/results/interpreter-<date>.json)
@@ -32,6 +33,7 @@ def load(name: str):
 
 CASES = {
     "gemm 256x256x256 bf16->f32": ("gemm", "gemm", {"m": 256, "n": 256, "k": 256}),
+    "flash attention causal GQA b1 h2 s256 d64": ("flash_attention", "attention", {"seq": 256, "heads": 2, "kv_heads": 1, "d": 64}),
     "softmax 256x1024 f32": ("softmax", "softmax", {"rows": 256, "cols": 1024}),
     "transpose 1024x1024 f32": ("transpose", "transpose", {"rows": 1024, "cols": 1024}),
 }

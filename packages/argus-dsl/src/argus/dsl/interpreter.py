@@ -20,7 +20,7 @@ import numpy as np
 from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
 
-from argus.layout import ComposedLayout, Layout, LayoutError
+from argus.layout import ComposedLayout, Layout
 
 from . import dialect as D
 from .atoms import MMAAtom
@@ -404,7 +404,7 @@ def _slice(interp: Interpreter, op: D.SliceOp, frame: _Frame, mask: np.ndarray) 
 
 def _fragment_bytes(tile: TileValue) -> np.ndarray:
     """Byte indices (values, nbytes) of a local fragment's elements, in value order."""
-    return _byte_indices(np.asarray(tile.layout.offsets(), dtype=np.int64), tile.dtype.nbytes)
+    return _byte_indices(_offset_table(tile.layout)[0], tile.dtype.nbytes)
 
 
 def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> None:
@@ -590,8 +590,8 @@ def _element_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: 
             offset = offset * n + c
         return offset
     layout = target.layout
-    inner = layout.inner if isinstance(layout, ComposedLayout) else layout
-    sizes = [m.size() for m in inner] if len(coords) > 1 else [inner.size()]
+    table, mode_sizes = _offset_table(layout)
+    sizes = mode_sizes if len(coords) > 1 else [table.size]
     for axis, (c, n) in enumerate(zip(coords, sizes)):
         bad = (c < 0) | (c >= n)
         if bad.any():
@@ -602,10 +602,26 @@ def _element_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: 
                 op, frame, array=target.memory.name, thread=int(np.flatnonzero(active)[t]),
                 index=_coordinate(coords, active, t),
             )
-    try:
-        return np.asarray(layout(tuple(coords)) if len(coords) > 1 else layout(coords[0]), dtype=np.int64)
-    except LayoutError as err:  # pragma: no cover - bounds are checked above
-        raise interp.fault("out-of-bounds", err.reason, op, frame) from None
+    flat = coords[0]
+    if len(coords) > 1:
+        flat = np.zeros_like(coords[0])
+        for c, n in zip(reversed(coords), reversed(sizes)):
+            flat = flat * n + c
+    return table[flat]
+
+
+_TABLES: dict[int, tuple[Any, np.ndarray, list[int]]] = {}
+
+
+def _offset_table(layout: Layout | ComposedLayout) -> tuple[np.ndarray, list[int]]:
+    """Every offset of a tile in index order, and the size of each top-level mode: a lookup
+    replaces evaluating the layout at each access (tiles are small). Tile types share one
+    layout object per layout text, so the object's identity is the key (kept alive here)."""
+    entry = _TABLES.get(id(layout))
+    if entry is None:
+        inner = layout.inner if isinstance(layout, ComposedLayout) else layout
+        entry = _TABLES[id(layout)] = (layout, np.asarray(layout.offsets(), dtype=np.int64), [m.size() for m in inner])
+    return entry[1], entry[2]
 
 
 def _coordinate(coords: Sequence[np.ndarray], active: np.ndarray, t: int) -> tuple[int, ...]:
