@@ -61,7 +61,7 @@ def mutate(tree: ast.Module, draw: st.DrawFn) -> ast.Module:
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_mutated_kernels_fail_only_with_argus_errors(path: Path, data: st.DataObject, tmp_path_factory) -> None:
     tree = mutate(ast.parse(path.read_text()), data.draw)
