@@ -35,9 +35,15 @@ from .dtypes import (
     u128,
     u256,
 )
-from .errors import ArgusError, ArgusLaunchError, ArgusSyntaxError, ArgusTypeError, KernelFault, SourceLocation
+from .errors import (
+    ArgusError,
+    ArgusLaunchError,
+    ArgusSyntaxError,
+    ArgusTypeError,
+    KernelFault,
+    SourceLocation,
+)
 from .kernel import CompiledKernel, Kernel, kernel
-from .problem import Problem
 from .lang import (
     Tensor,
     atomic_add,
@@ -45,16 +51,16 @@ from .lang import (
     atomic_max,
     atomic_min,
     bitcast,
-    concat,
-    hi,
-    lo,
     block_dim,
     block_idx,
+    concat,
     constexpr,
     exp2,
     fma,
     grid_dim,
+    hi,
     lane_id,
+    lo,
     log2,
     make_local,
     make_shared,
@@ -76,6 +82,7 @@ from .lang import (
     warp_min,
     warp_sum,
 )
+from .problem import Problem
 
 
 def to_storage(values: np.ndarray, dtype: DType) -> np.ndarray:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from argus.layout import Layout, parse
 
 from .dtypes import DType, dtype_named

@@ -24,7 +24,7 @@ from typing import Any
 def _compiler_digest() -> str:
     """A hash of this package's own code: a changed compiler never reuses old entries."""
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 

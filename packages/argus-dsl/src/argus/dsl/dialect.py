@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from argus.layout import ComposedLayout, Layout, parse
 from xdsl.dialects import arith, builtin, math, scf
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
@@ -34,8 +35,6 @@ from xdsl.irdl import (
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, NoTerminator, Pure
-
-from argus.layout import ComposedLayout, Layout, parse
 
 from .dtypes import DType, dtype_named
 

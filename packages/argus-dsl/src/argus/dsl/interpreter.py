@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from argus.layout import ComposedLayout, Layout
 from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
-
-from argus.layout import ComposedLayout, Layout
 
 from . import dialect as D
 from .atoms import MMAAtom

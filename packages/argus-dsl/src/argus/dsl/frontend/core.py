@@ -1,0 +1,199 @@
+"""The front-end: from a kernel's Python syntax tree to the ``argus`` dialect.
+
+The kernel is never run. Expressions whose inputs are all known at compile time (literals,
+constexpr parameters, layouts, module-level names) are evaluated here and folded; everything
+else becomes IR. A Python name is rebound freely in straight-line code (including unrolled
+``static_range`` bodies); a name assigned inside a runtime ``if`` or ``for`` becomes a
+per-thread variable (``argus.var``), which is how the values of both paths meet.
+
+`FrontEnd` is one class assembled from three parts: statements, expressions and calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from xdsl.dialects import arith, builtin
+from xdsl.ir import Block, Operation, Region
+
+from .. import dialect as D
+from .. import lang
+from ..dtypes import DType, boolean, f32, i32
+from ..errors import ArgusSyntaxError, ArgusTypeError, SourceLocation
+from ..types import mlir_type
+from .calls import Calls
+from .expressions import Expressions
+from .statements import Statements
+from .values import KernelSource, TensorRef, Value, snippet
+
+
+class FrontEnd(Statements, Expressions, Calls):
+    """Builds one ``argus.kernel`` op from a `KernelSource` and its constexpr values."""
+
+    def __init__(self, source: KernelSource, constants: dict[str, Any]) -> None:
+        self.src = source
+        self.warp_size = source.warp_size
+        self.constants = dict(constants)
+        self.env: dict[str, Any] = {}
+        self.block: Block = Block()
+        self.entry: Block = self.block
+        self.node: ast.AST | None = None
+        self.locations: dict[Operation, SourceLocation] = {}
+        self.tagged = False
+        """Where each op came from: the interpreter names the line of a fault with it."""
+
+    # ---- errors ----------------------------------------------------------------------
+    def loc(self, node: ast.AST) -> SourceLocation:
+        return SourceLocation.of(node, self.src.file, self.src.line_offset)
+
+    def syntax_error(self, node: ast.AST, message: str) -> ArgusSyntaxError:
+        return ArgusSyntaxError(message, self.loc(node), snippet(node))
+
+    def type_error(self, node: ast.AST, message: str) -> ArgusTypeError:
+        return ArgusTypeError(message, self.loc(node), snippet(node))
+
+    # ---- entry point -----------------------------------------------------------------
+    def build(self) -> D.KernelOp:
+        fdef = self.src.tree
+        if fdef.args.vararg or fdef.args.kwarg or fdef.args.kwonlyargs or fdef.args.posonlyargs:
+            raise self.syntax_error(fdef, "kernel parameters must be plain positional parameters")
+        if fdef.args.defaults:
+            raise self.syntax_error(fdef.args.defaults[0], "kernel parameters cannot have default values")
+        runtime_names: list[str] = []
+        for arg in fdef.args.args:
+            kind = self.parameter(arg)
+            if kind is not None:
+                runtime_names.append(arg.arg)
+                self.entry.insert_arg(kind, len(self.entry.args))
+        for name, arg in zip(runtime_names, self.entry.args):
+            arg.name_hint = name
+            t = arg.type
+            if isinstance(t, D.TensorType):
+                self.env[name] = TensorRef(arg, t, name)
+            else:
+                self.env[name] = Value(arg, self.param_dtypes[name])
+        block = self.block_dims()
+        for stmt in fdef.body:
+            self.statement(stmt)
+        return D.KernelOp.create(
+            properties={
+                "sym_name": builtin.StringAttr(self.src.name),
+                "block": builtin.ArrayAttr([builtin.IntAttr(d) for d in block]),
+                "warp_size": builtin.IntAttr(self.warp_size),
+                "arg_names": builtin.ArrayAttr([builtin.StringAttr(n) for n in runtime_names]),
+            },
+            regions=[Region(self.entry)],
+        )
+
+    param_dtypes: dict[str, DType]
+
+    def parameter(self, arg: ast.arg) -> Any:
+        """Bind one parameter; returns the MLIR type of a runtime parameter, None for constexpr."""
+        if not hasattr(self, "param_dtypes"):
+            self.param_dtypes = {}
+        ann = arg.annotation
+        if ann is None:
+            raise self.type_error(arg, f"parameter {arg.arg!r} needs an annotation: Tensor[dtype, dims...], constexpr, or a scalar dtype")
+        target = self.static_annotation(ann)
+        if target is lang.constexpr:
+            if arg.arg not in self.constants:
+                raise self.type_error(arg, f"constexpr parameter {arg.arg!r} was not given a value at launch or compile time")
+            return None
+        if target == "tensor":
+            assert isinstance(ann, ast.Subscript)
+            return self.tensor_type(arg, ann)
+        dtype = target if isinstance(target, DType) else {int: i32, float: f32}.get(target)  # type: ignore[call-overload]
+        if dtype is None or dtype.kind in ("bits", "bool"):
+            raise self.type_error(ann, f"unsupported annotation for {arg.arg!r}; use Tensor[dtype, dims...], constexpr, int, float or a scalar dtype such as i32 or f32")
+        self.param_dtypes[arg.arg] = dtype
+        return mlir_type(dtype)
+
+    def static_annotation(self, ann: ast.expr) -> Any:
+        if isinstance(ann, ast.Subscript) and self.resolve_global(ann.value) is lang.Tensor:
+            return "tensor"
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                return self.static_annotation(ast.parse(ann.value, mode="eval").body)
+            except SyntaxError:
+                raise self.syntax_error(ann, "unreadable string annotation") from None
+        value = self.resolve_global(ann)
+        if value is None:
+            raise self.type_error(ann, "unknown annotation; use Tensor[dtype, dims...], constexpr, int, float or a dtype")
+        return value
+
+    def resolve_global(self, node: ast.expr) -> Any:
+        """A name or dotted attribute looked up in the kernel's module (None if not there)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.src.globals:
+                return self.src.globals[node.id]
+            return getattr(builtins, node.id, None)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve_global(node.value)
+            return getattr(base, node.attr, None) if base is not None else None
+        return None
+
+    def tensor_type(self, arg: ast.arg, ann: ast.Subscript) -> D.TensorType:
+        items = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+        dtype = self.resolve_global(items[0])
+        if not isinstance(dtype, DType):
+            raise self.type_error(items[0], "the first entry of Tensor[...] must be a dtype such as f32 or bf16")
+        if dtype.kind == "bool":
+            raise self.type_error(items[0], "tensors of bool are not supported; use u8")
+        dims: list[int | str] = []
+        for item in items[1:]:
+            name = item.value if isinstance(item, ast.Constant) and isinstance(item.value, str) else item.id if isinstance(item, ast.Name) else None
+            if isinstance(item, ast.Constant) and isinstance(item.value, int) and not isinstance(item.value, bool):
+                dims.append(item.value)
+            elif name is not None and isinstance(self.constants.get(name), int):
+                dims.append(self.constants[name])
+            elif name is not None and name.isidentifier():
+                dims.append(name)
+            else:
+                raise self.type_error(item, "a tensor dim is an int, a constexpr name, or a name for a size known at launch")
+        if not dims:
+            raise self.type_error(ann, "a tensor needs at least one dim: Tensor[dtype, dim0, ...]")
+        return D.TensorType.of(dtype, dims)
+
+    def block_dims(self) -> tuple[int, ...]:
+        dims = []
+        for d in self.src.block:
+            value = self.constants.get(d) if isinstance(d, str) else d
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ArgusTypeError(
+                    f"block dims must be positive ints or names of constexpr parameters, got {d!r}",
+                    SourceLocation(self.src.file, self.src.line_offset + self.src.tree.lineno, 1),
+                )
+            dims.append(value)
+        if not 1 <= len(dims) <= 3:
+            raise ArgusTypeError("a block has 1 to 3 dims", SourceLocation(self.src.file, self.src.line_offset + self.src.tree.lineno, 1))
+        return tuple(dims)
+
+    # ---- emission helpers --------------------------------------------------------------
+    def emit(self, op: Operation) -> Operation:
+        self.block.add_op(op)
+        if self.node is not None:
+            self.locations[op] = self.loc(self.node)
+        return op
+
+    def constant(self, value: Any, dtype: DType) -> Value:
+        if dtype.kind == "float":
+            attr: Any = builtin.FloatAttr(float(value), mlir_type(dtype))
+        elif dtype is boolean:
+            attr = builtin.IntegerAttr(int(bool(value)), builtin.i1)
+        else:
+            attr = builtin.IntegerAttr(int(value), mlir_type(dtype))
+        return Value(self.emit(arith.ConstantOp(attr)).results[0], dtype)
+
+    @contextmanager
+    def into(self, block: Block) -> Iterator[None]:
+        saved, self.block = self.block, block
+        try:
+            yield
+        finally:
+            self.block = saved
+
+    # ---- statements ------------------------------------------------------------------

@@ -1,0 +1,287 @@
+"""Statements: assignments, runtime and unrolled control flow, per-thread variables, tags.
+
+Part of `FrontEnd` (see core.py), which mixes this class in.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterator
+from typing import Any
+
+from xdsl.dialects import builtin, scf
+from xdsl.ir import Block, Region
+
+from .. import dialect as D
+from .. import lang
+from ..dtypes import DType, boolean, f32, i32
+from ..errors import ArgusSyntaxError, ArgusTypeError
+from .limits import MAX_UNROLL
+from .values import PendingSlot, Slot, TensorRef, TileRef, Value, describe, truth
+
+
+class Statements:
+    def statement(self, node: ast.stmt) -> None:
+        method = getattr(self, f"stmt_{type(node).__name__}", None)
+        if method is None:
+            raise self.syntax_error(node, f"'{type(node).__name__}' statements are not part of the Argus language")
+        outer, self.node = self.node, node
+        try:
+            method(node)
+        finally:
+            self.node = outer
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # a docstring
+        self.expr(node.value)
+
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            raise self.syntax_error(node, "a kernel returns nothing; write results to a tensor")
+        raise self.syntax_error(node, "'return' is not supported; guard the rest of the kernel with 'if' instead")
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value, node.value)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is None:
+            raise self.syntax_error(node, "a declaration needs a value: x: f32 = 0.0")
+        dtype = self.resolve_global(node.annotation)
+        if not isinstance(dtype, DType):
+            raise self.type_error(node.annotation, "annotate a local with a dtype, e.g. x: f32 = 0.0")
+        self.assign(node.target, self.convert(self.expr(node.value), dtype, node.value), node.value)
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        if isinstance(node.target, ast.Subscript):
+            current = self.expr(node.target)
+        elif isinstance(node.target, ast.Name):
+            current = self.lookup(node.target)
+        else:
+            raise self.syntax_error(node.target, "augmented assignment to this target is not supported")
+        value = self.binop(node, node.op, current, self.expr(node.value))
+        self.assign(node.target, value, node.value)
+
+    def assign(self, target: ast.expr, value: Any, value_node: ast.expr) -> None:
+        if isinstance(target, ast.Name):
+            self.bind(target, value)
+        elif isinstance(target, ast.Tuple):
+            if not isinstance(value, tuple) or len(value) != len(target.elts):
+                raise self.type_error(target, "unpacking needs a tuple of the same length on the right")
+            for t, v in zip(target.elts, value):
+                self.assign(t, v, value_node)
+        elif isinstance(target, ast.Subscript):
+            self.store(target, value)
+        else:
+            raise self.syntax_error(target, "assign to a name, a tuple of names, or an element t[...]")
+
+    def bind(self, target: ast.Name, value: Any) -> None:
+        current = self.env.get(target.id)
+        if isinstance(current, PendingSlot):
+            current = self.env[target.id] = self.new_slot(self.runtime_dtype(value, target))
+        if isinstance(current, Slot):
+            stored = self.convert(value, current.dtype, target)
+            self.emit(D.VarStoreOp.create(operands=[self.materialize(stored, target).ssa, current.ssa]))
+            return
+        self.env[target.id] = value
+
+    def stmt_If(self, node: ast.If) -> None:
+        cond = self.expr(node.test)
+        if not isinstance(cond, Value):
+            chosen = node.body if truth(cond, node.test, self) else node.orelse
+            for stmt in chosen:
+                self.statement(stmt)
+            return
+        if cond.dtype is not boolean:
+            raise self.type_error(node.test, f"an 'if' condition must be a comparison (bool), got {cond.dtype}")
+        self.make_slots(node.body + node.orelse)
+        then_block, else_block = Block(), Block()
+        for block, body in ((then_block, node.body), (else_block, node.orelse)):
+            with self.into(block):
+                for stmt in body:
+                    self.statement(stmt)
+                self.emit(scf.YieldOp())
+        self.emit(scf.IfOp(cond.ssa, [], Region(then_block), Region(else_block)))
+
+    def stmt_For(self, node: ast.For) -> None:
+        if node.orelse:
+            raise self.syntax_error(node, "'for ... else' is not supported")
+        if not isinstance(node.iter, ast.Call):
+            raise self.syntax_error(node.iter, "loop over range(...) (runtime) or static_range(...) (unrolled)")
+        fn = self.resolve_callee(node.iter.func)
+        if fn is lang.static_range:
+            self.static_for(node)
+        elif fn is builtins.range:
+            self.runtime_for(node)
+        else:
+            raise self.syntax_error(node.iter, "loop over range(...) (runtime) or static_range(...) (unrolled)")
+
+    def static_for(self, node: ast.For) -> None:
+        bounds = [self.expr(a) for a in node.iter.args]  # type: ignore[attr-defined]
+        if any(isinstance(b, Value) for b in bounds) or not all(isinstance(b, int) for b in bounds):
+            raise self.type_error(node.iter, "static_range bounds must be compile-time ints")
+        if not 1 <= len(bounds) <= 3:
+            raise self.type_error(node.iter, "static_range takes 1 to 3 arguments")
+        if not isinstance(node.target, ast.Name):
+            raise self.syntax_error(node.target, "the loop variable must be a name")
+        if len(range(*bounds)) > MAX_UNROLL:
+            raise self.type_error(node.iter, f"static_range of {len(range(*bounds))} iterations exceeds {MAX_UNROLL}; use range(...) for long loops")
+        for i in range(*bounds):
+            self.env[node.target.id] = i
+            for stmt in node.body:
+                self.statement(stmt)
+
+    def runtime_for(self, node: ast.For) -> None:
+        call: ast.Call = node.iter  # type: ignore[assignment]
+        if not 1 <= len(call.args) <= 3 or call.keywords:
+            raise self.type_error(call, "range takes 1 to 3 positional arguments")
+        args = [self.materialize(self.convert(self.expr(a), i32, a), a) for a in call.args]
+        start, stop, step = (
+            (self.constant(0, i32), args[0], self.constant(1, i32)) if len(args) == 1
+            else (args[0], args[1], self.constant(1, i32)) if len(args) == 2
+            else tuple(args)
+        )
+        if len(args) == 3 and not (isinstance(self.static_value(call.args[2]), int) and self.static_value(call.args[2]) > 0):
+            raise self.type_error(call.args[2], "a runtime loop's step must be a positive compile-time int")
+        if not isinstance(node.target, ast.Name):
+            raise self.syntax_error(node.target, "the loop variable must be a name")
+        self.make_slots(node.body)
+        body = Block(arg_types=[builtin.i32])
+        body.args[0].name_hint = node.target.id
+        saved = self.env.get(node.target.id)
+        with self.into(body):
+            self.env[node.target.id] = Value(body.args[0], i32)
+            for stmt in node.body:
+                self.statement(stmt)
+            self.emit(scf.YieldOp())
+        if saved is None:
+            self.env.pop(node.target.id, None)
+        else:
+            self.env[node.target.id] = saved
+        self.emit(scf.ForOp(start.ssa, stop.ssa, step.ssa, [], Region(body)))
+
+    def static_value(self, node: ast.expr) -> Any:
+        try:
+            return self.expr(node)
+        except (ArgusSyntaxError, ArgusTypeError):
+            return None
+
+    def make_slots(self, body: list[ast.stmt]) -> None:
+        """Turn the names assigned inside a runtime region into per-thread variables."""
+        for name, node in _assigned_names(body):
+            current = self.env.get(name)
+            if isinstance(current, (Slot, PendingSlot)):
+                continue
+            if current is None:
+                if name in self.constants:
+                    raise self.type_error(node, f"{name!r} is a constexpr and cannot be reassigned at run time")
+                self.env[name] = PendingSlot(name)
+                continue
+            slot = self.new_slot(self.runtime_dtype(current, node))
+            with self.into(self.block):
+                self.emit(D.VarStoreOp.create(operands=[self.materialize(current, node).ssa, slot.ssa]))
+            self.env[name] = slot
+
+    def runtime_dtype(self, value: Any, node: ast.AST) -> DType:
+        """The type a per-thread variable takes from its first value."""
+        if isinstance(value, Value):
+            return value.dtype
+        if isinstance(value, bool):
+            return boolean
+        if isinstance(value, int):
+            return i32
+        if isinstance(value, float):
+            return f32
+        raise self.type_error(node, f"only scalars can be reassigned inside runtime control flow, not {describe(value)}")
+
+    def new_slot(self, dtype: DType) -> Slot:
+        op = D.VarOp.create(result_types=[D.VarType.of(dtype)])
+        if self.entry.first_op is None:
+            self.entry.add_op(op)
+        else:
+            self.entry.insert_op_before(op, self.entry.first_op)
+        return Slot(op.results[0], dtype)
+
+    def stmt_Assert(self, node: ast.Assert) -> None:
+        """``assert tag(a[...]) == tag(b[...])`` (or ``!=``), with an optional message."""
+        test = node.test
+        shape = "write a tag assertion as: assert tag(a[...]) == tag(b[...])  (or !=)"
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+            raise self.syntax_error(node, f"only tag assertions are accepted; {shape}")
+        sides = [self.tagged_operand(side, shape) for side in (test.left, test.comparators[0])]
+        if not self.tagged:
+            raise self.type_error(node, "this kernel attaches no tag function before the assertion; use tag(t, lambda ...: ...) first")
+        message = self.expr(node.msg) if node.msg is not None else ""
+        if not isinstance(message, str):
+            raise self.type_error(node.msg, "an assertion's message must be a string literal")
+        kind = "eq" if isinstance(test.ops[0], ast.Eq) else "ne"
+        self.emit(D.TagAssertOp.create(
+            operands=[sides[0].ssa, sides[1].ssa],
+            properties={"kind": builtin.StringAttr(kind), "message": builtin.StringAttr(message)},
+        ))
+
+    def tagged_operand(self, node: ast.expr, shape: str) -> TensorRef | TileRef:
+        if not (isinstance(node, ast.Call) and self.resolve_callee(node.func) is lang.tag and len(node.args) == 1):
+            raise self.syntax_error(node, shape)
+        arg = node.args[0]
+        if not (isinstance(arg, ast.Subscript) and isinstance(arg.slice, ast.Constant) and arg.slice.value is Ellipsis):
+            raise self.syntax_error(arg, f"name all elements with [...]: {shape}")
+        base = self.expr(arg.value)
+        if not isinstance(base, (TensorRef, TileRef)):
+            raise self.type_error(arg.value, f"tags belong to tensors and tiles, not {describe(base)}")
+        return base
+
+    def attach_tag(self, node: ast.Call, args: list[ast.expr]) -> None:
+        if len(args) != 2 or not isinstance(args[1], ast.Lambda):
+            raise self.syntax_error(node, "tag(t, lambda i, j, ...: (tag components)) with one parameter per mode of t")
+        target = self.expr(args[0])
+        if not isinstance(target, (TensorRef, TileRef)):
+            raise self.type_error(args[0], f"tags belong to tensors and tiles, not {describe(target)}")
+        fn = args[1]
+        rank = len(target.type.shape) if isinstance(target, TensorRef) else target.type.layout.rank
+        params = [a.arg for a in fn.args.args]
+        if len(params) != rank or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
+            raise self.type_error(fn, f"the tag function takes one coordinate per mode: {rank} parameter(s)")
+        body = Block(arg_types=[builtin.i32] * rank)
+        saved = {p: self.env.get(p) for p in params}
+        with self.into(body):
+            for p, arg in zip(params, body.args):
+                arg.name_hint = p
+                self.env[p] = Value(arg, i32)
+            result = self.expr(fn.body)
+            parts = result if isinstance(result, tuple) else (result,)
+            values = []
+            for part in parts:
+                v = self.materialize(part, fn.body)
+                if not v.dtype.is_integer:
+                    raise self.type_error(fn.body, f"tag components are integers, got {v.dtype}")
+                values.append(v.ssa)
+            self.emit(D.YieldTagOp.create(operands=values))
+        for p, old in saved.items():
+            if old is None:
+                self.env.pop(p, None)
+            else:
+                self.env[p] = old
+        self.emit(D.TagOp.create(operands=[target.ssa], regions=[Region(body)]))
+        self.tagged = True
+
+    # ---- expressions -----------------------------------------------------------------
+
+def _assigned_names(body: list[ast.stmt]) -> Iterator[tuple[str, ast.AST]]:
+    for stmt in body:
+        for node in ast.walk(stmt):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                        yield n.id, n
