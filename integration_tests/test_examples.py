@@ -45,3 +45,19 @@ def test_printed_mlir_parses_back_to_an_equal_module(module, name):
     reparsed = parse_module(compiled.mlir())
     assert reparsed.is_structurally_equivalent(compiled.module)
     assert str(reparsed) == compiled.mlir()
+
+
+@pytest.mark.parametrize("module, name", list(example_kernels()))
+def test_lowering_layouts_to_index_arithmetic_keeps_the_results(module, name):
+    from argus.dsl.dialect import LoadOp, StoreOp
+    from argus.dsl.interpreter import Interpreter
+    from argus.dsl.lowering import lower_layouts
+    from argus.dsl.passes import canonicalize
+
+    problem = getattr(module, f"example_{name}")(np.random.default_rng(2))
+    lowered = canonicalize(lower_layouts(getattr(module, name).compile(**problem.constants).module.clone()))
+    lowered.verify()
+    assert not any(isinstance(op, (LoadOp, StoreOp)) for op in lowered.walk())
+    assert parse_module(str(lowered)).is_structurally_equivalent(lowered)
+    Interpreter(lowered.ops.first).launch(problem.grid, problem.args)
+    problem.check()

@@ -22,6 +22,12 @@ def test_compile_prints_mlir_that_parses(capsys):
     parse_module(text)
 
 
+def test_compile_emits_the_lowered_stage(capsys):
+    assert main(["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--emit", "lowered"]) == 0
+    text = capsys.readouterr().out
+    assert '"argus.load_at"' in text and '"argus.load"(' not in text and "arith.xori" in text
+
+
 def test_run_checks_against_the_reference(capsys):
     assert main(["run", f"{EXAMPLES / 'vector_add.py'}:vector_add", "--seed", "5"]) == 0
     assert "matches the reference" in capsys.readouterr().out
@@ -35,7 +41,7 @@ def test_run_checks_against_the_reference(capsys):
         (["compile", f"{EXAMPLES / 'transpose.py'}:missing"], "no kernel named 'missing'"),
         (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--target", "nvptx:sm_90a"], "no installed backend"),
         (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--target", "NV PTX"], "malformed target"),
-        (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--emit", "ptx"], "emits mlir"),
+        (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--emit", "ptx"], "emits mlir, lowered"),
         (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "-D", "x"], "NAME=VALUE"),
     ],
 )

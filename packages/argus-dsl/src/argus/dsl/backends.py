@@ -54,16 +54,22 @@ class BackendSpec:
 
 
 class _InterpreterCompiler:
-    """The interpreter runs the argus dialect itself; its only stage is that IR."""
+    """The interpreter runs the argus dialect itself. Its stages: the canonical IR (``mlir``)
+    and the same IR with layouts lowered to index arithmetic (``lowered``), which it also runs."""
 
     def __init__(self, target: Target) -> None:
         self.target = target
 
     def emit(self, module: Any, stage: str) -> str:
+        if stage == "lowered":
+            from .lowering import lower_layouts
+            from .passes import canonicalize
+
+            return str(canonicalize(lower_layouts(module.clone())))
         return str(module)
 
 
-INTERPRETER = BackendSpec("interp", ("interp",), ("mlir",), _InterpreterCompiler)
+INTERPRETER = BackendSpec("interp", ("interp",), ("mlir", "lowered"), _InterpreterCompiler)
 
 
 def backend_for(target: Target) -> BackendSpec:

@@ -319,6 +319,26 @@ class LoadOp(IRDLOperation):
 
 
 @irdl_op_definition
+class LoadAtOp(IRDLOperation):
+    """Read the element at an element offset of a tile or tensor (layouts lowered away)."""
+
+    name = "argus.load_at"
+    source = operand_def()
+    offset = operand_def(builtin.i32)
+    result = result_def()
+
+
+@irdl_op_definition
+class StoreAtOp(IRDLOperation):
+    """Write the element at an element offset of a tile or tensor (layouts lowered away)."""
+
+    name = "argus.store_at"
+    value = operand_def()
+    target = operand_def()
+    offset = operand_def(builtin.i32)
+
+
+@irdl_op_definition
 class StoreOp(IRDLOperation):
     """Write one element of a tile or tensor at a coordinate."""
 
@@ -474,6 +494,8 @@ OPERATIONS: list[type[IRDLOperation]] = [
     AtomicOp,
     LoadOp,
     StoreOp,
+    LoadAtOp,
+    StoreAtOp,
     VarOp,
     VarLoadOp,
     VarStoreOp,
@@ -520,6 +542,7 @@ __all__ = [
     "DimOp",
     "GridDimOp",
     "KernelOp",
+    "LoadAtOp",
     "LoadOp",
     "MakeLocalOp",
     "LaneIdOp",
@@ -528,6 +551,7 @@ __all__ = [
     "SliceOp",
     "ShuffleOp",
     "ResetTagsOp",
+    "StoreAtOp",
     "StoreOp",
     "TagAssertOp",
     "TagOp",

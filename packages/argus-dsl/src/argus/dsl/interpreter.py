@@ -236,6 +236,14 @@ def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.floor_divide(a, safe)
 
 
+def _int_remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.remainder(a, np.where(b == 0, 1, b))
+
+
+def _int_remainder_truncated(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.fmod(a, np.where(b == 0, 1, b))
+
+
 def _shift_left(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     width = a.dtype.itemsize * 8
     return np.where((b >= 0) & (b < width), np.left_shift(a, np.clip(b, 0, width - 1).astype(a.dtype)), 0)
@@ -633,10 +641,49 @@ def _byte_indices(offsets: np.ndarray, nbytes: int) -> np.ndarray:
 
 def _load(interp: Interpreter, op: D.LoadOp, frame: _Frame, mask: np.ndarray) -> None:
     source = _value(frame, op.source)
+    coords = [_scalar_array(frame, c)[mask].astype(np.int64) for c in op.coords]
+    offsets = _element_offsets(interp, op, frame, source, coords, mask)
+    _read(interp, op, frame, mask, source, offsets, lambda row: _coordinate(coords, mask, row))
+
+
+def _store(interp: Interpreter, op: D.StoreOp, frame: _Frame, mask: np.ndarray) -> None:
+    target = _value(frame, op.target)
+    coords = [_scalar_array(frame, c)[mask].astype(np.int64) for c in op.coords]
+    offsets = _element_offsets(interp, op, frame, target, coords, mask)
+    _write(interp, op, frame, mask, target, offsets, _scalar_array(frame, op.value))
+
+
+def _load_at(interp: Interpreter, op: D.LoadAtOp, frame: _Frame, mask: np.ndarray) -> None:
+    source = _value(frame, op.source)
+    offsets = _checked_offsets(interp, op, frame, source, _scalar_array(frame, op.offset)[mask].astype(np.int64), mask)
+    _read(interp, op, frame, mask, source, offsets, lambda row: (int(offsets[row]),))
+
+
+def _store_at(interp: Interpreter, op: D.StoreAtOp, frame: _Frame, mask: np.ndarray) -> None:
+    target = _value(frame, op.target)
+    offsets = _checked_offsets(interp, op, frame, target, _scalar_array(frame, op.offset)[mask].astype(np.int64), mask)
+    _write(interp, op, frame, mask, target, offsets, _scalar_array(frame, op.value))
+
+
+def _checked_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: Any, offsets: np.ndarray,
+                     mask: np.ndarray) -> np.ndarray:
+    """Element offsets given directly (lowered IR): inside the tensor or the tile's footprint."""
+    limit = target.array.size if isinstance(target, TensorValue) else int(_offset_table(target.layout)[0].max()) + 1
+    bad = (offsets < 0) | (offsets >= limit)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        thread = int(np.flatnonzero(mask)[row])
+        name = target.name if isinstance(target, TensorValue) else target.memory.name
+        raise interp.fault("out-of-bounds", f"thread {thread} accesses element offset {int(offsets[row])} of {name}, "
+                           f"which holds {limit} elements", op, frame, array=name, thread=thread, index=(int(offsets[row]),))
+    return offsets
+
+
+def _read(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, source: Any, offsets: np.ndarray,
+          where: Callable[[int], tuple[int, ...]]) -> None:
+    """Gather one element per active thread at `offsets`, checking uninitialized bytes and races."""
     dtype: DType = source.dtype
     active = np.flatnonzero(mask)
-    coords = [_scalar_array(frame, c)[active].astype(np.int64) for c in op.coords]
-    offsets = _element_offsets(interp, op, frame, source, coords, mask)
     idx = _byte_indices(offsets, dtype.nbytes)
     shape = (frame.threads, dtype.nbytes) if dtype.kind == "bits" else (frame.threads,)
     result = np.zeros(shape, dtype.numpy)
@@ -655,21 +702,20 @@ def _load(interp: Interpreter, op: D.LoadOp, frame: _Frame, mask: np.ndarray) ->
             row = int(np.flatnonzero(unset.any(axis=1))[0])
             raise interp.fault(
                 "uninitialized-read", f"thread {int(active[row])} reads {memory.space} tile {source.layout} at "
-                f"{_coordinate(coords, mask, row)}, which no thread has written",
-                op, frame, array=memory.name, thread=int(active[row]), index=_coordinate(coords, mask, row),
+                f"{where(row)}, which no thread has written",
+                op, frame, array=memory.name, thread=int(active[row]), index=where(row),
             )
     result[active] = dtype.decode(raw)
     _set(frame, op, result)
 
 
-def _store(interp: Interpreter, op: D.StoreOp, frame: _Frame, mask: np.ndarray) -> None:
-    target = _value(frame, op.target)
+def _write(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, target: Any, offsets: np.ndarray,
+           values: np.ndarray) -> None:
+    """Scatter the active threads' values at `offsets`, checking races in shared memory."""
     dtype: DType = target.dtype
     active = np.flatnonzero(mask)
-    coords = [_scalar_array(frame, c)[active].astype(np.int64) for c in op.coords]
-    offsets = _element_offsets(interp, op, frame, target, coords, mask)
     idx = _byte_indices(offsets, dtype.nbytes)
-    raw = dtype.encode(_scalar_array(frame, op.value)[active])
+    raw = dtype.encode(values[active])
     if isinstance(target, TensorValue):
         target.bytes[idx] = raw
         return
@@ -757,7 +803,8 @@ def _handlers() -> dict[type, Rule]:
         D.GridDimOp: _index(lambda interp, frame: interp.grid),
         D.DimOp: _dim,
         D.MakeSharedOp: _make_shared, D.MakeLocalOp: _make_local, D.ViewOp: _view,
-        D.LoadOp: _load, D.StoreOp: _store,
+        D.LoadOp: _load, D.StoreOp: _store, D.LoadAtOp: _load_at, D.StoreAtOp: _store_at,
+        arith.RemUIOp: _binary(_int_remainder, unsigned=True), arith.RemSIOp: _binary(_int_remainder_truncated),
         D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
         D.SyncThreadsOp: _sync,
         D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,

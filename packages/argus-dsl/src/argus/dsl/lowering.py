@@ -1,0 +1,162 @@
+"""Lowering layouts to index arithmetic.
+
+After this pass no access names a coordinate: each ``argus.load``/``argus.store`` becomes an
+``argus.load_at``/``argus.store_at`` of an element offset computed with ``arith`` ops from the
+coordinates and the tile's layout (divisions and remainders by mode sizes, multiplications by
+strides, and the XOR, AND and shifts of a swizzle), or, for a global tensor, its row-major
+linearization. This is the form backends translate. Coordinates are non-negative, so the
+unsigned division and remainder are used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.dialects import arith, builtin
+from xdsl.ir import SSAValue
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from argus.layout import ComposedLayout, Layout, Swizzle, product
+
+from . import dialect as D
+
+Index = SSAValue | int
+
+
+class _IndexBuilder:
+    """i32 arithmetic inserted before one op; ints stay ints until they meet a value."""
+
+    def __init__(self, rewriter: PatternRewriter) -> None:
+        self.rewriter = rewriter
+
+    def value(self, x: Index) -> SSAValue:
+        if isinstance(x, int):
+            op = arith.ConstantOp(builtin.IntegerAttr(x, builtin.i32))
+            self.rewriter.insert(op)
+            return op.result
+        return x
+
+    def _binary(self, cls: Any, a: Index, b: Index) -> SSAValue:
+        op = cls(self.value(a), self.value(b))
+        self.rewriter.insert(op)
+        return op.result  # type: ignore[no-any-return]
+
+    def add(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if b == 0:
+            return a
+        if a == 0:
+            return b
+        return self._binary(arith.AddiOp, a, b)
+
+    def mul(self, a: Index, b: int) -> Index:
+        if isinstance(a, int):
+            return a * b
+        if b == 0:
+            return 0
+        return a if b == 1 else self._binary(arith.MuliOp, a, b)
+
+    def div(self, a: Index, b: int) -> Index:
+        if isinstance(a, int):
+            return a // b
+        return a if b == 1 else self._binary(arith.DivUIOp, a, b)
+
+    def rem(self, a: Index, b: int) -> Index:
+        if isinstance(a, int):
+            return a % b
+        return 0 if b == 1 else self._binary(arith.RemUIOp, a, b)
+
+    def swizzle(self, x: Index, sw: Swizzle) -> Index:
+        if isinstance(x, int):
+            return sw(x)  # type: ignore[no-any-return]
+        if sw.bits == 0:
+            return x
+        picked = self._binary(arith.AndIOp, x, sw.source_mask)
+        moved = (self._binary(arith.ShRUIOp, picked, sw.shift) if sw.shift >= 0
+                 else self._binary(arith.ShLIOp, picked, -sw.shift))
+        return self._binary(arith.XOrIOp, x, moved)
+
+    def layout(self, layout: Layout | ComposedLayout, coords: list[Index]) -> Index:
+        if isinstance(layout, ComposedLayout):
+            inner = self.add(self.layout(layout.inner, coords), layout.offset)
+            if isinstance(layout.outer, Swizzle):
+                return self.swizzle(inner, layout.outer)
+            return self.layout(layout.outer, [inner])
+        if len(coords) == 1:
+            return self._offset(coords[0], layout.shape, layout.stride)
+        total: Index = 0
+        for c, s, d in zip(coords, layout.shape, layout.stride):  # type: ignore[call-overload]
+            total = self.add(total, self._offset(c, s, d))
+        return total
+
+    def _offset(self, c: Index, shape: Any, stride: Any) -> Index:
+        """An index into one (possibly nested) mode: colexicographic, the last sub-mode unbounded."""
+        if not isinstance(shape, tuple):
+            return self.mul(c, stride)
+        total: Index = 0
+        for i, (s, d) in enumerate(zip(shape, stride)):
+            if i == len(shape) - 1:
+                total = self.add(total, self._offset(c, s, d))
+            else:
+                n = product(s)
+                total = self.add(total, self._offset(self.rem(c, n), s, d))
+                c = self.div(c, n)
+        return total
+
+    def row_major(self, tensor: SSAValue, t: D.TensorType, coords: list[Index]) -> Index:
+        total: Index = 0
+        for i, (c, dim) in enumerate(zip(coords, t.shape)):
+            if isinstance(dim, int):
+                total = self.mul(total, dim)
+            elif total != 0:
+                op = D.DimOp.create(operands=[tensor], properties={"index": builtin.IntAttr(i)},
+                                    result_types=[builtin.i32])
+                self.rewriter.insert(op)
+                total = self._binary(arith.MuliOp, total, op.result)
+            total = self.add(total, c)
+        return total
+
+
+def _constant_or_value(v: SSAValue) -> Index:
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, builtin.IntegerAttr):
+        return owner.value.value.data
+    return v
+
+
+def _element_offset(rewriter: PatternRewriter, source: SSAValue, coords: list[SSAValue]) -> SSAValue:
+    builder = _IndexBuilder(rewriter)
+    indices = [_constant_or_value(c) for c in coords]
+    t = source.type
+    offset = (builder.row_major(source, t, indices) if isinstance(t, D.TensorType)
+              else builder.layout(t.layout, indices))  # type: ignore[attr-defined]
+    return builder.value(offset)
+
+
+class _LowerLoad(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: D.LoadOp, rewriter: PatternRewriter) -> None:
+        offset = _element_offset(rewriter, op.source, list(op.coords))
+        new = D.LoadAtOp.create(operands=[op.source, offset], result_types=[op.result.type])
+        rewriter.replace(op, new)
+
+
+class _LowerStore(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: D.StoreOp, rewriter: PatternRewriter) -> None:
+        offset = _element_offset(rewriter, op.target, list(op.coords))
+        rewriter.replace(op, D.StoreAtOp.create(operands=[op.value, op.target, offset]))
+
+
+def lower_layouts(module: builtin.ModuleOp) -> builtin.ModuleOp:
+    """Rewrite every coordinate access of `module` into offset arithmetic, in place."""
+    PatternRewriteWalker(GreedyRewritePatternApplier([_LowerLoad(), _LowerStore()]), apply_recursively=False).rewrite_module(module)
+    return module
+
