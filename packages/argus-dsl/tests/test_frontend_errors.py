@@ -13,6 +13,7 @@ from argus.dsl import (
     ArgusSyntaxError,
     ArgusTypeError,
     Tensor,
+    constexpr,
     f32,
     i32,
     kernel,
@@ -120,3 +121,19 @@ def test_launch_checks_arguments():
         good_view[0](out)
     with pytest.raises(ArgusSyntaxError, match="grid"):
         good_view(out)
+
+
+@kernel(block=(32,))
+def generic_copy(x: Tensor["T", 32], out: Tensor["T", 32], T: constexpr):
+    out[thread_idx.x] = x[thread_idx.x]
+
+
+def test_a_kernel_can_be_generic_over_a_constexpr_dtype():
+    from argus.dsl import i32
+
+    for dtype, host in ((f32, np.float32), (i32, np.int32)):
+        x = np.arange(32).astype(host)
+        out = np.zeros_like(x)
+        generic_copy[1](x, out, T=dtype)
+        assert np.array_equal(out, x)
+    assert "!argus.tensor<i32, [32]>" in generic_copy.mlir(T=i32)

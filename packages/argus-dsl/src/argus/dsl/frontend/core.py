@@ -138,9 +138,11 @@ class FrontEnd(Statements, Expressions, Calls):
 
     def tensor_type(self, arg: ast.arg, ann: ast.Subscript) -> D.TensorType:
         items = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
-        dtype = self.resolve_global(items[0])
+        first = items[0]
+        named = first.id if isinstance(first, ast.Name) else first.value if isinstance(first, ast.Constant) else None
+        dtype = self.constants.get(named) if isinstance(named, str) and named in self.constants else self.resolve_global(first)
         if not isinstance(dtype, DType):
-            raise self.type_error(items[0], "the first entry of Tensor[...] must be a dtype such as f32 or bf16")
+            raise self.type_error(first, "the first entry of Tensor[...] must be a dtype such as f32 or bf16, or a constexpr holding one")
         if dtype.kind == "bool":
             raise self.type_error(items[0], "tensors of bool are not supported; use u8")
         dims: list[int | str] = []
