@@ -102,7 +102,7 @@ class TileType(ParametrizedAttribute, TypeAttribute):
 
     @property
     def layout(self) -> Layout | ComposedLayout:
-        return _cached_parse(self.layout_text.data)
+        return layout_from_text(self.layout_text.data)
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.space.data}, {self.element.data}, ")
@@ -125,7 +125,8 @@ class TileType(ParametrizedAttribute, TypeAttribute):
 _LAYOUTS: dict[str, Any] = {}
 
 
-def _cached_parse(text: str) -> Any:
+def layout_from_text(text: str) -> Any:
+    """The layout object of a layout text, parsed once per text and shared."""
     layout = _LAYOUTS.get(text)
     if layout is None:
         layout = _LAYOUTS[text] = parse(text)
@@ -419,6 +420,19 @@ class MmaOp(IRDLOperation):
 
 
 @irdl_op_definition
+class PartitionOp(IRDLOperation):
+    """One part of a tile chosen at run time: `selector` (a layout in the tile's unswizzled
+    offset space) maps `index` to where the part starts; the result type's layout says how the
+    part's elements lie from there (partitioning among threads by a TV layout, or tiling)."""
+
+    name = "argus.partition"
+    source = operand_def(TileType)
+    index = operand_def(builtin.i32)
+    selector = prop_def(StringAttr)
+    result = result_def(TileType)
+
+
+@irdl_op_definition
 class SliceOp(IRDLOperation):
     """A sub-tile: the modes of `source` left open, at a fixed position of the others (the
     result type's layout carries the offset)."""
@@ -503,6 +517,7 @@ OPERATIONS: list[type[IRDLOperation]] = [
     LaneIdOp,
     WarpIdOp,
     MmaOp,
+    PartitionOp,
     SliceOp,
     TagOp,
     YieldTagOp,
@@ -548,6 +563,7 @@ __all__ = [
     "LaneIdOp",
     "MakeSharedOp",
     "MmaOp",
+    "PartitionOp",
     "SliceOp",
     "ShuffleOp",
     "ResetTagsOp",

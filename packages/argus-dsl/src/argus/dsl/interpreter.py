@@ -22,6 +22,7 @@ from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from . import dialect as D
+from .dialect import layout_from_text
 from .atoms import MMAAtom
 from .dtypes import DType, boolean
 from .errors import ArgusLaunchError, KernelFault, SourceLocation
@@ -62,11 +63,24 @@ class Memory:
 
 @dataclass(frozen=True)
 class TileValue:
-    """A tile at run time: which memory, and how its elements are laid out in it."""
+    """A tile at run time: which memory, and how its elements are laid out in it. A partitioned
+    tile also has a per-thread `base`, added before the layout's swizzle (if any)."""
 
     memory: Memory
     layout: Layout | ComposedLayout
     dtype: DType
+    base: np.ndarray | None = None
+
+    def offsets(self, flat: np.ndarray, threads: np.ndarray) -> np.ndarray:
+        """Element offsets of the elements at colexicographic indices `flat` for `threads`."""
+        if self.base is None:
+            return _offset_table(self.layout)[0][flat]
+        base = self.base[threads]
+        layout = self.layout
+        if isinstance(layout, ComposedLayout):
+            pre = _offset_table(layout.inner)[0][flat] + layout.offset + base
+            return np.asarray(layout.outer(pre), dtype=np.int64)
+        return _offset_table(layout)[0][flat] + base
 
 
 @dataclass(frozen=True)
@@ -406,12 +420,34 @@ def _shuffle(interp: Interpreter, op: D.ShuffleOp, frame: _Frame, mask: np.ndarr
 def _slice(interp: Interpreter, op: D.SliceOp, frame: _Frame, mask: np.ndarray) -> None:
     source: TileValue = _value(frame, op.source)
     t: D.TileType = op.result.type  # type: ignore[assignment]
-    frame.values[op.result] = TileValue(source.memory, t.layout, t.dtype)
+    frame.values[op.result] = TileValue(source.memory, t.layout, t.dtype, source.base)
 
 
-def _fragment_bytes(tile: TileValue) -> np.ndarray:
-    """Byte indices (values, nbytes) of a local fragment's elements, in value order."""
-    return _byte_indices(_offset_table(tile.layout)[0], tile.dtype.nbytes)
+def _partition(interp: Interpreter, op: D.PartitionOp, frame: _Frame, mask: np.ndarray) -> None:
+    source: TileValue = _value(frame, op.source)
+    t: D.TileType = op.result.type  # type: ignore[assignment]
+    selector = layout_from_text(op.selector.data)
+    table = _offset_table(selector)[0]
+    index = _scalar_array(frame, op.index).astype(np.int64)
+    bad = mask & ((index < 0) | (index >= table.size))
+    if bad.any():
+        thread = int(np.flatnonzero(bad)[0])
+        raise interp.fault("out-of-bounds", f"thread {thread} asks for part {int(index[thread])} of a tile that has "
+                           f"{table.size} parts", op, frame, array=source.memory.name, thread=thread,
+                           index=(int(index[thread]),))
+    base = table[np.clip(index, 0, table.size - 1)]
+    if source.base is not None:
+        base = base + source.base
+    frame.values[op.result] = TileValue(source.memory, t.layout, t.dtype, base)
+
+
+def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
+    """Byte indices (threads, values, nbytes) of each thread's fragment elements, in value order."""
+    count = _offset_table(tile.layout)[0].size
+    flat = np.broadcast_to(np.arange(count), (threads.size, count)).reshape(-1)
+    owners = np.repeat(threads, count)
+    offsets = tile.offsets(flat, owners).reshape(threads.size, count)
+    return offsets[..., None] * tile.dtype.nbytes + np.arange(tile.dtype.nbytes)
 
 
 def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> None:
@@ -434,9 +470,9 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
     m, n, k = atom.shape
 
     def read(tile: TileValue, label: str) -> np.ndarray:
-        idx = _fragment_bytes(tile)
-        raw = tile.memory.data[threads[:, None, None], idx[None]]
-        if not tile.memory.written[threads[:, None, None], idx[None]].all():  # type: ignore[index]
+        idx = _fragment_bytes(tile, threads)
+        raw = tile.memory.data[threads[:, None, None], idx]
+        if not tile.memory.written[threads[:, None, None], idx].all():  # type: ignore[index]
             raise interp.fault("uninitialized-read", f"matmul reads fragment {label}, which is not fully written",
                                op, frame, array=tile.memory.name)
         values = tile.dtype.decode(raw).astype(np.float64).reshape(groups.size, group, -1)
@@ -454,8 +490,8 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
     C = C + A @ B.transpose(0, 2, 1)
     flat = C.transpose(0, 2, 1).reshape(groups.size, m * n)[:, atom.c_layout.offsets()]
     per_thread = flat.reshape(groups.size, -1, group).transpose(0, 2, 1).reshape(threads.size, -1)
-    idx = _fragment_bytes(c)
-    c.memory.data[threads[:, None, None], idx[None]] = c.dtype.encode(atom.c_dtype.round(per_thread))
+    idx = _fragment_bytes(c, threads)
+    c.memory.data[threads[:, None, None], idx] = c.dtype.encode(atom.c_dtype.round(per_thread))
 
 
 def _operand_dtype(ssa: SSAValue) -> DType:
@@ -614,7 +650,7 @@ def _element_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: 
         flat = np.zeros_like(coords[0])
         for c, n in zip(reversed(coords), reversed(sizes)):
             flat = flat * n + c
-    return table[flat]
+    return target.offsets(flat, np.flatnonzero(active))
 
 
 _TABLES: dict[int, tuple[Any, np.ndarray, list[int]]] = {}
@@ -668,7 +704,7 @@ def _store_at(interp: Interpreter, op: D.StoreAtOp, frame: _Frame, mask: np.ndar
 def _checked_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: Any, offsets: np.ndarray,
                      mask: np.ndarray) -> np.ndarray:
     """Element offsets given directly (lowered IR): inside the tensor or the tile's footprint."""
-    limit = target.array.size if isinstance(target, TensorValue) else int(_offset_table(target.layout)[0].max()) + 1
+    limit = target.array.size if isinstance(target, TensorValue) else target.memory.data.shape[-1] // target.dtype.nbytes
     bad = (offsets < 0) | (offsets >= limit)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
@@ -808,7 +844,7 @@ def _handlers() -> dict[type, Rule]:
         D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
         D.SyncThreadsOp: _sync,
         D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
-        D.SliceOp: _slice, D.MmaOp: _mma,
+        D.SliceOp: _slice, D.MmaOp: _mma, D.PartitionOp: _partition,
         D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract, D.TensorViewOp: _tensor_view,
         D.AtomicOp: _atomic,
         D.TagOp: _compile_time_only, D.TagAssertOp: _compile_time_only, D.ResetTagsOp: _compile_time_only,

@@ -79,6 +79,16 @@ atomic_add = Builtin("atomic_add", "atomic_add(t[coords], v): add v to one eleme
 atomic_max = Builtin("atomic_max", "atomic_max(t[coords], v): atomically keep the larger; returns the old value.")
 atomic_min = Builtin("atomic_min", "atomic_min(t[coords], v): atomically keep the smaller; returns the old value.")
 atomic_exchange = Builtin("atomic_exchange", "atomic_exchange(t[coords], v): store v atomically; returns the old value.")
+partition = Builtin(
+    "partition",
+    "partition(tile, tv_layout, thread): the elements of `tile` that thread `thread` holds under the "
+    "thread/value layout `tv_layout` ((threads, values) -> index of the tile), as a tile of its values.",
+)
+local_tile = Builtin(
+    "local_tile",
+    "local_tile(tile, tiler, k): the k-th tile of `tile` divided by `tiler` (zipped_divide), e.g. "
+    "local_tile(smem, (16, 8), warp) for one warp's 16x8 block.",
+)
 tag = Builtin(
     "tag",
     "tag(t, lambda i, j, ...: (...)): attach a tag function to tensor or tile t (one parameter per "
@@ -106,7 +116,7 @@ BUILTINS: dict[str, Builtin] = {
     for b in (
         syncthreads, make_shared, make_local, static_range, select, exp2, log2, rsqrt, sqrt, fma,
         lane_id, warp_id, shfl_xor, shfl_idx, shfl_down, shfl_up, warp_sum, warp_max, warp_min, matmul,
-        tag, reset_tags, bitcast, concat, lo, hi, atomic_add, atomic_max, atomic_min, atomic_exchange,
+        tag, reset_tags, partition, local_tile, bitcast, concat, lo, hi, atomic_add, atomic_max, atomic_min, atomic_exchange,
     )
 }
 INDEX_SPACES: dict[str, IndexSpace] = {s.name: s for s in (thread_idx, block_idx, block_dim, grid_dim)}

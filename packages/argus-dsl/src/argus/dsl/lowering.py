@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from argus.layout import ComposedLayout, Layout, Swizzle, product
 from xdsl.dialects import arith, builtin
 from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import (
@@ -21,8 +22,6 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-
-from argus.layout import ComposedLayout, Layout, Swizzle, product
 
 from . import dialect as D
 
@@ -83,15 +82,16 @@ class _IndexBuilder:
                  else self._binary(arith.ShLIOp, picked, -sw.shift))
         return self._binary(arith.XOrIOp, x, moved)
 
-    def layout(self, layout: Layout | ComposedLayout, coords: list[Index]) -> Index:
+    def layout(self, layout: Layout | ComposedLayout, coords: list[Index], base: Index = 0) -> Index:
+        """Offset at `coords`; `base` (a partition's start) is added before any swizzle."""
         if isinstance(layout, ComposedLayout):
-            inner = self.add(self.layout(layout.inner, coords), layout.offset)
+            inner = self.add(self.add(self.layout(layout.inner, coords), layout.offset), base)
             if isinstance(layout.outer, Swizzle):
                 return self.swizzle(inner, layout.outer)
             return self.layout(layout.outer, [inner])
         if len(coords) == 1:
-            return self._offset(coords[0], layout.shape, layout.stride)
-        total: Index = 0
+            return self.add(self._offset(coords[0], layout.shape, layout.stride), base)
+        total: Index = base
         for c, s, d in zip(coords, layout.shape, layout.stride):  # type: ignore[call-overload]
             total = self.add(total, self._offset(c, s, d))
         return total
@@ -131,12 +131,26 @@ def _constant_or_value(v: SSAValue) -> Index:
     return v
 
 
+def _partition_base(builder: _IndexBuilder, tile: SSAValue) -> Index:
+    """Where a partitioned tile starts (before swizzling): its selectors at their indices."""
+    owner = tile.owner
+    if isinstance(owner, D.SliceOp):
+        return _partition_base(builder, owner.source)
+    if isinstance(owner, D.PartitionOp):
+        selector = D.layout_from_text(owner.selector.data)
+        start = builder.layout(selector, [_constant_or_value(owner.index)])
+        return builder.add(start, _partition_base(builder, owner.source))
+    return 0
+
+
 def _element_offset(rewriter: PatternRewriter, source: SSAValue, coords: list[SSAValue]) -> SSAValue:
     builder = _IndexBuilder(rewriter)
     indices = [_constant_or_value(c) for c in coords]
     t = source.type
-    offset = (builder.row_major(source, t, indices) if isinstance(t, D.TensorType)
-              else builder.layout(t.layout, indices))  # type: ignore[attr-defined]
+    if isinstance(t, D.TensorType):
+        offset = builder.row_major(source, t, indices)
+    else:
+        offset = builder.layout(t.layout, indices, _partition_base(builder, source))  # type: ignore[attr-defined]
     return builder.value(offset)
 
 

@@ -17,7 +17,9 @@ from argus.layout import (
     LayoutError,
     Swizzle,
     compact_row_major,
+    composition,
     product,
+    zipped_divide,
 )
 from xdsl.dialects import arith, builtin, math
 from xdsl.ir import SSAValue
@@ -147,6 +149,8 @@ class Calls:
             dt = typed[0].dtype
             a, b, c = (self.materialize(self.convert(v, dt, node), node) for v in args)
             return Value(self.emit(math.FmaOp(a.ssa, b.ssa, c.ssa)).results[0], dt)
+        if name in ("partition", "local_tile"):
+            return self.partition(node, name, args)
         if name == "matmul":
             return self.matmul(node, args)
         if name == "bitcast":
@@ -194,6 +198,36 @@ class Calls:
                 raise self.type_error(node, f"{name}(value) with a runtime value")
             return self.warp_reduce(node, args[0], name)
         raise self.syntax_error(node, f"{name}() is not available yet")
+
+    def partition(self, node: ast.Call, name: str, args: list[Any]) -> TileRef:
+        """A part of a tile picked by a runtime index: see lang.partition and lang.local_tile."""
+        usage = f"{name}(tile, {'tv_layout' if name == 'partition' else 'tiler'}, index)"
+        if len(args) != 3 or not isinstance(args[0], TileRef):
+            raise self.type_error(node, usage)
+        tile, how, index = args
+        layout = tile.type.layout
+        inner = layout.inner if isinstance(layout, ComposedLayout) else layout
+        try:
+            if name == "partition":
+                if not isinstance(how, Layout) or how.rank != 2:
+                    raise self.type_error(node.args[1], "a TV layout is a rank-2 Layout: (threads, values) -> index")
+                split = composition(inner, how)
+                selector, values = split[0], split[1]
+            else:
+                divided = zipped_divide(inner, how)
+                selector, values = divided[1], divided[0]
+        except LayoutError as err:
+            raise self.type_error(node, f"{name}: {err}") from None
+        if isinstance(layout, ComposedLayout):
+            part: Layout | ComposedLayout = ComposedLayout(layout.outer, layout.offset, values)
+        else:
+            part = values
+        index_value = self.materialize(self.convert(index, i32, node), node)
+        t = D.TileType.of(tile.type.space.data, tile.type.dtype, part)
+        op = D.PartitionOp.create(
+            operands=[tile.ssa, index_value.ssa], properties={"selector": builtin.StringAttr(str(selector))}, result_types=[t]
+        )
+        return TileRef(self.emit(op).results[0], t, partitioned=True)
 
     def matmul(self, node: ast.Call, args: list[Any]) -> None:
         if len(args) != 4 or not isinstance(args[3], MMAAtom):
@@ -322,6 +356,8 @@ class Calls:
     def view(self, node: ast.Call, base: TileRef | TensorRef) -> TileRef | TensorRef:
         if isinstance(base, TensorRef):
             return self.tensor_view(node, base)
+        if base.partitioned:
+            raise self.type_error(node, "a view of a partitioned tile is not supported yet; view the tile, then partition the view")
         if len(node.args) != 2:
             raise self.type_error(node, "t.view(layout_or_shape, dtype)")
         layout = self.static_layout(node.args[0], self.expr(node.args[0]))

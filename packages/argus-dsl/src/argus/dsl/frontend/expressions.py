@@ -310,7 +310,7 @@ class Expressions:
             raise self.type_error(node, err.reason) from None
         tile = D.TileType.of(base.type.space.data, base.type.dtype, sub)
         op = D.SliceOp.create(operands=[base.ssa], result_types=[tile])
-        return TileRef(self.emit(op).results[0], tile)
+        return TileRef(self.emit(op).results[0], tile, base.partitioned)
 
     def coordinates(self, node: ast.Subscript, base: TensorRef | TileRef) -> list[SSAValue]:
         index = node.slice

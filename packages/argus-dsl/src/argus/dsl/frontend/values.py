@@ -37,10 +37,12 @@ class TensorRef:
 
 @dataclass(frozen=True)
 class TileRef:
-    """A tile: shared or local memory (or a view of it) under a layout."""
+    """A tile: shared or local memory (or a view of it) under a layout. A partitioned tile also
+    starts at a runtime offset (see lang.partition)."""
 
     ssa: SSAValue
     type: D.TileType
+    partitioned: bool = False
 
 
 @dataclass(frozen=True)
