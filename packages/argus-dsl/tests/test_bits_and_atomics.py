@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from argus.dsl import (
     ArgusTypeError,
     KernelFault,
@@ -13,6 +12,7 @@ from argus.dsl import (
     atomic_max,
     bf16,
     bitcast,
+    byte_perm,
     concat,
     f32,
     hi,
@@ -92,3 +92,18 @@ def test_atomics_from_many_threads_all_count():
     histogram[1](x, bins, peak, 50)
     assert np.array_equal(bins, np.bincount(x % 4, minlength=4))
     assert peak[0] == x.max()
+
+
+@kernel(block=(32,))
+def interleave(a: Tensor[u32, 32], b: Tensor[u32, 32], out: Tensor[u32, 32]):
+    out[thread_idx.x] = byte_perm(a[thread_idx.x], b[thread_idx.x], (0, 4, 1, 5))
+
+
+def test_byte_perm_picks_bytes_of_the_concatenation():
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)
+    out = np.zeros(32, np.uint32)
+    interleave[1](a, b, out)
+    ab = np.concatenate([a.view(np.uint8).reshape(32, 4), b.view(np.uint8).reshape(32, 4)], axis=1)
+    assert np.array_equal(out.view(np.uint8).reshape(32, 4), ab[:, [0, 4, 1, 5]])

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from argus.dsl.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from argus.dsl import bf16, f8e4m3, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, from_storage, i32, to_storage, u32
 from argus.dsl.dtypes import DTYPES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def test_bf16_is_the_upper_half_of_f32_rounded_to_nearest_even():

@@ -6,7 +6,6 @@ import inspect
 
 import numpy as np
 import pytest
-
 from argus.dsl import KernelFault, Tensor, f32, kernel, make_local, make_shared, syncthreads, thread_idx
 
 

@@ -7,7 +7,6 @@ import inspect
 
 import numpy as np
 import pytest
-
 from argus.dsl import (
     ArgusLaunchError,
     ArgusSyntaxError,

@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
-
-from argus.dsl import Tensor, f32, kernel, local_tile, make_shared, partition, static_range, syncthreads, thread_idx
+from argus.dsl import (
+    Tensor,
+    f32,
+    kernel,
+    local_tile,
+    make_shared,
+    partition,
+    static_range,
+    syncthreads,
+    thread_idx,
+)
 from argus.dsl.interpreter import Interpreter
 from argus.dsl.lowering import lower_layouts
 from argus.dsl.passes import canonicalize

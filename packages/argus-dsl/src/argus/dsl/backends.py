@@ -9,7 +9,7 @@ when used (so importing argus.dsl never imports a GPU toolchain).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -41,7 +41,15 @@ def parse_target(text: str) -> Target:
 
 
 class Compiler(Protocol):
+    """Turns the canonical argus IR into the backend's stages."""
+
     def emit(self, module: Any, stage: str) -> str: ...
+
+
+class Runtime(Protocol):
+    """Runs a compiled kernel: `args` are the runtime arguments in order (constexprs removed)."""
+
+    def launch(self, compiled: Any, grid: tuple[int, ...], args: Sequence[Any]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,7 @@ class BackendSpec:
     stages: tuple[str, ...]
     """What ``argus compile --emit`` can print for this backend."""
     compiler: Callable[[Target], Compiler]
+    runtime: Callable[[Target], Runtime]
 
 
 class _InterpreterCompiler:
@@ -69,7 +78,19 @@ class _InterpreterCompiler:
         return str(module)
 
 
-INTERPRETER = BackendSpec("interp", ("interp",), ("mlir", "lowered"), _InterpreterCompiler)
+class _InterpreterRuntime:
+    """Launches on numpy arrays with the reference interpreter."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+
+    def launch(self, compiled: Any, grid: tuple[int, ...], args: Sequence[Any]) -> None:
+        from .interpreter import Interpreter
+
+        Interpreter(compiled.op, compiled.locations).launch(grid, args)
+
+
+INTERPRETER = BackendSpec("interp", ("interp",), ("mlir", "lowered"), _InterpreterCompiler, _InterpreterRuntime)
 
 
 def backend_for(target: Target) -> BackendSpec:

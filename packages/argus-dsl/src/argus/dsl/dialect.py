@@ -298,6 +298,18 @@ class ExtractOp(IRDLOperation):
 
 
 @irdl_op_definition
+class BytePermOp(IRDLOperation):
+    """Pick bytes of ``concat(a, b)``: result byte k is byte ``selector[k]`` (a compile-time list)."""
+
+    name = "argus.byte_perm"
+    a = operand_def()
+    b = operand_def()
+    selector = prop_def(ArrayAttr[IntAttr])
+    result = result_def()
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
 class AtomicOp(IRDLOperation):
     """Read-modify-write of one element (`kind`: add, max, min, exchange); returns the old value."""
 
@@ -505,6 +517,7 @@ OPERATIONS: list[type[IRDLOperation]] = [
     BitcastOp,
     ConcatOp,
     ExtractOp,
+    BytePermOp,
     AtomicOp,
     LoadOp,
     StoreOp,
@@ -549,6 +562,7 @@ __all__ = [
     "Argus",
     "AtomicOp",
     "BitcastOp",
+    "BytePermOp",
     "ConcatOp",
     "ExtractOp",
     "TensorViewOp",

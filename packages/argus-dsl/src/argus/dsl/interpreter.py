@@ -22,8 +22,8 @@ from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from . import dialect as D
-from .dialect import layout_from_text
 from .atoms import MMAAtom
+from .dialect import layout_from_text
 from .dtypes import DType, boolean
 from .errors import ArgusLaunchError, KernelFault, SourceLocation
 from .types import dtype_of_mlir
@@ -508,6 +508,12 @@ def _concat(interp: Interpreter, op: D.ConcatOp, frame: _Frame, mask: np.ndarray
     _set(frame, op, _result_dtype(op).decode(raw))
 
 
+def _byte_perm(interp: Interpreter, op: D.BytePermOp, frame: _Frame, mask: np.ndarray) -> None:
+    raw = np.concatenate([_operand_dtype(v).encode(_value_array(frame, v)) for v in (op.a, op.b)], axis=-1)
+    picks = [i.data for i in op.selector.data]
+    _set(frame, op, _result_dtype(op).decode(raw[..., picks]))
+
+
 def _extract(interp: Interpreter, op: D.ExtractOp, frame: _Frame, mask: np.ndarray) -> None:
     out = _result_dtype(op)
     raw = _operand_dtype(op.value).encode(_value_array(frame, op.value))
@@ -845,7 +851,7 @@ def _handlers() -> dict[type, Rule]:
         D.SyncThreadsOp: _sync,
         D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
         D.SliceOp: _slice, D.MmaOp: _mma, D.PartitionOp: _partition,
-        D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract, D.TensorViewOp: _tensor_view,
+        D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract, D.BytePermOp: _byte_perm, D.TensorViewOp: _tensor_view,
         D.AtomicOp: _atomic,
         D.TagOp: _compile_time_only, D.TagAssertOp: _compile_time_only, D.ResetTagsOp: _compile_time_only,
         scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _yield,

@@ -127,8 +127,9 @@ class Kernel:
 
         return launch
 
-    def launch(self, grid: tuple[int, ...], args: Sequence[Any], constants: dict[str, Any]) -> None:
-        from .interpreter import Interpreter
+    def launch(self, grid: tuple[int, ...], args: Sequence[Any], constants: dict[str, Any], target: str = "interp") -> None:
+        """Compile for these constexprs (cached) and run on `target`'s runtime."""
+        from .backends import backend_for, parse_target
 
         params = list(self.signature.parameters)
         if len(args) > len(params):
@@ -144,7 +145,8 @@ class Kernel:
             raise ArgusLaunchError(f"{self.name}: missing argument(s) {missing}")
         compiled = self.compile(**{n: given[n] for n in constexprs})
         runtime = [given[p] for p in params if p not in constexprs]
-        Interpreter(compiled.op, compiled.locations).launch(grid, runtime)
+        where = parse_target(target)
+        backend_for(where).runtime(where).launch(compiled, grid, runtime)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise ArgusSyntaxError(f"launch {self.name} with a grid: {self.name}[grid](*args)")

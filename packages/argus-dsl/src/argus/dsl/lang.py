@@ -74,6 +74,11 @@ fma = Builtin("fma", "fma(a, b, c): a*b + c with one rounding.")
 bitcast = Builtin("bitcast", "bitcast(x, dtype): the same bits as another type of the same size.")
 concat = Builtin("concat", "concat(a, b, ...): the bytes of a, then b, ... (a lowest) as one wider unsigned or vector value.")
 lo = Builtin("lo", "lo(x): the low half of x's bits.")
+byte_perm = Builtin(
+    "byte_perm",
+    "byte_perm(a, b, (i0, i1, ...)): byte k of the result is byte i_k of concat(a, b); the selector is "
+    "a compile-time tuple whose length gives the result's size in bytes.",
+)
 hi = Builtin("hi", "hi(x): the high half of x's bits.")
 atomic_add = Builtin("atomic_add", "atomic_add(t[coords], v): add v to one element atomically; returns the old value.")
 atomic_max = Builtin("atomic_max", "atomic_max(t[coords], v): atomically keep the larger; returns the old value.")
@@ -116,7 +121,7 @@ BUILTINS: dict[str, Builtin] = {
     for b in (
         syncthreads, make_shared, make_local, static_range, select, exp2, log2, rsqrt, sqrt, fma,
         lane_id, warp_id, shfl_xor, shfl_idx, shfl_down, shfl_up, warp_sum, warp_max, warp_min, matmul,
-        tag, reset_tags, partition, local_tile, bitcast, concat, lo, hi, atomic_add, atomic_max, atomic_min, atomic_exchange,
+        tag, reset_tags, partition, local_tile, byte_perm, bitcast, concat, lo, hi, atomic_add, atomic_max, atomic_min, atomic_exchange,
     )
 }
 INDEX_SPACES: dict[str, IndexSpace] = {s.name: s for s in (thread_idx, block_idx, block_dim, grid_dim)}

@@ -169,6 +169,19 @@ class Calls:
                 raise self.type_error(node, f"concat makes {total} bits; results of 16, 32, 64, 128 or 256 bits exist")
             op = D.ConcatOp.create(operands=[a.ssa for a in args], result_types=[mlir_type(wide)])
             return Value(self.emit(op).results[0], wide)
+        if name == "byte_perm":
+            if len(args) != 3 or not all(isinstance(a, Value) for a in args[:2]):
+                raise self.type_error(node, "byte_perm(a, b, selector) of two runtime values and a tuple of byte indices")
+            selector = args[2]
+            total = args[0].dtype.nbytes + args[1].dtype.nbytes
+            if (not isinstance(selector, tuple) or not all(isinstance(i, int) and 0 <= i < total for i in selector)
+                    or _bits_type(8 * len(selector)) is None):
+                raise self.type_error(node.args[2], f"the selector is a compile-time tuple of 2, 4, 8, 16 or 32 byte indices below {total}")
+            out = _bits_type(8 * len(selector))
+            op = D.BytePermOp.create(operands=[args[0].ssa, args[1].ssa],
+                                     properties={"selector": builtin.ArrayAttr([builtin.IntAttr(i) for i in selector])},
+                                     result_types=[mlir_type(out)])  # type: ignore[arg-type]
+            return Value(self.emit(op).results[0], out)  # type: ignore[arg-type]
         if name in ("lo", "hi"):
             if len(args) != 1 or not isinstance(args[0], Value) or args[0].dtype.kind == "bool":
                 raise self.type_error(node, f"{name}(value) of a runtime value")
