@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .atoms import MMAAtom, universal_fma
+from .atoms import CopyAtom, MMAAtom, copy_vector, universal_fma
 from .dtypes import (
     DType,
     bf16,
@@ -45,6 +45,7 @@ from .errors import (
 )
 from .kernel import CompiledKernel, Kernel, kernel
 from .lang import (
+    DeviceFunction,
     Tensor,
     atomic_add,
     atomic_exchange,
@@ -56,6 +57,8 @@ from .lang import (
     byte_perm,
     concat,
     constexpr,
+    copy,
+    device,
     exp2,
     fma,
     grid_dim,
@@ -68,6 +71,7 @@ from .lang import (
     make_shared,
     matmul,
     partition,
+    rcp,
     reset_tags,
     rsqrt,
     select,
@@ -108,7 +112,9 @@ __all__ = [
     "ArgusSyntaxError",
     "ArgusTypeError",
     "CompiledKernel",
+    "CopyAtom",
     "DType",
+    "DeviceFunction",
     "Kernel",
     "KernelFault",
     "MMAAtom",
@@ -127,6 +133,9 @@ __all__ = [
     "byte_perm",
     "concat",
     "constexpr",
+    "copy",
+    "copy_vector",
+    "device",
     "exp2",
     "f16",
     "f32",
@@ -152,6 +161,7 @@ __all__ = [
     "make_shared",
     "matmul",
     "partition",
+    "rcp",
     "reset_tags",
     "rsqrt",
     "select",

@@ -66,3 +66,57 @@ def universal_fma(dtype: DType) -> MMAAtom:
     """One thread, 1×1×1: ``c += a * b``. Every target can run it."""
     one = Layout((1, 1), (0, 0))
     return MMAAtom(f"fma_{dtype}", (1, 1, 1), 1, one, one, one, dtype, dtype, dtype)
+
+
+@dataclass(frozen=True)
+class CopyAtom:
+    """A copy instruction described by layouts.
+
+    Every thread reads its source fragment and writes its target fragment in vectors of
+    `vector_bytes`, each contiguous and aligned in memory. A cooperative atom (`threads` > 1,
+    like a warp-wide matrix load) also redistributes: over a tile of `size` elements,
+    ``src_layout(t, v)`` is where thread t's v-th source value sits and ``dst_layout(t, v)``
+    which element thread t receives as its v-th target value. Without layouts the atom is a
+    plain per-thread copy. The interpreter runs any atom from this description.
+    """
+
+    name: str
+    vector_bytes: int
+    threads: int = 1
+    src_layout: Layout | None = None
+    dst_layout: Layout | None = None
+
+    def __post_init__(self) -> None:
+        if self.vector_bytes not in (1, 2, 4, 8, 16, 32):
+            raise ArgusTypeError(f"copy atom {self.name}: vectors are 1, 2, 4, 8, 16 or 32 bytes, got {self.vector_bytes}")
+        if (self.src_layout is None) != (self.dst_layout is None) or (self.threads > 1 and self.src_layout is None):
+            raise ArgusTypeError(f"copy atom {self.name}: a cooperative atom needs both a source and a target layout")
+        if self.src_layout is not None and self.dst_layout is not None:
+            for label, layout in (("source", self.src_layout), ("target", self.dst_layout)):
+                if layout.rank != 2 or layout[0].size() != self.threads:
+                    raise ArgusTypeError(f"copy atom {self.name}: the {label} layout must be (threads={self.threads}, values)")
+            size = self.src_layout.size()
+            for label, layout in (("source", self.src_layout), ("target", self.dst_layout)):
+                if not np.array_equal(np.sort(layout.offsets()), np.arange(size)):
+                    raise ArgusTypeError(f"copy atom {self.name}: the {label} layout must cover its {size} elements once each")
+
+    def values(self) -> int | None:
+        """Values per thread per use (None: any multiple of a vector, for a per-thread copy)."""
+        return None if self.src_layout is None else self.src_layout[1].size()
+
+    def as_properties(self) -> dict[str, str]:
+        props = {"atom": self.name, "vector_bytes": str(self.vector_bytes), "threads": str(self.threads)}
+        if self.src_layout is not None and self.dst_layout is not None:
+            props |= {"src_layout": str(self.src_layout), "dst_layout": str(self.dst_layout)}
+        return props
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> CopyAtom:
+        src, dst = props.get("src_layout"), props.get("dst_layout")
+        return cls(props["atom"], int(props["vector_bytes"]), int(props["threads"]),
+                   parse(src) if src else None, parse(dst) if dst else None)
+
+
+def copy_vector(nbytes: int) -> CopyAtom:
+    """Per-thread copies in `nbytes`-byte vectors (the wide loads and stores every GPU has)."""
+    return CopyAtom(f"copy_{nbytes}B", nbytes)

@@ -432,6 +432,17 @@ class MmaOp(IRDLOperation):
 
 
 @irdl_op_definition
+class CopyOp(IRDLOperation):
+    """Each thread copies its `source` fragment into its `target` fragment (same size and type)
+    with a copy atom, whose full description is in `atom` (see argus.dsl.atoms)."""
+
+    name = "argus.copy"
+    source = operand_def(TileType)
+    target = operand_def(TileType)
+    atom = prop_def(builtin.DictionaryAttr)
+
+
+@irdl_op_definition
 class PartitionOp(IRDLOperation):
     """One part of a tile chosen at run time: `selector` (a layout in the tile's unswizzled
     offset space) maps `index` to where the part starts; the result type's layout says how the
@@ -530,6 +541,7 @@ OPERATIONS: list[type[IRDLOperation]] = [
     LaneIdOp,
     WarpIdOp,
     MmaOp,
+    CopyOp,
     PartitionOp,
     SliceOp,
     TagOp,
@@ -564,6 +576,7 @@ __all__ = [
     "BitcastOp",
     "BytePermOp",
     "ConcatOp",
+    "CopyOp",
     "ExtractOp",
     "TensorViewOp",
     "BlockDimOp",

@@ -22,7 +22,7 @@ from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from . import dialect as D
-from .atoms import MMAAtom
+from .atoms import CopyAtom, MMAAtom
 from .dialect import layout_from_text
 from .dtypes import DType, boolean
 from .errors import ArgusLaunchError, KernelFault, SourceLocation
@@ -119,7 +119,7 @@ class Interpreter:
         self.block_dims = _pad3(kernel.block_dims)
         self.warp_size = kernel.warp_size.data
         self.handlers = _handlers()
-        self._atoms: dict[Operation, MMAAtom] = {}
+        self._atoms: dict[Operation, MMAAtom | CopyAtom] = {}
         self.constants: dict[Operation, np.ndarray] = {}
 
     def launch(self, grid: Sequence[int], args: Sequence[Any]) -> None:
@@ -174,6 +174,13 @@ class Interpreter:
                 if handler is None:
                     raise KernelFault("unsupported", f"the interpreter has no rule for {op.name}", self.locations.get(op), {})
                 handler(self, op, frame, mask)
+
+    def copy_atom(self, op: D.CopyOp) -> CopyAtom:
+        """The copy atom a copy op names, rebuilt once from its properties."""
+        atom = self._atoms.get(op)
+        if atom is None:
+            atom = self._atoms[op] = CopyAtom.from_properties({k: v.data for k, v in op.atom.data.items()})  # type: ignore[attr-defined]
+        return atom  # type: ignore[return-value]
 
     def atom(self, op: D.MmaOp) -> MMAAtom:
         """The atom an mma op names, rebuilt once from its properties."""
@@ -450,23 +457,96 @@ def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
     return offsets[..., None] * tile.dtype.nbytes + np.arange(tile.dtype.nbytes)
 
 
-def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> None:
-    atom = interp.atom(op)
-    group = atom.threads
+def _copy(interp: Interpreter, op: D.CopyOp, frame: _Frame, mask: np.ndarray) -> None:
+    atom = interp.copy_atom(op)
+    source: TileValue = _value(frame, op.source)
+    target: TileValue = _value(frame, op.target)
+    threads = _atom_threads(interp, op, frame, mask, atom.threads, atom.name)
+    if threads.size == 0:
+        return
+    nbytes = source.dtype.nbytes
+    src_idx = _fragment_bytes(source, threads)
+    dst_idx = _fragment_bytes(target, threads)
+    for idx, tile, role in ((src_idx, source, "source"), (dst_idx, target, "target")):
+        _check_vectors(interp, op, frame, atom, idx[..., 0], threads, tile, role)
+    owners = np.repeat(threads, src_idx.shape[1])
+    if source.memory.space == "local":
+        raw = source.memory.data[threads[:, None, None], src_idx]
+        unset = ~source.memory.written[threads[:, None, None], src_idx]  # type: ignore[index]
+    else:
+        raw = source.memory.data[src_idx]
+        unset = ~source.memory.written[src_idx]  # type: ignore[index]
+        _check_read_race(interp, op, frame, source.memory, src_idx.reshape(-1, nbytes), owners)
+    if unset.any():
+        t = int(np.flatnonzero(unset.any(axis=(1, 2)))[0])
+        raise interp.fault("uninitialized-read", f"thread {int(threads[t])} copies from {source.memory.space} bytes "
+                           "that no thread has written", op, frame, thread=int(threads[t]), array=source.memory.name)
+    if atom.src_layout is not None and atom.dst_layout is not None:
+        raw = _redistribute(raw, atom, threads.size)
+    if target.memory.space == "local":
+        target.memory.data[threads[:, None, None], dst_idx] = raw
+        target.memory.written[threads[:, None, None], dst_idx] = True  # type: ignore[index]
+    else:
+        _check_write_race(interp, op, frame, target.memory, dst_idx.reshape(-1, nbytes), owners)
+        target.memory.data[dst_idx] = raw
+        target.memory.written[dst_idx] = True  # type: ignore[index]
+
+
+def _redistribute(raw: np.ndarray, atom: CopyAtom, count: int) -> np.ndarray:
+    """Per group of atom.threads threads and per repetition: the atom tile gathered through the
+    source layout, handed out through the target layout. raw is (threads, values, bytes)."""
+    group, per = atom.threads, atom.values()
+    assert atom.src_layout is not None and atom.dst_layout is not None and per is not None
+    values, nbytes = raw.shape[1], raw.shape[2]
+    reps = values // per
+    # (groups, threads, reps, per, bytes) -> atom-tile order (thread fastest, as layouts index)
+    blocks = raw.reshape(count // group, group, reps, per, nbytes).transpose(0, 2, 3, 1, 4)
+    tile = np.empty_like(blocks.reshape(count // group, reps, group * per, nbytes))
+    tile[:, :, atom.src_layout.offsets()] = blocks.reshape(count // group, reps, group * per, nbytes)
+    out = tile[:, :, atom.dst_layout.offsets()].reshape(count // group, reps, per, group, nbytes)
+    return out.transpose(0, 3, 1, 2, 4).reshape(count, values, nbytes)
+
+
+def _check_vectors(interp: Interpreter, op: Operation, frame: _Frame, atom: CopyAtom, first_bytes: np.ndarray,
+                   threads: np.ndarray, tile: TileValue, role: str) -> None:
+    """Every `vector_bytes` run of a fragment must be contiguous and aligned in memory."""
+    nbytes = tile.dtype.nbytes
+    per_vector = atom.vector_bytes // nbytes
+    groups = first_bytes.reshape(threads.size, -1, per_vector)
+    contiguous = (np.diff(groups, axis=-1) == nbytes).all(axis=-1) if per_vector > 1 else np.ones(groups.shape[:2], bool)
+    aligned = groups[..., 0] % atom.vector_bytes == 0
+    bad = ~(contiguous & aligned)
+    if bad.any():
+        t, g = (int(i) for i in np.argwhere(bad)[0])
+        what = "not contiguous" if not contiguous[t, g] else f"not aligned to {atom.vector_bytes} bytes"
+        raise interp.fault(
+            "misaligned-copy", f"{atom.name}: thread {int(threads[t])}'s vector {g} of the {role} starts at byte "
+            f"{int(groups[t, g, 0])} and is {what}", op, frame, thread=int(threads[t]), array=tile.memory.name,
+        )
+
+
+def _atom_threads(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, group: int, name: str) -> np.ndarray:
+    """The active threads of an atom, which must come in whole groups of `group` threads."""
     if frame.threads % group:
-        raise interp.fault("atom-threads", f"atom {atom.name} needs the block size to be a multiple of {group} threads",
-                           op, frame)
+        raise interp.fault("atom-threads", f"atom {name} needs the block size to be a multiple of {group} threads", op, frame)
     active = mask.reshape(-1, group)
     partial = active.any(axis=1) & ~active.all(axis=1)
     if partial.any():
         g = int(np.flatnonzero(partial)[0])
         idle = [int(t) for t in np.flatnonzero(~active[g]) + g * group]
-        raise interp.fault("inactive-lane", f"atom {atom.name} needs all {group} threads of group {g}; "
+        raise interp.fault("inactive-lane", f"atom {name} needs all {group} threads of group {g}; "
                            f"threads {idle[:8]} are not active here", op, frame, threads=idle)
     groups = np.flatnonzero(active.all(axis=1))
-    if groups.size == 0:
+    return (groups[:, None] * group + np.arange(group)).reshape(-1)
+
+
+def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> None:
+    atom = interp.atom(op)
+    group = atom.threads
+    threads = _atom_threads(interp, op, frame, mask, group, atom.name)
+    if threads.size == 0:
         return
-    threads = (groups[:, None] * group + np.arange(group)).reshape(-1)
+    groups = threads[::group] // group
     m, n, k = atom.shape
 
     def read(tile: TileValue, label: str) -> np.ndarray:
@@ -850,7 +930,7 @@ def _handlers() -> dict[type, Rule]:
         D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
         D.SyncThreadsOp: _sync,
         D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
-        D.SliceOp: _slice, D.MmaOp: _mma, D.PartitionOp: _partition,
+        D.SliceOp: _slice, D.MmaOp: _mma, D.PartitionOp: _partition, D.CopyOp: _copy,
         D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract, D.BytePermOp: _byte_perm, D.TensorViewOp: _tensor_view,
         D.AtomicOp: _atomic,
         D.TagOp: _compile_time_only, D.TagAssertOp: _compile_time_only, D.ResetTagsOp: _compile_time_only,

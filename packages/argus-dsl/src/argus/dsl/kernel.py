@@ -167,15 +167,18 @@ def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None 
     return lambda f: Kernel(f, block, warp_size)
 
 
-def _globals_fingerprint(source: KernelSource) -> list[str]:
+def _globals_fingerprint(source: KernelSource, seen: frozenset[int] = frozenset()) -> list[str]:
     """The module-level values a kernel's body names, as text: changing one (a layout, a
-    block size, an atom) must not reuse an old compile. Modules, functions and classes are
-    named by their qualified name."""
+    block size, an atom, a device function's code) must not reuse an old compile. Modules,
+    functions and classes are named by their qualified name."""
     names = sorted({n.id for n in ast.walk(source.tree) if isinstance(n, ast.Name) and n.id in source.globals})
     out = []
     for n in names:
         value = source.globals[n]
-        if inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value):
+        if isinstance(value, lang.DeviceFunction):
+            inner = [] if id(value) in seen else _globals_fingerprint(value.source, seen | {id(value)})
+            out.append(f"{n}=device:{ast.dump(value.source.tree)}:{inner}")
+        elif inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value):
             out.append(f"{n}={getattr(value, '__qualname__', getattr(value, '__name__', n))}")
         else:
             out.append(f"{n}={value!r}")

@@ -70,6 +70,7 @@ log2 = Builtin("log2", "log2(x) for floats.")
 rsqrt = Builtin("rsqrt", "1/sqrt(x) for floats.")
 sqrt = Builtin("sqrt", "sqrt(x) for floats.")
 fma = Builtin("fma", "fma(a, b, c): a*b + c with one rounding.")
+rcp = Builtin("rcp", "rcp(x): 1/x for floats.")
 
 bitcast = Builtin("bitcast", "bitcast(x, dtype): the same bits as another type of the same size.")
 concat = Builtin("concat", "concat(a, b, ...): the bytes of a, then b, ... (a lowest) as one wider unsigned or vector value.")
@@ -84,6 +85,11 @@ atomic_add = Builtin("atomic_add", "atomic_add(t[coords], v): add v to one eleme
 atomic_max = Builtin("atomic_max", "atomic_max(t[coords], v): atomically keep the larger; returns the old value.")
 atomic_min = Builtin("atomic_min", "atomic_min(t[coords], v): atomically keep the smaller; returns the old value.")
 atomic_exchange = Builtin("atomic_exchange", "atomic_exchange(t[coords], v): store v atomically; returns the old value.")
+copy = Builtin(
+    "copy",
+    "copy(src, dst, atom): each thread copies its fragment src into dst (tiles of equal size and type) "
+    "with a CopyAtom, e.g. copy_vector(16) for 16-byte vectors that must be contiguous and aligned.",
+)
 partition = Builtin(
     "partition",
     "partition(tile, tv_layout, thread): the elements of `tile` that thread `thread` holds under the "
@@ -119,9 +125,9 @@ matmul = Builtin(
 BUILTINS: dict[str, Builtin] = {
     b.name: b
     for b in (
-        syncthreads, make_shared, make_local, static_range, select, exp2, log2, rsqrt, sqrt, fma,
+        syncthreads, make_shared, make_local, static_range, select, exp2, log2, rsqrt, sqrt, fma, rcp,
         lane_id, warp_id, shfl_xor, shfl_idx, shfl_down, shfl_up, warp_sum, warp_max, warp_min, matmul,
-        tag, reset_tags, partition, local_tile, byte_perm, bitcast, concat, lo, hi, atomic_add, atomic_max, atomic_min, atomic_exchange,
+        tag, reset_tags, partition, local_tile, byte_perm, copy, bitcast, concat, lo, hi, atomic_add, atomic_max, atomic_min, atomic_exchange,
     )
 }
 INDEX_SPACES: dict[str, IndexSpace] = {s.name: s for s in (thread_idx, block_idx, block_dim, grid_dim)}
@@ -152,6 +158,36 @@ class Tensor:
 class constexpr:  # noqa: N801 - spelled like a type annotation, as in Triton
     """Annotation of a compile-time constant parameter: ``BLOCK: constexpr``. Kernels are
     specialized (and cached) per value."""
+
+
+class DeviceFunction:
+    """A helper inlined into the kernels that call it (``@device``). It follows the language's
+    rules, takes values, tiles or compile-time values as arguments, and returns once, at its end."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self._source: Any = None
+
+    @property
+    def source(self) -> Any:
+        """The helper's syntax tree and module (a frontend KernelSource), read once."""
+        if self._source is None:
+            from .frontend.values import KernelSource
+
+            self._source = KernelSource.of(self.fn, ())
+        return self._source
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise ArgusSyntaxError(f"{self.name}() is a device function: call it from inside an @kernel function")
+
+    def __repr__(self) -> str:
+        return f"<argus device function {self.name}>"
+
+
+def device(fn: Callable[..., Any]) -> DeviceFunction:
+    """Declare a helper for kernels: ``@device``; it is inlined where it is called."""
+    return DeviceFunction(fn)
 
 
 def is_builtin(value: Any) -> bool:

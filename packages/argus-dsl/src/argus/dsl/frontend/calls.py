@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from xdsl.ir import SSAValue
 
 from .. import dialect as D
 from .. import lang
-from ..atoms import MMAAtom
+from ..atoms import CopyAtom, MMAAtom
 from ..dtypes import DTYPES, DType, i32
 from ..errors import ArgusSyntaxError, ArgusTypeError
 from ..types import mlir_type
@@ -42,6 +43,8 @@ class Calls:
             raise self.syntax_error(node, "keyword arguments are only accepted by compile-time functions")
         if isinstance(fn, BoundMethod):
             return self.view(node, fn.base)
+        if isinstance(fn, lang.DeviceFunction):
+            return self.inline(node, fn)
         if isinstance(fn, lang.Builtin):
             return self.builtin_call(node, fn)
         if isinstance(fn, DType):
@@ -66,6 +69,42 @@ class Calls:
             except (LayoutError, ValueError, TypeError, ArithmeticError) as err:
                 raise self.type_error(node, f"{describe(fn)} failed at compile time: {err}") from None
         raise self.type_error(node, f"{describe(fn)} is not callable in a kernel")
+
+    def inline(self, node: ast.Call, fn: lang.DeviceFunction) -> Any:
+        """Expand a device function in place: its parameters bound to the arguments, its
+        statements read in its own module, its final ``return`` giving the call's value."""
+        if fn in self.inlining:
+            raise self.type_error(node, f"device function {fn.name} calls itself; recursion is not supported")
+        fdef = fn.source.tree
+        spec = fdef.args
+        if spec.vararg or spec.kwarg or spec.kwonlyargs or spec.posonlyargs or node.keywords:
+            raise self.syntax_error(node, f"{fn.name}: device functions take plain positional parameters")
+        params = [a.arg for a in spec.args]
+        if len(node.args) != len(params):
+            raise self.type_error(node, f"{fn.name} takes {len(params)} argument(s), got {len(node.args)}")
+        args = [self.expr(a) for a in node.args]
+        saved = (self.src, self.env, self.constants)
+        self.src = dataclasses.replace(fn.source, block=self.src.block, warp_size=self.src.warp_size)
+        self.env, self.constants = dict(zip(params, args)), {}
+        self.inlining.append(fn)
+        try:
+            body = [s for s in fdef.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+            result = None
+            for i, stmt in enumerate(body):
+                if isinstance(stmt, ast.Return) and i == len(body) - 1:
+                    outer, self.node = self.node, stmt
+                    try:
+                        result = self.expr(stmt.value) if stmt.value is not None else None
+                    finally:
+                        self.node = outer
+                elif any(isinstance(n, ast.Return) for n in ast.walk(stmt)):
+                    raise self.syntax_error(stmt, f"{fn.name}: a device function returns once, as its last statement")
+                else:
+                    self.statement(stmt)
+            return result
+        finally:
+            self.inlining.pop()
+            self.src, self.env, self.constants = saved
 
     def resolve_callee(self, node: ast.expr) -> Any:
         try:
@@ -140,6 +179,10 @@ class Calls:
                 raise self.type_error(node, f"{name} takes a float, got {x.dtype}")
             cls = {"exp2": math.Exp2Op, "log2": math.Log2Op, "rsqrt": math.RsqrtOp, "sqrt": math.SqrtOp}[name]
             return Value(self.emit(cls(x.ssa)).results[0], x.dtype)
+        if name == "rcp":
+            if len(args) != 1 or not isinstance(args[0], Value) or not args[0].dtype.is_float:
+                raise self.type_error(node, "rcp(x) of a runtime float")
+            return self.arith(node, ast.Div(), self.constant(1.0, args[0].dtype), args[0])
         if name == "fma":
             if len(args) != 3:
                 raise self.type_error(node, "fma(a, b, c)")
@@ -149,6 +192,25 @@ class Calls:
             dt = typed[0].dtype
             a, b, c = (self.materialize(self.convert(v, dt, node), node) for v in args)
             return Value(self.emit(math.FmaOp(a.ssa, b.ssa, c.ssa)).results[0], dt)
+        if name == "copy":
+            if len(args) != 3 or not isinstance(args[2], CopyAtom):
+                raise self.type_error(node, "copy(src, dst, atom) with two tiles and a CopyAtom such as copy_vector(16)")
+            src, dst, atom = args
+            for label, t in (("source", src), ("target", dst)):
+                if not isinstance(t, TileRef):
+                    raise self.type_error(node, f"copy's {label} must be a tile, got {describe(t)}")
+            if src.type.dtype != dst.type.dtype or src.type.layout.size() != dst.type.layout.size():
+                raise self.type_error(node, f"copy needs tiles of one size and type: {src.type.layout.size()} {src.type.dtype} "
+                                            f"and {dst.type.layout.size()} {dst.type.dtype}")
+            count, nbytes = src.type.layout.size(), src.type.dtype.nbytes
+            if atom.vector_bytes % nbytes or (count * nbytes) % atom.vector_bytes:
+                raise self.type_error(node, f"{atom.name} moves {atom.vector_bytes}-byte vectors; a fragment of "
+                                            f"{count} {src.type.dtype} is not a whole number of them")
+            if atom.values() is not None and count % atom.values():  # type: ignore[operator]
+                raise self.type_error(node, f"{atom.name} moves {atom.values()} values per thread; the fragment holds {count}")
+            props = builtin.DictionaryAttr({k: builtin.StringAttr(v) for k, v in atom.as_properties().items()})
+            self.emit(D.CopyOp.create(operands=[src.ssa, dst.ssa], properties={"atom": props}))
+            return None
         if name in ("partition", "local_tile"):
             return self.partition(node, name, args)
         if name == "matmul":

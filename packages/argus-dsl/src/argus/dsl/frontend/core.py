@@ -44,6 +44,7 @@ class FrontEnd(Statements, Expressions, Calls):
         self.node: ast.AST | None = None
         self.locations: dict[Operation, SourceLocation] = {}
         self.tagged = False
+        self.inlining: list[Any] = []  # the device functions being expanded, innermost last
         """Where each op came from: the interpreter names the line of a fault with it."""
 
     # ---- errors ----------------------------------------------------------------------
