@@ -130,9 +130,15 @@ class Statements:
             raise self.type_error(node.iter, "static_range takes 1 to 3 arguments")
         if not isinstance(node.target, ast.Name):
             raise self.syntax_error(node.target, "the loop variable must be a name")
-        if len(range(*bounds)) > MAX_UNROLL:
-            raise self.type_error(node.iter, f"static_range of {len(range(*bounds))} iterations exceeds {MAX_UNROLL}; use range(...) for long loops")
-        for i in range(*bounds):
+        try:
+            iterations = range(*bounds)
+            count = iterations.stop - iterations.start
+            count = max(0, -(-count // iterations.step))  # len() overflows for huge ranges
+        except ValueError as err:  # a zero step
+            raise self.type_error(node.iter, f"static_range: {err}") from None
+        if count > MAX_UNROLL:
+            raise self.type_error(node.iter, f"static_range of {count} iterations exceeds {MAX_UNROLL}; use range(...) for long loops")
+        for i in iterations:
             self.env[node.target.id] = i
             for stmt in node.body:
                 self.statement(stmt)
@@ -141,14 +147,15 @@ class Statements:
         call: ast.Call = node.iter  # type: ignore[assignment]
         if not 1 <= len(call.args) <= 3 or call.keywords:
             raise self.type_error(call, "range takes 1 to 3 positional arguments")
-        args = [self.materialize(self.convert(self.expr(a), i32, a), a) for a in call.args]
+        raw = [self.expr(a) for a in call.args]
+        if len(raw) == 3 and not (isinstance(raw[2], int) and not isinstance(raw[2], bool) and raw[2] > 0):
+            raise self.type_error(call.args[2], "a runtime loop's step must be a positive compile-time int")
+        args = [self.materialize(self.convert(v, i32, a), a) for v, a in zip(raw, call.args)]
         start, stop, step = (
             (self.constant(0, i32), args[0], self.constant(1, i32)) if len(args) == 1
             else (args[0], args[1], self.constant(1, i32)) if len(args) == 2
             else tuple(args)
         )
-        if len(args) == 3 and not (isinstance(self.static_value(call.args[2]), int) and self.static_value(call.args[2]) > 0):
-            raise self.type_error(call.args[2], "a runtime loop's step must be a positive compile-time int")
         if not isinstance(node.target, ast.Name):
             raise self.syntax_error(node.target, "the loop variable must be a name")
         self.make_slots(node.body)
@@ -165,12 +172,6 @@ class Statements:
         else:
             self.env[node.target.id] = saved
         self.emit(scf.ForOp(start.ssa, stop.ssa, step.ssa, [], Region(body)))
-
-    def static_value(self, node: ast.expr) -> Any:
-        try:
-            return self.expr(node)
-        except (ArgusSyntaxError, ArgusTypeError):
-            return None
 
     def make_slots(self, body: list[ast.stmt]) -> None:
         """Turn the names assigned inside a runtime region into per-thread variables."""
