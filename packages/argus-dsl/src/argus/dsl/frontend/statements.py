@@ -16,7 +16,6 @@ from xdsl.ir import Block, Region
 from .. import dialect as D
 from .. import lang
 from ..dtypes import DType, boolean, f32, i32
-from ..errors import ArgusSyntaxError, ArgusTypeError
 from .limits import MAX_UNROLL
 from .values import PendingSlot, Slot, TensorRef, TileRef, Value, describe, truth
 
