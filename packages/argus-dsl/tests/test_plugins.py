@@ -44,3 +44,12 @@ def test_unknown_groups_and_targets_are_refused():
         parse_target("sm 90")
     with pytest.raises(TargetError, match="no installed backend"):
         backend_for(parse_target("amdgpu:gfx942"))
+
+
+def test_importing_the_language_loads_no_gpu_toolchain():
+    import subprocess
+    import sys
+
+    code = "import sys, argus.dsl; print(sorted(m for m in ('llvmlite', 'cuda', 'cupy', 'torch', 'hip') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
