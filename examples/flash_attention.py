@@ -17,9 +17,7 @@ element (same d for Q·Kᵀ, same key for P·V).
 import math
 
 import numpy as np
-
 from argus.dsl import (
-    MMAAtom,
     Problem,
     Tensor,
     bf16,
@@ -39,20 +37,10 @@ from argus.dsl import (
     syncthreads,
     tag,
     to_storage,
+    warp_mma_16x8x16,
 )
-from argus.layout import parse
 
-MMA = MMAAtom(
-    "mma_16x8x16_f32_bf16",
-    shape=(16, 8, 16),
-    threads=32,
-    a_layout=parse("((4,8),(2,2,2)):((32,1),(16,8,128))"),
-    b_layout=parse("((4,8),(2,2)):((16,1),(8,64))"),
-    c_layout=parse("((4,8),(2,2)):((32,1),(16,8))"),
-    a_dtype=bf16,
-    b_dtype=bf16,
-    c_dtype=f32,
-)
+MMA = warp_mma_16x8x16(bf16, bf16, f32)
 TILE = 16  # queries per block and keys per step
 
 

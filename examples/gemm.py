@@ -3,16 +3,14 @@
 Each block computes a 64×64 tile of C with 4 warps in a 2×2 arrangement, 32×32 per warp.
 Per 16-wide step of K, the block stages a 64×16 slice of A and of B in shared memory, each
 warp loads its fragments from there in the order the matrix-multiply atom wants them, and
-issues 2×4 atom operations of 16×8×16. The atom is described by thread/value layouts only
-(see argus.dsl.atoms); these are the layouts of a 16×8×16 warp-wide bf16 MMA.
+issues 2×4 atom operations of 16×8×16. The atom, `warp_mma_16x8x16`, is described by
+thread/value layouts only (see argus.dsl.atoms).
 
 M and N must be multiples of 64 and K of 16 (the interpreter reports any access outside).
 """
 
 import numpy as np
-
 from argus.dsl import (
-    MMAAtom,
     Problem,
     Tensor,
     bf16,
@@ -29,20 +27,10 @@ from argus.dsl import (
     thread_idx,
     to_storage,
     warp_id,
+    warp_mma_16x8x16,
 )
-from argus.layout import parse
 
-MMA = MMAAtom(
-    "mma_16x8x16_f32_bf16",
-    shape=(16, 8, 16),
-    threads=32,
-    a_layout=parse("((4,8),(2,2,2)):((32,1),(16,8,128))"),
-    b_layout=parse("((4,8),(2,2)):((16,1),(8,64))"),
-    c_layout=parse("((4,8),(2,2)):((32,1),(16,8))"),
-    a_dtype=bf16,
-    b_dtype=bf16,
-    c_dtype=f32,
-)
+MMA = warp_mma_16x8x16(bf16, bf16, f32)
 BM, BN, BK = 64, 64, 16
 THREADS = 128
 

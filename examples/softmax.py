@@ -8,7 +8,6 @@ sum of exponentials. ``exp2`` with the input scaled by log2(e) is how GPUs compu
 import math
 
 import numpy as np
-
 from argus.dsl import Problem, Tensor, block_idx, exp2, f32, kernel, lane_id, thread_idx, warp_max, warp_sum
 
 ROWS_PER_BLOCK = 4

@@ -7,8 +7,17 @@ one column touch 32 different banks.
 """
 
 import numpy as np
-
-from argus.dsl import Problem, Tensor, block_idx, f32, kernel, make_shared, static_range, syncthreads, thread_idx
+from argus.dsl import (
+    Problem,
+    Tensor,
+    block_idx,
+    f32,
+    kernel,
+    make_shared,
+    static_range,
+    syncthreads,
+    thread_idx,
+)
 from argus.layout import ComposedLayout, Layout, Swizzle
 
 TILE = 32

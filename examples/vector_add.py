@@ -1,7 +1,6 @@
 """Vector add: one element per thread, guarded against the ragged last block."""
 
 import numpy as np
-
 from argus.dsl import Problem, Tensor, block_idx, f32, kernel, thread_idx
 
 BLOCK = 128

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .atoms import CopyAtom, MMAAtom, copy_vector, universal_fma
+from .atoms import CopyAtom, MMAAtom, copy_vector, universal_fma, warp_mma_16x8x16
 from .dtypes import (
     DType,
     bf16,
@@ -183,6 +183,7 @@ __all__ = [
     "u8",
     "universal_fma",
     "warp_id",
+    "warp_mma_16x8x16",
     "warp_max",
     "warp_min",
     "warp_sum",

@@ -62,6 +62,23 @@ class MMAAtom:
                    parse(props["c_layout"]), a, b, c)  # type: ignore[arg-type]
 
 
+def warp_mma_16x8x16(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
+    """A warp-wide 16×8×16 atom: lane ``t0 + 4·t1`` holds A rows t1, t1+8 at columns
+    2·t0 (+1, +8, +9), B column t1 at rows 2·t0 (+1, +8, +9), and C rows t1, t1+8 at columns
+    2·t0 (+1). (These are the layouts of NVIDIA's m16n8k16 MMA; any target may run the atom.)"""
+    return MMAAtom(
+        f"mma_16x8x16_{c_dtype}_{a_dtype}_{b_dtype}",
+        shape=(16, 8, 16),
+        threads=32,
+        a_layout=parse("((4,8),(2,2,2)):((32,1),(16,8,128))"),
+        b_layout=parse("((4,8),(2,2)):((16,1),(8,64))"),
+        c_layout=parse("((4,8),(2,2)):((32,1),(16,8))"),
+        a_dtype=a_dtype,
+        b_dtype=b_dtype,
+        c_dtype=c_dtype,
+    )
+
+
 def universal_fma(dtype: DType) -> MMAAtom:
     """One thread, 1×1×1: ``c += a * b``. Every target can run it."""
     one = Layout((1, 1), (0, 0))
