@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = [ROOT / "docs" / "layout.md", ROOT / "packages" / "argus-layout" / "README.md", ROOT / "README.md"]
+DOCUMENTS = [
+    ROOT / "docs" / "layout.md",
+    ROOT / "packages" / "argus-layout" / "README.md",
+    ROOT / "packages" / "argus-verify" / "README.md",
+    ROOT / "README.md",
+]
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 

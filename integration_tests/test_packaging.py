@@ -48,3 +48,21 @@ def test_argus_layout_ships_type_information(layout_venv: Path) -> None:
     out = subprocess.run([layout_venv, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.strip() == "True"
 
+
+
+def test_argus_verify_installs_without_the_dsl(tmp_path: Path) -> None:
+    """The layout checker needs only argus-layout: no xDSL, no DSL."""
+    env = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env)
+    python = env / "bin" / "python"
+    subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         str(ROOT / "packages" / "argus-layout"), str(ROOT / "packages" / "argus-verify")],
+        check=True,
+    )
+    listed = subprocess.run([python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
+                            check=True, capture_output=True, text=True).stdout
+    installed = {p["name"].lower() for p in json.loads(listed)} - {"pip", "setuptools", "wheel"}
+    assert installed == {"argus-layout", "argus-verify", "numpy"}
+    result = subprocess.run([env / "bin" / "argus-verify", "layout", "injective", "(4,8):(1,2)"], capture_output=True, text=True)
+    assert result.returncode == 1 and "offset = 2" in result.stdout

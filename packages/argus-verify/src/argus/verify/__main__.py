@@ -1,0 +1,8 @@
+"""``python -m argus.verify`` is the ``argus-verify`` command."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

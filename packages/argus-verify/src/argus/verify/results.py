@@ -1,0 +1,80 @@
+"""What a check concludes: proved, violated (with witnesses) or unknown (with the reason).
+
+An unknown is never a pass. A witness is a plain dictionary of the facts that pin a
+violation down (coordinates, offsets, threads, ...), printable for people and as JSON.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Verdict(enum.Enum):
+    PROVED = "proved"
+    VIOLATED = "violated"
+    UNKNOWN = "unknown"
+
+    @property
+    def exit_status(self) -> int:
+        """0 proved, 1 violated, 2 unknown (the convention of every argus-verify command)."""
+        return {"proved": 0, "violated": 1, "unknown": 2}[self.value]
+
+
+@dataclass(frozen=True)
+class Result:
+    claim: str
+    verdict: Verdict
+    reason: str = ""
+    """How it was decided (the proof method), or why it could not be."""
+    witnesses: tuple[dict[str, Any], ...] = field(default=())
+
+    @property
+    def proved(self) -> bool:
+        return self.verdict is Verdict.PROVED
+
+    def __bool__(self) -> bool:
+        return self.proved
+
+    def text(self) -> str:
+        lines = [f"{self.verdict.value}: {self.claim}"]
+        if self.reason:
+            lines.append(f"  {self.reason}")
+        for w in self.witnesses:
+            lines.append("  counterexample: " + ", ".join(f"{k} = {_show(v)}" for k, v in w.items()))
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "verdict": self.verdict.value, "reason": self.reason,
+                "witnesses": [{k: _jsonable(v) for k, v in w.items()} for w in self.witnesses]}
+
+    def json(self) -> str:
+        return json.dumps(self.as_dict(), indent=2)
+
+
+def proved(claim: str, reason: str) -> Result:
+    return Result(claim, Verdict.PROVED, reason)
+
+
+def violated(claim: str, reason: str, *witnesses: dict[str, Any]) -> Result:
+    return Result(claim, Verdict.VIOLATED, reason, tuple(witnesses))
+
+
+def unknown(claim: str, reason: str) -> Result:
+    return Result(claim, Verdict.UNKNOWN, reason)
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, tuple):
+        return "(" + ",".join(_show(e) for e in v) + ")"
+    return str(v)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return [_jsonable(e) for e in v]
+    if hasattr(v, "item"):
+        return v.item()
+    return v if isinstance(v, (int, float, str, bool, list, dict)) or v is None else str(v)
