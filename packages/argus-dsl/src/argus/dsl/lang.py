@@ -122,15 +122,6 @@ matmul = Builtin(
     "calling thread's fragments (local tiles in the atom's value order).",
 )
 
-BUILTINS: dict[str, Builtin] = {
-    b.name: b
-    for b in (
-        syncthreads, make_shared, make_local, static_range, select, exp2, log2, rsqrt, sqrt, fma, rcp,
-        lane_id, warp_id, shfl_xor, shfl_idx, shfl_down, shfl_up, warp_sum, warp_max, warp_min, matmul,
-        tag, reset_tags, partition, local_tile, byte_perm, copy, bitcast, concat, lo, hi, atomic_add, atomic_max, atomic_min, atomic_exchange,
-    )
-}
-INDEX_SPACES: dict[str, IndexSpace] = {s.name: s for s in (thread_idx, block_idx, block_dim, grid_dim)}
 
 
 class TensorAnnotation:
@@ -193,5 +184,3 @@ def device(fn: Callable[..., Any]) -> DeviceFunction:
 def is_builtin(value: Any) -> bool:
     return isinstance(value, (Builtin, IndexSpace))
 
-
-Decorator = Callable[[Callable[..., Any]], Any]
