@@ -1,0 +1,92 @@
+"""The tags of a memory, byte by byte, and who put them there.
+
+Shared buffers hold one tag per byte; registers one per byte per thread. Writes replace tags
+(a later write ordered after an earlier one is a new datum) except when two threads write
+different data to one shared byte with no barrier between them: that byte becomes ⊤ and the
+conflict is recorded. Each byte also remembers the program point (a caller-chosen integer,
+typically the index of a store's source location) and the thread of its last write, so a
+violation can name the line that wrote the wrong data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .tags import BOTTOM, TOP
+
+
+@dataclass
+class WriteConflict:
+    byte: int
+    threads: tuple[int, int]
+    sites: tuple[int, int]
+
+
+@dataclass
+class TagMemory:
+    name: str
+    tags: np.ndarray
+    site: np.ndarray
+    writer: np.ndarray
+    epoch_writer: np.ndarray
+    conflicts: list[WriteConflict] = field(default_factory=list)
+
+    @classmethod
+    def shared(cls, name: str, nbytes: int) -> TagMemory:
+        return cls(name, np.zeros(nbytes, np.int64), np.full(nbytes, -1, np.int64), np.full(nbytes, -1, np.int64),
+                   np.full(nbytes, -1, np.int64))
+
+    @classmethod
+    def registers(cls, name: str, threads: int, nbytes: int) -> TagMemory:
+        shape = (threads, nbytes)
+        return cls(name, np.zeros(shape, np.int64), np.full(shape, -1, np.int64), np.full(shape, -1, np.int64),
+                   np.full(shape, -1, np.int64))
+
+    @property
+    def per_thread(self) -> bool:
+        return self.tags.ndim == 2
+
+    def read(self, idx: np.ndarray, threads: np.ndarray) -> np.ndarray:
+        """Tags at byte indices `idx` (rows: one per thread in `threads`)."""
+        return self.tags[threads[:, None], idx] if self.per_thread else self.tags[idx]
+
+    def write(self, idx: np.ndarray, ids: np.ndarray, threads: np.ndarray, site: int) -> None:
+        """Thread `threads[r]` writes tags `ids[r]` at bytes `idx[r]`, at program point `site`."""
+        if self.per_thread:
+            rows = threads[:, None]
+            self.tags[rows, idx] = ids
+            self.site[rows, idx] = site
+            self.writer[rows, idx] = threads[:, None]
+            return
+        owners = np.broadcast_to(threads[:, None], idx.shape).reshape(-1)
+        flat, new = idx.reshape(-1), ids.reshape(-1)
+        old_writer, old_tag, old_site = self.epoch_writer[flat], self.tags[flat], self.site[flat]
+        clash = (old_writer >= 0) & (old_writer != owners) & (old_tag != new) & (old_tag != BOTTOM)
+        # within one write: two threads, one byte, different tags
+        order = np.argsort(flat, kind="stable")
+        same = np.flatnonzero((flat[order][1:] == flat[order][:-1]) & (new[order][1:] != new[order][:-1]))
+        result = new.copy()
+        for k in same:
+            a, b = order[k], order[k + 1]
+            result[a] = result[b] = TOP
+            self.conflicts.append(WriteConflict(int(flat[a]), (int(owners[a]), int(owners[b])), (site, site)))
+        for k in np.flatnonzero(clash):
+            result[k] = TOP
+            self.conflicts.append(WriteConflict(int(flat[k]), (int(old_writer[k]), int(owners[k])), (int(old_site[k]), site)))
+        self.tags[flat] = result
+        self.site[flat] = site
+        self.writer[flat] = owners
+        self.epoch_writer[flat] = owners
+
+    def barrier(self) -> None:
+        """Writes before a barrier are ordered before writes after it."""
+        self.epoch_writer.fill(-1)
+
+    def reset(self) -> None:
+        """Forget every tag (the buffer is about to hold other data)."""
+        self.tags.fill(BOTTOM)
+        self.site.fill(-1)
+        self.writer.fill(-1)
+        self.epoch_writer.fill(-1)
