@@ -170,10 +170,14 @@ class Interpreter:
     def run_block(self, block: Block, frame: _Frame, mask: np.ndarray) -> None:
         with np.errstate(all="ignore"):
             for op in block.ops:
-                handler = self.handlers.get(type(op))
-                if handler is None:
-                    raise KernelFault("unsupported", f"the interpreter has no rule for {op.name}", self.locations.get(op), {})
-                handler(self, op, frame, mask)
+                self.run_op(op, frame, mask)
+
+    def run_op(self, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
+        """One op for every thread of `mask` (subclasses add what else they track)."""
+        handler = self.handlers.get(type(op))
+        if handler is None:
+            raise KernelFault("unsupported", f"the interpreter has no rule for {op.name}", self.locations.get(op), {})
+        handler(self, op, frame, mask)
 
     def copy_atom(self, op: D.CopyOp) -> CopyAtom:
         """The copy atom a copy op names, rebuilt once from its properties."""
@@ -403,16 +407,20 @@ def _lane_or_warp(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray)
     _set(frame, op, ids.astype(np.int32))
 
 
-def _shuffle(interp: Interpreter, op: D.ShuffleOp, frame: _Frame, mask: np.ndarray) -> None:
+def shuffle_sources(interp: Interpreter, op: D.ShuffleOp, frame: _Frame) -> np.ndarray:
+    """The thread each thread reads in a shuffle (itself when the lane is outside the warp)."""
     w = interp.warp_size
     t = frame.thread_ids
     lane, base = t % w, t - t % w
     arg = _scalar_array(frame, op.lane).astype(np.int64)
-    mode = op.mode.data
-    src = {"xor": lane ^ arg, "idx": arg, "down": lane + arg, "up": lane - arg}[mode]
+    src = {"xor": lane ^ arg, "idx": arg, "down": lane + arg, "up": lane - arg}[op.mode.data]
     outside = (src < 0) | (src >= w)
-    source = np.where(outside, t, base + np.clip(src, 0, w - 1))
-    source = np.minimum(source, frame.threads - 1)
+    return np.minimum(np.where(outside, t, base + np.clip(src, 0, w - 1)), frame.threads - 1)
+
+
+def _shuffle(interp: Interpreter, op: D.ShuffleOp, frame: _Frame, mask: np.ndarray) -> None:
+    w = interp.warp_size
+    source = shuffle_sources(interp, op, frame)
     idle = mask & ~mask[source]
     if idle.any():
         k = int(np.flatnonzero(idle)[0])

@@ -1,0 +1,406 @@
+"""Shadow tags: the interpreter running a launch with every byte's tag beside its value.
+
+Tag functions set the tags of a tensor's or tile's elements; loads, stores, copies,
+shuffles, views and bit rearrangements move them byte for byte; arithmetic results are ⊤
+unless all their inputs are ⊥ (constants); a select takes the tags of the side it chose.
+Each tag assertion is checked for every active thread at the point the program reaches it,
+so a violation comes with the block, thread, loop indices, element and the line of the store
+that put the wrong data there. This is how witnesses found by the static checker are
+replayed, and how a kernel's assertions are tested on real launches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from argus.verify.assertions import check
+from argus.verify.memory import TagMemory
+from argus.verify.results import Result, proved, violated
+from argus.verify.tags import BOTTOM, TOP, TagTable
+from xdsl.dialects import arith, scf
+from xdsl.ir import Operation, SSAValue
+
+from . import dialect as D
+from .errors import KernelFault, SourceLocation
+from .interpreter import (
+    Interpreter,
+    Memory,
+    TensorValue,
+    TileValue,
+    _byte_indices,
+    _element_offsets,
+    _fragment_bytes,
+    _Frame,
+    _redistribute,
+    _scalar_array,
+    _value,
+    shuffle_sources,
+)
+from .types import dtype_of_mlir
+
+
+class ShadowInterpreter(Interpreter):
+    """An interpreter that also carries tags and checks tag assertions as it goes."""
+
+    def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation] | None = None) -> None:
+        super().__init__(kernel, locations)
+        self.table = TagTable()
+        self.tags: dict[SSAValue, np.ndarray] = {}
+        self.memories: dict[Any, TagMemory] = {}
+        self.sites: list[SourceLocation | None] = []
+        self.site_ids: dict[Operation, int] = {}
+        self.loops: list[scf.ForOp] = []
+        self.findings: list[dict[str, Any]] = []
+        self.alive: list[Memory] = []
+
+    # ---- bookkeeping -----------------------------------------------------------------
+    def run_op(self, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
+        if isinstance(op, scf.ForOp):
+            self.loops.append(op)
+            try:
+                super().run_op(op, frame, mask)
+            finally:
+                self.loops.pop()
+            return
+        super().run_op(op, frame, mask)
+        rule = _RULES.get(type(op))
+        if rule is not None:
+            rule(self, op, frame, mask)
+        elif op.results:
+            self.computed(op, frame)
+
+    def site(self, op: Operation) -> int:
+        ident = self.site_ids.get(op)
+        if ident is None:
+            ident = self.site_ids[op] = len(self.sites)
+            self.sites.append(self.locations.get(op))
+        return ident
+
+    def value_tags(self, frame: _Frame, ssa: SSAValue) -> np.ndarray:
+        tags = self.tags.get(ssa)
+        if tags is None:
+            return np.zeros((frame.threads, _width(ssa)), np.int64)
+        return tags
+
+    def computed(self, op: Operation, frame: _Frame) -> None:
+        """A computed value: ⊥ if every input is ⊥ (constants), ⊤ otherwise."""
+        inputs = [self.value_tags(frame, v) for v in op.operands if not isinstance(v.type, (D.TileType, D.TensorType))]
+        known = np.zeros(frame.threads, bool)
+        for t in inputs:
+            known |= (t != BOTTOM).any(axis=-1)
+        for result in op.results:
+            width = _width(result)
+            self.tags[result] = np.where(known[:, None], TOP, BOTTOM).astype(np.int64) * np.ones((1, width), np.int64)
+
+    def memory_tags(self, target: TensorValue | TileValue, frame: _Frame) -> TagMemory:
+        if isinstance(target, TensorValue):
+            buffer = target.array
+            while buffer.base is not None and isinstance(buffer.base, np.ndarray):
+                buffer = buffer.base
+            key: Any = ("global", buffer.__array_interface__["data"][0])
+            nbytes = target.array.nbytes
+            memory = self.memories.get(key)
+            if memory is None:
+                memory = self.memories[key] = TagMemory.shared(target.name, nbytes)
+            return memory
+        key = id(target.memory)
+        memory = self.memories.get(key)
+        if memory is None:
+            data = target.memory.data
+            memory = (TagMemory.registers(target.memory.name, *data.shape) if target.memory.space == "local"
+                      else TagMemory.shared(target.memory.name, data.shape[0]))
+            self.memories[key] = memory
+            self.alive.append(target.memory)  # keeps the id from being reused by a later block's memory
+        return memory
+
+    def element_bytes(self, target: TensorValue | TileValue, threads: np.ndarray) -> np.ndarray:
+        """Byte indices (threads, elements, bytes) of every element of a tensor or tile."""
+        nbytes = target.dtype.nbytes
+        if isinstance(target, TensorValue):
+            flat = np.arange(target.array.size)
+            return np.broadcast_to(_byte_indices(flat, nbytes)[None], (threads.size, flat.size, nbytes))
+        return _fragment_bytes(target, threads)
+
+    def coordinates(self, target: TensorValue | TileValue) -> list[np.ndarray]:
+        """Per-mode coordinates of every element, in element order."""
+        if isinstance(target, TensorValue):
+            return list(np.unravel_index(np.arange(target.array.size), target.array.shape))
+        layout = target.layout
+        inner = layout.inner if hasattr(layout, "inner") else layout
+        sizes = [m.size() for m in inner] if inner.rank > 1 else [inner.size()]
+        flat = np.arange(int(np.prod(sizes)))
+        out = []
+        for n in sizes:
+            out.append(flat % n)
+            flat = flat // n
+        return out
+
+
+def _width(ssa: SSAValue) -> int:
+    t = ssa.type
+    if isinstance(t, D.VarType):
+        return max(1, t.dtype.nbytes)
+    try:
+        return max(1, dtype_of_mlir(t).nbytes)
+    except TypeError:
+        return 1
+
+
+# ---- rules -----------------------------------------------------------------------------------
+
+
+def _load(s: ShadowInterpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
+    source = _value(frame, op.source)
+    threads = np.flatnonzero(mask)
+    if isinstance(op, D.LoadOp):
+        coords = [_scalar_array(frame, c)[mask].astype(np.int64) for c in op.coords]
+        offsets = _element_offsets(s, op, frame, source, coords, mask)
+    else:
+        offsets = _scalar_array(frame, op.offset)[mask].astype(np.int64)
+    idx = _byte_indices(offsets, source.dtype.nbytes)
+    tags = np.zeros((frame.threads, source.dtype.nbytes), np.int64)
+    tags[threads] = s.memory_tags(source, frame).read(idx, threads)
+    s.tags[op.result] = tags
+
+
+def _store(s: ShadowInterpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
+    target = _value(frame, op.target)
+    threads = np.flatnonzero(mask)
+    if isinstance(op, D.StoreOp):
+        coords = [_scalar_array(frame, c)[mask].astype(np.int64) for c in op.coords]
+        offsets = _element_offsets(s, op, frame, target, coords, mask)
+    else:
+        offsets = _scalar_array(frame, op.offset)[mask].astype(np.int64)
+    idx = _byte_indices(offsets, target.dtype.nbytes)
+    s.memory_tags(target, frame).write(idx, s.value_tags(frame, op.value)[threads], threads, s.site(op))
+
+
+def _same_bytes(s: ShadowInterpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
+    s.tags[op.result] = s.value_tags(frame, op.operands[0]).copy()
+
+
+def _concat(s: ShadowInterpreter, op: D.ConcatOp, frame: _Frame, mask: np.ndarray) -> None:
+    s.tags[op.result] = np.concatenate([s.value_tags(frame, v) for v in op.values], axis=-1)
+
+
+def _extract(s: ShadowInterpreter, op: D.ExtractOp, frame: _Frame, mask: np.ndarray) -> None:
+    start = op.byte.data
+    s.tags[op.result] = s.value_tags(frame, op.value)[:, start:start + _width(op.result)].copy()
+
+
+def _byte_perm(s: ShadowInterpreter, op: D.BytePermOp, frame: _Frame, mask: np.ndarray) -> None:
+    both = np.concatenate([s.value_tags(frame, op.a), s.value_tags(frame, op.b)], axis=-1)
+    s.tags[op.result] = both[:, [i.data for i in op.selector.data]]
+
+
+def _select(s: ShadowInterpreter, op: arith.SelectOp, frame: _Frame, mask: np.ndarray) -> None:
+    cond = _scalar_array(frame, op.cond).astype(bool)[:, None]
+    s.tags[op.result] = np.where(cond, s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs))
+
+
+def _constant(s: ShadowInterpreter, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
+    s.tags[op.results[0]] = np.zeros((frame.threads, _width(op.results[0])), np.int64)
+
+
+def _shuffle(s: ShadowInterpreter, op: D.ShuffleOp, frame: _Frame, mask: np.ndarray) -> None:
+    s.tags[op.result] = s.value_tags(frame, op.value)[shuffle_sources(s, op, frame)].copy()
+
+
+def _var(s: ShadowInterpreter, op: D.VarOp, frame: _Frame, mask: np.ndarray) -> None:
+    s.tags[op.result] = np.zeros((frame.threads, _width(op.result)), np.int64)
+
+
+def _var_store(s: ShadowInterpreter, op: D.VarStoreOp, frame: _Frame, mask: np.ndarray) -> None:
+    slot = s.tags[op.var]
+    slot[mask] = s.value_tags(frame, op.value)[mask]
+
+
+def _var_load(s: ShadowInterpreter, op: D.VarLoadOp, frame: _Frame, mask: np.ndarray) -> None:
+    s.tags[op.result] = s.tags[op.var].copy()
+
+
+def _fragment_write(s: ShadowInterpreter, op: Operation, frame: _Frame, tile: TileValue, threads: np.ndarray,
+                    tags: np.ndarray) -> None:
+    idx = _fragment_bytes(tile, threads)
+    memory = s.memory_tags(tile, frame)
+    memory.write(idx.reshape(threads.size, -1), tags.reshape(threads.size, -1), threads, s.site(op))
+
+
+def _copy(s: ShadowInterpreter, op: D.CopyOp, frame: _Frame, mask: np.ndarray) -> None:
+    source, target = _value(frame, op.source), _value(frame, op.target)
+    threads = np.flatnonzero(mask)
+    if threads.size == 0:
+        return
+    src_idx = _fragment_bytes(source, threads)
+    tags = s.memory_tags(source, frame).read(src_idx.reshape(threads.size, -1), threads).reshape(src_idx.shape)
+    atom = s.copy_atom(op)
+    if atom.src_layout is not None:
+        tags = _redistribute(tags, atom, threads.size)
+    _fragment_write(s, op, frame, target, threads, tags)
+
+
+def _mma(s: ShadowInterpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> None:
+    c = _value(frame, op.c)
+    threads = np.flatnonzero(mask)
+    if threads.size:
+        idx = _fragment_bytes(c, threads)
+        _fragment_write(s, op, frame, c, threads, np.full(idx.shape, TOP, np.int64))
+
+
+def _atomic(s: ShadowInterpreter, op: D.AtomicOp, frame: _Frame, mask: np.ndarray) -> None:
+    s.tags[op.result] = np.full((frame.threads, _width(op.result)), TOP, np.int64)
+
+
+def _sync(s: ShadowInterpreter, op: D.SyncThreadsOp, frame: _Frame, mask: np.ndarray) -> None:
+    for memory in s.memories.values():
+        if not memory.per_thread:
+            memory.barrier()
+
+
+def _reset(s: ShadowInterpreter, op: D.ResetTagsOp, frame: _Frame, mask: np.ndarray) -> None:
+    s.memory_tags(_value(frame, op.target), frame).reset()
+
+
+def _tag(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, mask: np.ndarray) -> None:
+    target = _value(frame, op.target)
+    threads = np.flatnonzero(mask)
+    if threads.size == 0:
+        return
+    coords = s.coordinates(target)
+    components = _evaluate_tag_function(s, op, frame, coords, threads)  # list of (threads, elements)
+    elements = coords[0].size if coords else 1
+    nbytes = target.dtype.nbytes
+    stacked = np.stack(components, axis=-1) if components else np.zeros((threads.size, elements, 0), np.int64)
+    per_thread = isinstance(target, TileValue) and target.memory.space == "local"
+    rows = threads if per_thread else threads[:1]
+    idx = s.element_bytes(target, rows)
+    ids = np.stack([s.table.byte_ids([tuple(e) for e in stacked[r]], nbytes) for r in range(rows.size)])
+    memory = s.memory_tags(target, frame)
+    memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, s.site(op))
+    if not memory.per_thread:
+        memory.barrier()  # a tag function describes data, it does not race with anything
+
+
+def _evaluate_tag_function(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, coords: list[np.ndarray],
+                           threads: np.ndarray) -> list[np.ndarray]:
+    """The tag components of every element for every thread: arrays (threads, elements)."""
+    env: dict[SSAValue, np.ndarray] = {arg: c[None, :] for arg, c in zip(op.body.block.args, coords)}
+
+    def value(v: SSAValue) -> np.ndarray:
+        if v in env:
+            return env[v]
+        outer = frame.values.get(v)
+        if outer is None:
+            raise KernelFault("tag-function", "a tag function uses a value it cannot see", s.locations.get(op), {})
+        return np.asarray(_scalar_array(frame, v))[threads][:, None].astype(np.int64)
+
+    for inner in op.body.block.ops:
+        if isinstance(inner, D.YieldTagOp):
+            return [np.broadcast_to(value(v), (threads.size, coords[0].size if coords else 1)) for v in inner.values]
+        if isinstance(inner, arith.ConstantOp):
+            env[inner.result] = np.asarray(inner.value.value.data, dtype=np.int64).reshape(1, 1)  # type: ignore[union-attr]
+            continue
+        if isinstance(inner, arith.CmpiOp):
+            compare = _CMP[inner.predicate.value.data]
+            env[inner.result] = compare(value(inner.lhs), value(inner.rhs)).astype(np.int64)
+            continue
+        fn = _TAG_ARITH.get(type(inner))
+        if fn is None:
+            raise KernelFault("tag-function", f"tag functions use integer arithmetic; {inner.name} is not supported",
+                              s.locations.get(op), {})
+        env[inner.results[0]] = np.asarray(fn(*(value(v) for v in inner.operands)), dtype=np.int64)
+    return []
+
+
+def _floor_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.floor_divide(a, np.where(b == 0, 1, b))
+
+
+_CMP = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater, 5: np.greater_equal,
+        6: np.less, 7: np.less_equal, 8: np.greater, 9: np.greater_equal}
+
+_TAG_ARITH: dict[type, Any] = {
+    arith.AddiOp: np.add, arith.SubiOp: np.subtract, arith.MuliOp: np.multiply,
+    arith.FloorDivSIOp: _floor_div, arith.DivUIOp: _floor_div, arith.DivSIOp: _floor_div,
+    arith.RemUIOp: lambda a, b: np.remainder(a, np.where(b == 0, 1, b)),
+    arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or, arith.XOrIOp: np.bitwise_xor,
+    arith.ShLIOp: np.left_shift, arith.ShRSIOp: np.right_shift, arith.ShRUIOp: np.right_shift,
+    arith.MinSIOp: np.minimum, arith.MaxSIOp: np.maximum,
+    arith.SelectOp: lambda c, a, b: np.where(c != 0, a, b),
+}
+
+
+def _assert(s: ShadowInterpreter, op: D.TagAssertOp, frame: _Frame, mask: np.ndarray) -> None:
+    threads = np.flatnonzero(mask)
+    if threads.size == 0:
+        return
+    lhs_target, rhs_target = _value(frame, op.lhs), _value(frame, op.rhs)
+    sides = []
+    for target in (lhs_target, rhs_target):
+        idx = s.element_bytes(target, threads)
+        memory = s.memory_tags(target, frame)
+        tags = memory.read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)
+        sites = (memory.site[threads[:, None], idx.reshape(threads.size, -1)] if memory.per_thread
+                 else memory.site[idx.reshape(threads.size, -1)]).reshape(idx.shape)
+        sides.append((target, tags, sites))
+    (_, lhs, lhs_sites), (_, rhs, rhs_sites) = sides
+    where = s.locations.get(op)
+    if lhs.shape != rhs.shape:
+        s.findings.append({"assertion": str(where), "kind": "shapes differ",
+                           "lhs elements": lhs.shape[1:], "rhs elements": rhs.shape[1:]})
+        return
+    for f in check(lhs, rhs, equal=op.kind.data == "eq", limit=4):
+        thread = int(threads[f.point])
+        element = tuple(int(c[f.element]) for c in s.coordinates(lhs_target))
+        witness = {
+            "assertion": str(where), "kind": f.kind, "block": frame.block_index, "thread": thread,
+            "loops": {(loop.body.block.args[0].name_hint or "i"): int(frame.values[loop.body.block.args[0]][thread])
+                      for loop in s.loops},
+            "element": element,
+            "lhs tag": s.table.element_tag(f.lhs), "rhs tag": s.table.element_tag(f.rhs),
+            "lhs written at": _site_text(s, lhs_sites[f.point, f.element]),
+            "rhs written at": _site_text(s, rhs_sites[f.point, f.element]),
+        }
+        if op.message.data:
+            witness["message"] = op.message.data
+        s.findings.append(witness)
+
+
+def _site_text(s: ShadowInterpreter, sites: np.ndarray) -> str:
+    known = [int(x) for x in np.ravel(sites) if x >= 0]
+    if not known:
+        return "never written"
+    loc = s.sites[known[0]]
+    return str(loc) if loc is not None else "an op without a source line"
+
+
+_RULES: dict[type, Any] = {
+    D.LoadOp: _load, D.LoadAtOp: _load, D.StoreOp: _store, D.StoreAtOp: _store,
+    D.BitcastOp: _same_bytes, D.ConcatOp: _concat, D.ExtractOp: _extract, D.BytePermOp: _byte_perm,
+    arith.SelectOp: _select, arith.ConstantOp: _constant, D.ShuffleOp: _shuffle,
+    D.VarOp: _var, D.VarStoreOp: _var_store, D.VarLoadOp: _var_load,
+    D.CopyOp: _copy, D.MmaOp: _mma, D.AtomicOp: _atomic,
+    D.SyncThreadsOp: _sync, D.ResetTagsOp: _reset, D.TagOp: _tag, D.TagAssertOp: _assert,
+    D.MakeSharedOp: lambda *a: None, D.MakeLocalOp: lambda *a: None, D.ViewOp: lambda *a: None,
+    D.SliceOp: lambda *a: None, D.PartitionOp: lambda *a: None, D.TensorViewOp: lambda *a: None,
+}
+
+
+def check_launch(kernel: Any, grid: Sequence[int] | int, *args: Any, **constants: Any) -> Result:
+    """Run one launch with shadow tags; every tag assertion must hold for every thread that
+    reaches it. Returns `proved` (for this launch) or `violated` with witnesses."""
+    dims = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+    params = list(kernel.signature.parameters)
+    constexprs = kernel.constexpr_names
+    given = dict(zip(params, args)) | constants
+    compiled = kernel.compile(**{n: given[n] for n in constexprs})
+    runtime = [given[p] for p in params if p not in constexprs]
+    shadow = ShadowInterpreter(compiled.op, compiled.locations)
+    shadow.launch(dims, runtime)
+    claim = f"the tag assertions of {kernel.name} hold on a launch of grid {dims}"
+    if shadow.findings:
+        return violated(claim, f"{len(shadow.findings)} finding(s)", *shadow.findings)
+    return proved(claim, "checked for every thread at every assertion it reached (shadow tags)")
+
