@@ -151,29 +151,28 @@ def _width(ssa: SSAValue) -> int:
 # ---- rules -----------------------------------------------------------------------------------
 
 
+def _accessed_bytes(s: ShadowInterpreter, op: Any, frame: _Frame, mask: np.ndarray, memory: Any) -> np.ndarray:
+    """Byte indices (active threads, bytes) a load or store touches, by coordinates or offset."""
+    if isinstance(op, (D.LoadOp, D.StoreOp)):
+        coords = [_scalar_array(frame, c)[mask].astype(np.int64) for c in op.coords]
+        offsets = _element_offsets(s, op, frame, memory, coords, mask)
+    else:
+        offsets = _scalar_array(frame, op.offset)[mask].astype(np.int64)
+    return _byte_indices(offsets, memory.dtype.nbytes)
+
+
 def _load(s: ShadowInterpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
     source = _value(frame, op.source)
     threads = np.flatnonzero(mask)
-    if isinstance(op, D.LoadOp):
-        coords = [_scalar_array(frame, c)[mask].astype(np.int64) for c in op.coords]
-        offsets = _element_offsets(s, op, frame, source, coords, mask)
-    else:
-        offsets = _scalar_array(frame, op.offset)[mask].astype(np.int64)
-    idx = _byte_indices(offsets, source.dtype.nbytes)
     tags = np.zeros((frame.threads, source.dtype.nbytes), np.int64)
-    tags[threads] = s.memory_tags(source, frame).read(idx, threads)
+    tags[threads] = s.memory_tags(source, frame).read(_accessed_bytes(s, op, frame, mask, source), threads)
     s.tags[op.result] = tags
 
 
 def _store(s: ShadowInterpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
     target = _value(frame, op.target)
     threads = np.flatnonzero(mask)
-    if isinstance(op, D.StoreOp):
-        coords = [_scalar_array(frame, c)[mask].astype(np.int64) for c in op.coords]
-        offsets = _element_offsets(s, op, frame, target, coords, mask)
-    else:
-        offsets = _scalar_array(frame, op.offset)[mask].astype(np.int64)
-    idx = _byte_indices(offsets, target.dtype.nbytes)
+    idx = _accessed_bytes(s, op, frame, mask, target)
     s.memory_tags(target, frame).write(idx, s.value_tags(frame, op.value)[threads], threads, s.site(op))
 
 
