@@ -84,3 +84,27 @@ def test_comparing_unwritten_data_is_reported_as_such():
     assert result.verdict is Verdict.VIOLATED
     w = result.witnesses[0]
     assert w["kind"] == "unwritten" and w["element"] == (1,) and w["lhs tag"] == "⊥" and w["rhs tag"] == (1,)
+
+
+def test_an_mma_whose_operands_do_not_pair_up_is_caught_without_an_assertion(tmp_path):
+    """The same wrong K fragment with the explicit assertion removed: the product itself checks
+    that A[m, k] and B[n, k] carry equal tags."""
+    text_change = ("ks * 16 + 2 * t0 + v0 + 8 * v1]", "ks * 16 + 2 * t0 + v0 + 8 * (1 - v1)]")
+    module, path = load(tmp_path, "no_assert", text_change)
+    source = path.read_text().replace(
+        '                assert tag(qf[:, 0, :, ks][...]) == tag(kf[:, :, j][...]), "Q and K pair up along d"\n', "")
+    path.write_text(source)
+    module, path = load_file(path)
+    p = module.example_attention(np.random.default_rng(0))
+    result = check_launch(module.attention, p.grid, *p.args, **p.constants)
+    assert result.verdict is Verdict.VIOLATED
+    w = result.witnesses[0]
+    assert "must pair up" in w["assertion"] and set(w["element"]) == {"m", "n", "k"}
+    assert w["lhs tag"][1] != w["rhs tag"][1]
+
+
+def load_file(path: Path):
+    spec = importlib.util.spec_from_file_location(f"shadow_{path.stem}_edited", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path

@@ -241,11 +241,45 @@ def _copy(s: ShadowInterpreter, op: D.CopyOp, frame: _Frame, mask: np.ndarray) -
 
 
 def _mma(s: ShadowInterpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> None:
-    c = _value(frame, op.c)
+    """The product's operands must pair up: wherever both carry concrete tags, A[m, k] and
+    B[n, k] have equal tags for every m, n, k. The accumulator becomes ⊤ (computed data)."""
     threads = np.flatnonzero(mask)
-    if threads.size:
-        idx = _fragment_bytes(c, threads)
-        _fragment_write(s, op, frame, c, threads, np.full(idx.shape, TOP, np.int64))
+    if threads.size == 0:
+        return
+    atom = s.atom(op)
+    m, n, k = atom.shape
+    a_tags = _atom_matrix(s, frame, _value(frame, op.a), threads, atom.threads, atom.a_layout, m, k)
+    b_tags = _atom_matrix(s, frame, _value(frame, op.b), threads, atom.threads, atom.b_layout, n, k)
+    concrete_a = (a_tags > TOP).all(axis=-1)  # (groups, m, k)
+    concrete_b = (b_tags > TOP).all(axis=-1)  # (groups, n, k)
+    same = (a_tags[:, :, None] == b_tags[:, None]).all(axis=-1)  # (groups, m, n, k)
+    wrong = concrete_a[:, :, None] & concrete_b[:, None] & ~same
+    if wrong.any():
+        g, mi, ni, ki = (int(x) for x in np.argwhere(wrong)[0])
+        first = int(threads[g * atom.threads])
+        s.findings.append({
+            "assertion": f"{s.locations.get(op)} (operands of {atom.name} must pair up)", "kind": "violated",
+            "block": frame.block_index, "thread": first, "threads": (first, first + atom.threads - 1),
+            "loops": {(loop.body.block.args[0].name_hint or "i"): int(frame.values[loop.body.block.args[0]][first])
+                      for loop in s.loops},
+            "element": {"m": mi, "n": ni, "k": ki},
+            "lhs tag": s.table.element_tag(a_tags[g, mi, ki]), "rhs tag": s.table.element_tag(b_tags[g, ni, ki]),
+        })
+    c = _value(frame, op.c)
+    idx = _fragment_bytes(c, threads)
+    _fragment_write(s, op, frame, c, threads, np.full(idx.shape, TOP, np.int64))
+
+
+def _atom_matrix(s: ShadowInterpreter, frame: _Frame, tile: TileValue, threads: np.ndarray, group: int,
+                 layout: Any, rows: int, cols: int) -> np.ndarray:
+    """An operand's byte tags arranged as the atom's rows × cols tile, per group of threads."""
+    idx = _fragment_bytes(tile, threads)  # (threads, values, bytes)
+    tags = s.memory_tags(tile, frame).read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)
+    groups, nbytes = threads.size // group, idx.shape[-1]
+    ordered = tags.reshape(groups, group, -1, nbytes).transpose(0, 2, 1, 3).reshape(groups, -1, nbytes)
+    matrix = np.zeros((groups, rows * cols, nbytes), np.int64)
+    matrix[:, layout.offsets()] = ordered
+    return matrix.reshape(groups, cols, rows, nbytes).transpose(0, 2, 1, 3)
 
 
 def _atomic(s: ShadowInterpreter, op: D.AtomicOp, frame: _Frame, mask: np.ndarray) -> None:
