@@ -61,3 +61,13 @@ def test_lowering_layouts_to_index_arithmetic_keeps_the_results(module, name):
     assert parse_module(str(lowered)).is_structurally_equivalent(lowered)
     Interpreter(lowered.ops.first).launch(problem.grid, problem.args)
     problem.check()
+
+
+@pytest.mark.parametrize("module, name", list(example_kernels()))
+def test_tag_assertions_hold_on_the_example_launch(module, name):
+    from argus.dsl.shadow import check_launch
+    from argus.verify import Verdict
+
+    problem = getattr(module, f"example_{name}")(np.random.default_rng(3))
+    result = check_launch(getattr(module, name), problem.grid, *problem.args, **problem.constants)
+    assert result.verdict is Verdict.PROVED, result.text()
