@@ -65,6 +65,19 @@ class SymbolicError(LayoutError):
 _OR, _XOR, _AND, _ADD, _MUL, _UNARY, _ATOM = range(1, 8)
 
 
+def _operator(build: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[[Any, Any], Any]:
+    """An operator method: ``build(self, other)`` (or ``build(other, self)`` when reflected)
+    after coercing `other`; NotImplemented for operands that are not integers or expressions."""
+
+    def method(self: Any, other: Any) -> Any:
+        o = _coerce(other)
+        if o is NotImplemented:
+            return NotImplemented
+        return build(o, self) if reflected else build(self, o)
+
+    return method
+
+
 class Expr:
     """An immutable symbolic integer. Never constant: constants are plain ``int``."""
 
@@ -149,71 +162,23 @@ class Expr:
         return f"<{type(self).__name__}: {self}>"
 
     # ---- operators -------------------------------------------------------------------
-    def __add__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _add(self, o)
-
-    def __radd__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _add(o, self)
-
-    def __sub__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _add(self, _neg(o))
-
-    def __rsub__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _add(o, _neg(self))
-
-    def __mul__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _mul(self, o)
-
-    def __rmul__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _mul(o, self)
-
-    def __floordiv__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _floordiv(self, o)
-
-    def __rfloordiv__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _floordiv(o, self)
-
-    def __mod__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _mod(self, o)
-
-    def __rmod__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _mod(o, self)
-
-    def __divmod__(self, other: Any) -> tuple[Value, Value]:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else (_floordiv(self, o), _mod(self, o))
-
-    def __rdivmod__(self, other: Any) -> tuple[Value, Value]:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else (_floordiv(o, self), _mod(o, self))
-
-    def __and__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _bitop(BitAnd, self, o)
-
-    __rand__ = __and__
-
-    def __or__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _bitop(BitOr, self, o)
-
-    __ror__ = __or__
-
-    def __xor__(self, other: Any) -> Value:
-        o = _coerce(other)
-        return NotImplemented if o is NotImplemented else _bitop(BitXor, self, o)
-
-    __rxor__ = __xor__
+    # Each operator coerces the other operand (an int or an expression) and builds the
+    # simplified node; the reflected forms swap the operands.
+    __add__ = _operator(lambda a, b: _add(a, b))
+    __radd__ = _operator(lambda a, b: _add(a, b), reflected=True)
+    __sub__ = _operator(lambda a, b: _add(a, _neg(b)))
+    __rsub__ = _operator(lambda a, b: _add(a, _neg(b)), reflected=True)
+    __mul__ = _operator(lambda a, b: _mul(a, b))
+    __rmul__ = _operator(lambda a, b: _mul(a, b), reflected=True)
+    __floordiv__ = _operator(lambda a, b: _floordiv(a, b))
+    __rfloordiv__ = _operator(lambda a, b: _floordiv(a, b), reflected=True)
+    __mod__ = _operator(lambda a, b: _mod(a, b))
+    __rmod__ = _operator(lambda a, b: _mod(a, b), reflected=True)
+    __divmod__ = _operator(lambda a, b: (_floordiv(a, b), _mod(a, b)))
+    __rdivmod__ = _operator(lambda a, b: (_floordiv(a, b), _mod(a, b)), reflected=True)
+    __and__ = __rand__ = _operator(lambda a, b: _bitop(BitAnd, a, b))
+    __or__ = __ror__ = _operator(lambda a, b: _bitop(BitOr, a, b))
+    __xor__ = __rxor__ = _operator(lambda a, b: _bitop(BitXor, a, b))
 
     def __rshift__(self, other: Any) -> Value:
         return _floordiv(self, 1 << _shift_amount(">>", self, other))
