@@ -713,32 +713,17 @@ def _element_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: 
     """Element offsets of the active threads' coordinates, after the bounds checks."""
     if isinstance(target, TensorValue):
         shape = target.array.shape
+        _check_bounds(interp, op, frame, coords, shape, active, target.name,
+                      f"tensor {target.name!r}", f"its shape is {shape}")
         offset = np.zeros(len(coords[0]) if coords else 0, np.int64)
-        for axis, (c, n) in enumerate(zip(coords, shape)):
-            bad = (c < 0) | (c >= n)
-            if bad.any():
-                t = int(np.flatnonzero(bad)[0])
-                raise interp.fault(
-                    "out-of-bounds", f"tensor {target.name!r} indexed at {_coordinate(coords, active, t)} "
-                    f"by thread {int(np.flatnonzero(active)[t])}; its shape is {shape} (dim {axis} out of range)",
-                    op, frame, array=target.name, thread=int(np.flatnonzero(active)[t]),
-                    index=_coordinate(coords, active, t),
-                )
+        for c, n in zip(coords, shape):
             offset = offset * n + c
         return offset
     layout = target.layout
     table, mode_sizes = _offset_table(layout)
     sizes = mode_sizes if len(coords) > 1 else [table.size]
-    for axis, (c, n) in enumerate(zip(coords, sizes)):
-        bad = (c < 0) | (c >= n)
-        if bad.any():
-            t = int(np.flatnonzero(bad)[0])
-            raise interp.fault(
-                "out-of-bounds", f"{target.memory.space} tile {layout} indexed at {_coordinate(coords, active, t)} "
-                f"by thread {int(np.flatnonzero(active)[t])} (mode {axis} has size {n})",
-                op, frame, array=target.memory.name, thread=int(np.flatnonzero(active)[t]),
-                index=_coordinate(coords, active, t),
-            )
+    _check_bounds(interp, op, frame, coords, sizes, active, target.memory.name,
+                  f"{target.memory.space} tile {layout}", f"its modes have sizes {tuple(sizes)}")
     flat = coords[0]
     if len(coords) > 1:
         flat = np.zeros_like(coords[0])
@@ -761,8 +746,21 @@ def _offset_table(layout: Layout | ComposedLayout) -> tuple[np.ndarray, list[int
     return entry[1], entry[2]
 
 
-def _coordinate(coords: Sequence[np.ndarray], active: np.ndarray, t: int) -> tuple[int, ...]:
-    return tuple(int(c[t]) for c in coords)
+def _coordinate(coords: Sequence[np.ndarray], row: int) -> tuple[int, ...]:
+    """The coordinate of the `row`-th active thread."""
+    return tuple(int(c[row]) for c in coords)
+
+
+def _check_bounds(interp: Interpreter, op: Operation, frame: _Frame, coords: Sequence[np.ndarray],
+                  sizes: Sequence[int], active: np.ndarray, array: str, what: str, extent: str) -> None:
+    """Every coordinate inside its mode; otherwise an out-of-bounds fault naming the first offender."""
+    for axis, (c, n) in enumerate(zip(coords, sizes)):
+        bad = (c < 0) | (c >= n)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            thread, index = int(np.flatnonzero(active)[row]), _coordinate(coords, row)
+            raise interp.fault("out-of-bounds", f"{what} indexed at {index} by thread {thread}; {extent} "
+                               f"(mode {axis} out of range)", op, frame, array=array, thread=thread, index=index)
 
 
 def _byte_indices(offsets: np.ndarray, nbytes: int) -> np.ndarray:
@@ -773,7 +771,7 @@ def _load(interp: Interpreter, op: D.LoadOp, frame: _Frame, mask: np.ndarray) ->
     source = _value(frame, op.source)
     coords = [_scalar_array(frame, c)[mask].astype(np.int64) for c in op.coords]
     offsets = _element_offsets(interp, op, frame, source, coords, mask)
-    _read(interp, op, frame, mask, source, offsets, lambda row: _coordinate(coords, mask, row))
+    _read(interp, op, frame, mask, source, offsets, lambda row: _coordinate(coords, row))
 
 
 def _store(interp: Interpreter, op: D.StoreOp, frame: _Frame, mask: np.ndarray) -> None:
