@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib.metadata import EntryPoint
 
 import pytest
-from argus.dsl import plugins
+from argus.verify import plugins
 from argus.dsl.backends import INTERPRETER, TargetError, backend_for, parse_target
 from argus.dsl.plugins import PluginError, discover
 

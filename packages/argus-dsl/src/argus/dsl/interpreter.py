@@ -122,7 +122,8 @@ class Interpreter:
         self._atoms: dict[Operation, MMAAtom | CopyAtom] = {}
         self.constants: dict[Operation, np.ndarray] = {}
 
-    def launch(self, grid: Sequence[int], args: Sequence[Any]) -> None:
+    def launch(self, grid: Sequence[int], args: Sequence[Any], blocks: Sequence[tuple[int, int, int]] | None = None) -> None:
+        """Run every block of `grid` (or only `blocks`, e.g. to replay one block of a witness)."""
         grid3 = _pad3(tuple(grid))
         params = list(self.kernel.body.block.args)
         if len(args) != len(params):
@@ -132,7 +133,8 @@ class Interpreter:
         threads = int(np.prod(self.block_dims))
         tid = np.arange(threads)
         self.grid = grid3
-        for bz, by, bx in itertools.product(range(grid3[2]), range(grid3[1]), range(grid3[0])):
+        order = [(bx, by, bz) for bz, by, bx in itertools.product(range(grid3[2]), range(grid3[1]), range(grid3[0]))]
+        for bx, by, bz in order if blocks is None else blocks:
             frame = _Frame({p: v for p, v in zip(params, bound)}, threads, tid, (bx, by, bz))
             self.run_block(self.kernel.body.block, frame, np.ones(threads, bool))
 

@@ -309,7 +309,7 @@ def _tag(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, mask: np.ndarray) -> 
     per_thread = isinstance(target, TileValue) and target.memory.space == "local"
     rows = threads if per_thread else threads[:1]
     idx = s.element_bytes(target, rows)
-    ids = np.stack([s.table.byte_ids([tuple(e) for e in stacked[r]], nbytes) for r in range(rows.size)])
+    ids = s.table.rows_to_ids(stacked[:rows.size].reshape(-1, stacked.shape[-1]), nbytes).reshape(rows.size, -1, nbytes)
     memory = s.memory_tags(target, frame)
     memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, s.site(op))
     if not memory.per_thread:

@@ -11,6 +11,8 @@ conflicting writes: ``merge(a, ⊥) = a``, ``merge(a, a) = a``, otherwise ⊤.
 
 Integer encoding: ``BOTTOM = 0``, ``TOP = 1``, concrete byte tags ≥ 2, interned per
 `TagTable` (one table per analysis, so the ids of two memories can be compared directly).
+Equal ids mean equal tags; in the static checker, different ids may still denote equal tags
+(``h // 2`` and ``hk`` where ``hk = h // 2``) and are compared by a solver.
 """
 
 from __future__ import annotations
@@ -26,25 +28,55 @@ TOP = 1
 Tag = tuple[int, ...]
 
 
-class TagTable:
-    """Interns (element tag, byte position) pairs as integer ids ≥ 2."""
+#: Bytes per element an id can address: byte k of element tag e has id ``2 + e·BYTES + k``.
+BYTES = 64
 
-    def __init__(self) -> None:
-        self._ids: dict[tuple[Tag, int], int] = {}
-        self._tags: list[tuple[Tag, int]] = []
+
+class TagTable:
+    """Interns element tags; the id of byte k of an element is computed, not stored, so whole
+    arrays of elements get their byte ids with numpy. A tag's components are ints or, in the
+    static checker, symbolic expressions (`argus.verify.affine.Key`) that `space` can print."""
+
+    def __init__(self, space: Any = None) -> None:
+        self.space = space
+        self._ids: dict[Tag, int] = {}
+        self.tags: list[Tag] = []
+
+    def element_id(self, tag: Tag) -> int:
+        ident = self._ids.get(tag)
+        if ident is None:
+            ident = self._ids[tag] = len(self.tags)
+            self.tags.append(tag)
+        return ident
 
     def byte_ids(self, element_tags: Sequence[Tag], nbytes: int) -> np.ndarray:
         """Ids of every byte of elements with these tags: shape (len(element_tags), nbytes)."""
-        out = np.empty((len(element_tags), nbytes), dtype=np.int64)
-        for row, tag in enumerate(element_tags):
-            for k in range(nbytes):
-                key = (tuple(int(v) for v in tag), k)
-                ident = self._ids.get(key)
-                if ident is None:
-                    ident = self._ids[key] = len(self._tags) + 2
-                    self._tags.append(key)
-                out[row, k] = ident
-        return out
+        elements = np.fromiter((self.element_id(tuple(_plain(v) for v in t)) for t in element_tags), np.int64,
+                               len(element_tags))
+        return self.bytes_of(elements, nbytes)
+
+    def rows_to_ids(self, rows: np.ndarray, nbytes: int) -> np.ndarray:
+        """Byte ids of elements whose tags are the integer rows of `rows` (elements, components):
+        each distinct row is interned once."""
+        if rows.shape[0] == 0:
+            return np.zeros((0, nbytes), np.int64)
+        unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+        ids = np.fromiter((self.element_id(tuple(int(v) for v in r)) for r in unique), np.int64, len(unique))
+        return self.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
+
+    @staticmethod
+    def bytes_of(elements: np.ndarray, nbytes: int) -> np.ndarray:
+        return 2 + elements[..., None] * BYTES + np.arange(nbytes)
+
+    @staticmethod
+    def element_of(ids: np.ndarray) -> np.ndarray:
+        """Element tag ids of concrete byte ids (meaningless for ⊥ and ⊤)."""
+        return (np.asarray(ids) - 2) // BYTES
+
+    def text(self, tag: Tag) -> Any:
+        if self.space is None:
+            return tag
+        return tuple(self.space.describe(v) if isinstance(v, tuple) else v for v in tag)
 
     def describe(self, ident: int) -> Any:
         """A byte tag for people: ``⊥``, ``⊤`` or ``(tag..., byte k)``."""
@@ -53,7 +85,8 @@ class TagTable:
             return "⊥"
         if ident == TOP:
             return "⊤"
-        tag, k = self._tags[ident - 2]
+        element, k = divmod(ident - 2, BYTES)
+        tag = self.text(self.tags[element])
         return tag if k == 0 else (*tag, f"byte {k}")
 
     def element_tag(self, ids: Iterable[int]) -> Any:
@@ -63,8 +96,12 @@ class TagTable:
             return "⊥"
         if any(i in (BOTTOM, TOP) for i in ids):
             return "⊤"
-        tags = {self._tags[i - 2][0] for i in ids}
-        return next(iter(tags)) if len(tags) == 1 else "⊤"
+        elements = {(i - 2) // BYTES for i in ids}
+        return self.text(self.tags[elements.pop()]) if len(elements) == 1 else "⊤"
+
+
+def _plain(v: Any) -> Any:
+    return int(v) if isinstance(v, (int, np.integer)) else v
 
 
 def merge(a: np.ndarray, b: np.ndarray) -> np.ndarray:

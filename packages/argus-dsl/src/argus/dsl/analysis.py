@@ -1,0 +1,1124 @@
+"""The static tag analysis: abstract interpretation of an ``argus.kernel`` for every launch.
+
+Threads and unrolled loop indices are enumerated (all threads of a block run in lockstep as in
+the interpreter, with numpy); block indices, grid sizes, runtime sizes and runtime loop
+indices are symbols (`argus.verify.affine`). Integers are affine forms over those symbols;
+floats are not tracked at all, only their tags. Memories hold byte tags; shared and register
+addresses must come out concrete (they do whenever they depend only on thread ids, unrolled
+indices and constants), global coordinates may be symbolic: a global load's tag is the
+tensor's tag function applied to its coordinates, symbolically.
+
+Control flow: a branch whose condition is concrete runs under masks as in the interpreter; a
+symbolic one runs both sides and joins their states (the lattice join, ⊥ < tag < ⊤). A
+runtime loop with symbolic bounds runs its body with a fresh symbol ``i`` bounded by the loop's
+range, from the join of the state before the loop and the state the body leaves, renamed to
+the previous iteration (``i ↦ i - step``), until that entry state is stable; assertions are
+checked on the last pass. Accesses to global memory outside symbolic branches are assumed in
+bounds: those facts join the domain, so witnesses are launches a caller could make.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from argus.layout import ComposedLayout
+from argus.verify.affine import Affine, Key, Space, add_keys, scale_key, sub_keys
+from argus.verify.memory import TagMemory
+from argus.verify.obligations import Obligations
+from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, merge
+from xdsl.dialects import arith, math, scf
+from xdsl.ir import Block, Operation, SSAValue
+
+from . import dialect as D
+from .atoms import CopyAtom, MMAAtom
+from .dialect import layout_from_text
+from .dtypes import DType
+from .errors import ArgusError, SourceLocation
+from .interpreter import TileValue, _fragment_bytes, _offset_table, _pad3, _redistribute
+from .types import dtype_of_mlir
+
+#: Iterations up to which a runtime loop with concrete bounds is unrolled by the analysis.
+CONCRETE_TRIPS = 64
+#: Passes over a symbolic loop's body before its entry state is widened to ⊤ where it moves.
+MAX_PASSES = 4
+INT32 = (-(2**31), 2**31 - 1)
+
+
+class VerificationError(ArgusError):
+    """A kernel the static checker cannot take as written: an assertion on data no tag function
+    reaches, a tag function using operations other than integer arithmetic, an address that
+    depends on data read from memory."""
+
+
+class Undecidable(Exception):
+    """The analysis cannot follow the kernel here (the result is `unknown`, never a pass)."""
+
+    def __init__(self, reason: str, location: SourceLocation | None) -> None:
+        self.reason = reason
+        self.location = location
+        super().__init__(f"{location}: {reason}" if location else reason)
+
+
+@dataclass
+class GlobalRef:
+    """A global tensor: its dims (uniform forms) and, for views, the tensor its tags come from."""
+
+    name: str
+    dtype: DType
+    dims: list[Affine]
+    root: GlobalRef | None = None
+
+
+@dataclass
+class _Slot:
+    """A per-thread variable: its value (None for floats) and its byte tags."""
+
+    value: Affine | None
+    tags: np.ndarray
+
+
+@dataclass
+class LoopContext:
+    name: str
+    symbol: int | None
+    values: np.ndarray | None = None
+
+
+@dataclass
+class Analysis:
+    """What a walk found: the symbol space, domain facts, obligations and the sites of stores."""
+
+    space: Space
+    table: TagTable
+    obligations: Obligations
+    facts: set[tuple[str, Key]]
+    block_symbols: tuple[int, int, int]
+    grid_symbols: tuple[int, int, int]
+    parameters: dict[str, int]
+    """Runtime scalar parameters and symbolic tensor dims, by name, to their symbols."""
+
+
+class TagAnalysis:
+    """Walks a kernel once (loops to a fixpoint), collecting tag obligations."""
+
+    def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation] | None = None,
+                 grid: tuple[int, ...] | None = None) -> None:
+        self.kernel = kernel
+        self.locations = locations or {}
+        self.block_dims = _pad3(tuple(kernel.block_dims))
+        self.warp = kernel.warp_size.data
+        self.n = int(np.prod(self.block_dims))
+        self.tid = np.arange(self.n)
+        self.space = Space()
+        self.table = TagTable(self.space)
+        self.obligations = Obligations(self.table, self.space)
+        self.facts: set[tuple[str, Key]] = set()
+        self.values: dict[SSAValue, Any] = {}
+        self.tags: dict[SSAValue, np.ndarray] = {}
+        self.memories: list[TagMemory] = []
+        self.slots: list[_Slot] = []
+        self.tag_functions: dict[str, tuple[D.TagOp, dict[SSAValue, Any]]] = {}
+        self.written_globals: set[str] = set()
+        self.sites: list[SourceLocation | None] = []
+        self.site_ids: dict[Operation, int] = {}
+        self.loops: list[LoopContext] = []
+        self.guards = 0
+        self.checking = True
+        self._atoms: dict[Operation, Any] = {}
+        g = _pad3(tuple(grid)) if grid else None
+        self.grid_symbols = tuple(
+            self.space.symbol(f"grid_{a}", "grid", 1 if g is None else g[i], INT32[1] if g is None else g[i])
+            for i, a in enumerate("xyz"))
+        self.block_symbols = tuple(
+            self.space.symbol(f"block_{a}", "block", 0, add_keys((0, ((self.grid_symbols[i], 1),)), (-1, ())))
+            for i, a in enumerate("xyz"))
+        self.parameters: dict[str, int] = {}
+        self.facts.update(self.space.constraints)
+
+    # ---- entry -----------------------------------------------------------------------
+    def run(self) -> Analysis:
+        block = self.kernel.body.block
+        names = [n.data for n in self.kernel.arg_names.data]
+        for name, param in zip(names, block.args):
+            self.values[param] = self.bind(name, param)
+        self.run_block(block, np.ones(self.n, bool))
+        self.facts.update(self.space.constraints)
+        return Analysis(self.space, self.table, self.obligations, self.facts, self.block_symbols,  # type: ignore[arg-type]
+                        self.grid_symbols, self.parameters)  # type: ignore[arg-type]
+
+    def bind(self, name: str, param: SSAValue) -> Any:
+        t = param.type
+        if isinstance(t, D.TensorType):
+            dims = [self.space.constant(d, self.n) if isinstance(d, int) else
+                    self.space.of_symbol(self.parameter(str(d), 1), self.n) for d in t.shape]
+            return GlobalRef(name, t.dtype, dims)
+        dtype = dtype_of_mlir(t)
+        if dtype.is_integer:
+            return self.space.of_symbol(self.parameter(name, INT32[0]), self.n)
+        return None
+
+    def parameter(self, name: str, lo: int) -> int:
+        """The symbol of a runtime size or scalar; a dim and a scalar of one name are one symbol."""
+        ident = self.parameters.get(name)
+        if ident is None:
+            ident = self.parameters[name] = self.space.symbol(name, "size", lo, INT32[1])
+        return ident
+
+    # ---- walking ---------------------------------------------------------------------
+    def run_block(self, block: Block, mask: np.ndarray) -> None:
+        for op in block.ops:
+            rule = _RULES.get(type(op))
+            if rule is None:
+                self.computed(op)
+                continue
+            rule(self, op, mask)
+
+    def where(self, op: Operation) -> SourceLocation | None:
+        return self.locations.get(op)
+
+    def site(self, op: Operation) -> int:
+        ident = self.site_ids.get(op)
+        if ident is None:
+            ident = self.site_ids[op] = len(self.sites)
+            self.sites.append(self.locations.get(op))
+        return ident
+
+    def int_value(self, ssa: SSAValue, op: Operation) -> Affine:
+        v = self.values.get(ssa)
+        if isinstance(v, Affine):
+            return v
+        return self.space.opaque(f"value at {self.where(op)}", self.n)
+
+    def tags_of(self, ssa: SSAValue) -> np.ndarray:
+        t = self.tags.get(ssa)
+        if t is None:
+            return np.zeros((self.n, _width(ssa)), np.int64)
+        return t
+
+    def computed(self, op: Operation) -> None:
+        """A computed value: ⊥ if every input is ⊥ (constants), ⊤ otherwise; value untracked."""
+        known = np.zeros(self.n, bool)
+        for v in op.operands:
+            if not isinstance(v.type, (D.TileType, D.TensorType)):
+                known |= (self.tags_of(v) != BOTTOM).any(axis=-1)
+        for r in op.results:
+            self.tags[r] = np.where(known[:, None], TOP, BOTTOM) * np.ones((1, _width(r)), np.int64)
+            self.values[r] = None
+
+    def set_int(self, op: Operation, value: Affine | None) -> None:
+        self.values[op.results[0]] = value
+        inputs = [self.tags_of(v) for v in op.operands]
+        known = np.zeros(self.n, bool)
+        for t in inputs:
+            known |= (t != BOTTOM).any(axis=-1)
+        self.tags[op.results[0]] = np.where(known[:, None], TOP, BOTTOM) * np.ones((1, _width(op.results[0])), np.int64)
+
+    def undecidable(self, op: Operation, reason: str) -> Undecidable:
+        return Undecidable(reason, self.where(op))
+
+    # ---- memories ----------------------------------------------------------------------
+    def concrete_offsets(self, op: Operation, value: Affine, what: str) -> np.ndarray:
+        if value.concrete:
+            return value.const
+        symbols = sorted({self.space.describe_atom(a) for a in value.terms})
+        if any(self.space.atoms[a].kind == "opaque" for a in value.terms):
+            raise VerificationError(
+                f"the {what} depends on data read from memory; the checker needs shared and register addresses "
+                "computed from thread ids, unrolled loop indices and constants", self.where(op))
+        raise self.undecidable(op, f"the {what} depends on {', '.join(symbols)}; the checker enumerates shared and "
+                                   "register addresses and needs them to depend only on thread ids, unrolled loop "
+                                   "indices and constants")
+
+    def tile_bytes(self, op: Operation, tile: TileValue, coords: list[Affine] | None, offset: Affine | None,
+                   mask: np.ndarray) -> np.ndarray:
+        """Byte indices (active threads, bytes) of one element per active thread of a tile."""
+        active = np.flatnonzero(mask)
+        if offset is not None:
+            offsets = self.concrete_offsets(op, offset, "address")[active]
+        else:
+            assert coords is not None
+            table, sizes = _offset_table(tile.layout)
+            cs = [self.concrete_offsets(op, c, "tile coordinate")[active] for c in coords]
+            sizes = sizes if len(cs) > 1 else [table.size]
+            for axis, (c, size) in enumerate(zip(cs, sizes)):
+                if ((c < 0) | (c >= size)).any():
+                    raise self.undecidable(op, f"a tile coordinate is out of range on mode {axis} (size {size}); "
+                                               "the interpreter reports where")
+            flat = np.zeros(active.size, np.int64)
+            for c, size in zip(reversed(cs), reversed(sizes)):
+                flat = flat * size + c
+            offsets = tile.offsets(flat, active)
+        nbytes = tile.dtype.nbytes
+        return offsets[:, None] * nbytes + np.arange(nbytes)
+
+    def global_tags(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> np.ndarray:
+        """Byte tags (threads, bytes) of the elements of a global tensor at `coords`."""
+        self.in_bounds(ref, coords, active)
+        root, coords = self.root_coordinates(ref, coords)
+        if root.name in self.written_globals:
+            raise self.undecidable(op, f"the kernel reads tensor {root.name!r}, which it also writes; the checker "
+                                       "takes global tensors as read-only or write-only")
+        entry = self.tag_functions.get(root.name)
+        out = np.zeros((self.n, ref.dtype.nbytes), np.int64)
+        if entry is None:
+            return out
+        tag_op, _ = entry
+        comps = self.evaluate_tag_function(tag_op, coords)
+        out[active] = self.intern(comps, ref.dtype.nbytes)[active]
+        return out
+
+    def root_coordinates(self, ref: GlobalRef, coords: list[Affine]) -> tuple[GlobalRef, list[Affine]]:
+        if ref.root is None:
+            return ref, coords
+        flat = coords[0]
+        for c, d in zip(coords[1:], ref.dims[1:]):
+            flat = self.space.add(self.space.mul(flat, d), c)
+        out = []
+        for d in reversed(ref.root.dims):
+            out.append(self.space.mod(flat, d))
+            flat = self.space.floordiv(flat, d)
+        return ref.root, out[::-1]
+
+    def in_bounds(self, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
+        """Outside symbolic branches, a launch's accesses are in bounds: a fact of the domain."""
+        if self.guards or not active.any():
+            return
+        for c, d in zip(coords, ref.dims):
+            if c.concrete and d.concrete:
+                continue
+            rows = c.take(active)
+            if any(arr.min() != arr.max() for arr in rows.terms.values()):
+                continue
+            terms = tuple((a, int(arr[0])) for a, arr in sorted(rows.terms.items()))
+            dim = d.row(0)
+            self.facts.add(("ge0", (int(rows.const.min()), terms)))
+            self.facts.add(("ge0", sub_keys(add_keys(dim, (-1, ())), (int(rows.const.max()), terms))))
+
+    def intern(self, comps: list[Affine], nbytes: int) -> np.ndarray:
+        """Byte ids (points, nbytes) of the tags whose components are `comps`."""
+        if all(c.concrete for c in comps):
+            rows = np.stack([c.const for c in comps], axis=-1) if comps else np.zeros((len(self.tid), 0), np.int64)
+            return self.table.rows_to_ids(rows, nbytes)
+        n = len(comps[0])
+        elements = np.empty(n, np.int64)
+        symbolic = np.zeros(n, bool)
+        for c in comps:
+            symbolic |= c.symbolic_points()
+        for p in range(n):
+            tag = tuple(_component(c.row(p)) for c in comps)
+            elements[p] = self.table.element_id(tag)
+        return self.table.bytes_of(elements, nbytes)
+
+    def evaluate_tag_function(self, op: D.TagOp, coords: list[Affine]) -> list[Affine]:
+        """The tag components at `coords` (forms of equal length): the body run symbolically."""
+        n = len(coords[0]) if coords else self.n
+        env: dict[SSAValue, Affine] = dict(zip(op.body.block.args, coords))
+        sp = self.space
+
+        def value(v: SSAValue) -> Affine:
+            if v in env:
+                return env[v]
+            outer = self.values.get(v)
+            if not isinstance(outer, Affine):
+                raise VerificationError("a tag function uses a value that is not an integer known to the checker",
+                                        self.where(op))
+            return outer if len(outer) == n else outer.take(np.arange(n) % len(outer))
+
+        for inner in op.body.block.ops:
+            if isinstance(inner, D.YieldTagOp):
+                return [value(v) for v in inner.values]
+            if isinstance(inner, arith.ConstantOp):
+                env[inner.result] = sp.constant(int(inner.value.value.data), n)  # type: ignore[union-attr]
+                continue
+            rule = _INT_RULES.get(type(inner))
+            if rule is None:
+                raise VerificationError(f"tag functions use integer arithmetic; {inner.name} is not supported",
+                                        self.where(op))
+            env[inner.results[0]] = rule(sp, inner, [value(v) for v in inner.operands])
+        return []
+
+    # ---- state snapshots for joins ----------------------------------------------------
+    def snapshot(self, scope: tuple[int, int] | None = None) -> State:
+        """The tags of every memory and variable that exists (or the first `scope` of them)."""
+        k, v = scope or (len(self.memories), len(self.slots))
+        return State([(m.tags.copy(), m.site.copy()) for m in self.memories[:k]],
+                      [(s.tags.copy(), s.value) for s in self.slots[:v]])
+
+    def restore(self, state: State) -> None:
+        for m, (tags, site) in zip(self.memories, state.memories):
+            m.tags[...] = tags
+            m.site[...] = site
+        for s, (tags, value) in zip(self.slots, state.slots):
+            s.tags, s.value = tags.copy(), value
+
+    def join_into(self, other: State, condition: Affine | None, carried: str = "") -> None:
+        """The current state becomes its join with `other`. Integer variables that differ become
+        a select on `condition` or, across loop iterations (`carried`), a value the checker
+        does not follow."""
+        for m, (tags, site) in zip(self.memories, other.memories):
+            m.tags[...] = merge(m.tags, tags)
+            m.site[...] = np.where(m.site >= 0, m.site, site)
+        for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
+            s.tags = merge(s.tags, tags)
+            s.value = self.join_values(condition, value, s.value, f"{carried} (variable {i})" if carried else "")
+
+    def join_values(self, condition: Affine | None, a: Affine | None, b: Affine | None, label: str) -> Affine | None:
+        if a is None or b is None:
+            return None
+        if _same_values([a], [b]):
+            return a
+        sp = self.space
+        if condition is not None and not label:
+            return _select_int(sp, None, [condition, a, b])  # type: ignore[arg-type]
+        const = np.zeros(len(a), np.int64)
+        terms: dict[int, np.ndarray] = {}
+        for p in range(len(a)):
+            ra, rb = a.row(p), b.row(p)
+            key = ra if ra == rb else (0, ((sp.atom("opaque", label or "a value joined from two paths", p), 1),))
+            const[p] = key[0]
+            for t, c in key[1]:
+                terms.setdefault(t, np.zeros(len(a), np.int64))[p] = c
+        return Affine(const, terms)
+
+
+@dataclass
+class State:
+    memories: list[tuple[np.ndarray, np.ndarray]]
+    slots: list[tuple[np.ndarray, Affine | None]]
+
+    def same_as(self, other: State) -> bool:
+        return (all(np.array_equal(p[0], q[0]) for p, q in zip(self.memories, other.memories))
+                and all(np.array_equal(p[0], q[0]) for p, q in zip(self.slots, other.slots))
+                and _same_values([v for _, v in self.slots], [v for _, v in other.slots]))
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+def _width(ssa: SSAValue) -> int:
+    t = ssa.type
+    if isinstance(t, D.VarType):
+        return max(1, t.dtype.nbytes)
+    try:
+        return max(1, dtype_of_mlir(t).nbytes)
+    except TypeError:
+        return 1
+
+
+def _component(key: Key) -> Any:
+    return key[0] if not key[1] else key
+
+
+def _is_int(ssa: SSAValue) -> bool:
+    try:
+        return dtype_of_mlir(ssa.type).is_integer
+    except TypeError:
+        return False
+
+
+# ---- integer rules (shared with tag functions) --------------------------------------------------
+
+IntRule = Callable[[Space, Operation, list[Affine]], Affine]
+
+
+def _shift_left(sp: Space, op: Operation, args: list[Affine]) -> Affine:
+    a, b = args
+    if b.concrete and (b.const >= 0).all() and (b.const < 62).all():
+        return sp.scale(a, np.left_shift(1, b.const))
+    return sp.binary("shl", a, b, lambda x, y: np.left_shift(x, np.clip(y, 0, 62)))
+
+
+def _shift_right(sp: Space, op: Operation, args: list[Affine]) -> Affine:
+    a, b = args
+    if b.concrete and (b.const >= 0).all() and (b.const < 62).all():
+        return sp.floordiv(a, sp.constant(np.left_shift(1, b.const), len(a)))
+    return sp.binary("shr", a, b, lambda x, y: np.right_shift(x, np.clip(y, 0, 62)))
+
+
+def _and(sp: Space, op: Operation, args: list[Affine]) -> Affine:
+    a, b = args
+    for x, y in ((a, b), (b, a)):
+        if not x.concrete and y.concrete and ((y.const & (y.const + 1)) == 0).all() and (y.const >= 0).all():
+            return sp.mod(x, sp.constant(y.const + 1, len(a)))  # x & (2^k - 1) = x mod 2^k
+    return sp.binary("and", a, b, np.bitwise_and)
+
+
+def _compare(kind: str, swap: bool = False) -> IntRule:
+    fn = {"lt": np.less, "le": np.less_equal, "eq": np.equal, "ne": np.not_equal}[kind]
+
+    def rule(sp: Space, op: Operation, args: list[Affine]) -> Affine:
+        a, b = args[::-1] if swap else args
+        if kind in ("eq", "ne"):
+            d = sp.sub(a, b)
+            if d.concrete:
+                return Affine(fn(d.const, 0).astype(np.int64))
+        return sp.binary(kind, a, b, lambda x, y: fn(x, y).astype(np.int64))
+
+    return rule
+
+
+_CMP_RULES = {0: _compare("eq"), 1: _compare("ne"), 2: _compare("lt"), 3: _compare("le"), 4: _compare("lt", True),
+              5: _compare("le", True), 6: _compare("lt"), 7: _compare("le"), 8: _compare("lt", True),
+              9: _compare("le", True)}
+
+
+def _cmpi(sp: Space, op: Operation, args: list[Affine]) -> Affine:
+    return _CMP_RULES[op.predicate.value.data](sp, op, args)  # type: ignore[attr-defined]
+
+
+def _select_int(sp: Space, op: Operation, args: list[Affine]) -> Affine:
+    c, a, b = args
+    if c.concrete:
+        pick = c.const != 0
+        terms = {t: np.where(pick, a.terms.get(t, 0), b.terms.get(t, 0)) for t in set(a.terms) | set(b.terms)}
+        return Affine(np.where(pick, a.const, b.const), {t: v for t, v in terms.items() if v.any()})
+    n = len(c)
+    out_const = np.zeros(n, np.int64)
+    out_terms: dict[int, np.ndarray] = {}
+    for p in range(n):
+        key = sp._atom_key("select", c.row(p), a.row(p), b.row(p))
+        if c.row(p)[1] == ():
+            key = a.row(p) if c.row(p)[0] else b.row(p)
+        out_const[p] = key[0]
+        for atom, coef in key[1]:
+            out_terms.setdefault(atom, np.zeros(n, np.int64))[p] = coef
+    return Affine(out_const, out_terms)
+
+
+_INT_RULES: dict[type, IntRule] = {
+    arith.AddiOp: lambda sp, op, a: sp.add(*a), arith.SubiOp: lambda sp, op, a: sp.sub(*a),
+    arith.MuliOp: lambda sp, op, a: sp.mul(*a),
+    arith.FloorDivSIOp: lambda sp, op, a: sp.floordiv(*a), arith.DivUIOp: lambda sp, op, a: sp.floordiv(*a),
+    arith.DivSIOp: lambda sp, op, a: sp.binary("tdiv", *a, lambda x, y: np.trunc(x / np.where(y == 0, 1, y))),
+    arith.RemUIOp: lambda sp, op, a: sp.mod(*a),
+    arith.RemSIOp: lambda sp, op, a: sp.binary("rem", *a, lambda x, y: np.fmod(x, np.where(y == 0, 1, y))),
+    arith.AndIOp: _and,
+    arith.OrIOp: lambda sp, op, a: sp.binary("or", *a, np.bitwise_or),
+    arith.XOrIOp: lambda sp, op, a: sp.binary("xor", *a, np.bitwise_xor),
+    arith.ShLIOp: _shift_left, arith.ShRSIOp: _shift_right, arith.ShRUIOp: _shift_right,
+    arith.MinSIOp: lambda sp, op, a: sp.binary("min", *a, np.minimum),
+    arith.MaxSIOp: lambda sp, op, a: sp.binary("max", *a, np.maximum),
+    arith.MinUIOp: lambda sp, op, a: sp.binary("min", *a, np.minimum),
+    arith.MaxUIOp: lambda sp, op, a: sp.binary("max", *a, np.maximum),
+    arith.CmpiOp: _cmpi, arith.SelectOp: _select_int,
+}
+
+# ---- op rules -----------------------------------------------------------------------------------
+
+Rule = Callable[[TagAnalysis, Any, np.ndarray], None]
+
+
+def _int_op(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    if not _is_int(op.results[0]):
+        if isinstance(op, arith.SelectOp):
+            return _select(a, op, mask)  # type: ignore[arg-type]
+        return a.computed(op)
+    args = [a.int_value(v, op) for v in op.operands]
+    value = _INT_RULES[type(op)](a.space, op, args)
+    if isinstance(op, arith.SelectOp):
+        a.values[op.result] = value
+        _select_tags(a, op, args[0])
+        return
+    a.set_int(op, value)
+
+
+def _select(a: TagAnalysis, op: arith.SelectOp, mask: np.ndarray) -> None:
+    cond = a.values.get(op.cond)
+    a.values[op.result] = None
+    _select_tags(a, op, cond if isinstance(cond, Affine) else None)
+
+
+def _select_tags(a: TagAnalysis, op: arith.SelectOp, cond: Affine | None) -> None:
+    lhs, rhs = a.tags_of(op.lhs), a.tags_of(op.rhs)
+    if cond is not None and cond.concrete:
+        a.tags[op.result] = np.where((cond.const != 0)[:, None], lhs, rhs)
+    else:
+        a.tags[op.result] = merge(lhs, rhs)
+
+
+def _constant(a: TagAnalysis, op: arith.ConstantOp, mask: np.ndarray) -> None:
+    raw = op.value.value.data  # type: ignore[union-attr]
+    a.values[op.result] = a.space.constant(int(raw), a.n) if _is_int(op.result) else None
+    a.tags[op.result] = np.zeros((a.n, _width(op.result)), np.int64)
+
+
+def _cast(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    source = op.operands[0]
+    value = a.values.get(source) if _is_int(source) and _is_int(op.results[0]) else None
+    if isinstance(op, (arith.ExtUIOp,)) and value is not None and not value.concrete:
+        value = None
+    a.values[op.results[0]] = value
+    if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):
+        a.values[op.results[0]] = a.space.opaque(f"float converted at {a.where(op)}", a.n)
+    a.tags[op.results[0]] = _computed_tags(a, op)
+
+
+def _computed_tags(a: TagAnalysis, op: Operation) -> np.ndarray:
+    known = np.zeros(a.n, bool)
+    for v in op.operands:
+        known |= (a.tags_of(v) != BOTTOM).any(axis=-1)
+    return np.where(known[:, None], TOP, BOTTOM) * np.ones((1, _width(op.results[0])), np.int64)
+
+
+def _index(kind: str) -> Rule:
+    def rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
+        axis = "xyz".index(op.dim.data)
+        sp = a.space
+        if kind == "thread":
+            bx, by, _ = a.block_dims
+            t = a.tid
+            value = sp.constant((t % bx, (t // bx) % by, t // (bx * by))[axis], a.n)
+        elif kind == "block":
+            value = sp.of_symbol(a.block_symbols[axis], a.n)
+        elif kind == "grid":
+            value = sp.of_symbol(a.grid_symbols[axis], a.n)
+        else:
+            value = sp.constant(a.block_dims[axis], a.n)
+        a.values[op.result] = value
+        a.tags[op.result] = np.zeros((a.n, 4), np.int64)
+
+    return rule
+
+
+def _lane_or_warp(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    ids = a.tid % a.warp if isinstance(op, D.LaneIdOp) else a.tid // a.warp
+    a.values[op.results[0]] = a.space.constant(ids, a.n)
+    a.tags[op.results[0]] = np.zeros((a.n, 4), np.int64)
+
+
+def _dim(a: TagAnalysis, op: D.DimOp, mask: np.ndarray) -> None:
+    ref: GlobalRef = a.values[op.tensor]
+    a.values[op.result] = ref.dims[op.index.data]
+    a.tags[op.result] = np.zeros((a.n, 4), np.int64)
+
+
+def _alloc(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
+    t: D.TileType = op.result.type
+    footprint = (int(np.max(t.layout.offsets())) + 1 if t.layout.size() else 0) * t.dtype.nbytes
+    shared = isinstance(op, D.MakeSharedOp)
+    name = f"{'shared' if shared else 'local'} {op.result.name_hint or len(a.memories)}"
+    memory = TagMemory.shared(name, footprint) if shared else TagMemory.registers(name, a.n, footprint)
+    a.memories.append(memory)
+    a.values[op.result] = TileValue(memory, t.layout, t.dtype)  # type: ignore[arg-type]
+
+
+def _view(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
+    source: TileValue = a.values[op.source]
+    t: D.TileType = op.result.type
+    base = source.base if isinstance(op, D.SliceOp) else None
+    a.values[op.result] = TileValue(source.memory, t.layout, t.dtype, base)
+
+
+def _partition(a: TagAnalysis, op: D.PartitionOp, mask: np.ndarray) -> None:
+    source: TileValue = a.values[op.source]
+    t: D.TileType = op.result.type  # type: ignore[assignment]
+    table = _offset_table(layout_from_text(op.selector.data))[0]
+    index = a.concrete_offsets(op, a.int_value(op.index, op), "partition index")
+    base = table[np.clip(index, 0, table.size - 1)]
+    if source.base is not None:
+        base = base + source.base
+    a.values[op.result] = TileValue(source.memory, t.layout, t.dtype, base)
+
+
+def _tensor_view(a: TagAnalysis, op: D.TensorViewOp, mask: np.ndarray) -> None:
+    source: GlobalRef = a.values[op.source]
+    t: D.TensorType = op.result.type  # type: ignore[assignment]
+    runtime = iter(op.dims)
+    dims = [a.space.constant(d, a.n) if isinstance(d, int) else a.int_value(next(runtime), op) for d in t.shape]
+    a.values[op.result] = GlobalRef(source.name, t.dtype, dims, source.root or source)
+
+
+def _load(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
+    source = a.values[op.source]
+    active = np.flatnonzero(mask)
+    result = op.result
+    a.values[result] = a.space.opaque(f"load at {a.where(op)}", a.n) if _is_int(result) else None
+    if isinstance(source, GlobalRef):
+        coords = [a.int_value(c, op) for c in op.coords] if isinstance(op, D.LoadOp) else None
+        if coords is None:
+            raise a.undecidable(op, "the checker reads global tensors by coordinates (before layout lowering)")
+        a.tags[result] = a.global_tags(op, source, coords, mask)
+        return
+    tile: TileValue = source
+    idx = a.tile_bytes(op, tile, [a.int_value(c, op) for c in op.coords] if isinstance(op, D.LoadOp) else None,
+                       a.int_value(op.offset, op) if isinstance(op, D.LoadAtOp) else None, mask)
+    tags = np.zeros((a.n, tile.dtype.nbytes), np.int64)
+    tags[active] = tile.memory.read(idx, active)  # type: ignore[attr-defined]
+    a.tags[result] = tags
+
+
+def _store(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
+    target = a.values[op.target]
+    active = np.flatnonzero(mask)
+    if isinstance(target, GlobalRef):
+        if isinstance(op, D.StoreOp):
+            a.in_bounds(target, [a.int_value(c, op) for c in op.coords], mask)
+        a.written_globals.add((target.root or target).name)
+        return
+    tile: TileValue = target
+    idx = a.tile_bytes(op, tile, [a.int_value(c, op) for c in op.coords] if isinstance(op, D.StoreOp) else None,
+                       a.int_value(op.offset, op) if isinstance(op, D.StoreAtOp) else None, mask)
+    tile.memory.write(idx, a.tags_of(op.value)[active], active, a.site(op))  # type: ignore[attr-defined]
+
+
+def _atomic(a: TagAnalysis, op: D.AtomicOp, mask: np.ndarray) -> None:
+    target = a.values[op.target]
+    if isinstance(target, GlobalRef):
+        a.written_globals.add((target.root or target).name)
+    else:
+        active = np.flatnonzero(mask)
+        idx = a.tile_bytes(op, target, [a.int_value(c, op) for c in op.coords], None, mask)
+        target.memory.write(idx, np.full(idx.shape, TOP, np.int64), active, a.site(op))
+    a.values[op.result] = a.space.opaque(f"atomic at {a.where(op)}", a.n) if _is_int(op.result) else None
+    a.tags[op.result] = np.full((a.n, _width(op.result)), TOP, np.int64)
+
+
+def _same_bytes(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
+    a.values[op.result] = None
+    a.tags[op.result] = a.tags_of(op.operands[0]).copy()
+
+
+def _concat(a: TagAnalysis, op: D.ConcatOp, mask: np.ndarray) -> None:
+    a.values[op.result] = None
+    a.tags[op.result] = np.concatenate([a.tags_of(v) for v in op.values], axis=-1)
+
+
+def _extract(a: TagAnalysis, op: D.ExtractOp, mask: np.ndarray) -> None:
+    start = op.byte.data
+    a.values[op.result] = None
+    a.tags[op.result] = a.tags_of(op.value)[:, start:start + _width(op.result)].copy()
+
+
+def _byte_perm(a: TagAnalysis, op: D.BytePermOp, mask: np.ndarray) -> None:
+    both = np.concatenate([a.tags_of(op.a), a.tags_of(op.b)], axis=-1)
+    a.values[op.result] = None
+    a.tags[op.result] = both[:, [i.data for i in op.selector.data]]
+
+
+def _shuffle(a: TagAnalysis, op: D.ShuffleOp, mask: np.ndarray) -> None:
+    w = a.warp
+    lane_value = a.concrete_offsets(op, a.int_value(op.lane, op), "shuffle lane")
+    t = a.tid
+    lane, base = t % w, t - t % w
+    src = {"xor": lane ^ lane_value, "idx": lane_value, "down": lane + lane_value, "up": lane - lane_value}[op.mode.data]
+    outside = (src < 0) | (src >= w)
+    source = np.minimum(np.where(outside, t, base + np.clip(src, 0, w - 1)), a.n - 1)
+    value = a.values.get(op.value)
+    a.values[op.result] = value.take(source) if isinstance(value, Affine) else None
+    a.tags[op.result] = a.tags_of(op.value)[source].copy()
+
+
+def _var(a: TagAnalysis, op: D.VarOp, mask: np.ndarray) -> None:
+    slot = _Slot(None, np.zeros((a.n, _width(op.result)), np.int64))
+    a.slots.append(slot)
+    a.values[op.result] = slot
+
+
+def _var_store(a: TagAnalysis, op: D.VarStoreOp, mask: np.ndarray) -> None:
+    slot: _Slot = a.values[op.var]
+    slot.tags = slot.tags.copy()
+    slot.tags[mask] = a.tags_of(op.value)[mask]
+    new = a.values.get(op.value)
+    if isinstance(new, Affine) and (slot.value is None or mask.all()):
+        slot.value = new if mask.all() else _masked(a.space, mask, new, None)
+    elif isinstance(new, Affine) and slot.value is not None:
+        slot.value = _masked(a.space, mask, new, slot.value)
+    else:
+        slot.value = None
+
+
+def _masked(sp: Space, mask: np.ndarray, new: Affine, old: Affine | None) -> Affine:
+    if old is None:
+        return new
+    pick = mask
+    terms = {t: np.where(pick, new.terms.get(t, 0), old.terms.get(t, 0)) for t in set(new.terms) | set(old.terms)}
+    return Affine(np.where(pick, new.const, old.const), {t: v for t, v in terms.items() if v.any()})
+
+
+def _var_load(a: TagAnalysis, op: D.VarLoadOp, mask: np.ndarray) -> None:
+    slot: _Slot = a.values[op.var]
+    a.values[op.result] = slot.value if _is_int(op.result) else None
+    a.tags[op.result] = slot.tags.copy()
+
+
+def _copy(a: TagAnalysis, op: D.CopyOp, mask: np.ndarray) -> None:
+    source, target = a.values[op.source], a.values[op.target]
+    threads = np.flatnonzero(mask)
+    if threads.size == 0:
+        return
+    atom = _atom(a, op, CopyAtom)
+    src_idx = _fragment_bytes(source, threads)
+    tags = source.memory.read(src_idx.reshape(threads.size, -1), threads).reshape(src_idx.shape)
+    if atom.src_layout is not None:
+        tags = _redistribute(tags, atom, threads.size)
+    dst_idx = _fragment_bytes(target, threads)
+    target.memory.write(dst_idx.reshape(threads.size, -1), tags.reshape(threads.size, -1), threads, a.site(op))
+
+
+def _atom(a: TagAnalysis, op: Any, kind: type) -> Any:
+    atom = a._atoms.get(op)
+    if atom is None:
+        atom = a._atoms[op] = kind.from_properties({k: v.data for k, v in op.atom.data.items()})
+    return atom
+
+
+def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
+    """Operands pair up: A[m, k] and B[n, k] carry equal tags wherever both are tagged."""
+    threads = np.flatnonzero(mask)
+    atom: MMAAtom = _atom(a, op, MMAAtom)
+    c: TileValue = a.values[op.c]
+    if threads.size:
+        if threads.size % atom.threads:
+            raise a.undecidable(op, f"{atom.name} needs whole groups of {atom.threads} threads")
+        m, n, k = atom.shape
+        at = _atom_matrix(a.values[op.a], threads, atom.threads, atom.a_layout, m, k)
+        bt = _atom_matrix(a.values[op.b], threads, atom.threads, atom.b_layout, n, k)
+        if a.checking:
+            groups, nbytes = at.shape[0], at.shape[-1]
+            lhs = np.broadcast_to(at[:, :, None], (groups, m, n, k, nbytes))
+            rhs = np.broadcast_to(bt[:, None], (groups, m, n, k, nbytes))
+            both = ((lhs > TOP).all(-1) & (rhs > TOP).all(-1)).reshape(groups, -1)
+            lhs, rhs = lhs.reshape(groups, -1, nbytes), rhs.reshape(groups, -1, nbytes)
+            site = f"{a.where(op)} (operands of {atom.name} must pair up)"
+            describe = _describer(a, op, site, threads[::atom.threads], mma_shape=(m, n, k), group=atom.threads)
+            keep = both[:, :, None]
+            a.obligations.compare(site, np.where(keep, lhs, 2), np.where(keep, rhs, 2), True, describe)
+        idx = _fragment_bytes(c, threads)
+        c.memory.write(idx.reshape(threads.size, -1), np.full((threads.size, idx[0].size), TOP, np.int64),  # type: ignore[attr-defined]
+                       threads, a.site(op))
+
+
+def _atom_matrix(tile: TileValue, threads: np.ndarray, group: int, layout: Any, rows: int, cols: int) -> np.ndarray:
+    idx = _fragment_bytes(tile, threads)
+    tags = tile.memory.read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)  # type: ignore[attr-defined]
+    groups, nbytes = threads.size // group, idx.shape[-1]
+    ordered = tags.reshape(groups, group, -1, nbytes).transpose(0, 2, 1, 3).reshape(groups, -1, nbytes)
+    matrix = np.zeros((groups, rows * cols, nbytes), np.int64)
+    matrix[:, layout.offsets()] = ordered
+    return matrix.reshape(groups, cols, rows, nbytes).transpose(0, 2, 1, 3)
+
+
+def _sync(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    for m in a.memories:
+        if not m.per_thread:
+            m.barrier()
+
+
+def _reset(a: TagAnalysis, op: D.ResetTagsOp, mask: np.ndarray) -> None:
+    a.values[op.target].memory.reset()
+
+
+def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
+    target = a.values[op.target]
+    if isinstance(target, GlobalRef):
+        a.tag_functions[(target.root or target).name] = (op, {})
+        return
+    threads = np.flatnonzero(mask)
+    if threads.size == 0:
+        return
+    tile: TileValue = target
+    coords = _tile_coordinates(tile)
+    elements = coords[0].size if coords else 1
+    per_thread = tile.memory.per_thread  # type: ignore[attr-defined]
+    rows = threads if per_thread else threads[:1]
+    point = np.repeat(rows, elements)
+    flat_coords = [a.space.constant(np.tile(c, rows.size), point.size) for c in coords]
+    saved = dict(a.values)
+    for v, val in saved.items():
+        if isinstance(val, Affine) and len(val) == a.n:
+            a.values[v] = val.take(point)
+    try:
+        comps = a.evaluate_tag_function(op, flat_coords)
+    finally:
+        a.values.update(saved)
+    ids = a.intern(comps, tile.dtype.nbytes).reshape(rows.size, elements, -1)
+    idx = _fragment_bytes(tile, rows)
+    tile.memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, a.site(op))  # type: ignore[attr-defined]
+    if not per_thread:
+        tile.memory.barrier()  # type: ignore[attr-defined]
+
+
+def _tile_coordinates(tile: TileValue) -> list[np.ndarray]:
+    layout = tile.layout
+    inner = layout.inner if isinstance(layout, ComposedLayout) else layout
+    sizes = [m.size() for m in inner] if inner.rank > 1 else [inner.size()]
+    flat = np.arange(int(np.prod(sizes)))
+    out = []
+    for n in sizes:
+        out.append(flat % n)
+        flat = flat // n
+    return out
+
+
+def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
+    threads = np.flatnonzero(mask)
+    if threads.size == 0 or not a.checking:
+        return
+    sides = []
+    for ssa in (op.lhs, op.rhs):
+        target = a.values[ssa]
+        if isinstance(target, GlobalRef):
+            raise VerificationError("tag assertions compare tiles (shared or registers); load the tensor's "
+                                    "elements into a tile first", a.where(op))
+        idx = _fragment_bytes(target, threads)
+        tags = target.memory.read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)
+        sites = (target.memory.site[threads[:, None], idx.reshape(threads.size, -1)] if target.memory.per_thread
+                 else target.memory.site[idx.reshape(threads.size, -1)]).reshape(idx.shape)
+        sides.append((target, tags, sites))
+    (lt, lhs, lsites), (rt, rhs, rsites) = sides
+    if lhs.shape != rhs.shape:
+        raise VerificationError(f"the two sides of this tag assertion have {lhs.shape[1]} and {rhs.shape[1]} "
+                                "elements; they are compared element by element", a.where(op))
+    for side, tags in (("left", lhs), ("right", rhs)):
+        if (tags == BOTTOM).all():
+            raise VerificationError(f"the {side} side of this tag assertion carries no tags: no tag function reaches "
+                                    "its data (tag the tensors it is loaded from, or the tile itself)", a.where(op))
+    site = str(a.where(op))
+    describe = _describer(a, op, site, threads, coordinates=_tile_coordinates(lt), sites=(lsites, rsites),
+                          message=op.message.data)
+    a.obligations.compare(site, lhs, rhs, op.kind.data == "eq", describe)
+
+
+def _describer(a: TagAnalysis, op: Operation, site: str, threads: np.ndarray, *, coordinates: list[np.ndarray] | None = None,
+               sites: tuple[np.ndarray, np.ndarray] | None = None, message: str = "",
+               mma_shape: tuple[int, int, int] | None = None, group: int = 1) -> Callable[..., dict[str, Any]]:
+    loops = [(ctx.name, ctx.symbol, None if ctx.values is None else ctx.values.copy()) for ctx in a.loops]
+    space, block_symbols = a.space, a.block_symbols
+    sources = a.sites
+
+    def describe(point: int, element: int, model: dict[int, int]) -> dict[str, Any]:
+        thread = int(threads[point])
+        w: dict[str, Any] = {"assertion": site}
+        w["block"] = tuple(space.atom_value(s, model) for s in block_symbols)
+        w["thread"] = thread
+        if group > 1:
+            w["threads"] = (thread, thread + group - 1)
+        w["loops"] = {name: (space.atom_value(sym, model) if sym is not None else int(vals[thread]))  # type: ignore[index]
+                      for name, sym, vals in loops}
+        if mma_shape is not None:
+            m, n, k = mma_shape
+            mi, ni, ki = np.unravel_index(element, (m, n, k))
+            w["element"] = {"m": int(mi), "n": int(ni), "k": int(ki)}
+        elif coordinates is not None:
+            w["element"] = tuple(int(c[element]) for c in coordinates)
+        if sites is not None:
+            for side, arr in zip(("lhs", "rhs"), sites):
+                known = [int(x) for x in np.ravel(arr[point, element]) if x >= 0]
+                loc = sources[known[0]] if known else None
+                w[f"{side} written at"] = str(loc) if loc is not None else "never written"
+        if message:
+            w["message"] = message
+        parameters = {space.describe_atom(s): space.atom_value(s, model) for s in space.symbols
+                      if space.symbols[s].role == "size" and s in model}
+        if parameters:
+            w["sizes"] = parameters
+        return w
+
+    return describe
+
+
+# ---- control flow -------------------------------------------------------------------------------
+
+
+def _if(a: TagAnalysis, op: scf.IfOp, mask: np.ndarray) -> None:
+    cond = a.values.get(op.cond)
+    if isinstance(cond, Affine) and cond.concrete:
+        c = cond.const != 0
+        for region, sub in ((op.true_region, mask & c), (op.false_region, mask & ~c)):
+            if sub.any() and region.blocks:
+                a.run_block(region.block, sub)
+        return
+    # a symbolic (or data-dependent) condition: both sides, joined
+    before = a.snapshot()
+    a.guards += 1
+    try:
+        a.run_block(op.true_region.block, mask)
+        after_true = a.snapshot(scope=(len(before.memories), len(before.slots)))
+        a.restore(before)
+        if op.false_region.blocks:
+            a.run_block(op.false_region.block, mask)
+    finally:
+        a.guards -= 1
+    a.join_into(after_true, cond if isinstance(cond, Affine) else None)
+
+
+def _for(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray) -> None:
+    lb, ub, step = (a.int_value(v, op) for v in (op.lb, op.ub, op.step))
+    body = op.body.block
+    name = body.args[0].name_hint or "i"
+    if not step.concrete or (step.const[mask] <= 0).any():
+        raise a.undecidable(op, "the checker needs loops with a positive constant step")
+    if not mask.any():
+        return
+    if lb.concrete and ub.concrete:
+        trips = np.maximum(0, -(-(ub.const - lb.const) // np.maximum(step.const, 1)))
+        if trips[mask].max(initial=0) <= CONCRETE_TRIPS:
+            return _for_concrete(a, op, mask, lb.const, ub.const, step.const, name)
+    active = np.flatnonzero(mask)
+    s = int(step.const[active[0]])
+    bounds = {(lb.row(int(p)), ub.row(int(p))) for p in active}
+    if len(bounds) != 1 or (step.const[mask] != s).any():
+        raise a.undecidable(op, "the threads of a block disagree on the bounds of this runtime loop; the checker "
+                                "needs bounds every thread shares when they are symbolic")
+    (low, high), = bounds
+    _for_symbolic(a, op, mask, low, high, s, name)
+
+
+def _for_concrete(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: np.ndarray, ub: np.ndarray, step: np.ndarray,
+                  name: str) -> None:
+    i = lb.copy()
+    body = op.body.block
+    context = LoopContext(name, None)
+    a.loops.append(context)
+    try:
+        while True:
+            active = mask & (i < ub)
+            if not active.any():
+                return
+            context.values = i.copy()
+            a.values[body.args[0]] = a.space.constant(i, a.n)
+            a.tags[body.args[0]] = np.zeros((a.n, 4), np.int64)
+            a.run_block(body, active)
+            i = i + step
+    finally:
+        a.loops.pop()
+
+
+def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: Key, step: int, name: str) -> None:
+    sp = a.space
+    symbol = sp.symbol(name, "loop", lb, add_keys(ub, (-1, ())))
+    me: Key = (0, ((symbol, 1),))
+    if step > 1:
+        sp.require_zero(sp._mod(sub_keys(me, lb), (step, ())))
+    a.facts.update(sp.constraints)
+    body = op.body.block
+    a.values[body.args[0]] = sp.of_symbol(symbol, a.n)
+    a.tags[body.args[0]] = np.zeros((a.n, 4), np.int64)
+    before = a.snapshot()
+    scope = (len(before.memories), len(before.slots))
+    entry = before
+    rename = _Renamer(a, symbol, add_keys(me, (-step, ())))
+    carried = f"a value carried from one iteration to the next of the loop at {a.where(op)}"
+    checking = a.checking
+    a.loops.append(LoopContext(name, symbol))
+    try:
+        for attempt in range(MAX_PASSES):
+            mark = a.obligations.mark()
+            a.restore(entry)
+            a.checking = checking
+            a.run_block(body, mask)
+            after = a.snapshot(scope)
+            # the entry of a later iteration: what this iteration leaves, seen one step later
+            a.restore(before)
+            a.join_into(rename.state(after), None, carried)
+            new_entry = a.snapshot(scope)
+            if new_entry.same_as(entry):
+                a.restore(after)
+                break
+            a.obligations.rollback(mark)
+            if attempt == MAX_PASSES - 2:  # widen what still moves
+                new_entry = State([(np.where(n != e, TOP, n), s) for (n, s), (e, _) in
+                                   zip(new_entry.memories, entry.memories)], new_entry.slots)
+            entry = new_entry
+        else:
+            raise a.undecidable(op, "the tags this loop carries from one iteration to the next do not settle")
+    finally:
+        a.loops.pop()
+        a.checking = checking
+    # after the loop: it ran (the state it leaves) or it did not (the state before it)
+    a.join_into(before, None, carried)
+
+
+def _same_values(x: list[Affine | None], y: list[Affine | None]) -> bool:
+    for p, q in zip(x, y):
+        if (p is None) != (q is None):
+            return False
+        if p is not None and q is not None and not (np.array_equal(p.const, q.const) and p.terms.keys() == q.terms.keys()
+                                                    and all(np.array_equal(p.terms[t], q.terms[t]) for t in p.terms)):
+            return False
+    return True
+
+
+class _Renamer:
+    """Rewrites tags and values from iteration `symbol` to the iteration before it."""
+
+    def __init__(self, a: TagAnalysis, symbol: int, replacement: Key) -> None:
+        self.a = a
+        self.symbol = symbol
+        self.replacement = replacement
+        self.memo: dict[int, int] = {}
+
+    def state(self, state: State) -> State:
+        return State([(self.ids(t), site) for t, site in state.memories],
+                     [(self.ids(t), self.value(v)) for t, v in state.slots])
+
+    def ids(self, tags: np.ndarray) -> np.ndarray:
+        if tags.size == 0:
+            return tags
+        unique = np.unique(tags)
+        concrete = unique[unique > TOP]
+        elements = np.unique((concrete - 2) // BYTES)
+        changed = {}
+        for e in elements:
+            new = self.element(int(e))
+            if new != e:
+                changed[int(e)] = new
+        if not changed:
+            return tags
+        out = tags.copy()
+        elem = (tags - 2) // BYTES
+        for old, new in changed.items():
+            hit = (tags > TOP) & (elem == old)
+            out[hit] = tags[hit] + (new - old) * BYTES
+        return out
+
+    def element(self, e: int) -> int:
+        new = self.memo.get(e)
+        if new is None:
+            tag = self.a.table.tags[e]
+            renamed = tuple(_component(self.a.space.substitute(v, self.symbol, self.replacement))
+                            if isinstance(v, tuple) else v for v in tag)
+            new = self.memo[e] = self.a.table.element_id(renamed)
+        return new
+
+    def value(self, v: Affine | None) -> Affine | None:
+        if v is None or self.symbol not in self.a.space.atoms_of((0, tuple((t, 1) for t in v.terms))) | set(v.terms):
+            return v
+        n = len(v)
+        const = np.zeros(n, np.int64)
+        terms: dict[int, np.ndarray] = {}
+        for p in range(n):
+            key = self.a.space.substitute(v.row(p), self.symbol, self.replacement)
+            const[p] = key[0]
+            for t, c in key[1]:
+                terms.setdefault(t, np.zeros(n, np.int64))[p] = c
+        return Affine(const, terms)
+
+
+def _nothing(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    pass
+
+
+def _float_op(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    a.computed(op)
+
+
+_RULES: dict[type, Rule] = {
+    arith.ConstantOp: _constant,
+    **{t: _int_op for t in _INT_RULES},
+    arith.ExtFOp: _cast, arith.TruncFOp: _cast, arith.SIToFPOp: _cast, arith.UIToFPOp: _cast, arith.FPToSIOp: _cast,
+    arith.FPToUIOp: _cast, arith.TruncIOp: _cast, arith.ExtSIOp: _cast, arith.ExtUIOp: _cast,
+    D.ThreadIdxOp: _index("thread"), D.BlockIdxOp: _index("block"), D.BlockDimOp: _index("block_dim"),
+    D.GridDimOp: _index("grid"), D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp, D.DimOp: _dim,
+    D.MakeSharedOp: _alloc, D.MakeLocalOp: _alloc, D.ViewOp: _view, D.SliceOp: _view, D.PartitionOp: _partition,
+    D.TensorViewOp: _tensor_view,
+    D.LoadOp: _load, D.LoadAtOp: _load, D.StoreOp: _store, D.StoreAtOp: _store, D.AtomicOp: _atomic,
+    D.BitcastOp: _same_bytes, D.ConcatOp: _concat, D.ExtractOp: _extract, D.BytePermOp: _byte_perm,
+    D.ShuffleOp: _shuffle, D.VarOp: _var, D.VarStoreOp: _var_store, D.VarLoadOp: _var_load,
+    D.CopyOp: _copy, D.MmaOp: _mma, D.SyncThreadsOp: _sync, D.ResetTagsOp: _reset, D.TagOp: _tag,
+    D.TagAssertOp: _assert, scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _nothing,
+    math.FmaOp: _float_op,
+}

@@ -1,0 +1,173 @@
+"""Checking a kernel's tag assertions for every launch: analysis, decision, replay.
+
+1. `analysis.TagAnalysis` walks the kernel once for all threads, with block indices, sizes and
+   runtime loop indices symbolic, and collects what each assertion compares.
+2. `argus.verify.obligations` settles the comparisons: numpy where the tags are concrete, one
+   solver query per assertion where they are symbolic, after checking that the domain itself
+   is satisfiable (a proof over an empty domain proves nothing).
+3. Every candidate counterexample is replayed on the interpreter with shadow tags, on the
+   launch the witness describes (its sizes, its block); only a reproduced finding is reported
+   as a violation. One that does not reproduce makes the result `unknown`, never a pass.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from argus.verify.affine import Space
+from argus.verify.obligations import Candidate
+from argus.verify.results import Result, proved, unknown, violated
+from argus.verify.solvers import Query, solver as find_solver
+
+from . import dialect as D
+from .analysis import Analysis, TagAnalysis, Undecidable
+from .errors import ArgusError
+from .interpreter import storage_dtype
+
+#: Largest tensor (bytes) a replay allocates; a witness needing more is reported unreplayed.
+REPLAY_BYTES = 1 << 28
+#: Sizes tried first for a small witness (every size symbol at most this).
+SMALL = 256
+
+
+class TagAssertionError(ArgusError):
+    """A tag assertion that does not hold: the message carries the replayed counterexample."""
+
+    def __init__(self, result: Result, location: Any = None) -> None:
+        self.result = result
+        super().__init__(result.text(), location)
+
+
+def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | None = None,
+                  solver: str | None = None, replay: bool = True, timeout_ms: int = 10_000) -> Result:
+    """Prove the tag assertions (and MMA operand pairing) of a compiled kernel for every launch,
+    or refute them with a replayed counterexample."""
+    op: D.KernelOp = compiled.op
+    claim = f"the tag assertions of {name} hold for every launch" + (f" of grid {tuple(grid)}" if grid else "")
+    asserts = [o for o in op.walk() if isinstance(o, D.TagAssertOp)]
+    if not asserts and not any(isinstance(o, D.TagOp) for o in op.walk()):
+        return proved(claim, "the kernel states no tag assertions and tags nothing")
+    started = time.perf_counter()
+    try:
+        analysis = TagAnalysis(op, compiled.locations, tuple(grid) if grid else None).run()
+    except Undecidable as err:
+        return unknown(claim, f"{err.location}: {err.reason}" if err.location else err.reason)
+    reached = set(analysis.obligations.pending)
+    unreached = [str(compiled.locations.get(a)) for a in asserts if str(compiled.locations.get(a)) not in reached]
+    facts = sorted(analysis.facts)
+    undecided: list[str] = []
+    engine = None
+    needs_solver = any(p.pairs for p in analysis.obligations.pending.values()) or analysis.obligations.candidates
+    if needs_solver:
+        engine = find_solver(solver)
+        empty = engine.solve(Query(analysis.space, facts, [[]]), timeout_ms)
+        if empty.status == "unsat":
+            return unknown(claim, "the domain is empty: the kernel's bounds and in-bounds facts contradict each "
+                                  "other, so any proof would be vacuous")
+        if empty.status == "unknown":
+            return unknown(claim, f"the solver could not decide the domain: {empty.reason}")
+        undecided = analysis.obligations.decide(engine, facts, timeout_ms)
+        base_model = empty.model
+    candidates = analysis.obligations.candidates
+    method = (f"{analysis.obligations.compared} comparison(s) over {op.block_dims and _threads(op)} threads"
+              f" in {1000 * (time.perf_counter() - started):.1f} ms")
+    if not candidates and not undecided and not unreached:
+        return proved(claim, f"static tag analysis: every assertion holds ({method})")
+    witnesses: list[dict[str, Any]] = []
+    unconfirmed: list[str] = []
+    for c in candidates:
+        model = _small_model(analysis, c, engine, facts, base_model, timeout_ms) if engine else c.model
+        c.model = model
+        w = c.witness(analysis.table, analysis.space)
+        if replay:
+            confirmed, note = replay_witness(compiled, analysis, c, w)
+            w["replayed"] = note
+            if confirmed:
+                witnesses.append(w)
+            else:
+                unconfirmed.append(f"{c.site}: a candidate counterexample ({c.kind}) did not replay: {note}")
+        else:
+            witnesses.append(w)
+    if witnesses:
+        return violated(claim, "counterexample(s) found statically and reproduced on the interpreter with shadow tags",
+                        *witnesses)
+    reasons = undecided + unconfirmed + [f"{u}: this assertion is never reached by any thread" for u in unreached]
+    return unknown(claim, "; ".join(reasons))
+
+
+def _threads(op: D.KernelOp) -> int:
+    return int(np.prod(tuple(op.block_dims)))
+
+
+def _small_model(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any], base: dict[int, int],
+                 timeout_ms: int) -> dict[int, int]:
+    """A model with small sizes, so the witness replays quickly: same finding, sizes ≤ SMALL."""
+    space = analysis.space
+    bounds = [("ge0", (SMALL, ((s, -1),))) for s, sym in space.symbols.items() if sym.role in ("size", "grid")]
+    model = c.model or base
+    if not c.model:
+        answer = engine.solve(Query(space, facts + bounds, [[]]), timeout_ms)
+        return answer.model if answer.status == "sat" else model
+    pins = [("eq0", (-v, ((s, 1),))) for s, v in c.model.items()
+            if s in space.symbols and space.symbols[s].role in ("block", "loop")]
+    answer = engine.solve(Query(space, facts + bounds, [pins]), timeout_ms)
+    return {**model, **answer.model} if answer.status == "sat" else model
+
+
+def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witness: dict[str, Any]) -> tuple[bool, str]:
+    """Run the witness's block on the interpreter with shadow tags; True when the same assertion
+    fails there the same way."""
+    from .shadow import ShadowInterpreter
+
+    op: D.KernelOp = compiled.op
+    space, model = analysis.space, candidate.model
+    try:
+        args = _replay_arguments(op, analysis, model)
+    except ValueError as err:
+        return False, str(err)
+    grid = tuple(max(1, space.atom_value(g, model)) for g in analysis.grid_symbols)
+    block = tuple(space.atom_value(b, model) for b in analysis.block_symbols)
+    if any(not 0 <= b < g for b, g in zip(block, grid)):
+        grid = tuple(max(g, b + 1) for b, g in zip(block, grid))
+    shadow = ShadowInterpreter(op, compiled.locations)
+    try:
+        shadow.launch(grid, args, blocks=[block])  # type: ignore[arg-type]
+    except ArgusError as err:
+        return False, f"the replay stopped: {err}"
+    for finding in shadow.findings:
+        if finding.get("assertion") == candidate.site and finding.get("kind") == candidate.kind:
+            return True, f"reproduced in block {block} of grid {grid}"
+    return False, f"block {block} of grid {grid} runs without this finding under shadow tags"
+
+
+def _replay_arguments(op: D.KernelOp, analysis: Analysis, model: dict[int, int]) -> list[Any]:
+    rng = np.random.default_rng(0)
+    space = analysis.space
+    names = [n.data for n in op.arg_names.data]
+    args: list[Any] = []
+    for name, param in zip(names, op.body.block.args):
+        t = param.type
+        if isinstance(t, D.TensorType):
+            shape = tuple(d if isinstance(d, int) else _size(space, analysis.parameters.get(str(d)), model)
+                          for d in t.shape)
+            nbytes = int(np.prod(shape)) * t.dtype.nbytes
+            if nbytes > REPLAY_BYTES:
+                raise ValueError(f"tensor {name!r} of the witness would take {nbytes} bytes")
+            dtype = storage_dtype(t.dtype)
+            data = rng.integers(0, 2**8, size=int(np.prod(shape)) * dtype.itemsize, dtype=np.uint8)
+            array = data.view(dtype).reshape(shape).copy()
+            if dtype.kind == "f":
+                array = rng.standard_normal(shape).astype(dtype)
+            args.append(array)
+        else:
+            symbol = analysis.parameters.get(name)
+            value = space.atom_value(symbol, model) if symbol is not None else 0
+            args.append(value if t.__class__.__name__.startswith("Integer") or symbol is not None else float(value))
+    return args
+
+
+def _size(space: Space, symbol: int | None, model: dict[int, int]) -> int:
+    return max(1, space.atom_value(symbol, model)) if symbol is not None else 1

@@ -1,0 +1,385 @@
+"""Symbolic integers over a whole enumerated domain at once.
+
+A kernel's integers depend on things the checker enumerates (thread ids, unrolled loop
+indices: the *points*) and on things it keeps symbolic (block indices, runtime loop indices,
+runtime sizes: the *symbols*). An `Affine` holds one affine form per point::
+
+    value[p] = const[p] + Σ_a coef_a[p] · atom_a
+
+Atoms are the symbols themselves and derived atoms for what is not affine: the floor quotient
+of an expression by a constant, a product of two symbolic expressions, bit operations, min,
+max, comparisons, opaque values (data read from memory). Floor division and remainder by a
+constant split off what divides exactly (``(16·k + r) // 16 = k + r // 16``) so equal
+quantities get equal forms, and a remainder is ``e - c·(e // c)``: affine in a quotient atom,
+which a solver encodes as bounded integers rather than with div/mod.
+
+Where every point is concrete the forms are plain numpy arrays and cost what numpy costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+#: A scalar affine expression, canonical and hashable: (const, ((atom, coef), ...)) with atoms
+#: ascending and no zero coefficient.
+Key = tuple[int, tuple[tuple[int, int], ...]]
+
+
+@dataclass(frozen=True)
+class Atom:
+    """A symbolic quantity: ``symbol`` (args: name), or derived (args: operand keys/ints)."""
+
+    kind: str
+    args: tuple[Any, ...]
+
+
+@dataclass
+class Symbol:
+    """A named unknown with inclusive bounds (ints or keys) and the role it plays."""
+
+    name: str
+    role: str
+    lo: Key | None = None
+    hi: Key | None = None
+
+
+class Affine:
+    """One affine form per point (see the module docstring). Immutable by convention."""
+
+    __slots__ = ("const", "terms")
+
+    def __init__(self, const: np.ndarray, terms: dict[int, np.ndarray] | None = None) -> None:
+        self.const = const
+        self.terms = terms or {}
+
+    @property
+    def concrete(self) -> bool:
+        return not self.terms
+
+    def __len__(self) -> int:
+        return int(self.const.shape[0])
+
+    def row(self, p: int) -> Key:
+        return (int(self.const[p]), tuple((a, int(c[p])) for a, c in sorted(self.terms.items()) if c[p] != 0))
+
+    def take(self, index: np.ndarray) -> Affine:
+        return Affine(self.const[index], {a: c[index] for a, c in self.terms.items()})
+
+    def symbolic_points(self) -> np.ndarray:
+        """Mask of the points whose value depends on a symbol."""
+        out = np.zeros(len(self), bool)
+        for c in self.terms.values():
+            out |= c != 0
+        return out
+
+
+def key_constant(key: Key) -> int | None:
+    return key[0] if not key[1] else None
+
+
+class Space:
+    """The atoms and symbols of one analysis, and arithmetic on `Affine` values over it."""
+
+    def __init__(self) -> None:
+        self.atoms: list[Atom] = []
+        self.symbols: dict[int, Symbol] = {}
+        self._ids: dict[Atom, int] = {}
+        self.constraints: list[tuple[str, Key]] = []
+        """Facts of the domain: ``("ge0", e)`` (e ≥ 0), ``("eq0", e)``, ``("mod0", e, m)`` encoded
+        as ("eq0", e - m·q) with a fresh quotient atom."""
+
+    # ---- atoms and symbols -------------------------------------------------------------
+    def atom(self, kind: str, *args: Any) -> int:
+        a = Atom(kind, args)
+        ident = self._ids.get(a)
+        if ident is None:
+            ident = self._ids[a] = len(self.atoms)
+            self.atoms.append(a)
+        return ident
+
+    def symbol(self, name: str, role: str, lo: Key | int | None = None, hi: Key | int | None = None) -> int:
+        """A new symbol (the name is made unique); bounds are inclusive and become constraints."""
+        base, n = name, 1
+        taken = {s.name for s in self.symbols.values()}
+        while name in taken:
+            n += 1
+            name = f"{base}#{n}"
+        ident = self.atom("symbol", name)
+        lo_key, hi_key = _as_key(lo), _as_key(hi)
+        self.symbols[ident] = Symbol(name, role, lo_key, hi_key)
+        me: Key = (0, ((ident, 1),))
+        if lo_key is not None:
+            self.require_nonnegative(sub_keys(me, lo_key))
+        if hi_key is not None:
+            self.require_nonnegative(sub_keys(hi_key, me))
+        return ident
+
+    def require_nonnegative(self, key: Key) -> None:
+        if key not in [c[1] for c in self.constraints if c[0] == "ge0"]:
+            self.constraints.append(("ge0", key))
+
+    def require_zero(self, key: Key) -> None:
+        self.constraints.append(("eq0", key))
+
+    def name(self, atom: int) -> str:
+        return self.describe_atom(atom)
+
+    # ---- constructing values -----------------------------------------------------------
+    @staticmethod
+    def constant(values: Any, n: int) -> Affine:
+        return Affine(np.broadcast_to(np.asarray(values, dtype=np.int64), (n,)).copy())
+
+    def of_symbol(self, atom: int, n: int) -> Affine:
+        return Affine(np.zeros(n, np.int64), {atom: np.ones(n, np.int64)})
+
+    def of_key(self, key: Key, n: int) -> Affine:
+        return Affine(np.full(n, key[0], np.int64), {a: np.full(n, c, np.int64) for a, c in key[1]})
+
+    def opaque(self, label: str, n: int) -> Affine:
+        """A value the checker cannot know (data read from memory): one fresh atom per point."""
+        const = np.zeros(n, np.int64)
+        terms: dict[int, np.ndarray] = {}
+        for p in range(n):
+            coef = np.zeros(n, np.int64)
+            coef[p] = 1
+            terms[self.atom("opaque", label, len(self.atoms))] = coef
+        return Affine(const, terms)
+
+    # ---- arithmetic --------------------------------------------------------------------
+    def add(self, a: Affine, b: Affine) -> Affine:
+        return Affine(a.const + b.const, _merge_terms(a.terms, b.terms, 1))
+
+    def sub(self, a: Affine, b: Affine) -> Affine:
+        return Affine(a.const - b.const, _merge_terms(a.terms, b.terms, -1))
+
+    def scale(self, a: Affine, k: np.ndarray | int) -> Affine:
+        k = np.asarray(k, dtype=np.int64)
+        return Affine(a.const * k, _clean({t: c * k for t, c in a.terms.items()}))
+
+    def mul(self, a: Affine, b: Affine) -> Affine:
+        if b.concrete:
+            return self.scale(a, b.const)
+        if a.concrete:
+            return self.scale(b, a.const)
+        return self.lift(a, b, lambda x, y: self._product(x, y), np.multiply)
+
+    def floordiv(self, a: Affine, b: Affine) -> Affine:
+        return self.lift(a, b, self._floordiv, _np_floordiv)
+
+    def mod(self, a: Affine, b: Affine) -> Affine:
+        return self.lift(a, b, self._mod, _np_mod)
+
+    def binary(self, kind: str, a: Affine, b: Affine, concrete: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Affine:
+        """Any other integer operation: exact where both sides are concrete, an atom elsewhere."""
+        simplify = getattr(self, f"_{kind}", None)
+
+        def symbolic(x: Key, y: Key) -> Key:
+            if simplify is not None:
+                return simplify(x, y)  # type: ignore[no-any-return]
+            return self._atom_key(kind, *_commute(kind, x, y))
+
+        return self.lift(a, b, symbolic, concrete)
+
+    def lift(self, a: Affine, b: Affine, symbolic: Callable[[Key, Key], Key],
+             concrete: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Affine:
+        """Apply an operation point by point: numpy where both forms are concrete, `symbolic`
+        on canonical keys elsewhere (once per distinct pair of forms)."""
+        with np.errstate(all="ignore"):
+            plain = concrete(a.const, b.const).astype(np.int64)
+        if a.concrete and b.concrete:
+            return Affine(plain)
+        sym = a.symbolic_points() | b.symbolic_points()
+        const = np.where(sym, 0, plain)
+        terms: dict[int, np.ndarray] = {}
+        memo: dict[tuple[Key, Key], Key] = {}
+        for p in np.flatnonzero(sym):
+            pair = (a.row(int(p)), b.row(int(p)))
+            out = memo.get(pair)
+            if out is None:
+                out = memo[pair] = symbolic(*pair)
+            const[p] = out[0]
+            for atom, coef in out[1]:
+                arr = terms.get(atom)
+                if arr is None:
+                    arr = terms[atom] = np.zeros(len(a), np.int64)
+                arr[p] = coef
+        return Affine(const, terms)
+
+    def _atom_key(self, kind: str, *args: Any) -> Key:
+        return (0, ((self.atom(kind, *args), 1),))
+
+    def _product(self, x: Key, y: Key) -> Key:
+        cx, cy = key_constant(x), key_constant(y)
+        if cx is not None:
+            return scale_key(y, cx)
+        if cy is not None:
+            return scale_key(x, cy)
+        return self._atom_key("mul", *sorted((x, y)))
+
+    def _floordiv(self, x: Key, y: Key) -> Key:
+        c = key_constant(y)
+        if c is None or c == 0:
+            return self._atom_key("floordiv", x, y)
+        if c < 0:
+            return self._floordiv(scale_key(x, -1), (-c, ()))
+        exact = tuple((a, k // c) for a, k in x[1] if k % c == 0)
+        rest = tuple((a, k) for a, k in x[1] if k % c != 0)
+        q, r = divmod(x[0], c)
+        if not rest:
+            return (q, exact)
+        return add_keys((q, exact), self._atom_key("floordiv", (r, rest), (c, ())))
+
+    def _mod(self, x: Key, y: Key) -> Key:
+        c = key_constant(y)
+        if c is None or c == 0:
+            return self._atom_key("mod", x, y)
+        return sub_keys(x, scale_key(self._floordiv(x, y), c))
+
+    def substitute(self, key: Key, symbol: int, replacement: Key) -> Key:
+        """`key` with `symbol` replaced by `replacement`, derived atoms rebuilt and simplified."""
+        out: Key = (key[0], ())
+        for atom, coef in key[1]:
+            if atom == symbol:
+                out = add_keys(out, scale_key(replacement, coef))
+                continue
+            a = self.atoms[atom]
+            if a.kind in ("symbol", "opaque") or symbol not in self.atoms_of((0, ((atom, 1),))):
+                out = add_keys(out, ((0, ((atom, coef),))))
+                continue
+            args = tuple(self.substitute(x, symbol, replacement) if _is_key(x) else x for x in a.args)
+            simplify = {"mul": self._product, "floordiv": self._floordiv, "mod": self._mod}.get(a.kind)
+            rebuilt = simplify(*args) if simplify is not None else self._atom_key(a.kind, *args)
+            out = add_keys(out, scale_key(rebuilt, coef))
+        return out
+
+    # ---- evaluation --------------------------------------------------------------------
+    def atoms_of(self, key: Key) -> set[int]:
+        """Every atom a key depends on, through derived atoms down to symbols."""
+        out: set[int] = set()
+        stack = [a for a, _ in key[1]]
+        while stack:
+            a = stack.pop()
+            if a in out:
+                continue
+            out.add(a)
+            for arg in self.atoms[a].args:
+                if _is_key(arg):
+                    stack.extend(b for b, _ in arg[1])
+        return out
+
+    def evaluate(self, key: Key, values: dict[int, int]) -> int:
+        """The value of a key once every symbol has a value (derived atoms computed exactly)."""
+        total = key[0]
+        for a, c in key[1]:
+            total += c * self.atom_value(a, values)
+        return total
+
+    def atom_value(self, atom: int, values: dict[int, int]) -> int:
+        a = self.atoms[atom]
+        if a.kind in ("symbol", "opaque"):
+            return values.get(atom, 0)
+        args = [self.evaluate(x, values) if _is_key(x) else x for x in a.args]
+        return _SCALAR[a.kind](*args)
+
+    def describe(self, key: Key | int) -> str:
+        """A key as people write it: ``16*kj + t // 4 + 3``."""
+        if not _is_key(key):
+            return str(key)
+        parts = []
+        for a, c in key[1]:
+            name = self.describe_atom(a)
+            parts.append(name if c == 1 else f"-{name}" if c == -1 else f"{c}*{name}")
+        if key[0] or not parts:
+            parts.append(str(key[0]))
+        text = " + ".join(parts)
+        return text.replace("+ -", "- ")
+
+    def describe_atom(self, atom: int) -> str:
+        a = self.atoms[atom]
+        if a.kind == "symbol":
+            return str(a.args[0])
+        if a.kind == "opaque":
+            return f"<{a.args[0]}>"
+        shown = [f"({self.describe(x)})" if _is_key(x) and x[1] and (len(x[1]) > 1 or x[0]) else
+                 self.describe(x) if _is_key(x) else str(x) for x in a.args]
+        op = _INFIX.get(a.kind)
+        if op is not None and len(shown) == 2:
+            return f"({shown[0]} {op} {shown[1]})"
+        return f"{a.kind}({', '.join(shown)})"
+
+
+# ---- keys --------------------------------------------------------------------------------------
+
+
+def _is_key(v: Any) -> bool:
+    return isinstance(v, tuple) and len(v) == 2 and isinstance(v[1], tuple)
+
+
+def _as_key(v: Key | int | None) -> Key | None:
+    if v is None or isinstance(v, tuple):
+        return v
+    return (int(v), ())
+
+
+def add_keys(x: Key, y: Key, sign: int = 1) -> Key:
+    terms = dict(x[1])
+    for a, c in y[1]:
+        terms[a] = terms.get(a, 0) + sign * c
+    return (x[0] + sign * y[0], tuple(sorted((a, c) for a, c in terms.items() if c)))
+
+
+def sub_keys(x: Key, y: Key) -> Key:
+    return add_keys(x, y, -1)
+
+
+def scale_key(x: Key, k: int) -> Key:
+    if k == 0:
+        return (0, ())
+    return (x[0] * k, tuple((a, c * k) for a, c in x[1]))
+
+
+def _commute(kind: str, x: Key, y: Key) -> tuple[Key, Key]:
+    return tuple(sorted((x, y))) if kind in ("xor", "and", "or", "min", "max") else (x, y)  # type: ignore[return-value]
+
+
+def _merge_terms(a: dict[int, np.ndarray], b: dict[int, np.ndarray], sign: int) -> dict[int, np.ndarray]:
+    if not b:
+        return dict(a)
+    out = dict(a)
+    for t, c in b.items():
+        out[t] = out[t] + sign * c if t in out else sign * c
+    return _clean(out)
+
+
+def _clean(terms: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    return {t: c for t, c in terms.items() if c.any()}
+
+
+def _np_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.floor_divide(a, np.where(b == 0, 1, b))
+
+
+def _np_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.remainder(a, np.where(b == 0, 1, b))
+
+
+def _trunc_rem(a: int, b: int) -> int:
+    return int(np.fmod(a, b)) if b else 0
+
+
+_SCALAR: dict[str, Callable[..., int]] = {
+    "mul": lambda a, b: a * b, "floordiv": lambda a, b: a // b if b else 0, "mod": lambda a, b: a % b if b else 0,
+    "rem": _trunc_rem, "tdiv": lambda a, b: int(np.trunc(a / b)) if b else 0, "xor": lambda a, b: a ^ b, "and": lambda a, b: a & b, "or": lambda a, b: a | b,
+    "shl": lambda a, b: a << b if 0 <= b < 64 else 0, "shr": lambda a, b: a >> max(0, min(b, 63)),
+    "min": min, "max": max,
+    "lt": lambda a, b: int(a < b), "le": lambda a, b: int(a <= b), "eq": lambda a, b: int(a == b),
+    "ne": lambda a, b: int(a != b), "select": lambda c, a, b: a if c else b,
+}
+
+_INFIX = {"mul": "*", "floordiv": "//", "mod": "%", "rem": "rem", "xor": "^", "and": "&", "or": "|",
+          "shl": "<<", "shr": ">>", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
+

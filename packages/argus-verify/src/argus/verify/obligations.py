@@ -1,0 +1,173 @@
+"""Tag comparisons an analysis collects, decided once the whole kernel has been walked.
+
+Each comparison holds byte-tag ids for every enumerated point (thread, unrolled iteration)
+and element. Most are settled by numpy on the spot: equal ids are equal tags; two tags with
+only integer components that differ are a violation, listed exactly. What is left are pairs
+of distinct symbolic tags (``(16·kj + 3, h // 2)`` against ``(16·kj + 3, hk)``): per
+assertion, every distinct pair goes into one solver query, a disjunction "some pair differs
+somewhere in the domain". ``unsat`` proves the assertion; a model is a candidate witness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .affine import Key, Space, sub_keys
+from .solvers import Answer, Comparison, Query, Solver
+from .tags import BOTTOM, BYTES, TOP, TagTable
+
+#: Builds a witness for (point, element) from symbol values (empty for a concrete finding).
+Describe = Callable[[int, int, dict[int, int]], dict[str, Any]]
+
+
+@dataclass
+class Candidate:
+    """A finding before replay: its kind, the site, and how to describe it for a model."""
+
+    site: str
+    kind: str
+    point: int
+    element: int
+    describe: Describe
+    model: dict[int, int] = field(default_factory=dict)
+    lhs: Any = None
+    rhs: Any = None
+
+    def witness(self, table: TagTable, space: Space) -> dict[str, Any]:
+        w = self.describe(self.point, self.element, self.model)
+        w["kind"] = self.kind
+        for side in ("lhs", "rhs"):
+            tag = getattr(self, side)
+            if tag is not None:
+                w[f"{side} tag"] = _evaluated(tag, table, space, self.model)
+        return w
+
+
+@dataclass
+class _Pending:
+    site: str
+    equal: bool
+    pairs: dict[tuple[int, int], tuple[int, int, Describe]] = field(default_factory=dict)
+
+
+class Obligations:
+    def __init__(self, table: TagTable, space: Space) -> None:
+        self.table = table
+        self.space = space
+        self.candidates: list[Candidate] = []
+        self.pending: dict[str, _Pending] = {}
+        self.compared = 0
+
+    def mark(self) -> tuple[int, dict[str, int]]:
+        """A point to roll back to (a loop pass whose entry state turned out not to be final)."""
+        return len(self.candidates), {site: len(p.pairs) for site, p in self.pending.items()}
+
+    def rollback(self, mark: tuple[int, dict[str, int]]) -> None:
+        count, sizes = mark
+        del self.candidates[count:]
+        for site in list(self.pending):
+            keep = sizes.get(site)
+            if keep is None:
+                del self.pending[site]
+                continue
+            pairs = self.pending[site].pairs
+            for extra in list(pairs)[keep:]:
+                del pairs[extra]
+
+    def compare(self, site: str, lhs: np.ndarray, rhs: np.ndarray, equal: bool, describe: Describe,
+                limit: int = 4) -> None:
+        """``tag(lhs) == tag(rhs)`` (or ``!=``) for arrays of byte ids (points, elements, bytes)."""
+        self.compared += 1
+        pending = self.pending.setdefault(site, _Pending(site, equal))
+        unwritten = ((lhs == BOTTOM) | (rhs == BOTTOM)).any(axis=-1)
+        conflicting = ((lhs == TOP) | (rhs == TOP)).any(axis=-1) & ~unwritten
+        for kind, where in (("unwritten", unwritten), ("conflicting", conflicting)):
+            for p, e in np.argwhere(where)[:limit]:
+                self._add(Candidate(site, kind, int(p), int(e), describe, {},
+                                    self.table.element_tag(lhs[p, e]), self.table.element_tag(rhs[p, e])))
+        concrete = ~(unwritten | conflicting)
+        same = (lhs == rhs).all(axis=-1)
+        if equal:
+            suspect = concrete & ~same
+        else:
+            suspect = concrete & ~_shifted(lhs, rhs)  # different byte positions can never be equal
+        if not suspect.any():
+            return
+        lhs_el = (lhs[..., 0] - 2) // BYTES
+        rhs_el = (rhs[..., 0] - 2) // BYTES
+        positions_differ = ((lhs - 2) % BYTES != (rhs - 2) % BYTES).any(axis=-1)
+        for p, e in np.argwhere(suspect):
+            a, b = int(lhs_el[p, e]), int(rhs_el[p, e])
+            if not equal and (a == b and not positions_differ[p, e]):
+                self._add(Candidate(site, "violated", int(p), int(e), describe, {}, self.table.tags[a], self.table.tags[b]))
+                continue
+            if equal and (positions_differ[p, e] or _definitely_different(self.table.tags[a], self.table.tags[b])):
+                self._add(Candidate(site, "violated", int(p), int(e), describe, {}, self.table.tags[a], self.table.tags[b]))
+                continue
+            if equal or _symbolic(self.table.tags[a]) or _symbolic(self.table.tags[b]):
+                pending.pairs.setdefault((a, b), (int(p), int(e), describe))
+
+    def _add(self, candidate: Candidate) -> None:
+        same_site = [c for c in self.candidates if c.site == candidate.site and c.kind == candidate.kind]
+        if len(same_site) < 4:
+            self.candidates.append(candidate)
+
+    def decide(self, solver: Solver, facts: list[Comparison], timeout_ms: int = 10_000) -> list[str]:
+        """Settle the symbolic pairs; returns the reasons of anything left undecided."""
+        undecided = []
+        for pending in self.pending.values():
+            if not pending.pairs:
+                continue
+            alternatives: list[list[Comparison]] = []
+            owners: list[tuple[int, int]] = []
+            for (a, b) in pending.pairs:
+                ta, tb = self.table.tags[a], self.table.tags[b]
+                diffs = [sub_keys(_key(x), _key(y)) for x, y in zip(ta, tb)]
+                if pending.equal:
+                    for d in diffs:
+                        alternatives.append([("ne0", d)])
+                        owners.append((a, b))
+                else:
+                    alternatives.append([("eq0", d) for d in diffs])
+                    owners.append((a, b))
+            answer: Answer = solver.solve(Query(self.space, facts, alternatives), timeout_ms)
+            if answer.status == "unsat":
+                continue
+            if answer.status == "unknown" or answer.alternative is None:
+                undecided.append(f"{pending.site}: {answer.reason or 'the solver found no usable model'}")
+                continue
+            a, b = owners[answer.alternative]
+            p, e, describe = pending.pairs[(a, b)]
+            self._add(Candidate(pending.site, "violated", p, e, describe, answer.model, self.table.tags[a], self.table.tags[b]))
+        return undecided
+
+
+def _key(v: Any) -> Key:
+    return v if isinstance(v, tuple) else (int(v), ())
+
+
+def _symbolic(tag: tuple[Any, ...]) -> bool:
+    return any(isinstance(v, tuple) for v in tag)
+
+
+def _definitely_different(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Different lengths, or equal-length tags with integer components that differ."""
+    if len(a) != len(b):
+        return True
+    return any(not isinstance(x, tuple) and not isinstance(y, tuple) and x != y for x, y in zip(a, b))
+
+
+def _shifted(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    return ((lhs - 2) % BYTES != (rhs - 2) % BYTES).any(axis=-1)
+
+
+def _evaluated(tag: Any, table: TagTable, space: Space, model: dict[int, int]) -> Any:
+    if isinstance(tag, str):
+        return tag
+    if model:
+        return tuple(space.evaluate(_key(v), model) for v in tag)
+    return table.text(tag)

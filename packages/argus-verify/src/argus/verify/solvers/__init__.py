@@ -1,0 +1,71 @@
+"""Satisfiability of symbolic queries, through solver plugins (entry-point group `argus.solvers`).
+
+A `Query` asks: is there a value of every symbol that satisfies the domain's facts and at
+least one alternative (a conjunction of comparisons with zero)? ``unsat`` proves the negation
+of every alternative over the whole domain; ``sat`` comes with a model. Every adapter encodes
+the same atoms the same way (`encoding.Encoder`): floor quotients by constants as bounded
+integers, products as products, bit operations on 32-bit vectors.
+
+``ARGUS_SOLVER`` picks a plugin by name (default ``z3``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..affine import Key, Space
+from ..plugins import PluginError, discover
+
+Comparison = tuple[str, Key]
+"""``("ge0" | "eq0" | "ne0", e)``: e ≥ 0, e = 0, e ≠ 0."""
+
+
+@dataclass
+class Query:
+    space: Space
+    facts: list[Comparison]
+    alternatives: list[list[Comparison]]
+
+
+@dataclass
+class Answer:
+    status: str
+    """``sat``, ``unsat`` or ``unknown``."""
+    model: dict[int, int] = field(default_factory=dict)
+    """Values of the symbol and opaque atoms (sat only)."""
+    reason: str = ""
+    alternative: int | None = None
+    """The index of an alternative the model satisfies (sat only)."""
+
+
+class Solver(Protocol):
+    name: str
+
+    def solve(self, query: Query, timeout_ms: int) -> Answer: ...
+
+
+def _builtin() -> dict[str, Any]:
+    from .pysmt_solver import PySMT
+    from .z3_solver import Z3
+
+    return {"z3": Z3(), "pysmt": PySMT()}
+
+
+def solver(name: str | None = None) -> Solver:
+    """The solver plugin `name` (or ``$ARGUS_SOLVER``, or z3), checked to be usable."""
+    wanted = name or os.environ.get("ARGUS_SOLVER") or "z3"
+    found = discover("argus.solvers", _builtin())
+    plugin = found.get(wanted)
+    if plugin is None:
+        raise PluginError(f"no solver plugin named {wanted!r}; installed: {', '.join(sorted(found)) or 'none'}")
+    value = plugin.load()
+    chosen = value() if isinstance(value, type) else value
+    problem = getattr(chosen, "unavailable", lambda: None)()
+    if problem:
+        raise PluginError(f"solver {wanted!r} cannot run here: {problem}")
+    return chosen  # type: ignore[no-any-return]
+
+
+__all__ = ["Answer", "Comparison", "Query", "Solver", "solver"]

@@ -1,0 +1,62 @@
+"""The default solver: z3, in process (the ``z3-solver`` package)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import Answer, Query
+from .encoding import Encoder, answer_from_model, encode
+
+
+class _Z3Encoder(Encoder):
+    def __init__(self, space: Any, z3: Any) -> None:
+        super().__init__(space)
+        self.z3 = z3
+
+    def var(self, name: str) -> Any: return self.z3.Int(name)
+    def num(self, n: int) -> Any: return self.z3.IntVal(n)
+    def plus(self, terms: list[Any]) -> Any: return self.z3.Sum(terms)
+    def times(self, a: Any, b: Any) -> Any: return a * b
+    def ite(self, c: Any, a: Any, b: Any) -> Any: return self.z3.If(c, a, b)
+    def eq(self, a: Any, b: Any) -> Any: return a == b
+    def le(self, a: Any, b: Any) -> Any: return a <= b
+    def lt(self, a: Any, b: Any) -> Any: return a < b
+    def conj(self, items: list[Any]) -> Any: return self.z3.And(items) if items else self.z3.BoolVal(True)
+    def disj(self, items: list[Any]) -> Any: return self.z3.Or(items) if items else self.z3.BoolVal(False)
+    def neg(self, a: Any) -> Any: return self.z3.Not(a)
+
+    def bits(self, kind: str, a: Any, b: Any) -> Any:
+        z3 = self.z3
+        x, y = z3.Int2BV(a, 32), z3.Int2BV(b, 32)
+        out = {"xor": lambda: x ^ y, "and": lambda: x & y, "or": lambda: x | y,
+               "shl": lambda: x << y, "shr": lambda: z3.AShr(x, y)}[kind]()
+        return z3.BV2Int(out, is_signed=True)
+
+
+class Z3:
+    name = "z3"
+
+    def unavailable(self) -> str | None:
+        try:
+            import z3  # noqa: F401
+        except ImportError as err:
+            return f"the z3-solver package is not installed ({err})"
+        return None
+
+    def solve(self, query: Query, timeout_ms: int) -> Answer:
+        import z3
+
+        encoder = _Z3Encoder(query.space, z3)
+        facts, alternatives = encode(encoder, query)
+        s = z3.Solver()
+        s.set("timeout", int(timeout_ms))
+        s.add(*facts)
+        s.add(encoder.disj(alternatives))
+        status = s.check()
+        if status == z3.unsat:
+            return Answer("unsat")
+        if status == z3.unknown:
+            return Answer("unknown", reason=f"z3: {s.reason_unknown()}")
+        m = s.model()
+        model = {ident: m.eval(v, model_completion=True).as_long() for ident, v in encoder.variables.items()}
+        return answer_from_model(query.space, query, model)
