@@ -128,6 +128,9 @@ class TagAnalysis:
         self.guards = 0
         self.checking = True
         self._atoms: dict[Operation, Any] = {}
+        self._loads: dict[Operation, tuple[Any, np.ndarray]] = {}
+        self._addresses: dict[Operation, tuple[Any, np.ndarray]] = {}
+        self._zeros: dict[int, np.ndarray] = {}
         g = _pad3(tuple(grid)) if grid else None
         self.grid_symbols = tuple(
             self.space.symbol(f"grid_{a}", "grid", 1 if g is None else g[i], INT32[1] if g is None else g[i])
@@ -193,28 +196,33 @@ class TagAnalysis:
         return self.space.opaque(f"value at {self.where(op)}", self.n)
 
     def tags_of(self, ssa: SSAValue) -> np.ndarray:
+        """A value's byte tags (threads, width); values that are ⊥ everywhere are not stored."""
         t = self.tags.get(ssa)
         if t is None:
-            return np.zeros((self.n, _width(ssa)), np.int64)
+            width = _width(ssa)
+            t = self._zeros.get(width)
+            if t is None:
+                t = self._zeros[width] = np.zeros((self.n, width), np.int64)
+                t.flags.writeable = False
         return t
 
-    def computed(self, op: Operation) -> None:
-        """A computed value: ⊥ if every input is ⊥ (constants), ⊤ otherwise; value untracked."""
-        known = np.zeros(self.n, bool)
+    def computed(self, op: Operation, value: Affine | None = None) -> None:
+        """A computed value: ⊥ if every input is ⊥ (constants), ⊤ otherwise."""
+        known = None
         for v in op.operands:
-            if not isinstance(v.type, (D.TileType, D.TensorType)):
-                known |= (self.tags_of(v) != BOTTOM).any(axis=-1)
+            t = self.tags.get(v)
+            if t is not None:
+                k = (t != BOTTOM).any(axis=-1)
+                known = k if known is None else known | k
         for r in op.results:
-            self.tags[r] = np.where(known[:, None], TOP, BOTTOM) * np.ones((1, _width(r)), np.int64)
-            self.values[r] = None
+            self.values[r] = value
+            if known is None or not known.any():
+                self.tags.pop(r, None)
+            else:
+                self.tags[r] = np.where(known[:, None], TOP, BOTTOM) * np.ones((1, _width(r)), np.int64)
 
     def set_int(self, op: Operation, value: Affine | None) -> None:
-        self.values[op.results[0]] = value
-        inputs = [self.tags_of(v) for v in op.operands]
-        known = np.zeros(self.n, bool)
-        for t in inputs:
-            known |= (t != BOTTOM).any(axis=-1)
-        self.tags[op.results[0]] = np.where(known[:, None], TOP, BOTTOM) * np.ones((1, _width(op.results[0])), np.int64)
+        self.computed(op, value)
 
     def undecidable(self, op: Operation, reason: str) -> Undecidable:
         return Undecidable(reason, self.where(op))
@@ -234,7 +242,20 @@ class TagAnalysis:
 
     def tile_bytes(self, op: Operation, tile: TileValue, coords: list[Affine] | None, offset: Affine | None,
                    mask: np.ndarray) -> np.ndarray:
-        """Byte indices (active threads, bytes) of one element per active thread of a tile."""
+        """Byte indices (active threads, bytes) of one element per active thread of a tile
+        (remembered per op, like global tags)."""
+        inputs = [offset] if offset is not None else coords or []
+        fingerprint = (mask.tobytes(), id(tile.layout), None if tile.base is None else tile.base.tobytes(),
+                       *(_fingerprint(c) for c in inputs))
+        memo = self._addresses.get(op)
+        if memo is not None and memo[0] == fingerprint:
+            return memo[1]
+        idx = self._tile_bytes(op, tile, coords, offset, mask)
+        self._addresses[op] = (fingerprint, idx)
+        return idx
+
+    def _tile_bytes(self, op: Operation, tile: TileValue, coords: list[Affine] | None, offset: Affine | None,
+                    mask: np.ndarray) -> np.ndarray:
         active = np.flatnonzero(mask)
         if offset is not None:
             offsets = self.concrete_offsets(op, offset, "address")[active]
@@ -255,7 +276,17 @@ class TagAnalysis:
         return offsets[:, None] * nbytes + np.arange(nbytes)
 
     def global_tags(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> np.ndarray:
-        """Byte tags (threads, bytes) of the elements of a global tensor at `coords`."""
+        """Byte tags (threads, bytes) of the elements of a global tensor at `coords` (remembered
+        per op: later passes over a loop body load the same forms)."""
+        fingerprint = (active.tobytes(), self.guards, *(_fingerprint(c) for c in coords))
+        memo = self._loads.get(op)
+        if memo is not None and memo[0] == fingerprint:
+            return memo[1]
+        tags = self._global_tags(op, ref, coords, active)
+        self._loads[op] = (fingerprint, tags)
+        return tags
+
+    def _global_tags(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> np.ndarray:
         self.in_bounds(ref, coords, active)
         root, coords = self.root_coordinates(ref, coords)
         if root.name in self.written_globals:
@@ -302,15 +333,20 @@ class TagAnalysis:
         if all(c.concrete for c in comps):
             rows = np.stack([c.const for c in comps], axis=-1) if comps else np.zeros((len(self.tid), 0), np.int64)
             return self.table.rows_to_ids(rows, nbytes)
-        n = len(comps[0])
-        elements = np.empty(n, np.int64)
-        symbolic = np.zeros(n, bool)
-        for c in comps:
-            symbolic |= c.symbolic_points()
-        for p in range(n):
-            tag = tuple(_component(c.row(p)) for c in comps)
-            elements[p] = self.table.element_id(tag)
-        return self.table.bytes_of(elements, nbytes)
+        atoms = sorted(set().union(*(c.terms for c in comps)))
+        n, k = len(comps[0]), len(atoms)
+        zero = np.zeros(n, np.int64)
+        matrix = np.stack([c.const for c in comps] + [c.terms.get(a, zero) for c in comps for a in atoms], axis=1)
+        unique, inverse = np.unique(matrix, axis=0, return_inverse=True)
+        ids = np.empty(len(unique), np.int64)
+        for u, row in enumerate(unique.tolist()):
+            tag = []
+            for j in range(len(comps)):
+                coefs = row[len(comps) + j * k: len(comps) + (j + 1) * k]
+                terms = tuple((a, c) for a, c in zip(atoms, coefs) if c)
+                tag.append((row[j], terms) if terms else row[j])
+            ids[u] = self.table.element_id(tuple(tag))
+        return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
 
     def evaluate_tag_function(self, op: D.TagOp, coords: list[Affine]) -> list[Affine]:
         """The tag components at `coords` (forms of equal length): the body run symbolically."""
@@ -398,14 +434,27 @@ class State:
 # ---- helpers -----------------------------------------------------------------------------------
 
 
+_WIDTHS: dict[Any, int] = {}
+_INTS: dict[Any, bool] = {}
+
+
 def _width(ssa: SSAValue) -> int:
     t = ssa.type
-    if isinstance(t, D.VarType):
-        return max(1, t.dtype.nbytes)
-    try:
-        return max(1, dtype_of_mlir(t).nbytes)
-    except TypeError:
-        return 1
+    w = _WIDTHS.get(t)
+    if w is None:
+        if isinstance(t, D.VarType):
+            w = max(1, t.dtype.nbytes)
+        else:
+            try:
+                w = max(1, dtype_of_mlir(t).nbytes)
+            except TypeError:
+                w = 1
+        _WIDTHS[t] = w
+    return w
+
+
+def _fingerprint(v: Affine) -> tuple[Any, ...]:
+    return (v.const.tobytes(), *((a, t.tobytes()) for a, t in sorted(v.terms.items())))
 
 
 def _component(key: Key) -> Any:
@@ -413,10 +462,15 @@ def _component(key: Key) -> Any:
 
 
 def _is_int(ssa: SSAValue) -> bool:
-    try:
-        return dtype_of_mlir(ssa.type).is_integer
-    except TypeError:
-        return False
+    t = ssa.type
+    known = _INTS.get(t)
+    if known is None:
+        try:
+            known = dtype_of_mlir(t).is_integer
+        except TypeError:
+            known = False
+        _INTS[t] = known
+    return known
 
 
 # ---- integer rules (shared with tag functions) --------------------------------------------------
@@ -542,7 +596,7 @@ def _select_tags(a: TagAnalysis, op: arith.SelectOp, cond: Affine | None) -> Non
 def _constant(a: TagAnalysis, op: arith.ConstantOp, mask: np.ndarray) -> None:
     raw = op.value.value.data  # type: ignore[union-attr]
     a.values[op.result] = a.space.constant(int(raw), a.n) if _is_int(op.result) else None
-    a.tags[op.result] = np.zeros((a.n, _width(op.result)), np.int64)
+    a.tags.pop(op.result, None)
 
 
 def _cast(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
@@ -553,14 +607,7 @@ def _cast(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     a.values[op.results[0]] = value
     if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):
         a.values[op.results[0]] = a.space.opaque(f"float converted at {a.where(op)}", a.n)
-    a.tags[op.results[0]] = _computed_tags(a, op)
-
-
-def _computed_tags(a: TagAnalysis, op: Operation) -> np.ndarray:
-    known = np.zeros(a.n, bool)
-    for v in op.operands:
-        known |= (a.tags_of(v) != BOTTOM).any(axis=-1)
-    return np.where(known[:, None], TOP, BOTTOM) * np.ones((1, _width(op.results[0])), np.int64)
+    a.computed(op, a.values[op.results[0]])
 
 
 def _index(kind: str) -> Rule:
@@ -578,7 +625,7 @@ def _index(kind: str) -> Rule:
         else:
             value = sp.constant(a.block_dims[axis], a.n)
         a.values[op.result] = value
-        a.tags[op.result] = np.zeros((a.n, 4), np.int64)
+        a.tags.pop(op.result, None)
 
     return rule
 
@@ -586,13 +633,13 @@ def _index(kind: str) -> Rule:
 def _lane_or_warp(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     ids = a.tid % a.warp if isinstance(op, D.LaneIdOp) else a.tid // a.warp
     a.values[op.results[0]] = a.space.constant(ids, a.n)
-    a.tags[op.results[0]] = np.zeros((a.n, 4), np.int64)
+    a.tags.pop(op.results[0], None)
 
 
 def _dim(a: TagAnalysis, op: D.DimOp, mask: np.ndarray) -> None:
     ref: GlobalRef = a.values[op.tensor]
     a.values[op.result] = ref.dims[op.index.data]
-    a.tags[op.result] = np.zeros((a.n, 4), np.int64)
+    a.tags.pop(op.result, None)
 
 
 def _alloc(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
@@ -777,18 +824,52 @@ def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
         at = _atom_matrix(a.values[op.a], threads, atom.threads, atom.a_layout, m, k)
         bt = _atom_matrix(a.values[op.b], threads, atom.threads, atom.b_layout, n, k)
         if a.checking:
-            groups, nbytes = at.shape[0], at.shape[-1]
-            lhs = np.broadcast_to(at[:, :, None], (groups, m, n, k, nbytes))
-            rhs = np.broadcast_to(bt[:, None], (groups, m, n, k, nbytes))
-            both = ((lhs > TOP).all(-1) & (rhs > TOP).all(-1)).reshape(groups, -1)
-            lhs, rhs = lhs.reshape(groups, -1, nbytes), rhs.reshape(groups, -1, nbytes)
-            site = f"{a.where(op)} (operands of {atom.name} must pair up)"
-            describe = _describer(a, op, site, threads[::atom.threads], mma_shape=(m, n, k), group=atom.threads)
-            keep = both[:, :, None]
-            a.obligations.compare(site, np.where(keep, lhs, 2), np.where(keep, rhs, 2), True, describe)
+            _pairing(a, op, atom, threads, at, bt)
         idx = _fragment_bytes(c, threads)
         c.memory.write(idx.reshape(threads.size, -1), np.full((threads.size, idx[0].size), TOP, np.int64),  # type: ignore[attr-defined]
                        threads, a.site(op))
+
+
+def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at: np.ndarray, bt: np.ndarray) -> None:
+    """A[m, k] == B[n, k] for every m, n, k where both are tagged, as m·k + n·k comparisons of
+    real A-B pairs: every A[m, k] against one tagged B[n₀, k], every B[n, k] against one tagged
+    A[m₀, k]. If all hold, all pairs hold (equality is transitive); a failing one is a genuine
+    pair of the product."""
+    m, n, k = atom.shape
+    groups = at.shape[0]
+    tagged_a, tagged_b = (at > TOP).all(-1), (bt > TOP).all(-1)  # (groups, m, k), (groups, n, k)
+    a0, b0 = tagged_a.argmax(axis=1), tagged_b.argmax(axis=1)  # (groups, k): a tagged row, if any
+    g = np.arange(groups)[:, None]
+    kk = np.arange(k)[None, :]
+    ref_b, ref_a = bt[g, b0, kk], at[g, a0, kk]  # (groups, k, bytes)
+    has_b, has_a = tagged_b.any(axis=1), tagged_a.any(axis=1)  # (groups, k)
+    lhs = np.concatenate([at, np.broadcast_to(ref_a[:, None], bt.shape)], axis=1)  # (groups, m + n, k, bytes)
+    rhs = np.concatenate([np.broadcast_to(ref_b[:, None], at.shape), bt], axis=1)
+    keep = np.concatenate([tagged_a & has_b[:, None], tagged_b & has_a[:, None]], axis=1)[..., None]
+    nbytes = at.shape[-1]
+    lhs = np.where(keep, lhs, 2).reshape(groups, -1, nbytes)
+    rhs = np.where(keep, rhs, 2).reshape(groups, -1, nbytes)
+    site = f"{a.where(op)} (operands of {atom.name} must pair up)"
+    pairs = _PairIndex(m, n, k, a0, b0)
+    describe = _describer(a, op, site, threads[::atom.threads], mma=pairs, group=atom.threads)
+    a.obligations.compare(site, lhs, rhs, True, describe)
+
+
+@dataclass
+class _PairIndex:
+    """Maps an element of the pairing comparison back to the product's (m, n, k)."""
+
+    m: int
+    n: int
+    k: int
+    a0: np.ndarray
+    b0: np.ndarray
+
+    def element(self, group: int, element: int) -> dict[str, int]:
+        row, kk = divmod(element, self.k)
+        if row < self.m:
+            return {"m": row, "n": int(self.b0[group, kk]), "k": kk}
+        return {"m": int(self.a0[group, kk]), "n": row - self.m, "k": kk}
 
 
 def _atom_matrix(tile: TileValue, threads: np.ndarray, group: int, layout: Any, rows: int, cols: int) -> np.ndarray:
@@ -884,7 +965,7 @@ def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
 
 def _describer(a: TagAnalysis, op: Operation, site: str, threads: np.ndarray, *, coordinates: list[np.ndarray] | None = None,
                sites: tuple[np.ndarray, np.ndarray] | None = None, message: str = "",
-               mma_shape: tuple[int, int, int] | None = None, group: int = 1) -> Callable[..., dict[str, Any]]:
+               mma: _PairIndex | None = None, group: int = 1) -> Callable[..., dict[str, Any]]:
     loops = [(ctx.name, ctx.symbol, None if ctx.values is None else ctx.values.copy()) for ctx in a.loops]
     space, block_symbols = a.space, a.block_symbols
     sources = a.sites
@@ -898,10 +979,8 @@ def _describer(a: TagAnalysis, op: Operation, site: str, threads: np.ndarray, *,
             w["threads"] = (thread, thread + group - 1)
         w["loops"] = {name: (space.atom_value(sym, model) if sym is not None else int(vals[thread]))  # type: ignore[index]
                       for name, sym, vals in loops}
-        if mma_shape is not None:
-            m, n, k = mma_shape
-            mi, ni, ki = np.unravel_index(element, (m, n, k))
-            w["element"] = {"m": int(mi), "n": int(ni), "k": int(ki)}
+        if mma is not None:
+            w["element"] = mma.element(point, element)
         elif coordinates is not None:
             w["element"] = tuple(int(c[element]) for c in coordinates)
         if sites is not None:
@@ -980,7 +1059,7 @@ def _for_concrete(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: np.ndarra
                 return
             context.values = i.copy()
             a.values[body.args[0]] = a.space.constant(i, a.n)
-            a.tags[body.args[0]] = np.zeros((a.n, 4), np.int64)
+            a.tags.pop(body.args[0], None)
             a.run_block(body, active)
             i = i + step
     finally:
@@ -996,7 +1075,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     a.facts.update(sp.constraints)
     body = op.body.block
     a.values[body.args[0]] = sp.of_symbol(symbol, a.n)
-    a.tags[body.args[0]] = np.zeros((a.n, 4), np.int64)
+    a.tags.pop(body.args[0], None)
     before = a.snapshot()
     scope = (len(before.memories), len(before.slots))
     entry = before
