@@ -30,7 +30,7 @@ def test_second_compile_reads_the_cache_and_gives_the_same_ir(tmp_path, monkeypa
     env = {**os.environ, "ARGUS_CACHE_DIR": str(tmp_path / "cache"), "ARGUS_DUMP_DIR": str(tmp_path / "dump")}
     first = run(env)
     entries = sorted(p.name.split(".", 1)[1] for p in (tmp_path / "cache").rglob("*") if p.is_file())
-    assert entries == ["locations.json", "mlir"]
+    assert entries == ["locations.json", "mlir", "tags.json"]  # the IR, where it came from, its checked invariants
     dumps = sorted(p.name.split(".", 1)[1] for p in (tmp_path / "dump").iterdir())
     assert dumps == ["frontend.mlir", "mlir"]
     (tmp_path / "dump").rename(tmp_path / "first-dump")

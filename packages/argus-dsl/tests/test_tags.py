@@ -21,7 +21,7 @@ from argus.dsl.dialect import TagAssertOp, TagOp, parse_module
 
 
 @kernel(block=(32,))
-def staged(q: Tensor[bf16, "s", 8], out: Tensor[bf16, "s", 8], gqa: constexpr):
+def staged(q: Tensor[bf16, 32, 8], out: Tensor[bf16, 32, 8], gqa: constexpr):
     tag(q, lambda s, d: (s % 32, d // gqa))
     sq = make_shared((32, 8), bf16)
     for d in range(8):

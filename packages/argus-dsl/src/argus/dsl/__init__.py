@@ -40,8 +40,11 @@ from .errors import (
     ArgusLaunchError,
     ArgusSyntaxError,
     ArgusTypeError,
+    ArgusVerificationWarning,
     KernelFault,
     SourceLocation,
+    TagAssertionError,
+    VerificationError,
 )
 from .kernel import CompiledKernel, Kernel, kernel
 from .lang import (
@@ -111,7 +114,10 @@ __all__ = [
     "ArgusLaunchError",
     "ArgusSyntaxError",
     "ArgusTypeError",
+    "ArgusVerificationWarning",
     "CompiledKernel",
+    "TagAssertionError",
+    "VerificationError",
     "CopyAtom",
     "DType",
     "DeviceFunction",

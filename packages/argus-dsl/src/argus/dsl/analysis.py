@@ -36,7 +36,7 @@ from . import dialect as D
 from .atoms import CopyAtom, MMAAtom
 from .dialect import layout_from_text
 from .dtypes import DType
-from .errors import ArgusError, SourceLocation
+from .errors import SourceLocation, VerificationError
 from .interpreter import TileValue, _fragment_bytes, _offset_table, _pad3, _redistribute
 from .types import dtype_of_mlir
 
@@ -45,12 +45,6 @@ CONCRETE_TRIPS = 64
 #: Passes over a symbolic loop's body before its entry state is widened to ⊤ where it moves.
 MAX_PASSES = 4
 INT32 = (-(2**31), 2**31 - 1)
-
-
-class VerificationError(ArgusError):
-    """A kernel the static checker cannot take as written: an assertion on data no tag function
-    reaches, a tag function using operations other than integer arithmetic, an address that
-    depends on data read from memory."""
 
 
 class Undecidable(Exception):
@@ -942,14 +936,15 @@ def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
     for ssa in (op.lhs, op.rhs):
         target = a.values[ssa]
         if isinstance(target, GlobalRef):
-            raise VerificationError("tag assertions compare tiles (shared or registers); load the tensor's "
-                                    "elements into a tile first", a.where(op))
+            sides.append(_tensor_side(a, op, target, threads))
+            continue
         idx = _fragment_bytes(target, threads)
         tags = target.memory.read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)
         sites = (target.memory.site[threads[:, None], idx.reshape(threads.size, -1)] if target.memory.per_thread
                  else target.memory.site[idx.reshape(threads.size, -1)]).reshape(idx.shape)
         sides.append((target, tags, sites))
     (lt, lhs, lsites), (rt, rhs, rsites) = sides
+    coordinates = _tile_coordinates(lt) if isinstance(lt, TileValue) else lt
     if lhs.shape != rhs.shape:
         raise VerificationError(f"the two sides of this tag assertion have {lhs.shape[1]} and {rhs.shape[1]} "
                                 "elements; they are compared element by element", a.where(op))
@@ -958,9 +953,30 @@ def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
             raise VerificationError(f"the {side} side of this tag assertion carries no tags: no tag function reaches "
                                     "its data (tag the tensors it is loaded from, or the tile itself)", a.where(op))
     site = str(a.where(op))
-    describe = _describer(a, op, site, threads, coordinates=_tile_coordinates(lt), sites=(lsites, rsites),
+    describe = _describer(a, op, site, threads, coordinates=coordinates, sites=(lsites, rsites),
                           message=op.message.data)
     a.obligations.compare(site, lhs, rhs, op.kind.data == "eq", describe)
+
+
+def _tensor_side(a: TagAnalysis, op: D.TagAssertOp, ref: GlobalRef, threads: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray]:
+    """A whole global tensor as one side of an assertion: its tag function at every coordinate
+    (the tensor's dims must be constants, so that its elements can be listed)."""
+    if not all(d.concrete for d in ref.dims):
+        raise VerificationError(f"this assertion compares all of tensor {ref.name!r}, whose dims are not all "
+                                "constants; compare a tile of it instead", a.where(op))
+    shape = tuple(int(d.const[0]) for d in ref.dims)
+    flat = np.arange(int(np.prod(shape)))
+    # elements in colexicographic order, as a tile's values are numbered
+    coords = [c.astype(np.int64) for c in np.unravel_index(flat, shape, order="F")] if shape else []
+    root, forms = a.root_coordinates(ref, [a.space.constant(c, flat.size) for c in coords])
+    entry = a.tag_functions.get(root.name)
+    ids = np.zeros((flat.size, ref.dtype.nbytes), np.int64)
+    site = -1
+    if entry is not None:
+        ids = a.intern(a.evaluate_tag_function(entry[0], forms), ref.dtype.nbytes)
+        site = a.site(entry[0])
+    tags = np.broadcast_to(ids[None], (threads.size, *ids.shape))
+    return coords, tags, np.full(tags.shape, site, np.int64)
 
 
 def _describer(a: TagAnalysis, op: Operation, site: str, threads: np.ndarray, *, coordinates: list[np.ndarray] | None = None,

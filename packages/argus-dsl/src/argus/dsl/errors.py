@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -62,3 +63,22 @@ class KernelFault(ArgusError):
         self.kind = kind
         self.details = details
         super().__init__(f"{kind}: {message}", location)
+
+
+class ArgusVerificationWarning(UserWarning):
+    """A kernel whose tag assertions could be neither proved nor refuted (the reason says why)."""
+
+
+class VerificationError(ArgusError):
+    """A kernel the static checker cannot take as written: an assertion on data no tag function
+    reaches, a tag function using operations other than integer arithmetic, an address that
+    depends on data read from memory."""
+
+
+class TagAssertionError(ArgusError):
+    """A tag assertion that does not hold for some launch: `result` holds the counterexamples,
+    each replayed on the interpreter with shadow tags."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        super().__init__(result.text())

@@ -6,17 +6,20 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from argus.verify.results import Result, Verdict
 from xdsl.dialects import builtin
 from xdsl.ir import Operation
 
 from . import cache, lang
 from .cache import cache_key
 from .dialect import parse_module
-from .errors import ArgusLaunchError, ArgusSyntaxError, SourceLocation
+from .errors import ArgusLaunchError, ArgusSyntaxError, ArgusVerificationWarning, SourceLocation, TagAssertionError
 from .frontend import FrontEnd, KernelSource
 from .passes import canonicalize
 
@@ -40,14 +43,16 @@ class Kernel:
     """A kernel written in the Argus language. Compile with `compile`, print with `mlir`,
     run with ``kernel[grid](*args)`` (the interpreter, on numpy arrays)."""
 
-    def __init__(self, fn: Callable[..., Any], block: Sequence[Any], warp_size: int = 32) -> None:
+    def __init__(self, fn: Callable[..., Any], block: Sequence[Any], warp_size: int = 32, verify: bool = True) -> None:
         self.fn = fn
+        self.checks = verify
         self.name = fn.__name__
         self.block = tuple(block)
         self.warp_size = warp_size
         self.signature = inspect.signature(fn)
         self._source: KernelSource | None = None
         self._cache: dict[tuple[tuple[str, Any], ...], CompiledKernel] = {}
+        self._verified: dict[tuple[tuple[str, Any], ...], Result] = {}
 
     @property
     def source(self) -> KernelSource:
@@ -65,7 +70,39 @@ class Kernel:
         return names
 
     def compile(self, **constants: Any) -> CompiledKernel:
-        """The IR of this kernel for these constexpr values (cached)."""
+        """The IR of this kernel for these constexpr values (cached), its tag assertions checked
+        for every launch unless the kernel was declared with ``verify=False`` or ``ARGUS_VERIFY=0``
+        is set: a violated assertion raises `TagAssertionError` with the replayed counterexample,
+        an undecided one warns (`ArgusVerificationWarning`)."""
+        compiled = self.specialize(**constants)
+        if self.checks and os.environ.get("ARGUS_VERIFY", "1") != "0":
+            result = self.verify(**constants)
+            if result.verdict is Verdict.VIOLATED:
+                raise TagAssertionError(result)
+            if result.verdict is Verdict.UNKNOWN:
+                warnings.warn(ArgusVerificationWarning(result.text()), stacklevel=2)
+        return compiled
+
+    def verify(self, grid: Sequence[int] | None = None, solver: str | None = None, **constants: Any) -> Result:
+        """Prove or refute this kernel's tag assertions for every launch (of `grid`, if given).
+        Results are cached with the kernel, in memory and on disk."""
+        from .verification import verify_kernel
+
+        compiled = self.specialize(**constants)
+        key = tuple(sorted((k, _hashable(v)) for k, v in constants.items())) + (("grid", grid), ("solver", solver))
+        result = self._verified.get(key)
+        if result is None:
+            disk = self._disk_key(constants) + f"-tags-{grid}-{solver}"
+            stored = cache.load(disk, "tags.json")
+            result = Result.from_dict(json.loads(stored)) if stored is not None else None
+            if result is None:
+                result = verify_kernel(compiled, self.name, grid=grid, solver=solver)
+                cache.store(disk, "tags.json", result.json().encode())
+            self._verified[key] = result
+        return result
+
+    def specialize(self, **constants: Any) -> CompiledKernel:
+        """The IR of this kernel for these constexpr values (cached), without checking it."""
         key = tuple(sorted((k, _hashable(v)) for k, v in constants.items()))
         compiled = self._cache.get(key)
         if compiled is None:
@@ -115,7 +152,7 @@ class Kernel:
         return CompiledKernel(module, locations)
 
     def mlir(self, **constants: Any) -> str:
-        return self.compile(**constants).mlir()
+        return self.specialize(**constants).mlir()
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         dims = grid if isinstance(grid, tuple) else (grid,)
@@ -155,16 +192,18 @@ class Kernel:
         return f"<argus kernel {self.name} block={self.block}>"
 
 
-def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None = None, warp_size: int = 32) -> Any:
+def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None = None, warp_size: int = 32,
+           verify: bool = True) -> Any:
     """Declare a kernel: ``@kernel(block=(128,))``. Block dims are ints or constexpr names;
-    `warp_size` is 32 (NVIDIA) or 64 (AMD CDNA)."""
+    `warp_size` is 32 (NVIDIA) or 64 (AMD CDNA); ``verify=False`` skips checking the tag
+    assertions when the kernel is compiled."""
     if block is None:
         raise ArgusSyntaxError("give the block dims: @kernel(block=(threads_x[, threads_y[, threads_z]]))")
     if warp_size not in (32, 64):
         raise ArgusSyntaxError(f"warp_size is 32 or 64, got {warp_size!r}")
     if fn is not None:
-        return Kernel(fn, block, warp_size)
-    return lambda f: Kernel(f, block, warp_size)
+        return Kernel(fn, block, warp_size, verify)
+    return lambda f: Kernel(f, block, warp_size, verify)
 
 
 def _globals_fingerprint(source: KernelSource, seen: frozenset[int] = frozenset()) -> list[str]:

@@ -118,15 +118,16 @@ class ShadowInterpreter(Interpreter):
     def element_bytes(self, target: TensorValue | TileValue, threads: np.ndarray) -> np.ndarray:
         """Byte indices (threads, elements, bytes) of every element of a tensor or tile."""
         nbytes = target.dtype.nbytes
-        if isinstance(target, TensorValue):
-            flat = np.arange(target.array.size)
+        if isinstance(target, TensorValue):  # colexicographic, as a tile's values are numbered
+            coords = np.unravel_index(np.arange(target.array.size), target.array.shape, order="F")
+            flat = np.ravel_multi_index(coords, target.array.shape)
             return np.broadcast_to(_byte_indices(flat, nbytes)[None], (threads.size, flat.size, nbytes))
         return _fragment_bytes(target, threads)
 
     def coordinates(self, target: TensorValue | TileValue) -> list[np.ndarray]:
         """Per-mode coordinates of every element, in element order."""
         if isinstance(target, TensorValue):
-            return list(np.unravel_index(np.arange(target.array.size), target.array.shape))
+            return list(np.unravel_index(np.arange(target.array.size), target.array.shape, order="F"))
         layout = target.layout
         inner = layout.inner if hasattr(layout, "inner") else layout
         sizes = [m.size() for m in inner] if inner.rank > 1 else [inner.size()]
@@ -428,7 +429,7 @@ def check_launch(kernel: Any, grid: Sequence[int] | int, *args: Any, **constants
     params = list(kernel.signature.parameters)
     constexprs = kernel.constexpr_names
     given = dict(zip(params, args)) | constants
-    compiled = kernel.compile(**{n: given[n] for n in constexprs})
+    compiled = kernel.specialize(**{n: given[n] for n in constexprs})
     runtime = [given[p] for p in params if p not in constexprs]
     shadow = ShadowInterpreter(compiled.op, compiled.locations)
     shadow.launch(dims, runtime)

@@ -33,14 +33,6 @@ REPLAY_BYTES = 1 << 28
 SMALL = 256
 
 
-class TagAssertionError(ArgusError):
-    """A tag assertion that does not hold: the message carries the replayed counterexample."""
-
-    def __init__(self, result: Result, location: Any = None) -> None:
-        self.result = result
-        super().__init__(result.text(), location)
-
-
 def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | None = None,
                   solver: str | None = None, replay: bool = True, timeout_ms: int = 10_000) -> Result:
     """Prove the tag assertions (and MMA operand pairing) of a compiled kernel for every launch,

@@ -53,6 +53,15 @@ class Result:
     def json(self) -> str:
         return json.dumps(self.as_dict(), indent=2)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result | None:
+        """The inverse of `as_dict` (None when `data` is not a stored result)."""
+        try:
+            return cls(data["claim"], Verdict(data["verdict"]), data.get("reason", ""),
+                       tuple(dict(w) for w in data.get("witnesses", ())))
+        except (KeyError, TypeError, ValueError):
+            return None
+
 
 def proved(claim: str, reason: str) -> Result:
     return Result(claim, Verdict.PROVED, reason)
