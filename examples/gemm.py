@@ -24,6 +24,7 @@ from argus.dsl import (
     matmul,
     static_range,
     syncthreads,
+    tag,
     thread_idx,
     to_storage,
     warp_id,
@@ -37,6 +38,8 @@ THREADS = 128
 
 @kernel(block=(THREADS,))
 def gemm(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f32, "M", "N"], M: int, N: int, K: int):
+    tag(a, lambda m, k: (k,))  # the product pairs A[m, k] with B[n, k]: the tags say which k
+    tag(b, lambda n, k: (k,))
     sA = make_shared((BM, BK), bf16)
     sB = make_shared((BN, BK), bf16)
     acc = make_local((2, 4, 4), f32)

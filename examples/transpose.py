@@ -3,7 +3,11 @@
 Each block moves a 32x32 tile: it reads rows of the source (coalesced), writes them into
 shared memory, and after a barrier reads columns back to write rows of the destination. The
 XOR swizzle ``Sw<5,0,5>`` places element (r, c) at column ``c ^ r``, so the 32 threads reading
-one column touch 32 different banks.
+one column touch 32 different banks. Blocks on the edge of the matrix stage clamped
+coordinates (the last row or column again), so the tile is always whole.
+
+The tag assertion states the point of the kernel: after the round trip through shared memory,
+the elements a thread holds are the source elements of the transposed position it writes.
 """
 
 import numpy as np
@@ -13,34 +17,45 @@ from argus.dsl import (
     block_idx,
     f32,
     kernel,
+    make_local,
     make_shared,
     static_range,
     syncthreads,
+    tag,
     thread_idx,
 )
 from argus.layout import ComposedLayout, Layout, Swizzle
 
 TILE = 32
 ROWS_PER_PASS = 8
+PASSES = TILE // ROWS_PER_PASS
 SMEM = ComposedLayout(Swizzle(5, 0, 5), 0, Layout((TILE, TILE), (TILE, 1)))
 
 
 @kernel(block=(TILE, ROWS_PER_PASS))
 def transpose(src: Tensor[f32, "rows", "cols"], dst: Tensor[f32, "cols", "rows"], rows: int, cols: int):
     tile = make_shared(SMEM, f32)
+    got = make_local((PASSES,), f32)
+    want = make_local((PASSES,), f32)
     tx = thread_idx.x
     ty = thread_idx.y
-    for k in static_range(TILE // ROWS_PER_PASS):
-        r = block_idx.y * TILE + ty + k * ROWS_PER_PASS
-        c = block_idx.x * TILE + tx
-        if r < rows and c < cols:
-            tile[ty + k * ROWS_PER_PASS, tx] = src[r, c]
+    row0 = block_idx.y * TILE
+    col0 = block_idx.x * TILE
+    tag(src, lambda r, c: (r, c))
+    tag(want, lambda k: (min(row0 + tx, rows - 1), min(col0 + ty + k * ROWS_PER_PASS, cols - 1)))
+    for k in static_range(PASSES):
+        r = min(row0 + ty + k * ROWS_PER_PASS, rows - 1)
+        c = min(col0 + tx, cols - 1)
+        tile[ty + k * ROWS_PER_PASS, tx] = src[r, c]
     syncthreads()
-    for k in static_range(TILE // ROWS_PER_PASS):
-        r = block_idx.x * TILE + ty + k * ROWS_PER_PASS
-        c = block_idx.y * TILE + tx
+    for k in static_range(PASSES):
+        got[k] = tile[tx, ty + k * ROWS_PER_PASS]
+    assert tag(got[...]) == tag(want[...]), "each thread holds the source elements of its transposed positions"
+    for k in static_range(PASSES):
+        r = col0 + ty + k * ROWS_PER_PASS
+        c = row0 + tx
         if r < cols and c < rows:
-            dst[r, c] = tile[tx, ty + k * ROWS_PER_PASS]
+            dst[r, c] = got[k]
 
 
 def example_transpose(rng: np.random.Generator, rows: int = 100, cols: int = 70) -> Problem:

@@ -79,6 +79,7 @@ class LoopContext:
     name: str
     symbol: int | None
     values: np.ndarray | None = None
+    step: int = 1
 
 
 @dataclass
@@ -89,6 +90,8 @@ class Analysis:
     table: TagTable
     obligations: Obligations
     facts: set[tuple[str, Key]]
+    replay_facts: set[tuple[str, Key]]
+    """Facts that keep a witness's launch in bounds in every iteration (not part of the domain)."""
     block_symbols: tuple[int, int, int]
     grid_symbols: tuple[int, int, int]
     parameters: dict[str, int]
@@ -110,6 +113,7 @@ class TagAnalysis:
         self.table = TagTable(self.space)
         self.obligations = Obligations(self.table, self.space)
         self.facts: set[tuple[str, Key]] = set()
+        self.replay_facts: set[tuple[str, Key]] = set()
         self.values: dict[SSAValue, Any] = {}
         self.tags: dict[SSAValue, np.ndarray] = {}
         self.memories: list[TagMemory] = []
@@ -122,9 +126,10 @@ class TagAnalysis:
         self.guards = 0
         self.checking = True
         self._atoms: dict[Operation, Any] = {}
-        self._loads: dict[Operation, tuple[Any, np.ndarray]] = {}
-        self._addresses: dict[Operation, tuple[Any, np.ndarray]] = {}
+        self._loads: dict[Operation, tuple[Any, np.ndarray, list[Any]]] = {}
+        self._addresses: dict[Operation, tuple[Any, np.ndarray, list[Any]]] = {}
         self._zeros: dict[int, np.ndarray] = {}
+        self._faults: list[tuple[Any, ...]] = []
         g = _pad3(tuple(grid)) if grid else None
         self.grid_symbols = tuple(
             self.space.symbol(f"grid_{a}", "grid", 1 if g is None else g[i], INT32[1] if g is None else g[i])
@@ -143,8 +148,8 @@ class TagAnalysis:
             self.values[param] = self.bind(name, param)
         self.run_block(block, np.ones(self.n, bool))
         self.facts.update(self.space.constraints)
-        return Analysis(self.space, self.table, self.obligations, self.facts, self.block_symbols,  # type: ignore[arg-type]
-                        self.grid_symbols, self.parameters)  # type: ignore[arg-type]
+        return Analysis(self.space, self.table, self.obligations, self.facts, self.replay_facts - self.facts,
+                        self.block_symbols, self.grid_symbols, self.parameters)  # type: ignore[arg-type]
 
     def bind(self, name: str, param: SSAValue) -> Any:
         t = param.type
@@ -243,9 +248,11 @@ class TagAnalysis:
                        *(_fingerprint(c) for c in inputs))
         memo = self._addresses.get(op)
         if memo is not None and memo[0] == fingerprint:
+            self.refault(memo[2])
             return memo[1]
+        mark = len(self._faults)
         idx = self._tile_bytes(op, tile, coords, offset, mask)
-        self._addresses[op] = (fingerprint, idx)
+        self._addresses[op] = (fingerprint, idx, self._faults[mark:])
         return idx
 
     def _tile_bytes(self, op: Operation, tile: TileValue, coords: list[Affine] | None, offset: Affine | None,
@@ -259,9 +266,13 @@ class TagAnalysis:
             cs = [self.concrete_offsets(op, c, "tile coordinate")[active] for c in coords]
             sizes = sizes if len(cs) > 1 else [table.size]
             for axis, (c, size) in enumerate(zip(cs, sizes)):
-                if ((c < 0) | (c >= size)).any():
-                    raise self.undecidable(op, f"a tile coordinate is out of range on mode {axis} (size {size}); "
-                                               "the interpreter reports where")
+                bad = (c < 0) | (c >= size)
+                if bad.any():
+                    row = int(np.flatnonzero(bad)[0])
+                    self.out_of_bounds(op, int(active[row]), tuple(int(x[row]) for x in cs),
+                                       f"{'shared' if not tile.memory.per_thread else 'register'} tile {tile.layout}, "  # type: ignore[attr-defined]
+                                       f"mode {axis} has size {size}")
+            cs = [np.clip(c, 0, size - 1) for c, size in zip(cs, sizes)]
             flat = np.zeros(active.size, np.int64)
             for c, size in zip(reversed(cs), reversed(sizes)):
                 flat = flat * size + c
@@ -275,13 +286,20 @@ class TagAnalysis:
         fingerprint = (active.tobytes(), self.guards, *(_fingerprint(c) for c in coords))
         memo = self._loads.get(op)
         if memo is not None and memo[0] == fingerprint:
+            self.refault(memo[2])
             return memo[1]
+        mark = len(self._faults)
         tags = self._global_tags(op, ref, coords, active)
-        self._loads[op] = (fingerprint, tags)
+        self._loads[op] = (fingerprint, tags, self._faults[mark:])
         return tags
 
+    def refault(self, faults: list[tuple[Any, ...]]) -> None:
+        """Report again the faults a remembered access found (a new pass over a loop body)."""
+        for fault in faults:
+            self.out_of_bounds(*fault)
+
     def _global_tags(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> np.ndarray:
-        self.in_bounds(ref, coords, active)
+        self.in_bounds(op, ref, coords, active)
         root, coords = self.root_coordinates(ref, coords)
         if root.name in self.written_globals:
             raise self.undecidable(op, f"the kernel reads tensor {root.name!r}, which it also writes; the checker "
@@ -307,20 +325,50 @@ class TagAnalysis:
             flat = self.space.floordiv(flat, d)
         return ref.root, out[::-1]
 
-    def in_bounds(self, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
+    def out_of_bounds(self, op: Operation, thread: int, index: tuple[Any, ...], what: str) -> None:
+        self._faults.append((op, thread, index, what))
+        if self.checking:
+            describe = _describer(self, op, str(self.where(op)), np.arange(self.n))
+            self.obligations.fault(str(self.where(op)), "out-of-bounds", thread, describe,
+                                   {"index": index, "extent": what})
+
+    def in_bounds(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
         """Outside symbolic branches, a launch's accesses are in bounds: a fact of the domain."""
         if self.guards or not active.any():
             return
-        for c, d in zip(coords, ref.dims):
-            if c.concrete and d.concrete:
-                continue
-            rows = c.take(active)
+        points = np.flatnonzero(active)
+        for axis, (c, d) in enumerate(zip(coords, ref.dims)):
+            rows = c.take(points)
             if any(arr.min() != arr.max() for arr in rows.terms.values()):
                 continue
             terms = tuple((a, int(arr[0])) for a, arr in sorted(rows.terms.items()))
-            dim = d.row(0)
-            self.facts.add(("ge0", (int(rows.const.min()), terms)))
-            self.facts.add(("ge0", sub_keys(add_keys(dim, (-1, ())), (int(rows.const.max()), terms))))
+            low = int(rows.const.argmin())
+            high = int(rows.const.argmax())
+            for fact, row in ((("ge0", (int(rows.const[low]), terms)), low),
+                              (("ge0", sub_keys(add_keys(d.row(0), (-1, ())), (int(rows.const[high]), terms))), high)):
+                for key in self.every_iteration(fact[1]):
+                    if key[1]:
+                        (self.facts if key == fact[1] else self.replay_facts).add(("ge0", key))
+                    elif key[0] < 0:  # out of bounds in every launch
+                        where = tuple(self.space.describe(x.row(int(points[row]))) for x in coords)
+                        self.out_of_bounds(op, int(points[row]), where, f"tensor {ref.name!r}, mode {axis}")
+                        break
+
+    def every_iteration(self, key: Key) -> list[Key]:
+        """A fact about one iteration of the enclosing runtime loops, and the same fact for their
+        first and last iterations (an affine quantity is extreme at the ends of its range). The
+        first is the domain of the proof; the others pick witnesses whose launches stay in bounds
+        in every iteration they run (they do not shrink the domain: a kernel that goes out of
+        bounds at K > 16 is still checked at K > 16)."""
+        out = [key]
+        for context in reversed(self.loops):
+            if context.symbol is None:
+                continue
+            symbol = self.space.symbols[context.symbol]
+            assert symbol.lo is not None and symbol.hi is not None
+            first, last = symbol.lo, sub_keys(symbol.hi, self.space._mod(sub_keys(symbol.hi, symbol.lo), (context.step, ())))
+            out = [self.space.substitute(k, context.symbol, end) for k in out for end in (first, last)] + out
+        return list(dict.fromkeys(out))
 
     def intern(self, comps: list[Affine], nbytes: int) -> np.ndarray:
         """Byte ids (points, nbytes) of the tags whose components are `comps`."""
@@ -365,8 +413,9 @@ class TagAnalysis:
                 continue
             rule = _INT_RULES.get(type(inner))
             if rule is None:
-                raise VerificationError(f"tag functions use integer arithmetic; {inner.name} is not supported",
-                                        self.where(op))
+                raise VerificationError(f"tag functions use integer arithmetic on their coordinates and on values "
+                                        f"computed before them; {inner.name} is not supported (compute it before "
+                                        "the tag function and use the name)", self.where(op))
             env[inner.results[0]] = rule(sp, inner, [value(v) for v in inner.operands])
         return []
 
@@ -696,7 +745,7 @@ def _store(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     active = np.flatnonzero(mask)
     if isinstance(target, GlobalRef):
         if isinstance(op, D.StoreOp):
-            a.in_bounds(target, [a.int_value(c, op) for c in op.coords], mask)
+            a.in_bounds(op, target, [a.int_value(c, op) for c in op.coords], mask)
         a.written_globals.add((target.root or target).name)
         return
     tile: TileValue = target
@@ -948,8 +997,8 @@ def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
     if lhs.shape != rhs.shape:
         raise VerificationError(f"the two sides of this tag assertion have {lhs.shape[1]} and {rhs.shape[1]} "
                                 "elements; they are compared element by element", a.where(op))
-    for side, tags in (("left", lhs), ("right", rhs)):
-        if (tags == BOTTOM).all():
+    for side, tags, written in (("left", lhs, lsites), ("right", rhs, rsites)):
+        if (tags == BOTTOM).all() and (written >= 0).any():
             raise VerificationError(f"the {side} side of this tag assertion carries no tags: no tag function reaches "
                                     "its data (tag the tensors it is loaded from, or the tile itself)", a.where(op))
     site = str(a.where(op))
@@ -1098,7 +1147,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     rename = _Renamer(a, symbol, add_keys(me, (-step, ())))
     carried = f"a value carried from one iteration to the next of the loop at {a.where(op)}"
     checking = a.checking
-    a.loops.append(LoopContext(name, symbol))
+    a.loops.append(LoopContext(name, symbol, step=step))
     try:
         for attempt in range(MAX_PASSES):
             mark = a.obligations.mark()

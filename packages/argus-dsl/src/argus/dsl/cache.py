@@ -22,10 +22,14 @@ from typing import Any
 
 @lru_cache(maxsize=1)
 def _compiler_digest() -> str:
-    """A hash of this package's own code: a changed compiler never reuses old entries."""
+    """A hash of this package's code and the checker's: a changed compiler or checker never
+    reuses old entries."""
+    import argus.verify
+
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.rglob("*.py")):
-        h.update(path.read_bytes())
+    for root in (Path(__file__).parent, Path(argus.verify.__file__).parent):
+        for path in sorted(root.rglob("*.py")):
+            h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 

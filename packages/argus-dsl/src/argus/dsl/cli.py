@@ -2,9 +2,11 @@
 
     argus compile FILE:KERNEL [--target T] [--emit STAGE] [-D NAME=VALUE ...]
     argus run FILE:KERNEL [--seed N] [--repeat N]
+    argus verify FILE[:KERNEL] [--json] [-D NAME=VALUE ...] [--grid X[,Y[,Z]]] [--solver NAME]
 
 Every failure prints one line starting with ``error:`` (with file:line:col when it is about a
-kernel) and exits with status 2.
+kernel) and exits with status 2. ``argus verify`` exits 0 when every assertion is proved, 1
+when one is violated (the counterexample is printed), 2 when one is unknown.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 from .backends import backend_for, parse_target
 from .errors import ArgusError
 from .kernel import Kernel
-from .plugins import discover
+from .plugins import PluginError, discover
 
 
 class CommandError(ArgusError):
@@ -47,7 +49,28 @@ def load_kernel(spec: str) -> tuple[Any, Kernel, str]:
     path_text, sep, name = spec.rpartition(":")
     if not sep or not path_text or not name:
         raise CommandError(f"expected FILE:KERNEL, got {spec!r}")
-    path = Path(path_text)
+    module = load_module(Path(path_text))
+    k = getattr(module, name, None)
+    if not isinstance(k, Kernel):
+        kernels = sorted(n for n, v in vars(module).items() if isinstance(v, Kernel))
+        raise CommandError(f"{path_text} has no kernel named {name!r}; its kernels: {', '.join(kernels) or 'none'}")
+    return module, k, name
+
+
+def load_kernels(spec: str) -> tuple[Any, list[tuple[str, Kernel]]]:
+    """``FILE:KERNEL`` or ``FILE`` (every kernel it defines) -> (module, [(name, kernel)])."""
+    if ":" in spec and not Path(spec).is_file():
+        module, k, name = load_kernel(spec)
+        return module, [(name, k)]
+    module = load_module(Path(spec))
+    kernels = [(n, v) for n, v in vars(module).items() if isinstance(v, Kernel)]
+    if not kernels:
+        raise CommandError(f"{spec} defines no kernel")
+    return module, kernels
+
+
+def load_module(path: Path) -> Any:
+    """Import a kernel file as a fresh module."""
     if not path.is_file():
         raise CommandError(f"no such file: {path}")
     module_name = f"argus_user_{path.stem}"
@@ -64,11 +87,7 @@ def load_kernel(spec: str) -> tuple[Any, Kernel, str]:
         raise CommandError(f"importing {path} failed: {type(err).__name__}: {err}") from None
     finally:
         sys.path.pop(0)
-    k = getattr(module, name, None)
-    if not isinstance(k, Kernel):
-        kernels = sorted(n for n, v in vars(module).items() if isinstance(v, Kernel))
-        raise CommandError(f"{path} has no kernel named {name!r}; its kernels: {', '.join(kernels) or 'none'}")
-    return module, k, name
+    return module
 
 
 def parse_defines(items: Sequence[str]) -> dict[str, Any]:
@@ -149,18 +168,69 @@ def _run_run(args: argparse.Namespace) -> int:
 RUN = Command("run", "run a kernel's example problem in the interpreter and check it", _configure_run, _run_run)
 
 
+# ---- argus verify ----------------------------------------------------------------------------
+
+
+def _configure_verify(p: argparse.ArgumentParser) -> None:
+    p.add_argument("kernel", metavar="FILE[:KERNEL]", help="a kernel, or every kernel of a file")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                   help="a constexpr value (default: those of the file's example problem)")
+    p.add_argument("--grid", help="check only launches of this grid, e.g. 4,2 (default: every grid)")
+    p.add_argument("--solver", help="a solver plugin of argus.solvers (default: $ARGUS_SOLVER or z3)")
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    import json
+
+    module, kernels = load_kernels(args.kernel)
+    grid = _parse_grid(args.grid) if args.grid else None
+    results = []
+    for name, k in kernels:
+        constants = parse_defines(args.defines)
+        if not constants and k.constexpr_names:
+            if not hasattr(module, f"example_{name}"):
+                raise CommandError(f"{name} has constexpr parameters {k.constexpr_names}: give them with -D NAME=VALUE")
+            constants = example_problem(module, name, 0).constants
+        try:
+            results.append((name, k.verify(grid=grid, solver=args.solver, **constants)))
+        except PluginError as err:
+            raise CommandError(str(err)) from None
+    if args.json:
+        data = [dict(kernel=name, **r.as_dict()) for name, r in results]
+        print(json.dumps(data[0] if len(data) == 1 else data, indent=2))
+    else:
+        for _, r in results:
+            print(r.text())
+    return max(r.verdict.exit_status for _, r in results)
+
+
+def _parse_grid(text: str) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise CommandError(f"--grid takes 1 to 3 positive ints separated by commas, got {text!r}") from None
+    if not 1 <= len(dims) <= 3 or min(dims) < 1:
+        raise CommandError(f"--grid takes 1 to 3 positive ints separated by commas, got {text!r}")
+    return dims
+
+
+VERIFY = Command("verify", "prove a kernel's tag assertions for every launch, or print a counterexample",
+                 _configure_verify, _run_verify)
+
+
 # ---- entry point -----------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    commands = discover("argus.commands", {"compile": COMPILE, "run": RUN})
+    commands = discover("argus.commands", {"compile": COMPILE, "run": RUN, "verify": VERIFY})
     parser = argparse.ArgumentParser(prog="argus", description="Write, check and run Argus kernels.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     loaded: dict[str, Command] = {}
     for name, plugin in sorted(commands.items()):
         try:
             command: Command = plugin.load()
-        except ArgusError as err:
+        except (ArgusError, PluginError) as err:
             print(f"warning: {err}", file=sys.stderr)
             continue
         command.configure(sub.add_parser(name, help=command.help, description=command.help))

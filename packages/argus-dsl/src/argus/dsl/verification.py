@@ -24,7 +24,7 @@ from argus.verify.solvers import Query, solver as find_solver
 
 from . import dialect as D
 from .analysis import Analysis, TagAnalysis, Undecidable
-from .errors import ArgusError
+from .errors import ArgusError, KernelFault
 from .interpreter import storage_dtype
 
 #: Largest tensor (bytes) a replay allocates; a witness needing more is reported unreplayed.
@@ -96,17 +96,16 @@ def _threads(op: D.KernelOp) -> int:
 
 def _small_model(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any], base: dict[int, int],
                  timeout_ms: int) -> dict[int, int]:
-    """A model with small sizes, so the witness replays quickly: same finding, sizes ≤ SMALL."""
+    """A model of the same finding with every size and grid dim at most SMALL, so that its
+    witness replays quickly; the finding's own model when there is none."""
     space = analysis.space
     bounds = [("ge0", (SMALL, ((s, -1),))) for s, sym in space.symbols.items() if sym.role in ("size", "grid")]
-    model = c.model or base
-    if not c.model:
-        answer = engine.solve(Query(space, facts + bounds, [[]]), timeout_ms)
-        return answer.model if answer.status == "sat" else model
-    pins = [("eq0", (-v, ((s, 1),))) for s, v in c.model.items()
-            if s in space.symbols and space.symbols[s].role in ("block", "loop")]
-    answer = engine.solve(Query(space, facts + bounds, [pins]), timeout_ms)
-    return {**model, **answer.model} if answer.status == "sat" else model
+    in_bounds = sorted(analysis.replay_facts)
+    for extra in (in_bounds + bounds, in_bounds, bounds):
+        answer = engine.solve(Query(space, facts + extra, [c.condition]), timeout_ms)
+        if answer.status == "sat":
+            return answer.model
+    return c.model or base
 
 
 def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witness: dict[str, Any]) -> tuple[bool, str]:
@@ -125,13 +124,20 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     if any(not 0 <= b < g for b, g in zip(block, grid)):
         grid = tuple(max(g, b + 1) for b, g in zip(block, grid))
     shadow = ShadowInterpreter(op, compiled.locations)
+    stopped = None
     try:
         shadow.launch(grid, args, blocks=[block])  # type: ignore[arg-type]
+    except KernelFault as err:
+        if err.kind == candidate.kind and str(err.location) == candidate.site:
+            return True, f"the interpreter faults the same way in block {block} of grid {grid}"
+        stopped = err
     except ArgusError as err:
-        return False, f"the replay stopped: {err}"
-    for finding in shadow.findings:
+        stopped = err
+    for finding in shadow.findings:  # findings before a fault still count
         if finding.get("assertion") == candidate.site and finding.get("kind") == candidate.kind:
             return True, f"reproduced in block {block} of grid {grid}"
+    if stopped is not None:
+        return False, f"the replay stopped: {stopped}"
     return False, f"block {block} of grid {grid} runs without this finding under shadow tags"
 
 

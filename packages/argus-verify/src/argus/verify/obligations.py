@@ -37,9 +37,14 @@ class Candidate:
     lhs: Any = None
     rhs: Any = None
 
+    details: dict[str, Any] = field(default_factory=dict)
+    condition: list[Comparison] = field(default_factory=list)
+    """What the symbols must satisfy for this finding (a solver's alternative); empty if none."""
+
     def witness(self, table: TagTable, space: Space) -> dict[str, Any]:
         w = self.describe(self.point, self.element, self.model)
         w["kind"] = self.kind
+        w.update(self.details)
         for side in ("lhs", "rhs"):
             tag = getattr(self, side)
             if tag is not None:
@@ -88,7 +93,7 @@ class Obligations:
         for kind, where in (("unwritten", unwritten), ("conflicting", conflicting)):
             for p, e in np.argwhere(where)[:limit]:
                 self._add(Candidate(site, kind, int(p), int(e), describe, {},
-                                    self.table.element_tag(lhs[p, e]), self.table.element_tag(rhs[p, e])))
+                                    _raw_tag(self.table, lhs[p, e]), _raw_tag(self.table, rhs[p, e])))
         concrete = ~(unwritten | conflicting)
         same = (lhs == rhs).all(axis=-1)
         if equal:
@@ -110,6 +115,10 @@ class Obligations:
                 continue
             if equal or _symbolic(self.table.tags[a]) or _symbolic(self.table.tags[b]):
                 pending.pairs.setdefault((a, b), (int(p), int(e), describe))
+
+    def fault(self, site: str, kind: str, point: int, describe: Describe, details: dict[str, Any]) -> None:
+        """A fault the analysis found on its own (an access out of bounds in every launch)."""
+        self._add(Candidate(site, kind, point, 0, describe, details=details))
 
     def _add(self, candidate: Candidate) -> None:
         same_site = [c for c in self.candidates if c.site == candidate.site and c.kind == candidate.kind]
@@ -142,8 +151,20 @@ class Obligations:
                 continue
             a, b = owners[answer.alternative]
             p, e, describe = pending.pairs[(a, b)]
-            self._add(Candidate(pending.site, "violated", p, e, describe, answer.model, self.table.tags[a], self.table.tags[b]))
+            self._add(Candidate(pending.site, "violated", p, e, describe, answer.model, self.table.tags[a],
+                                self.table.tags[b], condition=alternatives[answer.alternative]))
         return undecided
+
+
+def _raw_tag(table: TagTable, ids: np.ndarray) -> Any:
+    """An element's tag as stored (components may be symbolic), or ⊥ / ⊤."""
+    ids = np.asarray(ids)
+    if (ids == BOTTOM).all():
+        return "⊥"
+    if ((ids == BOTTOM) | (ids == TOP)).any():
+        return "⊤"
+    elements = set(((ids - 2) // BYTES).tolist())
+    return table.tags[elements.pop()] if len(elements) == 1 else "⊤"
 
 
 def _key(v: Any) -> Key:

@@ -1,0 +1,220 @@
+"""Mutation benchmark of the static tag checker over the example kernels.
+
+Each mutant is a small edit of an example's source, of one of the kinds of mistake tag
+assertions exist to catch (a wrong swizzle on one side, a dropped swizzle, a transposed read,
+an off-by-one, a wrong thread→data mapping, a wrong MMA fragment mapping, a wrong pipeline
+stage or a missing re-tag, bytes counted as elements), or an *equivalent* edit that changes
+the code but not what it computes (the same swizzle change on both sides, another staging
+order), which must not be flagged.
+
+A mutant counts as caught only when the checker says `violated` and every witness it reports
+replays on the interpreter with shadow tags (the checker only reports replayed witnesses).
+The originals and the equivalent mutants must be `proved`: anything else is a false alarm
+(violated) or an unknown. Times are the checker's alone (the kernel is compiled first; the
+result caches are cold: every check is a fresh analysis).
+
+    python benchmarks/verify_mutants.py [--repeat N] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+WRONG_SWIZZLE = "WRONG = ComposedLayout(Swizzle(4, 0, 5), 0, Layout((TILE, TILE), (TILE, 1)))\n"
+PLAIN = "PLAIN = Layout((TILE, TILE), (TILE, 1))\n"
+SMEM_LINE = "SMEM = ComposedLayout(Swizzle(5, 0, 5), 0, Layout((TILE, TILE), (TILE, 1)))\n"
+READ = "got[k] = tile[tx, ty + k * ROWS_PER_PASS]"
+WRITE = "tile[ty + k * ROWS_PER_PASS, tx] = src[r, c]"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    example: str
+    kernel: str
+    operator: str
+    edits: tuple[tuple[str, str], ...]
+    equivalent: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.example}:{self.operator}:{self.edits[-1][1].strip()[:60]}"
+
+
+def _m(example: str, kernel: str, operator: str, *edits: tuple[str, str], equivalent: bool = False) -> Mutant:
+    return Mutant(example, kernel, operator, edits, equivalent)
+
+
+T, G, F = ("transpose", "transpose"), ("gemm", "gemm"), ("flash_attention", "attention")
+
+MUTANTS = [
+    # wrong swizzle parameter on one side, and the same change on both sides (equivalent)
+    _m(*T, "swizzle one side", (SMEM_LINE, SMEM_LINE + WRONG_SWIZZLE),
+       (READ, "got[k] = tile.view(WRONG, f32)[tx, ty + k * ROWS_PER_PASS]")),
+    _m(*T, "swizzle one side", (SMEM_LINE, SMEM_LINE + WRONG_SWIZZLE),
+       (WRITE, "tile.view(WRONG, f32)[ty + k * ROWS_PER_PASS, tx] = src[r, c]")),
+    _m(*T, "swizzle one side", (SMEM_LINE, SMEM_LINE.replace("Swizzle(5, 0, 5)", "Swizzle(4, 0, 5)")),
+       equivalent=True),
+    # dropped swizzle on one side, and on both (equivalent)
+    _m(*T, "dropped swizzle", (SMEM_LINE, SMEM_LINE + PLAIN),
+       (READ, "got[k] = tile.view(PLAIN, f32)[tx, ty + k * ROWS_PER_PASS]")),
+    _m(*T, "dropped swizzle", (SMEM_LINE, SMEM_LINE + PLAIN),
+       (WRITE, "tile.view(PLAIN, f32)[ty + k * ROWS_PER_PASS, tx] = src[r, c]")),
+    _m(*T, "dropped swizzle", (SMEM_LINE, "SMEM = Layout((TILE, TILE), (TILE, 1))\n"), equivalent=True),
+    # transposed read
+    _m(*T, "transposed read", (READ, "got[k] = tile[ty + k * ROWS_PER_PASS, tx]")),
+    _m(*G, "transposed read", ("afrag[mi, v] = sA[wm * 32 + mi * 16 + idx % 16, idx // 16]",
+                               "afrag[mi, v] = sA[wm * 32 + mi * 16 + idx // 16, idx % 16]")),
+    # off-by-one in an index or a loop bound
+    _m(*F, "off-by-one", ("sVt[d, key] = v[kj * TILE + key, hk, d]", "sVt[d, key] = v[kj * TILE + key + 1, hk, d]")),
+    _m(*F, "off-by-one", ("    for ks in static_range(D // 16):\n        for v2",
+                          "    for ks in static_range(D // 16 - 1):\n        for v2")),
+    _m(*G, "off-by-one", ("sB[e // BK, e % BK] = b[bn + e // BK, k0 + e % BK]",
+                          "sB[e // BK, e % BK] = b[bn + e // BK, k0 + e % BK + 1]")),
+    _m(*F, "off-by-one", ("vf[v0, v1] = sVt[n * 8 + t1, 2 * t0 + v0 + 8 * v1]",
+                          "vf[v0, v1] = sVt[n * 8 + t1, 2 * t0 + v0 + 8 * v1 - 1 + 1]"), equivalent=True),
+    # wrong thread -> data mapping, and a different but correct one (equivalent)
+    _m(*F, "thread mapping", ("sK[key, d] = k[kj * TILE + key, hk, d]", "sK[key, d] = k[kj * TILE + key, hk, (d + 1) % D]")),
+    _m(*G, "thread mapping", ("idx = MMA.a_layout(lane, v)", "idx = MMA.a_layout((lane + 1) % 32, v)")),
+    _m(*F, "thread mapping", ("key = (lane + i * 32) // D\n            d = (lane + i * 32) % D",
+                              "key = (lane + i * 32) % TILE\n            d = (lane + i * 32) // TILE"), equivalent=True),
+    _m(*G, "thread mapping", ("wm = warp_id() // 2\n    wn = warp_id() % 2", "wm = warp_id() % 2\n    wn = warp_id() // 2"),
+       equivalent=True),
+    _m(*G, "thread mapping", ("e = tid + i * THREADS", "e = tid * (BM * BK // THREADS) + i"), equivalent=True),
+    # wrong MMA fragment mapping
+    _m(*F, "fragment mapping", ("kf[v0, v1, j] = sK[j * 8 + t1, ks * 16 + 2 * t0 + v0 + 8 * v1]",
+                                "kf[v0, v1, j] = sK[j * 8 + t1, ks * 16 + 2 * t0 + v1 + 8 * v0]")),
+    _m(*F, "fragment mapping", ("qf[v0, v1, v2, ks] = q[qi * TILE + t1 + 8 * v1, h, ks * 16 + 2 * t0 + v0 + 8 * v2]",
+                                "qf[v0, v1, v2, ks] = q[qi * TILE + t1 + 8 * v2, h, ks * 16 + 2 * t0 + v0 + 8 * v1]")),
+    _m(*G, "fragment mapping", ("idx = MMA.b_layout(lane, v)", "idx = MMA.b_layout(lane, (v + 2) % 4)")),
+    # wrong pipeline stage, missing re-tag
+    _m(*F, "stage / re-tag", ("sVt[d, key] = v[kj * TILE + key, hk, d]", "sVt[d, key] = v[(kj - 1) * TILE + key, hk, d]")),
+    _m(*G, "stage / re-tag", ("sA[e // BK, e % BK] = a[bm + e // BK, k0 + e % BK]",
+                              "sA[e // BK, e % BK] = a[bm + e // BK, k0 + BK + e % BK]")),
+    _m(*F, "stage / re-tag", ("        tag(pf, lambda c, r, j: (kj * TILE + 8 * j + 2 * t0 + c, h // GQA))\n", "")),
+    # bytes counted as elements
+    _m(*F, "bytes vs elements", ("qf[v0, v1, v2, ks] = q[qi * TILE + t1 + 8 * v1, h, ks * 16 + 2 * t0 + v0 + 8 * v2]",
+                                 "qf[v0, v1, v2, ks] = q[qi * TILE + t1 + 8 * v1, h, ks * 32 + 2 * t0 + v0 + 8 * v2]")),
+    _m(*G, "bytes vs elements", ("sA[e // BK, e % BK] = a[bm + e // BK, k0 + e % BK]",
+                                 "sA[e // BK, e % BK] = a[bm + e // BK, 2 * k0 + e % BK]")),
+    # hand-written, the same swap on both sides of the staging (equivalent)
+    _m(*F, "thread mapping", ("sK[key, d] = k[kj * TILE + key, hk, d]", "sK[key, (d + 1) % D] = k[kj * TILE + key, hk, (d + 1) % D]"),
+       equivalent=True),
+]
+
+
+def load(example: str, edits: tuple[tuple[str, str], ...], workdir: Path, tag: str) -> Any:
+    source = (EXAMPLES / f"{example}.py").read_text()
+    for old, new in edits:
+        if old not in source:
+            raise SystemExit(f"mutant edit does not apply to {example}.py: {old!r}")
+        source = source.replace(old, new, 1)
+    path = workdir / tag / f"{example}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"mutant_{tag}_{example}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check(module: Any, kernel: str) -> tuple[Any, float]:
+    from argus.dsl.verification import verify_kernel
+
+    k = getattr(module, kernel)
+    constants = getattr(module, f"example_{kernel}")(np.random.default_rng(0)).constants
+    compiled = k.specialize(**constants)
+    start = time.perf_counter()
+    result = verify_kernel(compiled, kernel)
+    return result, time.perf_counter() - start
+
+
+def clocks() -> dict[str, Any]:
+    return {"machine": platform.machine(), "processor": platform.processor(), "python": platform.python_version()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=15, help="timed checks of each original kernel")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="argus-mutants-"))
+    report: dict[str, Any] = {"host": clocks(), "originals": {}, "mutants": [], "operators": {}}
+
+    print("originals (must be proved; time of the check alone, median of fresh analyses):")
+    for example, kernel in (T, G, F):
+        module = load(example, (), workdir, "original")
+        times, verdicts = [], set()
+        for _ in range(args.repeat):
+            result, seconds = check(module, kernel)
+            times.append(seconds)
+            verdicts.add(result.verdict.value)
+        median = statistics.median(times) * 1000
+        report["originals"][example] = {"verdicts": sorted(verdicts), "median_ms": round(median, 2),
+                                        "min_ms": round(min(times) * 1000, 2)}
+        print(f"  {example:16s} {'/'.join(sorted(verdicts)):8s} median {median:7.1f} ms  min {min(times) * 1000:7.1f} ms")
+
+    print("mutants:")
+    for i, m in enumerate(MUTANTS):
+        module = load(m.example, m.edits, workdir, f"m{i}")
+        result, seconds = check(module, m.kernel)
+        verdict = result.verdict.value
+        replayed = verdict == "violated" and all(str(w.get("replayed", "")).startswith(("reproduced", "the interpreter"))
+                                                for w in result.witnesses)
+        outcome = ("proved" if verdict == "proved" else "false alarm" if verdict == "violated" else "unknown") \
+            if m.equivalent else ("caught" if replayed else "missed" if verdict == "proved" else verdict)
+        row = {"example": m.example, "operator": m.operator, "equivalent": m.equivalent, "edit": m.edits[-1][1].strip(),
+               "verdict": verdict, "outcome": outcome, "ms": round(seconds * 1000, 1),
+               "reason": result.reason if verdict != "violated" else "",
+               "witness": result.witnesses[0] if result.witnesses else None}
+        report["mutants"].append(row)
+        mark = "equiv " if m.equivalent else "      "
+        print(f"  {mark}{m.example:16s} {m.operator:18s} {outcome:12s} {seconds * 1000:7.1f} ms  {row['edit'][:60]}")
+        if outcome in ("unknown", "missed", "false alarm"):
+            print(f"      {result.reason[:300]}")
+
+    print("per operator:")
+    operators: dict[str, dict[str, int]] = {}
+    for row in report["mutants"]:
+        o = operators.setdefault(row["operator"], {"mutants": 0, "caught": 0, "equivalent": 0, "false_alarms": 0,
+                                                   "unknown": 0})
+        if row["equivalent"]:
+            o["equivalent"] += 1
+            o["false_alarms"] += row["outcome"] == "false alarm"
+        else:
+            o["mutants"] += 1
+            o["caught"] += row["outcome"] == "caught"
+        o["unknown"] += row["verdict"] == "unknown"
+    for name, o in operators.items():
+        recall = o["caught"] / o["mutants"] if o["mutants"] else float("nan")
+        print(f"  {name:18s} recall {o['caught']}/{o['mutants']} ({recall:.0%})  equivalent {o['equivalent']}, "
+              f"false alarms {o['false_alarms']}, unknown {o['unknown']}")
+    report["operators"] = operators
+    caught = sum(o["caught"] for o in operators.values())
+    total = sum(o["mutants"] for o in operators.values())
+    false_alarms = sum(o["false_alarms"] for o in operators.values()) + sum(
+        "violated" in v["verdicts"] for v in report["originals"].values())
+    report["summary"] = {"recall": caught / total, "caught": caught, "mutants": total, "false_alarms": false_alarms}
+    print(f"recall {caught}/{total} = {caught / total:.1%}; false alarms {false_alarms}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
