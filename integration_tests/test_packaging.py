@@ -63,6 +63,9 @@ def test_argus_verify_installs_without_the_dsl(tmp_path: Path) -> None:
     listed = subprocess.run([python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
                             check=True, capture_output=True, text=True).stdout
     installed = {p["name"].lower() for p in json.loads(listed)} - {"pip", "setuptools", "wheel"}
-    assert installed == {"argus-layout", "argus-verify", "numpy"}
+    assert installed == {"argus-layout", "argus-verify", "numpy", "z3-solver"}
     result = subprocess.run([env / "bin" / "argus-verify", "layout", "injective", "(4,8):(1,2)"], capture_output=True, text=True)
     assert result.returncode == 1 and "offset = 2" in result.stdout
+    plugin = subprocess.run([python, "-c", "from argus.verify.solvers import solver; print(solver().name)"],
+                            capture_output=True, text=True, check=True)
+    assert plugin.stdout.strip() == "z3"  # the default solver plugin is found through its entry point

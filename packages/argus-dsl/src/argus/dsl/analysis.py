@@ -96,6 +96,8 @@ class Analysis:
     grid_symbols: tuple[int, int, int]
     parameters: dict[str, int]
     """Runtime scalar parameters and symbolic tensor dims, by name, to their symbols."""
+    walk: TagAnalysis
+    """The analysis itself (where each fact came from)."""
 
 
 class TagAnalysis:
@@ -114,6 +116,7 @@ class TagAnalysis:
         self.obligations = Obligations(self.table, self.space)
         self.facts: set[tuple[str, Key]] = set()
         self.replay_facts: set[tuple[str, Key]] = set()
+        self.fact_origins: dict[tuple[str, Key], tuple[Any, ...]] = {}
         self.values: dict[SSAValue, Any] = {}
         self.tags: dict[SSAValue, np.ndarray] = {}
         self.memories: list[TagMemory] = []
@@ -148,8 +151,29 @@ class TagAnalysis:
             self.values[param] = self.bind(name, param)
         self.run_block(block, np.ones(self.n, bool))
         self.facts.update(self.space.constraints)
+        self.report_write_conflicts()
         return Analysis(self.space, self.table, self.obligations, self.facts, self.replay_facts - self.facts,
-                        self.block_symbols, self.grid_symbols, self.parameters)  # type: ignore[arg-type]
+                        self.block_symbols, self.grid_symbols, self.parameters, self)  # type: ignore[arg-type]
+
+    def report_write_conflicts(self) -> None:
+        """Two threads writing different data to one shared byte with no barrier between them."""
+        seen = set()
+        for memory in self.memories:
+            for conflict in memory.conflicts:
+                key = (memory.name, conflict.sites)
+                if key in seen:
+                    continue
+                seen.add(key)
+                later = self.sites[conflict.sites[1]] if conflict.sites[1] >= 0 else None
+                first = self.sites[conflict.sites[0]] if conflict.sites[0] >= 0 else None
+                details = {"memory": memory.name, "byte": conflict.byte, "threads": conflict.threads,
+                           "first write at": str(first)}
+                space, blocks = self.space, self.block_symbols
+
+                def describe(point: int, element: int, model: dict[int, int], site: str = str(later)) -> dict[str, Any]:
+                    return {"assertion": site, "block": tuple(space.atom_value(b, model) for b in blocks), "thread": point}
+
+                self.obligations.fault(str(later), "data-race", conflict.threads[1], describe, details)
 
     def bind(self, name: str, param: SSAValue) -> Any:
         t = param.type
@@ -346,11 +370,15 @@ class TagAnalysis:
             high = int(rows.const.argmax())
             for fact, row in ((("ge0", (int(rows.const[low]), terms)), low),
                               (("ge0", sub_keys(add_keys(d.row(0), (-1, ())), (int(rows.const[high]), terms))), high)):
+                where = tuple(self.space.describe(x.row(int(points[row]))) for x in coords)
                 for key in self.every_iteration(fact[1]):
-                    if key[1]:
-                        (self.facts if key == fact[1] else self.replay_facts).add(("ge0", key))
+                    if key[1] and key == fact[1]:
+                        self.facts.add(("ge0", key))
+                    elif key[1]:
+                        self.replay_facts.add(("ge0", key))
+                        self.fact_origins.setdefault(("ge0", key), (op, int(points[row]), where,
+                                                                    f"tensor {ref.name!r}, mode {axis}"))
                     elif key[0] < 0:  # out of bounds in every launch
-                        where = tuple(self.space.describe(x.row(int(points[row]))) for x in coords)
                         self.out_of_bounds(op, int(points[row]), where, f"tensor {ref.name!r}, mode {axis}")
                         break
 
@@ -390,9 +418,11 @@ class TagAnalysis:
             ids[u] = self.table.element_id(tuple(tag))
         return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
 
-    def evaluate_tag_function(self, op: D.TagOp, coords: list[Affine]) -> list[Affine]:
-        """The tag components at `coords` (forms of equal length): the body run symbolically."""
+    def evaluate_tag_function(self, op: D.TagOp, coords: list[Affine], points: np.ndarray | None = None) -> list[Affine]:
+        """The tag components at `coords` (forms of equal length), the body run symbolically;
+        `points[i]` is the thread whose values evaluation i sees (default: i itself)."""
         n = len(coords[0]) if coords else self.n
+        threads = np.arange(n) % self.n if points is None else points
         env: dict[SSAValue, Affine] = dict(zip(op.body.block.args, coords))
         sp = self.space
 
@@ -403,7 +433,7 @@ class TagAnalysis:
             if not isinstance(outer, Affine):
                 raise VerificationError("a tag function uses a value that is not an integer known to the checker",
                                         self.where(op))
-            return outer if len(outer) == n else outer.take(np.arange(n) % len(outer))
+            return outer if points is None and len(outer) == n else outer.take(threads)
 
         for inner in op.body.block.ops:
             if isinstance(inner, D.YieldTagOp):
@@ -411,11 +441,15 @@ class TagAnalysis:
             if isinstance(inner, arith.ConstantOp):
                 env[inner.result] = sp.constant(int(inner.value.value.data), n)  # type: ignore[union-attr]
                 continue
+            if type(inner) in _INDEX_OPS:  # thread_idx.x and friends, per evaluation point
+                _RULES[type(inner)](self, inner, np.ones(self.n, bool))
+                env[inner.results[0]] = self.values[inner.results[0]].take(threads)
+                continue
             rule = _INT_RULES.get(type(inner))
             if rule is None:
-                raise VerificationError(f"tag functions use integer arithmetic on their coordinates and on values "
-                                        f"computed before them; {inner.name} is not supported (compute it before "
-                                        "the tag function and use the name)", self.where(op))
+                raise VerificationError(f"tag functions use integer arithmetic on their coordinates, on thread and "
+                                        f"block indices and on values computed before them; {inner.name} is not "
+                                        "supported", self.where(op))
             env[inner.results[0]] = rule(sp, inner, [value(v) for v in inner.operands])
         return []
 
@@ -950,14 +984,7 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     rows = threads if per_thread else threads[:1]
     point = np.repeat(rows, elements)
     flat_coords = [a.space.constant(np.tile(c, rows.size), point.size) for c in coords]
-    saved = dict(a.values)
-    for v, val in saved.items():
-        if isinstance(val, Affine) and len(val) == a.n:
-            a.values[v] = val.take(point)
-    try:
-        comps = a.evaluate_tag_function(op, flat_coords)
-    finally:
-        a.values.update(saved)
+    comps = a.evaluate_tag_function(op, flat_coords, point)
     ids = a.intern(comps, tile.dtype.nbytes).reshape(rows.size, elements, -1)
     idx = _fragment_bytes(tile, rows)
     tile.memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, a.site(op))  # type: ignore[attr-defined]
@@ -1249,6 +1276,8 @@ def _nothing(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
 def _float_op(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     a.computed(op)
 
+
+_INDEX_OPS = (D.ThreadIdxOp, D.BlockIdxOp, D.BlockDimOp, D.GridDimOp, D.LaneIdOp, D.WarpIdOp)
 
 _RULES: dict[type, Rule] = {
     arith.ConstantOp: _constant,

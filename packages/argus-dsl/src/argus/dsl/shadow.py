@@ -333,6 +333,10 @@ def _evaluate_tag_function(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, coo
     for inner in op.body.block.ops:
         if isinstance(inner, D.YieldTagOp):
             return [np.broadcast_to(value(v), (threads.size, coords[0].size if coords else 1)) for v in inner.values]
+        if isinstance(inner, _INDEX_OPS):  # thread_idx.x and friends: the interpreter's own rule
+            s.handlers[type(inner)](s, inner, frame, np.ones(frame.threads, bool))
+            env[inner.results[0]] = np.asarray(_scalar_array(frame, inner.results[0]))[threads][:, None].astype(np.int64)
+            continue
         if isinstance(inner, arith.ConstantOp):
             env[inner.result] = np.asarray(inner.value.value.data, dtype=np.int64).reshape(1, 1)  # type: ignore[union-attr]
             continue
@@ -346,6 +350,9 @@ def _evaluate_tag_function(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, coo
                               s.locations.get(op), {})
         env[inner.results[0]] = np.asarray(fn(*(value(v) for v in inner.operands)), dtype=np.int64)
     return []
+
+
+_INDEX_OPS = (D.ThreadIdxOp, D.BlockIdxOp, D.BlockDimOp, D.GridDimOp, D.LaneIdOp, D.WarpIdOp)
 
 
 def _floor_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:

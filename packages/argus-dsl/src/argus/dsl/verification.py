@@ -52,7 +52,8 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     facts = sorted(analysis.facts)
     undecided: list[str] = []
     engine = None
-    needs_solver = any(p.pairs for p in analysis.obligations.pending.values()) or analysis.obligations.candidates
+    needs_solver = (any(p.pairs for p in analysis.obligations.pending.values()) or analysis.obligations.candidates
+                    or analysis.replay_facts)
     if needs_solver:
         engine = find_solver(solver)
         empty = engine.solve(Query(analysis.space, facts, [[]]), timeout_ms)
@@ -63,6 +64,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
             return unknown(claim, f"the solver could not decide the domain: {empty.reason}")
         undecided = analysis.obligations.decide(engine, facts, timeout_ms)
         base_model = empty.model
+        _overruns(analysis, engine, facts, timeout_ms)
     candidates = analysis.obligations.candidates
     method = (f"{analysis.obligations.compared} comparison(s) over {op.block_dims and _threads(op)} threads"
               f" in {1000 * (time.perf_counter() - started):.1f} ms")
@@ -86,8 +88,23 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     if witnesses:
         return violated(claim, "counterexample(s) found statically and reproduced on the interpreter with shadow tags",
                         *witnesses)
-    reasons = undecided + unconfirmed + [f"{u}: this assertion is never reached by any thread" for u in unreached]
+    reasons = undecided + [f"{u}: this assertion is never reached by any thread" for u in unreached]
+    if unconfirmed:
+        more = f" ({len(unconfirmed) - 1} more)" if len(unconfirmed) > 1 else ""
+        reasons.append(f"{len(unconfirmed)} candidate counterexample(s) did not replay, so none is reported; "
+                       f"the first: {unconfirmed[0]}{more}")
     return unknown(claim, "; ".join(reasons))
+
+
+def _overruns(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int) -> None:
+    """Accesses in bounds in the iteration a proof considers but out of bounds in the first or
+    last iteration of their loop in every launch: reported as out-of-bounds findings."""
+    extra = sorted(analysis.replay_facts)
+    if not extra or engine.solve(Query(analysis.space, facts + extra, [[]]), timeout_ms).status != "unsat":
+        return
+    for fact in extra:
+        if engine.solve(Query(analysis.space, facts + [fact], [[]]), timeout_ms).status == "unsat":
+            analysis.walk.out_of_bounds(*analysis.walk.fact_origins[fact])
 
 
 def _threads(op: D.KernelOp) -> int:

@@ -58,7 +58,7 @@ class Result:
         """The inverse of `as_dict` (None when `data` is not a stored result)."""
         try:
             return cls(data["claim"], Verdict(data["verdict"]), data.get("reason", ""),
-                       tuple(dict(w) for w in data.get("witnesses", ())))
+                       tuple({k: _tuples(v) for k, v in w.items()} for w in data.get("witnesses", ())))
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -79,6 +79,15 @@ def _show(v: Any) -> str:
     if isinstance(v, tuple):
         return "(" + ",".join(_show(e) for e in v) + ")"
     return str(v)
+
+
+def _tuples(v: Any) -> Any:
+    """JSON arrays back to the tuples a fresh result holds."""
+    if isinstance(v, list):
+        return tuple(_tuples(e) for e in v)
+    if isinstance(v, dict):
+        return {k: _tuples(e) for k, e in v.items()}
+    return v
 
 
 def _jsonable(v: Any) -> Any:

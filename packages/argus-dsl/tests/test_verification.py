@@ -1,0 +1,255 @@
+"""The static tag checker on kernels: proofs for every launch, replayed counterexamples, unknown
+never a pass, clear errors for what it cannot take, and compile-time checking."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from argus.dsl import (
+    ArgusVerificationWarning,
+    Tensor,
+    TagAssertionError,
+    VerificationError,
+    bf16,
+    block_idx,
+    i32,
+    kernel,
+    make_local,
+    make_shared,
+    syncthreads,
+    tag,
+    thread_idx,
+)
+from argus.dsl.shadow import check_launch
+from argus.verify import Verdict
+
+
+@kernel(block=(32,))
+def staged(x: Tensor[bf16, "n", 32], out: Tensor[bf16, "n", 32], n: int):
+    """Each block stages row block_idx.x through shared memory, reversed, and reads it back."""
+    tag(x, lambda r, c: (r, c))
+    row = block_idx.x
+    s = make_shared((32,), bf16)
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda i: (row, thread_idx.x))
+    s[31 - thread_idx.x] = x[row, thread_idx.x]
+    syncthreads()
+    got[0] = s[31 - thread_idx.x]
+    assert tag(got[...]) == tag(want[...]), "every thread gets its own element back"
+    out[row, thread_idx.x] = got[0]
+
+
+@kernel(block=(32,), verify=False)
+def misread(x: Tensor[bf16, "n", 32], out: Tensor[bf16, "n", 32], n: int):
+    """The same, reading the staged row without the reversal: a wrong thread→data mapping."""
+    tag(x, lambda r, c: (r, c))
+    row = block_idx.x
+    s = make_shared((32,), bf16)
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda i: (row, thread_idx.x))
+    s[31 - thread_idx.x] = x[row, thread_idx.x]
+    syncthreads()
+    got[0] = s[thread_idx.x]
+    assert tag(got[...]) == tag(want[...]), "every thread gets its own element back"
+    out[row, thread_idx.x] = got[0]
+
+
+def test_a_correct_kernel_is_proved_for_every_launch():
+    result = staged.verify()
+    assert result.verdict is Verdict.PROVED and "every launch" in result.claim
+
+
+def test_a_violation_comes_with_a_replayed_witness():
+    result = misread.verify()
+    assert result.verdict is Verdict.VIOLATED
+    w = result.witnesses[0]
+    assert w["kind"] == "violated" and w["message"] == "every thread gets its own element back"
+    assert w["replayed"].startswith("reproduced")
+    thread, row = w["thread"], w["block"][0]
+    assert w["lhs tag"] == (row, 31 - thread) and w["rhs tag"] == (row, thread)
+    assert w["lhs written at"].endswith(f":{_line(misread, 'got[0] = s[thread_idx.x]')}:5")
+    assert w["assertion"].endswith(f":{_line(misread, 'assert tag')}:5")
+    # the same launch, run with shadow tags, fails the same way
+    n = w["sizes"]["n"]
+    shadow = check_launch(misread, (n,), np.zeros((n, 32), np.uint16), np.zeros((n, 32), np.uint16), n)
+    assert shadow.verdict is Verdict.VIOLATED
+
+
+def test_compiling_refuses_a_violated_kernel_unless_checks_are_off(monkeypatch):
+    checked = kernel(block=(32,))(misread.fn)
+    with pytest.raises(TagAssertionError, match="every thread gets its own element back"):
+        checked.compile()
+    misread.compile()  # declared verify=False
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    kernel(block=(32,))(misread.fn).compile()
+
+
+def test_results_are_cached_with_the_kernel(monkeypatch, tmp_path):
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path))
+    first = kernel(block=(32,))(staged.fn).verify()
+    calls = []
+    import argus.dsl.verification as verification
+
+    monkeypatch.setattr(verification, "verify_kernel", lambda *a, **k: calls.append(a) or first)
+    again = kernel(block=(32,))(staged.fn).verify()  # a new Kernel object: read from disk
+    assert again.verdict is first.verdict and not calls
+
+
+@kernel(block=(32,), verify=False)
+def not_equal(x: Tensor[bf16, 64], out: Tensor[bf16, 64]):
+    tag(x, lambda i: (i,))
+    a = make_local((1,), bf16)
+    b = make_local((1,), bf16)
+    a[0] = x[thread_idx.x]
+    b[0] = x[thread_idx.x + 32]
+    assert tag(a[...]) != tag(b[...]), "the two halves never meet"
+    out[thread_idx.x] = a[0] + b[0]
+
+
+def test_non_conformity_assertions():
+    assert not_equal.verify().verdict is Verdict.PROVED
+
+
+@kernel(block=(32,), verify=False)
+def symbolic_address(x: Tensor[bf16, "n"], out: Tensor[bf16, "n"], n: int):
+    tag(x, lambda i: (i,))
+    s = make_shared((64,), bf16)
+    got = make_local((1,), bf16)
+    s[(block_idx.x + thread_idx.x) % 64] = x[thread_idx.x]
+    syncthreads()
+    got[0] = s[thread_idx.x]
+    assert tag(got[...]) == tag(got[...])
+    out[thread_idx.x] = got[0]
+
+
+def test_what_the_checker_cannot_follow_is_unknown_never_a_pass():
+    result = symbolic_address.verify()
+    assert result.verdict is Verdict.UNKNOWN
+    assert "depends on" in result.reason and "block_x" in result.reason
+    assert f":{_line(symbolic_address, 's[(block_idx.x')}:" in result.reason
+    with pytest.warns(ArgusVerificationWarning, match="depends on"):
+        kernel(block=(32,))(symbolic_address.fn).compile()
+
+
+@kernel(block=(32,), verify=False)
+def untagged(x: Tensor[bf16, 32], y: Tensor[bf16, 32]):
+    tag(y, lambda i: (i,))
+    a = make_local((1,), bf16)
+    b = make_local((1,), bf16)
+    a[0] = x[thread_idx.x]
+    b[0] = y[thread_idx.x]
+    assert tag(a[...]) == tag(b[...])
+
+
+@kernel(block=(32,), verify=False)
+def data_address(x: Tensor[bf16, 32], idx: Tensor[i32, 32]):
+    tag(x, lambda i: (i,))
+    s = make_shared((32,), bf16)
+    a = make_local((1,), bf16)
+    s[idx[thread_idx.x] % 32] = x[thread_idx.x]
+    syncthreads()
+    a[0] = s[thread_idx.x]
+    assert tag(a[...]) == tag(a[...])
+
+
+def test_bad_input_is_refused_with_the_line_and_what_is_needed():
+    with pytest.raises(VerificationError, match=r"left side of this tag assertion carries no tags.*tag the tensors") as err:
+        untagged.verify()
+    assert err.value.location is not None and err.value.location.line == _line(untagged, "assert tag")
+    with pytest.raises(VerificationError, match="depends on data read from memory") as err:
+        data_address.verify()
+    assert err.value.location is not None and err.value.location.line == _line(data_address, "s[idx")
+
+
+@kernel(block=(32,), verify=False)
+def racy(x: Tensor[bf16, 64]):
+    tag(x, lambda i: (i,))
+    s = make_shared((32,), bf16)
+    s[thread_idx.x // 2] = x[thread_idx.x]  # two threads, one element, no barrier
+    got = make_local((1,), bf16)
+    syncthreads()
+    got[0] = s[thread_idx.x // 2]
+    assert tag(got[...]) == tag(got[...])
+
+
+def test_write_conflicts_are_found_and_replayed_as_races():
+    result = racy.verify()
+    assert result.verdict is Verdict.VIOLATED
+    w = result.witnesses[0]
+    assert w["kind"] == "data-race" and w["assertion"].endswith(f":{_line(racy, 's[thread_idx.x // 2]')}:5")
+    assert w["replayed"].startswith("the interpreter faults the same way")
+
+
+@kernel(block=(32,), verify=False)
+def overrun(x: Tensor[bf16, "n"], out: Tensor[bf16, "n"], n: int):
+    tag(x, lambda i: (i,))
+    a = make_local((1,), bf16)
+    b = make_local((1,), bf16)
+    for k in range(0, n, 32):
+        a[0] = x[k + thread_idx.x + 32]  # reads one tile ahead: past the end in the last iteration
+        b[0] = x[k + thread_idx.x]
+        assert tag(a[...]) != tag(b[...])
+        out[k + thread_idx.x] = b[0]
+
+
+def test_an_access_out_of_bounds_in_every_launch_is_reported():
+    result = overrun.verify()
+    assert result.verdict is Verdict.VIOLATED
+    w = result.witnesses[0]
+    assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(overrun, 'a[0] = x')}:9")
+
+
+def test_a_proof_is_never_vacuous(monkeypatch):
+    @kernel(block=(32,), verify=False)
+    def empty_range(x: Tensor[bf16, "n"], n: int):
+        tag(x, lambda i: (i,))
+        a = make_local((1,), bf16)
+        b = make_local((1,), bf16)
+        for k in range(n, n - 1):  # no launch runs this loop
+            a[0] = x[k]
+            b[0] = x[k + 1]
+            assert tag(a[...]) == tag(b[...])
+
+    result = empty_range.verify()
+    assert result.verdict is Verdict.UNKNOWN and "domain is empty" in result.reason
+
+
+def test_examples_are_proved_and_never_fail_on_random_launches():
+    """Differential: what the checker proves for every launch holds on real launches."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3] / "examples"
+    for example, name in (("transpose", "transpose"), ("gemm", "gemm"), ("flash_attention", "attention")):
+        spec = importlib.util.spec_from_file_location(f"verified_{example}", root / f"{example}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        k = getattr(module, name)
+        make = getattr(module, f"example_{name}")
+        assert k.verify(**make(np.random.default_rng(0)).constants).verdict is Verdict.PROVED, example
+        for seed in (1, 2):
+            rng = np.random.default_rng(seed)
+            sizes = {"transpose": dict(rows=int(rng.integers(1, 80)), cols=int(rng.integers(1, 80))),
+                     "gemm": dict(m=64 * int(rng.integers(1, 3)), n=64, k=16 * int(rng.integers(1, 4))),
+                     "flash_attention": dict(seq=16 * int(rng.integers(1, 3)), heads=2, kv_heads=int(rng.integers(1, 3)))}
+            problem = make(rng, **sizes[example])
+            shadow = check_launch(k, problem.grid, *problem.args, **problem.constants)
+            assert shadow.verdict is Verdict.PROVED, (example, seed, shadow.text())
+
+
+def _line(k, text: str) -> int:
+    """The source line of `k` containing `text`."""
+    import inspect
+
+    lines, start = inspect.getsourcelines(k.fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_no_warning_for_proved_kernels():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kernel(block=(32,))(staged.fn).compile()
