@@ -57,3 +57,36 @@ def test_module_entry_point_runs_in_a_fresh_interpreter():
     )
     assert result.returncode == 0, result.stderr
     assert "matches the reference" in result.stdout
+
+
+def test_verify_proves_every_kernel_of_a_file(capsys):
+    assert main(["verify", str(EXAMPLES / "transpose.py")]) == 0
+    assert capsys.readouterr().out.startswith("proved: the tag assertions of transpose hold for every launch")
+
+
+def test_verify_prints_a_counterexample_and_exits_1(tmp_path, capsys):
+    import json
+
+    source = (EXAMPLES / "transpose.py").read_text()
+    wrong = tmp_path / "transpose.py"
+    wrong.write_text(source.replace("got[k] = tile[tx, ty + k * ROWS_PER_PASS]", "got[k] = tile[ty + k * ROWS_PER_PASS, tx]"))
+    assert main(["verify", f"{wrong}:transpose", "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["kernel"] == "transpose" and result["verdict"] == "violated"
+    witness = result["witnesses"][0]
+    assert {"block", "thread", "element", "lhs tag", "rhs tag", "lhs written at", "replayed"} <= set(witness)
+    assert witness["assertion"].startswith(str(wrong))
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["verify", "nowhere.py"], "no such file"),
+        (["verify", f"{EXAMPLES / 'gemm.py'}", "--grid", "0,1"], "--grid takes"),
+        (["verify", f"{EXAMPLES / 'gemm.py'}", "--solver", "nope"], "no solver plugin named 'nope'"),
+    ],
+)
+def test_verify_errors_exit_2(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and message in err
