@@ -86,7 +86,7 @@ def _program(draw: st.DrawFn) -> Program:
     d = sp.symbol("d", "size", 1, 7)
     values = {x: draw(st.integers(-20, 20)), y: draw(st.integers(-20, 20)), d: draw(st.integers(1, 7))}
     prog = Program(sp, [x, y, d], [], values)
-    prog.pool = [_linear(draw, prog, st.integers(-2, 2)) for _ in range(3)]
+    prog.pool = [_linear(draw, prog, st.integers(-2, 2)) for _ in range(3)] + [_linear(draw, prog, st.just(0))]
     for _ in range(draw(st.integers(0, 3))):
         a, b = (draw(st.sampled_from(prog.pool)) for _ in range(2))
         kind = draw(st.sampled_from(sorted(BINARY) + sorted(DIVISION)))

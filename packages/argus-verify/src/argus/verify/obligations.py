@@ -42,14 +42,16 @@ class Candidate:
     """What the symbols must satisfy for this finding (a solver's alternative); empty if none."""
 
     def witness(self, table: TagTable, space: Space) -> dict[str, Any]:
-        w = self.describe(self.point, self.element, self.model)
-        w["kind"] = self.kind
-        w.update(self.details)
+        """The finding for people and programs, its facts in reading order."""
+        facts = self.describe(self.point, self.element, self.model)
+        facts["kind"] = self.kind
+        facts.update(self.details)
         for side in ("lhs", "rhs"):
             tag = getattr(self, side)
             if tag is not None:
-                w[f"{side} tag"] = _evaluated(tag, table, space, self.model)
-        return w
+                facts[f"{side} tag"] = _evaluated(tag, table, space, self.model)
+        first = [k for k in _ORDER if k in facts]
+        return {k: facts[k] for k in first + [k for k in facts if k not in first]}
 
 
 @dataclass
@@ -154,6 +156,10 @@ class Obligations:
             self._add(Candidate(pending.site, "violated", p, e, describe, answer.model, self.table.tags[a],
                                 self.table.tags[b], condition=alternatives[answer.alternative]))
         return undecided
+
+
+_ORDER = ("assertion", "kind", "message", "block", "thread", "threads", "loops", "element", "lhs tag", "rhs tag",
+          "lhs written at", "rhs written at", "index", "extent", "memory", "byte", "first write at", "sizes")
 
 
 def _raw_tag(table: TagTable, ids: np.ndarray) -> Any:
