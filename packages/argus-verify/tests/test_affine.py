@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +17,8 @@ from argus.verify.affine import Affine, Key, Space
 
 N = 4
 """Points per value: enough for concrete and symbolic points to mix in one `Affine`."""
+
+Draw = Callable[[st.SearchStrategy[Any]], Any]
 
 LAWS = settings(max_examples=40, deadline=None, derandomize=True, database=None)
 
@@ -48,7 +51,7 @@ class Program:
         return self.space.evaluate(a.row(p), self.values)
 
 
-def _linear(draw: st.DrawFn, prog: Program, coef: st.SearchStrategy[int]) -> Affine:
+def _linear(draw: Draw, prog: Program, coef: st.SearchStrategy[int]) -> Affine:
     """A per-point affine combination of the symbols; some points may come out concrete."""
     sp = prog.space
     consts = draw(st.lists(st.integers(-12, 12), min_size=N, max_size=N))
@@ -59,7 +62,7 @@ def _linear(draw: st.DrawFn, prog: Program, coef: st.SearchStrategy[int]) -> Aff
     return out
 
 
-def _divisor(draw: st.DrawFn, prog: Program, mode: str) -> Affine:
+def _divisor(draw: Draw, prog: Program, mode: str) -> Affine:
     """A divisor nonzero for every value of d ≥ 1: constants, or ±(d + c) per point."""
     consts, coefs = [], []
     for _ in range(N):
@@ -75,7 +78,8 @@ def _divisor(draw: st.DrawFn, prog: Program, mode: str) -> Affine:
             consts.append(sign * draw(st.integers(0, 3)))
             coefs.append(sign)
     sp = prog.space
-    return sp.add(sp.constant(consts, N), sp.scale(sp.of_symbol(prog.symbols[2], N), np.array(coefs, np.int64)))
+    d = sp.of_symbol(prog.symbols[2], N)
+    return sp.add(sp.constant(consts, N), sp.scale(d, np.array(coefs, np.int64)))
 
 
 def _program(draw: st.DrawFn) -> Program:
@@ -86,7 +90,8 @@ def _program(draw: st.DrawFn) -> Program:
     d = sp.symbol("d", "size", 1, 7)
     values = {x: draw(st.integers(-20, 20)), y: draw(st.integers(-20, 20)), d: draw(st.integers(1, 7))}
     prog = Program(sp, [x, y, d], [], values)
-    prog.pool = [_linear(draw, prog, st.integers(-2, 2)) for _ in range(3)] + [_linear(draw, prog, st.just(0))]
+    prog.pool = [_linear(draw, prog, st.integers(-2, 2)) for _ in range(3)]
+    prog.pool.append(_linear(draw, prog, st.just(0)))  # a concrete operand
     for _ in range(draw(st.integers(0, 3))):
         a, b = (draw(st.sampled_from(prog.pool)) for _ in range(2))
         kind = draw(st.sampled_from(sorted(BINARY) + sorted(DIVISION)))
@@ -100,7 +105,8 @@ def _program(draw: st.DrawFn) -> Program:
 programs = st.composite(_program)()
 
 
-def _check(prog: Program, result: Affine, a: Affine, b: Affine, reference: Callable[[int, int], int]) -> None:
+def _check(prog: Program, result: Affine, a: Affine, b: Affine,
+           reference: Callable[[int, int], int]) -> None:
     assert len(result) == N
     for p in range(N):
         assert prog.value(result, p) == reference(prog.value(a, p), prog.value(b, p)), f"point {p}"
@@ -120,7 +126,8 @@ def test_leaves_evaluate_to_their_affine_combination() -> None:
 @pytest.mark.parametrize("kind", sorted(BINARY))
 @LAWS
 @given(st.data())
-def test_binary_operation_agrees_with_python_on_evaluated_operands(kind: str, data: st.DataObject) -> None:
+def test_binary_operation_agrees_with_python_on_evaluated_operands(kind: str,
+                                                                   data: st.DataObject) -> None:
     """eval(op(a, b)) == op(eval(a), eval(b)) at every point, for add/sub/mul/min/max/xor/and/or."""
     prog = data.draw(programs)
     a, b = data.draw(st.sampled_from(prog.pool)), data.draw(st.sampled_from(prog.pool))

@@ -129,10 +129,13 @@ class TagAnalysis:
         self.guards = 0
         self.checking = True
         self._atoms: dict[Operation, Any] = {}
-        self._loads: dict[Operation, tuple[Any, np.ndarray, list[Any]]] = {}
-        self._addresses: dict[Operation, tuple[Any, np.ndarray, list[Any]]] = {}
+        self._loads: dict[Operation, tuple[Any, ...]] = {}
+        self._addresses: dict[Operation, tuple[Any, ...]] = {}
         self._zeros: dict[int, np.ndarray] = {}
         self._faults: list[tuple[Any, ...]] = []
+        self._results: dict[Operation, Any] = {}
+        self._iterations: dict[Key, list[Key]] = {}
+        """Per op, its operands and result last time: a later pass over a loop body reuses them."""
         g = _pad3(tuple(grid)) if grid else None
         self.grid_symbols = tuple(
             self.space.symbol(f"grid_{a}", "grid", 1 if g is None else g[i], INT32[1] if g is None else g[i])
@@ -268,15 +271,18 @@ class TagAnalysis:
         """Byte indices (active threads, bytes) of one element per active thread of a tile
         (remembered per op, like global tags)."""
         inputs = [offset] if offset is not None else coords or []
+        memo = self._addresses.get(op)
+        if memo is not None and _same_objects(memo[3], [tile, mask, *inputs]):
+            self.refault(memo[2])
+            return memo[1]
         fingerprint = (mask.tobytes(), id(tile.layout), None if tile.base is None else tile.base.tobytes(),
                        *(_fingerprint(c) for c in inputs))
-        memo = self._addresses.get(op)
         if memo is not None and memo[0] == fingerprint:
             self.refault(memo[2])
             return memo[1]
         mark = len(self._faults)
         idx = self._tile_bytes(op, tile, coords, offset, mask)
-        self._addresses[op] = (fingerprint, idx, self._faults[mark:])
+        self._addresses[op] = (fingerprint, idx, self._faults[mark:], [tile, mask, *inputs])
         return idx
 
     def _tile_bytes(self, op: Operation, tile: TileValue, coords: list[Affine] | None, offset: Affine | None,
@@ -307,14 +313,17 @@ class TagAnalysis:
     def global_tags(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> np.ndarray:
         """Byte tags (threads, bytes) of the elements of a global tensor at `coords` (remembered
         per op: later passes over a loop body load the same forms)."""
-        fingerprint = (active.tobytes(), self.guards, *(_fingerprint(c) for c in coords))
         memo = self._loads.get(op)
+        if memo is not None and memo[4] == self.guards and _same_objects(memo[3], [ref, active, *coords]):
+            self.refault(memo[2])
+            return memo[1]
+        fingerprint = (active.tobytes(), self.guards, *(_fingerprint(c) for c in coords))
         if memo is not None and memo[0] == fingerprint:
             self.refault(memo[2])
             return memo[1]
         mark = len(self._faults)
         tags = self._global_tags(op, ref, coords, active)
-        self._loads[op] = (fingerprint, tags, self._faults[mark:])
+        self._loads[op] = (fingerprint, tags, self._faults[mark:], [ref, active, *coords], self.guards)
         return tags
 
     def refault(self, faults: list[tuple[Any, ...]]) -> None:
@@ -349,9 +358,11 @@ class TagAnalysis:
             flat = self.space.floordiv(flat, d)
         return ref.root, out[::-1]
 
-    def out_of_bounds(self, op: Operation, thread: int, index: tuple[Any, ...], what: str) -> None:
+    def out_of_bounds(self, op: Operation, thread: int, index: Any, what: str) -> None:
+        """An access out of bounds for every launch; `index` may be a callable computing it."""
         self._faults.append((op, thread, index, what))
         if self.checking:
+            index = index() if callable(index) else index
             describe = _describer(self, op, str(self.where(op)), np.arange(self.n))
             self.obligations.fault(str(self.where(op)), "out-of-bounds", thread, describe,
                                    {"index": index, "extent": what})
@@ -370,7 +381,11 @@ class TagAnalysis:
             high = int(rows.const.argmax())
             for fact, row in ((("ge0", (int(rows.const[low]), terms)), low),
                               (("ge0", sub_keys(add_keys(d.row(0), (-1, ())), (int(rows.const[high]), terms))), high)):
-                where = tuple(self.space.describe(x.row(int(points[row]))) for x in coords)
+                point = int(points[row])
+
+                def where(point: int = point) -> tuple[str, ...]:
+                    return tuple(self.space.describe(x.row(point)) for x in coords)
+
                 for key in self.every_iteration(fact[1]):
                     if key[1] and key == fact[1]:
                         self.facts.add(("ge0", key))
@@ -388,6 +403,9 @@ class TagAnalysis:
         first is the domain of the proof; the others pick witnesses whose launches stay in bounds
         in every iteration they run (they do not shrink the domain: a kernel that goes out of
         bounds at K > 16 is still checked at K > 16)."""
+        known = self._iterations.get(key)
+        if known is not None:
+            return known
         out = [key]
         for context in reversed(self.loops):
             if context.symbol is None:
@@ -396,7 +414,8 @@ class TagAnalysis:
             assert symbol.lo is not None and symbol.hi is not None
             first, last = symbol.lo, sub_keys(symbol.hi, self.space._mod(sub_keys(symbol.hi, symbol.lo), (context.step, ())))
             out = [self.space.substitute(k, context.symbol, end) for k in out for end in (first, last)] + out
-        return list(dict.fromkeys(out))
+        result = self._iterations[key] = list(dict.fromkeys(out))
+        return result
 
     def intern(self, comps: list[Affine], nbytes: int) -> np.ndarray:
         """Byte ids (points, nbytes) of the tags whose components are `comps`."""
@@ -530,6 +549,10 @@ def _width(ssa: SSAValue) -> int:
     return w
 
 
+def _same_objects(xs: list[Any], ys: list[Any]) -> bool:
+    return len(xs) == len(ys) and all(x is y for x, y in zip(xs, ys))
+
+
 def _fingerprint(v: Affine) -> tuple[Any, ...]:
     return (v.const.tobytes(), *((a, t.tobytes()) for a, t in sorted(v.terms.items())))
 
@@ -648,7 +671,12 @@ def _int_op(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
             return _select(a, op, mask)  # type: ignore[arg-type]
         return a.computed(op)
     args = [a.int_value(v, op) for v in op.operands]
-    value = _INT_RULES[type(op)](a.space, op, args)
+    memo = a._results.get(op)
+    if memo is not None and _same_objects(memo[0], args):  # a later pass: the same operands
+        value = memo[1]
+    else:
+        value = _INT_RULES[type(op)](a.space, op, args)
+        a._results[op] = (args, value)
     if isinstance(op, arith.SelectOp):
         a.values[op.result] = value
         _select_tags(a, op, args[0])
@@ -671,8 +699,11 @@ def _select_tags(a: TagAnalysis, op: arith.SelectOp, cond: Affine | None) -> Non
 
 
 def _constant(a: TagAnalysis, op: arith.ConstantOp, mask: np.ndarray) -> None:
-    raw = op.value.value.data  # type: ignore[union-attr]
-    a.values[op.result] = a.space.constant(int(raw), a.n) if _is_int(op.result) else None
+    value = a._results.get(op)
+    if value is None:
+        raw = op.value.value.data  # type: ignore[union-attr]
+        value = a._results[op] = (a.space.constant(int(raw), a.n) if _is_int(op.result) else None,)
+    a.values[op.result] = value[0]
     a.tags.pop(op.result, None)
 
 
@@ -731,9 +762,14 @@ def _alloc(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
 
 def _view(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     source: TileValue = a.values[op.source]
+    memo = a._results.get(op)
+    if memo is not None and memo[0] is source:  # one object per view, so accesses through it are remembered
+        a.values[op.result] = memo[1]
+        return
     t: D.TileType = op.result.type
     base = source.base if isinstance(op, D.SliceOp) else None
     a.values[op.result] = TileValue(source.memory, t.layout, t.dtype, base)
+    a._results[op] = (source, a.values[op.result])
 
 
 def _partition(a: TagAnalysis, op: D.PartitionOp, mask: np.ndarray) -> None:

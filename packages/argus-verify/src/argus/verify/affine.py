@@ -14,6 +14,7 @@ quantities get equal forms, and a remainder is ``e - c·(e // c)``: affine in a 
 which a solver encodes as bounded integers rather than with div/mod.
 
 Where every point is concrete the forms are plain numpy arrays and cost what numpy costs.
+Division by zero means what it means in the interpreter: ``x // 0 = x``, ``x % 0 = 0``.
 """
 
 from __future__ import annotations
@@ -372,8 +373,8 @@ def _trunc_rem(a: int, b: int) -> int:
 
 
 _SCALAR: dict[str, Callable[..., int]] = {
-    "mul": lambda a, b: a * b, "floordiv": lambda a, b: a // b if b else 0, "mod": lambda a, b: a % b if b else 0,
-    "rem": _trunc_rem, "tdiv": lambda a, b: int(np.trunc(a / b)) if b else 0, "xor": lambda a, b: a ^ b, "and": lambda a, b: a & b, "or": lambda a, b: a | b,
+    "mul": lambda a, b: a * b, "floordiv": lambda a, b: a // b if b else a, "mod": lambda a, b: a % b if b else 0,
+    "rem": _trunc_rem, "tdiv": lambda a, b: int(np.trunc(a / b)) if b else a, "xor": lambda a, b: a ^ b, "and": lambda a, b: a & b, "or": lambda a, b: a | b,
     "shl": lambda a, b: a << b if 0 <= b < 64 else 0, "shr": lambda a, b: a >> max(0, min(b, 63)),
     "min": min, "max": max,
     "lt": lambda a, b: int(a < b), "le": lambda a, b: int(a <= b), "eq": lambda a, b: int(a == b),

@@ -58,7 +58,8 @@ class Candidate:
 class _Pending:
     site: str
     equal: bool
-    pairs: dict[tuple[int, int], tuple[int, int, Describe]] = field(default_factory=dict)
+    pairs: dict[tuple[tuple[int, int], ...], tuple[int, int, Describe]] = field(default_factory=dict)
+    """Per distinct set of (lhs, rhs) element-tag pairs an element's bytes compare, where it was first seen."""
 
 
 class Obligations:
@@ -104,19 +105,29 @@ class Obligations:
             suspect = concrete & ~_shifted(lhs, rhs)  # different byte positions can never be equal
         if not suspect.any():
             return
-        lhs_el = (lhs[..., 0] - 2) // BYTES
-        rhs_el = (rhs[..., 0] - 2) // BYTES
-        positions_differ = ((lhs - 2) % BYTES != (rhs - 2) % BYTES).any(axis=-1)
+        lhs_el, rhs_el = (lhs - 2) // BYTES, (rhs - 2) // BYTES
+        positions_differ = _shifted(lhs, rhs)
+        tags = self.table.tags
         for p, e in np.argwhere(suspect):
-            a, b = int(lhs_el[p, e]), int(rhs_el[p, e])
-            if not equal and (a == b and not positions_differ[p, e]):
-                self._add(Candidate(site, "violated", int(p), int(e), describe, {}, self.table.tags[a], self.table.tags[b]))
+            # the element pairs its bytes come from (one, unless bytes were assembled from several)
+            unit = tuple(dict.fromkeys((a, b) for a, b in zip(lhs_el[p, e].tolist(), rhs_el[p, e].tolist()) if a != b))
+            where = (int(p), int(e), describe)
+            if equal:
+                wrong = next(((a, b) for a, b in unit if _definitely_different(tags[a], tags[b])), None)
+                if positions_differ[p, e] and wrong is None:
+                    wrong = (int(lhs_el[p, e, 0]), int(rhs_el[p, e, 0]))
+                if wrong is not None:
+                    self._add(Candidate(site, "violated", int(p), int(e), describe, {}, tags[wrong[0]], tags[wrong[1]]))
+                elif unit:
+                    pending.pairs.setdefault(unit, where)
                 continue
-            if equal and (positions_differ[p, e] or _definitely_different(self.table.tags[a], self.table.tags[b])):
-                self._add(Candidate(site, "violated", int(p), int(e), describe, {}, self.table.tags[a], self.table.tags[b]))
+            if any(_definitely_different(tags[a], tags[b]) for a, b in unit):
+                continue  # some byte differs in every launch: never equal
+            if not unit:  # the same bytes: equal in every launch
+                a = int(lhs_el[p, e, 0])
+                self._add(Candidate(site, "violated", int(p), int(e), describe, {}, tags[a], tags[a]))
                 continue
-            if equal or _symbolic(self.table.tags[a]) or _symbolic(self.table.tags[b]):
-                pending.pairs.setdefault((a, b), (int(p), int(e), describe))
+            pending.pairs.setdefault(unit, where)
 
     def fault(self, site: str, kind: str, point: int, describe: Describe, details: dict[str, Any]) -> None:
         """A fault the analysis found on its own (an access out of bounds in every launch)."""
@@ -134,25 +145,25 @@ class Obligations:
             if not pending.pairs:
                 continue
             alternatives: list[list[Comparison]] = []
-            owners: list[tuple[int, int]] = []
-            for (a, b) in pending.pairs:
-                ta, tb = self.table.tags[a], self.table.tags[b]
-                diffs = [sub_keys(_key(x), _key(y)) for x, y in zip(ta, tb)]
-                if pending.equal:
-                    for d in diffs:
-                        alternatives.append([("ne0", d)])
-                        owners.append((a, b))
-                else:
-                    alternatives.append([("eq0", d) for d in diffs])
-                    owners.append((a, b))
+            owners: list[tuple[tuple[tuple[int, int], ...], tuple[int, int]]] = []
+            for unit in pending.pairs:
+                if pending.equal:  # violated when some component of some byte's pair differs
+                    for a, b in unit:
+                        for x, y in zip(self.table.tags[a], self.table.tags[b]):
+                            alternatives.append([("ne0", sub_keys(_key(x), _key(y)))])
+                            owners.append((unit, (a, b)))
+                else:  # violated when every byte's pair is equal in every component
+                    alternatives.append([("eq0", sub_keys(_key(x), _key(y))) for a, b in unit
+                                         for x, y in zip(self.table.tags[a], self.table.tags[b])])
+                    owners.append((unit, unit[0]))
             answer: Answer = solver.solve(Query(self.space, facts, alternatives), timeout_ms)
             if answer.status == "unsat":
                 continue
             if answer.status == "unknown" or answer.alternative is None:
                 undecided.append(f"{pending.site}: {answer.reason or 'the solver found no usable model'}")
                 continue
-            a, b = owners[answer.alternative]
-            p, e, describe = pending.pairs[(a, b)]
+            unit, (a, b) = owners[answer.alternative]
+            p, e, describe = pending.pairs[unit]
             self._add(Candidate(pending.site, "violated", p, e, describe, answer.model, self.table.tags[a],
                                 self.table.tags[b], condition=alternatives[answer.alternative]))
         return undecided

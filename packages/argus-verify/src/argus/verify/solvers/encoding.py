@@ -75,9 +75,9 @@ class Encoder:
             follows = y if a.kind in ("floordiv", "mod") else x
             positive = self.conj([self.le(zero, r), self.lt(r, self.ite(self.lt(zero, y), y, self.times(self.num(-1), y)))])
             negative = self.conj([self.le(r, zero), self.lt(self.ite(self.lt(zero, y), self.times(self.num(-1), y), y), r)])
-            self.side.append(self.ite(self.eq(y, zero), self.eq(q, zero),
+            self.side.append(self.ite(self.eq(y, zero), self.eq(q, x),  # x // 0 = x, x % 0 = 0 (the interpreter's)
                                       self.ite(self.le(zero, follows), positive, negative)))
-            return q if a.kind in ("floordiv", "tdiv") else r
+            return q if a.kind in ("floordiv", "tdiv") else self.ite(self.eq(y, zero), zero, r)
         if a.kind in ("min", "max"):
             return self.ite(self.le(x, y), x, y) if a.kind == "min" else self.ite(self.le(x, y), y, x)
         if a.kind in ("lt", "le", "eq", "ne"):
