@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -111,6 +112,7 @@ class TagAnalysis:
         self.warp = kernel.warp_size.data
         self.n = int(np.prod(self.block_dims))
         self.tid = np.arange(self.n)
+        self.everyone = np.ones(self.n, bool)
         self.space = Space()
         self.table = TagTable(self.space)
         self.obligations = Obligations(self.table, self.space)
@@ -134,6 +136,8 @@ class TagAnalysis:
         self._zeros: dict[int, np.ndarray] = {}
         self._faults: list[tuple[Any, ...]] = []
         self._results: dict[Operation, Any] = {}
+        self._ops: dict[Operation, Any] = {}
+        self._bounds: dict[Operation, Any] = {}
         self._iterations: dict[Key, list[Key]] = {}
         """Per op, its operands and result last time: a later pass over a loop body reuses them."""
         g = _pad3(tuple(grid)) if grid else None
@@ -152,7 +156,7 @@ class TagAnalysis:
         names = [n.data for n in self.kernel.arg_names.data]
         for name, param in zip(names, block.args):
             self.values[param] = self.bind(name, param)
-        self.run_block(block, np.ones(self.n, bool))
+        self.run_block(block, self.everyone)
         self.facts.update(self.space.constraints)
         self.report_write_conflicts()
         return Analysis(self.space, self.table, self.obligations, self.facts, self.replay_facts - self.facts,
@@ -287,28 +291,32 @@ class TagAnalysis:
 
     def _tile_bytes(self, op: Operation, tile: TileValue, coords: list[Affine] | None, offset: Affine | None,
                     mask: np.ndarray) -> np.ndarray:
-        active = np.flatnonzero(mask)
+        active = self.active(mask)
         if offset is not None:
             offsets = self.concrete_offsets(op, offset, "address")[active]
         else:
             assert coords is not None
             table, sizes = _offset_table(tile.layout)
-            cs = [self.concrete_offsets(op, c, "tile coordinate")[active] for c in coords]
-            sizes = sizes if len(cs) > 1 else [table.size]
-            for axis, (c, size) in enumerate(zip(cs, sizes)):
-                bad = (c < 0) | (c >= size)
-                if bad.any():
-                    row = int(np.flatnonzero(bad)[0])
-                    self.out_of_bounds(op, int(active[row]), tuple(int(x[row]) for x in cs),
-                                       f"{'shared' if not tile.memory.per_thread else 'register'} tile {tile.layout}, "  # type: ignore[attr-defined]
-                                       f"mode {axis} has size {size}")
-            cs = [np.clip(c, 0, size - 1) for c, size in zip(cs, sizes)]
-            flat = np.zeros(active.size, np.int64)
-            for c, size in zip(reversed(cs), reversed(sizes)):
-                flat = flat * size + c
+            sizes = sizes if len(coords) > 1 else [table.size]
+            cs = np.stack([self.concrete_offsets(op, c, "tile coordinate") for c in coords])[:, active]
+            extent = np.asarray(sizes)[:, None]
+            bad = (cs < 0) | (cs >= extent)
+            if bad.any():
+                axis, row = (int(x[0]) for x in np.nonzero(bad))
+                self.out_of_bounds(op, int(active[row]), tuple(int(x) for x in cs[:, row]),
+                                   f"{'shared' if not tile.memory.per_thread else 'register'} tile {tile.layout}, "  # type: ignore[attr-defined]
+                                   f"mode {axis} has size {sizes[axis]}")
+                cs = np.clip(cs, 0, extent - 1)
+            flat = _colex_strides(tuple(sizes)) @ cs  # mode 0 fastest, as tiles number their elements
             offsets = tile.offsets(flat, active)
         nbytes = tile.dtype.nbytes
-        return offsets[:, None] * nbytes + np.arange(nbytes)
+        return offsets[:, None] * nbytes + np.arange(nbytes) if nbytes > 1 else offsets[:, None]
+
+    def active(self, mask: np.ndarray) -> np.ndarray:
+        """The indices of the threads of `mask` (all of them, without a search, when all are)."""
+        if mask is self.everyone:
+            return self.tid
+        return np.flatnonzero(mask)
 
     def global_tags(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> np.ndarray:
         """Byte tags (threads, bytes) of the elements of a global tensor at `coords` (remembered
@@ -371,6 +379,15 @@ class TagAnalysis:
         """Outside symbolic branches, a launch's accesses are in bounds: a fact of the domain."""
         if self.guards or not active.any():
             return
+        memo = self._bounds.get(op)
+        if memo is not None and _same_objects(memo[0], [ref, active, *coords]):
+            self.refault(memo[1])
+            return
+        mark = len(self._faults)
+        self._in_bounds(op, ref, coords, active)
+        self._bounds[op] = ([ref, active, *coords], self._faults[mark:])
+
+    def _in_bounds(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
         points = np.flatnonzero(active)
         for axis, (c, d) in enumerate(zip(coords, ref.dims)):
             rows = c.take(points)
@@ -422,6 +439,15 @@ class TagAnalysis:
         if all(c.concrete for c in comps):
             rows = np.stack([c.const for c in comps], axis=-1) if comps else np.zeros((len(self.tid), 0), np.int64)
             return self.table.rows_to_ids(rows, nbytes)
+        if all(all(t.min() == t.max() for t in c.terms.values()) for c in comps):
+            # every point shares each component's symbolic part: only the constants vary
+            parts = [tuple((a, int(t[0])) for a, t in sorted(c.terms.items())) for c in comps]
+            consts = np.stack([c.const for c in comps], axis=1)
+            unique, inverse = np.unique(consts, axis=0, return_inverse=True)
+            element = self.table.element_id
+            ids = np.fromiter((element(tuple((v, part) if part else v for v, part in zip(row, parts)))
+                               for row in unique.tolist()), np.int64, len(unique))
+            return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
         atoms = sorted(set().union(*(c.terms for c in comps)))
         n, k = len(comps[0]), len(atoms)
         zero = np.zeros(n, np.int64)
@@ -547,6 +573,11 @@ def _width(ssa: SSAValue) -> int:
                 w = 1
         _WIDTHS[t] = w
     return w
+
+
+@lru_cache(maxsize=None)
+def _colex_strides(sizes: tuple[int, ...]) -> np.ndarray:
+    return np.concatenate([[1], np.cumprod(sizes[:-1])]).astype(np.int64)
 
 
 def _same_objects(xs: list[Any], ys: list[Any]) -> bool:
@@ -791,37 +822,55 @@ def _tensor_view(a: TagAnalysis, op: D.TensorViewOp, mask: np.ndarray) -> None:
     a.values[op.result] = GlobalRef(source.name, t.dtype, dims, source.root or source)
 
 
+def _access(a: TagAnalysis, op: Any) -> tuple[SSAValue, tuple[SSAValue, ...] | None, SSAValue | None, Any]:
+    """(memory operand, coordinate operands, offset operand, the other operand or result) of a
+    load or store, read from the IR once."""
+    parts = a._ops.get(op)
+    if parts is None:
+        memory = op.source if isinstance(op, (D.LoadOp, D.LoadAtOp)) else op.target
+        coords = tuple(op.coords) if isinstance(op, (D.LoadOp, D.StoreOp)) else None
+        offset = op.offset if isinstance(op, (D.LoadAtOp, D.StoreAtOp)) else None
+        other = op.result if isinstance(op, (D.LoadOp, D.LoadAtOp)) else op.value
+        parts = a._ops[op] = (memory, coords, offset, other)
+    return parts
+
+
 def _load(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
-    source = a.values[op.source]
-    active = np.flatnonzero(mask)
-    result = op.result
+    source_ssa, coord_ssa, offset_ssa, result = _access(a, op)
+    source = a.values[source_ssa]
     a.values[result] = a.space.opaque(f"load at {a.where(op)}", a.n) if _is_int(result) else None
     if isinstance(source, GlobalRef):
-        coords = [a.int_value(c, op) for c in op.coords] if isinstance(op, D.LoadOp) else None
-        if coords is None:
+        if coord_ssa is None:
             raise a.undecidable(op, "the checker reads global tensors by coordinates (before layout lowering)")
-        a.tags[result] = a.global_tags(op, source, coords, mask)
+        a.tags[result] = a.global_tags(op, source, [a.int_value(c, op) for c in coord_ssa], mask)
         return
     tile: TileValue = source
-    idx = a.tile_bytes(op, tile, [a.int_value(c, op) for c in op.coords] if isinstance(op, D.LoadOp) else None,
-                       a.int_value(op.offset, op) if isinstance(op, D.LoadAtOp) else None, mask)
+    idx = a.tile_bytes(op, tile, None if coord_ssa is None else [a.int_value(c, op) for c in coord_ssa],
+                       None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
+    active = a.active(mask)
+    read = tile.memory.read(idx, active)  # type: ignore[attr-defined]
+    if active is a.tid:
+        a.tags[result] = read
+        return
     tags = np.zeros((a.n, tile.dtype.nbytes), np.int64)
-    tags[active] = tile.memory.read(idx, active)  # type: ignore[attr-defined]
+    tags[active] = read
     a.tags[result] = tags
 
 
 def _store(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
-    target = a.values[op.target]
-    active = np.flatnonzero(mask)
+    target_ssa, coord_ssa, offset_ssa, value = _access(a, op)
+    target = a.values[target_ssa]
     if isinstance(target, GlobalRef):
-        if isinstance(op, D.StoreOp):
-            a.in_bounds(op, target, [a.int_value(c, op) for c in op.coords], mask)
+        if coord_ssa is not None:
+            a.in_bounds(op, target, [a.int_value(c, op) for c in coord_ssa], mask)
         a.written_globals.add((target.root or target).name)
         return
     tile: TileValue = target
-    idx = a.tile_bytes(op, tile, [a.int_value(c, op) for c in op.coords] if isinstance(op, D.StoreOp) else None,
-                       a.int_value(op.offset, op) if isinstance(op, D.StoreAtOp) else None, mask)
-    tile.memory.write(idx, a.tags_of(op.value)[active], active, a.site(op))  # type: ignore[attr-defined]
+    idx = a.tile_bytes(op, tile, None if coord_ssa is None else [a.int_value(c, op) for c in coord_ssa],
+                       None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
+    active = a.active(mask)
+    tags = a.tags_of(value)
+    tile.memory.write(idx, tags if active is a.tid else tags[active], active, a.site(op))  # type: ignore[attr-defined]
 
 
 def _atomic(a: TagAnalysis, op: D.AtomicOp, mask: np.ndarray) -> None:
