@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
 from argus.layout import ComposedLayout
-from argus.verify.affine import Affine, Key, Space, add_keys, scale_key, sub_keys
+from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys
 from argus.verify.memory import TagMemory
 from argus.verify.obligations import Obligations
 from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, merge
@@ -175,9 +175,8 @@ class TagAnalysis:
                 first = self.sites[conflict.sites[0]] if conflict.sites[0] >= 0 else None
                 details = {"memory": memory.name, "byte": conflict.byte, "threads": conflict.threads,
                            "first write at": str(first)}
-                space, blocks = self.space, self.block_symbols
-
-                def describe(point: int, element: int, model: dict[int, int], site: str = str(later)) -> dict[str, Any]:
+                def describe(point: int, element: int, model: dict[int, int], site: str = str(later),
+                             space: Space = self.space, blocks: tuple[int, ...] = self.block_symbols) -> dict[str, Any]:
                     return {"assertion": site, "block": tuple(space.atom_value(b, model) for b in blocks), "thread": point}
 
                 self.obligations.fault(str(later), "data-race", conflict.threads[1], describe, details)
@@ -445,7 +444,7 @@ class TagAnalysis:
             consts = np.stack([c.const for c in comps], axis=1)
             unique, inverse = np.unique(consts, axis=0, return_inverse=True)
             element = self.table.element_id
-            ids = np.fromiter((element(tuple((v, part) if part else v for v, part in zip(row, parts)))
+            ids = np.fromiter((element(tuple((v, part) if part else v for v, part in zip(row, parts)))  # type: ignore[misc]
                                for row in unique.tolist()), np.int64, len(unique))
             return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
         atoms = sorted(set().union(*(c.terms for c in comps)))
@@ -455,7 +454,7 @@ class TagAnalysis:
         unique, inverse = np.unique(matrix, axis=0, return_inverse=True)
         ids = np.empty(len(unique), np.int64)
         for u, row in enumerate(unique.tolist()):
-            tag = []
+            tag: list[Any] = []
             for j in range(len(comps)):
                 coefs = row[len(comps) + j * k: len(comps) + (j + 1) * k]
                 terms = tuple((a, c) for a, c in zip(atoms, coefs) if c)
@@ -575,7 +574,7 @@ def _width(ssa: SSAValue) -> int:
     return w
 
 
-@lru_cache(maxsize=None)
+@cache
 def _colex_strides(sizes: tuple[int, ...]) -> np.ndarray:
     return np.concatenate([[1], np.cumprod(sizes[:-1])]).astype(np.int64)
 
@@ -673,21 +672,30 @@ def _select_int(sp: Space, op: Operation, args: list[Affine]) -> Affine:
     return Affine(out_const, out_terms)
 
 
+def _binary(kind: str, concrete: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> IntRule:
+    def rule(sp: Space, op: Operation, args: list[Affine]) -> Affine:
+        return sp.binary(kind, args[0], args[1], concrete)
+
+    return rule
+
+
+def _method(name: str) -> IntRule:
+    def rule(sp: Space, op: Operation, args: list[Affine]) -> Affine:
+        return getattr(sp, name)(args[0], args[1])  # type: ignore[no-any-return]
+
+    return rule
+
+
 _INT_RULES: dict[type, IntRule] = {
-    arith.AddiOp: lambda sp, op, a: sp.add(*a), arith.SubiOp: lambda sp, op, a: sp.sub(*a),
-    arith.MuliOp: lambda sp, op, a: sp.mul(*a),
-    arith.FloorDivSIOp: lambda sp, op, a: sp.floordiv(*a), arith.DivUIOp: lambda sp, op, a: sp.floordiv(*a),
-    arith.DivSIOp: lambda sp, op, a: sp.binary("tdiv", *a, lambda x, y: np.trunc(x / np.where(y == 0, 1, y))),
-    arith.RemUIOp: lambda sp, op, a: sp.mod(*a),
-    arith.RemSIOp: lambda sp, op, a: sp.binary("rem", *a, lambda x, y: np.fmod(x, np.where(y == 0, 1, y))),
-    arith.AndIOp: _and,
-    arith.OrIOp: lambda sp, op, a: sp.binary("or", *a, np.bitwise_or),
-    arith.XOrIOp: lambda sp, op, a: sp.binary("xor", *a, np.bitwise_xor),
+    arith.AddiOp: _method("add"), arith.SubiOp: _method("sub"), arith.MuliOp: _method("mul"),
+    arith.FloorDivSIOp: _method("floordiv"), arith.DivUIOp: _method("floordiv"),
+    arith.DivSIOp: _binary("tdiv", lambda x, y: np.trunc(x / np.where(y == 0, 1, y))),
+    arith.RemUIOp: _method("mod"),
+    arith.RemSIOp: _binary("rem", lambda x, y: np.fmod(x, np.where(y == 0, 1, y))),
+    arith.AndIOp: _and, arith.OrIOp: _binary("or", np.bitwise_or), arith.XOrIOp: _binary("xor", np.bitwise_xor),
     arith.ShLIOp: _shift_left, arith.ShRSIOp: _shift_right, arith.ShRUIOp: _shift_right,
-    arith.MinSIOp: lambda sp, op, a: sp.binary("min", *a, np.minimum),
-    arith.MaxSIOp: lambda sp, op, a: sp.binary("max", *a, np.maximum),
-    arith.MinUIOp: lambda sp, op, a: sp.binary("min", *a, np.minimum),
-    arith.MaxUIOp: lambda sp, op, a: sp.binary("max", *a, np.maximum),
+    arith.MinSIOp: _binary("min", np.minimum), arith.MaxSIOp: _binary("max", np.maximum),
+    arith.MinUIOp: _binary("min", np.minimum), arith.MaxUIOp: _binary("max", np.maximum),
     arith.CmpiOp: _cmpi, arith.SelectOp: _select_int,
 }
 
@@ -967,7 +975,7 @@ def _copy(a: TagAnalysis, op: D.CopyOp, mask: np.ndarray) -> None:
     target.memory.write(dst_idx.reshape(threads.size, -1), tags.reshape(threads.size, -1), threads, a.site(op))
 
 
-def _atom(a: TagAnalysis, op: Any, kind: type) -> Any:
+def _atom(a: TagAnalysis, op: Any, kind: Any) -> Any:
     atom = a._atoms.get(op)
     if atom is None:
         atom = a._atoms[op] = kind.from_properties({k: v.data for k, v in op.atom.data.items()})
@@ -999,7 +1007,8 @@ def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at
     pair of the product."""
     m, n, k = atom.shape
     groups = at.shape[0]
-    tagged_a, tagged_b = (at > TOP).all(-1), (bt > TOP).all(-1)  # (groups, m, k), (groups, n, k)
+    tagged_a: np.ndarray = np.all(at > TOP, axis=-1)  # (groups, m, k)
+    tagged_b: np.ndarray = np.all(bt > TOP, axis=-1)  # (groups, n, k)
     a0, b0 = tagged_a.argmax(axis=1), tagged_b.argmax(axis=1)  # (groups, k): a tagged row, if any
     g = np.arange(groups)[:, None]
     kk = np.arange(k)[None, :]
@@ -1104,7 +1113,7 @@ def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
         sites = (target.memory.site[threads[:, None], idx.reshape(threads.size, -1)] if target.memory.per_thread
                  else target.memory.site[idx.reshape(threads.size, -1)]).reshape(idx.shape)
         sides.append((target, tags, sites))
-    (lt, lhs, lsites), (rt, rhs, rsites) = sides
+    (lt, lhs, lsites), (_, rhs, rsites) = sides
     coordinates = _tile_coordinates(lt) if isinstance(lt, TileValue) else lt
     if lhs.shape != rhs.shape:
         raise VerificationError(f"the two sides of this tag assertion have {lhs.shape[1]} and {rhs.shape[1]} "

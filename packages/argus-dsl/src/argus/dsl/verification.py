@@ -20,7 +20,8 @@ import numpy as np
 from argus.verify.affine import Space
 from argus.verify.obligations import Candidate
 from argus.verify.results import Result, proved, unknown, violated
-from argus.verify.solvers import Query, solver as find_solver
+from argus.verify.solvers import Query
+from argus.verify.solvers import solver as find_solver
 
 from . import dialect as D
 from .analysis import Analysis, TagAnalysis, Undecidable
@@ -141,9 +142,9 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     if any(not 0 <= b < g for b, g in zip(block, grid)):
         grid = tuple(max(g, b + 1) for b, g in zip(block, grid))
     shadow = ShadowInterpreter(op, compiled.locations)
-    stopped = None
+    stopped: ArgusError | None = None
     try:
-        shadow.launch(grid, args, blocks=[block])  # type: ignore[arg-type]
+        shadow.launch(grid, args, blocks=[(block[0], block[1], block[2])])
     except KernelFault as err:
         if err.kind == candidate.kind and str(err.location) == candidate.site:
             return True, f"the interpreter faults the same way in block {block} of grid {grid}"

@@ -288,7 +288,7 @@ class Space:
 
     def describe(self, key: Key | int) -> str:
         """A key as people write it: ``16*kj + t // 4 + 3``."""
-        if not _is_key(key):
+        if isinstance(key, (int, np.integer)) or not _is_key(key):
             return str(key)
         parts = []
         for a, c in key[1]:

@@ -66,9 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="domain", metavar="DOMAIN")
     layout = sub.add_parser("layout", help="properties of CuTe layouts", description="Prove or refute a property of layouts.")
     checks = layout.add_subparsers(dest="check", metavar="CHECK")
-    for name, (args, help_) in ((n, (c[0], c[1])) for n, c in CHECKS.items()):
-        p = checks.add_parser(name, help=f"{help_}   ({args})", description=help_)
-        p.add_argument("layouts", nargs="+", metavar="ARG", help=args)
+    for name, (usage, help_) in ((n, (c[0], c[1])) for n, c in CHECKS.items()):
+        p = checks.add_parser(name, help=f"{help_}   ({usage})", description=help_)
+        p.add_argument("layouts", nargs="+", metavar="ARG", help=usage)
         p.add_argument("--json", action="store_true", help="print the result as JSON")
     try:
         args = parser.parse_args(argv)

@@ -60,7 +60,8 @@ def discover(group: str, builtin: dict[str, Any] | None = None) -> dict[str, Plu
     off = _disabled()
     found: dict[str, Plugin] = {}
     for ep in entry_points(group=group):
-        if ep.name in found and found[ep.name].entry_point is not None and found[ep.name].entry_point.value != ep.value:
+        known = found[ep.name].entry_point if ep.name in found else None
+        if known is not None and known.value != ep.value:
             raise PluginError(
                 f"plugin name {group}:{ep.name} is claimed twice: {found[ep.name].source} and {ep.value}"
             )
