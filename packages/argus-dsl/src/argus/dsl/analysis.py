@@ -139,6 +139,7 @@ class TagAnalysis:
         self._ops: dict[Operation, Any] = {}
         self._bounds: dict[Operation, Any] = {}
         self._iterations: dict[Key, list[Key]] = {}
+        self._shapes: dict[tuple[Any, ...], dict[tuple[int, ...], int]] = {}
         """Per op, its operands and result last time: a later pass over a loop body reuses them."""
         g = _pad3(tuple(grid)) if grid else None
         self.grid_symbols = tuple(
@@ -435,18 +436,23 @@ class TagAnalysis:
 
     def intern(self, comps: list[Affine], nbytes: int) -> np.ndarray:
         """Byte ids (points, nbytes) of the tags whose components are `comps`."""
-        if all(c.concrete for c in comps):
-            rows = np.stack([c.const for c in comps], axis=-1) if comps else np.zeros((len(self.tid), 0), np.int64)
-            return self.table.rows_to_ids(rows, nbytes)
         if all(all(t.min() == t.max() for t in c.terms.values()) for c in comps):
-            # every point shares each component's symbolic part: only the constants vary
-            parts = [tuple((a, int(t[0])) for a, t in sorted(c.terms.items())) for c in comps]
-            consts = np.stack([c.const for c in comps], axis=1)
-            unique, inverse = np.unique(consts, axis=0, return_inverse=True)
+            # every point shares each component's symbolic part: only the constants vary, and
+            # tags of one shape are looked up by their constants alone
+            parts = tuple(tuple((a, int(t[0])) for a, t in sorted(c.terms.items())) for c in comps)
+            known = self._shapes.get(parts)
+            if known is None:
+                known = self._shapes[parts] = {}
             element = self.table.element_id
-            ids = np.fromiter((element(tuple((v, part) if part else v for v, part in zip(row, parts)))  # type: ignore[misc]
-                               for row in unique.tolist()), np.int64, len(unique))
-            return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
+            rows = np.stack([c.const for c in comps], axis=1).tolist() if comps else [[]] * self.n
+            ids = np.empty(len(rows), np.int64)
+            for i, row in enumerate(rows):
+                key = tuple(row)
+                ident = known.get(key)
+                if ident is None:
+                    ident = known[key] = element(tuple((v, part) if part else v for v, part in zip(key, parts)))
+                ids[i] = ident
+            return self.table.bytes_of(ids, nbytes)
         atoms = sorted(set().union(*(c.terms for c in comps)))
         n, k = len(comps[0]), len(atoms)
         zero = np.zeros(n, np.int64)
@@ -1270,10 +1276,13 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     checking = a.checking
     a.loops.append(LoopContext(name, symbol, step=step))
     try:
-        for attempt in range(MAX_PASSES):
+        # the first pass only finds what the loop carries; assertions are checked on a pass whose
+        # entry state turns out to be final (a loop that carries nothing runs a second pass)
+        settled = False
+        for attempt in range(MAX_PASSES + 1):
             mark = a.obligations.mark()
             a.restore(entry)
-            a.checking = checking
+            a.checking = checking and attempt > 0
             a.run_block(body, mask)
             after = a.snapshot(scope)
             # the entry of a later iteration: what this iteration leaves, seen one step later
@@ -1281,14 +1290,17 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
             a.join_into(rename.state(after), None, carried)
             new_entry = a.snapshot(scope)
             if new_entry.same_as(entry):
-                a.restore(after)
-                break
+                if attempt > 0 or not checking:
+                    a.restore(after)
+                    settled = True
+                    break
+                continue
             a.obligations.rollback(mark)
             if attempt == MAX_PASSES - 2:  # widen what still moves
                 new_entry = State([(np.where(n != e, TOP, n), s) for (n, s), (e, _) in
                                    zip(new_entry.memories, entry.memories)], new_entry.slots)
             entry = new_entry
-        else:
+        if not settled:
             raise a.undecidable(op, "the tags this loop carries from one iteration to the next do not settle")
     finally:
         a.loops.pop()
