@@ -39,6 +39,7 @@ from .dialect import layout_from_text
 from .dtypes import DType
 from .errors import SourceLocation, VerificationError
 from .interpreter import TileValue, _fragment_bytes, _offset_table, _pad3, _redistribute
+from .tag_liveness import relevant_ops
 from .types import dtype_of_mlir
 
 #: Iterations up to which a runtime loop with concrete bounds is unrolled by the analysis.
@@ -73,6 +74,11 @@ class _Slot:
 
     value: Affine | None
     tags: np.ndarray
+    tracked: bool = False
+    stored: bool = False
+    """While tracked: assigned by every thread since tracking began."""
+    exposed: bool = False
+    """While tracked: read before being assigned."""
 
 
 @dataclass
@@ -113,6 +119,7 @@ class TagAnalysis:
         self.n = int(np.prod(self.block_dims))
         self.tid = np.arange(self.n)
         self.everyone = np.ones(self.n, bool)
+        self.relevant = relevant_ops(kernel)
         self.space = Space()
         self.table = TagTable(self.space)
         self.obligations = Obligations(self.table, self.space)
@@ -202,7 +209,10 @@ class TagAnalysis:
 
     # ---- walking ---------------------------------------------------------------------
     def run_block(self, block: Block, mask: np.ndarray) -> None:
+        relevant = self.relevant
         for op in block.ops:
+            if op not in relevant:
+                continue
             rule = _RULES.get(type(op))
             if rule is None:
                 self.computed(op)
@@ -502,6 +512,22 @@ class TagAnalysis:
                                         "supported", self.where(op))
             env[inner.results[0]] = rule(sp, inner, [value(v) for v in inner.operands])
         return []
+
+    def track(self, scope: tuple[int, int]) -> None:
+        """Record, for the memories and variables of `scope`, what is read before being written."""
+        for m in self.memories[:scope[0]]:
+            m.track()
+        for slot in self.slots[:scope[1]]:
+            slot.stored = slot.exposed = False
+            slot.tracked = True
+
+    def untrack(self, scope: tuple[int, int]) -> tuple[list[np.ndarray], list[bool]]:
+        memories = [m.untrack() for m in self.memories[:scope[0]]]
+        slots = []
+        for slot in self.slots[:scope[1]]:
+            slots.append(slot.exposed)
+            slot.tracked = False
+        return memories, slots
 
     # ---- state snapshots for joins ----------------------------------------------------
     def snapshot(self, scope: tuple[int, int] | None = None) -> State:
@@ -942,6 +968,8 @@ def _var(a: TagAnalysis, op: D.VarOp, mask: np.ndarray) -> None:
 
 def _var_store(a: TagAnalysis, op: D.VarStoreOp, mask: np.ndarray) -> None:
     slot: _Slot = a.values[op.var]
+    if slot.tracked and mask is a.everyone:
+        slot.stored = True
     slot.tags = slot.tags.copy()
     slot.tags[mask] = a.tags_of(op.value)[mask]
     new = a.values.get(op.value)
@@ -963,6 +991,8 @@ def _masked(sp: Space, mask: np.ndarray, new: Affine, old: Affine | None) -> Aff
 
 def _var_load(a: TagAnalysis, op: D.VarLoadOp, mask: np.ndarray) -> None:
     slot: _Slot = a.values[op.var]
+    if slot.tracked and not slot.stored:
+        slot.exposed = True
     a.values[op.result] = slot.value if _is_int(op.result) else None
     a.tags[op.result] = slot.tags.copy()
 
@@ -984,8 +1014,14 @@ def _copy(a: TagAnalysis, op: D.CopyOp, mask: np.ndarray) -> None:
 def _atom(a: TagAnalysis, op: Any, kind: Any) -> Any:
     atom = a._atoms.get(op)
     if atom is None:
-        atom = a._atoms[op] = kind.from_properties({k: v.data for k, v in op.atom.data.items()})
+        atom = a._atoms[op] = _atom_of(kind, op.atom)
     return atom
+
+
+@cache
+def _atom_of(kind: Any, properties: Any) -> Any:
+    """An atom rebuilt from its properties once per process (ops of one kernel share them)."""
+    return kind.from_properties({k: v.data for k, v in properties.data.items()})
 
 
 def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
@@ -1275,22 +1311,29 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     carried = f"a value carried from one iteration to the next of the loop at {a.where(op)}"
     checking = a.checking
     a.loops.append(LoopContext(name, symbol, step=step))
+    nested = any(isinstance(inner, scf.ForOp) for inner in op.body.walk() if inner is not op)
     try:
-        # the first pass only finds what the loop carries; assertions are checked on a pass whose
-        # entry state turns out to be final (a loop that carries nothing runs a second pass)
+        # Assertions are checked on a pass whose entry state is final. The first pass starts
+        # from the state before the loop; it is final when what the iteration carries to the
+        # next (the entry state changes) is never read before being overwritten, which the
+        # first pass records. Otherwise the passes go on until the entry state settles.
         settled = False
         for attempt in range(MAX_PASSES + 1):
             mark = a.obligations.mark()
             a.restore(entry)
-            a.checking = checking and attempt > 0
+            tracking = attempt == 0 and not nested
+            a.checking = checking and (attempt > 0 or tracking)
+            if tracking:
+                a.track(scope)
             a.run_block(body, mask)
+            exposed = a.untrack(scope) if tracking else None
             after = a.snapshot(scope)
             # the entry of a later iteration: what this iteration leaves, seen one step later
             a.restore(before)
             a.join_into(rename.state(after), None, carried)
             new_entry = a.snapshot(scope)
-            if new_entry.same_as(entry):
-                if attempt > 0 or not checking:
+            if new_entry.same_as(entry) or (exposed is not None and not _reads_carried(entry, new_entry, exposed)):
+                if a.checking or not checking:
                     a.restore(after)
                     settled = True
                     break
@@ -1307,6 +1350,18 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         a.checking = checking
     # after the loop: it ran (the state it leaves) or it did not (the state before it)
     a.join_into(before, None, carried)
+
+
+def _reads_carried(entry: State, new_entry: State, exposed: tuple[list[np.ndarray], list[bool]]) -> bool:
+    """Whether a pass read, before overwriting it, anything the entry state changes."""
+    memories, slots = exposed
+    for (old, _), (new, _), read in zip(entry.memories, new_entry.memories, memories):
+        if (read & (old != new)).any():
+            return True
+    for (old_tags, old_value), (new_tags, new_value), read in zip(entry.slots, new_entry.slots, slots):
+        if read and (not np.array_equal(old_tags, new_tags) or not _same_values([old_value], [new_value])):
+            return True
+    return False
 
 
 def _same_values(x: list[Affine | None], y: list[Affine | None]) -> bool:

@@ -32,6 +32,10 @@ class TagMemory:
     writer: np.ndarray
     epoch_writer: np.ndarray
     conflicts: list[WriteConflict] = field(default_factory=list)
+    fresh: np.ndarray | None = None
+    """While tracking (`track`): bytes written since tracking began."""
+    exposed: np.ndarray | None = None
+    """While tracking: bytes read before any write since tracking began."""
 
     @classmethod
     def shared(cls, name: str, nbytes: int) -> TagMemory:
@@ -50,10 +54,27 @@ class TagMemory:
 
     def read(self, idx: np.ndarray, threads: np.ndarray) -> np.ndarray:
         """Tags at byte indices `idx` (rows: one per thread in `threads`)."""
-        return self.tags[threads[:, None], idx] if self.per_thread else self.tags[idx]
+        where = (threads[:, None], idx) if self.per_thread else idx
+        if self.fresh is not None and self.exposed is not None:
+            self.exposed[where] |= ~self.fresh[where]
+        return self.tags[where]
+
+    def track(self) -> None:
+        """Start recording which bytes are written, and which are read before being written
+        (what a loop body reads of what the previous iteration left)."""
+        self.fresh = np.zeros(self.tags.shape, bool)
+        self.exposed = np.zeros(self.tags.shape, bool)
+
+    def untrack(self) -> np.ndarray:
+        """Stop recording; the bytes read before being written."""
+        exposed = self.exposed if self.exposed is not None else np.zeros(self.tags.shape, bool)
+        self.fresh = self.exposed = None
+        return exposed
 
     def write(self, idx: np.ndarray, ids: np.ndarray, threads: np.ndarray, site: int) -> None:
         """Thread `threads[r]` writes tags `ids[r]` at bytes `idx[r]`, at program point `site`."""
+        if self.fresh is not None:
+            self.fresh[(threads[:, None], idx) if self.per_thread else idx] = True
         if self.per_thread:
             rows = threads[:, None]
             self.tags[rows, idx] = ids
@@ -86,6 +107,8 @@ class TagMemory:
 
     def reset(self) -> None:
         """Forget every tag (the buffer is about to hold other data)."""
+        if self.fresh is not None:
+            self.fresh.fill(True)
         self.tags.fill(BOTTOM)
         self.site.fill(-1)
         self.writer.fill(-1)

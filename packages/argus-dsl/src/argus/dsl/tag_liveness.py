@@ -1,0 +1,168 @@
+"""Which ops of a kernel can affect a tag check: backward liveness of memories and values.
+
+The checks are the tag assertions and the operand pairing of every `matmul`. An op matters
+when a check reads what it produces, directly or through memory: a store matters when the
+memory it writes is read later by something that matters, a value when an op that matters
+uses it. A tag function applied to a whole tile overwrites every tag of it, so stores before
+it (the scores of an attention kernel, computed and then re-tagged as probabilities) do not
+matter. Control flow, barriers, allocations, views, tag functions of tensors and the
+coordinates of global accesses (they state the in-bounds facts of the domain) always matter.
+
+The analysis skips the other ops: arithmetic on data whose tags reach no check is most of a
+kernel. Races on memories that reach no check are left to the interpreter.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import scf
+from xdsl.ir import Block, Operation, SSAValue
+
+from . import dialect as D
+
+_VIEWS = (D.ViewOp, D.SliceOp, D.PartitionOp)
+_ALWAYS = (D.MakeSharedOp, D.MakeLocalOp, D.VarOp, D.TensorViewOp, D.SyncThreadsOp, D.TagAssertOp, D.MmaOp,
+           scf.YieldOp, *_VIEWS)
+
+
+def relevant_ops(kernel: D.KernelOp) -> set[Operation]:
+    """The ops the tag analysis must run; the others cannot change what any check sees."""
+    walk = _Liveness()
+    walk.block(kernel.body.block, set())
+    return walk.keep
+
+
+class _Liveness:
+    def __init__(self) -> None:
+        self.keep: set[Operation] = set()
+        self.roots: dict[SSAValue, SSAValue] = {}
+        self.data: dict[SSAValue, bool] = {}
+
+    def root(self, value: SSAValue) -> SSAValue:
+        """The allocation (or tensor argument) a tile or tensor value is a view of."""
+        found = self.roots.get(value)
+        if found is None:
+            found = value
+            while isinstance(found.owner, _VIEWS + (D.TensorViewOp,)):
+                found = found.owner.operands[0]
+            self.roots[value] = found
+        return found
+
+    def is_data(self, value: SSAValue) -> bool:
+        """A tile or tensor (memory), as opposed to a scalar value."""
+        known = self.data.get(value)
+        if known is None:
+            known = self.data[value] = isinstance(value.type, (D.TileType, D.TensorType))
+        return known
+
+    def block(self, block: Block, live_out: set[SSAValue]) -> set[SSAValue]:
+        live = set(live_out)
+        for op in reversed(list(block.ops)):
+            rule = _RULES.get(type(op))
+            if rule is not None:
+                rule(self, op, live)
+            elif any(r in live for r in op.results):  # a pure op: needed when its result is
+                self.keep.add(op)
+                live.update(op.operands)
+        return live
+
+
+def _for(w: _Liveness, op: scf.ForOp, live: set[SSAValue]) -> None:
+    after = set(live)
+    body_in: set[SSAValue] = set()
+    while True:  # the body's live-in flows around the back edge
+        new_in = w.block(op.body.block, after | body_in)
+        if new_in <= body_in:
+            break
+        body_in |= new_in
+    live |= body_in
+    live.update((op.lb, op.ub, op.step))
+    w.keep.add(op)
+
+
+def _if(w: _Liveness, op: scf.IfOp, live: set[SSAValue]) -> None:
+    branches = [w.block(r.block, live) for r in (op.true_region, op.false_region) if r.blocks]
+    for b in branches:
+        live |= b
+    live.add(op.cond)
+    w.keep.add(op)
+
+
+def _tag(w: _Liveness, op: D.TagOp, live: set[SSAValue]) -> None:
+    target = w.root(op.target)
+    tensor = isinstance(op.target.type, D.TensorType)
+    if tensor or target in live:
+        w.keep.add(op)
+        if op.target is target and not tensor:
+            live.discard(target)  # every tag of the tile is overwritten here
+        live.update(_captured(op))
+
+
+def _reset(w: _Liveness, op: D.ResetTagsOp, live: set[SSAValue]) -> None:
+    if w.root(op.target) in live:
+        w.keep.add(op)
+        live.discard(w.root(op.target))
+
+
+def _write(w: _Liveness, op: Operation, live: set[SSAValue]) -> None:
+    target = op.operands[1] if isinstance(op, (D.StoreOp, D.StoreAtOp, D.AtomicOp, D.CopyOp)) else op.operands[0]
+    reads = isinstance(op, D.AtomicOp) and op.results[0] in live
+    if isinstance(target.type, D.TensorType):  # in-bounds facts: its coordinates matter, not its data
+        w.keep.add(op)
+        live.update(op.operands[2:])
+        if reads:
+            live.add(op.operands[0])
+        return
+    if w.root(target) in live or reads:
+        w.keep.add(op)
+        live.update(op.operands)
+        if isinstance(op, D.CopyOp):
+            live.add(w.root(op.operands[0]))
+
+
+def _var_store(w: _Liveness, op: D.VarStoreOp, live: set[SSAValue]) -> None:
+    if op.var in live:
+        w.keep.add(op)
+        live.update(op.operands)
+
+
+def _var_load(w: _Liveness, op: D.VarLoadOp, live: set[SSAValue]) -> None:
+    if op.results[0] in live:
+        w.keep.add(op)
+        live.add(op.var)
+
+
+def _load(w: _Liveness, op: Operation, live: set[SSAValue]) -> None:
+    source = op.operands[0]
+    used = op.results[0] in live
+    if used or isinstance(source.type, D.TensorType):  # a global load states in-bounds facts
+        w.keep.add(op)
+        live.update(op.operands[1:])
+        if used:
+            live.add(w.root(source))
+
+
+def _always(w: _Liveness, op: Operation, live: set[SSAValue]) -> None:
+    w.keep.add(op)
+    # a view reads no data: its source matters only through what reads the view
+    live.update(v for v in op.operands if not w.is_data(v))
+    if isinstance(op, (D.TagAssertOp, D.MmaOp)):
+        live.add(w.root(op.operands[0]))
+        live.add(w.root(op.operands[1]))
+
+
+_RULES = {
+    scf.ForOp: _for, scf.IfOp: _if, D.TagOp: _tag, D.ResetTagsOp: _reset,
+    D.StoreOp: _write, D.StoreAtOp: _write, D.AtomicOp: _write, D.CopyOp: _write,
+    D.VarStoreOp: _var_store, D.VarLoadOp: _var_load, D.LoadOp: _load, D.LoadAtOp: _load,
+    **{t: _always for t in _ALWAYS},
+}
+
+
+def _captured(op: D.TagOp) -> list[SSAValue]:
+    """Values a tag function's body uses from outside it."""
+    inside = set(op.body.block.args)
+    out = []
+    for inner in op.body.block.ops:
+        inside.update(inner.results)
+        out.extend(v for v in inner.operands if v not in inside)
+    return out
