@@ -398,8 +398,16 @@ class TagAnalysis:
         self._bounds[op] = ([ref, active, *coords], self._faults[mark:])
 
     def _in_bounds(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
-        points = np.flatnonzero(active)
+        points = self.active(active)
         for axis, (c, d) in enumerate(zip(coords, ref.dims)):
+            if c.concrete and d.concrete:  # numbers on both sides: only an overrun to report
+                values, extent = c.const[points], int(d.const[0])
+                bad = (values < 0) | (values >= extent)
+                if bad.any():
+                    row = int(np.flatnonzero(bad)[0])
+                    self.out_of_bounds(op, int(points[row]), tuple(int(x.const[points[row]]) for x in coords),
+                                       f"tensor {ref.name!r}, mode {axis} has size {extent}")
+                continue
             rows = c.take(points)
             if any(arr.min() != arr.max() for arr in rows.terms.values()):
                 continue

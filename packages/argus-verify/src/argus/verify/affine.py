@@ -169,10 +169,35 @@ class Space:
         return self.lift(a, b, lambda x, y: self._product(x, y), np.multiply)
 
     def floordiv(self, a: Affine, b: Affine) -> Affine:
-        return self.lift(a, b, self._floordiv, _np_floordiv)
+        fast = self._by_constant(a, b)
+        return fast[0] if fast is not None else self.lift(a, b, self._floordiv, _np_floordiv)
 
     def mod(self, a: Affine, b: Affine) -> Affine:
+        fast = self._by_constant(a, b)
+        if fast is not None:
+            quotient, c = fast
+            return self.sub(a, self.scale(quotient, c))
         return self.lift(a, b, self._mod, _np_mod)
+
+    def _by_constant(self, a: Affine, b: Affine) -> tuple[Affine, int] | None:
+        """``a // c`` for one positive constant c and symbolic parts shared by every point, with
+        numpy: the exactly divisible terms divide, the rest becomes one quotient atom per
+        remainder of the constant part (at most c of them). None when that does not apply."""
+        if a.concrete or not b.concrete or len(b) == 0:
+            return None
+        c = int(b.const[0])
+        if c <= 0 or (b.const != c).any() or any(t.min() != t.max() for t in a.terms.values()):
+            return None
+        terms = {t: int(v[0]) for t, v in a.terms.items()}
+        exact = {t: np.full(len(a), v // c, np.int64) for t, v in terms.items() if v % c == 0}
+        rest = tuple(sorted((t, v) for t, v in terms.items() if v % c))
+        quotient, remainder = np.divmod(a.const, c)
+        out = Affine(quotient, exact)
+        if rest:
+            for r in np.unique(remainder).tolist():
+                atom = self.atom("floordiv", (int(r), rest), (c, ()))
+                out.terms.setdefault(atom, np.zeros(len(a), np.int64))[remainder == r] = 1
+        return out, c
 
     def binary(self, kind: str, a: Affine, b: Affine, concrete: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Affine:
         """Any other integer operation: exact where both sides are concrete, an atom elsewhere."""
