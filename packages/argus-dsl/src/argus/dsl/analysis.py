@@ -164,7 +164,8 @@ class TagAnalysis:
         names = [n.data for n in self.kernel.arg_names.data]
         for name, param in zip(names, block.args):
             self.values[param] = self.bind(name, param)
-        self.run_block(block, self.everyone)
+        with np.errstate(all="ignore"):
+            self.run_block(block, self.everyone)
         self.facts.update(self.space.constraints)
         self.report_write_conflicts()
         return Analysis(self.space, self.table, self.obligations, self.facts, self.replay_facts - self.facts,
@@ -750,6 +751,10 @@ def _int_op(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
             return _select(a, op, mask)  # type: ignore[arg-type]
         return a.computed(op)
     args = [a.int_value(v, op) for v in op.operands]
+    numbers = _NUMPY.get(type(op))
+    if numbers is not None and all(x.concrete for x in args):  # numbers for every thread: numpy alone
+        a.set_int(op, Affine(numbers(*(x.const for x in args))))
+        return
     memo = a._results.get(op)
     if memo is not None and _same_objects(memo[0], args):  # a later pass: the same operands
         value = memo[1]
@@ -976,17 +981,21 @@ def _var(a: TagAnalysis, op: D.VarOp, mask: np.ndarray) -> None:
 
 def _var_store(a: TagAnalysis, op: D.VarStoreOp, mask: np.ndarray) -> None:
     slot: _Slot = a.values[op.var]
-    if slot.tracked and mask is a.everyone:
-        slot.stored = True
-    slot.tags = slot.tags.copy()
-    slot.tags[mask] = a.tags_of(op.value)[mask]
-    new = a.values.get(op.value)
-    if isinstance(new, Affine) and (slot.value is None or mask.all()):
-        slot.value = new if mask.all() else _masked(a.space, mask, new, None)
-    elif isinstance(new, Affine) and slot.value is not None:
-        slot.value = _masked(a.space, mask, new, slot.value)
+    full = mask is a.everyone or bool(mask.all())
+    tags = a.tags_of(op.value)
+    if full:
+        slot.stored = slot.stored or slot.tracked
+        slot.tags = tags  # tag arrays of values are never changed in place
     else:
+        slot.tags = slot.tags.copy()
+        slot.tags[mask] = tags[mask]
+    new = a.values.get(op.value)
+    if not isinstance(new, Affine):
         slot.value = None
+    elif full or slot.value is None:
+        slot.value = new
+    else:
+        slot.value = _masked(a.space, mask, new, slot.value)
 
 
 def _masked(sp: Space, mask: np.ndarray, new: Affine, old: Affine | None) -> Affine:
@@ -1002,7 +1011,7 @@ def _var_load(a: TagAnalysis, op: D.VarLoadOp, mask: np.ndarray) -> None:
     if slot.tracked and not slot.stored:
         slot.exposed = True
     a.values[op.result] = slot.value if _is_int(op.result) else None
-    a.tags[op.result] = slot.tags.copy()
+    a.tags[op.result] = slot.tags
 
 
 def _copy(a: TagAnalysis, op: D.CopyOp, mask: np.ndarray) -> None:
@@ -1445,6 +1454,15 @@ def _nothing(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
 def _float_op(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     a.computed(op)
 
+
+_NUMPY: dict[type, Callable[..., np.ndarray]] = {
+    arith.AddiOp: np.add, arith.SubiOp: np.subtract, arith.MuliOp: np.multiply,
+    arith.FloorDivSIOp: lambda x, y: np.floor_divide(x, np.where(y == 0, 1, y)),
+    arith.DivUIOp: lambda x, y: np.floor_divide(x, np.where(y == 0, 1, y)),
+    arith.RemUIOp: lambda x, y: np.remainder(x, np.where(y == 0, 1, y)),
+    arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or, arith.XOrIOp: np.bitwise_xor,
+    arith.MinSIOp: np.minimum, arith.MaxSIOp: np.maximum,
+}
 
 _INDEX_OPS = (D.ThreadIdxOp, D.BlockIdxOp, D.BlockDimOp, D.GridDimOp, D.LaneIdOp, D.WarpIdOp)
 

@@ -214,8 +214,7 @@ class Space:
              concrete: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Affine:
         """Apply an operation point by point: numpy where both forms are concrete, `symbolic`
         on canonical keys elsewhere (once per distinct pair of forms)."""
-        with np.errstate(all="ignore"):
-            plain = concrete(a.const, b.const).astype(np.int64)
+        plain = np.asarray(concrete(a.const, b.const), dtype=np.int64)
         if a.concrete and b.concrete:
             return Affine(plain)
         sym = a.symbolic_points() | b.symbolic_points()
