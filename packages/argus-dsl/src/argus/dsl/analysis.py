@@ -144,6 +144,7 @@ class TagAnalysis:
         self._faults: list[tuple[Any, ...]] = []
         self._results: dict[Operation, Any] = {}
         self._ops: dict[Operation, Any] = {}
+        self._shapes_of: dict[Operation, Any] = {}
         self._bounds: dict[Operation, Any] = {}
         self._iterations: dict[Key, list[Key]] = {}
         self._shapes: dict[tuple[Any, ...], dict[tuple[int, ...], int]] = {}
@@ -247,15 +248,23 @@ class TagAnalysis:
                 t.flags.writeable = False
         return t
 
+    def shape(self, op: Operation) -> tuple[tuple[SSAValue, ...], tuple[SSAValue, ...]]:
+        """An op's operands and results, read from the IR once."""
+        found = self._shapes_of.get(op)
+        if found is None:
+            found = self._shapes_of[op] = (tuple(op.operands), tuple(op.results))
+        return found
+
     def computed(self, op: Operation, value: Affine | None = None) -> None:
         """A computed value: ⊥ if every input is ⊥ (constants), ⊤ otherwise."""
         known = None
-        for v in op.operands:
+        operands, results = self.shape(op)
+        for v in operands:
             t = self.tags.get(v)
             if t is not None:
                 k = (t != BOTTOM).any(axis=-1)
                 known = k if known is None else known | k
-        for r in op.results:
+        for r in results:
             self.values[r] = value
             if known is None or not known.any():
                 self.tags.pop(r, None)
@@ -746,15 +755,24 @@ Rule = Callable[[TagAnalysis, Any, np.ndarray], None]
 
 
 def _int_op(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
-    if not _is_int(op.results[0]):
+    operands, results = a.shape(op)
+    if not _is_int(results[0]):
         if isinstance(op, arith.SelectOp):
             return _select(a, op, mask)  # type: ignore[arg-type]
         return a.computed(op)
-    args = [a.int_value(v, op) for v in op.operands]
+    values = a.values
+    args = [values.get(v) for v in operands]
     numbers = _NUMPY.get(type(op))
-    if numbers is not None and all(x.concrete for x in args):  # numbers for every thread: numpy alone
-        a.set_int(op, Affine(numbers(*(x.const for x in args))))
+    if numbers is not None and all(type(x) is Affine and not x.terms for x in args):
+        # numbers for every thread: numpy alone, and ⊥ tags unless an operand carries some
+        result = Affine(numbers(*(x.const for x in args)))  # type: ignore[union-attr]
+        if any(v in a.tags for v in operands):
+            a.set_int(op, result)
+        else:
+            values[results[0]] = result
+            a.tags.pop(results[0], None)
         return
+    args = [x if isinstance(x, Affine) else a.int_value(v, op) for x, v in zip(args, operands)]
     memo = a._results.get(op)
     if memo is not None and _same_objects(memo[0], args):  # a later pass: the same operands
         value = memo[1]
