@@ -13,6 +13,7 @@ import numpy as np
 from argus.dsl import (
     Problem,
     Tensor,
+    assume,
     bf16,
     block_idx,
     f32,
@@ -40,6 +41,9 @@ THREADS = 128
 def gemm(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f32, "M", "N"], M: int, N: int, K: int):
     tag(a, lambda m, k: (k,))  # the product pairs A[m, k] with B[n, k]: the tags say which k
     tag(b, lambda n, k: (k,))
+    assume(M % BM == 0)  # whole tiles only (the interpreter faults a launch that breaks these)
+    assume(N % BN == 0)
+    assume(K % BK == 0)
     sA = make_shared((BM, BK), bf16)
     sB = make_shared((BN, BK), bf16)
     acc = make_local((2, 4, 4), f32)

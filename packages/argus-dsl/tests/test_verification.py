@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from argus.dsl import (
     ArgusVerificationWarning,
+    KernelFault,
     Tensor,
+    assume,
     TagAssertionError,
     VerificationError,
     bf16,
@@ -239,6 +241,29 @@ def test_examples_are_proved_and_never_fail_on_random_launches():
             problem = make(rng, **sizes[example])
             shadow = check_launch(k, problem.grid, *problem.args, **problem.constants)
             assert shadow.verdict is Verdict.PROVED, (example, seed, shadow.text())
+
+
+def _tail(assumed: bool):
+    @kernel(block=(32,), verify=False)
+    def tail(x: Tensor[bf16, "n"], n: int):
+        if assumed:
+            assume(n % 32 == 0)
+        tag(x, lambda i: (i % 32,))
+        got = make_local((1,), bf16)
+        want = make_local((1,), bf16)
+        tag(want, lambda i: (thread_idx.x,))
+        got[0] = x[n - 32 + thread_idx.x]  # the last 32 elements: lane t gets element t of a 32-block
+        assert tag(got[...]) == tag(want[...])
+
+    return tail
+
+
+def test_declared_assumptions_are_part_of_the_domain():
+    assert _tail(True).verify().verdict is Verdict.PROVED
+    broken = _tail(False).verify()
+    assert broken.verdict is Verdict.VIOLATED and broken.witnesses[0]["sizes"]["n"] % 32 != 0
+    with pytest.raises(KernelFault, match="assumption"):
+        _tail(True)[1](np.zeros(40, np.uint16), 40)
 
 
 def _line(k, text: str) -> int:

@@ -646,7 +646,8 @@ def _is_int(ssa: SSAValue) -> bool:
     known = _INTS.get(t)
     if known is None:
         try:
-            known = dtype_of_mlir(t).is_integer
+            dtype = dtype_of_mlir(t)
+            known = dtype.is_integer or dtype.kind == "bool"  # conditions are integers 0 and 1
         except TypeError:
             known = False
         _INTS[t] = known
@@ -1130,6 +1131,16 @@ def _atom_matrix(tile: TileValue, threads: np.ndarray, group: int, layout: Any, 
     return matrix.reshape(groups, cols, rows, nbytes).transpose(0, 2, 1, 3)
 
 
+def _assume(a: TagAnalysis, op: D.AssumeOp, mask: np.ndarray) -> None:
+    """A declared fact: outside symbolic branches, it joins the domain (a condition is 0 or 1)."""
+    if a.guards:
+        return
+    cond = a.int_value(op.cond, op)
+    for p in np.unique(a.active(mask)):
+        row = cond.row(int(p))
+        a.facts.add(("eq0", (row[0] - 1, row[1])) if row[1] else ("ge0", (row[0] - 1, ())))
+
+
 def _sync(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     for m in a.memories:
         if not m.per_thread:
@@ -1496,7 +1507,7 @@ _RULES: dict[type, Rule] = {
     D.LoadOp: _load, D.LoadAtOp: _load, D.StoreOp: _store, D.StoreAtOp: _store, D.AtomicOp: _atomic,
     D.BitcastOp: _same_bytes, D.ConcatOp: _concat, D.ExtractOp: _extract, D.BytePermOp: _byte_perm,
     D.ShuffleOp: _shuffle, D.VarOp: _var, D.VarStoreOp: _var_store, D.VarLoadOp: _var_load,
-    D.CopyOp: _copy, D.MmaOp: _mma, D.SyncThreadsOp: _sync, D.ResetTagsOp: _reset, D.TagOp: _tag,
+    D.CopyOp: _copy, D.MmaOp: _mma, D.SyncThreadsOp: _sync, D.AssumeOp: _assume, D.ResetTagsOp: _reset, D.TagOp: _tag,
     D.TagAssertOp: _assert, scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _nothing,
     math.FmaOp: _float_op,
 }

@@ -505,6 +505,15 @@ class ResetTagsOp(IRDLOperation):
 
 
 @irdl_op_definition
+class AssumeOp(IRDLOperation):
+    """A fact every launch satisfies (``assume(n % 64 == 0)``): the checker's domain includes it,
+    the interpreter checks it."""
+
+    name = "argus.assume"
+    cond = operand_def(builtin.i1)
+
+
+@irdl_op_definition
 class SyncThreadsOp(IRDLOperation):
     """A barrier every thread of the block must reach; orders shared-memory accesses."""
 
@@ -549,6 +558,7 @@ OPERATIONS: list[type[IRDLOperation]] = [
     TagAssertOp,
     ResetTagsOp,
     SyncThreadsOp,
+    AssumeOp,
 ]
 
 Argus = Dialect("argus", OPERATIONS, [TensorType, TileType, VarType])
@@ -594,6 +604,7 @@ __all__ = [
     "SliceOp",
     "ShuffleOp",
     "ResetTagsOp",
+    "AssumeOp",
     "StoreAtOp",
     "StoreOp",
     "TagAssertOp",

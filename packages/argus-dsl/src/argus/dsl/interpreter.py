@@ -664,6 +664,14 @@ def _atomic(interp: Interpreter, op: D.AtomicOp, frame: _Frame, mask: np.ndarray
     _set(frame, op, result)
 
 
+def _assume(interp: Interpreter, op: D.AssumeOp, frame: _Frame, mask: np.ndarray) -> None:
+    broken = mask & ~_scalar_array(frame, op.cond).astype(bool)
+    if broken.any():
+        thread = int(np.flatnonzero(broken)[0])
+        raise interp.fault("assumption", f"this launch breaks the kernel's assumption for thread {thread}; every "
+                           "launch must satisfy what the kernel assumes", op, frame, thread=thread)
+
+
 def _sync(interp: Interpreter, op: D.SyncThreadsOp, frame: _Frame, mask: np.ndarray) -> None:
     if not mask.all():
         missing = np.flatnonzero(~mask)
@@ -936,7 +944,7 @@ def _handlers() -> dict[type, Rule]:
         D.LoadOp: _load, D.StoreOp: _store, D.LoadAtOp: _load_at, D.StoreAtOp: _store_at,
         arith.RemUIOp: _binary(_int_remainder, unsigned=True), arith.RemSIOp: _binary(_int_remainder_truncated),
         D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
-        D.SyncThreadsOp: _sync,
+        D.SyncThreadsOp: _sync, D.AssumeOp: _assume,
         D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
         D.SliceOp: _slice, D.MmaOp: _mma, D.PartitionOp: _partition, D.CopyOp: _copy,
         D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract, D.BytePermOp: _byte_perm, D.TensorViewOp: _tensor_view,

@@ -107,6 +107,11 @@ tag = Builtin(
     "assert tag(a[...]) == tag(b[...]). Checked at compile time; no runtime effect.",
 )
 reset_tags = Builtin("reset_tags", "reset_tags(t): forget the tags of shared tile t before reusing its memory.")
+assume = Builtin(
+    "assume",
+    "assume(condition): a fact every launch satisfies, e.g. assume(K % 16 == 0). The checker proves "
+    "the tag assertions under it; the interpreter faults a launch that breaks it.",
+)
 lane_id = Builtin("lane_id", "lane_id(): the thread's lane in its warp (i32).")
 warp_id = Builtin("warp_id", "warp_id(): the thread's warp in its block (i32).")
 shfl_xor = Builtin("shfl_xor", "shfl_xor(x, mask): x of lane (lane ^ mask); all lanes of the warp must be active.")

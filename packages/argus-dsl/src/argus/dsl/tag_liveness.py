@@ -20,7 +20,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from . import dialect as D
 
 _VIEWS = (D.ViewOp, D.SliceOp, D.PartitionOp)
-_ALWAYS = (D.MakeSharedOp, D.MakeLocalOp, D.VarOp, D.TensorViewOp, D.SyncThreadsOp, D.TagAssertOp, D.MmaOp,
+_ALWAYS = (D.MakeSharedOp, D.MakeLocalOp, D.VarOp, D.TensorViewOp, D.SyncThreadsOp, D.TagAssertOp, D.MmaOp, D.AssumeOp,
            scf.YieldOp, *_VIEWS)
 
 

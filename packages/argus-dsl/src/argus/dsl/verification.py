@@ -43,6 +43,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     asserts = [o for o in op.walk() if isinstance(o, D.TagAssertOp)]
     if not asserts and not any(isinstance(o, D.TagOp) for o in op.walk()):
         return proved(claim, "the kernel states no tag assertions and tags nothing")
+    chosen = find_solver(solver) if solver else None  # a solver asked for by name must exist, used or not
     started = time.perf_counter()
     try:
         analysis = TagAnalysis(op, compiled.locations, tuple(grid) if grid else None).run()
@@ -57,7 +58,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     # when nothing is left to decide, a launch satisfying every fact shows that the domain is not
     # empty and that no access overruns in every launch: no solver is needed
     if not (settled and _sample(analysis.space, facts + _tightest(analysis.replay_facts))):
-        engine = find_solver(solver)
+        engine = chosen or find_solver(None)
         extra = _tightest(analysis.replay_facts)
         # one query answers the common case: the domain is not empty, and no access runs out of
         # bounds in the first or last iteration of its loop in every launch

@@ -28,7 +28,7 @@ from xdsl.ir import SSAValue
 from .. import dialect as D
 from .. import lang
 from ..atoms import CopyAtom, MMAAtom
-from ..dtypes import DTYPES, DType, i32
+from ..dtypes import DTYPES, DType, boolean, i32
 from ..errors import ArgusSyntaxError, ArgusTypeError
 from ..types import mlir_type
 from .expressions import _is_static_callable
@@ -254,6 +254,11 @@ class Calls:
             op = D.ExtractOp.create(operands=[args[0].ssa], properties={"byte": builtin.IntAttr(byte)},
                                     result_types=[mlir_type(half)])
             return Value(self.emit(op).results[0], half)
+        if name == "assume":
+            if len(args) != 1 or not isinstance(args[0], Value) or args[0].dtype is not boolean:
+                raise self.type_error(node, "assume(condition) takes one runtime condition, e.g. assume(n % 64 == 0)")
+            self.emit(D.AssumeOp.create(operands=[args[0].ssa]))
+            return None
         if name == "reset_tags":
             if len(args) != 1 or not isinstance(args[0], TileRef) or args[0].type.space.data != "shared":
                 raise self.type_error(node, "reset_tags(t) takes one shared tile")
