@@ -16,6 +16,8 @@ from argus.dsl import (
     VerificationError,
     bf16,
     block_idx,
+    exp2,
+    f32,
     i32,
     kernel,
     make_local,
@@ -278,3 +280,33 @@ def test_no_warning_for_proved_kernels():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         kernel(block=(32,))(staged.fn).compile()
+
+
+def test_backends_teach_the_analysis_their_ops(monkeypatch):
+    """An op without a rule computes new data (⊤); a registered rule can say it moves tags."""
+    from argus.dsl import analysis, tag_liveness
+    from xdsl.dialects import math
+
+    @kernel(block=(32,), verify=False)
+    def passes_through(x: Tensor[f32, 32]):
+        tag(x, lambda i: (i,))
+        got = make_local((1,), f32)
+        want = make_local((1,), f32)
+        tag(want, lambda i: (thread_idx.x,))
+        got[0] = exp2(x[thread_idx.x])
+        assert tag(got[...]) == tag(want[...])
+
+    assert passes_through.verify().verdict is not Verdict.PROVED  # ⊤: computed data
+    monkeypatch.setattr(analysis, "_RULES", dict(analysis._RULES))
+    monkeypatch.setattr(tag_liveness, "_RULES", dict(tag_liveness._RULES))
+
+    def same_tags(a, op, mask):
+        a.values[op.results[0]] = None
+        a.tags[op.results[0]] = a.tags_of(op.operands[0])
+
+    analysis.register_rule(math.Exp2Op, same_tags)
+    from argus.dsl.verification import verify_kernel
+
+    assert verify_kernel(passes_through.specialize(), "passes_through").verdict is Verdict.PROVED
+    with pytest.raises(ValueError, match="already has a tag rule"):
+        analysis.register_rule(math.Exp2Op, same_tags)

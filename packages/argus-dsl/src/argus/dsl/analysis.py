@@ -39,6 +39,7 @@ from .dialect import layout_from_text
 from .dtypes import DType
 from .errors import SourceLocation, VerificationError
 from .interpreter import TileValue, _fragment_bytes, _offset_table, _pad3, _redistribute
+from . import tag_liveness
 from .tag_liveness import relevant_ops
 from .types import dtype_of_mlir
 
@@ -1482,6 +1483,17 @@ def _nothing(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
 
 def _float_op(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     a.computed(op)
+
+
+def register_rule(op_type: type, rule: Rule) -> None:
+    """Teach the analysis an op of another dialect (a backend's intrinsic): `rule(analysis, op,
+    mask)` sets the op's result values (`analysis.values`) and byte tags (`analysis.tags`) and
+    moves tags through memories as the op does. Without a rule, an op's results are computed
+    data (⊤ unless every input is ⊥)."""
+    if op_type in _RULES:
+        raise ValueError(f"{op_type.__name__} already has a tag rule")
+    _RULES[op_type] = rule
+    tag_liveness.keep_always(op_type)
 
 
 _NUMPY: dict[type, Callable[..., np.ndarray]] = {

@@ -166,3 +166,8 @@ def _captured(op: D.TagOp) -> list[SSAValue]:
         inside.update(inner.results)
         out.extend(v for v in inner.operands if v not in inside)
     return out
+
+
+def keep_always(op_type: type) -> None:
+    """Run every op of this type (an op with a registered tag rule may move tags in memory)."""
+    _RULES[op_type] = _always
