@@ -482,19 +482,22 @@ class TagAnalysis:
                     ident = known[key] = element(tuple((v, part) if part else v for v, part in zip(key, parts)))
                 ids[i] = ident
             return self.table.bytes_of(ids, nbytes)
-        atoms = sorted(set().union(*(c.terms for c in comps)))
-        n, k = len(comps[0]), len(atoms)
-        zero = np.zeros(n, np.int64)
-        matrix = np.stack([c.const for c in comps] + [c.terms.get(a, zero) for c in comps for a in atoms], axis=1)
-        unique, inverse = np.unique(matrix, axis=0, return_inverse=True)
-        ids = np.empty(len(unique), np.int64)
-        for u, row in enumerate(unique.tolist()):
-            tag: list[Any] = []
-            for j in range(len(comps)):
-                coefs = row[len(comps) + j * k: len(comps) + (j + 1) * k]
-                terms = tuple((a, c) for a, c in zip(atoms, coefs) if c)
-                tag.append((row[j], terms) if terms else row[j])
-            ids[u] = self.table.element_id(tuple(tag))
+        # component by component: each point's component as an index into its distinct values,
+        # then one tag per distinct combination of indices
+        n = len(comps[0])
+        values: list[list[Any]] = []
+        indices = np.empty((n, len(comps)), np.int64)
+        for j, c in enumerate(comps):
+            seen: dict[Any, int] = {}
+            if c.concrete:
+                indices[:, j] = [seen.setdefault(v, len(seen)) for v in c.const.tolist()]
+            else:
+                indices[:, j] = [seen.setdefault(_component(c.row(p)), len(seen)) for p in range(n)]
+            values.append(list(seen))
+        unique, inverse = np.unique(indices, axis=0, return_inverse=True)
+        element = self.table.element_id
+        ids = np.fromiter((element(tuple(values[j][i] for j, i in enumerate(row))) for row in unique.tolist()),
+                          np.int64, len(unique))
         return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
 
     def evaluate_tag_function(self, op: D.TagOp, coords: list[Affine], points: np.ndarray | None = None) -> list[Affine]:

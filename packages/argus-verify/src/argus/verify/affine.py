@@ -217,21 +217,34 @@ class Space:
         plain = np.asarray(concrete(a.const, b.const), dtype=np.int64)
         if a.concrete and b.concrete:
             return Affine(plain)
-        sym = a.symbolic_points() | b.symbolic_points()
-        const = np.where(sym, 0, plain)
+        points = np.flatnonzero(a.symbolic_points() | b.symbolic_points())
+        atoms = sorted(set(a.terms) | set(b.terms))
+        if len(atoms) <= 8:  # few atoms: distinct pairs of forms found with numpy
+            k, zero = len(atoms), np.zeros(len(a), np.int64)
+            columns = [a.const, *(a.terms.get(t, zero) for t in atoms), b.const, *(b.terms.get(t, zero) for t in atoms)]
+            unique, inverse = np.unique(np.stack(columns, axis=1)[points], axis=0, return_inverse=True)
+            pairs = [((row[0], tuple((t, c) for t, c in zip(atoms, row[1:1 + k]) if c)),
+                      (row[1 + k], tuple((t, c) for t, c in zip(atoms, row[2 + k:]) if c))) for row in unique.tolist()]
+            inverse = np.reshape(inverse, -1)
+        else:  # many atoms (a different one per point): distinct pairs found by hashing
+            seen: dict[tuple[Key, Key], int] = {}
+            inverse = np.fromiter((seen.setdefault((a.row(int(p)), b.row(int(p))), len(seen)) for p in points),
+                                  np.int64, len(points))
+            pairs = list(seen)
+        results = [symbolic(x, y) for x, y in pairs]  # once per distinct pair of forms
+        const = plain.copy()
+        const[points] = np.array([r[0] for r in results], np.int64)[inverse]
+        columns_of: dict[int, np.ndarray] = {}
+        for j, r in enumerate(results):
+            for atom, coef in r[1]:
+                column = columns_of.get(atom)
+                if column is None:
+                    column = columns_of[atom] = np.zeros(len(results), np.int64)
+                column[j] = coef
         terms: dict[int, np.ndarray] = {}
-        memo: dict[tuple[Key, Key], Key] = {}
-        for p in np.flatnonzero(sym):
-            pair = (a.row(int(p)), b.row(int(p)))
-            out = memo.get(pair)
-            if out is None:
-                out = memo[pair] = symbolic(*pair)
-            const[p] = out[0]
-            for atom, coef in out[1]:
-                arr = terms.get(atom)
-                if arr is None:
-                    arr = terms[atom] = np.zeros(len(a), np.int64)
-                arr[p] = coef
+        for atom, column in columns_of.items():
+            terms[atom] = np.zeros(len(a), np.int64)
+            terms[atom][points] = column[inverse]
         return Affine(const, terms)
 
     def _atom_key(self, kind: str, *args: Any) -> Key:
