@@ -149,10 +149,11 @@ def _threads(op: D.KernelOp) -> int:
 
 def _small_model(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any], base: dict[int, int],
                  timeout_ms: int) -> dict[int, int]:
-    """A model of the same finding with every size and grid dim at most SMALL, so that its
-    witness replays quickly; the finding's own model when there is none."""
+    """A model of the same finding with every size, integer argument and grid dim in
+    [0, SMALL], so that its witness replays quickly; the finding's own model when there is none."""
     space = analysis.space
-    bounds = [("ge0", (SMALL, ((s, -1),))) for s, sym in space.symbols.items() if sym.role in ("size", "grid")]
+    sizes = [s for s, sym in space.symbols.items() if sym.role in ("size", "grid")]
+    bounds = [("ge0", (SMALL, ((s, -1),))) for s in sizes] + [("ge0", (0, ((s, 1),))) for s in sizes]
     in_bounds = sorted(analysis.replay_facts)
     for extra in (in_bounds + bounds, in_bounds, bounds):
         answer = engine.solve(Query(space, facts + extra, [c.condition]), timeout_ms)
