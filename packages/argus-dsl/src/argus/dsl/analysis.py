@@ -1106,6 +1106,10 @@ def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at
     pairs = _PairIndex(m, n, k, a0, b0)
     describe = _describer(a, op, site, threads[::atom.threads], mma=pairs, group=atom.threads)
     a.obligations.compare(site, lhs, rhs, True, describe)
+    # conflicting data (⊤, e.g. joined from two paths) where the other operand is tagged: no proof
+    top = np.concatenate([(at == TOP).any(axis=-1) & has_b[:, None], (bt == TOP).any(axis=-1) & has_a[:, None]], axis=1)
+    for g, row, kk in np.argwhere(top)[:1]:
+        a.obligations.conflict(site, int(g), int(row) * k + int(kk), describe)
 
 
 @dataclass
@@ -1158,6 +1162,17 @@ def _reset(a: TagAnalysis, op: D.ResetTagsOp, mask: np.ndarray) -> None:
 def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     target = a.values[op.target]
     if isinstance(target, GlobalRef):
+        if a.guards:
+            raise a.undecidable(op, "a tensor's tag function is set under a branch on a runtime condition; the "
+                                    "checker takes one tag function per tensor at a time (set it before the branch)")
+        for v in _captured_values(op):
+            value = a.values.get(v)
+            if isinstance(value, Affine) and not _uniform(value):
+                raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
+                                        "block indices, sizes and loop indices, not thread indices", a.where(op))
+        if any(isinstance(inner, (D.ThreadIdxOp, D.LaneIdOp, D.WarpIdOp)) for inner in op.body.block.ops):
+            raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
+                                    "block indices, sizes and loop indices, not thread indices", a.where(op))
         a.tag_functions[(target.root or target).name] = (op, {})
         return
     threads = np.flatnonzero(mask)
@@ -1176,6 +1191,20 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     tile.memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, a.site(op))  # type: ignore[attr-defined]
     if not per_thread:
         tile.memory.barrier()  # type: ignore[attr-defined]
+
+
+def _captured_values(op: D.TagOp) -> list[SSAValue]:
+    inside = set(op.body.block.args)
+    out = []
+    for inner in op.body.block.ops:
+        inside.update(inner.results)
+        out.extend(v for v in inner.operands if v not in inside)
+    return out
+
+
+def _uniform(value: Affine) -> bool:
+    """The same form at every point."""
+    return bool((value.const == value.const[0]).all()) and all((t == t[0]).all() for t in value.terms.values())
 
 
 def _tile_coordinates(tile: TileValue) -> list[np.ndarray]:

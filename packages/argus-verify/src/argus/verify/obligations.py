@@ -129,6 +129,10 @@ class Obligations:
                 continue
             pending.pairs.setdefault(unit, where)
 
+    def conflict(self, site: str, point: int, element: int, describe: Describe) -> None:
+        """Conflicting data (⊤) where a check needs tags: never a proof."""
+        self._add(Candidate(site, "conflicting", point, element, describe, {}, "⊤", None))
+
     def fault(self, site: str, kind: str, point: int, describe: Describe, details: dict[str, Any]) -> None:
         """A fault the analysis found on its own (an access out of bounds in every launch)."""
         self._add(Candidate(site, kind, point, 0, describe, details=details))

@@ -256,6 +256,8 @@ class Statements:
                 self.env[p] = Value(arg, i32)
             result = self.expr(fn.body)
             parts = result if isinstance(result, tuple) else (result,)
+            if not parts:
+                raise self.type_error(fn.body, "a tag function returns at least one component, e.g. lambda i: (i,)")
             values = []
             for part in parts:
                 v = self.materialize(part, fn.body)
