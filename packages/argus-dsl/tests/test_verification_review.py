@@ -167,8 +167,6 @@ def carried_index(x: Tensor[bf16, "m"], m: int, n: int):
         r[0] = x[j]  # one element behind: x[j + 1] is meant
 
 
-@pytest.mark.xfail(strict=True, reason="a carried variable is one opaque atom in every iteration, so a tag "
-                                       "computed from it in the previous iteration aliases the current value")
 def test_a_tag_from_a_carried_variable_refers_to_its_own_iteration():
     _refuted(carried_index, (1,), _bf16(32), 32, 2)
 
@@ -188,8 +186,6 @@ def stale_fact(x: Tensor[bf16, "m"], m: int, n: int):
         j = k + 1
 
 
-@pytest.mark.xfail(strict=True, reason="in-bounds facts of a discarded loop pass (j = 0 at entry) stay in "
-                                       "the domain: k <= m - 1 is assumed though x[k - j] is x[0]")
 def test_in_bounds_facts_of_a_discarded_loop_pass_do_not_shrink_the_domain():
     _refuted(stale_fact, (1,), _bf16(4), 4, 5)
 

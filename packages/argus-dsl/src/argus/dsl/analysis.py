@@ -342,17 +342,15 @@ class TagAnalysis:
     def global_tags(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> np.ndarray:
         """Byte tags (threads, bytes) of the elements of a global tensor at `coords` (remembered
         per op: later passes over a loop body load the same forms)."""
+        self.in_bounds(op, ref, coords, active)
         memo = self._loads.get(op)
-        if memo is not None and memo[4] == self.guards and _same_objects(memo[3], [ref, active, *coords]):
-            self.refault(memo[2])
+        if memo is not None and _same_objects(memo[2], [ref, active, *coords]):
             return memo[1]
-        fingerprint = (active.tobytes(), self.guards, *(_fingerprint(c) for c in coords))
+        fingerprint = (active.tobytes(), *(_fingerprint(c) for c in coords))
         if memo is not None and memo[0] == fingerprint:
-            self.refault(memo[2])
             return memo[1]
-        mark = len(self._faults)
         tags = self._global_tags(op, ref, coords, active)
-        self._loads[op] = (fingerprint, tags, self._faults[mark:], [ref, active, *coords], self.guards)
+        self._loads[op] = (fingerprint, tags, [ref, active, *coords])
         return tags
 
     def refault(self, faults: list[tuple[Any, ...]]) -> None:
@@ -361,7 +359,6 @@ class TagAnalysis:
             self.out_of_bounds(*fault)
 
     def _global_tags(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> np.ndarray:
-        self.in_bounds(op, ref, coords, active)
         root, coords = self.root_coordinates(ref, coords)
         if root.name in self.written_globals:
             raise self.undecidable(op, f"the kernel reads tensor {root.name!r}, which it also writes; the checker "
@@ -403,10 +400,14 @@ class TagAnalysis:
         memo = self._bounds.get(op)
         if memo is not None and _same_objects(memo[0], [ref, active, *coords]):
             self.refault(memo[1])
+            self.facts.update(memo[2])  # a later pass states the same facts (an earlier one may be gone)
+            self.replay_facts.update(memo[3])
             return
         mark = len(self._faults)
+        facts, replay = set(self.facts), set(self.replay_facts)
         self._in_bounds(op, ref, coords, active)
-        self._bounds[op] = ([ref, active, *coords], self._faults[mark:])
+        self._bounds[op] = ([ref, active, *coords], self._faults[mark:], self.facts - facts,
+                            self.replay_facts - replay)
 
     def _in_bounds(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
         points = self.active(active)
@@ -565,7 +566,7 @@ class TagAnalysis:
         for s, (tags, value) in zip(self.slots, state.slots):
             s.tags, s.value = tags.copy(), value
 
-    def join_into(self, other: State, condition: Affine | None, carried: str = "") -> None:
+    def join_into(self, other: State, condition: Affine | None, carried: str = "", loop: int | None = None) -> None:
         """The current state becomes its join with `other`. Integer variables that differ become
         a select on `condition` or, across loop iterations (`carried`), a value the checker
         does not follow."""
@@ -574,9 +575,13 @@ class TagAnalysis:
             m.site[...] = np.where(m.site >= 0, m.site, site)
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
             s.tags = merge(s.tags, tags)
-            s.value = self.join_values(condition, value, s.value, f"{carried} (variable {i})" if carried else "")
+            s.value = self.join_values(condition, value, s.value, f"{carried} (variable {i})" if carried else "", loop)
 
-    def join_values(self, condition: Affine | None, a: Affine | None, b: Affine | None, label: str) -> Affine | None:
+    def join_values(self, condition: Affine | None, a: Affine | None, b: Affine | None, label: str,
+                    loop: int | None = None) -> Affine | None:
+        """Two paths' values of a variable: equal, a select on the branch condition, or a value
+        the checker does not follow (one per point, and per iteration of `loop`: renaming the
+        loop index to the previous iteration makes it another value)."""
         if a is None or b is None:
             return None
         if _same_values([a], [b]):
@@ -588,7 +593,8 @@ class TagAnalysis:
         terms: dict[int, np.ndarray] = {}
         for p in range(len(a)):
             ra, rb = a.row(p), b.row(p)
-            key = ra if ra == rb else (0, ((sp.atom("opaque", label or "a value joined from two paths", p), 1),))
+            iteration = () if loop is None else ((0, ((loop, 1),)),)
+            key = ra if ra == rb else (0, ((sp.atom("opaque", label or "a value joined from two paths", p, *iteration), 1),))
             const[p] = key[0]
             for t, c in key[1]:
                 terms.setdefault(t, np.zeros(len(a), np.int64))[p] = c
@@ -1399,6 +1405,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         settled = False
         for attempt in range(MAX_PASSES + 1):
             mark = a.obligations.mark()
+            facts_mark = (set(a.facts), set(a.replay_facts))
             a.restore(entry)
             tracking = attempt == 0 and not nested
             a.checking = checking and (attempt > 0 or tracking)
@@ -1409,7 +1416,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
             after = a.snapshot(scope)
             # the entry of a later iteration: what this iteration leaves, seen one step later
             a.restore(before)
-            a.join_into(rename.state(after), None, carried)
+            a.join_into(rename.state(after), None, carried, symbol)
             new_entry = a.snapshot(scope)
             if new_entry.same_as(entry) or (exposed is not None and not _reads_carried(entry, new_entry, exposed)):
                 if a.checking or not checking:
@@ -1418,6 +1425,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
                     break
                 continue
             a.obligations.rollback(mark)
+            a.facts, a.replay_facts = set(facts_mark[0]), set(facts_mark[1])  # the pass's facts go too
             if attempt == MAX_PASSES - 2:  # widen what still moves
                 new_entry = State([(np.where(n != e, TOP, n), s) for (n, s), (e, _) in
                                    zip(new_entry.memories, entry.memories)], new_entry.slots)
@@ -1428,7 +1436,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         a.loops.pop()
         a.checking = checking
     # after the loop: it ran (the state it leaves) or it did not (the state before it)
-    a.join_into(before, None, carried)
+    a.join_into(before, None, carried, symbol)
 
 
 def _reads_carried(entry: State, new_entry: State, exposed: tuple[list[np.ndarray], list[bool]]) -> bool:

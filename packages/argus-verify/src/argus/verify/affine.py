@@ -285,7 +285,7 @@ class Space:
                 out = add_keys(out, scale_key(replacement, coef))
                 continue
             a = self.atoms[atom]
-            if a.kind in ("symbol", "opaque") or symbol not in self.atoms_of((0, ((atom, 1),))):
+            if a.kind == "symbol" or symbol not in self.atoms_of((0, ((atom, 1),))):
                 out = add_keys(out, ((0, ((atom, coef),))))
                 continue
             args = tuple(self.substitute(x, symbol, replacement) if _is_key(x) else x for x in a.args)
