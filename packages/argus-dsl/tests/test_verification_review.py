@@ -147,8 +147,6 @@ def prologue_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
         r[0] = x[32 * (k + 2) + thread_idx.x]  # prefetches one tile too far
 
 
-@pytest.mark.xfail(strict=True, reason="a write in one side of a symbolic branch marks the bytes fresh for "
-                                       "the other side too, so the carried value read after it is missed")
 def test_a_prefetch_carried_past_a_symbolic_branch_is_checked():
     _refuted(prologue_in_loop, (1,), _bf16(160), 160, 2)
 

@@ -544,6 +544,34 @@ class TagAnalysis:
             slot.stored = slot.exposed = False
             slot.tracked = True
 
+    def tracking(self) -> list[tuple[Any, ...]]:
+        """What a loop pass has recorded so far (written and read-first bytes and variables)."""
+        out: list[tuple[Any, ...]] = []
+        for m in self.memories:
+            if m.fresh is not None and m.exposed is not None:
+                out.append((m, m.fresh.copy(), m.exposed.copy()))
+        for slot in self.slots:
+            if slot.tracked:
+                out.append((slot, slot.stored, slot.exposed))
+        return out
+
+    def set_tracking(self, recorded: list[tuple[Any, ...]]) -> None:
+        for owner, written, read in recorded:
+            if isinstance(owner, _Slot):
+                owner.stored, owner.exposed = written, read
+            else:
+                owner.fresh, owner.exposed = written.copy(), read.copy()
+
+    def join_tracking(self, other: list[tuple[Any, ...]]) -> None:
+        """After two sides of a branch: written only where both sides wrote, read-first where
+        either side read first."""
+        for owner, written, read in other:
+            if isinstance(owner, _Slot):
+                owner.stored, owner.exposed = owner.stored and written, owner.exposed or read
+            elif owner.fresh is not None and owner.exposed is not None:
+                owner.fresh &= written
+                owner.exposed |= read
+
     def untrack(self, scope: tuple[int, int]) -> tuple[list[np.ndarray], list[bool]]:
         memories = [m.untrack() for m in self.memories[:scope[0]]]
         slots = []
@@ -1325,16 +1353,20 @@ def _if(a: TagAnalysis, op: scf.IfOp, mask: np.ndarray) -> None:
         return
     # a symbolic (or data-dependent) condition: both sides, joined
     before = a.snapshot()
+    tracked = a.tracking()
     a.guards += 1
     try:
         a.run_block(op.true_region.block, mask)
         after_true = a.snapshot(scope=(len(before.memories), len(before.slots)))
+        tracked_true = a.tracking()
         a.restore(before)
+        a.set_tracking(tracked)
         if op.false_region.blocks:
             a.run_block(op.false_region.block, mask)
     finally:
         a.guards -= 1
     a.join_into(after_true, cond if isinstance(cond, Affine) else None)
+    a.join_tracking(tracked_true)
 
 
 def _for(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray) -> None:
