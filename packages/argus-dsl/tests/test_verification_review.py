@@ -107,8 +107,6 @@ def written_on_one_path(x: Tensor[bf16, "m"], m: int, n: int):
     assert tag(got[...]) == tag(want[...])  # unwritten when block_idx.x >= n
 
 
-@pytest.mark.xfail(strict=True, reason="the join of a symbolic branch takes merge(⊥, t) = t, so the path "
-                                       "that leaves the tile unwritten is lost")
 def test_a_tile_written_on_one_side_of_a_symbolic_branch_is_unwritten_on_the_other():
     _refuted(written_on_one_path, (1,), _bf16(64), 64, 0)
 
@@ -123,8 +121,6 @@ def select_constant(x: Tensor[f32, "m"], m: int, n: int):
     assert tag(got[...]) == tag(want[...])  # the constant (⊥) is taken when block_idx.x >= n
 
 
-@pytest.mark.xfail(strict=True, reason="a select on a symbolic condition joins its sides, and merge(t, ⊥) "
-                                       "= t drops the constant side")
 def test_a_select_on_a_symbolic_condition_keeps_its_constant_side():
     _refuted(select_constant, (1,), _f32(64), 64, 0)
 

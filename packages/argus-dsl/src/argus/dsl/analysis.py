@@ -29,7 +29,7 @@ from argus.layout import ComposedLayout
 from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys
 from argus.verify.memory import TagMemory
 from argus.verify.obligations import Obligations
-from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, merge
+from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, join
 from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -599,10 +599,10 @@ class TagAnalysis:
         a select on `condition` or, across loop iterations (`carried`), a value the checker
         does not follow."""
         for m, (tags, site) in zip(self.memories, other.memories):
-            m.tags[...] = merge(m.tags, tags)
+            m.tags[...] = join(m.tags, tags)
             m.site[...] = np.where(m.site >= 0, m.site, site)
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
-            s.tags = merge(s.tags, tags)
+            s.tags = join(s.tags, tags)
             s.value = self.join_values(condition, value, s.value, f"{carried} (variable {i})" if carried else "", loop)
 
     def join_values(self, condition: Affine | None, a: Affine | None, b: Affine | None, label: str,
@@ -836,7 +836,7 @@ def _select_tags(a: TagAnalysis, op: arith.SelectOp, cond: Affine | None) -> Non
     if cond is not None and cond.concrete:
         a.tags[op.result] = np.where((cond.const != 0)[:, None], lhs, rhs)
     else:
-        a.tags[op.result] = merge(lhs, rhs)
+        a.tags[op.result] = join(lhs, rhs)
 
 
 def _constant(a: TagAnalysis, op: arith.ConstantOp, mask: np.ndarray) -> None:

@@ -110,6 +110,14 @@ def merge(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(a == BOTTOM, b, np.where((b == BOTTOM) | (a == b), a, TOP))
 
 
+def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Two paths' tags where either may have run: equal tags stay, anything else is ⊤ — also a
+    byte written on one path only, whose other path leaves it unwritten (⊥), so that reading it
+    is never taken for reading data both paths agree on."""
+    a, b = np.asarray(a), np.asarray(b)
+    return np.where(a == b, a, TOP)
+
+
 def select(condition: np.ndarray, a: np.ndarray, b: np.ndarray, *, path_sensitive: bool) -> np.ndarray:
     """The tags of ``a if condition else b``: the chosen side when the condition is known for
     each point (replay), the join of both otherwise (the static, path-insensitive rule)."""
