@@ -38,7 +38,8 @@ from .atoms import CopyAtom, MMAAtom
 from .dialect import layout_from_text
 from .dtypes import DType
 from .errors import SourceLocation, VerificationError
-from .interpreter import TileValue, _fragment_bytes, _offset_table, _pad3, _redistribute
+from .interpreter import TileValue, _offset_table, _pad3, _redistribute
+from .interpreter import _fragment_bytes as _all_fragment_bytes
 from . import tag_liveness
 from .tag_liveness import relevant_ops
 from .types import dtype_of_mlir
@@ -127,6 +128,8 @@ class TagAnalysis:
         self.facts: set[tuple[str, Key]] = set()
         self.replay_facts: set[tuple[str, Key]] = set()
         self.fact_origins: dict[tuple[str, Key], tuple[Any, ...]] = {}
+        self.loop_facts: dict[int, list[tuple[str, Key]]] = {}
+        """Per runtime loop's index symbol, its bounds: facts inside the loop only."""
         self.values: dict[SSAValue, Any] = {}
         self.tags: dict[SSAValue, np.ndarray] = {}
         self.memories: list[TagMemory] = []
@@ -1227,6 +1230,15 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
         tile.memory.barrier()  # type: ignore[attr-defined]
 
 
+def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
+    """Byte indices of each thread's fragment, which must lie inside the tile's memory."""
+    idx = _all_fragment_bytes(tile, threads)
+    size = tile.memory.tags.shape[-1]  # type: ignore[attr-defined]
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        raise Undecidable(f"a fragment reaches outside its {size}-byte tile (the interpreter reports where)", None)
+    return idx
+
+
 def _captured_values(op: D.TagOp) -> list[SSAValue]:
     inside = set(op.body.block.args)
     out = []
@@ -1413,11 +1425,15 @@ def _for_concrete(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: np.ndarra
 
 def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: Key, step: int, name: str) -> None:
     sp = a.space
+    known = len(sp.constraints)
     symbol = sp.symbol(name, "loop", lb, add_keys(ub, (-1, ())))
     me: Key = (0, ((symbol, 1),))
     if step > 1:
         sp.require_zero(sp._mod(sub_keys(me, lb), (step, ())))
-    a.facts.update(sp.constraints)
+    # the index's bounds hold inside the loop only: a launch where it runs no iteration stays
+    # in the domain of everything outside it
+    a.loop_facts[symbol] = sp.constraints[known:]
+    del sp.constraints[known:]
     body = op.body.block
     a.values[body.args[0]] = sp.of_symbol(symbol, a.n)
     a.tags.pop(body.args[0], None)
@@ -1428,6 +1444,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     carried = f"a value carried from one iteration to the next of the loop at {a.where(op)}"
     checking = a.checking
     a.loops.append(LoopContext(name, symbol, step=step))
+    a.obligations.scope = a.obligations.scope + (symbol,)
     nested = any(isinstance(inner, scf.ForOp) for inner in op.body.walk() if inner is not op)
     try:
         # Assertions are checked on a pass whose entry state is final. The first pass starts
@@ -1466,6 +1483,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
             raise a.undecidable(op, "the tags this loop carries from one iteration to the next do not settle")
     finally:
         a.loops.pop()
+        a.obligations.scope = a.obligations.scope[:-1]
         a.checking = checking
     # after the loop: it ran (the state it leaves) or it did not (the state before it)
     a.join_into(before, None, carried, symbol)

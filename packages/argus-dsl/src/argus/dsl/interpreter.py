@@ -467,6 +467,17 @@ def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
     return offsets[..., None] * tile.dtype.nbytes + np.arange(tile.dtype.nbytes)
 
 
+def _fragment_in_tile(interp: Interpreter, op: Operation, frame: _Frame, tile: TileValue, threads: np.ndarray,
+                      role: str) -> np.ndarray:
+    """A fragment's byte indices, after checking that they lie inside the tile's memory."""
+    idx = _fragment_bytes(tile, threads)
+    size = tile.memory.data.shape[-1]
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        raise interp.fault("out-of-bounds", f"the {role} fragment reaches outside its {tile.memory.space} tile "
+                           f"({size} bytes)", op, frame, array=tile.memory.name)
+    return idx
+
+
 def _copy(interp: Interpreter, op: D.CopyOp, frame: _Frame, mask: np.ndarray) -> None:
     atom = interp.copy_atom(op)
     source: TileValue = _value(frame, op.source)
@@ -475,8 +486,8 @@ def _copy(interp: Interpreter, op: D.CopyOp, frame: _Frame, mask: np.ndarray) ->
     if threads.size == 0:
         return
     nbytes = source.dtype.nbytes
-    src_idx = _fragment_bytes(source, threads)
-    dst_idx = _fragment_bytes(target, threads)
+    src_idx = _fragment_in_tile(interp, op, frame, source, threads, "source")
+    dst_idx = _fragment_in_tile(interp, op, frame, target, threads, "target")
     for idx, tile, role in ((src_idx, source, "source"), (dst_idx, target, "target")):
         _check_vectors(interp, op, frame, atom, idx[..., 0], threads, tile, role)
     owners = np.repeat(threads, src_idx.shape[1])
@@ -560,7 +571,7 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
     m, n, k = atom.shape
 
     def read(tile: TileValue, label: str) -> np.ndarray:
-        idx = _fragment_bytes(tile, threads)
+        idx = _fragment_in_tile(interp, op, frame, tile, threads, f"operand {label}")
         raw = tile.memory.data[threads[:, None, None], idx]
         if not tile.memory.written[threads[:, None, None], idx].all():  # type: ignore[index]
             raise interp.fault("uninitialized-read", f"matmul reads fragment {label}, which is not fully written",
@@ -580,7 +591,7 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
     C = C + A @ B.transpose(0, 2, 1)
     flat = C.transpose(0, 2, 1).reshape(groups.size, m * n)[:, atom.c_layout.offsets()]
     per_thread = flat.reshape(groups.size, -1, group).transpose(0, 2, 1).reshape(threads.size, -1)
-    idx = _fragment_bytes(c, threads)
+    idx = _fragment_in_tile(interp, op, frame, c, threads, "accumulator")
     c.memory.data[threads[:, None, None], idx] = c.dtype.encode(atom.c_dtype.round(per_thread))
 
 

@@ -70,7 +70,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
                                   "other, so any proof would be vacuous")
         if empty.status == "unknown":
             return unknown(claim, f"the solver could not decide the domain: {empty.reason}")
-        undecided = analysis.obligations.decide(engine, facts, timeout_ms)
+        undecided = analysis.obligations.decide(engine, facts, timeout_ms, lambda scope: _scoped(analysis, scope))
         base_model = empty.model
         if everything.status != "sat":
             _overruns(analysis, engine, facts, timeout_ms)
@@ -103,6 +103,11 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
         reasons.append(f"{len(unconfirmed)} candidate counterexample(s) did not replay, so none is reported; "
                        f"the first: {unconfirmed[0]}{more}")
     return unknown(claim, "; ".join(reasons))
+
+
+def _scoped(analysis: Analysis, scope: tuple[int, ...]) -> list[Any]:
+    """The bounds of the loops of `scope` (facts where those loops run)."""
+    return [f for symbol in scope for f in analysis.walk.loop_facts.get(symbol, [])]
 
 
 def _sample(space: Space, facts: list[Any]) -> dict[int, int] | None:
@@ -155,6 +160,7 @@ def _small_model(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any]
     sizes = [s for s, sym in space.symbols.items() if sym.role in ("size", "grid")]
     bounds = [("ge0", (SMALL, ((s, -1),))) for s in sizes] + [("ge0", (0, ((s, 1),))) for s in sizes]
     in_bounds = sorted(analysis.replay_facts)
+    facts = facts + _scoped(analysis, c.scope)
     for extra in (in_bounds + bounds, in_bounds, bounds):
         answer = engine.solve(Query(space, facts + extra, [c.condition]), timeout_ms)
         if answer.status == "sat":

@@ -40,6 +40,8 @@ class Candidate:
     details: dict[str, Any] = field(default_factory=dict)
     condition: list[Comparison] = field(default_factory=list)
     """What the symbols must satisfy for this finding (a solver's alternative); empty if none."""
+    scope: tuple[int, ...] = ()
+    """The symbols of the runtime loops around the finding (their bounds hold there only)."""
 
     def witness(self, table: TagTable, space: Space) -> dict[str, Any]:
         """The finding for people and programs, its facts in reading order."""
@@ -58,6 +60,7 @@ class Candidate:
 class _Pending:
     site: str
     equal: bool
+    scope: tuple[int, ...] = ()
     pairs: dict[tuple[tuple[int, int], ...], tuple[int, int, Describe]] = field(default_factory=dict)
     """Per distinct set of (lhs, rhs) element-tag pairs an element's bytes compare, where it was first seen."""
 
@@ -69,6 +72,8 @@ class Obligations:
         self.candidates: list[Candidate] = []
         self.pending: dict[str, _Pending] = {}
         self.compared = 0
+        self.scope: tuple[int, ...] = ()
+        """The loop symbols around what is being compared now (set by the analysis)."""
 
     def mark(self) -> tuple[int, dict[str, int]]:
         """A point to roll back to (a loop pass whose entry state turned out not to be final)."""
@@ -90,7 +95,7 @@ class Obligations:
                 limit: int = 4) -> None:
         """``tag(lhs) == tag(rhs)`` (or ``!=``) for arrays of byte ids (points, elements, bytes)."""
         self.compared += 1
-        pending = self.pending.setdefault(site, _Pending(site, equal))
+        pending = self.pending.setdefault(site, _Pending(site, equal, self.scope))
         unwritten = ((lhs == BOTTOM) | (rhs == BOTTOM)).any(axis=-1)
         conflicting = ((lhs == TOP) | (rhs == TOP)).any(axis=-1) & ~unwritten
         for kind, where in (("unwritten", unwritten), ("conflicting", conflicting)):
@@ -138,16 +143,21 @@ class Obligations:
         self._add(Candidate(site, kind, point, 0, describe, details=details))
 
     def _add(self, candidate: Candidate) -> None:
+        if not candidate.scope:
+            candidate.scope = self.scope
         same_site = [c for c in self.candidates if c.site == candidate.site and c.kind == candidate.kind]
         if len(same_site) < 4:
             self.candidates.append(candidate)
 
-    def decide(self, solver: Solver, facts: list[Comparison], timeout_ms: int = 10_000) -> list[str]:
-        """Settle the symbolic pairs; returns the reasons of anything left undecided."""
+    def decide(self, solver: Solver, facts: list[Comparison], timeout_ms: int = 10_000,
+               scoped: Callable[[tuple[int, ...]], list[Comparison]] | None = None) -> list[str]:
+        """Settle the symbolic pairs; returns the reasons of anything left undecided. `scoped`
+        gives the facts that hold inside the loops of a scope (their index bounds)."""
         undecided = []
         for pending in self.pending.values():
             if not pending.pairs:
                 continue
+            site_facts = facts + (scoped(pending.scope) if scoped else [])
             alternatives: list[list[Comparison]] = []
             owners: list[tuple[tuple[tuple[int, int], ...], tuple[int, int]]] = []
             for unit in pending.pairs:
@@ -160,8 +170,11 @@ class Obligations:
                     alternatives.append([("eq0", sub_keys(_key(x), _key(y))) for a, b in unit
                                          for x, y in zip(self.table.tags[a], self.table.tags[b])])
                     owners.append((unit, unit[0]))
-            answer: Answer = solver.solve(Query(self.space, facts, alternatives), timeout_ms)
+            answer: Answer = solver.solve(Query(self.space, site_facts, alternatives), timeout_ms)
             if answer.status == "unsat":
+                if pending.scope and solver.solve(Query(self.space, site_facts, [[]]), timeout_ms).status != "sat":
+                    undecided.append(f"{pending.site}: the domain of this assertion is empty (the loops around it "
+                                     "never run in any launch), so a proof would be vacuous")
                 continue
             if answer.status == "unknown" or answer.alternative is None:
                 undecided.append(f"{pending.site}: {answer.reason or 'the solver found no usable model'}")
@@ -169,7 +182,7 @@ class Obligations:
             unit, (a, b) = owners[answer.alternative]
             p, e, describe = pending.pairs[unit]
             self._add(Candidate(pending.site, "violated", p, e, describe, answer.model, self.table.tags[a],
-                                self.table.tags[b], condition=alternatives[answer.alternative]))
+                                self.table.tags[b], condition=alternatives[answer.alternative], scope=pending.scope))
         return undecided
 
 
