@@ -237,8 +237,6 @@ def wide_view(x: Tensor[bf16, 64]):
     assert tag(got[...]) == tag(want[...])
 
 
-@pytest.mark.xfail(strict=True, reason="root_coordinates maps a view's element index to the root tensor "
-                                       "without the size ratio, and tags a u32 as one element")
 def test_a_tensor_view_of_another_width_keeps_the_tags_of_its_bytes():
     _refuted(wide_view, (1,), _bf16(64))
 

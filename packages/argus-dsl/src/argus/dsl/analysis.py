@@ -362,7 +362,7 @@ class TagAnalysis:
             self.out_of_bounds(*fault)
 
     def _global_tags(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> np.ndarray:
-        root, coords = self.root_coordinates(ref, coords)
+        root = ref.root or ref
         if root.name in self.written_globals:
             raise self.undecidable(op, f"the kernel reads tensor {root.name!r}, which it also writes; the checker "
                                        "takes global tensors as read-only or write-only")
@@ -370,22 +370,49 @@ class TagAnalysis:
         out = np.zeros((self.n, ref.dtype.nbytes), np.int64)
         if entry is None:
             return out
-        tag_op, _ = entry
-        comps = self.evaluate_tag_function(tag_op, coords)
-        out[active] = self.intern(comps, ref.dtype.nbytes)[active]
+        width, root_width = ref.dtype.nbytes, root.dtype.nbytes
+        if ref.root is None or width == root_width:
+            _, coords = self.root_coordinates(ref, coords)
+            out[active] = self.intern(self.evaluate_tag_function(entry[0], coords), width)[active]
+            return out
+        # a view of another element width: byte b of the view element at flat index i is byte
+        # (i·width + b) mod root_width of the root element (i·width + b) // root_width
+        if width % root_width and root_width % width:
+            raise self.undecidable(op, f"a view of {root.name!r} whose elements ({width} bytes) neither hold whole "
+                                       f"elements of it ({root_width} bytes) nor divide them")
+        flat = self.flat_index(ref, coords)
+        for b in range(width):
+            at = self.space.add(self.space.scale(flat, width), self.space.constant(b, self.n))
+            element = self.space.floordiv(at, self.space.constant(root_width, self.n))
+            byte = self.space.mod(at, self.space.constant(root_width, self.n))
+            if not byte.concrete:
+                raise self.undecidable(op, f"which byte of {root.name!r} a narrower view reads depends on "
+                                           "runtime values")
+            root_coords = self.unflatten(root, element)
+            ids = self.intern(self.evaluate_tag_function(entry[0], root_coords), root_width)
+            out[active, b] = ids[active, byte.const[active]]
         return out
 
-    def root_coordinates(self, ref: GlobalRef, coords: list[Affine]) -> tuple[GlobalRef, list[Affine]]:
-        if ref.root is None:
-            return ref, coords
+    def flat_index(self, ref: GlobalRef, coords: list[Affine]) -> Affine:
+        """The row-major element index of `coords` in `ref`."""
         flat = coords[0]
         for c, d in zip(coords[1:], ref.dims[1:]):
             flat = self.space.add(self.space.mul(flat, d), c)
+        return flat
+
+    def unflatten(self, tensor: GlobalRef, flat: Affine) -> list[Affine]:
+        """The coordinates of row-major element index `flat` of `tensor`."""
         out = []
-        for d in reversed(ref.root.dims):
+        for d in reversed(tensor.dims):
             out.append(self.space.mod(flat, d))
             flat = self.space.floordiv(flat, d)
-        return ref.root, out[::-1]
+        return out[::-1]
+
+    def root_coordinates(self, ref: GlobalRef, coords: list[Affine]) -> tuple[GlobalRef, list[Affine]]:
+        """The coordinates in the viewed tensor of an element of a view of the same width."""
+        if ref.root is None:
+            return ref, coords
+        return ref.root, self.unflatten(ref.root, self.flat_index(ref, coords))
 
     def out_of_bounds(self, op: Operation, thread: int, index: Any, what: str) -> None:
         """An access out of bounds for every launch; `index` may be a callable computing it."""
@@ -1301,6 +1328,9 @@ def _tensor_side(a: TagAnalysis, op: D.TagAssertOp, ref: GlobalRef, threads: np.
     if not all(d.concrete for d in ref.dims):
         raise VerificationError(f"this assertion compares all of tensor {ref.name!r}, whose dims are not all "
                                 "constants; compare a tile of it instead", a.where(op))
+    if ref.root is not None and ref.root.dtype.nbytes != ref.dtype.nbytes:
+        raise VerificationError(f"this assertion compares all of a view of {ref.root.name!r} with another element "
+                                "width; compare a tile loaded from it instead", a.where(op))
     shape = tuple(int(d.const[0]) for d in ref.dims)
     flat = np.arange(int(np.prod(shape)))
     # elements in colexicographic order, as a tile's values are numbered
