@@ -34,13 +34,13 @@ from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from . import dialect as D
+from . import tag_liveness
 from .atoms import CopyAtom, MMAAtom
 from .dialect import layout_from_text
 from .dtypes import DType
 from .errors import SourceLocation, VerificationError
 from .interpreter import TileValue, _offset_table, _pad3, _redistribute
 from .interpreter import _fragment_bytes as _all_fragment_bytes
-from . import tag_liveness
 from .tag_liveness import relevant_ops
 from .types import dtype_of_mlir
 
