@@ -310,3 +310,22 @@ def test_backends_teach_the_analysis_their_ops(monkeypatch):
     assert verify_kernel(passes_through.specialize(), "passes_through").verdict is Verdict.PROVED
     with pytest.raises(ValueError, match="already has a tag rule"):
         analysis.register_rule(math.Exp2Op, same_tags)
+
+
+@kernel(block=(32,), verify=False)
+def tagged_by_variable(x: Tensor[bf16, "m"], m: int, n: int):
+    tag(x, lambda i: (i,))
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    base = 0
+    for k in range(n):
+        base = 32 * k  # a variable: assigned in a runtime loop
+        tag(want, lambda i: (base + thread_idx.x,))
+        got[0] = x[32 * k + thread_idx.x]
+        assert tag(got[...]) == tag(want[...])
+
+
+def test_tag_functions_may_use_variables():
+    assert tagged_by_variable.verify().verdict is Verdict.PROVED
+    shadow = check_launch(tagged_by_variable, (1,), np.zeros(64, np.uint16), 64, 2)
+    assert shadow.verdict is Verdict.PROVED

@@ -554,6 +554,13 @@ class TagAnalysis:
             if isinstance(inner, arith.ConstantOp):
                 env[inner.result] = sp.constant(int(inner.value.value.data), n)  # type: ignore[union-attr]
                 continue
+            if isinstance(inner, D.VarLoadOp):  # a variable assigned in a runtime loop or branch
+                slot = self.values.get(inner.var)
+                if not isinstance(slot, _Slot) or slot.value is None:
+                    raise VerificationError("a tag function uses a variable that does not hold an integer the "
+                                            "checker follows", self.where(op))
+                env[inner.results[0]] = slot.value.take(threads)
+                continue
             if type(inner) in _INDEX_OPS:  # thread_idx.x and friends, per evaluation point
                 _RULES[type(inner)](self, inner, np.ones(self.n, bool))
                 env[inner.results[0]] = self.values[inner.results[0]].take(threads)

@@ -333,6 +333,10 @@ def _evaluate_tag_function(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, coo
     for inner in op.body.block.ops:
         if isinstance(inner, D.YieldTagOp):
             return [np.broadcast_to(value(v), (threads.size, coords[0].size if coords else 1)) for v in inner.values]
+        if isinstance(inner, D.VarLoadOp):  # a variable assigned in a runtime loop or branch
+            held, _ = frame.values[inner.var]
+            env[inner.results[0]] = np.asarray(held)[threads][:, None].astype(np.int64)
+            continue
         if isinstance(inner, _INDEX_OPS):  # thread_idx.x and friends: the interpreter's own rule
             s.handlers[type(inner)](s, inner, frame, np.ones(frame.threads, bool))
             env[inner.results[0]] = np.asarray(_scalar_array(frame, inner.results[0]))[threads][:, None].astype(np.int64)
