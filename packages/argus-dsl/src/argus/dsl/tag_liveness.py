@@ -36,6 +36,8 @@ class _Liveness:
         self.keep: set[Operation] = set()
         self.roots: dict[SSAValue, SSAValue] = {}
         self.data: dict[SSAValue, bool] = {}
+        self.written: set[SSAValue] = set()
+        """Memories (their roots) and variables some op writes."""
 
     def root(self, value: SSAValue) -> SSAValue:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
@@ -74,6 +76,10 @@ def _for(w: _Liveness, op: scf.ForOp, live: set[SSAValue]) -> None:
         if new_in <= body_in:
             break
         body_in |= new_in
+        # what is live at the top reaches the bottom through the back edge; it can change the
+        # body's ops only if the body writes it (values defined outside are never redefined)
+        if not ((body_in - after) & w.written):
+            break
     live |= body_in
     live.update((op.lb, op.ub, op.step))
     w.keep.add(op)
@@ -89,6 +95,7 @@ def _if(w: _Liveness, op: scf.IfOp, live: set[SSAValue]) -> None:
 
 def _tag(w: _Liveness, op: D.TagOp, live: set[SSAValue]) -> None:
     target = w.root(op.target)
+    w.written.add(target)
     tensor = isinstance(op.target.type, D.TensorType)
     if tensor or target in live:
         w.keep.add(op)
@@ -98,6 +105,7 @@ def _tag(w: _Liveness, op: D.TagOp, live: set[SSAValue]) -> None:
 
 
 def _reset(w: _Liveness, op: D.ResetTagsOp, live: set[SSAValue]) -> None:
+    w.written.add(w.root(op.target))
     if w.root(op.target) in live:
         w.keep.add(op)
         live.discard(w.root(op.target))
@@ -105,6 +113,7 @@ def _reset(w: _Liveness, op: D.ResetTagsOp, live: set[SSAValue]) -> None:
 
 def _write(w: _Liveness, op: Operation, live: set[SSAValue]) -> None:
     target = op.operands[1] if isinstance(op, (D.StoreOp, D.StoreAtOp, D.AtomicOp, D.CopyOp)) else op.operands[0]
+    w.written.add(w.root(target))
     reads = isinstance(op, D.AtomicOp) and op.results[0] in live
     if isinstance(target.type, D.TensorType):  # in-bounds facts: its coordinates matter, not its data
         w.keep.add(op)
@@ -120,6 +129,7 @@ def _write(w: _Liveness, op: Operation, live: set[SSAValue]) -> None:
 
 
 def _var_store(w: _Liveness, op: D.VarStoreOp, live: set[SSAValue]) -> None:
+    w.written.add(op.var)
     if op.var in live:
         w.keep.add(op)
         live.update(op.operands)
