@@ -136,6 +136,7 @@ class TagAnalysis:
         self.slots: list[_Slot] = []
         self.tag_functions: dict[str, tuple[D.TagOp, dict[SSAValue, Any]]] = {}
         self.written_globals: set[str] = set()
+        self.read_globals: set[str] = set()
         self.sites: list[SourceLocation | None] = []
         self.site_ids: dict[Operation, int] = {}
         self.loops: list[LoopContext] = []
@@ -346,14 +347,15 @@ class TagAnalysis:
         """Byte tags (threads, bytes) of the elements of a global tensor at `coords` (remembered
         per op: later passes over a loop body load the same forms)."""
         self.in_bounds(op, ref, coords, active)
+        self.read_globals.add((ref.root or ref).name)
+        entry = self.tag_functions.get((ref.root or ref).name)
+        tag_op = entry[0] if entry else None
+        inputs = [ref, active, tag_op, *coords, *(self.values.get(v) for v in (_captured_values(tag_op) if tag_op else ()))]
         memo = self._loads.get(op)
-        if memo is not None and _same_objects(memo[2], [ref, active, *coords]):
-            return memo[1]
-        fingerprint = (active.tobytes(), *(_fingerprint(c) for c in coords))
-        if memo is not None and memo[0] == fingerprint:
+        if memo is not None and _same_objects(memo[2], inputs):  # the same tag function of the same values
             return memo[1]
         tags = self._global_tags(op, ref, coords, active)
-        self._loads[op] = (fingerprint, tags, [ref, active, *coords])
+        self._loads[op] = (None, tags, inputs)
         return tags
 
     def refault(self, faults: list[tuple[Any, ...]]) -> None:
@@ -430,14 +432,17 @@ class TagAnalysis:
         memo = self._bounds.get(op)
         if memo is not None and _same_objects(memo[0], [ref, active, *coords]):
             self.refault(memo[1])
-            self.facts.update(memo[2])  # a later pass states the same facts (an earlier one may be gone)
+            for fact in memo[2]:  # a later pass states the same facts (an earlier one may be gone)
+                self.add_fact(fact)
             self.replay_facts.update(memo[3])
             return
         mark = len(self._faults)
-        facts, replay = set(self.facts), set(self.replay_facts)
+        scope = self.obligations.scope
+        here = set(self.loop_facts[scope[-1]]) if scope else set(self.facts)
+        replay = set(self.replay_facts)
         self._in_bounds(op, ref, coords, active)
-        self._bounds[op] = ([ref, active, *coords], self._faults[mark:], self.facts - facts,
-                            self.replay_facts - replay)
+        now = set(self.loop_facts[scope[-1]]) if scope else set(self.facts)
+        self._bounds[op] = ([ref, active, *coords], self._faults[mark:], now - here, self.replay_facts - replay)
 
     def _in_bounds(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
         points = self.active(active)
@@ -465,7 +470,7 @@ class TagAnalysis:
 
                 for key in self.every_iteration(fact[1]):
                     if key[1] and key == fact[1]:
-                        self.facts.add(("ge0", key))
+                        self.add_fact(("ge0", key))
                     elif key[1]:
                         self.replay_facts.add(("ge0", key))
                         self.fact_origins.setdefault(("ge0", key), (op, int(points[row]), where,
@@ -473,6 +478,17 @@ class TagAnalysis:
                     elif key[0] < 0:  # out of bounds in every launch
                         self.out_of_bounds(op, int(points[row]), where, f"tensor {ref.name!r}, mode {axis}")
                         break
+
+    def add_fact(self, fact: tuple[str, Key]) -> None:
+        """A fact of the domain where the analysis is: inside a runtime loop, of that loop only
+        (a launch in which it runs no iteration must stay in the domain of what follows)."""
+        scope = self.obligations.scope
+        if scope:
+            facts = self.loop_facts[scope[-1]]
+            if fact not in facts:
+                facts.append(fact)
+        else:
+            self.facts.add(fact)
 
     def every_iteration(self, key: Key) -> list[Key]:
         """A fact about one iteration of the enclosing runtime loops, and the same fact for their
@@ -621,13 +637,14 @@ class TagAnalysis:
     def snapshot(self, scope: tuple[int, int] | None = None) -> State:
         """The tags of every memory and variable that exists (or the first `scope` of them)."""
         k, v = scope or (len(self.memories), len(self.slots))
-        return State([(m.tags.copy(), m.site.copy()) for m in self.memories[:k]],
+        return State([(m.tags.copy(), m.site.copy(), m.epoch_writer.copy()) for m in self.memories[:k]],
                       [(s.tags.copy(), s.value) for s in self.slots[:v]])
 
     def restore(self, state: State) -> None:
-        for m, (tags, site) in zip(self.memories, state.memories):
+        for m, (tags, site, writers) in zip(self.memories, state.memories):
             m.tags[...] = tags
             m.site[...] = site
+            m.epoch_writer[...] = writers
         for s, (tags, value) in zip(self.slots, state.slots):
             s.tags, s.value = tags.copy(), value
 
@@ -635,9 +652,10 @@ class TagAnalysis:
         """The current state becomes its join with `other`. Integer variables that differ become
         a select on `condition` or, across loop iterations (`carried`), a value the checker
         does not follow."""
-        for m, (tags, site) in zip(self.memories, other.memories):
+        for m, (tags, site, writers) in zip(self.memories, other.memories):
             m.tags[...] = join(m.tags, tags)
             m.site[...] = np.where(m.site >= 0, m.site, site)
+            m.epoch_writer[...] = np.maximum(m.epoch_writer, writers)  # a write not yet ordered on either path
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
             s.tags = join(s.tags, tags)
             s.value = self.join_values(condition, value, s.value, f"{carried} (variable {i})" if carried else "", loop)
@@ -668,7 +686,8 @@ class TagAnalysis:
 
 @dataclass
 class State:
-    memories: list[tuple[np.ndarray, np.ndarray]]
+    memories: list[tuple[np.ndarray, ...]]
+    """Per memory: its tags, the sites that wrote them, the writers since the last barrier."""
     slots: list[tuple[np.ndarray, Affine | None]]
 
     def same_as(self, other: State) -> bool:
@@ -888,6 +907,10 @@ def _constant(a: TagAnalysis, op: arith.ConstantOp, mask: np.ndarray) -> None:
 def _cast(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     source = op.operands[0]
     value = a.values.get(source) if _is_int(source) and _is_int(op.results[0]) else None
+    if isinstance(op, arith.TruncIOp) and isinstance(value, Affine):  # wraps: exact for numbers only
+        dtype = dtype_of_mlir(op.results[0].type)
+        value = (Affine(value.const.astype(dtype.numpy).astype(np.int64)) if value.concrete
+                 else a.space.opaque(f"a narrowed integer at {a.where(op)}", a.n))
     if isinstance(op, (arith.ExtUIOp,)) and value is not None and not value.concrete:
         value = None
     a.values[op.results[0]] = value
@@ -1010,7 +1033,11 @@ def _store(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     if isinstance(target, GlobalRef):
         if coord_ssa is not None:
             a.in_bounds(op, target, [a.int_value(c, op) for c in coord_ssa], mask)
-        a.written_globals.add((target.root or target).name)
+        name = (target.root or target).name
+        if name in a.read_globals:
+            raise a.undecidable(op, f"the kernel writes tensor {name!r}, which it also reads; the checker takes "
+                                    "global tensors as read-only or write-only")
+        a.written_globals.add(name)
         return
     tile: TileValue = target
     idx = a.tile_bytes(op, tile, None if coord_ssa is None else [a.int_value(c, op) for c in coord_ssa],
@@ -1211,13 +1238,14 @@ def _atom_matrix(tile: TileValue, threads: np.ndarray, group: int, layout: Any, 
 
 
 def _assume(a: TagAnalysis, op: D.AssumeOp, mask: np.ndarray) -> None:
-    """A declared fact: outside symbolic branches, it joins the domain (a condition is 0 or 1)."""
+    """A declared fact: outside symbolic branches, it joins the domain (a condition is 0 or 1);
+    inside a runtime loop, the domain of what is inside the loop."""
     if a.guards:
         return
     cond = a.int_value(op.cond, op)
     for p in np.unique(a.active(mask)):
         row = cond.row(int(p))
-        a.facts.add(("eq0", (row[0] - 1, row[1])) if row[1] else ("ge0", (row[0] - 1, ())))
+        a.add_fact(("eq0", (row[0] - 1, row[1])) if row[1] else ("ge0", (row[0] - 1, ())))
 
 
 def _sync(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
@@ -1233,11 +1261,19 @@ def _reset(a: TagAnalysis, op: D.ResetTagsOp, mask: np.ndarray) -> None:
 def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     target = a.values[op.target]
     if isinstance(target, GlobalRef):
-        if a.guards:
-            raise a.undecidable(op, "a tensor's tag function is set under a branch on a runtime condition; the "
-                                    "checker takes one tag function per tensor at a time (set it before the branch)")
-        for v in _captured_values(op):
-            value = a.values.get(v)
+        if target.root is not None:
+            raise VerificationError("tag functions attach to a tensor argument, not to a view of it: tag the "
+                                    "tensor itself (with its own coordinates)", a.where(op))
+        if a.guards or any(loop.symbol is not None for loop in a.loops):
+            raise a.undecidable(op, "a tensor's tag function is set under a runtime branch or inside a runtime "
+                                    "loop; the checker takes one tag function per tensor at a time (set it before)")
+        captured = list(_captured_values(op))
+        for inner in op.body.block.ops:
+            if isinstance(inner, D.VarLoadOp):
+                slot = a.values.get(inner.var)
+                captured.append(slot.value if isinstance(slot, _Slot) else None)
+        for v in captured:
+            value = v if isinstance(v, Affine) or v is None else a.values.get(v)
             if isinstance(value, Affine) and not _uniform(value):
                 raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
                                         "block indices, sizes and loop indices, not thread indices", a.where(op))
@@ -1491,7 +1527,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         settled = False
         for attempt in range(MAX_PASSES + 1):
             mark = a.obligations.mark()
-            facts_mark = (set(a.facts), set(a.replay_facts))
+            facts_mark = (set(a.facts), set(a.replay_facts), {k: list(v) for k, v in a.loop_facts.items()})
             a.restore(entry)
             tracking = attempt == 0 and not nested
             a.checking = checking and (attempt > 0 or tracking)
@@ -1512,8 +1548,9 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
                 continue
             a.obligations.rollback(mark)
             a.facts, a.replay_facts = set(facts_mark[0]), set(facts_mark[1])  # the pass's facts go too
+            a.loop_facts = {k: list(v) for k, v in facts_mark[2].items()}
             if attempt == MAX_PASSES - 2:  # widen what still moves
-                new_entry = State([(np.where(n != e, TOP, n), s) for (n, s), (e, _) in
+                new_entry = State([(np.where(n[0] != e[0], TOP, n[0]), *n[1:]) for n, e in
                                    zip(new_entry.memories, entry.memories)], new_entry.slots)
             entry = new_entry
         if not settled:
@@ -1529,7 +1566,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
 def _reads_carried(entry: State, new_entry: State, exposed: tuple[list[np.ndarray], list[bool]]) -> bool:
     """Whether a pass read, before overwriting it, anything the entry state changes."""
     memories, slots = exposed
-    for (old, _), (new, _), read in zip(entry.memories, new_entry.memories, memories):
+    for (old, *_), (new, *_), read in zip(entry.memories, new_entry.memories, memories):
         if (read & (old != new)).any():
             return True
     for (old_tags, old_value), (new_tags, new_value), read in zip(entry.slots, new_entry.slots, slots):
@@ -1558,7 +1595,7 @@ class _Renamer:
         self.memo: dict[int, int] = {}
 
     def state(self, state: State) -> State:
-        return State([(self.ids(t), site) for t, site in state.memories],
+        return State([(self.ids(t), *rest) for t, *rest in state.memories],
                      [(self.ids(t), self.value(v)) for t, v in state.slots])
 
     def ids(self, tags: np.ndarray) -> np.ndarray:

@@ -89,6 +89,7 @@ class Kernel:
         from .verification import verify_kernel
 
         compiled = self.specialize(**constants)
+        grid = tuple(grid) if grid is not None else None
         key = tuple(sorted((k, _hashable(v)) for k, v in constants.items())) + (("grid", grid), ("solver", solver))
         result = self._verified.get(key)
         if result is None:

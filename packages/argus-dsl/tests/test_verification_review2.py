@@ -1,0 +1,387 @@
+"""The static tag checker against concrete launches: tensor views and tag functions, loops
+that may run no iteration, integer conversions, barriers and races.
+
+Each `xfail` test builds a launch inside the documented domain (accesses in bounds, no
+declared assumption broken) on which shadow tags (or the interpreter's race check) find a
+problem, and asks the checker not to answer `proved` for the kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from argus.dsl import (
+    ArgusError,
+    KernelFault,
+    Tensor,
+    assume,
+    bf16,
+    bitcast,
+    block_idx,
+    byte_perm,
+    concat,
+    f32,
+    hi,
+    i16,
+    i32,
+    kernel,
+    lo,
+    make_local,
+    make_shared,
+    shfl_down,
+    shfl_idx,
+    shfl_xor,
+    syncthreads,
+    tag,
+    thread_idx,
+    u32,
+)
+from argus.dsl.shadow import check_launch
+from argus.verify import Verdict
+
+
+@pytest.fixture(autouse=True)
+def _no_cache(monkeypatch):
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+
+
+def _bf16(n: int) -> np.ndarray:
+    return np.zeros(n, np.uint16)
+
+
+def _refuted(k, grid, *args) -> None:
+    """The launch violates an assertion, so no proof for every launch may be given."""
+    shadow = check_launch(k, grid, *args)
+    assert shadow.verdict is Verdict.VIOLATED, shadow.text()
+    try:
+        result = k.verify()
+    except ArgusError:  # refusing the kernel, with the line and what is needed, is no proof either
+        return
+    assert result.verdict is not Verdict.PROVED, result.text()
+
+
+def _races(k, grid, *args) -> None:
+    """Two threads write different data to one shared byte with no barrier between them on this
+    launch (the checker reports such writes as `data-race`), so no proof may be given."""
+    with pytest.raises(KernelFault) as fault:
+        check_launch(k, grid, *args)
+    assert fault.value.kind == "data-race"
+    try:
+        result = k.verify()
+    except ArgusError:
+        return
+    assert result.verdict is not Verdict.PROVED, result.text()
+
+
+# ---- tag functions of tensor views ------------------------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def tag_on_reshaped_view(x: Tensor[bf16, 8, 8]):
+    xv = x.view((4, 16), bf16)
+    tag(xv, lambda r, c: (r, c))  # coordinates of the view, not of x
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda j: (thread_idx.x // 8, thread_idx.x % 8))
+    got[0] = x[thread_idx.x // 8, thread_idx.x % 8]
+    assert tag(got[...]) == tag(want[...])  # x[1, 0] is xv[0, 8]: fails from thread 8 on
+
+
+def test_a_tag_function_set_on_a_reshaped_view_takes_the_views_coordinates():
+    _refuted(tag_on_reshaped_view, (1,), np.zeros((8, 8), np.uint16))
+
+
+@kernel(block=(32,), verify=False)
+def tag_on_wide_view(x: Tensor[bf16, 64]):
+    xv = x.view((32,), u32)
+    tag(xv, lambda i: (i,))  # one tag per 4-byte element of the view
+    got = make_local((2,), bf16)
+    want = make_local((2,), bf16)
+    tag(want, lambda j: (2 * thread_idx.x + j,))
+    gv = got.view((1,), u32)
+    gv[0] = xv[thread_idx.x]
+    assert tag(got[...]) == tag(want[...])
+
+
+def test_a_tag_function_set_on_a_wider_view_tags_the_views_elements():
+    _refuted(tag_on_wide_view, (1,), _bf16(64))
+
+
+# ---- tag functions of tensors set in loops, or using per-thread variables ---------------------
+
+
+@kernel(block=(32,), verify=False)
+def retag_in_loop(x: Tensor[bf16, 64]):
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda i: (thread_idx.x,))
+    for k in range(2):
+        tag(x, lambda i: (i + k,))
+        got[0] = x[thread_idx.x]
+        assert tag(got[...]) == tag(want[...])  # fails at k == 1
+
+
+def test_retagging_a_tensor_between_two_runs_of_one_load():
+    _refuted(retag_in_loop, (1,), _bf16(64))
+
+
+@kernel(block=(32,), verify=False)
+def retag_in_runtime_loop(x: Tensor[bf16, "m"], m: int, n: int):
+    tag(x, lambda i: (i,))
+    for k in range(n):
+        tag(x, lambda i: (i + 1,))
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda i: (thread_idx.x + 1,))
+    got[0] = x[thread_idx.x]
+    assert tag(got[...]) == tag(want[...])  # fails when the loop runs no iteration
+
+
+def test_retagging_a_tensor_in_a_loop_that_may_run_no_iteration():
+    _refuted(retag_in_runtime_loop, (1,), _bf16(64), 64, 0)
+
+
+@kernel(block=(32,), verify=False)
+def thread_var_in_tensor_tag(x: Tensor[bf16, 64]):
+    v = 0
+    if thread_idx.x < 64:
+        v = thread_idx.x  # a per-thread variable
+    tag(x, lambda i: (i - v,))
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda i: (0,))
+    got[0] = x[thread_idx.x]
+    assert tag(got[...]) == tag(want[...])
+
+
+def test_a_tensor_tag_function_with_a_per_thread_variable():
+    _refuted(thread_var_in_tensor_tag, (1,), _bf16(64))
+
+
+# ---- facts from code that a launch may never run ------------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def assume_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
+    tag(x, lambda i: (i,))
+    for k in range(n):
+        assume(m == 64)
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda i: (thread_idx.x + m - 64,))
+    got[0] = x[thread_idx.x]
+    assert tag(got[...]) == tag(want[...])  # fails when m != 64, a launch with n == 0
+
+
+def test_an_assumption_inside_a_loop_that_may_run_no_iteration():
+    _refuted(assume_in_loop, (1,), _bf16(96), 96, 0)
+
+
+@kernel(block=(32,), verify=False)
+def bounds_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
+    tag(x, lambda i: (i,))
+    acc = make_local((1,), bf16)
+    for k in range(n):
+        acc[0] = x[thread_idx.x + 64]  # in bounds only when m >= 96
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda i: (thread_idx.x + min(m, 96) - 96,))
+    got[0] = x[thread_idx.x]
+    assert tag(got[...]) == tag(want[...])  # fails when m < 96, a launch with n == 0
+
+
+def test_in_bounds_facts_of_a_loop_that_may_run_no_iteration():
+    _refuted(bounds_in_loop, (1,), _bf16(64), 64, 0)
+
+
+# ---- global tensors written and read back -----------------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def read_then_write_loop(x: Tensor[bf16, "m"], y: Tensor[bf16, "m"], m: int, n: int):
+    tag(x, lambda i: (i,))
+    tag(y, lambda i: (i + 1000,))
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    for k in range(n):
+        got[0] = x[32 * k + thread_idx.x]  # from k == 1 on: what the previous iteration wrote
+        tag(want, lambda j: (32 * k + thread_idx.x,))
+        assert tag(got[...]) == tag(want[...])
+        x[32 * k + 32 + thread_idx.x] = y[thread_idx.x]
+
+
+def test_a_tensor_read_back_in_the_next_iteration():
+    _refuted(read_then_write_loop, (1,), _bf16(96), _bf16(96), 96, 2)
+
+
+# ---- integers: conversions and 32-bit arithmetic ----------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def narrowed_index(x: Tensor[bf16, "m"], m: int):
+    tag(x, lambda i: (i,))
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda j: (thread_idx.x + 65536,))
+    got[0] = x[i32(i16(thread_idx.x + 65536))]  # i16 keeps the low 16 bits: x[thread_idx.x]
+    assert tag(got[...]) == tag(want[...])
+
+
+def test_a_narrowing_conversion_of_an_index():
+    _refuted(narrowed_index, (1,), _bf16(64), 64)
+
+
+@kernel(block=(32,), verify=False)
+def wrapped_index(x: Tensor[bf16, "m"], m: int, n: int):
+    tag(x, lambda i: (i,))
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda j: (thread_idx.x + n,))
+    got[0] = x[thread_idx.x + n * 65536 * 65536]  # i32: n * 2^32 wraps to 0
+    assert tag(got[...]) == tag(want[...])  # fails when n != 0
+
+
+@pytest.mark.xfail(
+    strict=True, reason="i32 arithmetic is taken as unbounded; wrapped indices shrink the domain")
+def test_an_index_that_wraps_around_in_32_bits():
+    _refuted(wrapped_index, (1,), _bf16(64), 64, 1)
+
+
+# ---- barriers and races in shared memory ------------------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def barrier_in_branch(x: Tensor[bf16, "m"], m: int, n: int):
+    tag(x, lambda i: (i,))
+    s = make_shared((1,), bf16)
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda i: (1,))
+    if thread_idx.x == 0:
+        s[0] = x[0]
+    if block_idx.x < n:  # no barrier when block_idx.x >= n
+        syncthreads()
+    if thread_idx.x == 1:
+        s[0] = x[1]
+    syncthreads()
+    got[0] = s[0]
+    assert tag(got[...]) == tag(want[...])
+
+
+def test_a_barrier_on_one_side_of_a_symbolic_branch_does_not_hide_a_race():
+    _races(barrier_in_branch, (1,), _bf16(64), 64, 0)
+
+
+@kernel(block=(32,), verify=False)
+def barrier_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
+    tag(x, lambda i: (i,))
+    s = make_shared((1,), bf16)
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda i: (1,))
+    if thread_idx.x == 0:
+        s[0] = x[0]
+    for k in range(n):  # no barrier when n == 0
+        syncthreads()
+    if thread_idx.x == 1:
+        s[0] = x[1]
+    syncthreads()
+    got[0] = s[0]
+    assert tag(got[...]) == tag(want[...])
+
+
+def test_a_barrier_in_a_loop_that_may_run_no_iteration_does_not_hide_a_race():
+    _races(barrier_in_loop, (1,), _bf16(64), 64, 0)
+
+
+# ---- errors -----------------------------------------------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def per_block(x: Tensor[bf16, "m"], m: int):
+    tag(x, lambda i: (i,))
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda j: (thread_idx.x,))
+    got[0] = x[32 * block_idx.x + thread_idx.x]
+    assert tag(got[...]) == tag(want[...])  # fails in every block but the first
+
+
+def test_a_grid_given_as_a_list():
+    try:
+        result = per_block.verify(grid=[2, 1])
+    except ArgusError:
+        return
+    assert result.verdict is Verdict.VIOLATED
+
+
+# ---- behaviours that hold -----------------------------------------------------------------------
+
+
+def test_an_explicit_grid_bounds_the_block_indices():
+    assert per_block.verify(grid=(1,)).verdict is Verdict.PROVED
+    result = per_block.verify(grid=(2, 1))
+    assert result.verdict is Verdict.VIOLATED
+    assert result.witnesses[0]["replayed"].startswith("reproduced")
+
+
+@kernel(block=(32,), verify=False)
+def halves_swapped(x: Tensor[bf16, 64]):
+    tag(x, lambda i: (i,))
+    w = concat(x[2 * thread_idx.x], x[2 * thread_idx.x + 1])  # a in the low bytes
+    p = byte_perm(w, w, (2, 3, 0, 1))
+    got = make_local((2,), bf16)
+    want = make_local((2,), bf16)
+    tag(want, lambda j: (2 * thread_idx.x + 1 - j,))
+    got[0] = bitcast(lo(p), bf16)
+    got[1] = bitcast(hi(p), bf16)
+    assert tag(got[...]) == tag(want[...])
+
+
+@kernel(block=(32,), verify=False)
+def bytes_swapped(x: Tensor[bf16, 64]):
+    tag(x, lambda i: (i,))
+    w = concat(x[2 * thread_idx.x], x[2 * thread_idx.x + 1])
+    p = byte_perm(w, w, (1, 0, 3, 2))  # bytes swapped inside each half
+    got = make_local((2,), bf16)
+    want = make_local((2,), bf16)
+    tag(want, lambda j: (2 * thread_idx.x + j,))
+    got[0] = bitcast(lo(p), bf16)
+    got[1] = bitcast(hi(p), bf16)
+    assert tag(got[...]) == tag(want[...])
+
+
+def test_byte_rearrangements_follow_each_byte():
+    assert halves_swapped.verify().verdict is Verdict.PROVED
+    assert check_launch(bytes_swapped, (1,), _bf16(64)).verdict is Verdict.VIOLATED
+    assert bytes_swapped.verify().verdict is Verdict.VIOLATED
+
+
+@kernel(block=(64,), warp_size=64, verify=False)
+def shuffles_64(x: Tensor[f32, 64]):
+    tag(x, lambda i: (i,))
+    v = x[thread_idx.x]
+    got = make_local((2,), f32)
+    want = make_local((2,), f32)
+    tag(want, lambda j: ((thread_idx.x ^ 32) * (1 - j) + min(thread_idx.x + 1, 63) * j,))
+    got[0] = shfl_xor(v, 32)
+    got[1] = shfl_down(v, 1)  # the last lane reads itself
+    assert tag(got[...]) == tag(want[...])
+
+
+@kernel(block=(32, 4), verify=False)
+def broadcast_lane_3(x: Tensor[f32, 128]):
+    tag(x, lambda i: (i,))
+    v = x[thread_idx.y * 32 + thread_idx.x]
+    got = make_local((1,), f32)
+    want = make_local((1,), f32)
+    tag(want, lambda j: (thread_idx.y * 32 + 3,))
+    got[0] = shfl_idx(v, 3)
+    assert tag(got[...]) != tag(want[...])  # equal in every lane: violated
+
+
+def test_shuffles_with_64_lanes_and_in_every_warp_of_a_2d_block():
+    assert check_launch(shuffles_64, (1,), np.zeros(64, np.float32)).verdict is Verdict.PROVED
+    assert shuffles_64.verify().verdict is Verdict.PROVED
+    result = broadcast_lane_3.verify()
+    assert result.verdict is Verdict.VIOLATED
+    assert result.witnesses[0]["replayed"].startswith("reproduced")
