@@ -329,3 +329,19 @@ def test_tag_functions_may_use_variables():
     assert tagged_by_variable.verify().verdict is Verdict.PROVED
     shadow = check_launch(tagged_by_variable, (1,), np.zeros(64, np.uint16), 64, 2)
     assert shadow.verdict is Verdict.PROVED
+
+
+@kernel(block=(32,), verify=False)
+def racy_computed(x: Tensor[f32, 64]):
+    tag(x, lambda i: (i,))
+    s = make_shared((16,), f32)
+    got = make_local((1,), f32)
+    s[thread_idx.x // 2] = x[thread_idx.x] * 2.0  # computed data, two threads per element, no barrier
+    syncthreads()
+    got[0] = s[thread_idx.x // 2]
+    assert tag(got[...]) == tag(got[...])
+
+
+def test_two_threads_writing_computed_data_to_one_byte_race():
+    result = racy_computed.verify()
+    assert result.verdict is Verdict.VIOLATED and result.witnesses[0]["kind"] == "data-race"

@@ -1295,9 +1295,10 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     comps = a.evaluate_tag_function(op, flat_coords, point)
     ids = a.intern(comps, tile.dtype.nbytes).reshape(rows.size, elements, -1)
     idx = _fragment_bytes(tile, rows)
-    tile.memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, a.site(op))  # type: ignore[attr-defined]
-    if not per_thread:
-        tile.memory.barrier()  # type: ignore[attr-defined]
+    if per_thread:
+        tile.memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, a.site(op))  # type: ignore[attr-defined]
+    else:
+        tile.memory.relabel(idx.reshape(-1), ids.reshape(-1), a.site(op))  # type: ignore[attr-defined]
 
 
 def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:

@@ -312,9 +312,10 @@ def _tag(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, mask: np.ndarray) -> 
     idx = s.element_bytes(target, rows)
     ids = s.table.rows_to_ids(stacked[:rows.size].reshape(-1, stacked.shape[-1]), nbytes).reshape(rows.size, -1, nbytes)
     memory = s.memory_tags(target, frame)
-    memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, s.site(op))
-    if not memory.per_thread:
-        memory.barrier()  # a tag function describes data, it does not race with anything
+    if memory.per_thread:
+        memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, s.site(op))
+    else:  # a tag function describes data: nothing is written, nothing races
+        memory.relabel(idx.reshape(-1), ids.reshape(-1), s.site(op))
 
 
 def _evaluate_tag_function(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, coords: list[np.ndarray],

@@ -84,10 +84,13 @@ class TagMemory:
         owners = np.broadcast_to(threads[:, None], idx.shape).reshape(-1)
         flat, new = idx.reshape(-1), ids.reshape(-1)
         old_writer, old_tag, old_site = self.epoch_writer[flat], self.tags[flat], self.site[flat]
-        clash = (old_writer >= 0) & (old_writer != owners) & (old_tag != new) & (old_tag != BOTTOM)
-        # within one write: two threads, one byte, different tags
+        # different data: different tags, or computed data (⊤) on both sides
+        clash = (old_writer >= 0) & (old_writer != owners) & ((old_tag != new) | (new == TOP)) & (old_tag != BOTTOM)
+        # within one write: two threads, one byte, different data
         order = np.argsort(flat, kind="stable")
-        same = np.flatnonzero((flat[order][1:] == flat[order][:-1]) & (new[order][1:] != new[order][:-1]))
+        ordered = new[order]
+        same = np.flatnonzero((flat[order][1:] == flat[order][:-1])
+                              & ((ordered[1:] != ordered[:-1]) | (ordered[1:] == TOP)))
         result = new.copy()
         for k in same:
             a, b = order[k], order[k + 1]
@@ -106,10 +109,18 @@ class TagMemory:
         self.epoch_writer.fill(-1)
 
     def reset(self) -> None:
-        """Forget every tag (the buffer is about to hold other data)."""
+        """Forget every tag (the buffer is about to hold other data). Not a barrier: the writes
+        since the last barrier still race with later ones."""
         if self.fresh is not None:
             self.fresh.fill(True)
         self.tags.fill(BOTTOM)
         self.site.fill(-1)
         self.writer.fill(-1)
-        self.epoch_writer.fill(-1)
+
+    def relabel(self, idx: np.ndarray, ids: np.ndarray, site: int) -> None:
+        """Set the tags of bytes of a shared buffer (a tag function): the data do not change, so
+        nothing is written and nothing races."""
+        if self.fresh is not None:
+            self.fresh[idx] = True
+        self.tags[idx] = ids
+        self.site[idx] = site
