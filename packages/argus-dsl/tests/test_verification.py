@@ -345,3 +345,17 @@ def racy_computed(x: Tensor[f32, 64]):
 def test_two_threads_writing_computed_data_to_one_byte_race():
     result = racy_computed.verify()
     assert result.verdict is Verdict.VIOLATED and result.witnesses[0]["kind"] == "data-race"
+
+
+@kernel(block=(32,), verify=False)
+def never_reached(x: Tensor[bf16, 32]):
+    tag(x, lambda i: (i,))
+    a = make_local((1,), bf16)
+    a[0] = x[thread_idx.x]
+    if thread_idx.x > 40:  # no thread of the block
+        assert tag(a[...]) == tag(a[...])
+
+
+def test_an_assertion_no_thread_reaches_is_unknown_not_proved():
+    result = never_reached.verify()
+    assert result.verdict is Verdict.UNKNOWN and "never reached" in result.reason
