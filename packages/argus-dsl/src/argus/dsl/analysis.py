@@ -150,6 +150,7 @@ class TagAnalysis:
         self._results: dict[Operation, Any] = {}
         self._ops: dict[Operation, Any] = {}
         self._shapes_of: dict[Operation, Any] = {}
+        self._captured: dict[Operation, tuple[SSAValue, ...]] = {}
         self._bounds: dict[Operation, Any] = {}
         self._iterations: dict[Key, list[Key]] = {}
         self._shapes: dict[tuple[Any, ...], dict[tuple[int, ...], int]] = {}
@@ -350,7 +351,8 @@ class TagAnalysis:
         self.read_globals.add((ref.root or ref).name)
         entry = self.tag_functions.get((ref.root or ref).name)
         tag_op = entry[0] if entry else None
-        inputs = [ref, active, tag_op, *coords, *(self.values.get(v) for v in (_captured_values(tag_op) if tag_op else ()))]
+        captured = _captured_values(self, tag_op) if tag_op else ()
+        inputs = [ref, active, tag_op, *coords, *(self.values.get(v) for v in captured)]
         memo = self._loads.get(op)
         if memo is not None and _same_objects(memo[2], inputs):  # the same tag function of the same values
             return memo[1]
@@ -1267,7 +1269,7 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
         if a.guards or any(loop.symbol is not None for loop in a.loops):
             raise a.undecidable(op, "a tensor's tag function is set under a runtime branch or inside a runtime "
                                     "loop; the checker takes one tag function per tensor at a time (set it before)")
-        captured = list(_captured_values(op))
+        captured = list(_captured_values(a, op))
         for inner in op.body.block.ops:
             if isinstance(inner, D.VarLoadOp):
                 slot = a.values.get(inner.var)
@@ -1310,13 +1312,17 @@ def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
     return idx
 
 
-def _captured_values(op: D.TagOp) -> list[SSAValue]:
-    inside = set(op.body.block.args)
-    out = []
-    for inner in op.body.block.ops:
-        inside.update(inner.results)
-        out.extend(v for v in inner.operands if v not in inside)
-    return out
+def _captured_values(a: TagAnalysis, op: D.TagOp) -> tuple[SSAValue, ...]:
+    """The values a tag function's body uses from outside it (read from the IR once)."""
+    found = a._captured.get(op)
+    if found is None:
+        inside = set(op.body.block.args)
+        out = []
+        for inner in op.body.block.ops:
+            inside.update(inner.results)
+            out.extend(v for v in inner.operands if v not in inside)
+        found = a._captured[op] = tuple(out)
+    return found
 
 
 def _uniform(value: Affine) -> bool:
