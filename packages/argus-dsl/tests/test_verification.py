@@ -359,3 +359,22 @@ def never_reached(x: Tensor[bf16, 32]):
 def test_an_assertion_no_thread_reaches_is_unknown_not_proved():
     result = never_reached.verify()
     assert result.verdict is Verdict.UNKNOWN and "never reached" in result.reason
+
+
+@kernel(block=(32,), verify=False)
+def no_barrier(x: Tensor[bf16, 32]):
+    tag(x, lambda i: (i,))
+    s = make_shared((32,), bf16)
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda i: (31 - thread_idx.x,))
+    s[thread_idx.x] = x[thread_idx.x]
+    got[0] = s[31 - thread_idx.x]  # another thread's element, and no syncthreads() before it
+    assert tag(got[...]) == tag(want[...])
+
+
+def test_reading_another_threads_write_before_a_barrier_is_a_race():
+    result = no_barrier.verify()
+    assert result.verdict is Verdict.VIOLATED
+    w = result.witnesses[0]
+    assert w["kind"] == "data-race" and w["assertion"].endswith(f":{_line(no_barrier, 'got[0] = s[31')}:5")

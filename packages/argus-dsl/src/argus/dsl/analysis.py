@@ -348,11 +348,16 @@ class TagAnalysis:
         """Byte tags (threads, bytes) of the elements of a global tensor at `coords` (remembered
         per op: later passes over a loop body load the same forms)."""
         self.in_bounds(op, ref, coords, active)
-        self.read_globals.add((ref.root or ref).name)
+        name = (ref.root or ref).name
+        if name in self.written_globals:
+            raise self.undecidable(op, f"the kernel reads tensor {name!r}, which it also writes; the checker "
+                                       "takes global tensors as read-only or write-only")
+        self.read_globals.add(name)
         entry = self.tag_functions.get((ref.root or ref).name)
         tag_op = entry[0] if entry else None
         captured = _captured_values(self, tag_op) if tag_op else ()
-        inputs = [ref, active, tag_op, *coords, *(self.values.get(v) for v in captured)]
+        frozen = list(entry[1].values()) if entry else []
+        inputs = [ref, active, tag_op, *coords, *(self.values.get(v) for v in captured), *frozen]
         memo = self._loads.get(op)
         if memo is not None and _same_objects(memo[2], inputs):  # the same tag function of the same values
             return memo[1]
@@ -377,7 +382,7 @@ class TagAnalysis:
         width, root_width = ref.dtype.nbytes, root.dtype.nbytes
         if ref.root is None or width == root_width:
             _, coords = self.root_coordinates(ref, coords)
-            out[active] = self.intern(self.evaluate_tag_function(entry[0], coords), width)[active]
+            out[active] = self.intern(self.evaluate_tag_function(entry[0], coords, frozen=entry[1]), width)[active]
             return out
         # a view of another element width: byte b of the view element at flat index i is byte
         # (i·width + b) mod root_width of the root element (i·width + b) // root_width
@@ -393,7 +398,7 @@ class TagAnalysis:
                 raise self.undecidable(op, f"which byte of {root.name!r} a narrower view reads depends on "
                                            "runtime values")
             root_coords = self.unflatten(root, element)
-            ids = self.intern(self.evaluate_tag_function(entry[0], root_coords), root_width)
+            ids = self.intern(self.evaluate_tag_function(entry[0], root_coords, frozen=entry[1]), root_width)
             out[active, b] = ids[active, byte.const[active]]
         return out
 
@@ -492,6 +497,20 @@ class TagAnalysis:
         else:
             self.facts.add(fact)
 
+    def check_read(self, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray) -> None:
+        """A thread reading shared bytes another thread wrote since the last barrier: a race."""
+        if memory.per_thread or not self.checking:
+            return
+        writers = memory.epoch_writer[idx.reshape(threads.size, -1)]
+        unordered = (writers >= 0) & (writers != threads[:, None])
+        if unordered.any():
+            row, col = (int(x[0]) for x in np.nonzero(unordered))
+            reader, writer = int(threads[row]), int(writers[row, col])
+            site = str(self.where(op))
+            self.obligations.fault(site, "data-race", reader, _describer(self, op, site, np.arange(self.n)),
+                                   {"memory": memory.name, "byte": int(idx.reshape(threads.size, -1)[row, col]),
+                                    "threads": (writer, reader), "why": "read before a barrier orders the write"})
+
     def every_iteration(self, key: Key) -> list[Key]:
         """A fact about one iteration of the enclosing runtime loops, and the same fact for their
         first and last iterations (an affine quantity is extreme at the ends of its range). The
@@ -549,9 +568,11 @@ class TagAnalysis:
                           np.int64, len(unique))
         return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
 
-    def evaluate_tag_function(self, op: D.TagOp, coords: list[Affine], points: np.ndarray | None = None) -> list[Affine]:
+    def evaluate_tag_function(self, op: D.TagOp, coords: list[Affine], points: np.ndarray | None = None,
+                              frozen: dict[SSAValue, Affine] | None = None) -> list[Affine]:
         """The tag components at `coords` (forms of equal length), the body run symbolically;
-        `points[i]` is the thread whose values evaluation i sees (default: i itself)."""
+        `points[i]` is the thread whose values evaluation i sees (default: i itself); `frozen`
+        holds the values variables had when a tensor's tag function was set."""
         n = len(coords[0]) if coords else self.n
         threads = np.arange(n) % self.n if points is None else points
         env: dict[SSAValue, Affine] = dict(zip(op.body.block.args, coords))
@@ -573,11 +594,16 @@ class TagAnalysis:
                 env[inner.result] = sp.constant(int(inner.value.value.data), n)  # type: ignore[union-attr]
                 continue
             if isinstance(inner, D.VarLoadOp):  # a variable assigned in a runtime loop or branch
-                slot = self.values.get(inner.var)
-                if not isinstance(slot, _Slot) or slot.value is None:
-                    raise VerificationError("a tag function uses a variable that does not hold an integer the "
-                                            "checker follows", self.where(op))
-                env[inner.results[0]] = slot.value.take(threads)
+                held = (frozen or {}).get(inner.var)
+                if held is None:
+                    slot = self.values.get(inner.var)
+                    if not isinstance(slot, _Slot) or slot.value is None:
+                        raise VerificationError("a tag function uses a variable that does not hold an integer the "
+                                                "checker follows", self.where(op))
+                    if slot.tracked and not slot.stored:
+                        slot.exposed = True  # read before this loop pass assigns it: carried
+                    held = slot.value
+                env[inner.results[0]] = held.take(threads)
                 continue
             if type(inner) in _INDEX_OPS:  # thread_idx.x and friends, per evaluation point
                 _RULES[type(inner)](self, inner, np.ones(self.n, bool))
@@ -1021,6 +1047,7 @@ def _load(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
                        None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
     active = a.active(mask)
     read = tile.memory.read(idx, active)  # type: ignore[attr-defined]
+    a.check_read(op, tile.memory, idx, active)  # type: ignore[arg-type]
     if active is a.tid:
         a.tags[result] = read
         return
@@ -1052,7 +1079,11 @@ def _store(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
 def _atomic(a: TagAnalysis, op: D.AtomicOp, mask: np.ndarray) -> None:
     target = a.values[op.target]
     if isinstance(target, GlobalRef):
-        a.written_globals.add((target.root or target).name)
+        name = (target.root or target).name
+        if name in a.read_globals:
+            raise a.undecidable(op, f"the kernel writes tensor {name!r}, which it also reads; the checker takes "
+                                    "global tensors as read-only or write-only")
+        a.written_globals.add(name)
     else:
         active = np.flatnonzero(mask)
         idx = a.tile_bytes(op, target, [a.int_value(c, op) for c in op.coords], None, mask)
@@ -1143,8 +1174,11 @@ def _copy(a: TagAnalysis, op: D.CopyOp, mask: np.ndarray) -> None:
     if threads.size == 0:
         return
     atom = _atom(a, op, CopyAtom)
+    if atom.src_layout is not None and threads.size % atom.threads:
+        raise a.undecidable(op, f"{atom.name} needs whole groups of {atom.threads} threads")
     src_idx = _fragment_bytes(source, threads)
     tags = source.memory.read(src_idx.reshape(threads.size, -1), threads).reshape(src_idx.shape)
+    a.check_read(op, source.memory, src_idx, threads)
     if atom.src_layout is not None:
         tags = _redistribute(tags, atom, threads.size)
     dst_idx = _fragment_bytes(target, threads)
@@ -1282,7 +1316,9 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
         if any(isinstance(inner, (D.ThreadIdxOp, D.LaneIdOp, D.WarpIdOp)) for inner in op.body.block.ops):
             raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
                                     "block indices, sizes and loop indices, not thread indices", a.where(op))
-        a.tag_functions[(target.root or target).name] = (op, {})
+        frozen = {inner.var: a.values[inner.var].value for inner in op.body.block.ops if isinstance(inner, D.VarLoadOp)
+                  and isinstance(a.values.get(inner.var), _Slot) and a.values[inner.var].value is not None}
+        a.tag_functions[(target.root or target).name] = (op, frozen)  # variables as they are now
         return
     threads = np.flatnonzero(mask)
     if threads.size == 0:
@@ -1291,6 +1327,9 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     coords = _tile_coordinates(tile)
     elements = coords[0].size if coords else 1
     per_thread = tile.memory.per_thread  # type: ignore[attr-defined]
+    if not per_thread and a.guards:
+        raise a.undecidable(op, "a shared tile is tagged under a branch on a runtime condition; which thread's "
+                                "values the tag function sees depends on the launch (tag it before the branch)")
     rows = threads if per_thread else threads[:1]
     point = np.repeat(rows, elements)
     flat_coords = [a.space.constant(np.tile(c, rows.size), point.size) for c in coords]
@@ -1571,10 +1610,12 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
 
 
 def _reads_carried(entry: State, new_entry: State, exposed: tuple[list[np.ndarray], list[bool]]) -> bool:
-    """Whether a pass read, before overwriting it, anything the entry state changes."""
+    """Whether a pass read, before overwriting it, anything the entry state changes — or left
+    shared writes unordered by a barrier at the end of the body (they race with the next
+    iteration's accesses)."""
     memories, slots = exposed
-    for (old, *_), (new, *_), read in zip(entry.memories, new_entry.memories, memories):
-        if (read & (old != new)).any():
+    for (old, _, old_writers), (new, _, new_writers), read in zip(entry.memories, new_entry.memories, memories):
+        if (read & (old != new)).any() or not np.array_equal(old_writers, new_writers):
             return True
     for (old_tags, old_value), (new_tags, new_value), read in zip(entry.slots, new_entry.slots, slots):
         if read and (not np.array_equal(old_tags, new_tags) or not _same_values([old_value], [new_value])):
