@@ -502,7 +502,7 @@ class TagAnalysis:
         if memory.per_thread or not self.checking:
             return
         writers = memory.epoch_writer[idx.reshape(threads.size, -1)]
-        unordered = (writers >= 0) & (writers != threads[:, None])
+        unordered = (writers != -1) & (writers != threads[:, None])
         if unordered.any():
             row, col = (int(x[0]) for x in np.nonzero(unordered))
             reader, writer = int(threads[row]), int(writers[row, col])
@@ -676,20 +676,25 @@ class TagAnalysis:
         for s, (tags, value) in zip(self.slots, state.slots):
             s.tags, s.value = tags.copy(), value
 
-    def join_into(self, other: State, condition: Affine | None, carried: str = "", loop: int | None = None) -> None:
+    def join_into(self, other: State, condition: Affine | None, carried: str = "", loop: int | None = None,
+                  origin: str = "") -> None:
         """The current state becomes its join with `other`. Integer variables that differ become
         a select on `condition` or, across loop iterations (`carried`), a value the checker
         does not follow."""
         for m, (tags, site, writers) in zip(self.memories, other.memories):
             m.tags[...] = join(m.tags, tags)
             m.site[...] = np.where(m.site >= 0, m.site, site)
-            m.epoch_writer[...] = np.maximum(m.epoch_writer, writers)  # a write not yet ordered on either path
+            m.epoch_writer[...] = TagMemory.join_writers(m.epoch_writer, writers)
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
             s.tags = join(s.tags, tags)
-            s.value = self.join_values(condition, value, s.value, f"{carried} (variable {i})" if carried else "", loop)
+            label = f"{carried or f'a value joined from two paths at {origin}'} (variable {i})"
+            scope = self.obligations.scope
+            s.value = self.join_values(condition, value, s.value, label,
+                                       loop if loop is not None else (scope[-1] if scope else None),
+                                       select=not carried)
 
     def join_values(self, condition: Affine | None, a: Affine | None, b: Affine | None, label: str,
-                    loop: int | None = None) -> Affine | None:
+                    loop: int | None = None, select: bool = True) -> Affine | None:
         """Two paths' values of a variable: equal, a select on the branch condition, or a value
         the checker does not follow (one per point, and per iteration of `loop`: renaming the
         loop index to the previous iteration makes it another value)."""
@@ -698,14 +703,14 @@ class TagAnalysis:
         if _same_values([a], [b]):
             return a
         sp = self.space
-        if condition is not None and not label:
+        if condition is not None and select:
             return _select_int(sp, None, [condition, a, b])  # type: ignore[arg-type]
         const = np.zeros(len(a), np.int64)
         terms: dict[int, np.ndarray] = {}
         for p in range(len(a)):
             ra, rb = a.row(p), b.row(p)
             iteration = () if loop is None else ((0, ((loop, 1),)),)
-            key = ra if ra == rb else (0, ((sp.atom("opaque", label or "a value joined from two paths", p, *iteration), 1),))
+            key = ra if ra == rb else (0, ((sp.atom("opaque", label, p, *iteration), 1),))
             const[p] = key[0]
             for t, c in key[1]:
                 terms.setdefault(t, np.zeros(len(a), np.int64))[p] = c
@@ -1144,9 +1149,9 @@ def _var_store(a: TagAnalysis, op: D.VarStoreOp, mask: np.ndarray) -> None:
         slot.tags = slot.tags.copy()
         slot.tags[mask] = tags[mask]
     new = a.values.get(op.value)
-    if not isinstance(new, Affine):
-        slot.value = None
-    elif full or slot.value is None:
+    if not isinstance(new, Affine) or (not full and slot.value is None):
+        slot.value = None  # unknown for the threads the store leaves out
+    elif full:
         slot.value = new
     else:
         slot.value = _masked(a.space, mask, new, slot.value)
@@ -1417,6 +1422,9 @@ def _tensor_side(a: TagAnalysis, op: D.TagAssertOp, ref: GlobalRef, threads: np.
     if not all(d.concrete for d in ref.dims):
         raise VerificationError(f"this assertion compares all of tensor {ref.name!r}, whose dims are not all "
                                 "constants; compare a tile of it instead", a.where(op))
+    if (ref.root or ref).name in a.written_globals:
+        raise a.undecidable(op, f"this assertion compares tensor {(ref.root or ref).name!r}, which the kernel "
+                                "writes; the checker takes global tensors as read-only or write-only")
     if ref.root is not None and ref.root.dtype.nbytes != ref.dtype.nbytes:
         raise VerificationError(f"this assertion compares all of a view of {ref.root.name!r} with another element "
                                 "width; compare a tile loaded from it instead", a.where(op))
@@ -1496,7 +1504,7 @@ def _if(a: TagAnalysis, op: scf.IfOp, mask: np.ndarray) -> None:
             a.run_block(op.false_region.block, mask)
     finally:
         a.guards -= 1
-    a.join_into(after_true, cond if isinstance(cond, Affine) else None)
+    a.join_into(after_true, cond if isinstance(cond, Affine) else None, origin=str(a.where(op)))
     a.join_tracking(tracked_true)
 
 

@@ -99,7 +99,7 @@ def _tag(w: _Liveness, op: D.TagOp, live: set[SSAValue]) -> None:
     tensor = isinstance(op.target.type, D.TensorType)
     if tensor or target in live:
         w.keep.add(op)
-        if op.target is target and not tensor:
+        if op.target is target and not tensor and _covers_memory(op.target):
             live.discard(target)  # every tag of the tile is overwritten here
         live.update(_captured(op))
 
@@ -166,6 +166,12 @@ _RULES = {
     D.VarStoreOp: _var_store, D.VarLoadOp: _var_load, D.LoadOp: _load, D.LoadAtOp: _load,
     **{t: _always for t in _ALWAYS},
 }
+
+
+def _covers_memory(tile: SSAValue) -> bool:
+    """Whether a tile (an allocation) is laid out over every element of its memory."""
+    offsets = tile.type.layout.offsets()  # type: ignore[attr-defined]
+    return len(offsets) > 0 and len(set(int(o) for o in offsets)) == int(max(offsets)) + 1
 
 
 def _captured(op: D.TagOp) -> list[SSAValue]:

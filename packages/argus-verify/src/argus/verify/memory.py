@@ -85,7 +85,7 @@ class TagMemory:
         flat, new = idx.reshape(-1), ids.reshape(-1)
         old_writer, old_tag, old_site = self.epoch_writer[flat], self.tags[flat], self.site[flat]
         # different data: different tags, or computed data (⊤) on both sides
-        clash = (old_writer >= 0) & (old_writer != owners) & ((old_tag != new) | (new == TOP)) & (old_tag != BOTTOM)
+        clash = (old_writer != -1) & (old_writer != owners) & ((old_tag != new) | (new == TOP)) & (old_tag != BOTTOM)
         # within one write: two threads, one byte, different data
         order = np.argsort(flat, kind="stable")
         ordered = new[order]
@@ -103,6 +103,12 @@ class TagMemory:
         self.site[flat] = site
         self.writer[flat] = owners
         self.epoch_writer[flat] = owners
+
+    @staticmethod
+    def join_writers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Writers since the last barrier on either of two paths: one thread, or -2 for several
+        (a later access by any thread may race), -1 for none."""
+        return np.where(a == b, a, np.where(a == -1, b, np.where(b == -1, a, -2)))
 
     def barrier(self) -> None:
         """Writes before a barrier are ordered before writes after it."""

@@ -61,8 +61,10 @@ class _Pending:
     site: str
     equal: bool
     scope: tuple[int, ...] = ()
-    pairs: dict[tuple[tuple[int, int], ...], tuple[int, int, Describe]] = field(default_factory=dict)
-    """Per distinct set of (lhs, rhs) element-tag pairs an element's bytes compare, where it was first seen."""
+    pairs: dict[tuple[tuple[int, ...], tuple[tuple[int, int], ...]], tuple[int, int, Describe]] = field(
+        default_factory=dict)
+    """Per loop scope and distinct set of (lhs, rhs) element-tag pairs an element's bytes
+    compare, where it was first seen (a site reached inside and outside a loop has both)."""
 
 
 class Obligations:
@@ -124,7 +126,7 @@ class Obligations:
                 if wrong is not None:
                     self._add(Candidate(site, "violated", int(p), int(e), describe, {}, tags[wrong[0]], tags[wrong[1]]))
                 elif unit:
-                    pending.pairs.setdefault(unit, where)
+                    pending.pairs.setdefault((self.scope, unit), where)
                 continue
             if any(_definitely_different(tags[a], tags[b]) for a, b in unit):
                 continue  # some byte differs in every launch: never equal
@@ -132,7 +134,7 @@ class Obligations:
                 a = int(lhs_el[p, e, 0])
                 self._add(Candidate(site, "violated", int(p), int(e), describe, {}, tags[a], tags[a]))
                 continue
-            pending.pairs.setdefault(unit, where)
+            pending.pairs.setdefault((self.scope, unit), where)
 
     def conflict(self, site: str, point: int, element: int, describe: Describe) -> None:
         """Conflicting data (⊤) where a check needs tags: never a proof."""
@@ -155,35 +157,40 @@ class Obligations:
         gives the facts that hold inside the loops of a scope (their index bounds)."""
         undecided = []
         for pending in self.pending.values():
-            if not pending.pairs:
-                continue
-            site_facts = facts + (scoped(pending.scope) if scoped else [])
-            alternatives: list[list[Comparison]] = []
-            owners: list[tuple[tuple[tuple[int, int], ...], tuple[int, int]]] = []
-            for unit in pending.pairs:
-                if pending.equal:  # violated when some component of some byte's pair differs
-                    for a, b in unit:
-                        for x, y in zip(self.table.tags[a], self.table.tags[b]):
-                            alternatives.append([("ne0", sub_keys(_key(x), _key(y)))])
-                            owners.append((unit, (a, b)))
-                else:  # violated when every byte's pair is equal in every component
-                    alternatives.append([("eq0", sub_keys(_key(x), _key(y))) for a, b in unit
-                                         for x, y in zip(self.table.tags[a], self.table.tags[b])])
-                    owners.append((unit, unit[0]))
-            answer: Answer = solver.solve(Query(self.space, site_facts, alternatives), timeout_ms)
-            if answer.status == "unsat":
-                if pending.scope and solver.solve(Query(self.space, site_facts, [[]]), timeout_ms).status != "sat":
-                    undecided.append(f"{pending.site}: the domain of this assertion is empty (the loops around it "
-                                     "never run in any launch), so a proof would be vacuous")
-                continue
-            if answer.status == "unknown" or answer.alternative is None:
-                undecided.append(f"{pending.site}: {answer.reason or 'the solver found no usable model'}")
-                continue
-            unit, (a, b) = owners[answer.alternative]
-            p, e, describe = pending.pairs[unit]
-            self._add(Candidate(pending.site, "violated", p, e, describe, answer.model, self.table.tags[a],
-                                self.table.tags[b], condition=alternatives[answer.alternative], scope=pending.scope))
+            for scope in dict.fromkeys(key[0] for key in pending.pairs):  # one query per loop scope reached
+                units = [key[1] for key in pending.pairs if key[0] == scope]
+                undecided += self._decide(solver, pending, scope, units, facts + (scoped(scope) if scoped else []),
+                                          timeout_ms)
         return undecided
+
+    def _decide(self, solver: Solver, pending: _Pending, scope: tuple[int, ...],
+                units: list[tuple[tuple[int, int], ...]], site_facts: list[Comparison], timeout_ms: int) -> list[str]:
+        """One query for the pairs one assertion compares in one loop scope."""
+        alternatives: list[list[Comparison]] = []
+        owners: list[tuple[tuple[tuple[int, int], ...], tuple[int, int]]] = []
+        for unit in units:
+            if pending.equal:  # violated when some component of some byte's pair differs
+                for a, b in unit:
+                    for x, y in zip(self.table.tags[a], self.table.tags[b]):
+                        alternatives.append([("ne0", sub_keys(_key(x), _key(y)))])
+                        owners.append((unit, (a, b)))
+            else:  # violated when every byte's pair is equal in every component
+                alternatives.append([("eq0", sub_keys(_key(x), _key(y))) for a, b in unit
+                                     for x, y in zip(self.table.tags[a], self.table.tags[b])])
+                owners.append((unit, unit[0]))
+        answer: Answer = solver.solve(Query(self.space, site_facts, alternatives), timeout_ms)
+        if answer.status == "unsat":
+            if scope and solver.solve(Query(self.space, site_facts, [[]]), timeout_ms).status != "sat":
+                return [f"{pending.site}: the domain of this assertion is empty (the loops around it never run in "
+                        "any launch), so a proof would be vacuous"]
+            return []
+        if answer.status == "unknown" or answer.alternative is None:
+            return [f"{pending.site}: {answer.reason or 'the solver found no usable model'}"]
+        unit, (a, b) = owners[answer.alternative]
+        p, e, describe = pending.pairs[(scope, unit)]
+        self._add(Candidate(pending.site, "violated", p, e, describe, answer.model, self.table.tags[a],
+                            self.table.tags[b], condition=alternatives[answer.alternative], scope=scope))
+        return []
 
 
 _ORDER = ("assertion", "kind", "message", "block", "thread", "threads", "loops", "element", "lhs tag", "rhs tag",
