@@ -171,7 +171,7 @@ _RULES = {
 def _covers_memory(tile: SSAValue) -> bool:
     """Whether a tile (an allocation) is laid out over every element of its memory."""
     offsets = tile.type.layout.offsets()  # type: ignore[attr-defined]
-    return len(offsets) > 0 and len(set(int(o) for o in offsets)) == int(max(offsets)) + 1
+    return len(offsets) > 0 and len({int(o) for o in offsets}) == int(max(offsets)) + 1
 
 
 def _captured(op: D.TagOp) -> list[SSAValue]:

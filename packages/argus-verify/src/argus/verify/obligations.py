@@ -181,8 +181,8 @@ class Obligations:
         answer: Answer = solver.solve(Query(self.space, site_facts, alternatives), timeout_ms)
         if answer.status == "unsat":
             if scope and solver.solve(Query(self.space, site_facts, [[]]), timeout_ms).status != "sat":
-                return [f"{pending.site}: the domain of this assertion is empty (the loops around it never run in "
-                        "any launch), so a proof would be vacuous"]
+                return [(f"{pending.site}: the domain of this assertion is empty (the loops around it never run "
+                         "in any launch), so a proof would be vacuous")]
             return []
         if answer.status == "unknown" or answer.alternative is None:
             return [f"{pending.site}: {answer.reason or 'the solver found no usable model'}"]
