@@ -29,7 +29,7 @@ from argus.layout import ComposedLayout
 from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys
 from argus.verify.memory import TagMemory
 from argus.verify.obligations import Obligations
-from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, join
+from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, join, resize
 from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -1077,7 +1077,7 @@ def _store(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     idx = a.tile_bytes(op, tile, None if coord_ssa is None else [a.int_value(c, op) for c in coord_ssa],
                        None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
     active = a.active(mask)
-    tags = a.tags_of(value)
+    tags = resize(a.tags_of(value), tile.dtype.nbytes)
     tile.memory.write(idx, tags if active is a.tid else tags[active], active, a.site(op))  # type: ignore[attr-defined]
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from argus.verify.assertions import check
 from argus.verify.memory import TagMemory
 from argus.verify.results import Result, proved, violated
-from argus.verify.tags import BOTTOM, TOP, TagTable
+from argus.verify.tags import BOTTOM, TOP, TagTable, resize
 from xdsl.dialects import arith, scf
 from xdsl.ir import Operation, SSAValue
 
@@ -174,7 +174,8 @@ def _store(s: ShadowInterpreter, op: Any, frame: _Frame, mask: np.ndarray) -> No
     target = _value(frame, op.target)
     threads = np.flatnonzero(mask)
     idx = _accessed_bytes(s, op, frame, mask, target)
-    s.memory_tags(target, frame).write(idx, s.value_tags(frame, op.value)[threads], threads, s.site(op))
+    tags = resize(s.value_tags(frame, op.value)[threads], target.dtype.nbytes)
+    s.memory_tags(target, frame).write(idx, tags, threads, s.site(op))
 
 
 def _same_bytes(s: ShadowInterpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:

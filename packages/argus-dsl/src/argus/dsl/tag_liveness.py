@@ -3,9 +3,9 @@
 The checks are the tag assertions and the operand pairing of every `matmul`. An op matters
 when a check reads what it produces, directly or through memory: a store matters when the
 memory it writes is read later by something that matters, a value when an op that matters
-uses it. A tag function applied to a whole tile overwrites every tag of it, so stores before
-it (the scores of an attention kernel, computed and then re-tagged as probabilities) do not
-matter. Control flow, barriers, allocations, views, tag functions of tensors and the
+uses it. A tag function applied to a whole register tile overwrites every tag of it, so stores
+before it (the scores of an attention kernel, computed and then re-tagged as probabilities) do
+not matter (in shared memory they still do: they may race with later accesses). Control flow, barriers, allocations, views, tag functions of tensors and the
 coordinates of global accesses (they state the in-bounds facts of the domain) always matter.
 
 The analysis skips the other ops: arithmetic on data whose tags reach no check is most of a
@@ -99,16 +99,15 @@ def _tag(w: _Liveness, op: D.TagOp, live: set[SSAValue]) -> None:
     tensor = isinstance(op.target.type, D.TensorType)
     if tensor or target in live:
         w.keep.add(op)
-        if op.target is target and not tensor and _covers_memory(op.target):
-            live.discard(target)  # every tag of the tile is overwritten here
+        if op.target is target and not tensor and _local(target) and _covers_memory(op.target):
+            live.discard(target)  # every tag of the registers is overwritten here
         live.update(_captured(op))
 
 
 def _reset(w: _Liveness, op: D.ResetTagsOp, live: set[SSAValue]) -> None:
     w.written.add(w.root(op.target))
     if w.root(op.target) in live:
-        w.keep.add(op)
-        live.discard(w.root(op.target))
+        w.keep.add(op)  # shared memory: earlier writes still race with later accesses, so they stay
 
 
 def _write(w: _Liveness, op: Operation, live: set[SSAValue]) -> None:
@@ -166,6 +165,11 @@ _RULES = {
     D.VarStoreOp: _var_store, D.VarLoadOp: _var_load, D.LoadOp: _load, D.LoadAtOp: _load,
     **{t: _always for t in _ALWAYS},
 }
+
+
+def _local(tile: SSAValue) -> bool:
+    """Registers, where a write never races (shared tiles keep their earlier writes live)."""
+    return bool(tile.type.space.data == "local")  # type: ignore[attr-defined]
 
 
 def _covers_memory(tile: SSAValue) -> bool:

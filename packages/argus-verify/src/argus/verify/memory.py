@@ -85,12 +85,13 @@ class TagMemory:
         flat, new = idx.reshape(-1), ids.reshape(-1)
         old_writer, old_tag, old_site = self.epoch_writer[flat], self.tags[flat], self.site[flat]
         # different data: different tags, or computed data (⊤) on both sides
-        clash = (old_writer != -1) & (old_writer != owners) & ((old_tag != new) | (new == TOP)) & (old_tag != BOTTOM)
-        # within one write: two threads, one byte, different data
+        # two threads write one byte with no barrier between: a race, unless both write the same
+        # tagged datum (the same element of the same source)
+        clash = (old_writer != -1) & (old_writer != owners) & ((old_tag != new) | (new <= TOP))
         order = np.argsort(flat, kind="stable")
         ordered = new[order]
         same = np.flatnonzero((flat[order][1:] == flat[order][:-1])
-                              & ((ordered[1:] != ordered[:-1]) | (ordered[1:] == TOP)))
+                              & ((ordered[1:] != ordered[:-1]) | (ordered[1:] <= TOP)))
         result = new.copy()
         for k in same:
             a, b = order[k], order[k + 1]

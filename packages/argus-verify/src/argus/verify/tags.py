@@ -110,6 +110,15 @@ def merge(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(a == BOTTOM, b, np.where((b == BOTTOM) | (a == b), a, TOP))
 
 
+def resize(tags: np.ndarray, nbytes: int) -> np.ndarray:
+    """The byte tags (rows, nbytes) of values converted to another width (a constant stored
+    into a narrower element): constants stay ⊥, anything else is computed data (⊤)."""
+    if tags.shape[-1] == nbytes:
+        return tags
+    constant = (tags == BOTTOM).all(axis=-1, keepdims=True)
+    return np.broadcast_to(np.where(constant, BOTTOM, TOP), (*tags.shape[:-1], nbytes)).copy()
+
+
 def join(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Two paths' tags where either may have run: equal tags stay, anything else is ⊤ — also a
     byte written on one path only, whose other path leaves it unwritten (⊥), so that reading it
