@@ -378,3 +378,11 @@ def test_reading_another_threads_write_before_a_barrier_is_a_race():
     assert result.verdict is Verdict.VIOLATED
     w = result.witnesses[0]
     assert w["kind"] == "data-race" and w["assertion"].endswith(f":{_line(no_barrier, 'got[0] = s[31')}:5")
+
+
+def test_a_malformed_grid_is_refused():
+    from argus.dsl import ArgusLaunchError
+
+    for grid in ((1, 2, 3, 4), (0,), (1.5,)):
+        with pytest.raises(ArgusLaunchError, match="1 to 3 positive ints"):
+            staged.verify(grid=grid)

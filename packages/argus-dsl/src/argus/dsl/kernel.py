@@ -88,8 +88,12 @@ class Kernel:
         Results are cached with the kernel, in memory and on disk."""
         from .verification import verify_kernel
 
+        if grid is not None:
+            grid = tuple(grid)
+            if not 1 <= len(grid) <= 3 or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1
+                                                   for g in grid):
+                raise ArgusLaunchError(f"a grid is 1 to 3 positive ints, got {grid!r}")
         compiled = self.specialize(**constants)
-        grid = tuple(grid) if grid is not None else None
         key = tuple(sorted((k, _hashable(v)) for k, v in constants.items())) + (("grid", grid), ("solver", solver))
         result = self._verified.get(key)
         if result is None:
