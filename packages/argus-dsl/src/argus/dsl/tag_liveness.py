@@ -9,7 +9,7 @@ not matter (in shared memory they still do: they may race with later accesses). 
 coordinates of global accesses (they state the in-bounds facts of the domain) always matter.
 
 The analysis skips the other ops: arithmetic on data whose tags reach no check is most of a
-kernel. Races on memories that reach no check are left to the interpreter.
+kernel. Reads of shared memory always run, with the writes before them, since they may race.
 """
 
 from __future__ import annotations
@@ -120,7 +120,8 @@ def _write(w: _Liveness, op: Operation, live: set[SSAValue]) -> None:
         if reads:
             live.add(op.operands[0])
         return
-    if w.root(target) in live or reads:
+    from_shared = isinstance(op, D.CopyOp) and _shared(op.operands[0])
+    if w.root(target) in live or reads or from_shared:
         w.keep.add(op)
         live.update(op.operands)
         if isinstance(op, D.CopyOp):
@@ -143,10 +144,11 @@ def _var_load(w: _Liveness, op: D.VarLoadOp, live: set[SSAValue]) -> None:
 def _load(w: _Liveness, op: Operation, live: set[SSAValue]) -> None:
     source = op.operands[0]
     used = op.results[0] in live
-    if used or isinstance(source.type, D.TensorType):  # a global load states in-bounds facts
+    shared = _shared(source)
+    if used or shared or isinstance(source.type, D.TensorType):  # in-bounds facts; races on shared reads
         w.keep.add(op)
         live.update(op.operands[1:])
-        if used:
+        if used or shared:  # a shared read races with the writes before it, so they matter too
             live.add(w.root(source))
 
 
@@ -165,6 +167,10 @@ _RULES = {
     D.VarStoreOp: _var_store, D.VarLoadOp: _var_load, D.LoadOp: _load, D.LoadAtOp: _load,
     **{t: _always for t in _ALWAYS},
 }
+
+
+def _shared(value: SSAValue) -> bool:
+    return isinstance(value.type, D.TileType) and value.type.space.data == "shared"
 
 
 def _local(tile: SSAValue) -> bool:
