@@ -25,7 +25,6 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from argus.layout import ComposedLayout
 from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys
 from argus.verify.memory import TagMemory
 from argus.verify.obligations import Obligations
@@ -39,7 +38,7 @@ from .atoms import CopyAtom, MMAAtom
 from .dialect import layout_from_text
 from .dtypes import DType
 from .errors import SourceLocation, VerificationError
-from .interpreter import TileValue, _offset_table, _pad3, _redistribute
+from .interpreter import TileValue, _offset_table, _pad3, _redistribute, tile_coordinates
 from .interpreter import _fragment_bytes as _all_fragment_bytes
 from .tag_liveness import relevant_ops
 from .types import dtype_of_mlir
@@ -605,7 +604,7 @@ class TagAnalysis:
                     held = slot.value
                 env[inner.results[0]] = held.take(threads)
                 continue
-            if type(inner) in _INDEX_OPS:  # thread_idx.x and friends, per evaluation point
+            if type(inner) in D.INDEX_OPS:  # thread_idx.x and friends, per evaluation point
                 _RULES[type(inner)](self, inner, np.ones(self.n, bool))
                 env[inner.results[0]] = self.values[inner.results[0]].take(threads)
                 continue
@@ -1329,7 +1328,7 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     if threads.size == 0:
         return
     tile: TileValue = target
-    coords = _tile_coordinates(tile)
+    coords = tile_coordinates(tile.layout)
     elements = coords[0].size if coords else 1
     per_thread = tile.memory.per_thread  # type: ignore[attr-defined]
     if not per_thread and a.guards:
@@ -1357,33 +1356,16 @@ def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
 
 
 def _captured_values(a: TagAnalysis, op: D.TagOp) -> tuple[SSAValue, ...]:
-    """The values a tag function's body uses from outside it (read from the IR once)."""
+    """`op.captured()`, read from the IR once per analysis (global loads ask for it each time)."""
     found = a._captured.get(op)
     if found is None:
-        inside = set(op.body.block.args)
-        out = []
-        for inner in op.body.block.ops:
-            inside.update(inner.results)
-            out.extend(v for v in inner.operands if v not in inside)
-        found = a._captured[op] = tuple(out)
+        found = a._captured[op] = tuple(op.captured())
     return found
 
 
 def _uniform(value: Affine) -> bool:
     """The same form at every point."""
     return bool((value.const == value.const[0]).all()) and all((t == t[0]).all() for t in value.terms.values())
-
-
-def _tile_coordinates(tile: TileValue) -> list[np.ndarray]:
-    layout = tile.layout
-    inner = layout.inner if isinstance(layout, ComposedLayout) else layout
-    sizes = [m.size() for m in inner] if inner.rank > 1 else [inner.size()]
-    flat = np.arange(int(np.prod(sizes)))
-    out = []
-    for n in sizes:
-        out.append(flat % n)
-        flat = flat // n
-    return out
 
 
 def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
@@ -1402,7 +1384,7 @@ def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
                  else target.memory.site[idx.reshape(threads.size, -1)]).reshape(idx.shape)
         sides.append((target, tags, sites))
     (lt, lhs, lsites), (_, rhs, rsites) = sides
-    coordinates = _tile_coordinates(lt) if isinstance(lt, TileValue) else lt
+    coordinates = tile_coordinates(lt.layout) if isinstance(lt, TileValue) else lt
     if lhs.shape != rhs.shape:
         raise VerificationError(f"the two sides of this tag assertion have {lhs.shape[1]} and {rhs.shape[1]} "
                                 "elements; they are compared element by element", a.where(op))
@@ -1724,8 +1706,6 @@ _NUMPY: dict[type, Callable[..., np.ndarray]] = {
     arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or, arith.XOrIOp: np.bitwise_xor,
     arith.MinSIOp: np.minimum, arith.MaxSIOp: np.maximum,
 }
-
-_INDEX_OPS = (D.ThreadIdxOp, D.BlockIdxOp, D.BlockDimOp, D.GridDimOp, D.LaneIdOp, D.WarpIdOp)
 
 _RULES: dict[type, Rule] = {
     arith.ConstantOp: _constant,

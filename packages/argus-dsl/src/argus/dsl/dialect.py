@@ -20,7 +20,7 @@ from typing import Any
 from argus.layout import ComposedLayout, Layout, parse
 from xdsl.dialects import arith, builtin, math, scf
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -474,6 +474,15 @@ class TagOp(IRDLOperation):
     target = operand_def()
     body = region_def("single_block")
 
+    def captured(self) -> list[SSAValue]:
+        """The values the body uses from outside it (loop indices, sizes, variables' loads)."""
+        inside = set(self.body.block.args)
+        out = []
+        for inner in self.body.block.ops:
+            inside.update(inner.results)
+            out.extend(v for v in inner.operands if v not in inside)
+        return out
+
 
 @irdl_op_definition
 class YieldTagOp(IRDLOperation):
@@ -522,6 +531,9 @@ class SyncThreadsOp(IRDLOperation):
     def __init__(self) -> None:
         super().__init__()
 
+
+#: Ops giving a thread's position: usable in tag functions, evaluated per thread.
+INDEX_OPS = (ThreadIdxOp, BlockIdxOp, BlockDimOp, GridDimOp, LaneIdOp, WarpIdOp)
 
 OPERATIONS: list[type[IRDLOperation]] = [
     KernelOp,

@@ -458,6 +458,18 @@ def _partition(interp: Interpreter, op: D.PartitionOp, frame: _Frame, mask: np.n
     frame.values[op.result] = TileValue(source.memory, t.layout, t.dtype, base)
 
 
+def tile_coordinates(layout: Layout | ComposedLayout) -> list[np.ndarray]:
+    """Per-mode coordinates of every element of a tile, in its value order (mode 0 fastest)."""
+    inner = layout.inner if isinstance(layout, ComposedLayout) else layout
+    sizes = [m.size() for m in inner] if inner.rank > 1 else [inner.size()]
+    flat = np.arange(int(np.prod(sizes)))
+    out = []
+    for n in sizes:
+        out.append(flat % n)
+        flat = flat // n
+    return out
+
+
 def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
     """Byte indices (threads, values, nbytes) of each thread's fragment elements, in value order."""
     count = _offset_table(tile.layout)[0].size

@@ -37,6 +37,7 @@ from .interpreter import (
     _scalar_array,
     _value,
     shuffle_sources,
+    tile_coordinates,
 )
 from .types import dtype_of_mlir
 
@@ -128,15 +129,7 @@ class ShadowInterpreter(Interpreter):
         """Per-mode coordinates of every element, in element order."""
         if isinstance(target, TensorValue):
             return list(np.unravel_index(np.arange(target.array.size), target.array.shape, order="F"))
-        layout = target.layout
-        inner = layout.inner if hasattr(layout, "inner") else layout
-        sizes = [m.size() for m in inner] if inner.rank > 1 else [inner.size()]
-        flat = np.arange(int(np.prod(sizes)))
-        out = []
-        for n in sizes:
-            out.append(flat % n)
-            flat = flat // n
-        return out
+        return tile_coordinates(target.layout)
 
 
 def _width(ssa: SSAValue) -> int:
@@ -339,7 +332,7 @@ def _evaluate_tag_function(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, coo
             held, _ = frame.values[inner.var]
             env[inner.results[0]] = np.asarray(held)[threads][:, None].astype(np.int64)
             continue
-        if isinstance(inner, _INDEX_OPS):  # thread_idx.x and friends: the interpreter's own rule
+        if isinstance(inner, D.INDEX_OPS):  # thread_idx.x and friends: the interpreter's own rule
             s.handlers[type(inner)](s, inner, frame, np.ones(frame.threads, bool))
             env[inner.results[0]] = np.asarray(_scalar_array(frame, inner.results[0]))[threads][:, None].astype(np.int64)
             continue
@@ -356,9 +349,6 @@ def _evaluate_tag_function(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, coo
                               s.locations.get(op), {})
         env[inner.results[0]] = np.asarray(fn(*(value(v) for v in inner.operands)), dtype=np.int64)
     return []
-
-
-_INDEX_OPS = (D.ThreadIdxOp, D.BlockIdxOp, D.BlockDimOp, D.GridDimOp, D.LaneIdOp, D.WarpIdOp)
 
 
 def _floor_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:

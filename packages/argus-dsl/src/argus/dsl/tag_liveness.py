@@ -101,7 +101,7 @@ def _tag(w: _Liveness, op: D.TagOp, live: set[SSAValue]) -> None:
         w.keep.add(op)
         if op.target is target and not tensor and _local(target) and _covers_memory(op.target):
             live.discard(target)  # every tag of the registers is overwritten here
-        live.update(_captured(op))
+        live.update(op.captured())
 
 
 def _reset(w: _Liveness, op: D.ResetTagsOp, live: set[SSAValue]) -> None:
@@ -182,16 +182,6 @@ def _covers_memory(tile: SSAValue) -> bool:
     """Whether a tile (an allocation) is laid out over every element of its memory."""
     offsets = tile.type.layout.offsets()  # type: ignore[attr-defined]
     return len(offsets) > 0 and len({int(o) for o in offsets}) == int(max(offsets)) + 1
-
-
-def _captured(op: D.TagOp) -> list[SSAValue]:
-    """Values a tag function's body uses from outside it."""
-    inside = set(op.body.block.args)
-    out = []
-    for inner in op.body.block.ops:
-        inside.update(inner.results)
-        out.extend(v for v in inner.operands if v not in inside)
-    return out
 
 
 def keep_always(op_type: type) -> None:
