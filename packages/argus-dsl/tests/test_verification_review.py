@@ -24,13 +24,9 @@ from argus.dsl import (
     u32,
     universal_fma,
 )
-from argus.dsl.shadow import check_launch
 from argus.verify import Verdict
 
-
-@pytest.fixture(autouse=True)
-def _no_cache(monkeypatch):
-    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("no_result_cache")
 
 
 def _bf16(n: int) -> np.ndarray:
@@ -41,22 +37,11 @@ def _f32(n: int) -> np.ndarray:
     return np.zeros(n, np.float32)
 
 
-def _refuted(k, grid, *args) -> None:
-    """The launch violates an assertion, so no proof for every launch may be given."""
-    shadow = check_launch(k, grid, *args)
-    assert shadow.verdict is Verdict.VIOLATED, shadow.text()
-    try:
-        result = k.verify()
-    except ArgusError:  # refusing the kernel, with the line and what is needed, is no proof either
-        return
-    assert result.verdict is not Verdict.PROVED, result.text()
-
-
 # ---- loops that may run zero times ------------------------------------------------------------
 
 
 @kernel(block=(32,), verify=False)
-def zero_trip(x: Tensor[bf16, "m"], m: int):
+def zero_trip(x: Tensor[bf16, m], m: int):
     tag(x, lambda i: (i,))
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)
@@ -68,12 +53,12 @@ def zero_trip(x: Tensor[bf16, "m"], m: int):
     assert tag(got[...]) == tag(want[...])  # fails in block 0 only
 
 
-def test_a_loop_that_runs_no_iteration_does_not_shrink_the_domain():
-    _refuted(zero_trip, (2,), _bf16(64), 64)
+def test_a_loop_that_runs_no_iteration_does_not_shrink_the_domain(refuted):
+    refuted(zero_trip, (2,), _bf16(64), 64)
 
 
 @kernel(block=(32,), verify=False)
-def triangular(x: Tensor[bf16, "m"], m: int, n: int):
+def triangular(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)
@@ -85,15 +70,15 @@ def triangular(x: Tensor[bf16, "m"], m: int, n: int):
         assert tag(got[...]) == tag(want[...])  # fails at k == 0 only
 
 
-def test_a_triangular_inner_loop_keeps_the_first_outer_iteration():
-    _refuted(triangular, (1,), _bf16(64), 64, 2)
+def test_a_triangular_inner_loop_keeps_the_first_outer_iteration(refuted):
+    refuted(triangular, (1,), _bf16(64), 64, 2)
 
 
 # ---- joins that hide the unwritten path -------------------------------------------------------
 
 
 @kernel(block=(32,), verify=False)
-def written_on_one_path(x: Tensor[bf16, "m"], m: int, n: int):
+def written_on_one_path(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)
@@ -103,12 +88,12 @@ def written_on_one_path(x: Tensor[bf16, "m"], m: int, n: int):
     assert tag(got[...]) == tag(want[...])  # unwritten when block_idx.x >= n
 
 
-def test_a_tile_written_on_one_side_of_a_symbolic_branch_is_unwritten_on_the_other():
-    _refuted(written_on_one_path, (1,), _bf16(64), 64, 0)
+def test_a_tile_written_on_one_side_of_a_symbolic_branch_is_unwritten_on_the_other(refuted):
+    refuted(written_on_one_path, (1,), _bf16(64), 64, 0)
 
 
 @kernel(block=(32,), verify=False)
-def select_constant(x: Tensor[f32, "m"], m: int, n: int):
+def select_constant(x: Tensor[f32, m], m: int, n: int):
     tag(x, lambda i: (i,))
     got = make_local((1,), f32)
     want = make_local((1,), f32)
@@ -117,15 +102,15 @@ def select_constant(x: Tensor[f32, "m"], m: int, n: int):
     assert tag(got[...]) == tag(want[...])  # the constant (⊥) is taken when block_idx.x >= n
 
 
-def test_a_select_on_a_symbolic_condition_keeps_its_constant_side():
-    _refuted(select_constant, (1,), _f32(64), 64, 0)
+def test_a_select_on_a_symbolic_condition_keeps_its_constant_side(refuted):
+    refuted(select_constant, (1,), _f32(64), 64, 0)
 
 
 # ---- values carried from one iteration of a runtime loop to the next ---------------------------
 
 
 @kernel(block=(32,), verify=False)
-def prologue_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
+def prologue_in_loop(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     r = make_local((1,), bf16)
     got = make_local((1,), bf16)
@@ -139,12 +124,12 @@ def prologue_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
         r[0] = x[32 * (k + 2) + thread_idx.x]  # prefetches one tile too far
 
 
-def test_a_prefetch_carried_past_a_symbolic_branch_is_checked():
-    _refuted(prologue_in_loop, (1,), _bf16(160), 160, 2)
+def test_a_prefetch_carried_past_a_symbolic_branch_is_checked(refuted):
+    refuted(prologue_in_loop, (1,), _bf16(160), 160, 2)
 
 
 @kernel(block=(32,), verify=False)
-def carried_index(x: Tensor[bf16, "m"], m: int, n: int):
+def carried_index(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     r = make_local((1,), bf16)
     want = make_local((1,), bf16)
@@ -157,12 +142,12 @@ def carried_index(x: Tensor[bf16, "m"], m: int, n: int):
         r[0] = x[j]  # one element behind: x[j + 1] is meant
 
 
-def test_a_tag_from_a_carried_variable_refers_to_its_own_iteration():
-    _refuted(carried_index, (1,), _bf16(32), 32, 2)
+def test_a_tag_from_a_carried_variable_refers_to_its_own_iteration(refuted):
+    refuted(carried_index, (1,), _bf16(32), 32, 2)
 
 
 @kernel(block=(32,), verify=False)
-def stale_fact(x: Tensor[bf16, "m"], m: int, n: int):
+def stale_fact(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     acc = make_local((1,), bf16)
     got = make_local((1,), bf16)
@@ -176,8 +161,8 @@ def stale_fact(x: Tensor[bf16, "m"], m: int, n: int):
         j = k + 1
 
 
-def test_in_bounds_facts_of_a_discarded_loop_pass_do_not_shrink_the_domain():
-    _refuted(stale_fact, (1,), _bf16(4), 4, 5)
+def test_in_bounds_facts_of_a_discarded_loop_pass_do_not_shrink_the_domain(refuted):
+    refuted(stale_fact, (1,), _bf16(4), 4, 5)
 
 
 # ---- matmul operand pairing -------------------------------------------------------------------
@@ -186,7 +171,7 @@ FMA = universal_fma(f32)
 
 
 @kernel(block=(32,), verify=False)
-def pairing_after_branch(x: Tensor[f32, "m"], y: Tensor[f32, "m"], m: int, n: int):
+def pairing_after_branch(x: Tensor[f32, m], y: Tensor[f32, m], m: int, n: int):
     tag(x, lambda i: (i, 0))
     tag(y, lambda i: (i, 1))
     a = make_local((1,), f32)
@@ -201,12 +186,12 @@ def pairing_after_branch(x: Tensor[f32, "m"], y: Tensor[f32, "m"], m: int, n: in
     matmul(a, b, c, FMA)
 
 
-def test_matmul_operands_joined_to_top_are_not_skipped():
-    _refuted(pairing_after_branch, (1,), _f32(32), _f32(32), 32, 1)
+def test_matmul_operands_joined_to_top_are_not_skipped(refuted):
+    refuted(pairing_after_branch, (1,), _f32(32), _f32(32), 32, 1)
 
 
 @kernel(block=(32,), verify=False)
-def pipelined_pairing(x: Tensor[f32, "m"], m: int, n: int):
+def pipelined_pairing(x: Tensor[f32, m], m: int, n: int):
     tag(x, lambda i: (i,))
     a = make_local((1,), f32)
     b = make_local((1,), f32)
@@ -219,8 +204,8 @@ def pipelined_pairing(x: Tensor[f32, "m"], m: int, n: int):
         a[0] = x[32 * (k + 2) + thread_idx.x]  # the wrong stage: k + 1 is meant
 
 
-def test_a_wrong_pipeline_stage_feeding_a_matmul_is_not_proved():
-    _refuted(pipelined_pairing, (1,), _f32(160), 160, 2)
+def test_a_wrong_pipeline_stage_feeding_a_matmul_is_not_proved(refuted):
+    refuted(pipelined_pairing, (1,), _f32(160), 160, 2)
 
 
 # ---- tags of global tensors -------------------------------------------------------------------
@@ -237,8 +222,8 @@ def wide_view(x: Tensor[bf16, 64]):
     assert tag(got[...]) == tag(want[...])
 
 
-def test_a_tensor_view_of_another_width_keeps_the_tags_of_its_bytes():
-    _refuted(wide_view, (1,), _bf16(64))
+def test_a_tensor_view_of_another_width_keeps_the_tags_of_its_bytes(refuted):
+    refuted(wide_view, (1,), _bf16(64))
 
 
 @kernel(block=(32,), verify=False)
@@ -251,8 +236,8 @@ def thread_in_tensor_tag(x: Tensor[bf16, 64]):
     assert tag(got[...]) == tag(want[...])
 
 
-def test_a_tensor_tag_function_with_a_thread_index_means_the_same_in_both():
-    _refuted(thread_in_tensor_tag, (1,), _bf16(64))
+def test_a_tensor_tag_function_with_a_thread_index_means_the_same_in_both(refuted):
+    refuted(thread_in_tensor_tag, (1,), _bf16(64))
 
 
 @kernel(block=(32,), verify=False)
@@ -267,15 +252,15 @@ def retag_in_branch(x: Tensor[bf16, 64], n: int):
     assert tag(got[...]) == tag(want[...])  # fails when block_idx.x >= n
 
 
-def test_retagging_a_tensor_on_one_side_of_a_symbolic_branch():
-    _refuted(retag_in_branch, (1,), _bf16(64), 0)
+def test_retagging_a_tensor_on_one_side_of_a_symbolic_branch(refuted):
+    refuted(retag_in_branch, (1,), _bf16(64), 0)
 
 
 # ---- errors -----------------------------------------------------------------------------------
 
 
 @kernel(block=(32,), verify=False)
-def empty_tag(x: Tensor[bf16, "m"], m: int):
+def empty_tag(x: Tensor[bf16, m], m: int):
     tag(x, lambda i: ())
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)
@@ -296,7 +281,7 @@ def test_a_tag_function_without_components_is_not_a_crash():
 
 
 @kernel(block=(32,), verify=False)
-def pipelined(x: Tensor[bf16, "m"], m: int, n: int):
+def pipelined(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     r = make_local((1,), bf16)
     got = make_local((1,), bf16)
@@ -309,12 +294,12 @@ def pipelined(x: Tensor[bf16, "m"], m: int, n: int):
         r[0] = x[32 * (k + 2) + thread_idx.x]  # one tile too far
 
 
-def test_a_wrong_prefetch_distance_is_never_proved():
-    _refuted(pipelined, (1,), _bf16(160), 160, 2)
+def test_a_wrong_prefetch_distance_is_never_proved(refuted):
+    refuted(pipelined, (1,), _bf16(160), 160, 2)
 
 
 @kernel(block=(32,), verify=False)
-def symbolic_not_equal(x: Tensor[bf16, "m"], m: int, n: int):
+def symbolic_not_equal(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (select(i < n, i, 0), min(i, n)))
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from argus.dsl import (
     ArgusError,
-    KernelFault,
     Tensor,
     assume,
     bf16,
@@ -38,38 +37,11 @@ from argus.dsl import (
 from argus.dsl.shadow import check_launch
 from argus.verify import Verdict
 
-
-@pytest.fixture(autouse=True)
-def _no_cache(monkeypatch):
-    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("no_result_cache")
 
 
 def _bf16(n: int) -> np.ndarray:
     return np.zeros(n, np.uint16)
-
-
-def _refuted(k, grid, *args) -> None:
-    """The launch violates an assertion, so no proof for every launch may be given."""
-    shadow = check_launch(k, grid, *args)
-    assert shadow.verdict is Verdict.VIOLATED, shadow.text()
-    try:
-        result = k.verify()
-    except ArgusError:  # refusing the kernel, with the line and what is needed, is no proof either
-        return
-    assert result.verdict is not Verdict.PROVED, result.text()
-
-
-def _races(k, grid, *args) -> None:
-    """Two threads write different data to one shared byte with no barrier between them on this
-    launch (the checker reports such writes as `data-race`), so no proof may be given."""
-    with pytest.raises(KernelFault) as fault:
-        check_launch(k, grid, *args)
-    assert fault.value.kind == "data-race"
-    try:
-        result = k.verify()
-    except ArgusError:
-        return
-    assert result.verdict is not Verdict.PROVED, result.text()
 
 
 # ---- tag functions of tensor views ------------------------------------------------------------
@@ -86,8 +58,8 @@ def tag_on_reshaped_view(x: Tensor[bf16, 8, 8]):
     assert tag(got[...]) == tag(want[...])  # x[1, 0] is xv[0, 8]: fails from thread 8 on
 
 
-def test_a_tag_function_set_on_a_reshaped_view_takes_the_views_coordinates():
-    _refuted(tag_on_reshaped_view, (1,), np.zeros((8, 8), np.uint16))
+def test_a_tag_function_set_on_a_reshaped_view_takes_the_views_coordinates(refuted):
+    refuted(tag_on_reshaped_view, (1,), np.zeros((8, 8), np.uint16))
 
 
 @kernel(block=(32,), verify=False)
@@ -102,8 +74,8 @@ def tag_on_wide_view(x: Tensor[bf16, 64]):
     assert tag(got[...]) == tag(want[...])
 
 
-def test_a_tag_function_set_on_a_wider_view_tags_the_views_elements():
-    _refuted(tag_on_wide_view, (1,), _bf16(64))
+def test_a_tag_function_set_on_a_wider_view_tags_the_views_elements(refuted):
+    refuted(tag_on_wide_view, (1,), _bf16(64))
 
 
 # ---- tag functions of tensors set in loops, or using per-thread variables ---------------------
@@ -120,12 +92,12 @@ def retag_in_loop(x: Tensor[bf16, 64]):
         assert tag(got[...]) == tag(want[...])  # fails at k == 1
 
 
-def test_retagging_a_tensor_between_two_runs_of_one_load():
-    _refuted(retag_in_loop, (1,), _bf16(64))
+def test_retagging_a_tensor_between_two_runs_of_one_load(refuted):
+    refuted(retag_in_loop, (1,), _bf16(64))
 
 
 @kernel(block=(32,), verify=False)
-def retag_in_runtime_loop(x: Tensor[bf16, "m"], m: int, n: int):
+def retag_in_runtime_loop(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     for k in range(n):
         tag(x, lambda i: (i + 1,))
@@ -136,8 +108,8 @@ def retag_in_runtime_loop(x: Tensor[bf16, "m"], m: int, n: int):
     assert tag(got[...]) == tag(want[...])  # fails when the loop runs no iteration
 
 
-def test_retagging_a_tensor_in_a_loop_that_may_run_no_iteration():
-    _refuted(retag_in_runtime_loop, (1,), _bf16(64), 64, 0)
+def test_retagging_a_tensor_in_a_loop_that_may_run_no_iteration(refuted):
+    refuted(retag_in_runtime_loop, (1,), _bf16(64), 64, 0)
 
 
 @kernel(block=(32,), verify=False)
@@ -153,15 +125,15 @@ def thread_var_in_tensor_tag(x: Tensor[bf16, 64]):
     assert tag(got[...]) == tag(want[...])
 
 
-def test_a_tensor_tag_function_with_a_per_thread_variable():
-    _refuted(thread_var_in_tensor_tag, (1,), _bf16(64))
+def test_a_tensor_tag_function_with_a_per_thread_variable(refuted):
+    refuted(thread_var_in_tensor_tag, (1,), _bf16(64))
 
 
 # ---- facts from code that a launch may never run ------------------------------------------------
 
 
 @kernel(block=(32,), verify=False)
-def assume_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
+def assume_in_loop(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     for k in range(n):
         assume(m == 64)
@@ -172,12 +144,12 @@ def assume_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
     assert tag(got[...]) == tag(want[...])  # fails when m != 64, a launch with n == 0
 
 
-def test_an_assumption_inside_a_loop_that_may_run_no_iteration():
-    _refuted(assume_in_loop, (1,), _bf16(96), 96, 0)
+def test_an_assumption_inside_a_loop_that_may_run_no_iteration(refuted):
+    refuted(assume_in_loop, (1,), _bf16(96), 96, 0)
 
 
 @kernel(block=(32,), verify=False)
-def bounds_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
+def bounds_in_loop(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     acc = make_local((1,), bf16)
     for k in range(n):
@@ -189,15 +161,15 @@ def bounds_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
     assert tag(got[...]) == tag(want[...])  # fails when m < 96, a launch with n == 0
 
 
-def test_in_bounds_facts_of_a_loop_that_may_run_no_iteration():
-    _refuted(bounds_in_loop, (1,), _bf16(64), 64, 0)
+def test_in_bounds_facts_of_a_loop_that_may_run_no_iteration(refuted):
+    refuted(bounds_in_loop, (1,), _bf16(64), 64, 0)
 
 
 # ---- global tensors written and read back -----------------------------------------------------
 
 
 @kernel(block=(32,), verify=False)
-def read_then_write_loop(x: Tensor[bf16, "m"], y: Tensor[bf16, "m"], m: int, n: int):
+def read_then_write_loop(x: Tensor[bf16, m], y: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     tag(y, lambda i: (i + 1000,))
     got = make_local((1,), bf16)
@@ -209,15 +181,15 @@ def read_then_write_loop(x: Tensor[bf16, "m"], y: Tensor[bf16, "m"], m: int, n: 
         x[32 * k + 32 + thread_idx.x] = y[thread_idx.x]
 
 
-def test_a_tensor_read_back_in_the_next_iteration():
-    _refuted(read_then_write_loop, (1,), _bf16(96), _bf16(96), 96, 2)
+def test_a_tensor_read_back_in_the_next_iteration(refuted):
+    refuted(read_then_write_loop, (1,), _bf16(96), _bf16(96), 96, 2)
 
 
 # ---- integers: conversions and 32-bit arithmetic ----------------------------------------------
 
 
 @kernel(block=(32,), verify=False)
-def narrowed_index(x: Tensor[bf16, "m"], m: int):
+def narrowed_index(x: Tensor[bf16, m], m: int):
     tag(x, lambda i: (i,))
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)
@@ -226,12 +198,12 @@ def narrowed_index(x: Tensor[bf16, "m"], m: int):
     assert tag(got[...]) == tag(want[...])
 
 
-def test_a_narrowing_conversion_of_an_index():
-    _refuted(narrowed_index, (1,), _bf16(64), 64)
+def test_a_narrowing_conversion_of_an_index(refuted):
+    refuted(narrowed_index, (1,), _bf16(64), 64)
 
 
 @kernel(block=(32,), verify=False)
-def wrapped_index(x: Tensor[bf16, "m"], m: int, n: int):
+def wrapped_index(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)
@@ -242,15 +214,15 @@ def wrapped_index(x: Tensor[bf16, "m"], m: int, n: int):
 
 @pytest.mark.xfail(
     strict=True, reason="i32 arithmetic is taken as unbounded; wrapped indices shrink the domain")
-def test_an_index_that_wraps_around_in_32_bits():
-    _refuted(wrapped_index, (1,), _bf16(64), 64, 1)
+def test_an_index_that_wraps_around_in_32_bits(refuted):
+    refuted(wrapped_index, (1,), _bf16(64), 64, 1)
 
 
 # ---- barriers and races in shared memory ------------------------------------------------------
 
 
 @kernel(block=(32,), verify=False)
-def barrier_in_branch(x: Tensor[bf16, "m"], m: int, n: int):
+def barrier_in_branch(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     s = make_shared((1,), bf16)
     got = make_local((1,), bf16)
@@ -267,12 +239,12 @@ def barrier_in_branch(x: Tensor[bf16, "m"], m: int, n: int):
     assert tag(got[...]) == tag(want[...])
 
 
-def test_a_barrier_on_one_side_of_a_symbolic_branch_does_not_hide_a_race():
-    _races(barrier_in_branch, (1,), _bf16(64), 64, 0)
+def test_a_barrier_on_one_side_of_a_symbolic_branch_does_not_hide_a_race(races):
+    races(barrier_in_branch, (1,), _bf16(64), 64, 0)
 
 
 @kernel(block=(32,), verify=False)
-def barrier_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
+def barrier_in_loop(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     s = make_shared((1,), bf16)
     got = make_local((1,), bf16)
@@ -289,15 +261,15 @@ def barrier_in_loop(x: Tensor[bf16, "m"], m: int, n: int):
     assert tag(got[...]) == tag(want[...])
 
 
-def test_a_barrier_in_a_loop_that_may_run_no_iteration_does_not_hide_a_race():
-    _races(barrier_in_loop, (1,), _bf16(64), 64, 0)
+def test_a_barrier_in_a_loop_that_may_run_no_iteration_does_not_hide_a_race(races):
+    races(barrier_in_loop, (1,), _bf16(64), 64, 0)
 
 
 # ---- errors -----------------------------------------------------------------------------------
 
 
 @kernel(block=(32,), verify=False)
-def per_block(x: Tensor[bf16, "m"], m: int):
+def per_block(x: Tensor[bf16, m], m: int):
     tag(x, lambda i: (i,))
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)

@@ -31,25 +31,11 @@ from argus.dsl.shadow import check_launch
 from argus.layout import ComposedLayout, Layout, Swizzle
 from argus.verify import Verdict
 
-
-@pytest.fixture(autouse=True)
-def _no_cache(monkeypatch):
-    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("no_result_cache")
 
 
 def _bf16(n: int) -> np.ndarray:
     return np.zeros(n, np.uint16)
-
-
-def _refuted(k, grid, *args) -> None:
-    """The launch violates an assertion, so no proof for every launch may be given."""
-    shadow = check_launch(k, grid, *args)
-    assert shadow.verdict is Verdict.VIOLATED, shadow.text()
-    try:
-        result = k.verify()
-    except ArgusError:  # refusing the kernel, with the line and what is needed, is no proof either
-        return
-    assert result.verdict is not Verdict.PROVED, result.text()
 
 
 # ---- a shared tile's tag function under a per-thread symbolic condition -------------------------
@@ -70,15 +56,15 @@ def shared_retag_by_some_threads(y: Tensor[bf16, 32], n: int):
     assert tag(got[...]) == tag(want[...])  # fails whenever 0 < n < 32
 
 
-def test_a_shared_tile_retagged_under_a_per_thread_symbolic_condition():
-    _refuted(shared_retag_by_some_threads, (1,), _bf16(32), 3)
+def test_a_shared_tile_retagged_under_a_per_thread_symbolic_condition(refuted):
+    refuted(shared_retag_by_some_threads, (1,), _bf16(32), 3)
 
 
 # ---- variables read by tag functions ----------------------------------------------------------
 
 
 @kernel(block=(32,), verify=False)
-def variable_in_tile_tag(x: Tensor[bf16, "m"], m: int, n: int):
+def variable_in_tile_tag(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)
@@ -90,8 +76,8 @@ def variable_in_tile_tag(x: Tensor[bf16, "m"], m: int, n: int):
         v = k + 1
 
 
-def test_a_variable_read_by_a_tile_tag_function_is_carried_by_the_loop():
-    _refuted(variable_in_tile_tag, (1,), _bf16(8), 8, 2)
+def test_a_variable_read_by_a_tile_tag_function_is_carried_by_the_loop(refuted):
+    refuted(variable_in_tile_tag, (1,), _bf16(8), 8, 2)
 
 
 @kernel(block=(32,), verify=False)
@@ -109,8 +95,8 @@ def variable_in_tensor_tag(x: Tensor[bf16, 64]):
     assert tag(got[...]) == tag(want[...])
 
 
-def test_a_tensor_tag_function_takes_its_variables_when_it_is_set():
-    _refuted(variable_in_tensor_tag, (1,), _bf16(64))
+def test_a_tensor_tag_function_takes_its_variables_when_it_is_set(refuted):
+    refuted(variable_in_tensor_tag, (1,), _bf16(64))
 
 
 # ---- cooperative copy atoms -------------------------------------------------------------------

@@ -11,8 +11,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from argus.dsl import (
-    ArgusError,
-    KernelFault,
     Tensor,
     bf16,
     bitcast,
@@ -27,42 +25,13 @@ from argus.dsl import (
     tag,
     thread_idx,
 )
-from argus.dsl.shadow import check_launch
 from argus.layout import Layout
-from argus.verify import Verdict
 
-
-@pytest.fixture(autouse=True)
-def _no_cache(monkeypatch):
-    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("no_result_cache")
 
 
 def _bf16(n: int) -> np.ndarray:
     return np.zeros(n, np.uint16)
-
-
-def _refuted(k, grid, *args) -> None:
-    """The launch violates an assertion, so no proof for every launch may be given."""
-    shadow = check_launch(k, grid, *args)
-    assert shadow.verdict is Verdict.VIOLATED, shadow.text()
-    try:
-        result = k.verify()
-    except ArgusError:  # refusing the kernel, with the line and what is needed, is no proof either
-        return
-    assert result.verdict is not Verdict.PROVED, result.text()
-
-
-def _races(k, grid, *args) -> None:
-    """A thread reads a shared byte another thread wrote with no barrier between them on this
-    launch (the checker reports such reads as `data-race`), so no proof may be given."""
-    with pytest.raises(KernelFault) as fault:
-        check_launch(k, grid, *args)
-    assert fault.value.kind == "data-race"
-    try:
-        result = k.verify()
-    except ArgusError:
-        return
-    assert result.verdict is not Verdict.PROVED, result.text()
 
 
 # ---- a tile tag function that covers only part of the tile's memory -------------------------
@@ -85,15 +54,15 @@ def strided_retag(x: Tensor[bf16, 64]):
     assert tag(got[...]) == tag(want[...])  # (1) against (0)
 
 
-def test_a_tag_function_on_a_strided_tile_keeps_the_bytes_it_does_not_cover():
-    _refuted(strided_retag, (1,), _bf16(64))
+def test_a_tag_function_on_a_strided_tile_keeps_the_bytes_it_does_not_cover(refuted):
+    refuted(strided_retag, (1,), _bf16(64))
 
 
 # ---- the writers of a shared byte joined from two paths ---------------------------------------
 
 
 @kernel(block=(32,), verify=False)
-def writer_per_path(x: Tensor[bf16, "m"], m: int, n: int):
+def writer_per_path(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     s = make_shared((1,), bf16)
     got = make_local((1,), bf16)
@@ -110,8 +79,8 @@ def writer_per_path(x: Tensor[bf16, "m"], m: int, n: int):
         assert tag(got[...]) == tag(want[...])
 
 
-def test_a_read_after_another_threads_write_on_one_path_of_a_symbolic_branch():
-    _races(writer_per_path, (1,), _bf16(64), 64, 1)
+def test_a_read_after_another_threads_write_on_one_path_of_a_symbolic_branch(races):
+    races(writer_per_path, (1,), _bf16(64), 64, 1)
 
 
 # ---- integer variables joined after a branch on data ------------------------------------------
@@ -132,8 +101,8 @@ def data_join(x: Tensor[f32, 32]):
     assert tag(got[...]) == tag(want[...])  # (1) against (2) where x > 0
 
 
-def test_two_variables_joined_after_a_branch_on_data_are_not_one_value():
-    _refuted(data_join, (1,), np.ones(32, np.float32))
+def test_two_variables_joined_after_a_branch_on_data_are_not_one_value(refuted):
+    refuted(data_join, (1,), np.ones(32, np.float32))
 
 
 # ---- an integer variable assigned by some threads only ----------------------------------------
@@ -151,8 +120,8 @@ def masked_assignment(x: Tensor[f32, 32]):
     assert tag(got[...]) == tag(want[...])  # threads 16 on keep the bits of x
 
 
-def test_a_variable_assigned_by_some_threads_keeps_its_value_in_the_others():
-    _refuted(masked_assignment, (1,), np.zeros(32, np.float32))
+def test_a_variable_assigned_by_some_threads_keeps_its_value_in_the_others(refuted):
+    refuted(masked_assignment, (1,), np.zeros(32, np.float32))
 
 
 # ---- a whole tensor as a side of an assertion after the kernel writes it ---------------------
@@ -167,15 +136,15 @@ def written_then_asserted(x: Tensor[bf16, 32], y: Tensor[bf16, 32], z: Tensor[bf
     assert tag(y[...]) == tag(z[...])  # y now holds x's data
 
 
-def test_a_tensor_asserted_on_after_the_kernel_writes_it():
-    _refuted(written_then_asserted, (1,), _bf16(32), _bf16(32), _bf16(32))
+def test_a_tensor_asserted_on_after_the_kernel_writes_it(refuted):
+    refuted(written_then_asserted, (1,), _bf16(32), _bf16(32), _bf16(32))
 
 
 # ---- one assertion site reached inside and outside a runtime loop -----------------------------
 
 
 @kernel(block=(32,), verify=False)
-def site_in_two_scopes(x: Tensor[bf16, "m"], m: int, n: int):
+def site_in_two_scopes(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)
@@ -192,7 +161,7 @@ def same_tags(got, want):
 
 
 @kernel(block=(32,), verify=False)
-def helper_in_two_scopes(x: Tensor[bf16, "m"], m: int, n: int):
+def helper_in_two_scopes(x: Tensor[bf16, m], m: int, n: int):
     tag(x, lambda i: (i,))
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)
@@ -205,9 +174,9 @@ def helper_in_two_scopes(x: Tensor[bf16, "m"], m: int, n: int):
     same_tags(got, want)  # fails when n == 0
 
 
-def test_an_assertion_unrolled_inside_and_outside_a_runtime_loop():
-    _refuted(site_in_two_scopes, (1,), _bf16(32), 32, 0)
+def test_an_assertion_unrolled_inside_and_outside_a_runtime_loop(refuted):
+    refuted(site_in_two_scopes, (1,), _bf16(32), 32, 0)
 
 
-def test_a_helper_asserting_inside_and_outside_a_runtime_loop():
-    _refuted(helper_in_two_scopes, (1,), _bf16(32), 32, 0)
+def test_a_helper_asserting_inside_and_outside_a_runtime_loop(refuted):
+    refuted(helper_in_two_scopes, (1,), _bf16(32), 32, 0)

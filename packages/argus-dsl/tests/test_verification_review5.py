@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from argus.dsl import (
     ArgusError,
-    KernelFault,
     Tensor,
     bf16,
     f32,
@@ -22,30 +21,13 @@ from argus.dsl import (
     tag,
     thread_idx,
 )
-from argus.dsl.shadow import check_launch
 from argus.verify import Verdict
 
-
-@pytest.fixture(autouse=True)
-def _no_cache(monkeypatch):
-    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("no_result_cache")
 
 
 def _bf16(n: int) -> np.ndarray:
     return np.zeros(n, np.uint16)
-
-
-def _races(k, grid, *args) -> None:
-    """Two threads access one shared byte, one of them writing, with no barrier between them
-    on this launch (the checker reports such accesses as `data-race`), so no proof may be given."""
-    with pytest.raises(KernelFault) as fault:
-        check_launch(k, grid, *args)
-    assert fault.value.kind == "data-race"
-    try:
-        result = k.verify()
-    except ArgusError:  # refusing the kernel, with the line and what is needed, is no proof either
-        return
-    assert result.verdict is not Verdict.PROVED, result.text()
 
 
 # ---- shared writes whose tags a later tag function or reset_tags replaces ---------------------
@@ -64,8 +46,8 @@ def retag_after_store(x: Tensor[bf16, 64]):
     assert tag(got[...]) == tag(want[...])
 
 
-def test_a_tag_function_on_a_shared_tile_does_not_hide_a_race_with_earlier_writes():
-    _races(retag_after_store, (1,), _bf16(64))
+def test_a_tag_function_on_a_shared_tile_does_not_hide_a_race_with_earlier_writes(races):
+    races(retag_after_store, (1,), _bf16(64))
 
 
 @kernel(block=(32,), verify=False)
@@ -82,8 +64,8 @@ def reset_after_store(x: Tensor[bf16, 64]):
     assert tag(got[...]) == tag(want[...])
 
 
-def test_reset_tags_does_not_hide_a_race_with_earlier_writes():
-    _races(reset_after_store, (1,), _bf16(64))
+def test_reset_tags_does_not_hide_a_race_with_earlier_writes(races):
+    races(reset_after_store, (1,), _bf16(64))
 
 
 # ---- a shared byte written by two threads, first with a constant -------------------------------
@@ -102,8 +84,8 @@ def constant_then_data(x: Tensor[f32, 64]):
     assert tag(got[...]) == tag(want[...])
 
 
-def test_a_write_over_another_threads_constant_is_a_race():
-    _races(constant_then_data, (1,), np.zeros(64, np.float32))
+def test_a_write_over_another_threads_constant_is_a_race(races):
+    races(constant_then_data, (1,), np.zeros(64, np.float32))
 
 
 # ---- a constant stored into a tile of narrower elements ---------------------------------------

@@ -10,8 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from argus.dsl import (
-    ArgusError,
-    KernelFault,
     Tensor,
     bf16,
     kernel,
@@ -21,30 +19,12 @@ from argus.dsl import (
     tag,
     thread_idx,
 )
-from argus.dsl.shadow import check_launch
-from argus.verify import Verdict
 
-
-@pytest.fixture(autouse=True)
-def _no_cache(monkeypatch):
-    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("no_result_cache")
 
 
 def _bf16(n: int) -> np.ndarray:
     return np.zeros(n, np.uint16)
-
-
-def _races(k, grid, *args) -> None:
-    """A thread reads a shared byte another thread wrote with no barrier between them on this
-    launch (the checker reports such reads as `data-race`), so no proof may be given."""
-    with pytest.raises(KernelFault) as fault:
-        check_launch(k, grid, *args)
-    assert fault.value.kind == "data-race"
-    try:
-        result = k.verify()
-    except ArgusError:  # refusing the kernel, with the line and what is needed, is no proof either
-        return
-    assert result.verdict is not Verdict.PROVED, result.text()
 
 
 # ---- a racy shared read into registers that are re-tagged afterwards ---------------------------
@@ -66,5 +46,5 @@ def racy_read_retagged(x: Tensor[bf16, 32]):
     assert tag(got[...]) == tag(want[...]), "s holds x"
 
 
-def test_a_racy_shared_read_into_registers_that_are_retagged():
-    _races(racy_read_retagged, (1,), _bf16(32))
+def test_a_racy_shared_read_into_registers_that_are_retagged(races):
+    races(racy_read_retagged, (1,), _bf16(32))
