@@ -38,7 +38,7 @@ def test_run_checks_against_the_reference(capsys):
         (["compile", "nowhere.py:k"], "no such file"),
         (["compile", "examples"], "FILE:KERNEL"),
         (["compile", f"{EXAMPLES / 'transpose.py'}:missing"], "no kernel named 'missing'"),
-        (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--target", "nvptx:sm_90a"], "no installed backend"),
+        (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--target", "tpu:v5"], "no installed backend"),
         (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--target", "NV PTX"], "malformed target"),
         (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--emit", "ptx"], "emits mlir, lowered"),
         (["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "-D", "x"], "NAME=VALUE"),

@@ -8,6 +8,7 @@ when used (so importing argus.dsl never imports a GPU toolchain).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,9 +42,10 @@ def parse_target(text: str) -> Target:
 
 
 class Compiler(Protocol):
-    """Turns the canonical argus IR into the backend's stages."""
+    """Turns a compiled kernel (its canonical argus IR and source locations) into the
+    backend's stages."""
 
-    def emit(self, module: Any, stage: str) -> str: ...
+    def emit(self, compiled: Any, stage: str) -> str: ...
 
 
 class Runtime(Protocol):
@@ -69,13 +71,13 @@ class _InterpreterCompiler:
     def __init__(self, target: Target) -> None:
         self.target = target
 
-    def emit(self, module: Any, stage: str) -> str:
+    def emit(self, compiled: Any, stage: str) -> str:
         if stage == "lowered":
             from .lowering import lower_layouts
             from .passes import canonicalize
 
-            return str(canonicalize(lower_layouts(module.clone())))
-        return str(module)
+            return str(canonicalize(lower_layouts(compiled.module.clone())))
+        return str(compiled.module)
 
 
 class _InterpreterRuntime:
@@ -91,6 +93,36 @@ class _InterpreterRuntime:
 
 
 INTERPRETER = BackendSpec("interp", ("interp",), ("mlir", "lowered"), _InterpreterCompiler, _InterpreterRuntime)
+
+
+_RUNTIMES: dict[Target, Runtime] = {}
+
+
+def runtime_for(target: Target) -> Runtime:
+    """The runtime of a target, one per process (it keeps what it has loaded)."""
+    runtime = _RUNTIMES.get(target)
+    if runtime is None:
+        runtime = _RUNTIMES[target] = backend_for(target).runtime(target)
+    return runtime
+
+
+def default_target(args: Sequence[Any]) -> str:
+    """Where a launch runs when no target is named: on the GPU holding its tensors (CUDA:
+    ``nvptx``), else on the interpreter. ``ARGUS_TARGET`` overrides."""
+    chosen = os.environ.get("ARGUS_TARGET")
+    if chosen:
+        return chosen
+    for x in args:
+        if getattr(x, "is_cuda", False) or hasattr(x, "__cuda_array_interface__"):
+            return "nvptx"
+        device = getattr(x, "__dlpack_device__", None)
+        if device is not None and not hasattr(x, "__array_interface__"):
+            try:
+                if int(device()[0]) == 2:  # kDLCUDA
+                    return "nvptx"
+            except Exception:  # noqa: BLE001 - an odd producer just stays on the interpreter
+                continue
+    return "interp"
 
 
 def backend_for(target: Target) -> BackendSpec:

@@ -131,7 +131,7 @@ def _run_compile(args: argparse.Namespace) -> int:
     if args.emit not in backend.stages:
         raise CommandError(f"target {target} emits {', '.join(backend.stages)}, not {args.emit!r}")
     compiled = k.compile(**constants)
-    print(backend.compiler(target).emit(compiled.module, args.emit))
+    print(backend.compiler(target).emit(compiled, args.emit))
     return 0
 
 

@@ -169,9 +169,11 @@ class Kernel:
 
         return launch
 
-    def launch(self, grid: tuple[int, ...], args: Sequence[Any], constants: dict[str, Any], target: str = "interp") -> None:
-        """Compile for these constexprs (cached) and run on `target`'s runtime."""
-        from .backends import backend_for, parse_target
+    def launch(self, grid: tuple[int, ...], args: Sequence[Any], constants: dict[str, Any],
+               target: str | None = None) -> None:
+        """Compile for these constexprs (cached) and run on `target`'s runtime (by default: the
+        GPU holding the tensor arguments, or the interpreter for numpy arrays)."""
+        from .backends import default_target, parse_target, runtime_for
 
         params = list(self.signature.parameters)
         if len(args) > len(params):
@@ -187,8 +189,8 @@ class Kernel:
             raise ArgusLaunchError(f"{self.name}: missing argument(s) {missing}")
         compiled = self.compile(**{n: given[n] for n in constexprs})
         runtime = [given[p] for p in params if p not in constexprs]
-        where = parse_target(target)
-        backend_for(where).runtime(where).launch(compiled, grid, runtime)
+        where = parse_target(target or default_target(runtime))
+        runtime_for(where).launch(compiled, grid, runtime)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise ArgusSyntaxError(f"launch {self.name} with a grid: {self.name}[grid](*args)")

@@ -1,0 +1,124 @@
+"""Compiling a kernel for an NVIDIA architecture: the stages, and the on-disk cache of them.
+
+    canonical argus IR ──lower layouts──► lowered IR ──translate──► LLVM IR ──O3──► LLVM IR
+        ──NVPTX──► PTX ──ptxas──► cubin (optional: when ptxas is installed) ──cuobjdump──► SASS
+
+A build is cached under the key of the kernel's IR, the architecture and the package versions,
+so a second process loads the PTX (and cubin) without running LLVM.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from argus.dsl import cache
+from argus.dsl.backends import Target
+from argus.dsl.lowering import lower_layouts
+from argus.dsl.passes import canonicalize
+from xdsl.ir import Operation
+
+from . import toolchain
+from .targets import Arch, arch
+from .translate import KernelABI, Param, translate
+
+STAGES = ("mlir", "lowered", "llvm", "ptx", "sass", "resources")
+
+
+@dataclass
+class Binary:
+    """A kernel built for one architecture."""
+
+    abi: KernelABI
+    arch: Arch
+    llvm: str
+    ptx: str
+    cubin: bytes | None = None
+    resources: toolchain.Resources | None = None
+
+
+def lowered(compiled: Any) -> tuple[Any, dict[Operation, Any]]:
+    """A copy of the kernel's module with layouts lowered, and the source locations of its ops."""
+    module = compiled.module.clone()
+    locations = {new: compiled.locations[old] for old, new in zip(compiled.module.walk(), module.walk())
+                 if old in compiled.locations}
+    canonicalize(lower_layouts(module))
+    return module, locations
+
+
+def build(compiled: Any, target: Arch, *, assemble: bool | None = None) -> Binary:
+    """Build (or load from the cache) `compiled` for `target`. The cubin is made when
+    `assemble` is true, or when it is None and ptxas is installed."""
+    key = cache.cache_key("argus-nvptx", compiled.mlir(), target.name, _tool_version())
+    want_cubin = assemble if assemble is not None else toolchain.find_ptxas() is not None
+    binary = _load(key, target, want_cubin)
+    if binary is not None:
+        return binary
+    module, locations = lowered(compiled)
+    text, abi = translate(module.ops.first, target, locations)
+    optimized = toolchain.optimize(text, target)
+    binary = Binary(abi, target, optimized, toolchain.to_ptx(optimized, target))
+    cache.store(key, "abi.json", json.dumps(_abi_json(abi)).encode())
+    cache.store(key, "ptx", binary.ptx.encode())
+    cache.store(key, "ll", binary.llvm.encode())
+    if want_cubin:
+        binary.cubin, binary.resources = toolchain.assemble(binary.ptx, target)
+        cache.store(key, "cubin", binary.cubin)
+        cache.store(key, "resources.json", json.dumps(asdict(binary.resources)).encode())
+    return binary
+
+
+def _load(key: str, target: Arch, want_cubin: bool) -> Binary | None:
+    abi, ptx, ll = cache.load(key, "abi.json"), cache.load(key, "ptx"), cache.load(key, "ll")
+    if abi is None or ptx is None or ll is None:
+        return None
+    binary = Binary(_abi_from_json(json.loads(abi)), target, ll.decode(), ptx.decode())
+    if want_cubin:
+        cubin, report = cache.load(key, "cubin"), cache.load(key, "resources.json")
+        if cubin is None or report is None:
+            return None
+        binary.cubin, binary.resources = cubin, toolchain.Resources(**json.loads(report))
+    return binary
+
+
+def _abi_json(abi: KernelABI) -> dict[str, Any]:
+    return {"name": abi.name, "params": [asdict(p) for p in abi.params], "block": list(abi.block),
+            "shared_bytes": abi.shared_bytes}
+
+
+def _abi_from_json(data: dict[str, Any]) -> KernelABI:
+    return KernelABI(data["name"], tuple(Param(**p) for p in data["params"]), tuple(data["block"]),  # type: ignore[arg-type]
+                     data["shared_bytes"])
+
+
+def _tool_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"llvmlite={version('llvmlite')}"
+    except Exception:  # noqa: BLE001 - a missing llvmlite fails later, with its own message
+        return "llvmlite=?"
+
+
+class NvptxCompiler:
+    """The ``argus compile --target nvptx:<arch>`` stages."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.arch = arch(target.arch)
+
+    def emit(self, compiled: Any, stage: str) -> str:
+        if stage == "mlir":
+            return compiled.mlir()
+        if stage == "lowered":
+            return str(lowered(compiled)[0])
+        binary = build(compiled, self.arch, assemble=stage in ("sass", "resources"))
+        if stage == "llvm":
+            return binary.llvm
+        if stage == "ptx":
+            return binary.ptx
+        assert binary.cubin is not None and binary.resources is not None
+        if stage == "resources":
+            return f"{binary.abi.name} ({self.arch.name}): {binary.resources.text()}"
+        return toolchain.disassemble(binary.cubin)

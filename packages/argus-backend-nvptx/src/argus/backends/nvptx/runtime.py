@@ -1,0 +1,325 @@
+"""Loading and launching kernels through the CUDA driver (cuda-bindings).
+
+Arguments are checked before anything reaches the GPU: tensors may be torch tensors, CuPy
+arrays, anything with ``__cuda_array_interface__`` or any DLPack producer, on one CUDA device,
+C-contiguous, of the declared element type and of the declared shape (dims named alike agree).
+A bf16 tensor may be held as bf16 (torch) or as its uint16 bits (CuPy, like numpy on the host).
+The kernel runs on the stream given, else torch's (or CuPy's) current stream, else the default
+one. ``ARGUS_LAUNCH_BLOCKING=1`` waits for every launch and reports its errors there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from argus.dsl.backends import Target
+from argus.dsl.dtypes import DType
+
+from .compiler import Binary, build
+from .errors import CudaError, ToolchainError
+from .targets import ARCHS, Arch, arch
+from .translate import KernelABI
+
+_LOCK = threading.Lock()
+
+
+def _driver() -> Any:
+    try:
+        from cuda.bindings import driver
+    except ImportError as err:
+        raise ToolchainError("running on NVIDIA GPUs needs the CUDA driver bindings: "
+                             "pip install 'argus-backend-nvptx[cuda]' (cuda-bindings)") from err
+    return driver
+
+
+def check(result: Any, what: str) -> Any:
+    """The values of a driver call, or a CudaError naming `what` and the driver's message."""
+    driver = _driver()
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, text = driver.cuGetErrorString(err)
+        name = getattr(err, "name", str(err))
+        raise CudaError(f"{what}: {name}: {text.decode() if isinstance(text, bytes) else text}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+_CONTEXTS: dict[int, Any] = {}
+
+
+def use_device(ordinal: int) -> Any:
+    """Make the device's primary context (the one torch and CuPy use) current; returns it."""
+    driver = _driver()
+    with _LOCK:
+        context = _CONTEXTS.get(ordinal)
+        if context is None:
+            check(driver.cuInit(0), "initializing CUDA")
+            device = check(driver.cuDeviceGet(ordinal), f"opening CUDA device {ordinal}")
+            context = _CONTEXTS[ordinal] = check(driver.cuDevicePrimaryCtxRetain(device),
+                                                 f"retaining the context of device {ordinal}")
+    check(driver.cuCtxSetCurrent(context), f"making device {ordinal} current")
+    return context
+
+
+def device_arch(ordinal: int) -> Arch:
+    """The best target for a device: sm_90a on Hopper, sm_80 on Ampere and Ada."""
+    driver = _driver()
+    use_device(ordinal)
+    device = check(driver.cuDeviceGet(ordinal), f"opening CUDA device {ordinal}")
+    attr = driver.CUdevice_attribute
+    major = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device), "reading")
+    minor = check(driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device), "reading")
+    if (major, minor) == (9, 0):
+        return ARCHS["sm_90a"]
+    if major >= 8:
+        return ARCHS["sm_80"]
+    raise CudaError(f"device {ordinal} has compute capability {major}.{minor}; the nvptx backend needs 8.0 or newer")
+
+
+# ---- arguments -----------------------------------------------------------------------------
+
+
+@dataclass
+class DeviceArray:
+    """What a launch needs of a tensor argument."""
+
+    pointer: int
+    shape: tuple[int, ...]
+    dtype: str
+    """As the producer names it: torch's name, a typestr, or a DLPack (code, bits)."""
+    device: int
+    contiguous: bool
+    stream: int | None = None
+    keep: Any = None
+
+
+_TORCH = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
+          "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+          "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2", "f8e4m3fnuz": "float8_e4m3fnuz",
+          "f8e5m2fnuz": "float8_e5m2fnuz"}
+_DLPACK = {0: "i", 1: "u", 2: "f", 4: "bf"}
+
+
+def accepted(dtype: DType) -> set[str]:
+    """The names under which an array of `dtype` elements may arrive."""
+    names = {f"torch.{_TORCH[dtype.name]}"} if dtype.name in _TORCH else set()
+    if dtype.kind in ("int", "uint", "float") and not dtype.minifloat and dtype.name != "bf16":
+        letter = {"int": "i", "uint": "u", "float": "f"}[dtype.kind]
+        names |= {f"<{letter}{dtype.nbytes}", f"|{letter}{dtype.nbytes}", f"dl:{letter}{dtype.bits}"}
+    if dtype.name == "bf16":
+        names |= {"<u2", "dl:bf16", "dl:u16"}
+    if dtype.minifloat:
+        names |= {"|u1", "dl:u8"}
+    return names
+
+
+def device_array(x: Any) -> DeviceArray | None:
+    """A tensor argument as the driver sees it, or None when `x` is no GPU array."""
+    module = type(x).__module__
+    if module.startswith("torch") and hasattr(x, "data_ptr"):
+        if x.device.type != "cuda":
+            return DeviceArray(0, tuple(x.shape), str(x.dtype), -1, True)
+        import torch
+
+        stream = torch.cuda.current_stream(x.device).cuda_stream
+        return DeviceArray(x.data_ptr(), tuple(x.shape), str(x.dtype), x.device.index or 0, x.is_contiguous(), stream)
+    interface = getattr(x, "__cuda_array_interface__", None)
+    if interface is not None:
+        shape = tuple(interface["shape"])
+        strides = interface.get("strides")
+        itemsize = int(interface["typestr"][2:])
+        contiguous = strides is None or tuple(strides) == _c_strides(shape, itemsize)
+        stream = None
+        if module.startswith("cupy"):
+            import cupy
+
+            stream = cupy.cuda.get_current_stream().ptr
+        return DeviceArray(int(interface["data"][0]), shape, interface["typestr"], _pointer_device(
+            int(interface["data"][0])), contiguous, stream)
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        kind, ordinal = x.__dlpack_device__()
+        if int(kind) != 2:  # kDLCUDA
+            return DeviceArray(0, (), "", -1, True)
+        return _from_dlpack(x, int(ordinal))
+    return None
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
+
+
+def _pointer_device(pointer: int) -> int:
+    driver = _driver()
+    attr = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    try:
+        return int(check(driver.cuPointerGetAttribute(attr, pointer), "reading a pointer's device"))
+    except CudaError:
+        return -1
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+def _from_dlpack(x: Any, ordinal: int) -> DeviceArray:
+    capsule = x.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    tensor = _DLTensor.from_address(get(capsule, b"dltensor"))  # DLManagedTensor starts with its DLTensor
+    shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+    contiguous = not tensor.strides or tuple(tensor.strides[i] for i in range(tensor.ndim)) == \
+        tuple(s // max(tensor.dtype.bits // 8, 1) for s in _c_strides(shape, max(tensor.dtype.bits // 8, 1)))
+    name = f"dl:{_DLPACK.get(tensor.dtype.code, '?')}{tensor.dtype.bits}"
+    return DeviceArray(int(tensor.data or 0) + int(tensor.byte_offset), shape, name, ordinal, contiguous, keep=capsule)
+
+
+# ---- launching -----------------------------------------------------------------------------
+
+
+class LoadedKernel:
+    """A kernel loaded on one device, ready to launch."""
+
+    def __init__(self, binary: Binary, device: int) -> None:
+        driver = _driver()
+        use_device(device)
+        self.binary = binary
+        self.abi: KernelABI = binary.abi
+        self.device = device
+        image = binary.cubin if binary.cubin is not None else binary.ptx.encode() + b"\0"
+        self.module = check(driver.cuModuleLoadData(image), f"loading {self.abi.name} on device {device}")
+        self.function = check(driver.cuModuleGetFunction(self.module, self.abi.name.encode()),
+                              f"finding {self.abi.name} in its module")
+
+    def launch(self, grid: Sequence[int], args: Sequence[Any], dtypes: Sequence[DType | None], *,
+               stream: int | None = None) -> None:
+        driver = _driver()
+        grid3 = tuple(grid) + (1,) * (3 - len(grid))
+        if grid3[0] >= 2**31 or grid3[1] >= 2**16 or grid3[2] >= 2**16:
+            raise CudaError(f"{self.abi.name}: grid {tuple(grid)} exceeds the limits (2³¹−1, 65535, 65535)")
+        values, chosen_stream = marshal(self.abi, args, dtypes, self.device)
+        stream = stream if stream is not None else chosen_stream
+        pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+        use_device(self.device)
+        what = f"launching {self.abi.name} with grid {grid3} and block {self.abi.block}"
+        check(driver.cuLaunchKernel(self.function, *grid3, *self.abi.block, 0, stream or 0,
+                                    ctypes.addressof(pointers), 0), what)
+        if os.environ.get("ARGUS_LAUNCH_BLOCKING") == "1":
+            check(driver.cuStreamSynchronize(stream or 0), f"{what} (at the synchronization after it)")
+
+
+def marshal(abi: KernelABI, args: Sequence[Any], dtypes: Sequence[DType | None],
+            device: int | None = None) -> tuple[list[Any], int | None]:
+    """The kernel's parameters as ctypes values, after checking every argument; and the stream
+    of the arrays' framework."""
+    arrays: dict[int, DeviceArray] = {}
+    named: dict[str, tuple[str, int]] = {}
+    stream = None
+    out: list[Any] = []
+    for param in abi.params:
+        value, dtype = args[param.tensor], dtypes[param.tensor]
+        if param.kind == "pointer":
+            assert dtype is not None
+            array = arrays.get(param.tensor)
+            if array is None:
+                array = arrays[param.tensor] = _checked_array(abi, param.name, value, dtype)
+                if device is not None and array.device != device:
+                    raise CudaError(f"{abi.name}: argument {param.name!r} is on CUDA device {array.device}, "
+                                    f"the kernel is loaded on device {device}")
+                stream = stream if stream is not None else array.stream
+            out.append(ctypes.c_void_p(array.pointer))
+        elif param.kind == "dim":
+            size = arrays[param.tensor].shape[param.axis]
+            label = param.name.split(".shape")[0]
+            dim_name = param.symbol
+            seen = named.setdefault(dim_name, (label, size))
+            if seen[1] != size:
+                raise CudaError(f"{abi.name}: dim {dim_name!r} is {seen[1]} in argument {seen[0]!r} but {size} in "
+                                f"argument {label!r}")
+            if size >= 2**31:
+                raise CudaError(f"{abi.name}: argument {label!r} dim {param.axis} is {size}; sizes must fit in 32 bits")
+            out.append(ctypes.c_int32(size))
+        else:
+            out.append(_scalar(abi, param.name, param.llvm_type, value))
+    return out, stream
+
+
+def _checked_array(abi: KernelABI, name: str, value: Any, dtype: DType) -> DeviceArray:
+    array = device_array(value)
+    if array is None:
+        raise CudaError(f"{abi.name}: argument {name!r} must be a CUDA tensor (torch, CuPy, __cuda_array_interface__ "
+                        f"or DLPack), got {type(value).__name__}")
+    if array.device < 0:
+        raise CudaError(f"{abi.name}: argument {name!r} is not in CUDA device memory")
+    names = accepted(dtype)
+    if array.dtype not in names:
+        raise CudaError(f"{abi.name}: argument {name!r} is declared {dtype}; accepted element types: "
+                        f"{', '.join(sorted(names))}; got {array.dtype}")
+    if not array.contiguous:
+        raise CudaError(f"{abi.name}: argument {name!r} must be C-contiguous")
+    return array
+
+
+def _scalar(abi: KernelABI, name: str, llvm_type: str, value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__index__") \
+            and not hasattr(value, "__float__"):
+        raise CudaError(f"{abi.name}: argument {name!r} must be a scalar ({llvm_type}), got {type(value).__name__}")
+    if llvm_type.startswith("i"):
+        if not hasattr(value, "__index__"):
+            raise CudaError(f"{abi.name}: argument {name!r} must be an integer, got {value!r}")
+        bits = int(llvm_type[1:])
+        number = int(value)
+        if not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
+            raise CudaError(f"{abi.name}: argument {name!r} = {number} does not fit in {bits} bits")
+        return {8: ctypes.c_int8, 16: ctypes.c_int16, 32: ctypes.c_int32, 64: ctypes.c_int64}[bits](number)
+    if llvm_type == "float":
+        return ctypes.c_float(float(value))
+    if llvm_type == "double":
+        return ctypes.c_double(float(value))
+    raise CudaError(f"{abi.name}: argument {name!r} of type {llvm_type} cannot be passed from the host")
+
+
+class NvptxRuntime:
+    """The runtime behind ``kernel[grid](*args)`` for ``nvptx`` targets."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.arch = arch(target.arch) if target.arch else None
+        self._loaded: dict[tuple[int, int], LoadedKernel] = {}
+
+    def load(self, compiled: Any, device: int = 0) -> LoadedKernel:
+        key = (id(compiled), device)
+        found = self._loaded.get(key)
+        if found is None:
+            target = self.arch or device_arch(device)
+            found = self._loaded[key] = LoadedKernel(build(compiled, target), device)
+        return found
+
+    def launch(self, compiled: Any, grid: tuple[int, ...], args: Sequence[Any], stream: int | None = None) -> None:
+        from argus.dsl import dialect as D
+
+        params = list(compiled.op.body.block.args)
+        if len(args) != len(params):
+            raise CudaError(f"{compiled.op.sym_name.data} takes {len(params)} runtime argument(s), got {len(args)}")
+        dtypes = [p.type.dtype if isinstance(p.type, D.TensorType) else None for p in params]
+        devices = {a.device for a in (device_array(x) for x in args) if a is not None and a.device >= 0}
+        if len(devices) > 1:
+            raise CudaError(f"{compiled.op.sym_name.data}: tensor arguments are on several devices {sorted(devices)}")
+        self.load(compiled, devices.pop() if devices else 0).launch(grid, args, dtypes, stream=stream)

@@ -1,0 +1,883 @@
+"""The ``argus`` dialect (layouts lowered) to LLVM IR for ``nvptx64-nvidia-cuda``, as text.
+
+One kernel becomes one ``ptx_kernel`` function. Its parameters: a ``ptr addrspace(1)`` per
+global tensor followed by an ``i32`` for each of that tensor's dims named at launch, then
+the scalars in order (`KernelABI` says which is which, for the runtime). Shared tiles become
+``addrspace(3)`` globals, local tiles and variables ``alloca``s that LLVM promotes to
+registers once every index is constant. The semantics follow the reference interpreter: a
+floor division or remainder by zero divides by one, shifts past the width give 0 (left) or
+the sign/zero fill (right), float-to-int conversions saturate and send NaN to 0, and a shuffle
+from a lane outside the warp returns the thread's own value.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from argus.dsl import dialect as D
+from argus.dsl.atoms import CopyAtom, MMAAtom
+from argus.dsl.errors import SourceLocation
+from argus.dsl.types import dtype_of_mlir
+from argus.layout import ComposedLayout, Layout
+from xdsl.dialects import arith, builtin, math, scf
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from .errors import CodegenError
+from .instructions import Instruction, mma_instruction
+from .targets import Arch
+
+#: LLVM type of each DSL element type that the backend handles.
+_TYPES = {"i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "f16": "half", "bf16": "bfloat",
+          "f32": "float", "f64": "double"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter as the runtime passes it: a tensor's pointer, one of its named dims,
+    or a scalar."""
+
+    kind: str  # "pointer" | "dim" | "scalar"
+    name: str
+    llvm_type: str
+    tensor: int = -1
+    """For a pointer or a dim: the index of its tensor among the kernel's runtime arguments."""
+    axis: int = -1
+    symbol: str = ""
+    """For a dim: the size's name in the kernel's signature (dims named alike must agree)."""
+
+
+@dataclass(frozen=True)
+class KernelABI:
+    name: str
+    params: tuple[Param, ...]
+    block: tuple[int, int, int]
+    shared_bytes: int
+
+
+@dataclass
+class _Memory:
+    """Where a tile's elements live: the base pointer of its allocation and its address space."""
+
+    pointer: str
+    space: int
+
+
+@dataclass
+class _Function:
+    lines: list[str] = field(default_factory=list)
+    entry: list[str] = field(default_factory=list)
+    """Allocas, kept in the entry block so that LLVM promotes them."""
+    label: str = "entry"
+
+
+def llvm_type(t: Attribute, where: SourceLocation | None = None) -> str:
+    if isinstance(t, builtin.IntegerType) and t.width.data in (1, 8, 16, 32, 64):
+        return f"i{t.width.data}"
+    try:
+        dtype = dtype_of_mlir(t)
+    except TypeError:
+        dtype = None
+    name = _TYPES.get(dtype.name) if dtype is not None else None
+    if name is None:
+        raise CodegenError(f"the nvptx backend has no register type for {t}; it handles "
+                           f"{', '.join(sorted(_TYPES))}", where)
+    return name
+
+
+def _bits(llvm: str) -> int:
+    return {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "half": 16, "bfloat": 16, "float": 32, "double": 64}[llvm]
+
+
+def _float_literal(value: float, llvm: str) -> str:
+    if llvm == "double" or llvm == "float":  # LLVM writes float constants as the exact double
+        if llvm == "float":
+            value = struct.unpack("<f", struct.pack("<f", value))[0]
+        return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+    if llvm == "half":
+        return "0xH%04X" % struct.unpack("<H", struct.pack("<e", value))[0]
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]  # bfloat: round to nearest even
+    if value != value:
+        return "0xR7FC0"
+    return "0xR%04X" % (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF)
+
+
+class Translator:
+    """Translates one lowered kernel. `translate()` returns the LLVM module text and its ABI."""
+
+    def __init__(self, kernel: D.KernelOp, arch: Arch, locations: dict[Operation, SourceLocation] | None = None) -> None:
+        self.kernel = kernel
+        self.arch = arch
+        self.locations = locations or {}
+        self.names: dict[SSAValue, str] = {}
+        self.memories: dict[SSAValue, _Memory] = {}
+        self.dims: dict[tuple[SSAValue, int], str] = {}
+        self.declarations: set[str] = set()
+        self.globals: list[str] = []
+        self.fn = _Function()
+        self.counter = 0
+        self.shared_bytes = 0
+        block = tuple(kernel.block_dims) + (1,) * (3 - len(kernel.block_dims))
+        self.block: tuple[int, int, int] = block  # type: ignore[assignment]
+        if kernel.warp_size.data != 32:
+            raise CodegenError(f"NVIDIA warps have 32 threads; the kernel declares warp_size={kernel.warp_size.data}",
+                               None)
+
+    # ---- output ------------------------------------------------------------------------
+    def translate(self) -> tuple[str, KernelABI]:
+        name = self.kernel.sym_name.data
+        params, signature = self._parameters()
+        self._block(self.kernel.body.block)
+        self.emit("ret void")
+        attrs = f'"nvvm.reqntid"="{",".join(map(str, self.block))}"'  # the block is fixed when compiled
+        body = "\n".join(["entry:", *self.fn.entry, *self.fn.lines])
+        text = "\n".join([
+            'target triple = "nvptx64-nvidia-cuda"',
+            "",
+            *self.globals,
+            "",
+            f"define ptx_kernel void @{name}({', '.join(signature)}) #0 {{",
+            body,
+            "}",
+            "",
+            *sorted(self.declarations),
+            "",
+            f"attributes #0 = {{ {attrs} }}",
+            "",
+        ])
+        return text, KernelABI(name, tuple(params), self.block, self.shared_bytes)
+
+    def _parameters(self) -> tuple[list[Param], list[str]]:
+        names = [n.data for n in self.kernel.arg_names.data]
+        params: list[Param] = []
+        signature: list[str] = []
+        for index, (name, arg) in enumerate(zip(names, self.kernel.body.block.args)):
+            t = arg.type
+            if isinstance(t, D.TensorType):
+                pointer = f"%{_ident(name)}"
+                params.append(Param("pointer", name, "ptr addrspace(1)", index))
+                signature.append(f"ptr addrspace(1) {pointer}")
+                self.memories[arg] = _Memory(pointer, 1)
+                for axis, dim in enumerate(t.shape):
+                    if isinstance(dim, str):
+                        reg = f"%{_ident(name)}.dim{axis}"
+                        params.append(Param("dim", f"{name}.shape[{axis}]", "i32", index, axis, dim))
+                        signature.append(f"i32 {reg}")
+                        self.dims[(arg, axis)] = reg
+                    else:
+                        self.dims[(arg, axis)] = str(dim)
+            else:
+                ty = llvm_type(t)
+                reg = f"%{_ident(name)}"
+                params.append(Param("scalar", name, ty, index))
+                signature.append(f"{ty} {reg}")
+                self.names[arg] = reg
+        return params, signature
+
+    # ---- helpers -----------------------------------------------------------------------
+    def emit(self, text: str) -> None:
+        self.fn.lines.append(f"  {text}")
+
+    def fresh(self, hint: str = "v") -> str:
+        self.counter += 1
+        return f"%{hint}{self.counter}"
+
+    def label(self, hint: str) -> str:
+        self.counter += 1
+        return f"{hint}{self.counter}"
+
+    def start(self, label: str) -> None:
+        self.fn.lines.append(f"{label}:")
+        self.fn.label = label
+
+    def declare(self, text: str) -> None:
+        self.declarations.add(f"declare {text}")
+
+    def call(self, ret: str, name: str, args: list[tuple[str, str]], hint: str = "v") -> str:
+        self.declare(f"{ret} @{name}({', '.join(t for t, _ in args)})")
+        arglist = ", ".join(f"{t} {v}" for t, v in args)
+        if ret == "void":
+            self.emit(f"call void @{name}({arglist})")
+            return ""
+        out = self.fresh(hint)
+        self.emit(f"{out} = call {ret} @{name}({arglist})")
+        return out
+
+    def value(self, v: SSAValue) -> str:
+        name = self.names.get(v)
+        if name is None:
+            raise CodegenError(f"internal: a value used before its definition ({v})", None)
+        return name
+
+    def define(self, v: SSAValue, text: str, hint: str = "v") -> str:
+        out = self.fresh(hint)
+        self.emit(f"{out} = {text}")
+        self.names[v] = out
+        return out
+
+    def where(self, op: Operation) -> SourceLocation | None:
+        return self.locations.get(op)
+
+    def unsupported(self, op: Operation, what: str) -> CodegenError:
+        return CodegenError(f"{what} is not supported by the nvptx backend ({self.arch.name})", self.where(op))
+
+    # ---- walking -----------------------------------------------------------------------
+    def _block(self, block: Block) -> None:
+        for op in block.ops:
+            rule = _RULES.get(type(op))
+            if rule is None:
+                raise self.unsupported(op, f"the operation {op.name}")
+            rule(self, op)
+
+    # ---- indices -----------------------------------------------------------------------
+    def sreg(self, name: str) -> str:
+        return self.call("i32", f"llvm.nvvm.read.ptx.sreg.{name}", [], "s")
+
+    def linear_thread(self) -> str:
+        bx, by, bz = self.block
+        x = self.sreg("tid.x")
+        if by == 1 and bz == 1:
+            return x
+        y, z = self.sreg("tid.y"), self.sreg("tid.z")
+        yz = self.fresh()
+        self.emit(f"{yz} = mul nuw nsw i32 {z}, {by}")
+        row = self.fresh()
+        self.emit(f"{row} = add nuw nsw i32 {yz}, {y}")
+        scaled = self.fresh()
+        self.emit(f"{scaled} = mul nuw nsw i32 {row}, {bx}")
+        out = self.fresh()
+        self.emit(f"{out} = add nuw nsw i32 {scaled}, {x}")
+        return out
+
+    # ---- memory ------------------------------------------------------------------------
+    def memory(self, v: SSAValue, op: Operation) -> _Memory:
+        found = self.memories.get(v)
+        if found is None:
+            raise CodegenError(f"internal: no memory for {v}", self.where(op))
+        return found
+
+    def element_pointer(self, memory: _Memory, element: str, offset: str) -> str:
+        space = f" addrspace({memory.space})" if memory.space else ""
+        out = self.fresh("p")
+        self.emit(f"{out} = getelementptr inbounds {element}, ptr{space} {memory.pointer}, i32 {offset}")
+        return out
+
+    def alloca(self, llvm: str, count: int, align: int = 16) -> str:
+        out = self.fresh("a")
+        self.fn.entry.append(f"  {out} = alloca [{count} x {llvm}], align {align}")
+        return out
+
+    def fragment(self, tile: SSAValue, op: Operation) -> tuple[_Memory, str, list[int]]:
+        """A tile's memory, element type and the element offsets of its values in order."""
+        t = tile.type
+        assert isinstance(t, D.TileType)
+        chain = tile
+        while isinstance(chain.owner, (D.SliceOp, D.ViewOp)):
+            chain = chain.owner.source  # type: ignore[union-attr]
+        if isinstance(chain.owner, D.PartitionOp):
+            raise self.unsupported(op, "a fragment of a partition chosen at run time")
+        return self.memory(tile, op), llvm_type(builtin_of(t.dtype.name), self.where(op)), _offsets(t.layout)
+
+
+def builtin_of(dtype: str) -> Attribute:
+    from argus.dsl.dtypes import dtype_named
+    from argus.dsl.types import mlir_type
+
+    found = dtype_named(dtype)
+    assert found is not None
+    return mlir_type(found)
+
+
+def _offsets(layout: Layout | ComposedLayout) -> list[int]:
+    return [int(x) for x in layout.offsets()]
+
+
+def _footprint(layout: Layout | ComposedLayout) -> int:
+    """Elements a tile's allocation holds: one past its largest offset (as the interpreter)."""
+    return max(int(max(layout.offsets())) + 1, 1) if layout.size() else 1
+
+
+def _ident(name: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+# ---- rules -------------------------------------------------------------------------------------
+
+Rule = Callable[[Translator, Any], None]
+
+
+def _constant(t: Translator, op: arith.ConstantOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    attr = op.value
+    if ty == "i1":
+        t.names[op.result] = "true" if attr.value.data else "false"  # type: ignore[union-attr]
+    elif ty.startswith("i"):
+        t.names[op.result] = str(attr.value.data)  # type: ignore[union-attr]
+    else:
+        t.names[op.result] = _float_literal(float(attr.value.data), ty)  # type: ignore[union-attr]
+
+
+_INT_BINARY = {arith.AddiOp: "add", arith.SubiOp: "sub", arith.MuliOp: "mul", arith.AndIOp: "and",
+               arith.OrIOp: "or", arith.XOrIOp: "xor"}
+_FLOAT_BINARY = {arith.AddfOp: "fadd", arith.SubfOp: "fsub", arith.MulfOp: "fmul", arith.DivfOp: "fdiv"}
+_MINMAX = {arith.MinSIOp: "smin", arith.MaxSIOp: "smax", arith.MinUIOp: "umin", arith.MaxUIOp: "umax",
+           arith.MinimumfOp: "minimum", arith.MaximumfOp: "maximum"}
+
+
+def _binary(t: Translator, op: Any) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    a, b = t.value(op.lhs), t.value(op.rhs)
+    instr = _INT_BINARY.get(type(op)) or _FLOAT_BINARY[type(op)]
+    t.define(op.result, f"{instr} {ty} {a}, {b}")
+
+
+def _minmax(t: Translator, op: Any) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    name = _MINMAX[type(op)]
+    out = t.call(ty, f"llvm.{name}.{_suffix(ty)}", [(ty, t.value(op.lhs)), (ty, t.value(op.rhs))])
+    t.names[op.result] = out
+
+
+def _suffix(ty: str) -> str:
+    return {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16"}.get(ty, ty)
+
+
+def _nonzero(t: Translator, ty: str, b: str) -> str:
+    """The divisor, with 0 replaced by 1 (the interpreter's division by zero)."""
+    if b.lstrip("-").isdigit():
+        return b if int(b) != 0 else "1"
+    zero = t.fresh()
+    t.emit(f"{zero} = icmp eq {ty} {b}, 0")
+    safe = t.fresh()
+    t.emit(f"{safe} = select i1 {zero}, {ty} 1, {ty} {b}")
+    return safe
+
+
+def _floordiv(t: Translator, op: arith.FloorDivSIOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    a, b = t.value(op.lhs), _nonzero(t, ty, t.value(op.rhs))
+    q, r = t.fresh(), t.fresh()
+    t.emit(f"{q} = sdiv {ty} {a}, {b}")
+    t.emit(f"{r} = srem {ty} {a}, {b}")
+    # floor: one less when the remainder is nonzero and its sign differs from the divisor's
+    nz, sign, adjust, fix, out = t.fresh(), t.fresh(), t.fresh(), t.fresh(), t.fresh()
+    t.emit(f"{nz} = icmp ne {ty} {r}, 0")
+    t.emit(f"{sign} = xor {ty} {r}, {b}")
+    t.emit(f"{adjust} = icmp slt {ty} {sign}, 0")
+    t.emit(f"{fix} = and i1 {nz}, {adjust}")
+    t.emit(f"{out} = sub {ty} {q}, {_zext(t, fix, ty)}")
+    t.names[op.result] = out
+
+
+def _zext(t: Translator, bit: str, ty: str) -> str:
+    out = t.fresh()
+    t.emit(f"{out} = zext i1 {bit} to {ty}")
+    return out
+
+
+def _unsigned_division(t: Translator, op: Any) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    instr = {arith.DivUIOp: "udiv", arith.RemUIOp: "urem", arith.RemSIOp: "srem", arith.DivSIOp: "sdiv"}[type(op)]
+    t.define(op.result, f"{instr} {ty} {t.value(op.lhs)}, {_nonzero(t, ty, t.value(op.rhs))}")
+
+
+def _shift(t: Translator, op: Any) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    width = _bits(ty)
+    a, b = t.value(op.lhs), t.value(op.rhs)
+    instr = {arith.ShLIOp: "shl", arith.ShRSIOp: "ashr", arith.ShRUIOp: "lshr"}[type(op)]
+    if b.lstrip("-").isdigit() and 0 <= int(b) < width:
+        t.define(op.result, f"{instr} {ty} {a}, {b}")
+        return
+    # out-of-range amounts: shl gives 0; right shifts shift by width - 1 (interpreter semantics)
+    inside = t.fresh()
+    t.emit(f"{inside} = icmp ult {ty} {b}, {width}")
+    if instr == "shl":
+        shifted = t.fresh()
+        t.emit(f"{shifted} = shl {ty} {a}, {b}")
+        t.define(op.result, f"select i1 {inside}, {ty} {shifted}, {ty} 0")
+        return
+    negative, clamped, amount = t.fresh(), t.fresh(), t.fresh()
+    t.emit(f"{negative} = icmp slt {ty} {b}, 0")
+    t.emit(f"{clamped} = select i1 {inside}, {ty} {b}, {ty} {width - 1}")
+    t.emit(f"{amount} = select i1 {negative}, {ty} 0, {ty} {clamped}")
+    t.define(op.result, f"{instr} {ty} {a}, {amount}")
+
+
+_ICMP = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge", 6: "ult", 7: "ule", 8: "ugt", 9: "uge"}
+_FCMP = {0: "false", 1: "oeq", 2: "ogt", 3: "oge", 4: "olt", 5: "ole", 6: "one", 7: "ord", 8: "ueq", 9: "ugt",
+         10: "uge", 11: "ult", 12: "ule", 13: "une", 14: "uno", 15: "true"}
+
+
+def _cmpi(t: Translator, op: arith.CmpiOp) -> None:
+    ty = llvm_type(op.lhs.type, t.where(op))
+    t.define(op.result, f"icmp {_ICMP[op.predicate.value.data]} {ty} {t.value(op.lhs)}, {t.value(op.rhs)}")
+
+
+def _cmpf(t: Translator, op: arith.CmpfOp) -> None:
+    ty = llvm_type(op.lhs.type, t.where(op))
+    t.define(op.result, f"fcmp {_FCMP[op.predicate.value.data]} {ty} {t.value(op.lhs)}, {t.value(op.rhs)}")
+
+
+def _select(t: Translator, op: arith.SelectOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    t.define(op.result, f"select i1 {t.value(op.cond)}, {ty} {t.value(op.lhs)}, {ty} {t.value(op.rhs)}")
+
+
+def _negf(t: Translator, op: arith.NegfOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    t.define(op.result, f"fneg {ty} {t.value(op.operand)}")
+
+
+_CASTS = {arith.ExtFOp: "fpext", arith.TruncFOp: "fptrunc", arith.SIToFPOp: "sitofp", arith.UIToFPOp: "uitofp",
+          arith.TruncIOp: "trunc", arith.ExtSIOp: "sext", arith.ExtUIOp: "zext"}
+
+
+def _cast(t: Translator, op: Any) -> None:
+    src = llvm_type(op.operands[0].type, t.where(op))
+    dst = llvm_type(op.result.type, t.where(op))
+    x = t.value(op.operands[0])
+    if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):  # saturating, NaN -> 0, like the interpreter
+        kind = "fptosi" if isinstance(op, arith.FPToSIOp) else "fptoui"
+        t.names[op.result] = t.call(dst, f"llvm.{kind}.sat.{dst}.{_suffix(src)}", [(src, x)])
+        return
+    t.define(op.result, f"{_CASTS[type(op)]} {src} {x} to {dst}")
+
+
+_MATH = {math.Exp2Op: "exp2", math.Log2Op: "log2", math.SqrtOp: "sqrt"}
+
+
+def _math(t: Translator, op: Any) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    x = t.value(op.operands[0])
+    if isinstance(op, math.RsqrtOp):
+        root = t.call(ty, f"llvm.sqrt.{_suffix(ty)}", [(ty, x)])
+        t.define(op.result, f"fdiv {ty} {_float_literal(1.0, ty)}, {root}")
+        return
+    t.names[op.result] = t.call(ty, f"llvm.{_MATH[type(op)]}.{_suffix(ty)}", [(ty, x)])
+
+
+def _fma(t: Translator, op: math.FmaOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    a, b, c = (t.value(v) for v in op.operands)
+    t.names[op.result] = t.call(ty, f"llvm.fma.{_suffix(ty)}", [(ty, a), (ty, b), (ty, c)])
+
+
+def _index(t: Translator, op: Any) -> None:
+    dim = op.dim.data
+    axis = "xyz".index(dim)
+    if isinstance(op, D.BlockDimOp):
+        t.names[op.result] = str(t.block[axis])
+        return
+    if isinstance(op, D.ThreadIdxOp) and t.block[axis] == 1:
+        t.names[op.result] = "0"
+        return
+    name = {D.ThreadIdxOp: "tid", D.BlockIdxOp: "ctaid", D.GridDimOp: "nctaid"}[type(op)]
+    t.names[op.result] = t.sreg(f"{name}.{dim}")
+
+
+def _lane_or_warp(t: Translator, op: Any) -> None:
+    tid = t.linear_thread()
+    instr = "and" if isinstance(op, D.LaneIdOp) else "lshr"
+    t.define(op.result, f"{instr} i32 {tid}, {31 if isinstance(op, D.LaneIdOp) else 5}")
+
+
+def _dim(t: Translator, op: D.DimOp) -> None:
+    found = t.dims.get((op.tensor, op.index.data))
+    if found is None:
+        raise CodegenError(f"internal: no size for dim {op.index.data}", t.where(op))
+    t.names[op.result] = found
+
+
+def _tensor_view(t: Translator, op: D.TensorViewOp) -> None:
+    t.memories[op.result] = t.memory(op.source, op)
+    runtime = iter(op.dims)
+    shape = op.result.type.shape  # type: ignore[attr-defined]
+    for axis, dim in enumerate(shape):
+        t.dims[(op.result, axis)] = t.value(next(runtime)) if isinstance(dim, str) else str(dim)
+
+
+def _make_shared(t: Translator, op: D.MakeSharedOp) -> None:
+    tile: D.TileType = op.result.type  # type: ignore[assignment]
+    ty = llvm_type(builtin_of(tile.dtype.name), t.where(op))
+    count = _footprint(tile.layout)
+    name = f"@smem{len(t.globals)}"
+    t.globals.append(f"{name} = internal addrspace(3) global [{count} x {ty}] undef, align 128")
+    t.shared_bytes = -(-t.shared_bytes // 128) * 128 + count * tile.dtype.nbytes
+    t.memories[op.result] = _Memory(name, 3)
+
+
+def _make_local(t: Translator, op: D.MakeLocalOp) -> None:
+    tile: D.TileType = op.result.type  # type: ignore[assignment]
+    ty = llvm_type(builtin_of(tile.dtype.name), t.where(op))
+    t.memories[op.result] = _Memory(t.alloca(ty, _footprint(tile.layout)), 0)
+
+
+def _same_memory(t: Translator, op: Any) -> None:
+    t.memories[op.result] = t.memory(op.source, op)
+
+
+def _load_at(t: Translator, op: D.LoadAtOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    memory = t.memory(op.source, op)
+    pointer = t.element_pointer(memory, ty, t.value(op.offset))
+    space = f" addrspace({memory.space})" if memory.space else ""
+    t.define(op.result, f"load {ty}, ptr{space} {pointer}")
+
+
+def _store_at(t: Translator, op: D.StoreAtOp) -> None:
+    ty = llvm_type(op.value.type, t.where(op))
+    memory = t.memory(op.target, op)
+    pointer = t.element_pointer(memory, ty, t.value(op.offset))
+    space = f" addrspace({memory.space})" if memory.space else ""
+    t.emit(f"store {ty} {t.value(op.value)}, ptr{space} {pointer}")
+
+
+def _var(t: Translator, op: D.VarOp) -> None:
+    ty = llvm_type(builtin_of(op.result.type.dtype.name), t.where(op))  # type: ignore[attr-defined]
+    t.names[op.result] = t.alloca(ty, 1, 8)
+
+
+def _var_load(t: Translator, op: D.VarLoadOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    t.define(op.result, f"load {ty}, ptr {t.value(op.var)}")
+
+
+def _var_store(t: Translator, op: D.VarStoreOp) -> None:
+    ty = llvm_type(op.value.type, t.where(op))
+    t.emit(f"store {ty} {t.value(op.value)}, ptr {t.value(op.var)}")
+
+
+def _sync(t: Translator, op: D.SyncThreadsOp) -> None:
+    t.call("void", "llvm.nvvm.barrier.cta.sync.aligned.all", [("i32", "0")])
+
+
+def _assume(t: Translator, op: D.AssumeOp) -> None:
+    t.call("void", "llvm.assume", [("i1", t.value(op.cond))])
+
+
+def _nothing(t: Translator, op: Operation) -> None:
+    """Tag functions, tag assertions and tag resets are checked at compile time only."""
+
+
+def _if(t: Translator, op: scf.IfOp) -> None:
+    then, other, join = t.label("then"), t.label("else"), t.label("endif")
+    has_else = bool(op.false_region.blocks) and any(not isinstance(o, scf.YieldOp) for o in op.false_region.block.ops)
+    t.emit(f"br i1 {t.value(op.cond)}, label %{then}, label %{other if has_else else join}")
+    t.start(then)
+    t._block(op.true_region.block)
+    t.emit(f"br label %{join}")
+    if has_else:
+        t.start(other)
+        t._block(op.false_region.block)
+        t.emit(f"br label %{join}")
+    t.start(join)
+
+
+def _for(t: Translator, op: scf.ForOp) -> None:
+    """``for (i = lb; i < ub; i += step)``, as the interpreter runs it (a signed comparison)."""
+    if op.results:
+        raise t.unsupported(op, "a loop carrying values (scf.for with results)")
+    lb, ub, step = t.value(op.lb), t.value(op.ub), t.value(op.step)
+    before = t.fn.label
+    head, body, done = t.label("loop"), t.label("body"), t.label("done")
+    t.emit(f"br label %{head}")
+    t.start(head)
+    iv = t.fresh("i")
+    t.names[op.body.block.args[0]] = iv
+    phi_at = len(t.fn.lines)
+    t.fn.lines.append("")  # the phi, filled in once the latch block is known
+    more = t.fresh()
+    t.emit(f"{more} = icmp slt i32 {iv}, {ub}")
+    t.emit(f"br i1 {more}, label %{body}, label %{done}")
+    t.start(body)
+    t._block(op.body.block)
+    latch = t.fn.label
+    nxt = t.fresh("i")
+    t.emit(f"{nxt} = add i32 {iv}, {step}")
+    t.emit(f"br label %{head}")
+    t.fn.lines[phi_at] = f"  {iv} = phi i32 [ {lb}, %{before} ], [ {nxt}, %{latch} ]"
+    t.start(done)
+
+
+def _yield(t: Translator, op: scf.YieldOp) -> None:
+    if op.operands:
+        raise t.unsupported(op, "a region yielding values")
+
+
+def _shuffle(t: Translator, op: D.ShuffleOp) -> None:
+    ty = llvm_type(op.value.type, t.where(op))
+    bits = _bits(ty)
+    if bits > 32:
+        raise t.unsupported(op, f"a shuffle of a {bits}-bit value")
+    mode = op.mode.data
+    kind = {"xor": "bfly", "idx": "idx", "down": "down", "up": "up"}[mode]
+    x = t.value(op.value)
+    word = x
+    if ty != "i32":
+        raw = x
+        if ty in ("half", "bfloat", "float"):
+            raw = t.fresh()
+            t.emit(f"{raw} = bitcast {ty} {x} to i{bits}")
+        if bits < 32:
+            word = t.fresh()
+            t.emit(f"{word} = zext i{bits} {raw} to i32")
+        else:
+            word = raw
+    lane = t.value(op.lane)
+    clamp = "0" if kind == "up" else "31"
+    got = t.call("i32", f"llvm.nvvm.shfl.sync.{kind}.i32", [("i32", "-1"), ("i32", word), ("i32", lane), ("i32", clamp)])
+    if kind == "idx":  # a source lane outside the warp: the thread's own value (PTX would wrap)
+        inside = t.fresh()
+        t.emit(f"{inside} = icmp ult i32 {lane}, 32")
+        picked = t.fresh()
+        t.emit(f"{picked} = select i1 {inside}, i32 {got}, i32 {word}")
+        got = picked
+    if ty == "i32":
+        t.names[op.result] = got
+        return
+    narrow = got
+    if bits < 32:
+        narrow = t.fresh()
+        t.emit(f"{narrow} = trunc i32 {got} to i{bits}")
+    if ty in ("half", "bfloat", "float"):
+        t.define(op.result, f"bitcast i{bits} {narrow} to {ty}")
+    else:
+        t.names[op.result] = narrow
+
+
+def _as_int(t: Translator, x: str, ty: str) -> str:
+    if ty.startswith("i"):
+        return x
+    out = t.fresh()
+    t.emit(f"{out} = bitcast {ty} {x} to i{_bits(ty)}")
+    return out
+
+
+def _from_int(t: Translator, x: str, ty: str, result: SSAValue) -> None:
+    if ty.startswith("i"):
+        t.names[result] = x
+    else:
+        t.define(result, f"bitcast i{_bits(ty)} {x} to {ty}")
+
+
+def _bitcast(t: Translator, op: D.BitcastOp) -> None:
+    src, dst = llvm_type(op.value.type, t.where(op)), llvm_type(op.result.type, t.where(op))
+    t.define(op.result, f"bitcast {src} {t.value(op.value)} to {dst}")
+
+
+def _concat(t: Translator, op: D.ConcatOp) -> None:
+    dst = llvm_type(op.result.type, t.where(op))
+    width = _bits(dst)
+    total, shift = "0", 0
+    for v in op.values:
+        ty = llvm_type(v.type, t.where(op))
+        part = _as_int(t, t.value(v), ty)
+        wide = t.fresh()
+        t.emit(f"{wide} = zext i{_bits(ty)} {part} to i{width}" if _bits(ty) < width else f"{wide} = or i{width} {part}, 0")
+        if shift:
+            moved = t.fresh()
+            t.emit(f"{moved} = shl i{width} {wide}, {shift}")
+            wide = moved
+        acc = t.fresh()
+        t.emit(f"{acc} = or i{width} {total}, {wide}")
+        total, shift = acc, shift + _bits(ty)
+    _from_int(t, total, dst, op.result)
+
+
+def _extract(t: Translator, op: D.ExtractOp) -> None:
+    src, dst = llvm_type(op.value.type, t.where(op)), llvm_type(op.result.type, t.where(op))
+    word = _as_int(t, t.value(op.value), src)
+    shift = 8 * op.byte.data
+    if shift:
+        moved = t.fresh()
+        t.emit(f"{moved} = lshr i{_bits(src)} {word}, {shift}")
+        word = moved
+    if _bits(dst) < _bits(src):
+        narrow = t.fresh()
+        t.emit(f"{narrow} = trunc i{_bits(src)} {word} to i{_bits(dst)}")
+        word = narrow
+    _from_int(t, word, dst, op.result)
+
+
+def _byte_perm(t: Translator, op: D.BytePermOp) -> None:
+    a_ty, b_ty = llvm_type(op.a.type, t.where(op)), llvm_type(op.b.type, t.where(op))
+    dst = llvm_type(op.result.type, t.where(op))
+    wa, wb, width = _bits(a_ty), _bits(b_ty), _bits(dst)
+    both = wa + wb
+    a = _as_int(t, t.value(op.a), a_ty)
+    b = _as_int(t, t.value(op.b), b_ty)
+    wide_a, wide_b = t.fresh(), t.fresh()
+    t.emit(f"{wide_a} = zext i{wa} {a} to i{both}")
+    t.emit(f"{wide_b} = zext i{wb} {b} to i{both}")
+    high = t.fresh()
+    t.emit(f"{high} = shl i{both} {wide_b}, {wa}")
+    joined = t.fresh()
+    t.emit(f"{joined} = or i{both} {wide_a}, {high}")
+    total = "0"
+    for k, pick in enumerate(i.data for i in op.selector.data):
+        byte = t.fresh()
+        t.emit(f"{byte} = lshr i{both} {joined}, {8 * pick}")
+        low = t.fresh()
+        t.emit(f"{low} = trunc i{both} {byte} to i8")
+        wide = t.fresh()
+        t.emit(f"{wide} = zext i8 {low} to i{width}")
+        placed = t.fresh()
+        t.emit(f"{placed} = shl i{width} {wide}, {8 * k}")
+        acc = t.fresh()
+        t.emit(f"{acc} = or i{width} {total}, {placed}")
+        total = acc
+    _from_int(t, total, dst, op.result)
+
+
+_ATOMIC_INT = {"add": "add", "max": "max", "min": "min", "exchange": "xchg"}
+_ATOMIC_FLOAT = {"add": "fadd", "max": "fmax", "min": "fmin", "exchange": "xchg"}
+
+
+def _atomic(t: Translator, op: D.AtomicOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    kind = op.kind.data
+    table = _ATOMIC_INT if ty.startswith("i") else _ATOMIC_FLOAT
+    if kind not in table:
+        raise t.unsupported(op, f"atomic {kind!r}")
+    if op.coords and len(op.coords) != 1:
+        raise t.unsupported(op, "an atomic addressed by coordinates (lower layouts first)")
+    memory = t.memory(op.target, op)
+    pointer = t.element_pointer(memory, ty, t.value(op.coords[0]))
+    space = f" addrspace({memory.space})" if memory.space else ""
+    t.define(op.result, f"atomicrmw {table[kind]} ptr{space} {pointer}, {ty} {t.value(op.value)} monotonic")
+
+
+def _mma(t: Translator, op: D.MmaOp) -> None:
+    atom = MMAAtom.from_properties({k: v.data for k, v in op.atom.data.items()})  # type: ignore[attr-defined]
+    if atom.threads == 1 and atom.shape == (1, 1, 1):
+        _scalar_fma(t, op, atom)
+        return
+    instruction = mma_instruction(atom, t.arch)
+    if instruction is None:
+        raise CodegenError(f"no {t.arch.name} instruction runs the matrix-multiply atom {atom.name} "
+                           f"(shape {atom.shape}, {atom.a_dtype}·{atom.b_dtype} → {atom.c_dtype})", t.where(op))
+    operands = {}
+    for role, tile in (("a", op.a), ("b", op.b), ("c", op.c)):
+        memory, ty, offsets = t.fragment(tile, op)
+        loaded = []
+        for offset in offsets:
+            pointer = t.element_pointer(memory, ty, str(offset))
+            v = t.fresh()
+            t.emit(f"{v} = load {ty}, ptr {pointer}")
+            loaded.append(v)
+        operands[role] = (memory, ty, offsets, loaded)
+    results = _inline(t, instruction, operands)
+    memory, ty, offsets, _ = operands["c"]
+    for offset, value in zip(offsets, results):
+        pointer = t.element_pointer(memory, ty, str(offset))
+        t.emit(f"store {ty} {value}, ptr {pointer}")
+
+
+def _inline(t: Translator, instruction: Instruction, operands: dict[str, Any]) -> list[str]:
+    """Packs the fragments into the instruction's registers, calls it as inline PTX and returns
+    the new accumulator values (in fragment order)."""
+    regs: list[tuple[str, str]] = []
+    for role in ("a", "b", "c"):
+        _, ty, _, values = operands[role]
+        per = instruction.per_register[role]
+        for i in range(0, len(values), per):
+            if per == 1:
+                regs.append((instruction.register_type[role], values[i]))
+                continue
+            vec = "undef"
+            for j in range(per):
+                nxt = t.fresh()
+                t.emit(f"{nxt} = insertelement <{per} x {ty}> {vec}, {ty} {values[i + j]}, i32 {j}")
+                vec = nxt
+            word = t.fresh()
+            t.emit(f"{word} = bitcast <{per} x {ty}> {vec} to i32")
+            regs.append(("i32", word))
+    outs = len(operands["c"][3])
+    out_ty = operands["c"][1]
+    struct_ty = "{ " + ", ".join([out_ty] * outs) + " }"
+    constraints = ",".join(["=f" if out_ty == "float" else "=r"] * outs + [_constraint(ty) for ty, _ in regs])
+    args = ", ".join(f"{ty} {v}" for ty, v in regs)
+    result = t.fresh()
+    t.emit(f'{result} = call {struct_ty} asm sideeffect "{instruction.text}", "{constraints}"({args})')
+    values = []
+    for i in range(outs):
+        v = t.fresh()
+        t.emit(f"{v} = extractvalue {struct_ty} {result}, {i}")
+        values.append(v)
+    return values
+
+
+def _constraint(ty: str) -> str:
+    return {"float": "f", "i32": "r", "i64": "l", "double": "d"}[ty]
+
+
+def _scalar_fma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
+    loaded = []
+    for tile in (op.a, op.b, op.c):
+        memory, ty, offsets = t.fragment(tile, op)
+        pointer = t.element_pointer(memory, ty, str(offsets[0]))
+        v = t.fresh()
+        t.emit(f"{v} = load {ty}, ptr {pointer}")
+        loaded.append((ty, v, pointer))
+    (ta, a, _), (tb, b, _), (tc, c, cp) = loaded
+    for ty, name in ((ta, "a"), (tb, "b")):
+        if ty != tc:
+            raise t.unsupported(op, f"a scalar multiply-add with {name} of type {ty} and an accumulator of type {tc}")
+    if tc.startswith("i"):
+        prod, acc = t.fresh(), t.fresh()
+        t.emit(f"{prod} = mul {tc} {a}, {b}")
+        t.emit(f"{acc} = add {tc} {prod}, {c}")
+    else:
+        acc = t.call(tc, f"llvm.fma.{_suffix(tc)}", [(tc, a), (tc, b), (tc, c)])
+    t.emit(f"store {tc} {acc}, ptr {cp}")
+
+
+def _copy(t: Translator, op: D.CopyOp) -> None:
+    atom = CopyAtom.from_properties({k: v.data for k, v in op.atom.data.items()})  # type: ignore[attr-defined]
+    if atom.threads != 1:
+        raise t.unsupported(op, f"the cooperative copy atom {atom.name}")
+    src_memory, ty, src_offsets = t.fragment(op.source, op)
+    dst_memory, _, dst_offsets = t.fragment(op.target, op)
+    src_space = f" addrspace({src_memory.space})" if src_memory.space else ""
+    dst_space = f" addrspace({dst_memory.space})" if dst_memory.space else ""
+    for s, d in zip(src_offsets, dst_offsets):
+        sp = t.element_pointer(src_memory, ty, str(s))
+        v = t.fresh()
+        t.emit(f"{v} = load {ty}, ptr{src_space} {sp}")
+        dp = t.element_pointer(dst_memory, ty, str(d))
+        t.emit(f"store {ty} {v}, ptr{dst_space} {dp}")
+
+
+_RULES: dict[type, Rule] = {
+    arith.ConstantOp: _constant,
+    **{cls: _binary for cls in (*_INT_BINARY, *_FLOAT_BINARY)},
+    **{cls: _minmax for cls in _MINMAX},
+    arith.FloorDivSIOp: _floordiv,
+    arith.DivUIOp: _unsigned_division, arith.RemUIOp: _unsigned_division, arith.RemSIOp: _unsigned_division,
+    arith.ShLIOp: _shift, arith.ShRSIOp: _shift, arith.ShRUIOp: _shift,
+    arith.CmpiOp: _cmpi, arith.CmpfOp: _cmpf, arith.SelectOp: _select, arith.NegfOp: _negf,
+    **{cls: _cast for cls in (*_CASTS, arith.FPToSIOp, arith.FPToUIOp)},
+    **{cls: _math for cls in (*_MATH, math.RsqrtOp)},
+    math.FmaOp: _fma,
+    D.ThreadIdxOp: _index, D.BlockIdxOp: _index, D.BlockDimOp: _index, D.GridDimOp: _index,
+    D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
+    D.DimOp: _dim, D.TensorViewOp: _tensor_view,
+    D.MakeSharedOp: _make_shared, D.MakeLocalOp: _make_local,
+    D.SliceOp: _same_memory, D.ViewOp: _same_memory, D.PartitionOp: _same_memory,
+    D.LoadAtOp: _load_at, D.StoreAtOp: _store_at,
+    D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
+    D.SyncThreadsOp: _sync, D.AssumeOp: _assume,
+    D.TagOp: _nothing, D.TagAssertOp: _nothing, D.ResetTagsOp: _nothing,
+    scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _yield,
+    D.ShuffleOp: _shuffle, D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract,
+    D.BytePermOp: _byte_perm, D.AtomicOp: _atomic, D.MmaOp: _mma, D.CopyOp: _copy,
+}
+
+
+def translate(kernel: D.KernelOp, arch: Arch, locations: dict[Operation, SourceLocation] | None = None
+              ) -> tuple[str, KernelABI]:
+    """LLVM IR text of a lowered kernel and the parameter layout the runtime must pass."""
+    return Translator(kernel, arch, locations).translate()

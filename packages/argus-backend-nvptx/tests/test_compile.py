@@ -1,0 +1,95 @@
+"""Every example kernel compiles to PTX for each architecture and assembles with ptxas without
+spilling; the instructions the language's operations map to are in the code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from argus.backends.nvptx import compiler, toolchain
+from argus.backends.nvptx.errors import CodegenError, TargetError
+from argus.backends.nvptx.targets import ARCHS, arch
+from argus.dsl import Tensor, bf16, f32, kernel, make_local, matmul, thread_idx
+from argus.dsl.atoms import MMAAtom
+from argus.layout import parse
+
+from .conftest import example_kernels
+
+needs_ptxas = pytest.mark.skipif(toolchain.find_ptxas() is None, reason="ptxas is not installed")
+
+
+def specialize(module: Any, name: str) -> Any:
+    problem = getattr(module, f"example_{name}")(np.random.default_rng(0))
+    return getattr(module, name).specialize(**problem.constants)
+
+
+@pytest.mark.parametrize("module, name", example_kernels())
+@pytest.mark.parametrize("target", sorted(ARCHS))
+def test_example_compiles_to_ptx(module: Any, name: str, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    binary = compiler.build(specialize(module, name), arch(target), assemble=False)
+    assert f".target {target}" in binary.ptx
+    assert f".entry {binary.abi.name}(" in binary.ptx
+
+
+@needs_ptxas
+@pytest.mark.parametrize("module, name", example_kernels())
+def test_example_assembles_for_hopper_without_spills(module: Any, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    binary = compiler.build(specialize(module, name), arch("sm_90a"), assemble=True)
+    assert binary.cubin and binary.resources is not None
+    assert binary.resources.spill_stores == binary.resources.spill_loads == 0, binary.resources.text()
+    assert binary.resources.stack_bytes == 0, "a register array went to local memory"
+    assert binary.resources.registers > 0
+
+
+@needs_ptxas
+def test_gemm_issues_tensor_core_instructions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    gemm = next(p.values for p in example_kernels() if p.id == "gemm:gemm")
+    binary = compiler.build(specialize(*gemm), arch("sm_90a"), assemble=True)
+    assert binary.ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") == 8
+    try:
+        sass = toolchain.disassemble(binary.cubin or b"")
+    except toolchain.ToolchainError as err:
+        pytest.skip(str(err))
+    assert sass.count("HMMA.16816.F32.BF16") == 8
+
+
+def test_unknown_architecture_lists_the_valid_ones() -> None:
+    with pytest.raises(TargetError, match="nvptx:sm_80, nvptx:sm_90, nvptx:sm_90a"):
+        arch("sm_75")
+
+
+def test_an_atom_without_an_instruction_is_refused_with_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    # the 16x8x16 atom's A layout with two values swapped: the interpreter runs it, mma.sync would not
+    odd = MMAAtom("odd_16x8x16", (16, 8, 16), 32, parse("((4,8),(2,2,2)):((32,1),(8,16,128))"),
+                  parse("((4,8),(2,2)):((16,1),(8,64))"), parse("((4,8),(2,2)):((32,1),(16,8))"), bf16, bf16, f32)
+
+    @kernel(block=(32,), verify=False)
+    def product(c: Tensor[f32, 4]):
+        a = make_local((8,), bf16)
+        b = make_local((4,), bf16)
+        acc = make_local((4,), f32)
+        for i in range(8):
+            a[i] = bf16(1.0)
+        for i in range(4):
+            b[i] = bf16(1.0)
+            acc[i] = 0.0
+        matmul(a, b, acc, odd)
+        c[thread_idx.x % 4] = acc[0]
+
+    with pytest.raises(CodegenError, match=r"odd_16x8x16") as info:
+        compiler.build(product.specialize(), arch("sm_90a"), assemble=False)
+    assert info.value.location is not None and info.value.location.line > 0
+
+
+def test_cached_build_is_reused(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path))
+    vector_add = next(p.values for p in example_kernels() if p.id == "vector_add:vector_add")
+    first = compiler.build(specialize(*vector_add), arch("sm_90a"), assemble=False)
+    again = compiler.build(specialize(*vector_add), arch("sm_90a"), assemble=False)
+    assert again.ptx == first.ptx and again.abi == first.abi
+    assert list(tmp_path.rglob("*.ptx"))
