@@ -1,11 +1,12 @@
-"""bf16 GEMM on the GPU: the Argus example kernel against torch.matmul (cuBLAS), side by side.
+"""bf16 GEMM on the GPU: the Argus example kernel against torch.matmul (cuBLAS) and a plain
+autotuned Triton GEMM, side by side in one process.
 
     python benchmarks/gemm.py [--sizes 1024 2048 ...] [--repeat N] [--json FILE]
 
-Both compute C = A·Bᵀ for A (M×K) and B (N×K) in bf16 with fp32 accumulation on the same
-random inputs; the Argus result is checked against cuBLAS's before timing. Each figure is the
-median of `repeat` timed launches (CUDA events) after warm-up, with the SM clock, memory clock
-and power read before and after each size (the H200 throttles under sustained load).
+All compute C = A·Bᵀ for A (M×K) and B (N×K) in bf16 with fp32 accumulation on the same
+random inputs; each result is checked against cuBLAS's before timing. Every figure comes from
+`argus.backends.nvptx.bench.measure` (CUDA events, warm-up, median of `repeat`), with the SM
+clock, memory clock and power read before and after (the H200 throttles under sustained load).
 """
 
 from __future__ import annotations
@@ -14,39 +15,12 @@ import argparse
 import importlib.util
 import json
 import statistics
-import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def clocks() -> dict[str, str]:
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu",
-                              "--format=csv,noheader"], capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    sm, mem, power, temp = (x.strip() for x in out.split(","))
-    return {"sm_clock": sm, "mem_clock": mem, "power": power, "temperature_c": temp}
-
-
-def timed(fn: Any, repeat: int) -> float:
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1000)
-    return statistics.median(times)
 
 
 def load_example(name: str) -> Any:
@@ -66,8 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     gemm = load_example("gemm")
+    from argus.backends.nvptx.bench import measure
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from triton_matmul import matmul_nt
+
     rows = []
-    print(f"{'size':>6} {'argus TFLOP/s':>14} {'cuBLAS TFLOP/s':>15} {'ratio':>6}  clocks")
+    print(f"{'size':>6} {'argus':>8} {'cuBLAS':>8} {'Triton':>8}  TFLOP/s   {'argus/cuBLAS':>12}  SM clock, power")
     for size in args.sizes:
         m = n = k = size
         a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
@@ -81,21 +60,26 @@ def main(argv: list[str] | None = None) -> int:
         def cublas() -> Any:
             return torch.matmul(a, b.T)
 
+        def triton_gemm() -> Any:
+            return matmul_nt(a, b)
+
         argus()
         reference = cublas().float()
-        error = float((c - reference).norm() / reference.norm())
-        if error > 1e-2:
-            print(f"size {size}: the Argus result differs from cuBLAS (relative error {error:.2e})", file=sys.stderr)
+        errors = {"argus": float((c - reference).norm() / reference.norm()),
+                  "triton": float((triton_gemm().float() - reference).norm() / reference.norm())}
+        if max(errors.values()) > 1e-2:
+            print(f"size {size}: a result differs from cuBLAS (relative errors {errors})", file=sys.stderr)
             return 1
-        before = clocks()
-        t_argus, t_cublas = timed(argus, args.repeat), timed(cublas, args.repeat)
-        after = clocks()
+        timings = {name: measure(fn, warmup=3, repeat=args.repeat)
+                   for name, fn in (("argus", argus), ("cublas", cublas), ("triton", triton_gemm))}
         flops = 2 * m * n * k
-        row = {"size": size, "argus_tflops": flops / t_argus / 1e12, "cublas_tflops": flops / t_cublas / 1e12,
-               "ratio": t_cublas / t_argus, "relative_error": error, "clocks_before": before, "clocks_after": after}
+        row = {"size": size, **{f"{name}_tflops": flops / t.median_s / 1e12 for name, t in timings.items()},
+               "ratio": timings["cublas"].median_s / timings["argus"].median_s, "relative_errors": errors,
+               "timings": {name: asdict(t) for name, t in timings.items()}}
         rows.append(row)
-        print(f"{size:6d} {row['argus_tflops']:14.1f} {row['cublas_tflops']:15.1f} {row['ratio']:6.2f}  "
-              f"{before.get('sm_clock')}→{after.get('sm_clock')} {after.get('power')}")
+        clock = timings["argus"].clocks_after
+        print(f"{size:6d} {row['argus_tflops']:8.1f} {row['cublas_tflops']:8.1f} {row['triton_tflops']:8.1f}"
+              f"{'':10s} {row['ratio']:12.2f}  {clock.get('sm_mhz')} MHz, {clock.get('power_w')} W")
     ratios = [r["ratio"] for r in rows]
     geomean = statistics.geometric_mean(ratios)
     print(f"geometric mean of argus/cuBLAS speed: {geomean:.3f}")

@@ -8,29 +8,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from argus.backends.nvptx.bench import measure, to_gpu, to_numpy
 from argus.dsl import ArgusError, Tensor, f32, kernel, thread_idx
 
 from .conftest import cuda_available, example_kernels
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU")]
-
-
-def to_device(x: Any) -> Any:
-    import torch
-
-    if isinstance(x, np.ndarray):
-        if x.dtype == np.uint16:  # bf16 bits: handed over as torch bf16
-            return torch.from_numpy(x.view(np.int16).copy()).cuda().view(torch.bfloat16)
-        return torch.from_numpy(x.copy()).cuda()
-    return x
-
-
-def to_host(x: Any, like: np.ndarray) -> np.ndarray:
-    import torch
-
-    if x.dtype == torch.bfloat16:
-        return x.view(torch.int16).cpu().numpy().view(np.uint16)
-    return x.cpu().numpy().astype(like.dtype, copy=False)
 
 
 @pytest.mark.parametrize("module, name", example_kernels())
@@ -43,14 +26,14 @@ def test_example_matches_interpreter_and_reference(module: Any, name: str, seed:
         out = problem.args[index]
         out[...] = np.frombuffer(np.full(out.nbytes, 0x7F, np.uint8).tobytes(), out.dtype).reshape(out.shape)
     host = [a.copy() if isinstance(a, np.ndarray) else a for a in problem.args]
-    device = [to_device(a) for a in problem.args]
+    device = [to_gpu(a) for a in problem.args]
     k = getattr(module, name)
     k[problem.grid](*device, **problem.constants)
     torch.cuda.synchronize()
     k[problem.grid](*host, **problem.constants)  # numpy arrays: the interpreter
     interpreted = {i: host[i] for i in problem.expected}
     for index in problem.expected:
-        problem.args = tuple(to_host(device[i], problem.args[i]) if i == index else a
+        problem.args = tuple(to_numpy(device[i], problem.args[i]) if i == index else a
                              for i, a in enumerate(problem.args))
     problem.check()  # the GPU against the float64 reference
     for index, want in interpreted.items():
@@ -107,3 +90,12 @@ def test_a_loaded_kernel_launches_quickly() -> None:
         fill[1](out, 32)
     torch.cuda.synchronize()
     assert (time.perf_counter() - start) / 100 < 5e-3
+
+
+def test_measure_times_with_clocks() -> None:
+    import torch
+
+    out = torch.zeros(32, device="cuda")
+    timing = measure(lambda: fill[1](out, 32), warmup=2, repeat=5, flush_l2=True, graph=True)
+    assert 0 < timing.min_s <= timing.median_s < 1e-2
+    assert "MHz" in timing.text()
