@@ -49,9 +49,10 @@ class Compiler(Protocol):
 
 
 class Runtime(Protocol):
-    """Runs a compiled kernel: `args` are the runtime arguments in order (constexprs removed)."""
+    """Runs a kernel: `kernel` is a `kernel.Specialization` (a cache key, and the IR on demand);
+    `args` are the runtime arguments in order (constexprs removed)."""
 
-    def launch(self, compiled: Any, grid: tuple[int, ...], args: Sequence[Any]) -> None: ...
+    def launch(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,10 @@ class _InterpreterRuntime:
     def __init__(self, target: Target) -> None:
         self.target = target
 
-    def launch(self, compiled: Any, grid: tuple[int, ...], args: Sequence[Any]) -> None:
+    def launch(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any]) -> None:
         from .interpreter import Interpreter
 
+        compiled = kernel.compiled()
         Interpreter(compiled.op, compiled.locations).launch(grid, args)
 
 

@@ -39,6 +39,21 @@ class CompiledKernel:
         return str(self.module)
 
 
+@dataclass(frozen=True)
+class Specialization:
+    """What a runtime is handed to launch: the key of one specialization (its source, constexpr
+    values and the compiler's version, stable across processes) and a way to build its IR. A
+    runtime that finds a binary under the key never needs the IR, so a cached kernel launches
+    from a new process without running the front end."""
+
+    kernel: Kernel
+    constants: tuple[tuple[str, Any], ...]
+    key: str
+
+    def compiled(self) -> CompiledKernel:
+        return self.kernel.compile(**dict(self.constants))
+
+
 class Kernel:
     """A kernel written in the Argus language. Compile with `compile`, print with `mlir`,
     run with ``kernel[grid](*args)`` (the interpreter, on numpy arrays)."""
@@ -53,6 +68,7 @@ class Kernel:
         self._source: KernelSource | None = None
         self._cache: dict[tuple[tuple[str, Any], ...], CompiledKernel] = {}
         self._verified: dict[tuple[tuple[str, Any], ...], Result] = {}
+        self._keys: dict[tuple[tuple[str, Any], ...], str] = {}
 
     @property
     def source(self) -> KernelSource:
@@ -75,33 +91,35 @@ class Kernel:
         is set: a violated assertion raises `TagAssertionError` with the replayed counterexample,
         an undecided one warns (`ArgusVerificationWarning`)."""
         compiled = self.specialize(**constants)
+        self._check(constants)
+        return compiled
+
+    def _check(self, constants: dict[str, Any]) -> None:
         if self.checks and os.environ.get("ARGUS_VERIFY", "1") != "0":
             result = self.verify(**constants)
             if result.verdict is Verdict.VIOLATED:
                 raise TagAssertionError(result)
             if result.verdict is Verdict.UNKNOWN:
-                warnings.warn(ArgusVerificationWarning(result.text()), stacklevel=2)
-        return compiled
+                warnings.warn(ArgusVerificationWarning(result.text()), stacklevel=3)
 
     def verify(self, grid: Sequence[int] | None = None, solver: str | None = None, **constants: Any) -> Result:
         """Prove or refute this kernel's tag assertions for every launch (of `grid`, if given).
         Results are cached with the kernel, in memory and on disk."""
-        from .verification import verify_kernel
-
         if grid is not None:
             grid = tuple(grid)
             if not 1 <= len(grid) <= 3 or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1
                                                    for g in grid):
                 raise ArgusLaunchError(f"a grid is 1 to 3 positive ints, got {grid!r}")
-        compiled = self.specialize(**constants)
         key = tuple(sorted((k, _hashable(v)) for k, v in constants.items())) + (("grid", grid), ("solver", solver))
         result = self._verified.get(key)
         if result is None:
             disk = self._disk_key(constants) + f"-tags-{grid}-{solver}"
-            stored = cache.load(disk, "tags.json")
+            stored = cache.load(disk, "tags.json")  # read before building any IR
             result = Result.from_dict(json.loads(stored)) if stored is not None else None
             if result is None:
-                result = verify_kernel(compiled, self.name, grid=grid, solver=solver)
+                from .verification import verify_kernel  # the checker loads only when it runs
+
+                result = verify_kernel(self.specialize(**constants), self.name, grid=grid, solver=solver)
                 cache.store(disk, "tags.json", result.json().encode())
             self._verified[key] = result
         return result
@@ -123,6 +141,13 @@ class Kernel:
         return compiled
 
     def _disk_key(self, constants: dict[str, Any]) -> str:
+        memo = tuple(sorted((k, _hashable(v)) for k, v in constants.items()))
+        found = self._keys.get(memo)
+        if found is None:
+            found = self._keys[memo] = self._compute_key(constants)
+        return found
+
+    def _compute_key(self, constants: dict[str, Any]) -> str:
         return cache_key("argus-mlir", ast.dump(self.source.tree), self.source.file, self.source.line_offset,
                          self.block, self.warp_size, sorted(constants.items()), _globals_fingerprint(self.source))
 
@@ -187,10 +212,12 @@ class Kernel:
         missing = [p for p in params if p not in given]
         if missing:
             raise ArgusLaunchError(f"{self.name}: missing argument(s) {missing}")
-        compiled = self.compile(**{n: given[n] for n in constexprs})
+        values = {n: given[n] for n in constexprs}
+        self._check(values)
         runtime = [given[p] for p in params if p not in constexprs]
         where = parse_target(target or default_target(runtime))
-        runtime_for(where).launch(compiled, grid, runtime)
+        chosen = Specialization(self, tuple(sorted((k, _hashable(v)) for k, v in values.items())), self._disk_key(values))
+        runtime_for(where).launch(chosen, grid, runtime)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise ArgusSyntaxError(f"launch {self.name} with a grid: {self.name}[grid](*args)")

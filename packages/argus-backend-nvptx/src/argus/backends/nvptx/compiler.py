@@ -47,14 +47,16 @@ def lowered(compiled: Any) -> tuple[Any, dict[Operation, Any]]:
     return module, locations
 
 
-def build(compiled: Any, target: Arch, *, assemble: bool | None = None) -> Binary:
+def build(compiled: Any, target: Arch, *, assemble: bool | None = None, key: str | None = None) -> Binary:
     """Build (or load from the cache) `compiled` for `target`. The cubin is made when
-    `assemble` is true, or when it is None and ptxas is installed."""
-    key = cache.cache_key("argus-nvptx", compiled.mlir(), target.name, _tool_version())
-    want_cubin = assemble if assemble is not None else toolchain.find_ptxas() is not None
-    binary = _load(key, target, want_cubin)
+    `assemble` is true, or when it is None and ptxas is installed. `key` names the kernel's
+    specialization (`argus.dsl.kernel.Specialization.key`); without one, its IR does."""
+    want_cubin = _want_cubin(assemble)
+    disk = _disk_key(key if key is not None else compiled.mlir(), target)
+    binary = _load(disk, target, want_cubin)
     if binary is not None:
         return binary
+    key = disk
     module, locations = lowered(compiled)
     text, abi = translate(module.ops.first, target, locations)
     optimized = toolchain.optimize(text, target)
@@ -67,6 +69,19 @@ def build(compiled: Any, target: Arch, *, assemble: bool | None = None) -> Binar
         cache.store(key, "cubin", binary.cubin)
         cache.store(key, "resources.json", json.dumps(asdict(binary.resources)).encode())
     return binary
+
+
+def cached(key: str, target: Arch, *, assemble: bool | None = None) -> Binary | None:
+    """The binary built earlier for the specialization `key`, or None: no IR is needed."""
+    return _load(_disk_key(key, target), target, _want_cubin(assemble))
+
+
+def _disk_key(source: str, target: Arch) -> str:
+    return cache.cache_key("argus-nvptx", source, target.name, _tool_version())
+
+
+def _want_cubin(assemble: bool | None) -> bool:
+    return assemble if assemble is not None else toolchain.find_ptxas() is not None
 
 
 def _load(key: str, target: Arch, want_cubin: bool) -> Binary | None:
@@ -83,13 +98,13 @@ def _load(key: str, target: Arch, want_cubin: bool) -> Binary | None:
 
 
 def _abi_json(abi: KernelABI) -> dict[str, Any]:
-    return {"name": abi.name, "params": [asdict(p) for p in abi.params], "block": list(abi.block),
-            "shared_bytes": abi.shared_bytes}
+    return {"name": abi.name, "arguments": list(abi.arguments), "params": [asdict(p) for p in abi.params],
+            "block": list(abi.block), "shared_bytes": abi.shared_bytes}
 
 
 def _abi_from_json(data: dict[str, Any]) -> KernelABI:
-    return KernelABI(data["name"], tuple(Param(**p) for p in data["params"]), tuple(data["block"]),  # type: ignore[arg-type]
-                     data["shared_bytes"])
+    return KernelABI(data["name"], tuple(data["arguments"]), tuple(Param(**p) for p in data["params"]),
+                     tuple(data["block"]), data["shared_bytes"])  # type: ignore[arg-type]
 
 
 def _tool_version() -> str:

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from argus.dsl.backends import Target
-from argus.dsl.dtypes import DType
+from argus.dsl.dtypes import DType, dtype_named
 
-from .compiler import Binary, build
+from . import compiler
+from .compiler import Binary
 from .errors import CudaError, ToolchainError
 from .targets import ARCHS, Arch, arch
 from .translate import KernelABI
@@ -208,13 +209,15 @@ class LoadedKernel:
         self.function = check(driver.cuModuleGetFunction(self.module, self.abi.name.encode()),
                               f"finding {self.abi.name} in its module")
 
-    def launch(self, grid: Sequence[int], args: Sequence[Any], dtypes: Sequence[DType | None], *,
-               stream: int | None = None) -> None:
+    def launch(self, grid: Sequence[int], args: Sequence[Any], *, stream: int | None = None) -> None:
         driver = _driver()
+        if len(args) != len(self.abi.arguments):
+            raise CudaError(f"{self.abi.name} takes {len(self.abi.arguments)} runtime argument(s) "
+                            f"({', '.join(self.abi.arguments)}), got {len(args)}")
         grid3 = tuple(grid) + (1,) * (3 - len(grid))
         if grid3[0] >= 2**31 or grid3[1] >= 2**16 or grid3[2] >= 2**16:
             raise CudaError(f"{self.abi.name}: grid {tuple(grid)} exceeds the limits (2³¹−1, 65535, 65535)")
-        values, chosen_stream = marshal(self.abi, args, dtypes, self.device)
+        values, chosen_stream = marshal(self.abi, args, self.device)
         stream = stream if stream is not None else chosen_stream
         pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
         use_device(self.device)
@@ -225,8 +228,7 @@ class LoadedKernel:
             check(driver.cuStreamSynchronize(stream or 0), f"{what} (at the synchronization after it)")
 
 
-def marshal(abi: KernelABI, args: Sequence[Any], dtypes: Sequence[DType | None],
-            device: int | None = None) -> tuple[list[Any], int | None]:
+def marshal(abi: KernelABI, args: Sequence[Any], device: int | None = None) -> tuple[list[Any], int | None]:
     """The kernel's parameters as ctypes values, after checking every argument; and the stream
     of the arrays' framework."""
     arrays: dict[int, DeviceArray] = {}
@@ -234,8 +236,9 @@ def marshal(abi: KernelABI, args: Sequence[Any], dtypes: Sequence[DType | None],
     stream = None
     out: list[Any] = []
     for param in abi.params:
-        value, dtype = args[param.tensor], dtypes[param.tensor]
+        value = args[param.tensor]
         if param.kind == "pointer":
+            dtype = dtype_named(param.dtype)
             assert dtype is not None
             array = arrays.get(param.tensor)
             if array is None:
@@ -297,29 +300,26 @@ def _scalar(abi: KernelABI, name: str, llvm_type: str, value: Any) -> Any:
 
 
 class NvptxRuntime:
-    """The runtime behind ``kernel[grid](*args)`` for ``nvptx`` targets."""
+    """The runtime behind ``kernel[grid](*args)`` for ``nvptx`` targets. A kernel is loaded once
+    per process and device; its binary comes from the disk cache when one was built before
+    (without building the kernel's IR), else it is compiled."""
 
     def __init__(self, target: Target) -> None:
         self.target = target
         self.arch = arch(target.arch) if target.arch else None
-        self._loaded: dict[tuple[int, int], LoadedKernel] = {}
+        self._loaded: dict[tuple[str, int], LoadedKernel] = {}
 
-    def load(self, compiled: Any, device: int = 0) -> LoadedKernel:
-        key = (id(compiled), device)
-        found = self._loaded.get(key)
+    def load(self, kernel: Any, device: int = 0) -> LoadedKernel:
+        """`kernel` is an `argus.dsl.kernel.Specialization`."""
+        found = self._loaded.get((kernel.key, device))
         if found is None:
             target = self.arch or device_arch(device)
-            found = self._loaded[key] = LoadedKernel(build(compiled, target), device)
+            binary = compiler.cached(kernel.key, target) or compiler.build(kernel.compiled(), target, key=kernel.key)
+            found = self._loaded[(kernel.key, device)] = LoadedKernel(binary, device)
         return found
 
-    def launch(self, compiled: Any, grid: tuple[int, ...], args: Sequence[Any], stream: int | None = None) -> None:
-        from argus.dsl import dialect as D
-
-        params = list(compiled.op.body.block.args)
-        if len(args) != len(params):
-            raise CudaError(f"{compiled.op.sym_name.data} takes {len(params)} runtime argument(s), got {len(args)}")
-        dtypes = [p.type.dtype if isinstance(p.type, D.TensorType) else None for p in params]
+    def launch(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], stream: int | None = None) -> None:
         devices = {a.device for a in (device_array(x) for x in args) if a is not None and a.device >= 0}
         if len(devices) > 1:
-            raise CudaError(f"{compiled.op.sym_name.data}: tensor arguments are on several devices {sorted(devices)}")
-        self.load(compiled, devices.pop() if devices else 0).launch(grid, args, dtypes, stream=stream)
+            raise CudaError(f"{kernel.kernel.name}: tensor arguments are on several devices {sorted(devices)}")
+        self.load(kernel, devices.pop() if devices else 0).launch(grid, args, stream=stream)

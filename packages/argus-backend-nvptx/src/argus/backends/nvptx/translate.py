@@ -47,11 +47,15 @@ class Param:
     axis: int = -1
     symbol: str = ""
     """For a dim: the size's name in the kernel's signature (dims named alike must agree)."""
+    dtype: str = ""
+    """For a pointer: the tensor's element type (checked against the argument's)."""
 
 
 @dataclass(frozen=True)
 class KernelABI:
     name: str
+    arguments: tuple[str, ...]
+    """The runtime arguments' names, in order."""
     params: tuple[Param, ...]
     block: tuple[int, int, int]
     shared_bytes: int
@@ -147,7 +151,8 @@ class Translator:
             f"attributes #0 = {{ {attrs} }}",
             "",
         ])
-        return text, KernelABI(name, tuple(params), self.block, self.shared_bytes)
+        arguments = tuple(n.data for n in self.kernel.arg_names.data)
+        return text, KernelABI(name, arguments, tuple(params), self.block, self.shared_bytes)
 
     def _parameters(self) -> tuple[list[Param], list[str]]:
         names = [n.data for n in self.kernel.arg_names.data]
@@ -157,7 +162,7 @@ class Translator:
             t = arg.type
             if isinstance(t, D.TensorType):
                 pointer = f"%{_ident(name)}"
-                params.append(Param("pointer", name, "ptr addrspace(1)", index))
+                params.append(Param("pointer", name, "ptr addrspace(1)", index, dtype=t.dtype.name))
                 signature.append(f"ptr addrspace(1) {pointer}")
                 self.memories[arg] = _Memory(pointer, 1)
                 for axis, dim in enumerate(t.shape):
