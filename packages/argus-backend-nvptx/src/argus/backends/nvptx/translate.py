@@ -185,6 +185,12 @@ class Translator:
     def emit(self, text: str) -> None:
         self.fn.lines.append(f"  {text}")
 
+    def let(self, text: str, hint: str = "v") -> str:
+        """Emit ``%new = text`` and return %new."""
+        out = self.fresh(hint)
+        self.emit(f"{out} = {text}")
+        return out
+
     def fresh(self, hint: str = "v") -> str:
         self.counter += 1
         return f"%{hint}{self.counter}"
@@ -246,14 +252,10 @@ class Translator:
         if by == 1 and bz == 1:
             return x
         y, z = self.sreg("tid.y"), self.sreg("tid.z")
-        yz = self.fresh()
-        self.emit(f"{yz} = mul nuw nsw i32 {z}, {by}")
-        row = self.fresh()
-        self.emit(f"{row} = add nuw nsw i32 {yz}, {y}")
-        scaled = self.fresh()
-        self.emit(f"{scaled} = mul nuw nsw i32 {row}, {bx}")
-        out = self.fresh()
-        self.emit(f"{out} = add nuw nsw i32 {scaled}, {x}")
+        yz = self.let(f"mul nuw nsw i32 {z}, {by}")
+        row = self.let(f"add nuw nsw i32 {yz}, {y}")
+        scaled = self.let(f"mul nuw nsw i32 {row}, {bx}")
+        out = self.let(f"add nuw nsw i32 {scaled}, {x}")
         return out
 
     # ---- memory ------------------------------------------------------------------------
@@ -353,32 +355,26 @@ def _nonzero(t: Translator, ty: str, b: str) -> str:
     """The divisor, with 0 replaced by 1 (the interpreter's division by zero)."""
     if b.lstrip("-").isdigit():
         return b if int(b) != 0 else "1"
-    zero = t.fresh()
-    t.emit(f"{zero} = icmp eq {ty} {b}, 0")
-    safe = t.fresh()
-    t.emit(f"{safe} = select i1 {zero}, {ty} 1, {ty} {b}")
+    zero = t.let(f"icmp eq {ty} {b}, 0")
+    safe = t.let(f"select i1 {zero}, {ty} 1, {ty} {b}")
     return safe
 
 
 def _floordiv(t: Translator, op: arith.FloorDivSIOp) -> None:
     ty = llvm_type(op.result.type, t.where(op))
     a, b = t.value(op.lhs), _nonzero(t, ty, t.value(op.rhs))
-    q, r = t.fresh(), t.fresh()
-    t.emit(f"{q} = sdiv {ty} {a}, {b}")
-    t.emit(f"{r} = srem {ty} {a}, {b}")
+    q = t.let(f"sdiv {ty} {a}, {b}")
+    r = t.let(f"srem {ty} {a}, {b}")
     # floor: one less when the remainder is nonzero and its sign differs from the divisor's
-    nz, sign, adjust, fix, out = t.fresh(), t.fresh(), t.fresh(), t.fresh(), t.fresh()
-    t.emit(f"{nz} = icmp ne {ty} {r}, 0")
-    t.emit(f"{sign} = xor {ty} {r}, {b}")
-    t.emit(f"{adjust} = icmp slt {ty} {sign}, 0")
-    t.emit(f"{fix} = and i1 {nz}, {adjust}")
-    t.emit(f"{out} = sub {ty} {q}, {_zext(t, fix, ty)}")
-    t.names[op.result] = out
+    nonzero = t.let(f"icmp ne {ty} {r}, 0")
+    signs = t.let(f"xor {ty} {r}, {b}")
+    differ = t.let(f"icmp slt {ty} {signs}, 0")
+    fix = _zext(t, t.let(f"and i1 {nonzero}, {differ}"), ty)
+    t.names[op.result] = t.let(f"sub {ty} {q}, {fix}")
 
 
 def _zext(t: Translator, bit: str, ty: str) -> str:
-    out = t.fresh()
-    t.emit(f"{out} = zext i1 {bit} to {ty}")
+    out = t.let(f"zext i1 {bit} to {ty}")
     return out
 
 
@@ -397,17 +393,14 @@ def _shift(t: Translator, op: Any) -> None:
         t.define(op.result, f"{instr} {ty} {a}, {b}")
         return
     # out-of-range amounts: shl gives 0; right shifts shift by width - 1 (interpreter semantics)
-    inside = t.fresh()
-    t.emit(f"{inside} = icmp ult {ty} {b}, {width}")
+    inside = t.let(f"icmp ult {ty} {b}, {width}")
     if instr == "shl":
-        shifted = t.fresh()
-        t.emit(f"{shifted} = shl {ty} {a}, {b}")
+        shifted = t.let(f"shl {ty} {a}, {b}")
         t.define(op.result, f"select i1 {inside}, {ty} {shifted}, {ty} 0")
         return
-    negative, clamped, amount = t.fresh(), t.fresh(), t.fresh()
-    t.emit(f"{negative} = icmp slt {ty} {b}, 0")
-    t.emit(f"{clamped} = select i1 {inside}, {ty} {b}, {ty} {width - 1}")
-    t.emit(f"{amount} = select i1 {negative}, {ty} 0, {ty} {clamped}")
+    negative = t.let(f"icmp slt {ty} {b}, 0")
+    clamped = t.let(f"select i1 {inside}, {ty} {b}, {ty} {width - 1}")
+    amount = t.let(f"select i1 {negative}, {ty} 0, {ty} {clamped}")
     t.define(op.result, f"{instr} {ty} {a}, {amount}")
 
 
@@ -594,8 +587,7 @@ def _for(t: Translator, op: scf.ForOp) -> None:
     t.names[op.body.block.args[0]] = iv
     phi_at = len(t.fn.lines)
     t.fn.lines.append("")  # the phi, filled in once the latch block is known
-    more = t.fresh()
-    t.emit(f"{more} = icmp slt i32 {iv}, {ub}")
+    more = t.let(f"icmp slt i32 {iv}, {ub}")
     t.emit(f"br i1 {more}, label %{body}, label %{done}")
     t.start(body)
     t._block(op.body.block)
@@ -624,29 +616,24 @@ def _shuffle(t: Translator, op: D.ShuffleOp) -> None:
     if ty != "i32":
         raw = x
         if ty in ("half", "bfloat", "float"):
-            raw = t.fresh()
-            t.emit(f"{raw} = bitcast {ty} {x} to i{bits}")
+            raw = t.let(f"bitcast {ty} {x} to i{bits}")
         if bits < 32:
-            word = t.fresh()
-            t.emit(f"{word} = zext i{bits} {raw} to i32")
+            word = t.let(f"zext i{bits} {raw} to i32")
         else:
             word = raw
     lane = t.value(op.lane)
     clamp = "0" if kind == "up" else "31"
     got = t.call("i32", f"llvm.nvvm.shfl.sync.{kind}.i32", [("i32", "-1"), ("i32", word), ("i32", lane), ("i32", clamp)])
     if kind == "idx":  # a source lane outside the warp: the thread's own value (PTX would wrap)
-        inside = t.fresh()
-        t.emit(f"{inside} = icmp ult i32 {lane}, 32")
-        picked = t.fresh()
-        t.emit(f"{picked} = select i1 {inside}, i32 {got}, i32 {word}")
+        inside = t.let(f"icmp ult i32 {lane}, 32")
+        picked = t.let(f"select i1 {inside}, i32 {got}, i32 {word}")
         got = picked
     if ty == "i32":
         t.names[op.result] = got
         return
     narrow = got
     if bits < 32:
-        narrow = t.fresh()
-        t.emit(f"{narrow} = trunc i32 {got} to i{bits}")
+        narrow = t.let(f"trunc i32 {got} to i{bits}")
     if ty in ("half", "bfloat", "float"):
         t.define(op.result, f"bitcast i{bits} {narrow} to {ty}")
     else:
@@ -656,8 +643,7 @@ def _shuffle(t: Translator, op: D.ShuffleOp) -> None:
 def _as_int(t: Translator, x: str, ty: str) -> str:
     if ty.startswith("i"):
         return x
-    out = t.fresh()
-    t.emit(f"{out} = bitcast {ty} {x} to i{_bits(ty)}")
+    out = t.let(f"bitcast {ty} {x} to i{_bits(ty)}")
     return out
 
 
@@ -680,14 +666,11 @@ def _concat(t: Translator, op: D.ConcatOp) -> None:
     for v in op.values:
         ty = llvm_type(v.type, t.where(op))
         part = _as_int(t, t.value(v), ty)
-        wide = t.fresh()
-        t.emit(f"{wide} = zext i{_bits(ty)} {part} to i{width}" if _bits(ty) < width else f"{wide} = or i{width} {part}, 0")
+        wide = t.let(f"zext i{_bits(ty)} {part} to i{width}" if _bits(ty) < width else f"{wide} = or i{width} {part}, 0")
         if shift:
-            moved = t.fresh()
-            t.emit(f"{moved} = shl i{width} {wide}, {shift}")
+            moved = t.let(f"shl i{width} {wide}, {shift}")
             wide = moved
-        acc = t.fresh()
-        t.emit(f"{acc} = or i{width} {total}, {wide}")
+        acc = t.let(f"or i{width} {total}, {wide}")
         total, shift = acc, shift + _bits(ty)
     _from_int(t, total, dst, op.result)
 
@@ -697,12 +680,10 @@ def _extract(t: Translator, op: D.ExtractOp) -> None:
     word = _as_int(t, t.value(op.value), src)
     shift = 8 * op.byte.data
     if shift:
-        moved = t.fresh()
-        t.emit(f"{moved} = lshr i{_bits(src)} {word}, {shift}")
+        moved = t.let(f"lshr i{_bits(src)} {word}, {shift}")
         word = moved
     if _bits(dst) < _bits(src):
-        narrow = t.fresh()
-        t.emit(f"{narrow} = trunc i{_bits(src)} {word} to i{_bits(dst)}")
+        narrow = t.let(f"trunc i{_bits(src)} {word} to i{_bits(dst)}")
         word = narrow
     _from_int(t, word, dst, op.result)
 
@@ -714,25 +695,17 @@ def _byte_perm(t: Translator, op: D.BytePermOp) -> None:
     both = wa + wb
     a = _as_int(t, t.value(op.a), a_ty)
     b = _as_int(t, t.value(op.b), b_ty)
-    wide_a, wide_b = t.fresh(), t.fresh()
-    t.emit(f"{wide_a} = zext i{wa} {a} to i{both}")
-    t.emit(f"{wide_b} = zext i{wb} {b} to i{both}")
-    high = t.fresh()
-    t.emit(f"{high} = shl i{both} {wide_b}, {wa}")
-    joined = t.fresh()
-    t.emit(f"{joined} = or i{both} {wide_a}, {high}")
+    wide_a = t.let(f"zext i{wa} {a} to i{both}")
+    wide_b = t.let(f"zext i{wb} {b} to i{both}")
+    high = t.let(f"shl i{both} {wide_b}, {wa}")
+    joined = t.let(f"or i{both} {wide_a}, {high}")
     total = "0"
     for k, pick in enumerate(i.data for i in op.selector.data):
-        byte = t.fresh()
-        t.emit(f"{byte} = lshr i{both} {joined}, {8 * pick}")
-        low = t.fresh()
-        t.emit(f"{low} = trunc i{both} {byte} to i8")
-        wide = t.fresh()
-        t.emit(f"{wide} = zext i8 {low} to i{width}")
-        placed = t.fresh()
-        t.emit(f"{placed} = shl i{width} {wide}, {8 * k}")
-        acc = t.fresh()
-        t.emit(f"{acc} = or i{width} {total}, {placed}")
+        byte = t.let(f"lshr i{both} {joined}, {8 * pick}")
+        low = t.let(f"trunc i{both} {byte} to i8")
+        wide = t.let(f"zext i8 {low} to i{width}")
+        placed = t.let(f"shl i{width} {wide}, {8 * k}")
+        acc = t.let(f"or i{width} {total}, {placed}")
         total = acc
     _from_int(t, total, dst, op.result)
 
@@ -770,8 +743,7 @@ def _mma(t: Translator, op: D.MmaOp) -> None:
         loaded = []
         for offset in offsets:
             pointer = t.element_pointer(memory, ty, str(offset))
-            v = t.fresh()
-            t.emit(f"{v} = load {ty}, ptr {pointer}")
+            v = t.let(f"load {ty}, ptr {pointer}")
             loaded.append(v)
         operands[role] = (memory, ty, offsets, loaded)
     results = _inline(t, instruction, operands)
@@ -794,11 +766,9 @@ def _inline(t: Translator, instruction: Instruction, operands: dict[str, Any]) -
                 continue
             vec = "undef"
             for j in range(per):
-                nxt = t.fresh()
-                t.emit(f"{nxt} = insertelement <{per} x {ty}> {vec}, {ty} {values[i + j]}, i32 {j}")
+                nxt = t.let(f"insertelement <{per} x {ty}> {vec}, {ty} {values[i + j]}, i32 {j}")
                 vec = nxt
-            word = t.fresh()
-            t.emit(f"{word} = bitcast <{per} x {ty}> {vec} to i32")
+            word = t.let(f"bitcast <{per} x {ty}> {vec} to i32")
             regs.append(("i32", word))
     outs = len(operands["c"][3])
     out_ty = operands["c"][1]
@@ -809,8 +779,7 @@ def _inline(t: Translator, instruction: Instruction, operands: dict[str, Any]) -
     t.emit(f'{result} = call {struct_ty} asm sideeffect "{instruction.text}", "{constraints}"({args})')
     values = []
     for i in range(outs):
-        v = t.fresh()
-        t.emit(f"{v} = extractvalue {struct_ty} {result}, {i}")
+        v = t.let(f"extractvalue {struct_ty} {result}, {i}")
         values.append(v)
     return values
 
@@ -824,17 +793,15 @@ def _scalar_fma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
     for tile in (op.a, op.b, op.c):
         memory, ty, offsets = t.fragment(tile, op)
         pointer = t.element_pointer(memory, ty, str(offsets[0]))
-        v = t.fresh()
-        t.emit(f"{v} = load {ty}, ptr {pointer}")
+        v = t.let(f"load {ty}, ptr {pointer}")
         loaded.append((ty, v, pointer))
     (ta, a, _), (tb, b, _), (tc, c, cp) = loaded
     for ty, name in ((ta, "a"), (tb, "b")):
         if ty != tc:
             raise t.unsupported(op, f"a scalar multiply-add with {name} of type {ty} and an accumulator of type {tc}")
     if tc.startswith("i"):
-        prod, acc = t.fresh(), t.fresh()
-        t.emit(f"{prod} = mul {tc} {a}, {b}")
-        t.emit(f"{acc} = add {tc} {prod}, {c}")
+        prod = t.let(f"mul {tc} {a}, {b}")
+        acc = t.let(f"add {tc} {prod}, {c}")
     else:
         acc = t.call(tc, f"llvm.fma.{_suffix(tc)}", [(tc, a), (tc, b), (tc, c)])
     t.emit(f"store {tc} {acc}, ptr {cp}")
@@ -850,8 +817,7 @@ def _copy(t: Translator, op: D.CopyOp) -> None:
     dst_space = f" addrspace({dst_memory.space})" if dst_memory.space else ""
     for s, d in zip(src_offsets, dst_offsets):
         sp = t.element_pointer(src_memory, ty, str(s))
-        v = t.fresh()
-        t.emit(f"{v} = load {ty}, ptr{src_space} {sp}")
+        v = t.let(f"load {ty}, ptr{src_space} {sp}")
         dp = t.element_pointer(dst_memory, ty, str(d))
         t.emit(f"store {ty} {v}, ptr{dst_space} {dp}")
 
