@@ -12,7 +12,6 @@ clock, memory clock and power read before and after (the H200 throttles under su
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -23,14 +22,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_example(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -39,9 +30,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    gemm = load_example("gemm")
     from argus.backends.nvptx.bench import measure
+    from argus.dsl.cli import load_module
 
+    gemm = load_module(ROOT / "examples" / "gemm.py")
     sys.path.insert(0, str(Path(__file__).parent))
     from triton_matmul import matmul_nt
 

@@ -74,10 +74,9 @@ class _InterpreterCompiler:
 
     def emit(self, compiled: Any, stage: str) -> str:
         if stage == "lowered":
-            from .lowering import lower_layouts
-            from .passes import canonicalize
+            from .lowering import lowered
 
-            return str(canonicalize(lower_layouts(compiled.module.clone())))
+            return str(lowered(compiled)[0])
         return str(compiled.module)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from argus.layout import ComposedLayout, Layout, parse
 from xdsl.dialects import arith, builtin, math, scf
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
@@ -103,6 +104,12 @@ class TileType(ParametrizedAttribute, TypeAttribute):
     @property
     def layout(self) -> Layout | ComposedLayout:
         return layout_from_text(self.layout_text.data)
+
+    @property
+    def footprint(self) -> int:
+        """Elements of memory a tile of this type needs: one past its largest offset."""
+        layout = self.layout
+        return int(np.max(layout.offsets())) + 1 if layout.size() else 0
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.space.data}, {self.element.data}, ")

@@ -360,20 +360,15 @@ def _dim(interp: Interpreter, op: D.DimOp, frame: _Frame, mask: np.ndarray) -> N
 
 def _make_shared(interp: Interpreter, op: D.MakeSharedOp, frame: _Frame, mask: np.ndarray) -> None:
     t: D.TileType = op.result.type  # type: ignore[assignment]
-    memory = Memory.shared(f"shared#{len(frame.shared)}", _footprint(t.layout) * t.dtype.nbytes)
+    memory = Memory.shared(f"shared#{len(frame.shared)}", t.footprint * t.dtype.nbytes)
     frame.shared.append(memory)
     frame.values[op.result] = TileValue(memory, t.layout, t.dtype)
 
 
 def _make_local(interp: Interpreter, op: D.MakeLocalOp, frame: _Frame, mask: np.ndarray) -> None:
     t: D.TileType = op.result.type  # type: ignore[assignment]
-    memory = Memory.local(f"local#{op.result.name_hint or id(op)}", frame.threads, _footprint(t.layout) * t.dtype.nbytes)
+    memory = Memory.local(f"local#{op.result.name_hint or id(op)}", frame.threads, t.footprint * t.dtype.nbytes)
     frame.values[op.result] = TileValue(memory, t.layout, t.dtype)
-
-
-def _footprint(layout: Layout | ComposedLayout) -> int:
-    """Elements of memory a tile needs: one past its largest offset."""
-    return int(np.max(layout.offsets())) + 1 if layout.size() else 0
 
 
 def _view(interp: Interpreter, op: D.ViewOp, frame: _Frame, mask: np.ndarray) -> None:

@@ -51,7 +51,8 @@ class Specialization:
     key: str
 
     def compiled(self) -> CompiledKernel:
-        return self.kernel.compile(**dict(self.constants))
+        """The IR (the launch that made this handle has checked the kernel already)."""
+        return self.kernel.specialize(**dict(self.constants))
 
 
 class Kernel:
@@ -110,7 +111,7 @@ class Kernel:
             if not 1 <= len(grid) <= 3 or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1
                                                    for g in grid):
                 raise ArgusLaunchError(f"a grid is 1 to 3 positive ints, got {grid!r}")
-        key = tuple(sorted((k, _hashable(v)) for k, v in constants.items())) + (("grid", grid), ("solver", solver))
+        key = _constants_key(constants) + (("grid", grid), ("solver", solver))
         result = self._verified.get(key)
         if result is None:
             disk = self._disk_key(constants) + f"-tags-{grid}-{solver}"
@@ -126,7 +127,7 @@ class Kernel:
 
     def specialize(self, **constants: Any) -> CompiledKernel:
         """The IR of this kernel for these constexpr values (cached), without checking it."""
-        key = tuple(sorted((k, _hashable(v)) for k, v in constants.items()))
+        key = _constants_key(constants)
         compiled = self._cache.get(key)
         if compiled is None:
             missing = [n for n in self.constexpr_names if n not in constants]
@@ -141,7 +142,7 @@ class Kernel:
         return compiled
 
     def _disk_key(self, constants: dict[str, Any]) -> str:
-        memo = tuple(sorted((k, _hashable(v)) for k, v in constants.items()))
+        memo = _constants_key(constants)
         found = self._keys.get(memo)
         if found is None:
             found = self._keys[memo] = self._compute_key(constants)
@@ -216,8 +217,11 @@ class Kernel:
         self._check(values)
         runtime = [given[p] for p in params if p not in constexprs]
         where = parse_target(target or default_target(runtime))
-        chosen = Specialization(self, tuple(sorted((k, _hashable(v)) for k, v in values.items())), self._disk_key(values))
-        runtime_for(where).launch(chosen, grid, runtime)
+        runtime_for(where).launch(self.specialization(**values), grid, runtime)
+
+    def specialization(self, **constants: Any) -> Specialization:
+        """The handle a runtime launches: this kernel for these constexpr values, by cache key."""
+        return Specialization(self, _constants_key(constants), self._disk_key(constants))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise ArgusSyntaxError(f"launch {self.name} with a grid: {self.name}[grid](*args)")
@@ -256,6 +260,11 @@ def _globals_fingerprint(source: KernelSource, seen: frozenset[int] = frozenset(
         else:
             out.append(f"{n}={value!r}")
     return out
+
+
+def _constants_key(constants: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Constexpr values as a dict key, in name order."""
+    return tuple(sorted((k, _hashable(v)) for k, v in constants.items()))
 
 
 def _hashable(value: Any) -> Any:

@@ -174,3 +174,15 @@ def lower_layouts(module: builtin.ModuleOp) -> builtin.ModuleOp:
     PatternRewriteWalker(GreedyRewritePatternApplier([_LowerLoad(), _LowerStore()]), apply_recursively=False).rewrite_module(module)
     return module
 
+
+
+def lowered(compiled: Any) -> tuple[builtin.ModuleOp, dict[Any, Any]]:
+    """A copy of a compiled kernel's module with layouts lowered and the IR cleaned, and the
+    source locations of the copy's ops (ops the lowering rewrites lose theirs)."""
+    from .passes import canonicalize
+
+    module = compiled.module.clone()
+    locations = {new: compiled.locations[old] for old, new in zip(compiled.module.walk(), module.walk())
+                 if old in compiled.locations}
+    canonicalize(lower_layouts(module))
+    return module, locations

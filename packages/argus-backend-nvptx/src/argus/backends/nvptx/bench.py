@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from argus.dsl.cli import Command, CommandError, example_problem, load_kernel
 from argus.dsl.errors import ArgusError
 
 
@@ -112,8 +113,6 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from argus.dsl.cli import CommandError, example_problem, load_kernel
-
     try:
         import torch
     except ImportError:
@@ -167,11 +166,5 @@ def to_numpy(x: Any, like: Any) -> Any:
     return x.cpu().numpy()
 
 
-def _command() -> Any:
-    from argus.dsl.cli import Command
-
-    return Command("bench", "time a kernel's example problem on an NVIDIA GPU (CUDA events, clocks logged)",
-                   _configure, _run)
-
-
-BENCH = _command()
+BENCH = Command("bench", "time a kernel's example problem on an NVIDIA GPU (CUDA events, clocks logged)",
+                _configure, _run)

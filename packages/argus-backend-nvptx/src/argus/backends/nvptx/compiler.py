@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 from argus.dsl import cache
 from argus.dsl.backends import Target
-from argus.dsl.lowering import lower_layouts
-from argus.dsl.passes import canonicalize
-from xdsl.ir import Operation
+from argus.dsl.lowering import lowered
 
 from . import toolchain
 from .targets import Arch, arch
 from .translate import KernelABI, Param, translate
-
-STAGES = ("mlir", "lowered", "llvm", "ptx", "sass", "resources")
 
 
 @dataclass
@@ -36,15 +33,6 @@ class Binary:
     ptx: str
     cubin: bytes | None = None
     resources: toolchain.Resources | None = None
-
-
-def lowered(compiled: Any) -> tuple[Any, dict[Operation, Any]]:
-    """A copy of the kernel's module with layouts lowered, and the source locations of its ops."""
-    module = compiled.module.clone()
-    locations = {new: compiled.locations[old] for old, new in zip(compiled.module.walk(), module.walk())
-                 if old in compiled.locations}
-    canonicalize(lower_layouts(module))
-    return module, locations
 
 
 def build(compiled: Any, target: Arch, *, assemble: bool | None = None, key: str | None = None) -> Binary:
@@ -99,14 +87,15 @@ def _load(key: str, target: Arch, want_cubin: bool) -> Binary | None:
 
 def _abi_json(abi: KernelABI) -> dict[str, Any]:
     return {"name": abi.name, "arguments": list(abi.arguments), "params": [asdict(p) for p in abi.params],
-            "block": list(abi.block), "shared_bytes": abi.shared_bytes}
+            "block": list(abi.block)}
 
 
 def _abi_from_json(data: dict[str, Any]) -> KernelABI:
     return KernelABI(data["name"], tuple(data["arguments"]), tuple(Param(**p) for p in data["params"]),
-                     tuple(data["block"]), data["shared_bytes"])  # type: ignore[arg-type]
+                     tuple(data["block"]))  # type: ignore[arg-type]
 
 
+@lru_cache(maxsize=1)
 def _tool_version() -> str:
     try:
         from importlib.metadata import version

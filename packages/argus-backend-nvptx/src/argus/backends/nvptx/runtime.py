@@ -209,7 +209,9 @@ class LoadedKernel:
         self.function = check(driver.cuModuleGetFunction(self.module, self.abi.name.encode()),
                               f"finding {self.abi.name} in its module")
 
-    def launch(self, grid: Sequence[int], args: Sequence[Any], *, stream: int | None = None) -> None:
+    def launch(self, grid: Sequence[int], args: Sequence[Any], *, stream: int | None = None,
+               views: Sequence[DeviceArray | None] | None = None) -> None:
+        """Launch on `args`; `views` are their `device_array`s when the caller has them already."""
         driver = _driver()
         if len(args) != len(self.abi.arguments):
             raise CudaError(f"{self.abi.name} takes {len(self.abi.arguments)} runtime argument(s) "
@@ -217,7 +219,8 @@ class LoadedKernel:
         grid3 = tuple(grid) + (1,) * (3 - len(grid))
         if grid3[0] >= 2**31 or grid3[1] >= 2**16 or grid3[2] >= 2**16:
             raise CudaError(f"{self.abi.name}: grid {tuple(grid)} exceeds the limits (2³¹−1, 65535, 65535)")
-        values, chosen_stream = marshal(self.abi, args, self.device)
+        views = views if views is not None else [device_array(x) for x in args]
+        values, chosen_stream = marshal(self.abi, args, views, self.device)
         stream = stream if stream is not None else chosen_stream
         pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
         use_device(self.device)
@@ -228,7 +231,8 @@ class LoadedKernel:
             check(driver.cuStreamSynchronize(stream or 0), f"{what} (at the synchronization after it)")
 
 
-def marshal(abi: KernelABI, args: Sequence[Any], device: int | None = None) -> tuple[list[Any], int | None]:
+def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | None],
+            device: int | None = None) -> tuple[list[Any], int | None]:
     """The kernel's parameters as ctypes values, after checking every argument; and the stream
     of the arrays' framework."""
     arrays: dict[int, DeviceArray] = {}
@@ -240,21 +244,18 @@ def marshal(abi: KernelABI, args: Sequence[Any], device: int | None = None) -> t
         if param.kind == "pointer":
             dtype = dtype_named(param.dtype)
             assert dtype is not None
-            array = arrays.get(param.tensor)
-            if array is None:
-                array = arrays[param.tensor] = _checked_array(abi, param.name, value, dtype)
-                if device is not None and array.device != device:
-                    raise CudaError(f"{abi.name}: argument {param.name!r} is on CUDA device {array.device}, "
-                                    f"the kernel is loaded on device {device}")
-                stream = stream if stream is not None else array.stream
+            array = arrays[param.tensor] = _checked_array(abi, param.name, value, views[param.tensor], dtype)
+            if device is not None and array.device != device:
+                raise CudaError(f"{abi.name}: argument {param.name!r} is on CUDA device {array.device}, "
+                                f"the kernel is loaded on device {device}")
+            stream = stream if stream is not None else array.stream
             out.append(ctypes.c_void_p(array.pointer))
         elif param.kind == "dim":
             size = arrays[param.tensor].shape[param.axis]
-            label = param.name.split(".shape")[0]
-            dim_name = param.symbol
-            seen = named.setdefault(dim_name, (label, size))
+            label = abi.arguments[param.tensor]
+            seen = named.setdefault(param.symbol, (label, size))
             if seen[1] != size:
-                raise CudaError(f"{abi.name}: dim {dim_name!r} is {seen[1]} in argument {seen[0]!r} but {size} in "
+                raise CudaError(f"{abi.name}: dim {param.symbol!r} is {seen[1]} in argument {seen[0]!r} but {size} in "
                                 f"argument {label!r}")
             if size >= 2**31:
                 raise CudaError(f"{abi.name}: argument {label!r} dim {param.axis} is {size}; sizes must fit in 32 bits")
@@ -264,8 +265,7 @@ def marshal(abi: KernelABI, args: Sequence[Any], device: int | None = None) -> t
     return out, stream
 
 
-def _checked_array(abi: KernelABI, name: str, value: Any, dtype: DType) -> DeviceArray:
-    array = device_array(value)
+def _checked_array(abi: KernelABI, name: str, value: Any, array: DeviceArray | None, dtype: DType) -> DeviceArray:
     if array is None:
         raise CudaError(f"{abi.name}: argument {name!r} must be a CUDA tensor (torch, CuPy, __cuda_array_interface__ "
                         f"or DLPack), got {type(value).__name__}")
@@ -319,7 +319,8 @@ class NvptxRuntime:
         return found
 
     def launch(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], stream: int | None = None) -> None:
-        devices = {a.device for a in (device_array(x) for x in args) if a is not None and a.device >= 0}
+        views = [device_array(x) for x in args]
+        devices = {a.device for a in views if a is not None and a.device >= 0}
         if len(devices) > 1:
             raise CudaError(f"{kernel.kernel.name}: tensor arguments are on several devices {sorted(devices)}")
-        self.load(kernel, devices.pop() if devices else 0).launch(grid, args, stream=stream)
+        self.load(kernel, devices.pop() if devices else 0).launch(grid, args, stream=stream, views=views)

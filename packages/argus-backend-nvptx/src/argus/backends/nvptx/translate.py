@@ -19,10 +19,11 @@ from typing import Any
 
 from argus.dsl import dialect as D
 from argus.dsl.atoms import CopyAtom, MMAAtom
+from argus.dsl.dtypes import DType
 from argus.dsl.errors import SourceLocation
 from argus.dsl.types import dtype_of_mlir
 from argus.layout import ComposedLayout, Layout
-from xdsl.dialects import arith, builtin, math, scf
+from xdsl.dialects import arith, math, scf
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from .errors import CodegenError
@@ -30,8 +31,9 @@ from .instructions import Instruction, mma_instruction
 from .targets import Arch
 
 #: LLVM type of each DSL element type that the backend handles.
-_TYPES = {"i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "f16": "half", "bf16": "bfloat",
-          "f32": "float", "f64": "double"}
+_TYPES = {"bool": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "i8", "u16": "i16",
+          "u32": "i32", "u64": "i64", "u128": "i128", "f16": "half", "bf16": "bfloat", "f32": "float",
+          "f64": "double"}
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,6 @@ class KernelABI:
     """The runtime arguments' names, in order."""
     params: tuple[Param, ...]
     block: tuple[int, int, int]
-    shared_bytes: int
 
 
 @dataclass
@@ -78,21 +79,26 @@ class _Function:
 
 
 def llvm_type(t: Attribute, where: SourceLocation | None = None) -> str:
-    if isinstance(t, builtin.IntegerType) and t.width.data in (1, 8, 16, 32, 64):
-        return f"i{t.width.data}"
+    """The LLVM type of a value of MLIR type `t`."""
     try:
         dtype = dtype_of_mlir(t)
     except TypeError:
-        dtype = None
-    name = _TYPES.get(dtype.name) if dtype is not None else None
-    if name is None:
-        raise CodegenError(f"the nvptx backend has no register type for {t}; it handles "
+        raise CodegenError(f"the nvptx backend has no register type for {t}", where) from None
+    return element_type(dtype, where)
+
+
+def element_type(dtype: DType, where: SourceLocation | None = None) -> str:
+    """The LLVM type of a DSL element type."""
+    found = _TYPES.get(dtype.name)
+    if found is None:
+        raise CodegenError(f"the nvptx backend has no register type for {dtype}; it handles "
                            f"{', '.join(sorted(_TYPES))}", where)
-    return name
+    return found
 
 
 def _bits(llvm: str) -> int:
-    return {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "half": 16, "bfloat": 16, "float": 32, "double": 64}[llvm]
+    return {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "i128": 128, "half": 16, "bfloat": 16, "float": 32,
+            "double": 64}[llvm]
 
 
 def _float_literal(value: float, llvm: str) -> str:
@@ -122,7 +128,6 @@ class Translator:
         self.globals: list[str] = []
         self.fn = _Function()
         self.counter = 0
-        self.shared_bytes = 0
         block = tuple(kernel.block_dims) + (1,) * (3 - len(kernel.block_dims))
         self.block: tuple[int, int, int] = block  # type: ignore[assignment]
         if kernel.warp_size.data != 32:
@@ -152,7 +157,7 @@ class Translator:
             "",
         ])
         arguments = tuple(n.data for n in self.kernel.arg_names.data)
-        return text, KernelABI(name, arguments, tuple(params), self.block, self.shared_bytes)
+        return text, KernelABI(name, arguments, tuple(params), self.block)
 
     def _parameters(self) -> tuple[list[Param], list[str]]:
         names = [n.data for n in self.kernel.arg_names.data]
@@ -285,25 +290,11 @@ class Translator:
             chain = chain.owner.source  # type: ignore[union-attr]
         if isinstance(chain.owner, D.PartitionOp):
             raise self.unsupported(op, "a fragment of a partition chosen at run time")
-        return self.memory(tile, op), llvm_type(builtin_of(t.dtype.name), self.where(op)), _offsets(t.layout)
-
-
-def builtin_of(dtype: str) -> Attribute:
-    from argus.dsl.dtypes import dtype_named
-    from argus.dsl.types import mlir_type
-
-    found = dtype_named(dtype)
-    assert found is not None
-    return mlir_type(found)
+        return self.memory(tile, op), element_type(t.dtype, self.where(op)), _offsets(t.layout)
 
 
 def _offsets(layout: Layout | ComposedLayout) -> list[int]:
     return [int(x) for x in layout.offsets()]
-
-
-def _footprint(layout: Layout | ComposedLayout) -> int:
-    """Elements a tile's allocation holds: one past its largest offset (as the interpreter)."""
-    return max(int(max(layout.offsets())) + 1, 1) if layout.size() else 1
 
 
 def _ident(name: str) -> str:
@@ -378,9 +369,9 @@ def _zext(t: Translator, bit: str, ty: str) -> str:
     return out
 
 
-def _unsigned_division(t: Translator, op: Any) -> None:
+def _division(t: Translator, op: Any) -> None:
     ty = llvm_type(op.result.type, t.where(op))
-    instr = {arith.DivUIOp: "udiv", arith.RemUIOp: "urem", arith.RemSIOp: "srem", arith.DivSIOp: "sdiv"}[type(op)]
+    instr = {arith.DivUIOp: "udiv", arith.RemUIOp: "urem", arith.RemSIOp: "srem"}[type(op)]
     t.define(op.result, f"{instr} {ty} {t.value(op.lhs)}, {_nonzero(t, ty, t.value(op.rhs))}")
 
 
@@ -409,14 +400,10 @@ _FCMP = {0: "false", 1: "oeq", 2: "ogt", 3: "oge", 4: "olt", 5: "ole", 6: "one",
          10: "uge", 11: "ult", 12: "ule", 13: "une", 14: "uno", 15: "true"}
 
 
-def _cmpi(t: Translator, op: arith.CmpiOp) -> None:
+def _compare(t: Translator, op: arith.CmpiOp | arith.CmpfOp) -> None:
     ty = llvm_type(op.lhs.type, t.where(op))
-    t.define(op.result, f"icmp {_ICMP[op.predicate.value.data]} {ty} {t.value(op.lhs)}, {t.value(op.rhs)}")
-
-
-def _cmpf(t: Translator, op: arith.CmpfOp) -> None:
-    ty = llvm_type(op.lhs.type, t.where(op))
-    t.define(op.result, f"fcmp {_FCMP[op.predicate.value.data]} {ty} {t.value(op.lhs)}, {t.value(op.rhs)}")
+    instr, predicates = ("icmp", _ICMP) if isinstance(op, arith.CmpiOp) else ("fcmp", _FCMP)
+    t.define(op.result, f"{instr} {predicates[op.predicate.value.data]} {ty} {t.value(op.lhs)}, {t.value(op.rhs)}")
 
 
 def _select(t: Translator, op: arith.SelectOp) -> None:
@@ -499,18 +486,17 @@ def _tensor_view(t: Translator, op: D.TensorViewOp) -> None:
 
 def _make_shared(t: Translator, op: D.MakeSharedOp) -> None:
     tile: D.TileType = op.result.type  # type: ignore[assignment]
-    ty = llvm_type(builtin_of(tile.dtype.name), t.where(op))
-    count = _footprint(tile.layout)
+    ty = element_type(tile.dtype, t.where(op))
+    count = tile.footprint
     name = f"@smem{len(t.globals)}"
     t.globals.append(f"{name} = internal addrspace(3) global [{count} x {ty}] undef, align 128")
-    t.shared_bytes = -(-t.shared_bytes // 128) * 128 + count * tile.dtype.nbytes
     t.memories[op.result] = _Memory(name, 3)
 
 
 def _make_local(t: Translator, op: D.MakeLocalOp) -> None:
     tile: D.TileType = op.result.type  # type: ignore[assignment]
-    ty = llvm_type(builtin_of(tile.dtype.name), t.where(op))
-    t.memories[op.result] = _Memory(t.alloca(ty, _footprint(tile.layout)), 0)
+    ty = element_type(tile.dtype, t.where(op))
+    t.memories[op.result] = _Memory(t.alloca(ty, tile.footprint), 0)
 
 
 def _same_memory(t: Translator, op: Any) -> None:
@@ -534,7 +520,7 @@ def _store_at(t: Translator, op: D.StoreAtOp) -> None:
 
 
 def _var(t: Translator, op: D.VarOp) -> None:
-    ty = llvm_type(builtin_of(op.result.type.dtype.name), t.where(op))  # type: ignore[attr-defined]
+    ty = element_type(op.result.type.dtype, t.where(op))  # type: ignore[attr-defined]
     t.names[op.result] = t.alloca(ty, 1, 8)
 
 
@@ -666,12 +652,10 @@ def _concat(t: Translator, op: D.ConcatOp) -> None:
     for v in op.values:
         ty = llvm_type(v.type, t.where(op))
         part = _as_int(t, t.value(v), ty)
-        wide = t.let(f"zext i{_bits(ty)} {part} to i{width}" if _bits(ty) < width else f"{wide} = or i{width} {part}, 0")
+        wide = t.let(f"zext i{_bits(ty)} {part} to i{width}") if _bits(ty) < width else part
         if shift:
-            moved = t.let(f"shl i{width} {wide}, {shift}")
-            wide = moved
-        acc = t.let(f"or i{width} {total}, {wide}")
-        total, shift = acc, shift + _bits(ty)
+            wide = t.let(f"shl i{width} {wide}, {shift}")
+        total, shift = t.let(f"or i{width} {total}, {wide}"), shift + _bits(ty)
     _from_int(t, total, dst, op.result)
 
 
@@ -827,9 +811,9 @@ _RULES: dict[type, Rule] = {
     **{cls: _binary for cls in (*_INT_BINARY, *_FLOAT_BINARY)},
     **{cls: _minmax for cls in _MINMAX},
     arith.FloorDivSIOp: _floordiv,
-    arith.DivUIOp: _unsigned_division, arith.RemUIOp: _unsigned_division, arith.RemSIOp: _unsigned_division,
+    arith.DivUIOp: _division, arith.RemUIOp: _division, arith.RemSIOp: _division,
     arith.ShLIOp: _shift, arith.ShRSIOp: _shift, arith.ShRUIOp: _shift,
-    arith.CmpiOp: _cmpi, arith.CmpfOp: _cmpf, arith.SelectOp: _select, arith.NegfOp: _negf,
+    arith.CmpiOp: _compare, arith.CmpfOp: _compare, arith.SelectOp: _select, arith.NegfOp: _negf,
     **{cls: _cast for cls in (*_CASTS, arith.FPToSIOp, arith.FPToUIOp)},
     **{cls: _math for cls in (*_MATH, math.RsqrtOp)},
     math.FmaOp: _fma,
