@@ -22,6 +22,18 @@ def example_kernels() -> list[Any]:
     return out
 
 
+def language_kernels() -> list[Any]:
+    """The kernels without constexprs that argus-dsl's own tests define: together they use
+    every construct of the language, correctly and not."""
+    out = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "argus-dsl" / "tests").glob("test_*.py")):
+        module = load_module(path)
+        for name, value in vars(module).items():
+            if isinstance(value, Kernel) and not value.constexpr_names:
+                out.append(pytest.param(value, id=f"{path.stem}:{name}"))
+    return out
+
+
 def cuda_available() -> bool:
     try:
         import torch

@@ -3,7 +3,6 @@ spilling; the instructions the language's operations map to are in the code."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,12 +10,11 @@ import pytest
 from argus.backends.nvptx import compiler, toolchain
 from argus.backends.nvptx.errors import CodegenError, TargetError
 from argus.backends.nvptx.targets import ARCHS, arch
-from argus.dsl import ArgusError, Kernel, Tensor, bf16, f32, kernel, make_local, matmul, thread_idx
+from argus.dsl import ArgusError, Tensor, bf16, f32, kernel, make_local, matmul, thread_idx
 from argus.dsl.atoms import MMAAtom
-from argus.dsl.cli import load_module
 from argus.layout import parse
 
-from .conftest import example_kernels
+from .conftest import example_kernels, language_kernels
 
 needs_ptxas = pytest.mark.skipif(toolchain.find_ptxas() is None, reason="ptxas is not installed")
 
@@ -95,17 +93,6 @@ def test_cached_build_is_reused(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) 
     again = compiler.build(specialize(*vector_add), arch("sm_90a"), assemble=False)
     assert again.ptx == first.ptx and again.abi == first.abi
     assert list(tmp_path.rglob("*.ptx"))
-
-
-def language_kernels() -> list[Any]:
-    """The kernels that argus-dsl's own tests define: together they use every construct."""
-    out = []
-    for path in sorted((Path(__file__).resolve().parents[2] / "argus-dsl" / "tests").glob("test_*.py")):
-        module = load_module(path)
-        for name, value in vars(module).items():
-            if isinstance(value, Kernel) and not value.constexpr_names:
-                out.append(pytest.param(value, id=f"{path.stem}:{name}"))
-    return out
 
 
 @pytest.mark.parametrize("k", language_kernels())

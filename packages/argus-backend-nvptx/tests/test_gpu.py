@@ -11,7 +11,7 @@ import pytest
 from argus.backends.nvptx.bench import measure, to_gpu, to_numpy
 from argus.dsl import ArgusError, Tensor, f32, kernel, thread_idx
 
-from .conftest import cuda_available, example_kernels
+from .conftest import cuda_available, example_kernels, language_kernels
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU")]
 
@@ -96,3 +96,62 @@ def test_measure_times_with_clocks() -> None:
     timing = measure(lambda: fill[1](out, 32), warmup=2, repeat=5, flush_l2=True, graph=True)
     assert 0 < timing.min_s <= timing.median_s < 1e-2
     assert "MHz" in timing.text()
+
+
+def random_arguments(k: Any, rng: np.random.Generator, size: int = 64) -> list[Any]:
+    """Random arguments for any kernel: named dims and integer scalars of their name `size`,
+    other integer scalars 3, tensors of random values in their host storage."""
+    from argus.dsl import dialect as D
+    from argus.dsl import to_storage
+    from argus.dsl.types import dtype_of_mlir
+
+    op = k.specialize().op
+    names = [n.data for n in op.arg_names.data]
+    dims = {d for a in op.body.block.args if isinstance(a.type, D.TensorType) for d in a.type.shape
+            if isinstance(d, str)}
+    out: list[Any] = []
+    for name, arg in zip(names, op.body.block.args):
+        if isinstance(arg.type, D.TensorType):
+            dtype = arg.type.dtype
+            shape = tuple(size if isinstance(d, str) else d for d in arg.type.shape)
+            if dtype.is_integer:
+                out.append(rng.integers(0, 4, shape).astype(dtype.numpy))
+            else:
+                out.append(to_storage(rng.standard_normal(shape), dtype))
+        elif dtype_of_mlir(arg.type).is_integer:
+            out.append(size if name in dims else 3)
+        else:
+            out.append(0.5)
+    return out
+
+
+@pytest.mark.parametrize("k", language_kernels())
+def test_language_kernel_matches_interpreter(k: Any) -> None:
+    """Every kernel of the language's tests that the interpreter runs without a fault gives the
+    same outputs on the GPU, on random inputs."""
+    import torch
+    from argus.dsl import KernelFault, from_storage
+
+    try:
+        host = random_arguments(k, np.random.default_rng(5))
+        device = [to_gpu(a) for a in host]
+        k[(2,)](*host)
+    except (ArgusError, KernelFault) as err:
+        pytest.skip(f"not a clean interpreter run: {str(err).splitlines()[0]}")
+    try:
+        k[(2,)](*device)
+        torch.cuda.synchronize()
+    except ArgusError as err:
+        pytest.skip(f"refused by the backend: {str(err).splitlines()[0]}")
+    op = k.specialize().op
+    for i, (want, got, arg) in enumerate(zip(host, device, op.body.block.args)):
+        if not isinstance(want, np.ndarray):
+            continue
+        dtype = arg.type.dtype
+        got = to_numpy(got, want)
+        if dtype.is_integer:
+            np.testing.assert_array_equal(got, want, err_msg=f"argument {i}")
+        else:
+            np.testing.assert_allclose(from_storage(got, dtype).astype(np.float64),
+                                       from_storage(want, dtype).astype(np.float64), rtol=2e-2, atol=2e-2,
+                                       err_msg=f"argument {i}")
