@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from argus.backends.nvptx import compiler, toolchain
 from argus.backends.nvptx.errors import CodegenError, TargetError
+from argus.backends.nvptx.occupancy import occupancy
 from argus.backends.nvptx.targets import ARCHS, arch
+from argus.backends.nvptx.toolchain import Resources
 from argus.dsl import ArgusError, Tensor, bf16, f32, kernel, make_local, matmul, thread_idx
 from argus.dsl.atoms import MMAAtom
 from argus.layout import parse
@@ -108,3 +110,16 @@ def test_every_kernel_compiles_or_is_refused_with_its_line(k: Any, monkeypatch: 
         assert err.location is not None or "warp" in str(err), str(err)
         return
     assert f".entry {binary.abi.name}(" in binary.ptx
+
+
+@pytest.mark.parametrize("registers, shared, threads, blocks, limit", [
+    (96, 4096, 128, 5, "registers"),  # 3072 registers a warp: 21 warps, 5 blocks of 4
+    (24, 4096, 256, 8, "threads"),
+    (32, 49152, 128, 4, "shared memory"),  # 48 KB + 1 KB reserved per block, of 228 KB
+    (16, 0, 32, 32, "blocks"),
+])
+def test_occupancy_follows_the_allocation_rules(registers: int, shared: int, threads: int, blocks: int,
+                                                limit: str) -> None:
+    fit = occupancy(Resources(registers, 0, 0, 0, shared), arch("sm_90a"), threads)
+    assert (fit.blocks_per_sm, fit.limit) == (blocks, limit)
+    assert fit.warps_per_sm == blocks * threads // 32

@@ -155,3 +155,19 @@ def test_language_kernel_matches_interpreter(k: Any) -> None:
             np.testing.assert_allclose(from_storage(got, dtype).astype(np.float64),
                                        from_storage(want, dtype).astype(np.float64), rtol=2e-2, atol=2e-2,
                                        err_msg=f"argument {i}")
+
+
+@pytest.mark.parametrize("module, name", example_kernels())
+def test_occupancy_estimate_matches_the_driver(module: Any, name: str) -> None:
+    from argus.backends.nvptx import compiler, runtime
+    from argus.backends.nvptx.occupancy import occupancy
+    from cuda.bindings import driver
+
+    problem = getattr(module, f"example_{name}")(np.random.default_rng(0))
+    target = runtime.device_arch(0)
+    binary = compiler.build(getattr(module, name).specialize(**problem.constants), target, assemble=True)
+    loaded = runtime.LoadedKernel(binary, 0)
+    threads = binary.abi.block[0] * binary.abi.block[1] * binary.abi.block[2]
+    blocks = runtime.check(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(loaded.function, threads, 0), "query")
+    assert binary.resources is not None
+    assert occupancy(binary.resources, target, threads).blocks_per_sm == blocks

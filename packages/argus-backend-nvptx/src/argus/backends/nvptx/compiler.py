@@ -19,6 +19,7 @@ from argus.dsl.backends import Target
 from argus.dsl.lowering import lowered
 
 from . import toolchain
+from .occupancy import occupancy
 from .targets import Arch, arch
 from .translate import KernelABI, Param, translate
 
@@ -124,5 +125,8 @@ class NvptxCompiler:
             return binary.ptx
         assert binary.cubin is not None and binary.resources is not None
         if stage == "resources":
-            return f"{binary.abi.name} ({self.arch.name}): {binary.resources.text()}"
+            threads = binary.abi.block[0] * binary.abi.block[1] * binary.abi.block[2]
+            fit = occupancy(binary.resources, self.arch, threads)
+            return (f"{binary.abi.name} ({self.arch.name}, {threads} threads per block): {binary.resources.text()}; "
+                    f"{fit.text(self.arch)}")
         return toolchain.disassemble(binary.cubin)

@@ -17,6 +17,11 @@ class Arch:
     ptx: int
     """PTX ISA version, times ten (80 is PTX 8.0)."""
     features: frozenset[str]
+    shared_per_sm: int = 233472
+    """Bytes of shared memory a multiprocessor gives to resident blocks (228 KB on Hopper)."""
+    registers_per_sm: int = 65536
+    threads_per_sm: int = 2048
+    blocks_per_sm: int = 32
 
     @property
     def llvm_features(self) -> str:
@@ -32,7 +37,7 @@ _HOPPER = _AMPERE | {"stmatrix", "mbarrier.tx", "tma", "clusters", "setmaxnreg.n
 ARCHS: dict[str, Arch] = {
     a.name: a
     for a in (
-        Arch("sm_80", 80, 70, _AMPERE),
+        Arch("sm_80", 80, 70, _AMPERE, shared_per_sm=167936),  # A100: 164 KB
         Arch("sm_90", 90, 80, _HOPPER),
         # the "a" variant adds the architecture-specific instructions: wgmma and setmaxnreg
         Arch("sm_90a", 90, 80, (_HOPPER - {"setmaxnreg.none"}) | {"wgmma", "setmaxnreg"}),
