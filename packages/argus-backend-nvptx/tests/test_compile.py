@@ -11,7 +11,7 @@ from argus.backends.nvptx import compiler, toolchain
 from argus.backends.nvptx.errors import CodegenError, TargetError
 from argus.backends.nvptx.occupancy import occupancy
 from argus.backends.nvptx.targets import ARCHS, arch
-from argus.backends.nvptx.toolchain import Resources
+from argus.backends.nvptx.toolchain import Resources, find_ptxas
 from argus.dsl import ArgusError, Tensor, bf16, f32, kernel, make_local, matmul, thread_idx
 from argus.dsl.atoms import MMAAtom
 from argus.layout import parse
@@ -123,3 +123,17 @@ def test_occupancy_follows_the_allocation_rules(registers: int, shared: int, thr
     fit = occupancy(Resources(registers, 0, 0, 0, shared), arch("sm_90a"), threads)
     assert (fit.blocks_per_sm, fit.limit) == (blocks, limit)
     assert fit.warps_per_sm == blocks * threads // 32
+
+
+def test_min_blocks_per_sm_caps_registers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    gemm = next(p.values for p in example_kernels() if p.id == "gemm_sm80:gemm_sm80")
+    binary = compiler.build(specialize(*gemm), arch("sm_90a"), assemble=find_ptxas() is not None)
+    assert ".minnctapersm 2" in binary.ptx
+    if binary.resources is not None:
+        assert occupancy(binary.resources, arch("sm_90a"), 256).blocks_per_sm >= 2
+
+
+def test_min_blocks_per_sm_is_checked() -> None:
+    with pytest.raises(ArgusError, match="min_blocks_per_sm is an int from 1 to 32"):
+        kernel(block=(32,), min_blocks_per_sm=0)

@@ -388,15 +388,20 @@ class TagAnalysis:
         if width % root_width and root_width % width:
             raise self.undecidable(op, f"a view of {root.name!r} whose elements ({width} bytes) neither hold whole "
                                        f"elements of it ({root_width} bytes) nor divide them")
-        flat = self.flat_index(ref, coords)
+        # A view keeping the root's leading dims has rows of the root's byte size (a launch whose
+        # view covers other bytes than its tensor faults), so only the last coordinate changes
+        # units: no division by a runtime size, which the solver would find hard.
+        same_rows = len(ref.dims) == len(root.dims) and all(
+            v.row(0) == r.row(0) for v, r in zip(ref.dims[:-1], root.dims[:-1]))
+        position = coords[-1] if same_rows else self.flat_index(ref, coords)
         for b in range(width):
-            at = self.space.add(self.space.scale(flat, width), self.space.constant(b, self.n))
+            at = self.space.add(self.space.scale(position, width), self.space.constant(b, self.n))
             element = self.space.floordiv(at, self.space.constant(root_width, self.n))
             byte = self.space.mod(at, self.space.constant(root_width, self.n))
             if not byte.concrete:
                 raise self.undecidable(op, f"which byte of {root.name!r} a narrower view reads depends on "
                                            "runtime values")
-            root_coords = self.unflatten(root, element)
+            root_coords = [*coords[:-1], element] if same_rows else self.unflatten(root, element)
             ids = self.intern(self.evaluate_tag_function(entry[0], root_coords, frozen=entry[1]), root_width)
             out[active, b] = ids[active, byte.const[active]]
         return out

@@ -27,6 +27,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -176,6 +177,9 @@ class KernelOp(IRDLOperation):
     block = prop_def(ArrayAttr[IntAttr])
     warp_size = prop_def(IntAttr)
     arg_names = prop_def(ArrayAttr[StringAttr])
+    min_blocks_per_sm = opt_prop_def(IntAttr)
+    """A compiler control: blocks that must fit on one multiprocessor together (backends cap
+    registers so that they do)."""
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
 

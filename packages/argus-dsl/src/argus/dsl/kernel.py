@@ -59,9 +59,11 @@ class Kernel:
     """A kernel written in the Argus language. Compile with `compile`, print with `mlir`,
     run with ``kernel[grid](*args)`` (the interpreter, on numpy arrays)."""
 
-    def __init__(self, fn: Callable[..., Any], block: Sequence[Any], warp_size: int = 32, verify: bool = True) -> None:
+    def __init__(self, fn: Callable[..., Any], block: Sequence[Any], warp_size: int = 32, verify: bool = True,
+                 min_blocks_per_sm: int | None = None) -> None:
         self.fn = fn
         self.checks = verify
+        self.min_blocks_per_sm = min_blocks_per_sm
         self.name = fn.__name__
         self.block = tuple(block)
         self.warp_size = warp_size
@@ -150,11 +152,15 @@ class Kernel:
 
     def _compute_key(self, constants: dict[str, Any]) -> str:
         return cache_key("argus-mlir", ast.dump(self.source.tree), self.source.file, self.source.line_offset,
-                         self.block, self.warp_size, sorted(constants.items()), _globals_fingerprint(self.source))
+                         self.block, self.warp_size, self.min_blocks_per_sm, sorted(constants.items()),
+                         _globals_fingerprint(self.source))
 
     def _build(self, constants: dict[str, Any]) -> CompiledKernel:
         frontend = FrontEnd(self.source, constants)
-        module = builtin.ModuleOp([frontend.build()])
+        op = frontend.build()
+        if self.min_blocks_per_sm is not None:
+            op.properties["min_blocks_per_sm"] = builtin.IntAttr(self.min_blocks_per_sm)
+        module = builtin.ModuleOp([op])
         module.verify()
         key = self._disk_key(constants)
         cache.dump(self.name, key, "frontend.mlir", str(module))
@@ -231,17 +237,21 @@ class Kernel:
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None = None, warp_size: int = 32,
-           verify: bool = True) -> Any:
+           verify: bool = True, min_blocks_per_sm: int | None = None) -> Any:
     """Declare a kernel: ``@kernel(block=(128,))``. Block dims are ints or constexpr names;
     `warp_size` is 32 (NVIDIA) or 64 (AMD CDNA); ``verify=False`` skips checking the tag
-    assertions when the kernel is compiled."""
+    assertions when the kernel is compiled; `min_blocks_per_sm` asks the compiler to keep
+    registers low enough for that many blocks to share a multiprocessor."""
     if block is None:
         raise ArgusSyntaxError("give the block dims: @kernel(block=(threads_x[, threads_y[, threads_z]]))")
     if warp_size not in (32, 64):
         raise ArgusSyntaxError(f"warp_size is 32 or 64, got {warp_size!r}")
+    if min_blocks_per_sm is not None and (isinstance(min_blocks_per_sm, bool) or not isinstance(min_blocks_per_sm, int)
+                                          or not 1 <= min_blocks_per_sm <= 32):
+        raise ArgusSyntaxError(f"min_blocks_per_sm is an int from 1 to 32, got {min_blocks_per_sm!r}")
     if fn is not None:
-        return Kernel(fn, block, warp_size, verify)
-    return lambda f: Kernel(f, block, warp_size, verify)
+        return Kernel(fn, block, warp_size, verify, min_blocks_per_sm)
+    return lambda f: Kernel(f, block, warp_size, verify, min_blocks_per_sm)
 
 
 def _globals_fingerprint(source: KernelSource, seen: frozenset[int] = frozenset()) -> list[str]:

@@ -245,6 +245,10 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
             dtype = dtype_named(param.dtype)
             assert dtype is not None
             array = arrays[param.tensor] = _checked_array(abi, param.name, value, views[param.tensor], dtype)
+            if array.pointer % param.align:
+                raise CudaError(f"{abi.name}: argument {param.name!r} must start at a multiple of {param.align} bytes "
+                                f"(the kernel reads it {param.align} bytes at a time); its address is "
+                                f"{array.pointer:#x}")
             if device is not None and array.device != device:
                 raise CudaError(f"{abi.name}: argument {param.name!r} is on CUDA device {array.device}, "
                                 f"the kernel is loaded on device {device}")

@@ -33,6 +33,9 @@ def _llvm() -> Any:
         raise ToolchainError(f"the nvptx backend needs llvmlite ({err}); pip install 'llvmlite>=0.50'") from err
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    # 32-bit pointers for shared (and local, const) memory: their addresses fit, and 64-bit
+    # address arithmetic costs two instructions per access
+    llvm.set_option("", "--nvptx-short-ptr")
     return llvm
 
 

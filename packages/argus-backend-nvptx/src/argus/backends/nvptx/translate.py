@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from argus.dsl import dialect as D
@@ -51,6 +51,8 @@ class Param:
     """For a dim: the size's name in the kernel's signature (dims named alike must agree)."""
     dtype: str = ""
     """For a pointer: the tensor's element type (checked against the argument's)."""
+    align: int = 1
+    """For a pointer: the alignment in bytes the kernel relies on (its widest view's element)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class _Memory:
 
     pointer: str
     space: int
+    tensor: int = -1
+    """For global memory: which tensor argument it belongs to."""
 
 
 @dataclass
@@ -94,6 +98,10 @@ def element_type(dtype: DType, where: SourceLocation | None = None) -> str:
         raise CodegenError(f"the nvptx backend has no register type for {dtype}; it handles "
                            f"{', '.join(sorted(_TYPES))}", where)
     return found
+
+
+def _align(llvm: str) -> int:
+    return max(_bits(llvm) // 8, 1)
 
 
 def _bits(llvm: str) -> int:
@@ -124,6 +132,8 @@ class Translator:
         self.names: dict[SSAValue, str] = {}
         self.memories: dict[SSAValue, _Memory] = {}
         self.dims: dict[tuple[SSAValue, int], str] = {}
+        self.alignment: dict[int, int] = {}
+        """Per tensor argument, the widest element it is read or written as."""
         self.declarations: set[str] = set()
         self.globals: list[str] = []
         self.fn = _Function()
@@ -137,10 +147,15 @@ class Translator:
     # ---- output ------------------------------------------------------------------------
     def translate(self) -> tuple[str, KernelABI]:
         name = self.kernel.sym_name.data
-        params, signature = self._parameters()
+        params = self._parameters()
         self._block(self.kernel.body.block)
+        params = [replace(p, align=self.alignment[p.tensor]) if p.kind == "pointer" else p for p in params]
+        arguments = tuple(n.data for n in self.kernel.arg_names.data)
+        signature = [_signature(p, arguments) for p in params]
         self.emit("ret void")
         attrs = f'"nvvm.reqntid"="{",".join(map(str, self.block))}"'  # the block is fixed when compiled
+        if self.kernel.min_blocks_per_sm is not None:
+            attrs += f' "nvvm.minctasm"="{self.kernel.min_blocks_per_sm.data}"'
         body = "\n".join(["entry:", *self.fn.entry, *self.fn.lines])
         text = "\n".join([
             'target triple = "nvptx64-nvidia-cuda"',
@@ -156,35 +171,27 @@ class Translator:
             f"attributes #0 = {{ {attrs} }}",
             "",
         ])
-        arguments = tuple(n.data for n in self.kernel.arg_names.data)
         return text, KernelABI(name, arguments, tuple(params), self.block)
 
-    def _parameters(self) -> tuple[list[Param], list[str]]:
+    def _parameters(self) -> list[Param]:
         names = [n.data for n in self.kernel.arg_names.data]
         params: list[Param] = []
-        signature: list[str] = []
         for index, (name, arg) in enumerate(zip(names, self.kernel.body.block.args)):
             t = arg.type
             if isinstance(t, D.TensorType):
-                pointer = f"%{_ident(name)}"
                 params.append(Param("pointer", name, "ptr addrspace(1)", index, dtype=t.dtype.name))
-                signature.append(f"ptr addrspace(1) {pointer}")
-                self.memories[arg] = _Memory(pointer, 1)
+                self.memories[arg] = _Memory(f"%{_ident(name)}", 1, index)
+                self.alignment[index] = t.dtype.nbytes
                 for axis, dim in enumerate(t.shape):
                     if isinstance(dim, str):
-                        reg = f"%{_ident(name)}.dim{axis}"
                         params.append(Param("dim", f"{name}.shape[{axis}]", "i32", index, axis, dim))
-                        signature.append(f"i32 {reg}")
-                        self.dims[(arg, axis)] = reg
+                        self.dims[(arg, axis)] = f"%{_ident(name)}.dim{axis}"
                     else:
                         self.dims[(arg, axis)] = str(dim)
             else:
-                ty = llvm_type(t)
-                reg = f"%{_ident(name)}"
-                params.append(Param("scalar", name, ty, index))
-                signature.append(f"{ty} {reg}")
-                self.names[arg] = reg
-        return params, signature
+                params.append(Param("scalar", name, llvm_type(t), index))
+                self.names[arg] = f"%{_ident(name)}"
+        return params
 
     # ---- helpers -----------------------------------------------------------------------
     def emit(self, text: str) -> None:
@@ -276,6 +283,15 @@ class Translator:
         self.emit(f"{out} = getelementptr inbounds {element}, ptr{space} {memory.pointer}, i32 {offset}")
         return out
 
+    def load(self, ty: str, memory: _Memory, pointer: str) -> str:
+        """A load of one element, naturally aligned (tensors are checked at launch to be)."""
+        space = f" addrspace({memory.space})" if memory.space else ""
+        return self.let(f"load {ty}, ptr{space} {pointer}, align {_align(ty)}")
+
+    def store(self, ty: str, value: str, memory: _Memory, pointer: str) -> None:
+        space = f" addrspace({memory.space})" if memory.space else ""
+        self.emit(f"store {ty} {value}, ptr{space} {pointer}, align {_align(ty)}")
+
     def alloca(self, llvm: str, count: int, align: int = 16) -> str:
         out = self.fresh("a")
         self.fn.entry.append(f"  {out} = alloca [{count} x {llvm}], align {align}")
@@ -297,11 +313,24 @@ def _offsets(layout: Layout | ComposedLayout) -> list[int]:
     return [int(x) for x in layout.offsets()]
 
 
+def _signature(param: Param, arguments: tuple[str, ...]) -> str:
+    """A parameter in the function's signature, with the register name the body uses."""
+    ident = _ident(arguments[param.tensor])
+    if param.kind == "pointer":
+        return f"ptr addrspace(1) align {param.align} %{ident}"
+    if param.kind == "dim":
+        return f"i32 %{ident}.dim{param.axis}"
+    return f"{param.llvm_type} %{ident}"
+
+
 def _ident(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 
 
 # ---- rules -------------------------------------------------------------------------------------
+
+_PRIVATE = _Memory("", 0)
+"""Where variables live: a thread's own memory (address space 0, promoted to registers)."""
 
 Rule = Callable[[Translator, Any], None]
 
@@ -477,7 +506,8 @@ def _dim(t: Translator, op: D.DimOp) -> None:
 
 
 def _tensor_view(t: Translator, op: D.TensorViewOp) -> None:
-    t.memories[op.result] = t.memory(op.source, op)
+    memory = t.memories[op.result] = t.memory(op.source, op)
+    t.alignment[memory.tensor] = max(t.alignment[memory.tensor], op.result.type.dtype.nbytes)  # type: ignore[attr-defined]
     runtime = iter(op.dims)
     shape = op.result.type.shape  # type: ignore[attr-defined]
     for axis, dim in enumerate(shape):
@@ -506,17 +536,13 @@ def _same_memory(t: Translator, op: Any) -> None:
 def _load_at(t: Translator, op: D.LoadAtOp) -> None:
     ty = llvm_type(op.result.type, t.where(op))
     memory = t.memory(op.source, op)
-    pointer = t.element_pointer(memory, ty, t.value(op.offset))
-    space = f" addrspace({memory.space})" if memory.space else ""
-    t.define(op.result, f"load {ty}, ptr{space} {pointer}")
+    t.names[op.result] = t.load(ty, memory, t.element_pointer(memory, ty, t.value(op.offset)))
 
 
 def _store_at(t: Translator, op: D.StoreAtOp) -> None:
     ty = llvm_type(op.value.type, t.where(op))
     memory = t.memory(op.target, op)
-    pointer = t.element_pointer(memory, ty, t.value(op.offset))
-    space = f" addrspace({memory.space})" if memory.space else ""
-    t.emit(f"store {ty} {t.value(op.value)}, ptr{space} {pointer}")
+    t.store(ty, t.value(op.value), memory, t.element_pointer(memory, ty, t.value(op.offset)))
 
 
 def _var(t: Translator, op: D.VarOp) -> None:
@@ -526,12 +552,12 @@ def _var(t: Translator, op: D.VarOp) -> None:
 
 def _var_load(t: Translator, op: D.VarLoadOp) -> None:
     ty = llvm_type(op.result.type, t.where(op))
-    t.define(op.result, f"load {ty}, ptr {t.value(op.var)}")
+    t.names[op.result] = t.load(ty, _PRIVATE, t.value(op.var))
 
 
 def _var_store(t: Translator, op: D.VarStoreOp) -> None:
     ty = llvm_type(op.value.type, t.where(op))
-    t.emit(f"store {ty} {t.value(op.value)}, ptr {t.value(op.var)}")
+    t.store(ty, t.value(op.value), _PRIVATE, t.value(op.var))
 
 
 def _sync(t: Translator, op: D.SyncThreadsOp) -> None:
@@ -721,51 +747,46 @@ def _mma(t: Translator, op: D.MmaOp) -> None:
     if instruction is None:
         raise CodegenError(f"no {t.arch.name} instruction runs the matrix-multiply atom {atom.name} "
                            f"(shape {atom.shape}, {atom.a_dtype}·{atom.b_dtype} → {atom.c_dtype})", t.where(op))
-    operands = {}
-    for role, tile in (("a", op.a), ("b", op.b), ("c", op.c)):
-        memory, ty, offsets = t.fragment(tile, op)
-        loaded = []
-        for offset in offsets:
-            pointer = t.element_pointer(memory, ty, str(offset))
-            v = t.let(f"load {ty}, ptr {pointer}")
-            loaded.append(v)
-        operands[role] = (memory, ty, offsets, loaded)
-    results = _inline(t, instruction, operands)
-    memory, ty, offsets, _ = operands["c"]
-    for offset, value in zip(offsets, results):
-        pointer = t.element_pointer(memory, ty, str(offset))
-        t.emit(f"store {ty} {value}, ptr {pointer}")
+    registers = [reg for role, tile in (("a", op.a), ("b", op.b)) for reg in _operand(t, instruction, role, tile, op)]
+    memory, ty, offsets = t.fragment(op.c, op)
+    pointers = [t.element_pointer(memory, ty, str(offset)) for offset in offsets]
+    accumulators = [t.load(ty, memory, p) for p in pointers]
+    registers += [(instruction.register_type["c"], v) for v in accumulators]
+    for pointer, value in zip(pointers, _inline(t, instruction, ty, len(accumulators), registers)):
+        t.store(ty, value, memory, pointer)
 
 
-def _inline(t: Translator, instruction: Instruction, operands: dict[str, Any]) -> list[str]:
-    """Packs the fragments into the instruction's registers, calls it as inline PTX and returns
-    the new accumulator values (in fragment order)."""
-    regs: list[tuple[str, str]] = []
-    for role in ("a", "b", "c"):
-        _, ty, _, values = operands[role]
-        per = instruction.per_register[role]
-        for i in range(0, len(values), per):
-            if per == 1:
-                regs.append((instruction.register_type[role], values[i]))
-                continue
-            vec = "undef"
-            for j in range(per):
-                nxt = t.let(f"insertelement <{per} x {ty}> {vec}, {ty} {values[i + j]}, i32 {j}")
-                vec = nxt
-            word = t.let(f"bitcast <{per} x {ty}> {vec} to i32")
-            regs.append(("i32", word))
-    outs = len(operands["c"][3])
-    out_ty = operands["c"][1]
+def _operand(t: Translator, instruction: Instruction, role: str, tile: SSAValue, op: Operation) -> list[tuple[str, str]]:
+    """The instruction's registers holding fragment `role`: values packed `per_register` to a
+    32-bit register, loaded as one word where they sit side by side in memory."""
+    memory, ty, offsets = t.fragment(tile, op)
+    per = instruction.per_register[role]
+    if per == 1:
+        return [(instruction.register_type[role], t.load(ty, memory, t.element_pointer(memory, ty, str(o))))
+                for o in offsets]
+    registers = []
+    for i in range(0, len(offsets), per):
+        group = offsets[i:i + per]
+        pointer = t.element_pointer(memory, ty, str(group[0]))
+        if group == list(range(group[0], group[0] + per)) and group[0] * _align(ty) % 4 == 0:
+            registers.append(("i32", t.load("i32", memory, pointer)))
+            continue
+        vector = "undef"
+        for j, offset in enumerate(group):
+            value = t.load(ty, memory, t.element_pointer(memory, ty, str(offset)))
+            vector = t.let(f"insertelement <{per} x {ty}> {vector}, {ty} {value}, i32 {j}")
+        registers.append(("i32", t.let(f"bitcast <{per} x {ty}> {vector} to i32")))
+    return registers
+
+
+def _inline(t: Translator, instruction: Instruction, out_ty: str, outs: int, registers: list[tuple[str, str]]
+            ) -> list[str]:
+    """Calls the instruction as inline PTX on `registers` and returns its `outs` results."""
     struct_ty = "{ " + ", ".join([out_ty] * outs) + " }"
-    constraints = ",".join(["=f" if out_ty == "float" else "=r"] * outs + [_constraint(ty) for ty, _ in regs])
-    args = ", ".join(f"{ty} {v}" for ty, v in regs)
-    result = t.fresh()
-    t.emit(f'{result} = call {struct_ty} asm sideeffect "{instruction.text}", "{constraints}"({args})')
-    values = []
-    for i in range(outs):
-        v = t.let(f"extractvalue {struct_ty} {result}, {i}")
-        values.append(v)
-    return values
+    constraints = ",".join(["=f" if out_ty == "float" else "=r"] * outs + [_constraint(ty) for ty, _ in registers])
+    args = ", ".join(f"{ty} {v}" for ty, v in registers)
+    result = t.let(f'call {struct_ty} asm sideeffect "{instruction.text}", "{constraints}"({args})')
+    return [t.let(f"extractvalue {struct_ty} {result}, {i}") for i in range(outs)]
 
 
 def _constraint(ty: str) -> str:
@@ -777,9 +798,8 @@ def _scalar_fma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
     for tile in (op.a, op.b, op.c):
         memory, ty, offsets = t.fragment(tile, op)
         pointer = t.element_pointer(memory, ty, str(offsets[0]))
-        v = t.let(f"load {ty}, ptr {pointer}")
-        loaded.append((ty, v, pointer))
-    (ta, a, _), (tb, b, _), (tc, c, cp) = loaded
+        loaded.append((ty, t.load(ty, memory, pointer), pointer, memory))
+    (ta, a, _, _), (tb, b, _, _), (tc, c, cp, cm) = loaded
     for ty, name in ((ta, "a"), (tb, "b")):
         if ty != tc:
             raise t.unsupported(op, f"a scalar multiply-add with {name} of type {ty} and an accumulator of type {tc}")
@@ -788,7 +808,7 @@ def _scalar_fma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
         acc = t.let(f"add {tc} {prod}, {c}")
     else:
         acc = t.call(tc, f"llvm.fma.{_suffix(tc)}", [(tc, a), (tc, b), (tc, c)])
-    t.emit(f"store {tc} {acc}, ptr {cp}")
+    t.store(tc, acc, cm, cp)
 
 
 def _copy(t: Translator, op: D.CopyOp) -> None:
@@ -797,13 +817,9 @@ def _copy(t: Translator, op: D.CopyOp) -> None:
         raise t.unsupported(op, f"the cooperative copy atom {atom.name}")
     src_memory, ty, src_offsets = t.fragment(op.source, op)
     dst_memory, _, dst_offsets = t.fragment(op.target, op)
-    src_space = f" addrspace({src_memory.space})" if src_memory.space else ""
-    dst_space = f" addrspace({dst_memory.space})" if dst_memory.space else ""
     for s, d in zip(src_offsets, dst_offsets):
-        sp = t.element_pointer(src_memory, ty, str(s))
-        v = t.let(f"load {ty}, ptr{src_space} {sp}")
-        dp = t.element_pointer(dst_memory, ty, str(d))
-        t.emit(f"store {ty} {v}, ptr{dst_space} {dp}")
+        value = t.load(ty, src_memory, t.element_pointer(src_memory, ty, str(s)))
+        t.store(ty, value, dst_memory, t.element_pointer(dst_memory, ty, str(d)))
 
 
 _RULES: dict[type, Rule] = {
