@@ -30,9 +30,12 @@ from .errors import CodegenError
 from .instructions import Instruction, mma_instruction
 from .targets import Arch
 
+#: 128-bit values are vectors of words: they load and store as one access and views of them as
+#: words need no 128-bit shifts.
+_WORDS = "<4 x i32>"
 #: LLVM type of each DSL element type that the backend handles.
 _TYPES = {"bool": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "i8", "u16": "i16",
-          "u32": "i32", "u64": "i64", "u128": "i128", "f16": "half", "bf16": "bfloat", "f32": "float",
+          "u32": "i32", "u64": "i64", "u128": "<4 x i32>", "f16": "half", "bf16": "bfloat", "f32": "float",
           "f64": "double"}
 
 
@@ -105,8 +108,8 @@ def _align(llvm: str) -> int:
 
 
 def _bits(llvm: str) -> int:
-    return {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "i128": 128, "half": 16, "bfloat": 16, "float": 32,
-            "double": 64}[llvm]
+    return {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "<4 x i32>": 128, "half": 16, "bfloat": 16,
+            "float": 32, "double": 64}[llvm]
 
 
 def _float_literal(value: float, llvm: str) -> str:
@@ -342,6 +345,9 @@ def _constant(t: Translator, op: arith.ConstantOp) -> None:
         t.names[op.result] = "true" if attr.value.data else "false"  # type: ignore[union-attr]
     elif ty.startswith("i"):
         t.names[op.result] = str(attr.value.data)  # type: ignore[union-attr]
+    elif ty == _WORDS:  # 128 bits as four 32-bit words, the lowest first
+        bits = int(attr.value.data) % (1 << 128)  # type: ignore[union-attr]
+        t.names[op.result] = "<" + ", ".join(f"i32 {(bits >> (32 * i)) & 0xFFFFFFFF}" for i in range(4)) + ">"
     else:
         t.names[op.result] = _float_literal(float(attr.value.data), ty)  # type: ignore[union-attr]
 
