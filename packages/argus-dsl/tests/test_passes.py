@@ -1,0 +1,39 @@
+"""The target-independent cleanup passes keep what a kernel computes and remove what the
+front end built only to carry names through runtime regions."""
+
+from __future__ import annotations
+
+import numpy as np
+from argus.dsl import Tensor, f32, i32, kernel, thread_idx
+from argus.dsl import dialect as D
+
+
+@kernel(block=(4,))
+def running_sum(x: Tensor[f32, "n", 4], out: Tensor[f32, 4], scratch: Tensor[i32, 4], n: int):
+    t = thread_idx.x
+    total = 0.0  # carried from one iteration to the next: stays a variable
+    for i in range(n):
+        row = i  # assigned and read within one iteration: needs no variable
+        col = t
+        total = total + x[row, col]
+        col = (t + 1) % 4  # reassigned before any read: the first write is dead
+        scratch[col] = row
+    out[t] = total
+
+
+def _ops(kind: type) -> list:
+    return [o for o in running_sum.compile().module.walk() if isinstance(o, kind)]
+
+
+def test_only_the_carried_variable_remains():
+    assert len(_ops(D.VarOp)) == 1
+    # the loop reads `total` once per iteration, whatever the body does with it after
+    assert len(_ops(D.VarLoadOp)) == 2  # inside the loop, and after it
+
+
+def test_the_program_computes_the_same():
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    out, scratch = np.zeros(4, np.float32), np.zeros(4, np.int32)
+    running_sum[(1,)](x, out, scratch, 5)
+    np.testing.assert_allclose(out, x.sum(axis=0), rtol=1e-6)
+    np.testing.assert_array_equal(scratch, [4, 4, 4, 4])
