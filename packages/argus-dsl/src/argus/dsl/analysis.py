@@ -145,6 +145,7 @@ class TagAnalysis:
         self._loads: dict[Operation, tuple[Any, ...]] = {}
         self._addresses: dict[Operation, tuple[Any, ...]] = {}
         self._zeros: dict[int, np.ndarray] = {}
+        self._fragments: dict[int, tuple[TileValue, bytes, np.ndarray]] = {}
         self._faults: list[tuple[Any, ...]] = []
         self._results: dict[Operation, Any] = {}
         self._ops: dict[Operation, Any] = {}
@@ -1185,12 +1186,12 @@ def _copy(a: TagAnalysis, op: D.CopyOp, mask: np.ndarray) -> None:
     atom = _atom(a, op, CopyAtom)
     if atom.src_layout is not None and threads.size % atom.threads:
         raise a.undecidable(op, f"{atom.name} needs whole groups of {atom.threads} threads")
-    src_idx = _fragment_bytes(source, threads)
+    src_idx = _fragment_bytes(a, source, threads)
     tags = source.memory.read(src_idx.reshape(threads.size, -1), threads).reshape(src_idx.shape)
     a.check_read(op, source.memory, src_idx, threads)
     if atom.src_layout is not None:
         tags = _redistribute(tags, atom, threads.size)
-    dst_idx = _fragment_bytes(target, threads)
+    dst_idx = _fragment_bytes(a, target, threads)
     target.memory.write(dst_idx.reshape(threads.size, -1), tags.reshape(threads.size, -1), threads, a.site(op))
 
 
@@ -1216,11 +1217,11 @@ def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
         if threads.size % atom.threads:
             raise a.undecidable(op, f"{atom.name} needs whole groups of {atom.threads} threads")
         m, n, k = atom.shape
-        at = _atom_matrix(a.values[op.a], threads, atom.threads, atom.a_layout, m, k)
-        bt = _atom_matrix(a.values[op.b], threads, atom.threads, atom.b_layout, n, k)
+        at = _atom_matrix(a, a.values[op.a], threads, atom.threads, atom.a_layout, m, k)
+        bt = _atom_matrix(a, a.values[op.b], threads, atom.threads, atom.b_layout, n, k)
         if a.checking:
             _pairing(a, op, atom, threads, at, bt)
-        idx = _fragment_bytes(c, threads)
+        idx = _fragment_bytes(a, c, threads)
         c.memory.write(idx.reshape(threads.size, -1), np.full((threads.size, idx[0].size), TOP, np.int64),  # type: ignore[attr-defined]
                        threads, a.site(op))
 
@@ -1272,14 +1273,19 @@ class _PairIndex:
         return {"m": int(self.a0[group, kk]), "n": row - self.m, "k": kk}
 
 
-def _atom_matrix(tile: TileValue, threads: np.ndarray, group: int, layout: Any, rows: int, cols: int) -> np.ndarray:
-    idx = _fragment_bytes(tile, threads)
+def _atom_matrix(a: TagAnalysis, tile: TileValue, threads: np.ndarray, group: int, layout: Any, rows: int, cols: int) -> np.ndarray:
+    idx = _fragment_bytes(a, tile, threads)
     tags = tile.memory.read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)  # type: ignore[attr-defined]
     groups, nbytes = threads.size // group, idx.shape[-1]
     ordered = tags.reshape(groups, group, -1, nbytes).transpose(0, 2, 1, 3).reshape(groups, -1, nbytes)
     matrix = np.zeros((groups, rows * cols, nbytes), np.int64)
-    matrix[:, layout.offsets()] = ordered
+    matrix[:, _layout_offsets(layout)] = ordered
     return matrix.reshape(groups, cols, rows, nbytes).transpose(0, 2, 1, 3)
+
+
+@cache
+def _layout_offsets(layout: Any) -> np.ndarray:
+    return layout.offsets()  # type: ignore[no-any-return]
 
 
 def _assume(a: TagAnalysis, op: D.AssumeOp, mask: np.ndarray) -> None:
@@ -1288,9 +1294,16 @@ def _assume(a: TagAnalysis, op: D.AssumeOp, mask: np.ndarray) -> None:
     if a.guards:
         return
     cond = a.int_value(op.cond, op)
-    for p in np.unique(a.active(mask)):
-        row = cond.row(int(p))
+    for row in _distinct_rows(cond, a.active(mask)):
         a.add_fact(("eq0", (row[0] - 1, row[1])) if row[1] else ("ge0", (row[0] - 1, ())))
+
+
+def _distinct_rows(value: Affine, points: np.ndarray) -> list[Key]:
+    """The distinct forms `value` takes at `points` (one, when every point agrees)."""
+    atoms = sorted(value.terms)
+    columns = np.stack([value.const, *(value.terms[t] for t in atoms)], axis=1)[points]
+    return [(row[0], tuple((t, c) for t, c in zip(atoms, row[1:]) if c))
+            for row in np.unique(columns, axis=0).tolist()]
 
 
 def _sync(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
@@ -1344,19 +1357,26 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     flat_coords = [a.space.constant(np.tile(c, rows.size), point.size) for c in coords]
     comps = a.evaluate_tag_function(op, flat_coords, point)
     ids = a.intern(comps, tile.dtype.nbytes).reshape(rows.size, elements, -1)
-    idx = _fragment_bytes(tile, rows)
+    idx = _fragment_bytes(a, tile, rows)
     if per_thread:
         tile.memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, a.site(op))  # type: ignore[attr-defined]
     else:
         tile.memory.relabel(idx.reshape(-1), ids.reshape(-1), a.site(op))  # type: ignore[attr-defined]
 
 
-def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
-    """Byte indices of each thread's fragment, which must lie inside the tile's memory."""
+def _fragment_bytes(a: TagAnalysis, tile: TileValue, threads: np.ndarray) -> np.ndarray:
+    """Byte indices of each thread's fragment, which must lie inside the tile's memory
+    (remembered per tile: a tile value and its threads give the same bytes on every pass)."""
+    key = threads.tobytes()
+    memo = a._fragments.get(id(tile))
+    if memo is not None and memo[0] is tile and memo[1] == key:
+        return memo[2]
     idx = _all_fragment_bytes(tile, threads)
     size = tile.memory.tags.shape[-1]  # type: ignore[attr-defined]
     if idx.size and (idx.min() < 0 or idx.max() >= size):
         raise Undecidable(f"a fragment reaches outside its {size}-byte tile (the interpreter reports where)", None)
+    idx.flags.writeable = False
+    a._fragments[id(tile)] = (tile, key, idx)
     return idx
 
 
@@ -1383,7 +1403,7 @@ def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
         if isinstance(target, GlobalRef):
             sides.append(_tensor_side(a, op, target, threads))
             continue
-        idx = _fragment_bytes(target, threads)
+        idx = _fragment_bytes(a, target, threads)
         tags = target.memory.read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)
         sites = (target.memory.site[threads[:, None], idx.reshape(threads.size, -1)] if target.memory.per_thread
                  else target.memory.site[idx.reshape(threads.size, -1)]).reshape(idx.shape)
