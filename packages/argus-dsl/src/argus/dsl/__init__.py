@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .atoms import CopyAtom, MMAAtom, copy_vector, universal_fma, warp_mma_16x8x16
+from .atoms import CopyAtom, MMAAtom, copy_vector, universal_fma, warp_mma_16x8x16, warpgroup_mma_64xNx16
 from .dtypes import (
     DType,
     bf16,
@@ -192,6 +192,7 @@ __all__ = [
     "universal_fma",
     "warp_id",
     "warp_mma_16x8x16",
+    "warpgroup_mma_64xNx16",
     "warp_max",
     "warp_min",
     "warp_sum",

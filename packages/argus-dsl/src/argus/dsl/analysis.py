@@ -40,6 +40,7 @@ from .dtypes import DType
 from .errors import SourceLocation, VerificationError
 from .interpreter import TileValue, _offset_table, _pad3, _redistribute, tile_coordinates
 from .interpreter import _fragment_bytes as _all_fragment_bytes
+from .interpreter import _shared_operand_bytes
 from .tag_liveness import relevant_ops
 from .types import dtype_of_mlir
 
@@ -502,12 +503,15 @@ class TagAnalysis:
         else:
             self.facts.add(fact)
 
-    def check_read(self, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray) -> None:
-        """A thread reading shared bytes another thread wrote since the last barrier: a race."""
+    def check_read(self, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray,
+                   by_group: bool = False) -> None:
+        """A thread reading shared bytes another thread wrote since the last barrier: a race.
+        A read `by_group` (an atom's shared operand, read by the group led by each of
+        `threads`) races with a write by any thread, its own included."""
         if memory.per_thread or not self.checking:
             return
         writers = memory.epoch_writer[idx.reshape(threads.size, -1)]
-        unordered = (writers != -1) & (writers != threads[:, None])
+        unordered = (writers != -1) if by_group else (writers != -1) & (writers != threads[:, None])
         if unordered.any():
             row, col = (int(x[0]) for x in np.nonzero(unordered))
             reader, writer = int(threads[row]), int(writers[row, col])
@@ -1217,8 +1221,8 @@ def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
         if threads.size % atom.threads:
             raise a.undecidable(op, f"{atom.name} needs whole groups of {atom.threads} threads")
         m, n, k = atom.shape
-        at = _atom_matrix(a, a.values[op.a], threads, atom.threads, atom.a_layout, m, k)
-        bt = _atom_matrix(a, a.values[op.b], threads, atom.threads, atom.b_layout, n, k)
+        at = _atom_matrix(a, op, a.values[op.a], threads, atom.threads, atom.a_layout, m, k)
+        bt = _atom_matrix(a, op, a.values[op.b], threads, atom.threads, atom.b_layout, n, k)
         if a.checking:
             _pairing(a, op, atom, threads, at, bt)
         idx = _fragment_bytes(a, c, threads)
@@ -1273,7 +1277,15 @@ class _PairIndex:
         return {"m": int(self.a0[group, kk]), "n": row - self.m, "k": kk}
 
 
-def _atom_matrix(a: TagAnalysis, tile: TileValue, threads: np.ndarray, group: int, layout: Any, rows: int, cols: int) -> np.ndarray:
+def _atom_matrix(a: TagAnalysis, op: Operation, tile: TileValue, threads: np.ndarray, group: int, layout: Any, rows: int, cols: int) -> np.ndarray:
+    if layout is None:  # read whole from a shared tile, colexicographically
+        owners = threads[::group]
+        idx = _shared_operand_bytes(tile, owners, rows * cols)
+        if idx.size and (idx.min() < 0 or idx.max() >= tile.memory.tags.shape[-1]):  # type: ignore[attr-defined]
+            raise Undecidable("a shared operand reaches outside its tile (the interpreter reports where)", None)
+        a.check_read(op, tile.memory, idx, owners, by_group=True)  # type: ignore[arg-type]
+        tags = tile.memory.read(idx, owners)  # type: ignore[attr-defined]
+        return tags.reshape(owners.size, cols, rows, tile.dtype.nbytes).transpose(0, 2, 1, 3)  # type: ignore[no-any-return]
     idx = _fragment_bytes(a, tile, threads)
     tags = tile.memory.read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)  # type: ignore[attr-defined]
     groups, nbytes = threads.size // group, idx.shape[-1]

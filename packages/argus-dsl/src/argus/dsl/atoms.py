@@ -5,6 +5,11 @@ An atom is a cooperative ``C[m, n] += sum_k A[m, k] * B[n, k]`` over an M×N×K 
 is the position ``m + M*k`` of thread t's v-th A value in the column-major M×K tile, and
 likewise ``n + N*k`` for B and ``m + M*n`` for C. The interpreter runs any atom from these
 layouts alone; a backend maps an atom with the same layouts and types to its instruction.
+
+An operand without a layout (``None``) is not held by threads at all: the group reads it
+whole from a shared-memory tile of shape (M, K) for A or (N, K) for B, through that tile's
+own layout (swizzle included). Which shared layouts an instruction can read is the backend's
+business; the language only needs to know which element sits where.
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ class MMAAtom:
     name: str
     shape: tuple[int, int, int]
     threads: int
-    a_layout: Layout
-    b_layout: Layout
+    a_layout: Layout | None
+    b_layout: Layout | None
     c_layout: Layout
     a_dtype: DType
     b_dtype: DType
@@ -33,6 +38,8 @@ class MMAAtom:
     def __post_init__(self) -> None:
         m, n, k = self.shape
         for label, layout, extent in (("A", self.a_layout, m * k), ("B", self.b_layout, n * k), ("C", self.c_layout, m * n)):
+            if layout is None:
+                continue
             if layout.rank != 2 or layout[0].size() != self.threads:
                 raise ArgusTypeError(f"atom {self.name}: the {label} layout must be (threads={self.threads}, values) -> index, got {layout}")
             image = np.sort(layout.offsets())
@@ -42,15 +49,25 @@ class MMAAtom:
                 )
 
     def values(self, operand: str) -> int:
-        """Values one thread holds of operand 'a', 'b' or 'c'."""
-        return {"a": self.a_layout, "b": self.b_layout, "c": self.c_layout}[operand][1].size()
+        """Values one thread holds of operand 'a', 'b' or 'c' (0 for an operand read from
+        shared memory)."""
+        layout = {"a": self.a_layout, "b": self.b_layout, "c": self.c_layout}[operand]
+        return 0 if layout is None else layout[1].size()
+
+    def shared_shape(self, operand: str) -> tuple[int, int] | None:
+        """The (rows, K) shape of the shared tile operand 'a' or 'b' is read from, or None when
+        threads hold it in registers."""
+        m, n, k = self.shape
+        layout, rows = (self.a_layout, m) if operand == "a" else (self.b_layout, n)
+        return (rows, k) if layout is None else None
 
     def as_properties(self) -> dict[str, str]:
         """Everything needed to rebuild the atom from printed IR."""
         m, n, k = self.shape
         return {
             "atom": self.name, "shape": f"{m}x{n}x{k}", "threads": str(self.threads),
-            "a_layout": str(self.a_layout), "b_layout": str(self.b_layout), "c_layout": str(self.c_layout),
+            "a_layout": _layout_text(self.a_layout), "b_layout": _layout_text(self.b_layout),
+            "c_layout": str(self.c_layout),
             "types": f"{self.a_dtype},{self.b_dtype},{self.c_dtype}",
         }
 
@@ -58,8 +75,19 @@ class MMAAtom:
     def from_properties(cls, props: dict[str, str]) -> MMAAtom:
         m, n, k = (int(x) for x in props["shape"].split("x"))
         a, b, c = (dtype_named(t) for t in props["types"].split(","))
-        return cls(props["atom"], (m, n, k), int(props["threads"]), parse(props["a_layout"]), parse(props["b_layout"]),
-                   parse(props["c_layout"]), a, b, c)  # type: ignore[arg-type]
+        return cls(props["atom"], (m, n, k), int(props["threads"]), _layout_of(props["a_layout"]),
+                   _layout_of(props["b_layout"]), parse(props["c_layout"]), a, b, c)  # type: ignore[arg-type]
+
+
+_SHARED = "shared"
+
+
+def _layout_text(layout: Layout | None) -> str:
+    return _SHARED if layout is None else str(layout)
+
+
+def _layout_of(text: str) -> Layout | None:
+    return None if text == _SHARED else parse(text)  # type: ignore[return-value]
 
 
 def warp_mma_16x8x16(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
@@ -73,6 +101,27 @@ def warp_mma_16x8x16(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
         a_layout=parse("((4,8),(2,2,2)):((32,1),(16,8,128))"),
         b_layout=parse("((4,8),(2,2)):((16,1),(8,64))"),
         c_layout=parse("((4,8),(2,2)):((32,1),(16,8))"),
+        a_dtype=a_dtype,
+        b_dtype=b_dtype,
+        c_dtype=c_dtype,
+    )
+
+
+def warpgroup_mma_64xNx16(n: int, a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
+    """A 128-thread (four-warp) 64×n×16 atom reading A (64×16) and B (n×16) whole from shared
+    memory; thread ``l + 32·w`` (lane l of warp w, ``l = t0 + 4·t1``) holds C rows
+    ``16·w + t1`` and ``+8`` at columns ``8·j + 2·t0`` (+1) for j < n/8, in the value order
+    (column pair, row half, j). (The layouts of NVIDIA's warpgroup MMA with both operands in
+    shared memory; any target may run the atom.)"""
+    if not isinstance(n, int) or isinstance(n, bool) or not (8 <= n <= 256 and n % 8 == 0):
+        raise ArgusTypeError(f"warpgroup_mma_64xNx16: n must be a multiple of 8 from 8 to 256, got {n!r}")
+    return MMAAtom(
+        f"mma_64x{n}x16_{c_dtype}_{a_dtype}_{b_dtype}_ss",
+        shape=(64, n, 16),
+        threads=128,
+        a_layout=None,
+        b_layout=None,
+        c_layout=Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512))),
         a_dtype=a_dtype,
         b_dtype=b_dtype,
         c_dtype=c_dtype,

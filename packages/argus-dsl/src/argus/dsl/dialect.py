@@ -439,6 +439,9 @@ class MmaOp(IRDLOperation):
     a = operand_def(TileType)
     b = operand_def(TileType)
     c = operand_def(TileType)
+    starts = var_operand_def(builtin.i32)
+    """After layout lowering: for each operand the atom reads whole from shared memory (a, then
+    b), the offset of its first element before swizzling (where the operand starts)."""
     atom = prop_def(builtin.DictionaryAttr)
 
 

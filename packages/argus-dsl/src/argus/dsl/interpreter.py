@@ -591,15 +591,46 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
         out[:, layout.offsets()] = values
         return out.reshape(groups.size, cols, rows).transpose(0, 2, 1)
 
+    def operand(tile: TileValue, label: str, layout: Layout | None, rows: int) -> np.ndarray:
+        if layout is not None:
+            return matrix(read(tile, label), layout, rows, k)
+        idx = _shared_operand_bytes(tile, threads[::group], rows * k)
+        memory = tile.memory
+        if idx.size and (idx.min() < 0 or idx.max() >= memory.data.size):
+            raise interp.fault("out-of-bounds", f"operand {label} reaches outside its shared tile "
+                               f"({memory.data.size} bytes)", op, frame, array=memory.name)
+        if not memory.written[idx].all():  # type: ignore[index]
+            raise interp.fault("uninitialized-read", f"matmul reads operand {label} from shared memory, which is not "
+                               "fully written", op, frame, array=memory.name)
+        _check_read_race(interp, op, frame, memory, idx.reshape(groups.size, -1), _GROUP_READER[:groups.size])
+        raw = memory.data[idx].reshape(groups.size, rows * k, tile.dtype.nbytes)
+        values = tile.dtype.decode(raw).astype(np.float64)  # (groups, rows·k) colexicographic
+        return values.reshape(groups.size, k, rows).transpose(0, 2, 1)
+
     a, b, c = (_value(frame, v) for v in (op.a, op.b, op.c))
-    A = matrix(read(a, "a"), atom.a_layout, m, k)
-    B = matrix(read(b, "b"), atom.b_layout, n, k)
+    A = operand(a, "a", atom.a_layout, m)
+    B = operand(b, "b", atom.b_layout, n)
     C = matrix(read(c, "c"), atom.c_layout, m, n)
     C = C + A @ B.transpose(0, 2, 1)
     flat = C.transpose(0, 2, 1).reshape(groups.size, m * n)[:, atom.c_layout.offsets()]
     per_thread = flat.reshape(groups.size, -1, group).transpose(0, 2, 1).reshape(threads.size, -1)
     idx = _fragment_in_tile(interp, op, frame, c, threads, "accumulator")
     c.memory.data[threads[:, None, None], idx] = c.dtype.encode(atom.c_dtype.round(per_thread))
+
+
+#: Who reads a shared operand of an atom: the group as a whole, not one of its threads, so a
+#: write by any thread since the last barrier is a race (the unit that reads may run
+#: asynchronously to the threads, and sees their writes only after a barrier).
+_GROUP_READER = np.full(1 << 12, -3, np.int64)
+
+
+def _shared_operand_bytes(tile: TileValue, owners: np.ndarray, count: int) -> np.ndarray:
+    """Byte indices (groups, count·nbytes) of a shared tile's elements in colexicographic order,
+    for the group led by each of `owners` (a partitioned tile may differ per group)."""
+    flat = np.broadcast_to(np.arange(count), (owners.size, count)).reshape(-1)
+    offsets = tile.offsets(flat, np.repeat(owners, count)).reshape(owners.size, count)
+    nbytes = tile.dtype.nbytes
+    return (offsets[..., None] * nbytes + np.arange(nbytes)).reshape(owners.size, -1)
 
 
 def _operand_dtype(ssa: SSAValue) -> DType:
@@ -929,8 +960,9 @@ def _check_read_race(interp: Interpreter, op: Operation, frame: _Frame, memory: 
 
 def _race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, byte: int, thread: int, other: int,
           why: str) -> KernelFault:
+    who = f"thread {thread}" if thread >= 0 else "a matrix multiply reading shared memory"
     return interp.fault(
-        "data-race", f"thread {thread} accesses byte {byte} of {memory.name} and {why}; put syncthreads() between them",
+        "data-race", f"{who} accesses byte {byte} of {memory.name} and {why}; put syncthreads() between them",
         op, frame, array=memory.name, byte=byte, threads=[thread, other],
     )
 

@@ -169,9 +169,30 @@ class _LowerStore(RewritePattern):
         rewriter.replace(op, D.StoreAtOp.create(operands=[op.value, op.target, offset]))
 
 
+class _LowerMma(RewritePattern):
+    """A matrix multiply reading operands whole from shared memory gets where each starts."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: D.MmaOp, rewriter: PatternRewriter) -> None:
+        if op.starts:
+            return
+        shared = [tile for tile, label in ((op.a, "a_layout"), (op.b, "b_layout"))
+                  if op.atom.data[label].data == "shared"]  # type: ignore[attr-defined]
+        if not shared:
+            return
+        builder = _IndexBuilder(rewriter)
+        starts = []
+        for tile in shared:
+            layout = tile.type.layout  # type: ignore[attr-defined]
+            static = layout.offset if isinstance(layout, ComposedLayout) else 0
+            starts.append(builder.value(builder.add(_partition_base(builder, tile), static)))
+        rewriter.replace(op, D.MmaOp.create(operands=[op.a, op.b, op.c, *starts], properties=dict(op.properties)))
+
+
 def lower_layouts(module: builtin.ModuleOp) -> builtin.ModuleOp:
     """Rewrite every coordinate access of `module` into offset arithmetic, in place."""
-    PatternRewriteWalker(GreedyRewritePatternApplier([_LowerLoad(), _LowerStore()]), apply_recursively=False).rewrite_module(module)
+    PatternRewriteWalker(GreedyRewritePatternApplier([_LowerLoad(), _LowerStore(), _LowerMma()]),
+                         apply_recursively=False).rewrite_module(module)
     return module
 
 

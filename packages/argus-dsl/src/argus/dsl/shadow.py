@@ -25,6 +25,7 @@ from xdsl.ir import Operation, SSAValue
 from . import dialect as D
 from .errors import KernelFault, SourceLocation
 from .interpreter import (
+    _shared_operand_bytes,
     Interpreter,
     Memory,
     TensorValue,
@@ -268,6 +269,10 @@ def _mma(s: ShadowInterpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> 
 def _atom_matrix(s: ShadowInterpreter, frame: _Frame, tile: TileValue, threads: np.ndarray, group: int,
                  layout: Any, rows: int, cols: int) -> np.ndarray:
     """An operand's byte tags arranged as the atom's rows × cols tile, per group of threads."""
+    if layout is None:  # read whole from a shared tile, colexicographically
+        idx = _shared_operand_bytes(tile, threads[::group], rows * cols)
+        tags = s.memory_tags(tile, frame).read(idx, threads[::group])
+        return tags.reshape(idx.shape[0], cols, rows, tile.dtype.nbytes).transpose(0, 2, 1, 3)
     idx = _fragment_bytes(tile, threads)  # (threads, values, bytes)
     tags = s.memory_tags(tile, frame).read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)
     groups, nbytes = threads.size // group, idx.shape[-1]

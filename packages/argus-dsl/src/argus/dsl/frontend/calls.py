@@ -314,6 +314,10 @@ class Calls:
             raise self.type_error(node, "matmul(a, b, acc, atom): three fragments (local tiles) and an MMAAtom")
         atom: MMAAtom = args[3]
         for label, frag, dtype in (("a", args[0], atom.a_dtype), ("b", args[1], atom.b_dtype), ("c", args[2], atom.c_dtype)):
+            whole = atom.shared_shape(label) if label != "c" else None
+            if whole is not None:
+                self.shared_operand(node, atom, label, frag, dtype, whole)
+                continue
             if not isinstance(frag, TileRef) or frag.type.space.data != "local":
                 raise self.type_error(node, f"matmul's {label} must be a local tile (registers), got {describe(frag)}")
             if frag.type.dtype != dtype:
@@ -323,6 +327,21 @@ class Calls:
                 raise self.type_error(node, f"atom {atom.name} gives each thread {want} {label} values; this fragment holds {frag.type.layout.size()}")
         props = builtin.DictionaryAttr({k: builtin.StringAttr(v) for k, v in atom.as_properties().items()})
         self.emit(D.MmaOp.create(operands=[args[0].ssa, args[1].ssa, args[2].ssa], properties={"atom": props}))
+
+    def shared_operand(self, node: ast.Call, atom: MMAAtom, label: str, tile: Any, dtype: Any,
+                       shape: tuple[int, int]) -> None:
+        """An operand the atom reads whole from shared memory: a shared tile of its shape."""
+        rows = "M" if label == "a" else "N"
+        if not isinstance(tile, TileRef) or tile.type.space.data != "shared":
+            raise self.type_error(node, f"atom {atom.name} reads {label} from shared memory: pass a shared tile of "
+                                        f"shape {shape} ({rows}×K), got {describe(tile)}")
+        if tile.type.dtype != dtype:
+            raise self.type_error(node, f"atom {atom.name} takes {label} as {dtype}, got {tile.type.dtype}")
+        layout = tile.type.layout
+        got = tuple(layout.shape) if layout.rank == 2 else None
+        if got is None or tuple(_extent(s) for s in got) != shape:
+            raise self.type_error(node, f"atom {atom.name} reads {label} as a {shape[0]}×{shape[1]} ({rows}×K) shared "
+                                        f"tile; this one is {layout.shape}")
 
     def shuffle(self, node: ast.AST, value: Value, lane: Any, mode: str) -> Value:
         if value.dtype.kind in ("bits", "bool"):
@@ -479,3 +498,13 @@ def _bits_type(bits: int) -> DType | None:
 def _footprint_bytes(layout: Layout | ComposedLayout, dtype: DType) -> int:
     """Bytes from offset 0 to the end of the tile's last element."""
     return (int(np.max(layout.offsets())) + 1) * dtype.nbytes if layout.size() else 0
+
+
+def _extent(mode: Any) -> int:
+    """The number of elements of one mode (a nested mode counts all of its own)."""
+    if isinstance(mode, int):
+        return mode
+    out = 1
+    for m in mode:
+        out *= _extent(m)
+    return out
