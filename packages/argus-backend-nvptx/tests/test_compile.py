@@ -12,9 +12,20 @@ from argus.backends.nvptx.errors import CodegenError, TargetError
 from argus.backends.nvptx.occupancy import occupancy
 from argus.backends.nvptx.targets import ARCHS, arch
 from argus.backends.nvptx.toolchain import Resources, find_ptxas
-from argus.dsl import ArgusError, Tensor, bf16, f32, kernel, make_local, matmul, thread_idx
+from argus.dsl import (
+    ArgusError,
+    Tensor,
+    bf16,
+    f32,
+    kernel,
+    make_local,
+    make_shared,
+    matmul,
+    thread_idx,
+    warpgroup_mma_64xNx16,
+)
 from argus.dsl.atoms import MMAAtom
-from argus.layout import parse
+from argus.layout import Layout, parse
 
 from .conftest import example_kernels, language_kernels
 
@@ -30,6 +41,11 @@ def specialize(module: Any, name: str) -> Any:
 @pytest.mark.parametrize("target", sorted(ARCHS))
 def test_example_compiles_to_ptx(module: Any, name: str, target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    if name.endswith("_sm90") and target != "sm_90a":  # warpgroup MMA: Hopper's sm_90a only
+        with pytest.raises(CodegenError, match=f"nvptx:{target} does not have .*sm_90a") as info:
+            compiler.build(specialize(module, name), arch(target), assemble=False)
+        assert info.value.location is not None and info.value.location.line > 0
+        return
     binary = compiler.build(specialize(module, name), arch(target), assemble=False)
     assert f".target {target}" in binary.ptx
     assert f".entry {binary.abi.name}(" in binary.ptx
@@ -57,6 +73,36 @@ def test_gemm_issues_tensor_core_instructions(monkeypatch: pytest.MonkeyPatch) -
     except toolchain.ToolchainError as err:
         pytest.skip(str(err))
     assert sass.count("HMMA.16816.F32.BF16") == 8
+
+
+@needs_ptxas
+def test_hopper_gemm_issues_warpgroup_mma(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    gemm = next(p.values for p in example_kernels() if p.id == "gemm_sm90:gemm_sm90")
+    binary = compiler.build(specialize(*gemm), arch("sm_90a"), assemble=True)
+    assert binary.ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 4
+    assert binary.ptx.count("wgmma.wait_group.sync.aligned 0") == 1  # the four form one group
+    try:
+        sass = toolchain.disassemble(binary.cubin or b"")
+    except toolchain.ToolchainError as err:
+        pytest.skip(str(err))
+    assert sass.count("HGMMA.64x128x16.F32.BF16") == 4
+
+
+def test_a_shared_operand_without_a_descriptor_form_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    mma = warpgroup_mma_64xNx16(64, bf16, bf16, f32)
+
+    @kernel(block=(128,), verify=False)
+    def padded(c: Tensor[f32, 64, 64]):
+        sA = make_shared(Layout((64, 16), (24, 1)), bf16)  # rows padded to 24: no descriptor says that
+        sB = make_shared(Layout((64, 16), (24, 1)), bf16)
+        acc = make_local((32,), f32)
+        matmul(sA, sB, acc, mma)
+
+    with pytest.raises(CodegenError, match=r"wgmma cannot read operand a .*element \(row 1, k 0\) sits at offset 24") as info:
+        compiler.build(padded.specialize(), arch("sm_90a"), assemble=False)
+    assert info.value.location is not None and info.value.location.line > 0
 
 
 def test_unknown_architecture_lists_the_valid_ones() -> None:

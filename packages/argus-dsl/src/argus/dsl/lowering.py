@@ -186,7 +186,7 @@ class _LowerMma(RewritePattern):
             layout = tile.type.layout  # type: ignore[attr-defined]
             static = layout.offset if isinstance(layout, ComposedLayout) else 0
             starts.append(builder.value(builder.add(_partition_base(builder, tile), static)))
-        rewriter.replace(op, D.MmaOp.create(operands=[op.a, op.b, op.c, *starts], properties=dict(op.properties)))
+        op.operands = (*op.operands, *starts)  # in place: the op keeps its source location
 
 
 def lower_layouts(module: builtin.ModuleOp) -> builtin.ModuleOp:

@@ -23,12 +23,13 @@ from argus.dsl.dtypes import DType
 from argus.dsl.errors import SourceLocation
 from argus.dsl.types import dtype_of_mlir
 from argus.layout import ComposedLayout, Layout
-from xdsl.dialects import arith, math, scf
+from xdsl.dialects import arith, builtin, math, scf
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from .errors import CodegenError
 from .instructions import Instruction, mma_instruction
 from .targets import Arch
+from .warpgroup import NotDescribable, descriptor_form, runs_as_wgmma, wgmma_text
 
 #: 128-bit values are vectors of words: they load and store as one access and views of them as
 #: words need no 128-bit shifts.
@@ -141,6 +142,10 @@ class Translator:
         self.globals: list[str] = []
         self.fn = _Function()
         self.counter = 0
+        self.wgmma_group: dict[str, str] | None = None
+        """While warpgroup MMAs are in flight: their accumulators (pointer -> memory type)."""
+        self.async_shared = any(isinstance(o, D.MmaOp) and o.starts for o in kernel.walk())
+        """Whether an asynchronous unit reads shared memory (the barrier must order writes for it)."""
         block = tuple(kernel.block_dims) + (1,) * (3 - len(kernel.block_dims))
         self.block: tuple[int, int, int] = block  # type: ignore[assignment]
         if kernel.warp_size.data != 32:
@@ -255,7 +260,11 @@ class Translator:
             rule = _RULES.get(type(op))
             if rule is None:
                 raise self.unsupported(op, f"the operation {op.name}")
+            if self.wgmma_group is not None and not _leaves_wgmma_in_flight(op):
+                _wait_wgmma(self)
             rule(self, op)
+        if self.wgmma_group is not None:
+            _wait_wgmma(self)
 
     # ---- indices -----------------------------------------------------------------------
     def sreg(self, name: str) -> str:
@@ -525,8 +534,18 @@ def _make_shared(t: Translator, op: D.MakeSharedOp) -> None:
     ty = element_type(tile.dtype, t.where(op))
     count = tile.footprint
     name = f"@smem{len(t.globals)}"
-    t.globals.append(f"{name} = internal addrspace(3) global [{count} x {ty}] undef, align 128")
+    t.globals.append(f"{name} = internal addrspace(3) global [{count} x {ty}] undef, align {_shared_alignment(tile)}")
     t.memories[op.result] = _Memory(name, 3)
+
+
+def _shared_alignment(tile: D.TileType) -> int:
+    """At least 128 bytes; a swizzled tile is aligned to its swizzle's period, so that a unit
+    that swizzles addresses (wgmma, TMA) sees the layout's swizzle of offsets."""
+    layout = tile.layout
+    if isinstance(layout, ComposedLayout) and getattr(layout.outer, "bits", 0):
+        sw = layout.outer
+        return max(128, (1 << (sw.bits + sw.base + sw.shift)) * tile.dtype.nbytes)
+    return 128
 
 
 def _make_local(t: Translator, op: D.MakeLocalOp) -> None:
@@ -567,6 +586,8 @@ def _var_store(t: Translator, op: D.VarStoreOp) -> None:
 
 
 def _sync(t: Translator, op: D.SyncThreadsOp) -> None:
+    if t.async_shared:  # the threads' shared writes become visible to the async proxy (wgmma)
+        t.emit('call void asm sideeffect "fence.proxy.async.shared::cta;", "~{memory}"()')
     t.call("void", "llvm.nvvm.barrier.cta.sync.aligned.all", [("i32", "0")])
 
 
@@ -749,6 +770,9 @@ def _mma(t: Translator, op: D.MmaOp) -> None:
     if atom.threads == 1 and atom.shape == (1, 1, 1):
         _scalar_fma(t, op, atom)
         return
+    if atom.a_layout is None or atom.b_layout is None:
+        _warpgroup_mma(t, op, atom)
+        return
     instruction = mma_instruction(atom, t.arch)
     if instruction is None:
         raise CodegenError(f"no {t.arch.name} instruction runs the matrix-multiply atom {atom.name} "
@@ -760,6 +784,89 @@ def _mma(t: Translator, op: D.MmaOp) -> None:
     registers += [(instruction.register_type["c"], v) for v in accumulators]
     for pointer, value in zip(pointers, _inline(t, instruction, ty, len(accumulators), registers)):
         t.store(ty, value, memory, pointer)
+
+
+def _warpgroup_mma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
+    """``wgmma.mma_async`` with both operands described in shared memory. Consecutive ones form
+    one group: a fence before the first, a commit and a wait for all after the last
+    (`_wait_wgmma`), so the language's synchronous semantics hold."""
+    if not t.arch.has("wgmma"):
+        raise CodegenError(f"the matrix-multiply atom {atom.name} runs as wgmma, which nvptx:{t.arch.name} does not "
+                           "have (it needs nvptx:sm_90a)", t.where(op))
+    reason = runs_as_wgmma(atom)
+    if reason is not None:
+        raise CodegenError(f"no {t.arch.name} instruction runs the matrix-multiply atom {atom.name}: {reason}",
+                           t.where(op))
+    descriptors = [_descriptor(t, op, tile, rows, start, label)
+                   for (tile, rows, label), start in zip(((op.a, atom.shape[0], "a"), (op.b, atom.shape[1], "b")),
+                                                         op.starts)]
+    memory, ty, offsets = t.fragment(op.c, op)
+    pointers = [t.element_pointer(memory, ty, str(o)) for o in offsets]
+    if t.wgmma_group is None:
+        t.emit('call void asm sideeffect "wgmma.fence.sync.aligned;", "~{memory}"()')
+        t.wgmma_group = {}
+    values = [t.load(ty, memory, p) for p in pointers]
+    count = len(values)
+    struct_ty = "{ " + ", ".join(["float"] * count) + " }"
+    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)] + ["l", "l", "r"])
+    args = ", ".join([f"float {v}" for v in values] + [f"i64 {d}" for d in descriptors] + ["i32 1"])
+    result = t.let(f'call {struct_ty} asm sideeffect "{wgmma_text(atom, 2 * count)}", "{constraints}"({args})')
+    for i, pointer in enumerate(pointers):
+        t.store(ty, t.let(f"extractvalue {struct_ty} {result}, {i}"), memory, pointer)
+        t.wgmma_group[pointer] = ty
+
+
+def _wait_wgmma(t: Translator) -> None:
+    """Commit the group in flight, wait for it, and pin its accumulators after the wait (so no
+    use of them is scheduled before it)."""
+    group = t.wgmma_group or {}
+    t.wgmma_group = None
+    t.emit('call void asm sideeffect "wgmma.commit_group.sync.aligned;", "~{memory}"()')
+    t.emit('call void asm sideeffect "wgmma.wait_group.sync.aligned 0;", "~{memory}"()')
+    for pointer, ty in group.items():  # accumulators are registers (allocas promoted)
+        value = t.let(f"load {ty}, ptr {pointer}, align {_align(ty)}")
+        pinned = t.let(f'call {ty} asm sideeffect "", "=f,0"({ty} {value})')
+        t.emit(f"store {ty} {pinned}, ptr {pointer}, align {_align(ty)}")
+
+
+def _leaves_wgmma_in_flight(op: Operation) -> bool:
+    """Ops that may sit between the warpgroup MMAs of one group: more of them, and integer
+    arithmetic and tile views (which touch neither their accumulators nor shared memory)."""
+    if isinstance(op, D.MmaOp):
+        return bool(op.starts)
+    if isinstance(op, (D.SliceOp, D.ViewOp, D.PartitionOp)):
+        return True
+    return op.name.startswith("arith.") and all(
+        isinstance(r.type, builtin.IntegerType) for r in op.results)
+
+
+def _descriptor(t: Translator, op: D.MmaOp, tile: SSAValue, rows: int, start: SSAValue, label: str) -> str:
+    """The 64-bit matrix descriptor of a shared operand tile starting at element `start`."""
+    tile_type: D.TileType = tile.type  # type: ignore[assignment]
+    nbytes = tile_type.dtype.nbytes
+    try:
+        form = descriptor_form(tile_type.layout, rows, nbytes)
+    except NotDescribable as err:
+        raise CodegenError(f"wgmma cannot read operand {label} laid out as {tile_type.layout}: {err}; it reads K-major "
+                           "tiles either 128-byte swizzled (Swizzle(3, 3, 3) over 64-element rows for 16-bit types) "
+                           "or in 8×16-byte core matrices", t.where(op)) from None
+    memory = t.memory(tile, op)
+    base = t.let(f"ptrtoint ptr addrspace(3) {memory.pointer} to i32")
+    offset = t.let(f"mul i32 {t.value(start)}, {nbytes}")
+    address = t.let(f"add i32 {base}, {offset}")
+    low = t.let(f"lshr i32 {address}, 4")
+    low = t.let(f"and i32 {low}, 16383")
+    low = t.let(f"or i32 {low}, {(form.leading_bytes >> 4) << 16}")
+    high = str((form.stride_bytes >> 4) | (form.mode << 30))
+    if form.mode:  # the row within the swizzle pattern where the operand starts
+        row = t.let(f"lshr i32 {address}, 7")
+        row = t.let(f"and i32 {row}, 7")
+        row = t.let(f"shl i32 {row}, 17")
+        high = t.let(f"or i32 {row}, {high}")
+    wide_low = t.let(f"zext i32 {low} to i64")
+    wide_high = t.let(f"zext i32 {high} to i64")
+    shifted = t.let(f"shl i64 {wide_high}, 32")
+    return t.let(f"or i64 {shifted}, {wide_low}")
 
 
 def _operand(t: Translator, instruction: Instruction, role: str, tile: SSAValue, op: Operation) -> list[tuple[str, str]]:
