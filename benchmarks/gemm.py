@@ -22,20 +22,32 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _example(load_module: Any, spec: str) -> tuple[Any, int, int]:
+    """(kernel, BM, BN) of "NAME" (examples/NAME.py defines kernel NAME and its tile sizes BM,
+    BN) or "NAME:BMxBNxSTAGES" (the example's `build(BM, BN, 64, STAGES)`)."""
+    name, _, shape = spec.partition(":")
+    module = load_module(ROOT / "examples" / f"{name}.py")
+    if not shape:
+        return getattr(module, name), module.BM, module.BN
+    bm, bn, stages = (int(x) for x in shape.split("x"))
+    return module.build(bm, bn, 64, stages), bm, bn
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384])
     parser.add_argument("--kernels", nargs="+", default=["gemm_sm80", "gemm"],
-                        help="example GEMMs (examples/NAME.py, kernel NAME); the first is the one compared")
+                        help="example GEMMs: NAME (examples/NAME.py, kernel NAME) or NAME:BMxBNxSTAGES (its build()); "
+                             "the first is the one compared")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     from argus.backends.nvptx.bench import measure
     from argus.dsl.cli import load_module
 
-    examples = {name: load_module(ROOT / "examples" / f"{name}.py") for name in args.kernels}
+    examples = {spec: _example(load_module, spec) for spec in args.kernels}
     sys.path.insert(0, str(Path(__file__).parent))
     from triton_matmul import matmul_nt
 
@@ -49,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         c = torch.empty(m, n, device="cuda", dtype=torch.float32)
 
         def launcher(name: str) -> Any:
-            module = examples[name]  # examples/NAME.py defines kernel NAME and its tile sizes BM, BN
-            return lambda: getattr(module, name)[(n // module.BN, m // module.BM)](a, b, c, m, n, k)
+            fn, bm, bn = examples[name]
+            return lambda: fn[(n // bn, m // bm)](a, b, c, m, n, k)
 
         def cublas() -> Any:
             return torch.matmul(a, b.T)

@@ -36,6 +36,7 @@ from argus.dsl import (
 )
 from argus.layout import ComposedLayout, Layout, Swizzle
 
+TARGETS = ("nvptx:sm_90a",)  # warpgroup MMA
 BM, BN, BK = 128, 128, 64
 THREADS = 256
 MMA = warpgroup_mma_64xNx16(BN, bf16, bf16, f32)

@@ -550,15 +550,18 @@ class TagAnalysis:
             if known is None:
                 known = self._shapes[parts] = {}
             element = self.table.element_id
-            rows = np.stack([c.const for c in comps], axis=1).tolist() if comps else [[]] * self.n
-            ids = np.empty(len(rows), np.int64)
-            for i, row in enumerate(rows):
+            if not comps:
+                return self.table.bytes_of(np.full(self.n, element(()), np.int64), nbytes)
+            # one lookup per distinct row of constants (a tile's elements share few)
+            unique, inverse = np.unique(np.stack([c.const for c in comps], axis=1), axis=0, return_inverse=True)
+            ids = np.empty(len(unique), np.int64)
+            for i, row in enumerate(unique.tolist()):
                 key = tuple(row)
                 ident = known.get(key)
                 if ident is None:
                     ident = known[key] = element(tuple((v, part) if part else v for v, part in zip(key, parts)))
                 ids[i] = ident
-            return self.table.bytes_of(ids, nbytes)
+            return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
         # component by component: each point's component as an index into its distinct values,
         # then one tag per distinct combination of indices
         n = len(comps[0])
@@ -686,12 +689,17 @@ class TagAnalysis:
             s.tags, s.value = tags.copy(), value
 
     def join_into(self, other: State, condition: Affine | None, carried: str = "", loop: int | None = None,
-                  origin: str = "") -> None:
+                  origin: str = "", first: Key | None = None) -> None:
         """The current state becomes its join with `other`. Integer variables that differ become
         a select on `condition` or, across loop iterations (`carried`), a value the checker
-        does not follow."""
+        does not follow. At a loop's entry (`other` the back edge, renamed to iteration `loop`,
+        which starts at `first`), a tag that is the current one at the first iteration is the
+        loop's own: the join keeps it (what a pipeline stage holds, as a function of the index)."""
         for m, (tags, site, writers) in zip(self.memories, other.memories):
-            m.tags[...] = join(m.tags, tags)
+            if loop is not None and first is not None:
+                m.tags[...] = self.inductive_join(m.tags, tags, loop, first)
+            else:
+                m.tags[...] = join(m.tags, tags)
             m.site[...] = np.where(m.site >= 0, m.site, site)
             m.epoch_writer[...] = TagMemory.join_writers(m.epoch_writer, writers)
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
@@ -701,6 +709,23 @@ class TagAnalysis:
             s.value = self.join_values(condition, value, s.value, label,
                                        loop if loop is not None else (scope[-1] if scope else None),
                                        select=not carried)
+
+    def inductive_join(self, ours: np.ndarray, theirs: np.ndarray, loop: int, first: Key) -> np.ndarray:
+        """`join(ours, theirs)`, except where `theirs` (a tag of loop iteration `loop`) equals
+        `ours` when the index takes its `first` value: there it is `theirs`."""
+        out = join(ours, theirs)
+        differ = (ours > TOP) & (theirs > TOP) & (ours != theirs)
+        if not differ.any():
+            return out
+        for before, back in np.unique(np.stack([ours[differ], theirs[differ]], axis=1), axis=0).tolist():
+            if (before - 2) % BYTES != (back - 2) % BYTES:
+                continue
+            tag = self.table.tags[(back - 2) // BYTES]
+            at_first = tuple(_component(self.space.substitute(v, loop, first)) if isinstance(v, tuple) else v
+                             for v in tag)
+            if self.table.element_id(at_first) == (before - 2) // BYTES:
+                out[(ours == before) & (theirs == back)] = back
+        return out
 
     def join_values(self, condition: Affine | None, a: Affine | None, b: Affine | None, label: str,
                     loop: int | None = None, select: bool = True) -> Affine | None:
@@ -1254,8 +1279,11 @@ def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at
     pairs = _PairIndex(m, n, k, a0, b0)
     describe = _describer(a, op, site, threads[::atom.threads], mma=pairs, group=atom.threads)
     a.obligations.compare(site, lhs, rhs, True, describe)
-    # conflicting data (⊤, e.g. joined from two paths) where the other operand is tagged: no proof
-    top = np.concatenate([(at == TOP).any(axis=-1) & has_b[:, None], (bt == TOP).any(axis=-1) & has_a[:, None]], axis=1)
+    # conflicting data (⊤, e.g. joined from two paths) where the other operand holds data
+    # (tagged or conflicting too): no proof
+    data_a, data_b = (at != BOTTOM).any(axis=(1, 3)), (bt != BOTTOM).any(axis=(1, 3))  # (groups, k)
+    top = np.concatenate([(at == TOP).any(axis=-1) & data_b[:, None], (bt == TOP).any(axis=-1) & data_a[:, None]],
+                         axis=1)
     for g, row, kk in np.argwhere(top)[:1]:
         a.obligations.conflict(site, int(g), int(row) * k + int(kk), describe)
 
@@ -1570,39 +1598,95 @@ def _for_concrete(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: np.ndarra
 
 
 def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: Key, step: int, name: str) -> None:
+    """Every iteration at once, from the join of the state before the loop and the state an
+    iteration leaves (see the module docstring). When that join loses tags both sides have
+    (a pipeline's prologue fills a stage with what iteration i then refills for i + 1, in
+    another form), the first iteration is analysed on its own and the others from what it
+    leaves."""
+    before = a.snapshot()
+    scope = (len(before.memories), len(before.slots))
+    last = add_keys(ub, (-1, ()))
+    nested = any(isinstance(inner, scf.ForOp) for inner in op.body.walk() if inner is not op)
+    symbol = _loop_symbol(a, name, lb, last, step, lb)
+    after = _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True)
+    if after is None:  # peel the first iteration
+        first = _loop_symbol(a, name, lb, lb, 1, lb, runs_until=last)
+        a.restore(before)
+        _one_pass(a, op, mask, first, step)
+        after_first = a.snapshot(scope)
+        rest = _loop_symbol(a, name, add_keys(lb, (step, ())), last, step, lb)
+        me: Key = (0, ((rest, 1),))
+        base = _Renamer(a, first, add_keys(me, (-step, ()))).state(after_first)
+        a.restore(before)
+        after = _fixpoint(a, op, mask, rest, base, step, scope, track=False, peelable=False)
+        assert after is not None
+        a.restore(after)
+        a.join_into(after_first, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}",
+                    rest)
+    # after the loop: it ran (the state it leaves) or it did not (the state before it)
+    a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol)
+
+
+def _loop_symbol(a: TagAnalysis, name: str, lo: Key, hi: Key, step: int, start: Key,
+                 runs_until: Key | None = None) -> int:
+    """The symbol of a loop's index over [lo, hi], on the grid start + step·n; its bounds are
+    facts inside the loop only (a launch where it runs no iteration stays in the domain of
+    everything outside it). `runs_until`: the last index the loop reaches (for a symbol that
+    stands for one iteration, which exists only if the loop runs that far)."""
     sp = a.space
     known = len(sp.constraints)
-    symbol = sp.symbol(name, "loop", lb, add_keys(ub, (-1, ())))
+    symbol = sp.symbol(name, "loop", lo, hi)
     me: Key = (0, ((symbol, 1),))
     if step > 1:
-        sp.require_zero(sp._mod(sub_keys(me, lb), (step, ())))
-    # the index's bounds hold inside the loop only: a launch where it runs no iteration stays
-    # in the domain of everything outside it
+        sp.require_zero(sp._mod(sub_keys(me, start), (step, ())))
+    if runs_until is not None:
+        sp.require_nonnegative(sub_keys(runs_until, me))
     a.loop_facts[symbol] = sp.constraints[known:]
     del sp.constraints[known:]
+    return symbol
+
+
+def _one_pass(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, step: int) -> None:
+    """The body once, its assertions checked, with the index `symbol`."""
+    body = op.body.block
+    a.values[body.args[0]] = a.space.of_symbol(symbol, a.n)
+    a.tags.pop(body.args[0], None)
+    a.loops.append(LoopContext(a.space.symbols[symbol].name, symbol, step=step))
+    a.obligations.scope = a.obligations.scope + (symbol,)
+    try:
+        a.run_block(body, mask)
+    finally:
+        a.loops.pop()
+        a.obligations.scope = a.obligations.scope[:-1]
+
+
+def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base: State, step: int,
+              scope: tuple[int, int], track: bool, peelable: bool) -> State | None:
+    """Run the body from the join of `base` (what flows into the iterations of `symbol`) and
+    what an iteration leaves, renamed to the next, until that entry settles; the state the
+    final pass leaves, or None when `peelable` and the join loses tags both sides have."""
+    sp = a.space
+    me: Key = (0, ((symbol, 1),))
+    lo = sp.symbols[symbol].lo
     body = op.body.block
     a.values[body.args[0]] = sp.of_symbol(symbol, a.n)
     a.tags.pop(body.args[0], None)
-    before = a.snapshot()
-    scope = (len(before.memories), len(before.slots))
-    entry = before
+    entry = base
     rename = _Renamer(a, symbol, add_keys(me, (-step, ())))
     carried = f"a value carried from one iteration to the next of the loop at {a.where(op)}"
     checking = a.checking
-    a.loops.append(LoopContext(name, symbol, step=step))
+    a.loops.append(LoopContext(sp.symbols[symbol].name, symbol, step=step))
     a.obligations.scope = a.obligations.scope + (symbol,)
-    nested = any(isinstance(inner, scf.ForOp) for inner in op.body.walk() if inner is not op)
     try:
         # Assertions are checked on a pass whose entry state is final. The first pass starts
-        # from the state before the loop; it is final when what the iteration carries to the
-        # next (the entry state changes) is never read before being overwritten, which the
-        # first pass records. Otherwise the passes go on until the entry state settles.
-        settled = False
+        # from `base`; it is final when what the iteration carries to the next (the entry state
+        # changes) is never read before being overwritten, which the first pass records.
+        # Otherwise the passes go on until the entry state settles.
         for attempt in range(MAX_PASSES + 1):
             mark = a.obligations.mark()
             facts_mark = (set(a.facts), set(a.replay_facts), {k: list(v) for k, v in a.loop_facts.items()})
             a.restore(entry)
-            tracking = attempt == 0 and not nested
+            tracking = attempt == 0 and track
             a.checking = checking and (attempt > 0 or tracking)
             if tracking:
                 a.track(scope)
@@ -1610,30 +1694,37 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
             exposed = a.untrack(scope) if tracking else None
             after = a.snapshot(scope)
             # the entry of a later iteration: what this iteration leaves, seen one step later
-            a.restore(before)
-            a.join_into(rename.state(after), None, carried, symbol)
+            a.restore(base)
+            back = rename.state(after)
+            a.join_into(back, None, carried, symbol, first=lo)
             new_entry = a.snapshot(scope)
             if new_entry.same_as(entry) or (exposed is not None and not _reads_carried(entry, new_entry, exposed)):
                 if a.checking or not checking:
                     a.restore(after)
-                    settled = True
-                    break
+                    return after
                 continue
             a.obligations.rollback(mark)
             a.facts, a.replay_facts = set(facts_mark[0]), set(facts_mark[1])  # the pass's facts go too
             a.loop_facts = {k: list(v) for k, v in facts_mark[2].items()}
+            if peelable and attempt == 0 and _loses_tags(base, back, new_entry):
+                return None
             if attempt == MAX_PASSES - 2:  # widen what still moves
                 new_entry = State([(np.where(n[0] != e[0], TOP, n[0]), *n[1:]) for n, e in
                                    zip(new_entry.memories, entry.memories)], new_entry.slots)
             entry = new_entry
-        if not settled:
-            raise a.undecidable(op, "the tags this loop carries from one iteration to the next do not settle")
+        raise a.undecidable(op, "the tags this loop carries from one iteration to the next do not settle")
     finally:
         a.loops.pop()
         a.obligations.scope = a.obligations.scope[:-1]
         a.checking = checking
-    # after the loop: it ran (the state it leaves) or it did not (the state before it)
-    a.join_into(before, None, carried, symbol)
+
+
+def _loses_tags(base: State, back: State, joined: State) -> bool:
+    """Whether a loop-entry join made conflicting (⊤) bytes that both sides had tags for."""
+    for (ours, *_), (theirs, *_), (both, *_) in zip(base.memories, back.memories, joined.memories):
+        if ((ours > TOP) & (theirs > TOP) & (both == TOP)).any():
+            return True
+    return False
 
 
 def _reads_carried(entry: State, new_entry: State, exposed: tuple[list[np.ndarray], list[bool]]) -> bool:

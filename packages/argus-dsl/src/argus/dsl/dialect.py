@@ -594,8 +594,10 @@ def context() -> Any:
     """An xDSL context that can parse every dialect Argus prints."""
     from xdsl.context import Context
 
+    from .intrinsics import dialects
+
     ctx = Context()
-    for dialect in (builtin.Builtin, arith.Arith, math.Math, scf.Scf, Argus):
+    for dialect in (builtin.Builtin, arith.Arith, math.Math, scf.Scf, Argus, *dialects()):
         ctx.load_dialect(dialect)
     return ctx
 

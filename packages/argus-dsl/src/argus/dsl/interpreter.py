@@ -34,6 +34,10 @@ MAX_ITERATIONS = 1 << 20
 # ---- memories --------------------------------------------------------------------------------
 
 
+#: The writer of shared bytes an asynchronous copy (a target's bulk copy engine) is writing.
+ASYNC_WRITER = -4
+
+
 @dataclass
 class Memory:
     """Bytes with per-byte bookkeeping. `threads` > 0 makes it per-thread (registers)."""
@@ -55,9 +59,10 @@ class Memory:
         return cls(name, "local", np.zeros((threads, nbytes), np.uint8), np.zeros((threads, nbytes), bool))
 
     def new_epoch(self) -> None:
-        """A barrier: accesses before it are ordered before accesses after it."""
+        """A barrier: accesses before it are ordered before accesses after it (except the
+        bytes an asynchronous copy is still writing: only its completion orders those)."""
         if self.writer is not None and self.reader is not None:
-            self.writer.fill(-1)
+            self.writer[self.writer != ASYNC_WRITER] = -1
             self.reader.fill(-1)
 
 
@@ -108,6 +113,8 @@ class _Frame:
     thread_ids: np.ndarray
     block_index: tuple[int, int, int]
     shared: list[Memory] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    """Per-block state of intrinsics (e.g. the phases of a target's memory barriers)."""
 
 
 class Interpreter:
@@ -599,10 +606,10 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
         if idx.size and (idx.min() < 0 or idx.max() >= memory.data.size):
             raise interp.fault("out-of-bounds", f"operand {label} reaches outside its shared tile "
                                f"({memory.data.size} bytes)", op, frame, array=memory.name)
+        _check_read_race(interp, op, frame, memory, idx.reshape(groups.size, -1), _GROUP_READER[:groups.size])
         if not memory.written[idx].all():  # type: ignore[index]
             raise interp.fault("uninitialized-read", f"matmul reads operand {label} from shared memory, which is not "
                                "fully written", op, frame, array=memory.name)
-        _check_read_race(interp, op, frame, memory, idx.reshape(groups.size, -1), _GROUP_READER[:groups.size])
         raw = memory.data[idx].reshape(groups.size, rows * k, tile.dtype.nbytes)
         values = tile.dtype.decode(raw).astype(np.float64)  # (groups, rows·k) colexicographic
         return values.reshape(groups.size, k, rows).transpose(0, 2, 1)
@@ -961,14 +968,27 @@ def _check_read_race(interp: Interpreter, op: Operation, frame: _Frame, memory: 
 def _race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, byte: int, thread: int, other: int,
           why: str) -> KernelFault:
     who = f"thread {thread}" if thread >= 0 else "a matrix multiply reading shared memory"
+    advice = "put syncthreads() between them"
+    if other == ASYNC_WRITER:
+        why, advice = "an asynchronous copy is still writing it", "wait for the copy to land first"
     return interp.fault(
-        "data-race", f"{who} accesses byte {byte} of {memory.name} and {why}; put syncthreads() between them",
+        "data-race", f"{who} accesses byte {byte} of {memory.name} and {why}; {advice}",
         op, frame, array=memory.name, byte=byte, threads=[thread, other],
     )
 
 
+_EXTENSIONS: dict[type, Rule] = {}
+
+
+def register_rule(op_type: type, rule: Rule) -> None:
+    """Run an op of another dialect (a backend's intrinsic, see argus.dsl.intrinsics)."""
+    if op_type in _EXTENSIONS:
+        raise ValueError(f"{op_type.__name__} already has an interpreter rule")
+    _EXTENSIONS[op_type] = rule
+
+
 def _handlers() -> dict[type, Rule]:
-    rules: dict[type, Rule] = {
+    rules: dict[type, Rule] = {**_EXTENSIONS,
         arith.ConstantOp: _constant,
         arith.AddiOp: _binary(np.add), arith.SubiOp: _binary(np.subtract), arith.MuliOp: _binary(np.multiply),
         arith.FloorDivSIOp: _binary(_int_divide), arith.DivUIOp: _binary(_int_divide, unsigned=True),
@@ -1006,3 +1026,11 @@ def _handlers() -> dict[type, Rule]:
 
 
 __all__ = ["Interpreter", "KernelFault", "storage_dtype"]
+
+
+# ---- for intrinsics (argus.dsl.intrinsics): what their rules may use -----------------------------
+value_of = _value
+scalars = _scalar_array
+element_offsets = _element_offsets
+byte_indices = _byte_indices
+Frame = _Frame

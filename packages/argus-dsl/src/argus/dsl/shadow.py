@@ -446,3 +446,9 @@ def check_launch(kernel: Any, grid: Sequence[int] | int, *args: Any, **constants
         return violated(claim, f"{len(shadow.findings)} finding(s)", *shadow.findings)
     return proved(claim, "checked for every thread at every assertion it reached (shadow tags)")
 
+
+def register_rule(op_type: type, rule: Any) -> None:
+    """Move tags for an op of another dialect in shadow runs (see argus.dsl.intrinsics)."""
+    if op_type in _RULES:
+        raise ValueError(f"{op_type.__name__} already has a shadow rule")
+    _RULES[op_type] = rule

@@ -10,7 +10,7 @@ so a second process loads the PTX (and cubin) without running LLVM.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -18,6 +18,7 @@ from argus.dsl import cache
 from argus.dsl.backends import Target
 from argus.dsl.lowering import lowered
 
+from . import bulk  # noqa: F401  # the code of the language's NVIDIA intrinsics
 from . import toolchain
 from .occupancy import occupancy
 from .targets import Arch, arch
@@ -54,7 +55,8 @@ def build(compiled: Any, target: Arch, *, assemble: bool | None = None, key: str
     cache.store(key, "ptx", binary.ptx.encode())
     cache.store(key, "ll", binary.llvm.encode())
     if want_cubin:
-        binary.cubin, binary.resources = toolchain.assemble(binary.ptx, target)
+        binary.cubin, resources = toolchain.assemble(binary.ptx, target)
+        binary.resources = replace(resources, dynamic_shared_bytes=abi.shared_bytes)
         cache.store(key, "cubin", binary.cubin)
         cache.store(key, "resources.json", json.dumps(asdict(binary.resources)).encode())
     return binary
@@ -88,12 +90,13 @@ def _load(key: str, target: Arch, want_cubin: bool) -> Binary | None:
 
 def _abi_json(abi: KernelABI) -> dict[str, Any]:
     return {"name": abi.name, "arguments": list(abi.arguments), "params": [asdict(p) for p in abi.params],
-            "block": list(abi.block)}
+            "block": list(abi.block), "shared_bytes": abi.shared_bytes}
 
 
 def _abi_from_json(data: dict[str, Any]) -> KernelABI:
-    return KernelABI(data["name"], tuple(data["arguments"]), tuple(Param(**p) for p in data["params"]),
-                     tuple(data["block"]))  # type: ignore[arg-type]
+    params = tuple(Param(**{**p, "box": tuple(p.get("box", ()))}) for p in data["params"])
+    return KernelABI(data["name"], tuple(data["arguments"]), params, tuple(data["block"]),  # type: ignore[arg-type]
+                     data.get("shared_bytes", 0))
 
 
 @lru_cache(maxsize=1)

@@ -32,7 +32,8 @@ class Occupancy:
 def occupancy(resources: Resources, arch: Arch, threads: int) -> Occupancy:
     warps = -(-threads // 32)
     per_warp = -(-max(resources.registers, 1) * 32 // _REGISTER_UNIT) * _REGISTER_UNIT
-    shared = -(-resources.shared_bytes // _SHARED_UNIT) * _SHARED_UNIT + _RESERVED_SHARED
+    used = resources.shared_bytes + resources.dynamic_shared_bytes
+    shared = -(-used // _SHARED_UNIT) * _SHARED_UNIT + _RESERVED_SHARED
     limits = {
         "threads": arch.threads_per_sm // (warps * 32),
         "blocks": arch.blocks_per_sm,

@@ -24,6 +24,7 @@ from . import compiler
 from .compiler import Binary
 from .errors import CudaError, ToolchainError
 from .targets import ARCHS, Arch, arch
+from .tensormaps import tensor_map
 from .translate import KernelABI
 
 _LOCK = threading.Lock()
@@ -208,6 +209,10 @@ class LoadedKernel:
         self.module = check(driver.cuModuleLoadData(image), f"loading {self.abi.name} on device {device}")
         self.function = check(driver.cuModuleGetFunction(self.module, self.abi.name.encode()),
                               f"finding {self.abi.name} in its module")
+        if self.abi.shared_bytes:  # more shared memory than a launch gets unasked
+            attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            check(driver.cuFuncSetAttribute(self.function, attribute, self.abi.shared_bytes),
+                  f"giving {self.abi.name} {self.abi.shared_bytes} bytes of shared memory on device {device}")
 
     def launch(self, grid: Sequence[int], args: Sequence[Any], *, stream: int | None = None,
                views: Sequence[DeviceArray | None] | None = None) -> None:
@@ -225,7 +230,7 @@ class LoadedKernel:
         pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
         use_device(self.device)
         what = f"launching {self.abi.name} with grid {grid3} and block {self.abi.block}"
-        check(driver.cuLaunchKernel(self.function, *grid3, *self.abi.block, 0, stream or 0,
+        check(driver.cuLaunchKernel(self.function, *grid3, *self.abi.block, self.abi.shared_bytes, stream or 0,
                                     ctypes.addressof(pointers), 0), what)
         if os.environ.get("ARGUS_LAUNCH_BLOCKING") == "1":
             check(driver.cuStreamSynchronize(stream or 0), f"{what} (at the synchronization after it)")
@@ -264,6 +269,13 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
             if size >= 2**31:
                 raise CudaError(f"{abi.name}: argument {label!r} dim {param.axis} is {size}; sizes must fit in 32 bits")
             out.append(ctypes.c_int32(size))
+        elif param.kind == "tensormap":
+            array = arrays[param.tensor]
+            dtype = dtype_named(param.dtype)
+            assert dtype is not None
+            found = tensor_map(abi.name, abi.arguments[param.tensor], array.pointer, array.shape, param.dtype,
+                               dtype.nbytes, param.box, param.swizzle, device if device is not None else array.device)
+            out.append(ctypes.c_void_p(int(found)))
         else:
             out.append(_scalar(abi, param.name, param.llvm_type, value))
     return out, stream

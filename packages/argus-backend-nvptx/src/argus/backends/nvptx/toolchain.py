@@ -105,9 +105,12 @@ class Resources:
     spill_loads: int
     stack_bytes: int
     shared_bytes: int
+    dynamic_shared_bytes: int = 0
+    """Shared memory the launch gives (tiles past the static limit), beside the static."""
 
     def text(self) -> str:
-        return (f"{self.registers} registers, {self.shared_bytes} bytes of static shared memory, "
+        dynamic = f" + {self.dynamic_shared_bytes} dynamic" if self.dynamic_shared_bytes else ""
+        return (f"{self.registers} registers, {self.shared_bytes} bytes of static shared memory{dynamic}, "
                 f"{self.stack_bytes} bytes of stack, spills: {self.spill_stores} B stored / {self.spill_loads} B loaded")
 
 

@@ -45,7 +45,7 @@ class Param:
     """One kernel parameter as the runtime passes it: a tensor's pointer, one of its named dims,
     or a scalar."""
 
-    kind: str  # "pointer" | "dim" | "scalar"
+    kind: str  # "pointer" | "dim" | "scalar" | "tensormap"
     name: str
     llvm_type: str
     tensor: int = -1
@@ -57,6 +57,11 @@ class Param:
     """For a pointer: the tensor's element type (checked against the argument's)."""
     align: int = 1
     """For a pointer: the alignment in bytes the kernel relies on (its widest view's element)."""
+    box: tuple[int, ...] = ()
+    """For a tensor map (a bulk copy's description of its tensor, made at launch): the box
+    copied, in elements per tensor dim (the tensor's own order)."""
+    swizzle: int = 0
+    """For a tensor map: the bytes of the shared-memory swizzle the copy writes (0: none)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,9 @@ class KernelABI:
     """The runtime arguments' names, in order."""
     params: tuple[Param, ...]
     block: tuple[int, int, int]
+    shared_bytes: int = 0
+    """Dynamic shared memory the launch must give (the kernel's tiles, when they pass the 48 KB
+    a kernel may declare statically)."""
 
 
 @dataclass
@@ -146,6 +154,9 @@ class Translator:
         """While warpgroup MMAs are in flight: their accumulators (pointer -> memory type)."""
         self.async_shared = any(isinstance(o, D.MmaOp) and o.starts for o in kernel.walk())
         """Whether an asynchronous unit reads shared memory (the barrier must order writes for it)."""
+        self.shared_offsets, self.shared_bytes = _shared_plan(kernel)
+        """Where each shared tile starts in dynamic shared memory, and its size (0: static tiles)."""
+        self.tensor_maps: dict[tuple[int, tuple[int, ...], int], Param] = {}
         block = tuple(kernel.block_dims) + (1,) * (3 - len(kernel.block_dims))
         self.block: tuple[int, int, int] = block  # type: ignore[assignment]
         if kernel.warp_size.data != 32:
@@ -158,6 +169,7 @@ class Translator:
         params = self._parameters()
         self._block(self.kernel.body.block)
         params = [replace(p, align=self.alignment[p.tensor]) if p.kind == "pointer" else p for p in params]
+        params += list(self.tensor_maps.values())
         arguments = tuple(n.data for n in self.kernel.arg_names.data)
         signature = [_signature(p, arguments) for p in params]
         self.emit("ret void")
@@ -169,6 +181,7 @@ class Translator:
             'target triple = "nvptx64-nvidia-cuda"',
             "",
             *self.globals,
+            *(["@argus_dynamic_shared = external addrspace(3) global [0 x i8], align 1024"] if self.shared_bytes else []),
             "",
             f"define ptx_kernel void @{name}({', '.join(signature)}) #0 {{",
             body,
@@ -179,7 +192,7 @@ class Translator:
             f"attributes #0 = {{ {attrs} }}",
             "",
         ])
-        return text, KernelABI(name, arguments, tuple(params), self.block)
+        return text, KernelABI(name, arguments, tuple(params), self.block, self.shared_bytes)
 
     def _parameters(self) -> list[Param]:
         names = [n.data for n in self.kernel.arg_names.data]
@@ -328,6 +341,8 @@ def _offsets(layout: Layout | ComposedLayout) -> list[int]:
 def _signature(param: Param, arguments: tuple[str, ...]) -> str:
     """A parameter in the function's signature, with the register name the body uses."""
     ident = _ident(arguments[param.tensor])
+    if param.kind == "tensormap":
+        return f"ptr addrspace(1) align 64 %{_ident(param.name)}"
     if param.kind == "pointer":
         return f"ptr addrspace(1) align {param.align} %{ident}"
     if param.kind == "dim":
@@ -529,9 +544,32 @@ def _tensor_view(t: Translator, op: D.TensorViewOp) -> None:
         t.dims[(op.result, axis)] = t.value(next(runtime)) if isinstance(dim, str) else str(dim)
 
 
+#: The shared memory a kernel may declare statically; more is dynamic (and asked for at launch).
+STATIC_SHARED = 48 * 1024
+
+
+def _shared_plan(kernel: D.KernelOp) -> tuple[dict[Operation, int], int]:
+    """Offsets of the shared tiles in one dynamic allocation, and its size, when the tiles need
+    more than a kernel may declare statically (otherwise each tile is its own global)."""
+    offsets: dict[Operation, int] = {}
+    end = 0
+    for op in kernel.walk():
+        if isinstance(op, D.MakeSharedOp):
+            tile: D.TileType = op.result.type  # type: ignore[assignment]
+            align = _shared_alignment(tile)
+            start = -(-end // align) * align
+            offsets[op] = start
+            end = start + tile.footprint * tile.dtype.nbytes
+    return (offsets, end) if end > STATIC_SHARED else ({}, 0)
+
+
 def _make_shared(t: Translator, op: D.MakeSharedOp) -> None:
     tile: D.TileType = op.result.type  # type: ignore[assignment]
     ty = element_type(tile.dtype, t.where(op))
+    if t.shared_bytes:
+        offset = t.shared_offsets[op]
+        t.memories[op.result] = _Memory(f"getelementptr (i8, ptr addrspace(3) @argus_dynamic_shared, i32 {offset})", 3)
+        return
     count = tile.footprint
     name = f"@smem{len(t.globals)}"
     t.globals.append(f"{name} = internal addrspace(3) global [{count} x {ty}] undef, align {_shared_alignment(tile)}")

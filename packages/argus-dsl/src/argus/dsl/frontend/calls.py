@@ -34,6 +34,8 @@ from ..types import mlir_type
 from .expressions import _is_static_callable
 from .limits import MAX_LOCAL_BYTES, MAX_SHARED_BYTES
 from .values import BoundMethod, TensorRef, TileRef, Value, describe
+from ..intrinsics import Intrinsic
+from ..intrinsics import call as intrinsic_call
 
 
 class Calls:
@@ -45,6 +47,8 @@ class Calls:
             return self.view(node, fn.base)
         if isinstance(fn, lang.DeviceFunction):
             return self.inline(node, fn)
+        if isinstance(fn, Intrinsic):
+            return intrinsic_call(self, node, fn)
         if isinstance(fn, lang.Builtin):
             return self.builtin_call(node, fn)
         if isinstance(fn, DType):

@@ -1,0 +1,361 @@
+"""NVIDIA intrinsics of the language: memory barriers and the tensor memory accelerator.
+
+    from argus.backends.nvptx import language as nv
+
+    bars = make_shared((STAGES,), u64)          # one 8-byte barrier per pipeline stage
+    if thread_idx.x == 0:
+        nv.mbarrier_init(bars, s, 1)             # completes when one thread has arrived …
+    syncthreads()
+    if thread_idx.x == 0:
+        nv.mbarrier_arrive_expect_tx(bars, s, BYTES)  # … and BYTES have landed
+        nv.tma_load(sA_stage, a, (row, col), bars, s)  # a box of `a` into the stage
+    nv.mbarrier_wait(bars, s, phase)             # until the phase of that parity completes
+
+Semantics (the interpreter's, which the GPU follows): a barrier counts arrivals and announced
+bytes; its current phase completes once every expected thread has arrived and every announced
+byte has landed. A bulk copy (`tma_load`) lands its box — elements outside the tensor read as
+zero — when its barrier's phase completes, which the interpreter takes to be at the next
+operation on that barrier; a read of the destination before waiting sees the old contents
+(the interpreter reports it as uninitialized, or the result is wrong). Waiting for a phase that
+can never complete (too few arrivals, announced bytes that no copy brings) is a deadlock fault
+naming the barrier. `mbarrier_wait(bars, i, parity)` returns once the phase of that parity has
+completed: phases alternate 0, 1, 0, … so a pipeline waits with parity ``(round % 2)``.
+
+The static checker takes a bulk copy's tags as landing when issued and ordered for every
+reader (whether the kernel waits first is the interpreter's check, on each launch it runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from argus.dsl import dialect as D
+from argus.dsl import interpreter as I
+from argus.dsl.dtypes import u64
+from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, define, register_dialect
+from xdsl.dialects import builtin
+from xdsl.ir import Dialect
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, var_operand_def
+
+# ---- ops ------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class MbarrierInitOp(IRDLOperation):
+    """Barrier `index` of `barriers` expects `count` arrivals per phase; it starts at phase 0."""
+
+    name = "nvptx.mbarrier_init"
+    barriers = operand_def(D.TileType)
+    index = operand_def(builtin.i32)
+    count = operand_def(builtin.i32)
+
+
+@irdl_op_definition
+class MbarrierArriveOp(IRDLOperation):
+    """One arrival on a barrier; with `nbytes`, it also announces that many bytes to land."""
+
+    name = "nvptx.mbarrier_arrive"
+    barriers = operand_def(D.TileType)
+    index = operand_def(builtin.i32)
+    nbytes = var_operand_def(builtin.i32)
+
+
+@irdl_op_definition
+class MbarrierWaitOp(IRDLOperation):
+    """Wait until the barrier's phase of parity `parity` has completed."""
+
+    name = "nvptx.mbarrier_wait"
+    barriers = operand_def(D.TileType)
+    index = operand_def(builtin.i32)
+    parity = operand_def(builtin.i32)
+
+
+@irdl_op_definition
+class TmaLoadOp(IRDLOperation):
+    """A box of `tensor` starting at `coords`, shaped like `tile`, copied into `tile`; its bytes
+    count on barrier `index` of `barriers`."""
+
+    name = "nvptx.tma_load"
+    tile = operand_def(D.TileType)
+    tensor = operand_def(D.TensorType)
+    barriers = operand_def(D.TileType)
+    index = operand_def(builtin.i32)
+    coords = var_operand_def(builtin.i32)
+
+
+Nvptx = Dialect("nvptx", [MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, TmaLoadOp], [])
+register_dialect(Nvptx)
+
+BARRIER_OPS = (MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp)
+
+
+# ---- the stubs kernels call -------------------------------------------------------------------------
+
+
+def _barriers(b: IntrinsicBuilder, value: Any, index: int) -> Any:
+    tile = b.tile(value, index, "shared")
+    if tile.type.dtype != u64:
+        raise b.error(f"barriers live in a shared tile of u64 (8 bytes each), not {tile.type.dtype}", b.argument(index))
+    return tile
+
+
+def _build_init(b: IntrinsicBuilder, args: list[Any]) -> None:
+    bars = _barriers(b, args[0], 0)
+    b.emit(MbarrierInitOp.create(operands=[bars.ssa, b.scalar(args[1], index=1), b.scalar(args[2], index=2)]))
+
+
+def _build_arrive(b: IntrinsicBuilder, args: list[Any]) -> None:
+    bars = _barriers(b, args[0], 0)
+    b.emit(MbarrierArriveOp.create(operands=[bars.ssa, b.scalar(args[1], index=1)]))
+
+
+def _build_expect(b: IntrinsicBuilder, args: list[Any]) -> None:
+    bars = _barriers(b, args[0], 0)
+    b.emit(MbarrierArriveOp.create(operands=[bars.ssa, b.scalar(args[1], index=1), b.scalar(args[2], index=2)]))
+
+
+def _build_wait(b: IntrinsicBuilder, args: list[Any]) -> None:
+    bars = _barriers(b, args[0], 0)
+    b.emit(MbarrierWaitOp.create(operands=[bars.ssa, b.scalar(args[1], index=1), b.scalar(args[2], index=2)]))
+
+
+def _build_tma_load(b: IntrinsicBuilder, args: list[Any]) -> None:
+    tile = b.tile(args[0], 0, "shared")
+    tensor = b.tensor(args[1], 1)
+    coords = args[2] if isinstance(args[2], tuple) else (args[2],)
+    rank = len(tensor.type.shape)
+    if len(coords) != rank:
+        raise b.error(f"tensor {tensor.name!r} has {rank} dims; give the box's first element as {rank} coordinates",
+                      b.argument(2))
+    if tile.type.layout.rank != rank:
+        raise b.error(f"the destination tile has {tile.type.layout.rank} modes; a box of {tensor.name!r} has {rank}",
+                      b.argument(0))
+    if tile.type.dtype != tensor.type.dtype:
+        raise b.error(f"the tile holds {tile.type.dtype}, tensor {tensor.name!r} {tensor.type.dtype}", b.argument(0))
+    if not 1 <= rank <= 5:
+        raise b.error(f"bulk copies move boxes of 1 to 5 dims, not {rank}", b.argument(1))
+    bars = _barriers(b, args[3], 3)
+    b.emit(TmaLoadOp.create(operands=[tile.ssa, tensor.ssa, bars.ssa, b.scalar(args[4], index=4),
+                                      *(b.scalar(c, index=2) for c in coords)]))
+
+
+mbarrier_init = Intrinsic(
+    "mbarrier_init", "mbarrier_init(barriers, i, count): barrier i of a shared u64 tile expects `count` arrivals "
+    "per phase (call it from one thread, then syncthreads()).", _build_init, 3)
+mbarrier_arrive = Intrinsic(
+    "mbarrier_arrive", "mbarrier_arrive(barriers, i): the calling thread arrives on barrier i.", _build_arrive, 2)
+mbarrier_arrive_expect_tx = Intrinsic(
+    "mbarrier_arrive_expect_tx", "mbarrier_arrive_expect_tx(barriers, i, nbytes): arrive on barrier i and announce "
+    "that `nbytes` will land on it (from bulk copies) before its phase completes.", _build_expect, 3)
+mbarrier_wait = Intrinsic(
+    "mbarrier_wait", "mbarrier_wait(barriers, i, parity): wait until barrier i's phase of that parity (0 or 1) "
+    "has completed.", _build_wait, 3)
+tma_load = Intrinsic(
+    "tma_load", "tma_load(tile, tensor, coords, barriers, i): copy the box of `tensor` that starts at element "
+    "`coords` and has the tile's shape into the shared `tile` (elements outside the tensor read as zero); its bytes "
+    "land on barrier i.", _build_tma_load, 5)
+
+
+# ---- interpreter semantics ----------------------------------------------------------------------
+
+
+@dataclass
+class _Copy:
+    tile: I.TileValue
+    target: np.ndarray
+    """Byte indices in the tile's memory."""
+    data: np.ndarray
+    """The bytes to land there."""
+    source: np.ndarray
+    """Byte indices in the tensor of each landing byte (-1: outside the tensor, zero)."""
+    tensor: I.TensorValue
+    issuer: int
+
+
+@dataclass
+class _Barrier:
+    name: str
+    count: int
+    pending: int
+    announced: int = 0
+    phase: int = 0
+    copies: list[_Copy] = field(default_factory=list)
+
+    def complete(self) -> bool:
+        return self.pending == 0 and self.announced == sum(c.data.size for c in self.copies)
+
+
+def _state(frame: Any) -> dict[Any, _Barrier]:
+    return frame.state.setdefault("nvptx.mbarriers", {})  # type: ignore[no-any-return]
+
+
+def _barrier_keys(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> list[tuple[int, tuple[int, int]]]:
+    """(thread, barrier key) for each active thread: the barrier's memory and element offset."""
+    tile = I.value_of(frame, op.barriers)
+    index = I.scalars(frame, op.index)[mask].astype(np.int64)
+    offsets = I.element_offsets(interp, op, frame, tile, [index], mask)
+    return [(int(t), (id(tile.memory), int(o))) for t, o in zip(np.flatnonzero(mask), offsets)]
+
+
+def _find(interp: Any, op: Any, frame: Any, key: tuple[int, int], thread: int) -> _Barrier:
+    barrier = _state(frame).get(key)
+    if barrier is None:
+        raise interp.fault("uninitialized-barrier", f"thread {thread} uses a barrier no thread initialized "
+                           "(mbarrier_init) in this block", op, frame, thread=thread)
+    return barrier
+
+
+def _land(frame: Any, barrier: _Barrier) -> None:
+    """The phase completes: its copies' bytes land, and the next phase begins."""
+    landed = frame.state.setdefault("nvptx.landed", [])
+    for copy in barrier.copies:
+        memory = copy.tile.memory
+        memory.data[copy.target] = copy.data
+        memory.written[copy.target] = True  # type: ignore[index]
+        memory.writer[copy.target] = -1  # type: ignore[index]
+        landed.append(copy)
+    barrier.copies = []
+    barrier.announced = 0
+    barrier.pending = barrier.count
+    barrier.phase += 1
+
+
+def _settle(frame: Any, barrier: _Barrier) -> None:
+    """A phase whose arrivals and bytes are all in has completed by the time of the next
+    operation on its barrier."""
+    if barrier.pending == 0 and barrier.complete():
+        _land(frame, barrier)
+
+
+def _init(interp: Any, op: MbarrierInitOp, frame: Any, mask: np.ndarray) -> None:
+    counts = I.scalars(frame, op.count)[mask]
+    for (thread, key), count in zip(_barrier_keys(interp, op, frame, mask), counts.tolist()):
+        if count < 1:
+            raise interp.fault("barrier", f"thread {thread} initializes a barrier for {count} arrivals; it needs "
+                               "at least one", op, frame, thread=thread)
+        _state(frame)[key] = _Barrier(f"barrier at offset {key[1]}", int(count), int(count))
+
+
+def _arrive(interp: Any, op: MbarrierArriveOp, frame: Any, mask: np.ndarray) -> None:
+    nbytes = I.scalars(frame, op.nbytes[0])[mask].tolist() if op.nbytes else None
+    for i, (thread, key) in enumerate(_barrier_keys(interp, op, frame, mask)):
+        barrier = _find(interp, op, frame, key, thread)
+        _settle(frame, barrier)
+        if barrier.pending == 0:
+            raise interp.fault("barrier", f"thread {thread} arrives on a barrier whose phase already has its "
+                               f"{barrier.count} arrival(s)", op, frame, thread=thread)
+        barrier.pending -= 1
+        if nbytes is not None:
+            barrier.announced += int(nbytes[i])
+
+
+def _wait(interp: Any, op: MbarrierWaitOp, frame: Any, mask: np.ndarray) -> None:
+    parities = I.scalars(frame, op.parity)[mask].tolist()
+    for (thread, key), parity in zip(_barrier_keys(interp, op, frame, mask), parities):
+        barrier = _find(interp, op, frame, key, thread)
+        if barrier.phase % 2 != parity % 2:
+            continue  # that phase has completed
+        if not barrier.complete():
+            brought = sum(c.data.size for c in barrier.copies)
+            raise interp.fault(
+                "deadlock", f"thread {thread} waits for phase {barrier.phase} of a barrier that cannot complete: "
+                f"{barrier.pending} of {barrier.count} arrival(s) missing, {barrier.announced} byte(s) announced, "
+                f"{brought} brought by copies", op, frame, thread=thread)
+        _land(frame, barrier)
+
+
+def _tma_load(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray) -> None:
+    tile: I.TileValue = I.value_of(frame, op.tile)
+    tensor: I.TensorValue = I.value_of(frame, op.tensor)
+    coords = [I.scalars(frame, c)[mask].astype(np.int64) for c in op.coords]
+    box = tuple(int(tile.layout[i].size()) for i in range(tile.layout.rank))
+    grid = np.meshgrid(*(np.arange(n) for n in box), indexing="ij")
+    within = [g.reshape(-1, order="F") for g in grid]  # colexicographic: the tile's element order
+    nbytes = tensor.dtype.nbytes
+    keys = _barrier_keys(interp, op, frame, mask)
+    for row, (thread, key) in enumerate(keys):
+        barrier = _find(interp, op, frame, key, thread)
+        _settle(frame, barrier)
+        at = [c[row] + w for c, w in zip(coords, within)]
+        inside = np.ones(at[0].shape, bool)
+        flat = np.zeros(at[0].shape, np.int64)
+        for a, extent in zip(at, tensor.array.shape):
+            inside &= (a >= 0) & (a < extent)
+            flat = flat * extent + np.clip(a, 0, extent - 1)
+        source = np.where(inside[:, None], flat[:, None] * nbytes + np.arange(nbytes), -1).reshape(-1)
+        data = np.where(source >= 0, tensor.bytes[np.maximum(source, 0)], 0).astype(np.uint8)
+        offsets = tile.offsets(np.arange(within[0].size), np.full(within[0].size, thread))
+        target = I.byte_indices(offsets, nbytes).reshape(-1)
+        memory = tile.memory
+        if target.min() < 0 or target.max() >= memory.data.size:
+            raise interp.fault("out-of-bounds", f"the box reaches outside its {memory.data.size}-byte shared tile",
+                               op, frame, array=memory.name, thread=thread)
+        busy = (memory.writer[target] != -1) | (memory.reader[target] != -1)  # type: ignore[index]
+        if busy.any():
+            raise interp.fault("data-race", f"thread {thread} starts a bulk copy into bytes of {memory.name} that "
+                               "threads accessed since the last barrier; put syncthreads() before it",
+                               op, frame, array=memory.name, thread=thread)
+        memory.writer[target] = I.ASYNC_WRITER  # type: ignore[index]  # until the copy lands
+        barrier.copies.append(_Copy(tile, target, data, source, tensor, thread))
+
+
+def _shadow_landed(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+    """Shadow tags: the tags of a landed box are the tensor's, element by element."""
+    for copy in frame.state.pop("nvptx.landed", []):
+        tags = s.memory_tags(copy.tensor, frame).read(np.maximum(copy.source, 0)[None], np.array([copy.issuer]))
+        tags = np.where(copy.source[None] >= 0, tags, 0)
+        s.memory_tags(copy.tile, frame).write(copy.target[None], tags, np.array([copy.issuer]), s.site(op))
+
+
+# ---- the static checker -------------------------------------------------------------------------
+
+
+def _no_tags(a: Any, op: Any, mask: np.ndarray) -> None:
+    """Barriers order memory; they move no data."""
+
+
+def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
+    """The box's tags are the tensor's tag function at each element's coordinates; the box lies
+    inside the tensor (a fact of the domain, as for every global access)."""
+    ref = a.values[op.tensor]
+    tile = a.values[op.tile]
+    name = ref.name
+    if name in a.written_globals:
+        raise a.undecidable(op, f"the kernel copies from tensor {name!r}, which it also writes; the checker takes "
+                                "global tensors as read-only or write-only")
+    a.read_globals.add(name)
+    coords = [a.int_value(c, op) for c in op.coords]
+    box = [int(tile.layout[i].size()) for i in range(tile.layout.rank)]
+    a.in_bounds(op, ref, coords, mask)
+    a.in_bounds(op, ref, [a.space.add(c, a.space.constant(n - 1, a.n)) for c, n in zip(coords, box)], mask)
+    grid = np.meshgrid(*(np.arange(n) for n in box), indexing="ij")
+    within = [g.reshape(-1, order="F") for g in grid]
+    count = within[0].size
+    nbytes = tile.dtype.nbytes
+    entry = a.tag_functions.get(name)
+    for p in a.active(mask).tolist():
+        elements = [a.space.constant(0, count) for _ in coords]
+        for i, (c, w) in enumerate(zip(coords, within)):
+            elements[i].const = c.const[p] + w
+            elements[i].terms = {t: np.full(count, v[p], np.int64) for t, v in c.terms.items() if v[p]}
+        if entry is None:
+            ids = np.zeros((count, nbytes), np.int64)
+        else:
+            comps = a.evaluate_tag_function(entry[0], elements, np.full(count, p), frozen=entry[1])
+            ids = a.intern(comps, nbytes)
+        owner = np.full(count, p)
+        idx = I.byte_indices(tile.offsets(np.arange(count), owner), nbytes).reshape(1, -1)
+        if idx.min() < 0 or idx.max() >= tile.memory.tags.shape[-1]:
+            raise a.undecidable(op, "the box reaches outside its shared tile (the interpreter reports where)")
+        tile.memory.write(idx, ids.reshape(1, -1), np.array([p]), a.site(op))
+        tile.memory.epoch_writer[idx] = -1  # the barrier wait orders it for every reader
+
+
+define(MbarrierInitOp, interpret=_init, analyze=_no_tags, shadow=_shadow_landed)
+define(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, shadow=_shadow_landed)
+define(MbarrierWaitOp, interpret=_wait, analyze=_no_tags, shadow=_shadow_landed)
+define(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, shadow=_shadow_landed)
+
+__all__ = ["mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init", "mbarrier_wait", "tma_load"]

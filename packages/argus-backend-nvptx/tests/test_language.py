@@ -1,0 +1,101 @@
+"""The NVIDIA intrinsics of the language on the interpreter and the checker: memory barriers
+and bulk tensor copies, through variants of the TMA GEMM example."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from argus.dsl import ArgusError, KernelFault, TagAssertionError
+from argus.verify import Verdict
+
+from .conftest import EXAMPLES
+
+
+def variant(tmp_path: Path, *edits: tuple[str, str]) -> Any:
+    """The TMA GEMM example with each `old` replaced by `new` (each must apply)."""
+    source = (EXAMPLES / "gemm_tma.py").read_text()
+    for old, new in edits:
+        assert old in source, old
+        source = source.replace(old, new, 1)
+    path = tmp_path / "variant.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"variant_{abs(hash(edits))}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(module: Any, verify: bool = True, monkeypatch: pytest.MonkeyPatch | None = None) -> np.ndarray:
+    problem = module.example_gemm_tma(np.random.default_rng(1))
+    module.gemm_tma[problem.grid](*problem.args)
+    return problem.args[2] - problem.expected[2]
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+
+
+def test_the_pipeline_computes_the_product_and_is_proved(tmp_path: Path) -> None:
+    module = variant(tmp_path)
+    assert module.gemm_tma.verify().verdict is Verdict.PROVED
+    assert np.abs(run(module)).max() < 1e-3
+
+
+def test_a_copy_from_the_wrong_k_slice_is_refuted(tmp_path: Path) -> None:
+    module = variant(tmp_path, ("nv.tma_load(sB[s, :, :], b, (bn, refill), bars, s)",
+                                "nv.tma_load(sB[s, :, :], b, (bn, refill - 16), bars, s)"))
+    result = module.gemm_tma.verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    assert "must pair up" in result.text() and "reproduced" in result.text()
+    with pytest.raises(TagAssertionError):
+        run(module)
+
+
+def test_reading_a_stage_before_its_bytes_land_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = variant(tmp_path, ("nv.mbarrier_wait(bars, s, phase)", "pass"))
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    with pytest.raises(KernelFault, match="asynchronous copy is still writing it"):
+        run(module)
+
+
+def test_announcing_more_bytes_than_arrive_is_a_deadlock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = variant(tmp_path, ("nv.mbarrier_arrive_expect_tx(bars, s, STAGE_BYTES)",  # the first: the prologue's
+                                "nv.mbarrier_arrive_expect_tx(bars, s, STAGE_BYTES + 2)"))
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    with pytest.raises(KernelFault, match=r"deadlock.*0 of 1 arrival\(s\) missing, 32770 byte\(s\) announced, 32768 brought"):
+        run(module)
+
+
+def test_waiting_on_the_wrong_phase_reads_a_stage_still_landing(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # round 1 waits for phase 0 again, which has long completed: it reads while its copy lands
+    module = variant(tmp_path, ("phase = (k0 // (STAGES * BK)) % 2", "phase = 0"))
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    with pytest.raises(KernelFault, match="data-race.*asynchronous copy is still writing it"):
+        run(module)
+
+
+def test_a_barrier_nobody_initialized_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = variant(tmp_path, ("nv.mbarrier_init(bars, s, 1)", "nv.mbarrier_init(bars, 0, 1)"))
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    with pytest.raises(KernelFault, match="uninitialized-barrier"):
+        run(module)
+
+
+def test_a_box_of_another_type_is_refused_with_its_line(tmp_path: Path) -> None:
+    module = variant(tmp_path, ("sB = make_shared(B_STAGES, bf16)", "sB = make_shared(B_STAGES, f32)"))
+    with pytest.raises(ArgusError, match=r"gemm_tma\.py|variant\.py") as err:
+        module.gemm_tma.compile()
+    assert "the tile holds f32, tensor 'b' bf16" in str(err.value)
+
+
+def test_barriers_must_be_u64(tmp_path: Path) -> None:
+    module = variant(tmp_path, ("bars = make_shared((STAGES,), u64)", "bars = make_shared((STAGES,), f32)"))
+    with pytest.raises(ArgusError, match="barriers live in a shared tile of u64"):
+        module.gemm_tma.compile()

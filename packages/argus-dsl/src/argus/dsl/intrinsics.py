@@ -1,0 +1,126 @@
+"""Target intrinsics: instructions a backend adds to the language.
+
+The core language names no GPU instruction. A backend that exposes one defines, in its own
+package, three things and registers them here:
+
+1. the stub kernels call, an `Intrinsic`, whose `build` turns a call into IR through the small
+   `IntrinsicBuilder` interface (checked operands, errors that name the call's line);
+2. the dialect its ops belong to (`register_dialect`), so printed IR parses back;
+3. each op's meaning for every consumer of the IR (`define`): the interpreter (the executable
+   semantics, required), the tag analysis (how the op moves tags; without a rule its results
+   are computed data) and the shadow-tag interpreter (the same, at run time).
+
+Code generation stays in the backend, which is the only one that knows the instruction.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import Any
+
+from xdsl.ir import Dialect, Operation, SSAValue
+
+from . import lang
+from .dtypes import DType, i32
+from .errors import ArgusTypeError
+from .frontend.values import TensorRef, TileRef, Value, describe
+
+
+class IntrinsicBuilder:
+    """What an intrinsic's `build` may do with the kernel being compiled."""
+
+    def __init__(self, frontend: Any, node: ast.Call) -> None:
+        self._fe = frontend
+        self.node = node
+
+    def error(self, message: str, node: ast.AST | None = None) -> ArgusTypeError:
+        """An error at the call (or at one of its arguments), to raise."""
+        return self._fe.type_error(node or self.node, message)  # type: ignore[no-any-return]
+
+    def argument(self, index: int) -> ast.expr:
+        return self.node.args[index]
+
+    def scalar(self, value: Any, dtype: DType = i32, index: int | None = None) -> SSAValue:
+        """A runtime scalar of `dtype` (a compile-time number becomes a constant)."""
+        node = self.node if index is None else self.node.args[index]
+        converted = self._fe.convert(value, dtype, node)
+        return self._fe.materialize(converted, node).ssa  # type: ignore[no-any-return]
+
+    def integer(self, value: Any, index: int) -> int:
+        """A compile-time integer argument."""
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self.error(f"expected a compile-time int, got {describe(value)}", self.node.args[index])
+        return value
+
+    def tile(self, value: Any, index: int, space: str | None = None) -> TileRef:
+        """A tile argument (in `space` when given: 'shared' or 'local')."""
+        if not isinstance(value, TileRef) or (space is not None and value.type.space.data != space):
+            kind = f"a {space} tile" if space else "a tile"
+            raise self.error(f"expected {kind}, got {describe(value)}", self.node.args[index])
+        return value
+
+    def tensor(self, value: Any, index: int) -> TensorRef:
+        """A global tensor argument (a kernel parameter, not a view)."""
+        if not isinstance(value, TensorRef):
+            raise self.error(f"expected a tensor parameter, got {describe(value)}", self.node.args[index])
+        return value
+
+    def emit(self, op: Operation) -> Operation:
+        """Append `op` at the call's position (it gets the call's source location)."""
+        return self._fe.emit(op)  # type: ignore[no-any-return]
+
+    def result(self, op: Operation, dtype: DType) -> Value:
+        """The call's value: `op`'s (single) result, of `dtype`."""
+        return Value(op.results[0], dtype)
+
+
+class Intrinsic(lang.Builtin):
+    """A target instruction kernels can call. `build(builder, args)` receives the evaluated
+    arguments and emits the op(s); it returns the call's value (None for a statement)."""
+
+    def __init__(self, name: str, doc: str, build: Callable[[IntrinsicBuilder, list[Any]], Any], arity: int) -> None:
+        super().__init__(name, doc)
+        self.build = build
+        self.arity = arity
+
+    def __repr__(self) -> str:
+        return f"intrinsic {self.name}"
+
+
+def call(frontend: Any, node: ast.Call, intrinsic: Intrinsic) -> Any:
+    """The front end's side of an intrinsic call."""
+    if len(node.args) != intrinsic.arity or node.keywords:
+        raise frontend.type_error(node, f"{intrinsic.name} takes {intrinsic.arity} positional argument(s): "
+                                        f"{(intrinsic.__doc__ or '').splitlines()[0]}")
+    args = [frontend.expr(a) for a in node.args]
+    return intrinsic.build(IntrinsicBuilder(frontend, node), args)
+
+
+_DIALECTS: list[Dialect] = []
+
+
+def register_dialect(dialect: Dialect) -> None:
+    """Make printed IR of `dialect`'s ops parse (the kernel cache stores IR as text)."""
+    if all(d.name != dialect.name for d in _DIALECTS):
+        _DIALECTS.append(dialect)
+
+
+def dialects() -> list[Dialect]:
+    return list(_DIALECTS)
+
+
+def define(op_type: type, *, interpret: Callable[..., None], analyze: Callable[..., None] | None = None,
+           shadow: Callable[..., None] | None = None) -> None:
+    """Give an intrinsic op its meaning: `interpret(interpreter, op, frame, mask)` runs it for
+    the threads of `mask`; `analyze(analysis, op, mask)` moves its tags in the static checker;
+    `shadow(shadow_interpreter, op, frame, mask)` after `interpret`, in shadow-tag runs."""
+    from . import analysis, interpreter, shadow as shadow_mode, tag_liveness
+
+    interpreter.register_rule(op_type, interpret)
+    if analyze is not None:
+        analysis.register_rule(op_type, analyze)
+    else:
+        tag_liveness.keep_always(op_type)
+    if shadow is not None:
+        shadow_mode.register_rule(op_type, shadow)
