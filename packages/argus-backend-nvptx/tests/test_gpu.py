@@ -168,6 +168,6 @@ def test_occupancy_estimate_matches_the_driver(module: Any, name: str) -> None:
     binary = compiler.build(getattr(module, name).specialize(**problem.constants), target, assemble=True)
     loaded = runtime.LoadedKernel(binary, 0)
     threads = binary.abi.block[0] * binary.abi.block[1] * binary.abi.block[2]
-    blocks = runtime.check(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(loaded.function, threads, 0), "query")
+    blocks = runtime.check(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(loaded.function, threads, binary.abi.shared_bytes), "query")
     assert binary.resources is not None
     assert occupancy(binary.resources, target, threads).blocks_per_sm == blocks
