@@ -55,8 +55,10 @@ def tensor_map(kernel: str, name: str, pointer: int, shape: tuple[int, ...], dty
         strides.append(step)
     kind = getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{_DATA_TYPES[dtype]}")
     what = f"{kernel}: encoding the tensor map of argument {name!r} (shape {shape}, box {box})"
+    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
     encoded = check(driver.cuTensorMapEncodeTiled(
-        kind, len(shape), pointer, list(reversed(shape)), strides, list(reversed(box)), [1] * len(shape),
+        kind, u32(len(shape)), pointer, [u64(x) for x in reversed(shape)], [u64(x) for x in strides],
+        [u32(x) for x in reversed(box)], [u32(1)] * len(shape),
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         getattr(driver.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{_SWIZZLES[swizzle]}"),
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
