@@ -8,6 +8,7 @@ when used (so importing argus.dsl never imports a GPU toolchain).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -34,6 +35,7 @@ class Target:
 _TARGET = re.compile(r"^(?P<kind>[a-z][a-z0-9_]*)(?::(?P<arch>[A-Za-z0-9_.+-]+))?$")
 
 
+@functools.lru_cache(maxsize=64)
 def parse_target(text: str) -> Target:
     match = _TARGET.match(text.strip())
     if match is None:

@@ -4,6 +4,7 @@ launched as ``kernel[grid](*args)``."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import json
 import os
@@ -72,6 +73,9 @@ class Kernel:
         self._cache: dict[tuple[tuple[str, Any], ...], CompiledKernel] = {}
         self._verified: dict[tuple[tuple[str, Any], ...], Result] = {}
         self._keys: dict[tuple[tuple[str, Any], ...], str] = {}
+        self._params = list(self.signature.parameters)
+        self._ready: dict[tuple[Any, ...], Specialization] = {}
+        """Per constexpr values (and checking setting), the checked handle a launch passes on."""
 
     @property
     def source(self) -> KernelSource:
@@ -79,7 +83,7 @@ class Kernel:
             self._source = KernelSource.of(self.fn, self.block, self.warp_size)
         return self._source
 
-    @property
+    @functools.cached_property
     def constexpr_names(self) -> list[str]:
         names = []
         for p in self.source.tree.args.args:
@@ -207,23 +211,31 @@ class Kernel:
         GPU holding the tensor arguments, or the interpreter for numpy arrays)."""
         from .backends import default_target, parse_target, runtime_for
 
-        params = list(self.signature.parameters)
-        if len(args) > len(params):
-            raise ArgusLaunchError(f"{self.name} takes {len(params)} arguments, got {len(args)}")
+        params = self._params
         constexprs = self.constexpr_names
-        given = dict(zip(params, args))
-        for name, value in constants.items():
-            if name in given:
-                raise ArgusLaunchError(f"{self.name}: {name!r} given twice")
-            given[name] = value
-        missing = [p for p in params if p not in given]
-        if missing:
-            raise ArgusLaunchError(f"{self.name}: missing argument(s) {missing}")
-        values = {n: given[n] for n in constexprs}
-        self._check(values)
-        runtime = [given[p] for p in params if p not in constexprs]
+        if not constexprs and not constants and len(args) == len(params):  # the common case, kept short
+            values: dict[str, Any] = {}
+            runtime = list(args)
+        else:
+            if len(args) > len(params):
+                raise ArgusLaunchError(f"{self.name} takes {len(params)} arguments, got {len(args)}")
+            given = dict(zip(params, args))
+            for name, value in constants.items():
+                if name in given:
+                    raise ArgusLaunchError(f"{self.name}: {name!r} given twice")
+                given[name] = value
+            missing = [p for p in params if p not in given]
+            if missing:
+                raise ArgusLaunchError(f"{self.name}: missing argument(s) {missing}")
+            values = {n: given[n] for n in constexprs}
+            runtime = [given[p] for p in params if p not in constexprs]
+        ready_key = (_constants_key(values), os.environ.get("ARGUS_VERIFY", "1"))
+        handle = self._ready.get(ready_key)
+        if handle is None:
+            self._check(values)
+            handle = self._ready[ready_key] = self.specialization(**values)
         where = parse_target(target or default_target(runtime))
-        runtime_for(where).launch(self.specialization(**values), grid, runtime)
+        runtime_for(where).launch(handle, grid, runtime)
 
     def specialization(self, **constants: Any) -> Specialization:
         """The handle a runtime launches: this kernel for these constexpr values, by cache key."""

@@ -11,6 +11,7 @@ one. ``ARGUS_LAUNCH_BLOCKING=1`` waits for every launch and reports its errors t
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 from collections.abc import Sequence
@@ -30,13 +31,19 @@ from .translate import KernelABI
 _LOCK = threading.Lock()
 
 
+_DRIVER: Any = None
+
+
 def _driver() -> Any:
-    try:
-        from cuda.bindings import driver
-    except ImportError as err:
-        raise ToolchainError("running on NVIDIA GPUs needs the CUDA driver bindings: "
-                             "pip install 'argus-backend-nvptx[cuda]' (cuda-bindings)") from err
-    return driver
+    global _DRIVER
+    if _DRIVER is None:
+        try:
+            from cuda.bindings import driver
+        except ImportError as err:
+            raise ToolchainError("running on NVIDIA GPUs needs the CUDA driver bindings: "
+                                 "pip install 'argus-backend-nvptx[cuda]' (cuda-bindings)") from err
+        _DRIVER = driver
+    return _DRIVER
 
 
 def check(result: Any, what: str) -> Any:
@@ -56,8 +63,10 @@ _CONTEXTS: dict[int, Any] = {}
 def use_device(ordinal: int) -> Any:
     """Make the device's primary context (the one torch and CuPy use) current; returns it."""
     driver = _driver()
-    with _LOCK:
-        context = _CONTEXTS.get(ordinal)
+    context = _CONTEXTS.get(ordinal)
+    if context is None:
+        with _LOCK:
+            context = _CONTEXTS.get(ordinal)
         if context is None:
             check(driver.cuInit(0), "initializing CUDA")
             device = check(driver.cuDeviceGet(ordinal), f"opening CUDA device {ordinal}")
@@ -97,6 +106,8 @@ class DeviceArray:
     contiguous: bool
     stream: int | None = None
     keep: Any = None
+    framework: str = ""
+    """'torch' when the framework's current stream is asked for at launch."""
 
 
 _TORCH = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
@@ -106,7 +117,8 @@ _TORCH = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float6
 _DLPACK = {0: "i", 1: "u", 2: "f", 4: "bf"}
 
 
-def accepted(dtype: DType) -> set[str]:
+@functools.lru_cache(maxsize=None)
+def accepted(dtype: DType) -> frozenset[str]:
     """The names under which an array of `dtype` elements may arrive."""
     names = {f"torch.{_TORCH[dtype.name]}"} if dtype.name in _TORCH else set()
     if dtype.kind in ("int", "uint", "float") and not dtype.minifloat and dtype.name != "bf16":
@@ -116,7 +128,7 @@ def accepted(dtype: DType) -> set[str]:
         names |= {"<u2", "dl:bf16", "dl:u16"}
     if dtype.minifloat:
         names |= {"|u1", "dl:u8"}
-    return names
+    return frozenset(names)
 
 
 def device_array(x: Any) -> DeviceArray | None:
@@ -125,10 +137,8 @@ def device_array(x: Any) -> DeviceArray | None:
     if module.startswith("torch") and hasattr(x, "data_ptr"):
         if x.device.type != "cuda":
             return DeviceArray(0, tuple(x.shape), str(x.dtype), -1, True)
-        import torch
-
-        stream = torch.cuda.current_stream(x.device).cuda_stream
-        return DeviceArray(x.data_ptr(), tuple(x.shape), str(x.dtype), x.device.index or 0, x.is_contiguous(), stream)
+        return DeviceArray(x.data_ptr(), tuple(x.shape), str(x.dtype), x.device.index or 0, x.is_contiguous(),
+                           framework="torch")
     interface = getattr(x, "__cuda_array_interface__", None)
     if interface is not None:
         shape = tuple(interface["shape"])
@@ -257,7 +267,8 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
             if device is not None and array.device != device:
                 raise CudaError(f"{abi.name}: argument {param.name!r} is on CUDA device {array.device}, "
                                 f"the kernel is loaded on device {device}")
-            stream = stream if stream is not None else array.stream
+            if stream is None:
+                stream = array.stream if array.framework != "torch" else _torch_stream(array.device)
             out.append(ctypes.c_void_p(array.pointer))
         elif param.kind == "dim":
             size = arrays[param.tensor].shape[param.axis]
@@ -279,6 +290,12 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
         else:
             out.append(_scalar(abi, param.name, param.llvm_type, value))
     return out, stream
+
+
+def _torch_stream(device: int) -> int:
+    import torch
+
+    return int(torch.cuda.current_stream(device).cuda_stream)
 
 
 def _checked_array(abi: KernelABI, name: str, value: Any, array: DeviceArray | None, dtype: DType) -> DeviceArray:
