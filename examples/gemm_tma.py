@@ -26,6 +26,7 @@ from argus.dsl import (
     block_idx,
     f32,
     from_storage,
+    grid_dim,
     kernel,
     local_tile,
     make_local,
@@ -46,9 +47,9 @@ TARGETS = ("nvptx:sm_90a",)  # warpgroup MMA
 THREADS = 256
 
 
-def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4) -> Kernel:
-    """The kernel for BM×BN tiles of C, K slices of BK (64 bf16: one 128-byte swizzle row) and
-    STAGES shared-memory stages."""
+def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8) -> Kernel:
+    """The kernel for BM×BN tiles of C, K slices of BK (64 bf16: one 128-byte swizzle row),
+    STAGES shared-memory stages and blocks ordered in groups of GROUP tile rows."""
     MMA = warpgroup_mma_64xNx16(BN, bf16, bf16, f32)
     STAGE_BYTES = (BM + BN) * BK * 2  # what lands on a stage's barrier per slice
     # a stage: rows of BK bf16 (128 bytes), 16-byte chunk c of row r at chunk c ^ (r % 8)
@@ -68,8 +69,15 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4) -> Kernel
         acc = make_local((MMA.values("c"), BM // 128), f32)  # per warpgroup: BM // 128 blocks of 64 rows
         tid = thread_idx.x
         wg = warp_id() // 4  # the warpgroup: rows 64·wg … of the block's tile
-        bm = block_idx.y * BM
-        bn = block_idx.x * BN
+        # blocks take tiles in groups of GROUP tile rows, column by column, so that the blocks
+        # running at once share rows of A and columns of B in the L2 cache
+        tiles_n = grid_dim.x
+        tiles_m = grid_dim.y
+        pid = block_idx.y * tiles_n + block_idx.x
+        first = (pid // (GROUP * tiles_n)) * GROUP
+        rows = min(tiles_m - first, GROUP)
+        bm = (first + (pid % (GROUP * tiles_n)) % rows) * BM
+        bn = ((pid % (GROUP * tiles_n)) // rows) * BN
         for half in static_range(BM // 128):
             for v in static_range(MMA.values("c")):
                 acc[v, half] = 0.0

@@ -239,11 +239,28 @@ class LoadedKernel:
         stream = stream if stream is not None else chosen_stream
         pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
         use_device(self.device)
-        what = f"launching {self.abi.name} with grid {grid3} and block {self.abi.block}"
-        check(driver.cuLaunchKernel(self.function, *grid3, *self.abi.block, self.abi.shared_bytes, stream or 0,
-                                    ctypes.addressof(pointers), 0), what)
-        if os.environ.get("ARGUS_LAUNCH_BLOCKING") == "1":
+        code = _launch_kernel()(self.handle, *grid3, *self.abi.block, self.abi.shared_bytes, stream or 0, pointers, None)
+        if code or os.environ.get("ARGUS_LAUNCH_BLOCKING") == "1":
+            what = f"launching {self.abi.name} with grid {grid3} and block {self.abi.block}"
+            check(driver.CUresult(code), what)
             check(driver.cuStreamSynchronize(stream or 0), f"{what} (at the synchronization after it)")
+
+    @functools.cached_property
+    def handle(self) -> int:
+        """The function's driver handle, as a plain address."""
+        return int(self.function)
+
+
+@functools.lru_cache(maxsize=1)
+def _launch_kernel() -> Any:
+    """The driver's cuLaunchKernel called directly (a launch is its arguments and one call)."""
+    _driver()  # the bindings are present, so is the driver they load
+    library = ctypes.CDLL("libcuda.so.1")
+    launch = library.cuLaunchKernel
+    launch.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+                       ctypes.c_void_p]
+    launch.restype = ctypes.c_int
+    return launch
 
 
 def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | None],
