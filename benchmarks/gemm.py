@@ -27,13 +27,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _example(load_module: Any, spec: str) -> tuple[Any, int, int]:
     """(kernel, BM, BN) of "NAME" (examples/NAME.py defines kernel NAME and its tile sizes BM,
-    BN) or "NAME:BMxBNxSTAGES" (the example's `build(BM, BN, 64, STAGES)`)."""
-    name, _, shape = spec.partition(":")
+    BN) or "NAME:BMxBNxSTAGES[:OPTION=INT...]" (the example's `build(BM, BN, 64, STAGES, ...)`)."""
+    name, *rest = spec.split(":")
     module = load_module(ROOT / "examples" / f"{name}.py")
-    if not shape:
+    if not rest:
         return getattr(module, name), module.BM, module.BN
-    bm, bn, stages = (int(x) for x in shape.split("x"))
-    return module.build(bm, bn, 64, stages), bm, bn
+    bm, bn, stages = (int(x) for x in rest[0].split("x"))
+    options = {k: int(v) for k, v in (o.split("=") for o in rest[1:])}
+    return module.build(bm, bn, 64, stages, **options), bm, bn
 
 
 def main(argv: list[str] | None = None) -> int:

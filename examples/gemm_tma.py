@@ -47,9 +47,11 @@ TARGETS = ("nvptx:sm_90a",)  # warpgroup MMA
 THREADS = 256
 
 
-def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8) -> Kernel:
+def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8, RELEASE: bool = True) -> Kernel:
     """The kernel for BM×BN tiles of C, K slices of BK (64 bf16: one 128-byte swizzle row),
-    STAGES shared-memory stages and blocks ordered in groups of GROUP tile rows."""
+    STAGES shared-memory stages and blocks ordered in groups of GROUP tile rows. With RELEASE a
+    stage is handed back through an "empty" barrier every thread arrives on (only the thread
+    that refills it waits), otherwise through a block barrier."""
     MMA = warpgroup_mma_64xNx16(BN, bf16, bf16, f32)
     STAGE_BYTES = (BM + BN) * BK * 2  # what lands on a stage's barrier per slice
     # a stage: rows of BK bf16 (128 bytes), 16-byte chunk c of row r at chunk c ^ (r % 8)
@@ -65,7 +67,8 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: in
         assume(K % (STAGES * BK) == 0)
         sA = make_shared(A_STAGES, bf16)
         sB = make_shared(B_STAGES, bf16)
-        bars = make_shared((STAGES,), u64)
+        bars = make_shared((STAGES,), u64)  # "full": a stage's slices have landed
+        empty = make_shared((STAGES,), u64)  # "empty": every thread is done with a stage
         acc = make_local((MMA.values("c"), BM // 128), f32)  # per warpgroup: BM // 128 blocks of 64 rows
         tid = thread_idx.x
         wg = warp_id() // 4  # the warpgroup: rows 64·wg … of the block's tile
@@ -84,6 +87,7 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: in
         if tid == 0:
             for s in static_range(STAGES):
                 nv.mbarrier_init(bars, s, 1)
+                nv.mbarrier_init(empty, s, THREADS)
         syncthreads()
         if tid == 0:  # the first STAGES slices
             for s in static_range(STAGES):
@@ -98,11 +102,16 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: in
                     for half in static_range(BM // 128):
                         matmul(local_tile(sA[s, :, :], (64, 16), wg + 2 * half + (BM // 64) * ks),
                                local_tile(sB[s, :, :], (BN, 16), ks), acc[:, half], MMA)
-                syncthreads()  # every warpgroup is done with stage s
                 # the slice STAGES ahead (past the end: the last one again, so that every round
                 # is alike; those copies are waited for after the loop)
                 refill = min(k0 + (s + STAGES) * BK, K - BK)
+                if RELEASE:
+                    nv.mbarrier_arrive(empty, s)  # this thread is done with stage s
+                else:
+                    syncthreads()  # every warpgroup is done with stage s
                 if tid == 0:
+                    if RELEASE:
+                        nv.mbarrier_wait(empty, s, phase)  # … and so is every other
                     nv.mbarrier_arrive_expect_tx(bars, s, STAGE_BYTES)
                     nv.tma_load(sA[s, :, :], a, (bm, refill), bars, s)
                     nv.tma_load(sB[s, :, :], b, (bn, refill), bars, s)

@@ -19,7 +19,10 @@ operation on that barrier; a read of the destination before waiting sees the old
 (the interpreter reports it as uninitialized, or the result is wrong). Waiting for a phase that
 can never complete (too few arrivals, announced bytes that no copy brings) is a deadlock fault
 naming the barrier. `mbarrier_wait(bars, i, parity)` returns once the phase of that parity has
-completed: phases alternate 0, 1, 0, … so a pipeline waits with parity ``(round % 2)``.
+completed: phases alternate 0, 1, 0, … so a pipeline waits with parity ``(round % 2)``. A phase
+every thread of the block arrived on orders their earlier accesses before what the waiting
+thread does next (a stage is free for the next copy once everyone has arrived on its "empty"
+barrier): the interpreter's race bookkeeping treats the wait as a block barrier.
 
 The static checker takes a bulk copy's tags as landing when issued and ordered for every
 reader (whether the kernel waits first is the interpreter's check, on each launch it runs).
@@ -182,6 +185,10 @@ class _Barrier:
     announced: int = 0
     phase: int = 0
     copies: list[_Copy] = field(default_factory=list)
+    arrived: set[int] = field(default_factory=set)
+    """Threads that arrived in the current phase."""
+    completed_by: set[int] = field(default_factory=set)
+    """Threads that arrived in the last completed phase."""
 
     def complete(self) -> bool:
         return self.pending == 0 and self.announced == sum(c.data.size for c in self.copies)
@@ -220,6 +227,7 @@ def _land(frame: Any, barrier: _Barrier) -> None:
     barrier.announced = 0
     barrier.pending = barrier.count
     barrier.phase += 1
+    barrier.completed_by, barrier.arrived = barrier.arrived, set()
 
 
 def _settle(frame: Any, barrier: _Barrier) -> None:
@@ -247,6 +255,7 @@ def _arrive(interp: Any, op: MbarrierArriveOp, frame: Any, mask: np.ndarray) -> 
             raise interp.fault("barrier", f"thread {thread} arrives on a barrier whose phase already has its "
                                f"{barrier.count} arrival(s)", op, frame, thread=thread)
         barrier.pending -= 1
+        barrier.arrived.add(thread)
         if nbytes is not None:
             barrier.announced += int(nbytes[i])
 
@@ -256,6 +265,7 @@ def _wait(interp: Any, op: MbarrierWaitOp, frame: Any, mask: np.ndarray) -> None
     for (thread, key), parity in zip(_barrier_keys(interp, op, frame, mask), parities):
         barrier = _find(interp, op, frame, key, thread)
         if barrier.phase % 2 != parity % 2:
+            _ordered(frame, barrier)
             continue  # that phase has completed
         if not barrier.complete():
             brought = sum(c.data.size for c in barrier.copies)
@@ -264,6 +274,16 @@ def _wait(interp: Any, op: MbarrierWaitOp, frame: Any, mask: np.ndarray) -> None
                 f"{barrier.pending} of {barrier.count} arrival(s) missing, {barrier.announced} byte(s) announced, "
                 f"{brought} brought by copies", op, frame, thread=thread)
         _land(frame, barrier)
+        _ordered(frame, barrier)
+
+
+def _ordered(frame: Any, barrier: _Barrier) -> None:
+    """A phase every thread of the block arrived on orders their accesses before whatever the
+    waiter does next, as a block barrier would (the race bookkeeping starts over; bytes a copy
+    is still writing stay marked)."""
+    if len(barrier.completed_by) == frame.threads:
+        for memory in frame.shared:
+            memory.new_epoch()
 
 
 def _tma_load(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray) -> None:
