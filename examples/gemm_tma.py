@@ -3,14 +3,16 @@ A M×K and B N×K (both K-major).
 
 Each block of two warpgroups (256 threads) computes a BM×BN tile of C, BM/2 rows per warpgroup,
 with the warpgroup MMA reading A and B straight from shared memory. The K slices flow through
-STAGES shared-memory stages: one thread starts bulk tensor copies (TMA) of the next slices of A
-and B into a free stage, and a memory barrier per stage says when its bytes have landed. The
-block waits on a stage's barrier, multiplies it, and once every warpgroup is done with it (a
-block barrier) the stage is refilled STAGES slices ahead (the last slice again near the end,
-so that every round does the same and the checker follows the stages' contents from one round
-to the next; the block waits for those copies before it exits). Stages hold the 128-byte swizzled
-layout both the copy engine writes and the MMA reads. Phases of a stage's barrier alternate
-with each round of STAGES slices.
+STAGES shared-memory stages, each in the 128-byte swizzled layout both the copy engine writes
+and the MMA reads. A "full" memory barrier per stage says when a slice's bytes have landed, an
+"empty" one when every thread is done with the stage. In each step the block waits for a stage
+to be full and starts its products without waiting for them (matmul_async); it then waits for
+the previous stage's products only (matmul_wait), hands that stage back, and one thread refills
+it STAGES - 1 slices ahead with bulk tensor copies (TMA). So the tensor cores always have the
+next products queued while a stage is recycled. Near the end the refills copy the last slice
+again, so that every round does the same (the checker follows the stages' contents from one
+round to the next); the block waits for those copies before it exits. Blocks take their tiles
+in groups of GROUP tile rows for L2 reuse.
 
 M and N must be multiples of BM and BN, and K of STAGES·BK.
 """
@@ -31,7 +33,8 @@ from argus.dsl import (
     local_tile,
     make_local,
     make_shared,
-    matmul,
+    matmul_async,
+    matmul_wait,
     static_range,
     syncthreads,
     tag,
@@ -47,13 +50,13 @@ TARGETS = ("nvptx:sm_90a",)  # warpgroup MMA
 THREADS = 256
 
 
-def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8, RELEASE: bool = True) -> Kernel:
+def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8) -> Kernel:
     """The kernel for BM×BN tiles of C, K slices of BK (64 bf16: one 128-byte swizzle row),
-    STAGES shared-memory stages and blocks ordered in groups of GROUP tile rows. With RELEASE a
-    stage is handed back through an "empty" barrier every thread arrives on (only the thread
-    that refills it waits), otherwise through a block barrier."""
+    STAGES shared-memory stages and blocks ordered in groups of GROUP tile rows."""
     MMA = warpgroup_mma_64xNx16(BN, bf16, bf16, f32)
     STAGE_BYTES = (BM + BN) * BK * 2  # what lands on a stage's barrier per slice
+    PRODUCTS = (BK // 16) * (BM // 128)  # the products a thread starts per stage
+    PREVIOUS = tuple((s + STAGES - 1) % STAGES for s in range(STAGES))  # the stage before each
     # a stage: rows of BK bf16 (128 bytes), 16-byte chunk c of row r at chunk c ^ (r % 8)
     A_STAGES = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BM, BK), (BM * BK, BK, 1)))
     B_STAGES = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BN, BK), (BN * BK, BK, 1)))
@@ -89,33 +92,31 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: in
                 nv.mbarrier_init(bars, s, 1)
                 nv.mbarrier_init(empty, s, THREADS)
         syncthreads()
-        if tid == 0:  # the first STAGES slices
-            for s in static_range(STAGES):
+        if tid == 0:  # the first STAGES - 1 slices (the last stage is filled in the first step)
+            for s in static_range(STAGES - 1):
                 nv.mbarrier_arrive_expect_tx(bars, s, STAGE_BYTES)
                 nv.tma_load(sA[s, :, :], a, (bm, s * BK), bars, s)
                 nv.tma_load(sB[s, :, :], b, (bn, s * BK), bars, s)
         for k0 in range(0, K, STAGES * BK):
-            phase = (k0 // (STAGES * BK)) % 2
+            phase = (k0 // (STAGES * BK)) % 2  # each barrier completes one phase per round
             for s in static_range(STAGES):
                 nv.mbarrier_wait(bars, s, phase)
                 for ks in static_range(BK // 16):
                     for half in static_range(BM // 128):
-                        matmul(local_tile(sA[s, :, :], (64, 16), wg + 2 * half + (BM // 64) * ks),
-                               local_tile(sB[s, :, :], (BN, 16), ks), acc[:, half], MMA)
-                # the slice STAGES ahead (past the end: the last one again, so that every round
-                # is alike; those copies are waited for after the loop)
-                refill = min(k0 + (s + STAGES) * BK, K - BK)
-                if RELEASE:
-                    nv.mbarrier_arrive(empty, s)  # this thread is done with stage s
-                else:
-                    syncthreads()  # every warpgroup is done with stage s
+                        matmul_async(local_tile(sA[s, :, :], (64, 16), wg + 2 * half + (BM // 64) * ks),
+                                     local_tile(sB[s, :, :], (BN, 16), ks), acc[:, half], MMA)
+                matmul_wait(PRODUCTS)  # the previous stage's products have finished, this stage's run on
+                nv.mbarrier_arrive(empty, PREVIOUS[s])  # this thread is done with the previous stage
                 if tid == 0:
-                    if RELEASE:
-                        nv.mbarrier_wait(empty, s, phase)  # … and so is every other
-                    nv.mbarrier_arrive_expect_tx(bars, s, STAGE_BYTES)
-                    nv.tma_load(sA[s, :, :], a, (bm, refill), bars, s)
-                    nv.tma_load(sB[s, :, :], b, (bn, refill), bars, s)
-        for s in static_range(STAGES):  # no copy may still be landing when the block exits
+                    nv.mbarrier_wait(empty, PREVIOUS[s], phase)  # … and so is every other
+                    # the slice STAGES - 1 ahead (past the end: the last one again, so that every
+                    # round is alike; those copies are waited for after the loop)
+                    refill = min(k0 + (s + STAGES - 1) * BK, K - BK)
+                    nv.mbarrier_arrive_expect_tx(bars, PREVIOUS[s], STAGE_BYTES)
+                    nv.tma_load(sA[PREVIOUS[s], :, :], a, (bm, refill), bars, PREVIOUS[s])
+                    nv.tma_load(sB[PREVIOUS[s], :, :], b, (bn, refill), bars, PREVIOUS[s])
+        matmul_wait(0)
+        for s in static_range(STAGES - 1):  # no copy may still be landing when the block exits
             nv.mbarrier_wait(bars, s, (K // (STAGES * BK)) % 2)
         t = tid % 128
         for half in static_range(BM // 128):

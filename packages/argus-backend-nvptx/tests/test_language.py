@@ -48,8 +48,8 @@ def test_the_pipeline_computes_the_product_and_is_proved(tmp_path: Path) -> None
 
 
 def test_a_copy_from_the_wrong_k_slice_is_refuted(tmp_path: Path) -> None:
-    module = variant(tmp_path, ("nv.tma_load(sB[s, :, :], b, (bn, refill), bars, s)",
-                                "nv.tma_load(sB[s, :, :], b, (bn, refill - 16), bars, s)"))
+    module = variant(tmp_path, ("nv.tma_load(sB[PREVIOUS[s], :, :], b, (bn, refill), bars, PREVIOUS[s])",
+                                "nv.tma_load(sB[PREVIOUS[s], :, :], b, (bn, refill - 16), bars, PREVIOUS[s])"))
     result = module.gemm_tma.verify()
     assert result.verdict is Verdict.VIOLATED, result.text()
     assert "must pair up" in result.text() and "reproduced" in result.text()
@@ -99,3 +99,18 @@ def test_barriers_must_be_u64(tmp_path: Path) -> None:
     module = variant(tmp_path, ("bars = make_shared((STAGES,), u64)", "bars = make_shared((STAGES,), f32)"))
     with pytest.raises(ArgusError, match="barriers live in a shared tile of u64"):
         module.gemm_tma.compile()
+
+
+def test_releasing_a_stage_before_its_products_finish_races(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # waiting for none of the products: the stage handed back is still being read
+    module = variant(tmp_path, ("matmul_wait(PRODUCTS)", "matmul_wait(2 * PRODUCTS)"))
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    with pytest.raises(KernelFault, match="data-race.*matmul_async may still be reading"):
+        run(module)
+
+
+def test_reading_the_accumulator_before_the_last_wait_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = variant(tmp_path, ("        matmul_wait(0)\n", ""))
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    with pytest.raises(KernelFault, match="in-flight.*matmul_async is still computing"):
+        run(module)

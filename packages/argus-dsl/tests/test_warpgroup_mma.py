@@ -18,6 +18,8 @@ from argus.dsl import (
     make_local,
     make_shared,
     matmul,
+    matmul_async,
+    matmul_wait,
     static_range,
     syncthreads,
     tag,
@@ -34,7 +36,7 @@ MMA = warpgroup_mma_64xNx16(N, bf16, bf16, f32)
 ROWS = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((64, 64), (64, 1)))
 
 
-def _gemm(shift: int = 0, sync: bool = True):
+def _gemm(shift: int = 0, sync: bool = True, started: bool = False, wait: int = 0):
     @kernel(block=(128,))
     def wg_gemm(a: Tensor[bf16, 64, "K"], b: Tensor[bf16, N, "K"], c: Tensor[f32, 64, N], K: int):
         tag(a, lambda m, k: (k,))
@@ -54,7 +56,12 @@ def _gemm(shift: int = 0, sync: bool = True):
             if sync:
                 syncthreads()
             for kk in static_range(4):
-                matmul(local_tile(sA, (64, 16), kk), local_tile(sB, (N, 16), kk), acc, MMA)
+                if started:
+                    matmul_async(local_tile(sA, (64, 16), kk), local_tile(sB, (N, 16), kk), acc, MMA)
+                else:
+                    matmul(local_tile(sA, (64, 16), kk), local_tile(sB, (N, 16), kk), acc, MMA)
+            if started and wait >= 0:  # wait < 0: never
+                matmul_wait(wait)
             syncthreads()
         for v in static_range(MMA.values("c")):
             idx = MMA.c_layout(t, v)
@@ -125,3 +132,23 @@ def test_an_operand_of_the_wrong_shape_is_refused():
 def test_the_atom_rejects_an_impossible_width():
     with pytest.raises(ArgusError, match="multiple of 8 from 8 to 256"):
         warpgroup_mma_64xNx16(12, bf16, bf16, f32)
+
+
+def test_a_product_started_asynchronously_computes_the_same_once_waited_for():
+    a, b, c, expected = _problem()
+    _gemm(started=True)[(1,)](a, b, c, a.shape[1])
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-3)
+
+
+def test_overwriting_an_operand_before_the_wait_is_a_race(monkeypatch):
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    a, b, c, _ = _problem()
+    with pytest.raises(KernelFault, match="data-race.*matmul_async may still be reading it; call matmul_wait"):
+        _gemm(started=True, wait=4)[(1,)](a, b, c, a.shape[1])  # the next slice's stores hit running products
+
+
+def test_a_product_never_waited_for_is_reported(monkeypatch):
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    a, b, c, _ = _problem(k=64)
+    with pytest.raises(KernelFault, match="in-flight"):
+        _gemm(started=True, wait=-1)[(1,)](a, b, c, a.shape[1])

@@ -443,6 +443,16 @@ class MmaOp(IRDLOperation):
     """After layout lowering: for each operand the atom reads whole from shared memory (a, then
     b), the offset of its first element before swizzling (where the operand starts)."""
     atom = prop_def(builtin.DictionaryAttr)
+    asynchronous = opt_prop_def(builtin.UnitAttr)
+    """Started without waiting (matmul_async): finished by a later `MmaWaitOp`."""
+
+
+@irdl_op_definition
+class MmaWaitOp(IRDLOperation):
+    """Wait until at most `pending` of the thread's asynchronous products are still running."""
+
+    name = "argus.mma_wait"
+    pending = prop_def(builtin.IntAttr)
 
 
 @irdl_op_definition
@@ -551,6 +561,7 @@ INDEX_OPS = (ThreadIdxOp, BlockIdxOp, BlockDimOp, GridDimOp, LaneIdOp, WarpIdOp)
 
 OPERATIONS: list[type[IRDLOperation]] = [
     KernelOp,
+    MmaWaitOp,
     ThreadIdxOp,
     BlockIdxOp,
     BlockDimOp,
@@ -628,6 +639,7 @@ __all__ = [
     "LaneIdOp",
     "MakeSharedOp",
     "MmaOp",
+    "MmaWaitOp",
     "PartitionOp",
     "SliceOp",
     "ShuffleOp",

@@ -36,6 +36,8 @@ MAX_ITERATIONS = 1 << 20
 
 #: The writer of shared bytes an asynchronous copy (a target's bulk copy engine) is writing.
 ASYNC_WRITER = -4
+#: The reader of shared bytes a product started with matmul_async may still be reading.
+ASYNC_READER = -5
 
 
 @dataclass
@@ -48,6 +50,8 @@ class Memory:
     written: np.ndarray | None = None
     writer: np.ndarray | None = None
     reader: np.ndarray | None = None
+    busy: np.ndarray | None = None
+    """Registers a product started with matmul_async is still computing (made on first use)."""
 
     @classmethod
     def shared(cls, name: str, nbytes: int) -> Memory:
@@ -63,7 +67,7 @@ class Memory:
         bytes an asynchronous copy is still writing: only its completion orders those)."""
         if self.writer is not None and self.reader is not None:
             self.writer[self.writer != ASYNC_WRITER] = -1
-            self.reader.fill(-1)
+            self.reader[self.reader != ASYNC_READER] = -1
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,9 @@ class Interpreter:
         for bx, by, bz in order if blocks is None else blocks:
             frame = _Frame({p: v for p, v in zip(params, bound)}, threads, tid, (bx, by, bz))
             self.run_block(self.kernel.body.block, frame, np.ones(threads, bool))
+            if frame.state.get("matmul.pending"):
+                raise KernelFault("in-flight", f"the block ends with products started by matmul_async that no "
+                                  f"matmul_wait finished (block {(bx, by, bz)})", None, {"block": (bx, by, bz)})
 
     def bind_argument(self, name: str, param: SSAValue, arg: Any) -> Any:
         t = param.type
@@ -615,14 +622,63 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
         return values.reshape(groups.size, k, rows).transpose(0, 2, 1)
 
     a, b, c = (_value(frame, v) for v in (op.a, op.b, op.c))
+    started = op.asynchronous is not None
+    idx = _fragment_in_tile(interp, op, frame, c, threads, "accumulator")
+    if not started:
+        _not_busy(interp, op, frame, c.memory, threads, idx, "uses as its accumulator")
     A = operand(a, "a", atom.a_layout, m)
     B = operand(b, "b", atom.b_layout, n)
     C = matrix(read(c, "c"), atom.c_layout, m, n)
     C = C + A @ B.transpose(0, 2, 1)
     flat = C.transpose(0, 2, 1).reshape(groups.size, m * n)[:, atom.c_layout.offsets()]
     per_thread = flat.reshape(groups.size, -1, group).transpose(0, 2, 1).reshape(threads.size, -1)
-    idx = _fragment_in_tile(interp, op, frame, c, threads, "accumulator")
     c.memory.data[threads[:, None, None], idx] = c.dtype.encode(atom.c_dtype.round(per_thread))
+    if started:
+        shared = [(t.memory, _shared_operand_bytes(t, threads[::group], rows * k))
+                  for t, layout, rows in ((a, atom.a_layout, m), (b, atom.b_layout, n)) if layout is None]
+        _start(frame, c.memory, threads, idx, shared)
+
+
+def _start(frame: _Frame, memory: Memory, threads: np.ndarray, idx: np.ndarray,
+           shared: list[tuple[Memory, np.ndarray]]) -> None:
+    """A product started asynchronously: its accumulator registers are busy and the shared
+    bytes it reads stay read until a matmul_wait lets it finish."""
+    if memory.busy is None:
+        memory.busy = np.zeros(memory.data.shape, bool)
+    memory.busy[threads[:, None, None], idx] = True
+    for source, where in shared:
+        source.reader[where] = ASYNC_READER  # type: ignore[index]
+    frame.state.setdefault("matmul.pending", []).append((memory, threads, idx, shared))
+
+
+def _mma_wait(interp: Interpreter, op: D.MmaWaitOp, frame: _Frame, mask: np.ndarray) -> None:
+    pending: list[Any] = frame.state.get("matmul.pending", [])
+    keep = op.pending.data
+    threads = set(np.flatnonzero(mask).tolist())
+    mine = [g for g in pending if threads & set(g[1].tolist())]
+    done = mine[:max(0, len(mine) - keep)]
+    for memory, owners, idx, shared in done:
+        memory.busy[owners[:, None, None], idx] = False  # type: ignore[index]
+        for source, where in shared:
+            source.reader[where] = np.where(source.reader[where] == ASYNC_READER, -1,  # type: ignore[index]
+                                            source.reader[where])  # type: ignore[index]
+        pending.remove((memory, owners, idx, shared))
+    for memory, owners, idx, shared in pending:  # what a running product uses stays marked
+        memory.busy[owners[:, None, None], idx] = True  # type: ignore[index]
+        for source, where in shared:
+            source.reader[where] = ASYNC_READER  # type: ignore[index]
+
+
+def _not_busy(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, threads: np.ndarray,
+              idx: np.ndarray, what: str) -> None:
+    """Registers a started product is still computing are not to be touched."""
+    if memory.busy is None:
+        return
+    hit = memory.busy[threads.reshape(-1, *([1] * (idx.ndim - 1))), idx]
+    if hit.any():
+        thread = int(threads[int(np.flatnonzero(hit.reshape(threads.size, -1).any(axis=1))[0])])
+        raise interp.fault("in-flight", f"thread {thread} {what} registers of {memory.name} that a matmul_async "
+                           "is still computing; call matmul_wait first", op, frame, thread=thread, array=memory.name)
 
 
 #: Who reads a shared operand of an atom: the group as a whole, not one of its threads, so a
@@ -886,6 +942,7 @@ def _read(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, s
     else:
         memory = source.memory
         if memory.space == "local":
+            _not_busy(interp, op, frame, memory, active, idx, "reads")
             raw = memory.data[active[:, None], idx]
             unset = ~memory.written[active[:, None], idx]  # type: ignore[index]
         else:
@@ -915,6 +972,7 @@ def _write(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, 
         return
     memory = target.memory
     if memory.space == "local":
+        _not_busy(interp, op, frame, memory, active, idx, "writes")
         memory.data[active[:, None], idx] = raw
         memory.written[active[:, None], idx] = True  # type: ignore[index]
         return
@@ -971,6 +1029,8 @@ def _race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, byt
     advice = "put syncthreads() between them"
     if other == ASYNC_WRITER:
         why, advice = "an asynchronous copy is still writing it", "wait for the copy to land first"
+    elif other == ASYNC_READER:
+        why, advice = "a product started with matmul_async may still be reading it", "call matmul_wait first"
     return interp.fault(
         "data-race", f"{who} accesses byte {byte} of {memory.name} and {why}; {advice}",
         op, frame, array=memory.name, byte=byte, threads=[thread, other],
@@ -988,7 +1048,7 @@ def register_rule(op_type: type, rule: Rule) -> None:
 
 
 def _handlers() -> dict[type, Rule]:
-    rules: dict[type, Rule] = {**_EXTENSIONS,
+    rules: dict[type, Rule] = {**_EXTENSIONS, D.MmaWaitOp: _mma_wait,
         arith.ConstantOp: _constant,
         arith.AddiOp: _binary(np.add), arith.SubiOp: _binary(np.subtract), arith.MuliOp: _binary(np.multiply),
         arith.FloorDivSIOp: _binary(_int_divide), arith.DivUIOp: _binary(_int_divide, unsigned=True),

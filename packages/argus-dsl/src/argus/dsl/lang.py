@@ -126,6 +126,17 @@ matmul = Builtin(
     "matmul(a, b, acc, atom): acc += a·bᵀ by the threads of one atom together; a, b, acc are the "
     "calling thread's fragments (local tiles in the atom's value order).",
 )
+matmul_async = Builtin(
+    "matmul_async",
+    "matmul_async(a, b, acc, atom): start acc += a·bᵀ (as matmul) without waiting for it: until a "
+    "matmul_wait lets it finish, acc may only be the accumulator of further matmul_async calls and "
+    "the operands read from shared memory must not be overwritten.",
+)
+matmul_wait = Builtin(
+    "matmul_wait",
+    "matmul_wait(pending): wait until at most `pending` (a compile-time int) of the calling "
+    "thread's matmul_async products are still running; the others have finished.",
+)
 
 
 

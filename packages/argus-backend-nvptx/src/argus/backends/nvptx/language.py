@@ -312,6 +312,10 @@ def _tma_load(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray) -> None:
         if target.min() < 0 or target.max() >= memory.data.size:
             raise interp.fault("out-of-bounds", f"the box reaches outside its {memory.data.size}-byte shared tile",
                                op, frame, array=memory.name, thread=thread)
+        if (memory.reader[target] == I.ASYNC_READER).any():  # type: ignore[index]
+            raise interp.fault("data-race", f"thread {thread} starts a bulk copy into bytes of {memory.name} that a "
+                               "product started with matmul_async may still be reading; call matmul_wait first",
+                               op, frame, array=memory.name, thread=thread)
         busy = (memory.writer[target] != -1) | (memory.reader[target] != -1)  # type: ignore[index]
         if busy.any():
             raise interp.fault("data-race", f"thread {thread} starts a bulk copy into bytes of {memory.name} that "

@@ -152,6 +152,11 @@ class Translator:
         self.counter = 0
         self.wgmma_group: dict[str, str] | None = None
         """While warpgroup MMAs are in flight: their accumulators (pointer -> memory type)."""
+        self.started: dict[tuple[str, int], str] = {}
+        """Accumulators of warpgroup MMAs started asynchronously (matmul_async), pinned after
+        every wait so that no use of them moves before it."""
+        self.wgmma_streak = False
+        """Whether the last op that did anything was a warpgroup MMA (no fence needed before the next)."""
         self.async_shared = any(isinstance(o, D.MmaOp) and o.starts for o in kernel.walk())
         """Whether an asynchronous unit reads shared memory (the barrier must order writes for it)."""
         self.shared_offsets, self.shared_bytes = _shared_plan(kernel)
@@ -273,8 +278,11 @@ class Translator:
             rule = _RULES.get(type(op))
             if rule is None:
                 raise self.unsupported(op, f"the operation {op.name}")
-            if self.wgmma_group is not None and not _leaves_wgmma_in_flight(op):
+            quiet = _leaves_wgmma_in_flight(op)
+            if self.wgmma_group is not None and not quiet:
                 _wait_wgmma(self)
+            if not quiet:
+                self.wgmma_streak = False
             rule(self, op)
         if self.wgmma_group is not None:
             _wait_wgmma(self)
@@ -840,8 +848,13 @@ def _warpgroup_mma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
                                                          op.starts)]
     memory, ty, offsets = t.fragment(op.c, op)
     pointers = [t.element_pointer(memory, ty, str(o)) for o in offsets]
-    if t.wgmma_group is None:
+    started = op.asynchronous is not None
+    if started and t.wgmma_group is not None:  # a synchronous group before it finishes first
+        _wait_wgmma(t)
+    if not t.wgmma_streak:
         t.emit('call void asm sideeffect "wgmma.fence.sync.aligned;", "~{memory}"()')
+    t.wgmma_streak = True
+    if not started and t.wgmma_group is None:
         t.wgmma_group = {}
     values = [t.load(ty, memory, p) for p in pointers]
     count = len(values)
@@ -851,7 +864,20 @@ def _warpgroup_mma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
     result = t.let(f'call {struct_ty} asm sideeffect "{wgmma_text(atom, 2 * count)}", "{constraints}"({args})')
     for i, pointer in enumerate(pointers):
         t.store(ty, t.let(f"extractvalue {struct_ty} {result}, {i}"), memory, pointer)
-        t.wgmma_group[pointer] = ty
+        if started:  # the accumulator by allocation and offset: its pointer here may not reach the wait
+            t.started[(memory.pointer, offsets[i])] = ty
+        else:
+            t.wgmma_group[pointer] = ty  # type: ignore[index]
+    if started:
+        t.emit('call void asm sideeffect "wgmma.commit_group.sync.aligned;", "~{memory}"()')
+
+
+def _mma_wait(t: Translator, op: D.MmaWaitOp) -> None:
+    """matmul_wait: the warpgroup MMAs started asynchronously, all but the last `pending`."""
+    if not t.started:
+        return  # every product ran synchronously
+    t.emit(f'call void asm sideeffect "wgmma.wait_group.sync.aligned {op.pending.data};", "~{{memory}}"()')
+    _pin(t, {t.element_pointer(_Memory(base, 0), ty, str(offset)): ty for (base, offset), ty in t.started.items()})
 
 
 def _wait_wgmma(t: Translator) -> None:
@@ -861,7 +887,12 @@ def _wait_wgmma(t: Translator) -> None:
     t.wgmma_group = None
     t.emit('call void asm sideeffect "wgmma.commit_group.sync.aligned;", "~{memory}"()')
     t.emit('call void asm sideeffect "wgmma.wait_group.sync.aligned 0;", "~{memory}"()')
-    for pointer, ty in group.items():  # accumulators are registers (allocas promoted)
+    _pin(t, group)
+
+
+def _pin(t: Translator, accumulators: dict[str, str]) -> None:
+    """Pass each accumulator through an empty asm after a wait: uses of them stay after it."""
+    for pointer, ty in accumulators.items():  # accumulators are registers (allocas promoted)
         value = t.let(f"load {ty}, ptr {pointer}, align {_align(ty)}")
         pinned = t.let(f'call {ty} asm sideeffect "", "=f,0"({ty} {value})')
         t.emit(f"store {ty} {pinned}, ptr {pointer}, align {_align(ty)}")
@@ -995,7 +1026,7 @@ _RULES: dict[type, Rule] = {
     D.TagOp: _nothing, D.TagAssertOp: _nothing, D.ResetTagsOp: _nothing,
     scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _yield,
     D.ShuffleOp: _shuffle, D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract,
-    D.BytePermOp: _byte_perm, D.AtomicOp: _atomic, D.MmaOp: _mma, D.CopyOp: _copy,
+    D.BytePermOp: _byte_perm, D.AtomicOp: _atomic, D.MmaOp: _mma, D.MmaWaitOp: _mma_wait, D.CopyOp: _copy,
 }
 
 

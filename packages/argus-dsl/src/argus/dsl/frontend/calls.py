@@ -219,6 +219,14 @@ class Calls:
             return self.partition(node, name, args)
         if name == "matmul":
             return self.matmul(node, args)
+        if name == "matmul_async":
+            return self.matmul(node, args, asynchronous=True)
+        if name == "matmul_wait":
+            if len(args) != 1 or not isinstance(args[0], int) or isinstance(args[0], bool) or args[0] < 0:
+                raise self.type_error(node, "matmul_wait(pending): a compile-time int ≥ 0, the products that may "
+                                            "still be running")
+            self.emit(D.MmaWaitOp.create(properties={"pending": builtin.IntAttr(args[0])}))
+            return None
         if name == "bitcast":
             if len(args) != 2 or not isinstance(args[0], Value) or not isinstance(args[1], DType):
                 raise self.type_error(node, "bitcast(value, dtype) of a runtime value")
@@ -313,7 +321,7 @@ class Calls:
         )
         return TileRef(self.emit(op).results[0], t, partitioned=True)
 
-    def matmul(self, node: ast.Call, args: list[Any]) -> None:
+    def matmul(self, node: ast.Call, args: list[Any], asynchronous: bool = False) -> None:
         if len(args) != 4 or not isinstance(args[3], MMAAtom):
             raise self.type_error(node, "matmul(a, b, acc, atom): three fragments (local tiles) and an MMAAtom")
         atom: MMAAtom = args[3]
@@ -329,8 +337,11 @@ class Calls:
             want = atom.values(label)
             if frag.type.layout.size() != want:
                 raise self.type_error(node, f"atom {atom.name} gives each thread {want} {label} values; this fragment holds {frag.type.layout.size()}")
-        props = builtin.DictionaryAttr({k: builtin.StringAttr(v) for k, v in atom.as_properties().items()})
-        self.emit(D.MmaOp.create(operands=[args[0].ssa, args[1].ssa, args[2].ssa], properties={"atom": props}))
+        props: dict[str, Any] = {"atom": builtin.DictionaryAttr({k: builtin.StringAttr(v)
+                                                                 for k, v in atom.as_properties().items()})}
+        if asynchronous:
+            props["asynchronous"] = builtin.UnitAttr()
+        self.emit(D.MmaOp.create(operands=[args[0].ssa, args[1].ssa, args[2].ssa], properties=props))
 
     def shared_operand(self, node: ast.Call, atom: MMAAtom, label: str, tile: Any, dtype: Any,
                        shape: tuple[int, int]) -> None:
