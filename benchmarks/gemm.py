@@ -25,16 +25,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _example(load_module: Any, spec: str) -> tuple[Any, int, int]:
-    """(kernel, BM, BN) of "NAME" (examples/NAME.py defines kernel NAME and its tile sizes BM,
-    BN) or "NAME:BMxBNxSTAGES[:OPTION=INT...]" (the example's `build(BM, BN, 64, STAGES, ...)`)."""
+def _example(load_module: Any, spec: str) -> tuple[Any, int, int, Any]:
+    """(kernel, BM, BN, C's torch dtype) of "NAME" (examples/NAME.py defines kernel NAME, its
+    tile sizes BM, BN and, when C is not f32, C_TYPE) or "NAME:BMxBNxSTAGES[:OPTION=INT...]"
+    (the example's `build(BM, BN, 64, STAGES, ...)`) or "NAME:tuned" (its `tuned(m, n, k)`)."""
+    import torch
+
     name, *rest = spec.split(":")
     module = load_module(ROOT / "examples" / f"{name}.py")
+    out = {"f32": torch.float32, "bf16": torch.bfloat16}[getattr(module, "C_TYPE", "f32")]
     if not rest:
-        return getattr(module, name), module.BM, module.BN
+        return getattr(module, name), module.BM, module.BN, out
+    if rest == ["tuned"]:  # the example's tuned(m, n, k) picks a kernel per size
+        return module.tuned, 0, 0, out
     bm, bn, stages = (int(x) for x in rest[0].split("x"))
     options = {k: int(v) for k, v in (o.split("=") for o in rest[1:])}
-    return module.build(bm, bn, 64, stages, **options), bm, bn
+    return module.build(bm, bn, 64, stages, **options), bm, bn, out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,9 +72,13 @@ def main(argv: list[str] | None = None) -> int:
         b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
         c = torch.empty(m, n, device="cuda", dtype=torch.float32)
 
+        outputs = {torch.float32: c, torch.bfloat16: torch.empty(m, n, device="cuda", dtype=torch.bfloat16)}
+
         def launcher(name: str) -> Any:
-            fn, bm, bn = examples[name]
-            return lambda: fn[(n // bn, m // bm)](a, b, c, m, n, k)
+            fn, bm, bn, out = examples[name]
+            if bm == 0:  # the example picks its kernel per size
+                fn, bm, bn = fn(m, n, k)
+            return lambda: fn[(n // bn, m // bm)](a, b, outputs[out], m, n, k)
 
         def cublas() -> Any:
             return torch.matmul(a, b.T)
@@ -79,9 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         reference = cublas().float()
         errors = {"triton": float((triton_gemm().float() - reference).norm() / reference.norm())}
         for name in examples:
-            c.fill_(float("nan"))  # every element must be written
+            out = outputs[examples[name][3]]
+            out.fill_(float("nan"))  # every element must be written
             launcher(name)()
-            errors[name] = float((c - reference).norm() / reference.norm())
+            errors[name] = float((out.float() - reference).norm() / reference.norm())
         if not max(errors.values()) <= 1e-2:
             print(f"size {size}: a result differs from cuBLAS (relative errors {errors})", file=sys.stderr)
             return 1
