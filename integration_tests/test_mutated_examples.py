@@ -24,11 +24,15 @@ _NAMES = ["thread_idx", "block_idx", "tile", "x", "n", "f32", "u128", "range", "
 
 
 def _kernel_nodes(tree: ast.Module) -> list[ast.AST]:
+    """The nodes of the module's kernels: functions decorated with @kernel(...) and functions
+    wrapped as kernel(...)(fn) (a kernel built by a function, like gemm_tma's)."""
+    wrapped = {arg.id for call in ast.walk(tree) if isinstance(call, ast.Call) and isinstance(call.func, ast.Call)
+               and getattr(call.func.func, "id", "") == "kernel" for arg in call.args if isinstance(arg, ast.Name)}
     nodes = []
-    for fdef in tree.body:
-        if isinstance(fdef, ast.FunctionDef) and any(
+    for fdef in ast.walk(tree):
+        if isinstance(fdef, ast.FunctionDef) and (fdef.name in wrapped or any(
             isinstance(d, ast.Call) and getattr(d.func, "id", "") == "kernel" for d in fdef.decorator_list
-        ):
+        )):
             nodes.extend(n for stmt in fdef.body for n in ast.walk(stmt))
     return nodes
 
