@@ -140,7 +140,7 @@ BM, BN = 128, 128
 gemm_tma = build(BM, BN)
 
 #: The tile shape and stages per problem size: what the H200 ran fastest (benchmarks/README.md).
-CHOICES = ((1024 * 1024, (128, 128, 4)), (4096 * 4096, (256, 128, 4)), (None, (128, 256, 4)))
+CHOICES = ((1024 * 1024, (128, 64, 4)), (4096 * 4096, (256, 128, 4)), (None, (128, 256, 4)))
 
 
 @functools.lru_cache(maxsize=None)
