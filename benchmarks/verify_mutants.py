@@ -60,8 +60,20 @@ def _m(example: str, kernel: str, operator: str, *edits: tuple[str, str], equiva
 
 
 T, G, F = ("transpose", "transpose"), ("gemm", "gemm"), ("flash_attention", "attention")
+S, P = ("gemm_sm90", "gemm_sm90"), ("gemm_tma", "gemm_tma")  # pipelined: checked across iterations
+REFILL_A = "nv.tma_load(sA[PREVIOUS[s], :, :], a, (bm, refill), bars, PREVIOUS[s])"
+REFILL_B = "nv.tma_load(sB[PREVIOUS[s], :, :], b, (bn, refill), bars, PREVIOUS[s])"
+REFILLS = REFILL_A + "\n" + " " * 20 + REFILL_B
 
 MUTANTS = [
+    # pipelines: the register-staged Hopper GEMM and the TMA one
+    _m(*S, "pipeline stage", ("rb[i] = bv[bn + e // 8, nxt + e % 8]", "rb[i] = bv[bn + e // 8, kv + e % 8]")),
+    _m(*S, "thread mapping", ("sBv[e // 8, e % 8] = rb[i]", "sBv[e // 8, (e + 1) % 8] = rb[i]")),
+    _m(*S, "dropped swizzle", ("sB = make_shared(SWIZZLED, bf16)", "sB = make_shared(Layout((BN, BK), (BK, 1)), bf16)")),
+    _m(*P, "pipeline stage", (REFILL_B, REFILL_B.replace("(bn, refill)", "(bn, refill - BK)"))),
+    _m(*P, "MMA fragment mapping", ("local_tile(sB[s, :, :], (BN, 16), ks)",
+                                    "local_tile(sB[s, :, :], (BN, 16), (ks + 1) % (BK // 16))")),
+    _m(*P, "pipeline stage", (REFILLS, REFILL_B + "\n" + " " * 20 + REFILL_A), equivalent=True),
     # wrong swizzle parameter on one side, and the same change on both sides (equivalent)
     _m(*T, "swizzle one side", (SMEM_LINE, SMEM_LINE + WRONG_SWIZZLE),
        (READ, "got[k] = tile.view(WRONG, f32)[tx, ty + k * ROWS_PER_PASS]")),
@@ -157,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"host": clocks(), "originals": {}, "mutants": [], "operators": {}}
 
     print("originals (must be proved; time of the check alone, median of fresh analyses):")
-    for example, kernel in (T, G, F):
+    for example, kernel in (T, G, F, S, P):
         module = load(example, (), workdir, "original")
         times, verdicts = [], set()
         for _ in range(args.repeat):
