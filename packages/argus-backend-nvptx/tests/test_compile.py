@@ -184,3 +184,41 @@ def test_min_blocks_per_sm_caps_registers(monkeypatch: pytest.MonkeyPatch) -> No
 def test_min_blocks_per_sm_is_checked() -> None:
     with pytest.raises(ArgusError, match="min_blocks_per_sm is an int from 1 to 32"):
         kernel(block=(32,), min_blocks_per_sm=0)
+
+
+def test_a_launch_breaking_an_assumption_is_refused_before_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from argus.backends.nvptx import runtime
+
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    gemm = next(p.values for p in example_kernels() if p.id == "gemm_tma:gemm_tma")
+    binary = compiler.build(specialize(*gemm), arch("sm_90a"), assemble=False)
+    texts = [c.text for c in binary.abi.conditions]
+    assert texts == ["assume(M % BM == 0)", "assume(N % BN == 0)", "assume(K % (STAGES * BK) == 0)"]
+    arrays = {i: runtime.DeviceArray(0, shape, "torch.bfloat16", 0, True) for i, shape in
+              enumerate([(256, 1000), (256, 1000), (256, 256)])}
+    args = [None, None, None, 256, 256, 1000]  # K = 1000: not a whole number of pipeline rounds
+    for condition in binary.abi.conditions[:2]:
+        runtime._check_condition(binary.abi, condition, args, arrays)
+    with pytest.raises(runtime.CudaError, match=r"breaks the kernel's assumption at .*gemm_tma\.py:\d+:\d+: "
+                                                r"assume\(K % \(STAGES \* BK\) == 0\) \(K = 1000\)"):
+        runtime._check_condition(binary.abi, binary.abi.conditions[2], args, arrays)
+
+
+def test_marshalling_checks_the_assumptions_once_per_launch_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    from argus.backends.nvptx import runtime
+
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    gemm = next(p.values for p in example_kernels() if p.id == "gemm_sm90:gemm_sm90")
+    abi = compiler.build(specialize(*gemm), arch("sm_90a"), assemble=False).abi
+
+    def views(k: int) -> list[Any]:
+        return [runtime.DeviceArray(1 << 20, (256, k), "torch.bfloat16", 0, True),
+                runtime.DeviceArray(1 << 21, (256, k), "torch.bfloat16", 0, True),
+                runtime.DeviceArray(1 << 22, (256, 256), "torch.float32", 0, True), None, None, None]
+
+    args: list[Any] = [object(), object(), object(), 256, 256, 128]
+    values, _ = runtime.marshal(abi, args, views(128))
+    assert [v.value for v in values[-3:]] == [256, 256, 128]
+    runtime.marshal(abi, args, views(128))  # the same shape again: already checked
+    with pytest.raises(runtime.CudaError, match=r"assume\(K % BK == 0\) \(K = 100\)"):
+        runtime.marshal(abi, [*args[:5], 100], views(100))

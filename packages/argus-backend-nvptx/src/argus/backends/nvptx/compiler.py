@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from argus.dsl import cache
+from argus.dsl import assumptions, cache
 from argus.dsl.backends import Target
 from argus.dsl.lowering import lowered
 
@@ -90,13 +90,13 @@ def _load(key: str, target: Arch, want_cubin: bool) -> Binary | None:
 
 def _abi_json(abi: KernelABI) -> dict[str, Any]:
     return {"name": abi.name, "arguments": list(abi.arguments), "params": [asdict(p) for p in abi.params],
-            "block": list(abi.block), "shared_bytes": abi.shared_bytes}
+            "block": list(abi.block), "shared_bytes": abi.shared_bytes, "conditions": assumptions.to_json(abi.conditions)}
 
 
 def _abi_from_json(data: dict[str, Any]) -> KernelABI:
     params = tuple(Param(**{**p, "box": tuple(p.get("box", ()))}) for p in data["params"])
     return KernelABI(data["name"], tuple(data["arguments"]), params, tuple(data["block"]),  # type: ignore[arg-type]
-                     data.get("shared_bytes", 0))
+                     data.get("shared_bytes", 0), assumptions.from_json(data.get("conditions", [])))
 
 
 @lru_cache(maxsize=1)

@@ -306,7 +306,29 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
             out.append(ctypes.c_void_p(int(found)))
         else:
             out.append(_scalar(abi, param.name, param.llvm_type, value))
+    if abi.conditions:
+        key = tuple(arrays[i].shape if i in arrays else args[i] for i in range(len(args)))
+        _, satisfied = _SATISFIED.setdefault(id(abi), (abi, set()))
+        if key not in satisfied:  # each distinct launch shape is checked once
+            for condition in abi.conditions:
+                _check_condition(abi, condition, args, arrays)
+            if len(satisfied) > 4096:
+                satisfied.clear()
+            satisfied.add(key)
     return out, stream
+
+
+_SATISFIED: dict[int, tuple[KernelABI, set[Any]]] = {}
+"""Per kernel (kept alive here, so its id is its own), the launch shapes that met its conditions."""
+
+
+def _check_condition(abi: KernelABI, condition: Any, args: Sequence[Any], arrays: dict[int, DeviceArray]) -> None:
+    """A broken assumption is an error here: on the GPU the launch would be undefined."""
+    holds, seen = condition.holds(lambda i: args[i], lambda i, axis: arrays[i].shape[axis])
+    if not holds:
+        values = ", ".join(f"{abi.arguments[i]}{'' if axis < 0 else f'.shape[{axis}]'} = {v}" for i, axis, v in seen)
+        raise CudaError(f"{abi.name}: this launch breaks the kernel's assumption at {condition.where}: "
+                        f"{condition.text} ({values})")
 
 
 def _torch_stream(device: int) -> int:

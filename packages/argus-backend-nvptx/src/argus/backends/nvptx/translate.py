@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from argus.dsl import dialect as D
+from argus.dsl.assumptions import LaunchCondition, launch_conditions
 from argus.dsl.atoms import CopyAtom, MMAAtom
 from argus.dsl.dtypes import DType
 from argus.dsl.errors import SourceLocation
@@ -74,6 +75,8 @@ class KernelABI:
     shared_bytes: int = 0
     """Dynamic shared memory the launch must give (the kernel's tiles, when they pass the 48 KB
     a kernel may declare statically)."""
+    conditions: tuple[LaunchCondition, ...] = ()
+    """The kernel's assumptions a launch is checked against (see argus.dsl.assumptions)."""
 
 
 @dataclass
@@ -197,7 +200,8 @@ class Translator:
             f"attributes #0 = {{ {attrs} }}",
             "",
         ])
-        return text, KernelABI(name, arguments, tuple(params), self.block, self.shared_bytes)
+        conditions = tuple(launch_conditions(self.kernel, self.locations))
+        return text, KernelABI(name, arguments, tuple(params), self.block, self.shared_bytes, conditions)
 
     def _parameters(self) -> list[Param]:
         names = [n.data for n in self.kernel.arg_names.data]
