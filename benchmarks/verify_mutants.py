@@ -67,13 +67,13 @@ REFILLS = REFILL_A + "\n" + " " * 20 + REFILL_B
 
 MUTANTS = [
     # pipelines: the register-staged Hopper GEMM and the TMA one
-    _m(*S, "pipeline stage", ("rb[i] = bv[bn + e // 8, nxt + e % 8]", "rb[i] = bv[bn + e // 8, kv + e % 8]")),
+    _m(*S, "stage / re-tag", ("rb[i] = bv[bn + e // 8, nxt + e % 8]", "rb[i] = bv[bn + e // 8, kv + e % 8]")),
     _m(*S, "thread mapping", ("sBv[e // 8, e % 8] = rb[i]", "sBv[e // 8, (e + 1) % 8] = rb[i]")),
     _m(*S, "dropped swizzle", ("sB = make_shared(SWIZZLED, bf16)", "sB = make_shared(Layout((BN, BK), (BK, 1)), bf16)")),
-    _m(*P, "pipeline stage", (REFILL_B, REFILL_B.replace("(bn, refill)", "(bn, refill - BK)"))),
-    _m(*P, "MMA fragment mapping", ("local_tile(sB[s, :, :], (BN, 16), ks)",
+    _m(*P, "stage / re-tag", (REFILL_B, REFILL_B.replace("(bn, refill)", "(bn, refill - BK)"))),
+    _m(*P, "fragment mapping", ("local_tile(sB[s, :, :], (BN, 16), ks)",
                                     "local_tile(sB[s, :, :], (BN, 16), (ks + 1) % (BK // 16))")),
-    _m(*P, "pipeline stage", (REFILLS, REFILL_B + "\n" + " " * 20 + REFILL_A), equivalent=True),
+    _m(*P, "stage / re-tag", (REFILLS, REFILL_B + "\n" + " " * 20 + REFILL_A), equivalent=True),
     # wrong swizzle parameter on one side, and the same change on both sides (equivalent)
     _m(*T, "swizzle one side", (SMEM_LINE, SMEM_LINE + WRONG_SWIZZLE),
        (READ, "got[k] = tile.view(WRONG, f32)[tx, ty + k * ROWS_PER_PASS]")),
