@@ -218,7 +218,25 @@ def test_marshalling_checks_the_assumptions_once_per_launch_shape(monkeypatch: p
 
     args: list[Any] = [object(), object(), object(), 256, 256, 128]
     values, _ = runtime.marshal(abi, args, views(128))
-    assert [v.value for v in values[-3:]] == [256, 256, 128]
+    assert values[-3:] == [256, 256, 128]
     runtime.marshal(abi, args, views(128))  # the same shape again: already checked
     with pytest.raises(runtime.CudaError, match=r"assume\(K % BK == 0\) \(K = 100\)"):
         runtime.marshal(abi, [*args[:5], 100], views(100))
+
+
+def test_parameters_are_packed_where_the_driver_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctypes
+
+    from argus.backends.nvptx import runtime
+
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    gemm = next(p.values for p in example_kernels() if p.id == "gemm_tma:gemm_tma")
+    abi = compiler.build(specialize(*gemm), arch("sm_90a"), assemble=False).abi
+    kinds = [p.kind if p.kind != "scalar" else p.llvm_type for p in abi.params]
+    values = [(1 << 40) + 64 * i if k in ("pointer", "tensormap") else 1000 + i for i, k in enumerate(kinds)]
+    buffer = runtime.ParamBuffer(abi)
+    pointers = buffer.pack(values)
+    read = {"pointer": ctypes.c_uint64, "tensormap": ctypes.c_uint64, "dim": ctypes.c_int32, "i32": ctypes.c_int32}
+    for i, (kind, value) in enumerate(zip(kinds, values)):
+        assert pointers[i] % ctypes.sizeof(read[kind]) == 0
+        assert read[kind].from_address(pointers[i]).value == value, (i, kind)

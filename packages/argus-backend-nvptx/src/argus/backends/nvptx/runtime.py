@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import struct
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -133,6 +134,8 @@ def accepted(dtype: DType) -> frozenset[str]:
 
 def device_array(x: Any) -> DeviceArray | None:
     """A tensor argument as the driver sees it, or None when `x` is no GPU array."""
+    if isinstance(x, (int, float)):  # scalars, the other common argument
+        return None
     module = type(x).__module__
     if module.startswith("torch") and hasattr(x, "data_ptr"):
         if x.device.type != "cuda":
@@ -237,13 +240,21 @@ class LoadedKernel:
         views = views if views is not None else [device_array(x) for x in args]
         values, chosen_stream = marshal(self.abi, args, views, self.device)
         stream = stream if stream is not None else chosen_stream
-        pointers = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+        buffers = self._buffers.__dict__
+        buffer = buffers.get("params")
+        if buffer is None:
+            buffer = buffers["params"] = ParamBuffer(self.abi)
+        pointers = buffer.pack(values)
         use_device(self.device)
         code = _launch_kernel()(self.handle, *grid3, *self.abi.block, self.abi.shared_bytes, stream or 0, pointers, None)
         if code or os.environ.get("ARGUS_LAUNCH_BLOCKING") == "1":
             what = f"launching {self.abi.name} with grid {grid3} and block {self.abi.block}"
             check(driver.CUresult(code), what)
             check(driver.cuStreamSynchronize(stream or 0), f"{what} (at the synchronization after it)")
+
+    @functools.cached_property
+    def _buffers(self) -> threading.local:
+        return threading.local()
 
     @functools.cached_property
     def handle(self) -> int:
@@ -265,8 +276,8 @@ def _launch_kernel() -> Any:
 
 def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | None],
             device: int | None = None) -> tuple[list[Any], int | None]:
-    """The kernel's parameters as ctypes values, after checking every argument; and the stream
-    of the arrays' framework."""
+    """The kernel's parameters as numbers (`ParamBuffer` packs them), after checking every
+    argument; and the stream of the arrays' framework."""
     arrays: dict[int, DeviceArray] = {}
     named: dict[str, tuple[str, int]] = {}
     stream = None
@@ -274,9 +285,8 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
     for param in abi.params:
         value = args[param.tensor]
         if param.kind == "pointer":
-            dtype = dtype_named(param.dtype)
-            assert dtype is not None
-            array = arrays[param.tensor] = _checked_array(abi, param.name, value, views[param.tensor], dtype)
+            array = arrays[param.tensor] = _checked_array(abi, param.name, value, views[param.tensor],
+                                                          _dtype(param.dtype))
             if array.pointer % param.align:
                 raise CudaError(f"{abi.name}: argument {param.name!r} must start at a multiple of {param.align} bytes "
                                 f"(the kernel reads it {param.align} bytes at a time); its address is "
@@ -286,7 +296,7 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
                                 f"the kernel is loaded on device {device}")
             if stream is None:
                 stream = array.stream if array.framework != "torch" else _torch_stream(array.device)
-            out.append(ctypes.c_void_p(array.pointer))
+            out.append(array.pointer)
         elif param.kind == "dim":
             size = arrays[param.tensor].shape[param.axis]
             label = abi.arguments[param.tensor]
@@ -296,14 +306,13 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
                                 f"argument {label!r}")
             if size >= 2**31:
                 raise CudaError(f"{abi.name}: argument {label!r} dim {param.axis} is {size}; sizes must fit in 32 bits")
-            out.append(ctypes.c_int32(size))
+            out.append(size)
         elif param.kind == "tensormap":
             array = arrays[param.tensor]
-            dtype = dtype_named(param.dtype)
-            assert dtype is not None
             found = tensor_map(abi.name, abi.arguments[param.tensor], array.pointer, array.shape, param.dtype,
-                               dtype.nbytes, param.box, param.swizzle, device if device is not None else array.device)
-            out.append(ctypes.c_void_p(int(found)))
+                               _dtype(param.dtype).nbytes, param.box, param.swizzle,
+                               device if device is not None else array.device)
+            out.append(int(found))
         else:
             out.append(_scalar(abi, param.name, param.llvm_type, value))
     if abi.conditions:
@@ -352,7 +361,9 @@ def _checked_array(abi: KernelABI, name: str, value: Any, array: DeviceArray | N
     return array
 
 
-def _scalar(abi: KernelABI, name: str, llvm_type: str, value: Any) -> Any:
+def _scalar(abi: KernelABI, name: str, llvm_type: str, value: Any) -> int | float:
+    if type(value) is int and llvm_type == "i32" and -(2**31) <= value < 2**31:  # the common case
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__index__") \
             and not hasattr(value, "__float__"):
         raise CudaError(f"{abi.name}: argument {name!r} must be a scalar ({llvm_type}), got {type(value).__name__}")
@@ -363,12 +374,45 @@ def _scalar(abi: KernelABI, name: str, llvm_type: str, value: Any) -> Any:
         number = int(value)
         if not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
             raise CudaError(f"{abi.name}: argument {name!r} = {number} does not fit in {bits} bits")
-        return {8: ctypes.c_int8, 16: ctypes.c_int16, 32: ctypes.c_int32, 64: ctypes.c_int64}[bits](number)
-    if llvm_type == "float":
-        return ctypes.c_float(float(value))
-    if llvm_type == "double":
-        return ctypes.c_double(float(value))
+        return number
+    if llvm_type in ("float", "double"):
+        return float(value)
     raise CudaError(f"{abi.name}: argument {name!r} of type {llvm_type} cannot be passed from the host")
+
+
+@functools.lru_cache(maxsize=None)
+def _dtype(name: str) -> DType:
+    found = dtype_named(name)
+    assert found is not None
+    return found
+
+
+#: struct codes of the parameters as the kernel takes them.
+_CODES = {"ptr addrspace(1)": "Q", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "float": "f", "double": "d"}
+
+
+class ParamBuffer:
+    """A kernel's parameters packed in one buffer, with the pointer to each that the driver
+    reads at launch (it copies them then, so the buffer is reused; one per thread)."""
+
+    def __init__(self, abi: KernelABI) -> None:
+        codes = [_CODES["ptr addrspace(1)"] if p.kind in ("pointer", "tensormap") else _CODES[p.llvm_type]
+                 for p in abi.params]
+        offsets, end = [], 0
+        for code in codes:
+            size = struct.calcsize(code)
+            end = -(-end // size) * size
+            offsets.append(end)
+            end += size
+        self.buffer = ctypes.create_string_buffer(max(end, 1))
+        base = ctypes.addressof(self.buffer)
+        self.pointers = (ctypes.c_void_p * max(len(codes), 1))(*[base + o for o in offsets])
+        self.codes, self.offsets = codes, offsets
+
+    def pack(self, values: Sequence[int | float]) -> Any:
+        for code, offset, value in zip(self.codes, self.offsets, values):
+            struct.pack_into(code, self.buffer, offset, value)
+        return self.pointers
 
 
 class NvptxRuntime:
