@@ -530,9 +530,10 @@ class TagAnalysis:
         if known is not None:
             return known
         out = [key]
+        involved = self.space.atoms_of(key)
         for context in reversed(self.loops):
-            if context.symbol is None:
-                continue
+            if context.symbol is None or context.symbol not in involved:
+                continue  # the fact does not move with this loop's index
             symbol = self.space.symbols[context.symbol]
             assert symbol.lo is not None and symbol.hi is not None
             first, last = symbol.lo, sub_keys(symbol.hi, self.space._mod(sub_keys(symbol.hi, symbol.lo), (context.step, ())))
@@ -553,7 +554,7 @@ class TagAnalysis:
             if not comps:
                 return self.table.bytes_of(np.full(self.n, element(()), np.int64), nbytes)
             # one lookup per distinct row of constants (a tile's elements share few)
-            unique, inverse = np.unique(np.stack([c.const for c in comps], axis=1), axis=0, return_inverse=True)
+            unique, inverse = _unique_rows(np.stack([c.const for c in comps], axis=1))
             ids = np.empty(len(unique), np.int64)
             for i, row in enumerate(unique.tolist()):
                 key = tuple(row)
@@ -783,6 +784,24 @@ def _width(ssa: SSAValue) -> int:
                 w = 1
         _WIDTHS[t] = w
     return w
+
+
+def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(rows, axis=0, return_inverse=True)`, through one integer per row when the
+    columns' ranges allow (much faster than sorting rows)."""
+    if len(rows) <= 64:  # few rows: a dictionary is quicker than any sort
+        seen: dict[tuple[int, ...], int] = {}
+        inverse = np.fromiter((seen.setdefault(tuple(r), len(seen)) for r in rows.tolist()), np.int64, len(rows))
+        return np.array(list(seen), np.int64).reshape(len(seen), rows.shape[1]), inverse
+    low = rows.min(axis=0)
+    spans = rows.max(axis=0) - low + 1
+    if float(np.prod(spans.astype(np.float64))) < 2.0**62:
+        weights = np.cumprod(np.concatenate([[1], spans[:0:-1]]))[::-1]
+        codes = (rows - low) @ weights
+        _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+        return rows[first], np.reshape(inverse, -1)
+    unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return unique, np.reshape(inverse, -1)
 
 
 @cache
