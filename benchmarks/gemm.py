@@ -25,22 +25,33 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _example(load_module: Any, spec: str) -> tuple[Any, int, int, Any]:
-    """(kernel, BM, BN, C's torch dtype) of "NAME" (examples/NAME.py defines kernel NAME, its
-    tile sizes BM, BN and, when C is not f32, C_TYPE) or "NAME:BMxBNxSTAGES[:OPTION=INT...]"
-    (the example's `build(BM, BN, 64, STAGES, ...)`) or "NAME:tuned" (its `tuned(m, n, k)`)."""
+def _example(load_module: Any, spec: str) -> tuple[Any, Any, Any]:
+    """(kernel, grid(m, n), C's torch dtype) of an example GEMM:
+
+    - "NAME": examples/NAME.py's kernel NAME, with its tile sizes BM, BN (and C_TYPE when C is not f32);
+    - "NAME:BMxBNxSTAGES[:OPTION=INT...]": the example's `build(BM, BN, 64, STAGES, ...)`;
+    - "NAME:persistent:BMxBNxSTAGES": its `build_persistent(...)`, one block per multiprocessor;
+    - "NAME:tuned": its `tuned(m, n, k)`, which picks kernel and grid per size (grid None).
+    """
     import torch
 
     name, *rest = spec.split(":")
     module = load_module(ROOT / "examples" / f"{name}.py")
     out = {"f32": torch.float32, "bf16": torch.bfloat16}[getattr(module, "C_TYPE", "f32")]
     if not rest:
-        return getattr(module, name), module.BM, module.BN, out
-    if rest == ["tuned"]:  # the example's tuned(m, n, k) picks a kernel per size
-        return module.tuned, 0, 0, out
+        bm, bn = module.BM, module.BN
+        return getattr(module, name), lambda m, n: (n // bn, m // bm), out
+    if rest == ["tuned"]:
+        return module.tuned, None, out
+    persistent = rest[0] == "persistent"
+    rest = rest[1:] if persistent else rest
     bm, bn, stages = (int(x) for x in rest[0].split("x"))
     options = {k: int(v) for k, v in (o.split("=") for o in rest[1:])}
-    return module.build(bm, bn, 64, stages, **options), bm, bn, out
+    if persistent:
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        return (module.build_persistent(bm, bn, 64, stages, **options),
+                lambda m, n: (min((m // bm) * (n // bn), sms),), out)
+    return module.build(bm, bn, 64, stages, **options), lambda m, n: (n // bn, m // bm), out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,10 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         outputs = {torch.float32: c, torch.bfloat16: torch.empty(m, n, device="cuda", dtype=torch.bfloat16)}
 
         def launcher(name: str) -> Any:
-            fn, bm, bn, out = examples[name]
-            if bm == 0:  # the example picks its kernel per size
-                fn, bm, bn = fn(m, n, k)
-            return lambda: fn[(n // bn, m // bm)](a, b, outputs[out], m, n, k)
+            fn, grid, out = examples[name]
+            fn, dims = fn(m, n, k) if grid is None else (fn, grid(m, n))  # None: the example picks per size
+            return lambda: fn[dims](a, b, outputs[out], m, n, k)
 
         def cublas() -> Any:
             return torch.matmul(a, b.T)
@@ -89,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         reference = cublas().float()
         errors = {"triton": float((triton_gemm().float() - reference).norm() / reference.norm())}
         for name in examples:
-            out = outputs[examples[name][3]]
+            out = outputs[examples[name][2]]
             out.fill_(float("nan"))  # every element must be written
             launcher(name)()
             errors[name] = float((out.float() - reference).norm() / reference.norm())

@@ -18,6 +18,7 @@ M and N must be multiples of BM and BN, and K of STAGES·BK.
 """
 
 import functools
+from typing import Any
 
 import numpy as np
 from argus.backends.nvptx import language as nv
@@ -29,6 +30,7 @@ from argus.dsl import (
     bf16,
     block_idx,
     concat,
+    device,
     f32,
     from_storage,
     grid_dim,
@@ -136,6 +138,102 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: in
     return kernel(block=(THREADS,))(gemm_tma)
 
 
+def build_persistent(BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4, GROUP: int = 8) -> Kernel:
+    """The same pipeline with persistent blocks: launched with one block per multiprocessor
+    (or fewer), each block takes tiles block, block + blocks, … and runs their K slices as one
+    stream through the stages, so the next tile's first slices are in flight while a tile's
+    products finish and its C is written. Rounds never straddle two tiles (K is a whole number
+    of rounds), and a tile's C is written after its last round."""
+    MMA = warpgroup_mma_64xNx16(BN, bf16, bf16, f32)
+    STAGE_BYTES = (BM + BN) * BK * 2
+    PRODUCTS = (BK // 16) * (BM // 128)
+    PREVIOUS = tuple((s + STAGES - 1) % STAGES for s in range(STAGES))
+    A_STAGES = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BM, BK), (BM * BK, BK, 1)))
+    B_STAGES = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BN, BK), (BN * BK, BK, 1)))
+
+    @device
+    def tile_row(t: Any, tiles_m: Any, tiles_n: Any) -> Any:
+        """The first row of C in tile t (tiles in groups of GROUP tile rows, column by column)."""
+        first = (t // (GROUP * tiles_n)) * GROUP
+        return (first + (t % (GROUP * tiles_n)) % min(tiles_m - first, GROUP)) * BM
+
+    @device
+    def tile_column(t: Any, tiles_m: Any, tiles_n: Any) -> Any:
+        first = (t // (GROUP * tiles_n)) * GROUP
+        return ((t % (GROUP * tiles_n)) // min(tiles_m - first, GROUP)) * BN
+
+    def gemm_persistent(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int,
+                        N: int, K: int):
+        tag(a, lambda m, k: (k,))
+        tag(b, lambda n, k: (k,))
+        assume(M % BM == 0)
+        assume(N % BN == 0)
+        assume(K % (STAGES * BK) == 0)
+        sA = make_shared(A_STAGES, bf16)
+        sB = make_shared(B_STAGES, bf16)
+        bars = make_shared((STAGES,), u64)
+        empty = make_shared((STAGES,), u64)
+        acc = make_local((MMA.values("c"), BM // 128), f32)
+        cw = c.view((M, N // 2), u32)
+        tid = thread_idx.x
+        wg = warp_id() // 4
+        t = tid % 128
+        tiles_m = M // BM
+        tiles_n = N // BN
+        slices = K // BK  # per tile
+        mine = (tiles_m * tiles_n - block_idx.x + grid_dim.x - 1) // grid_dim.x  # tiles of this block
+        stream = mine * slices  # the K slices of all of them, one after the other
+        for half in static_range(BM // 128):
+            for v in static_range(MMA.values("c")):
+                acc[v, half] = 0.0
+        if tid == 0:
+            for s in static_range(STAGES):
+                nv.mbarrier_init(bars, s, 1)
+                nv.mbarrier_init(empty, s, THREADS)
+        syncthreads()
+        if tid == 0:  # slice s of the first tile into stage s
+            for s in static_range(STAGES - 1):
+                nv.mbarrier_arrive_expect_tx(bars, s, STAGE_BYTES)
+                nv.tma_load(sA[s, :, :], a, (tile_row(block_idx.x, tiles_m, tiles_n), s * BK), bars, s)
+                nv.tma_load(sB[s, :, :], b, (tile_column(block_idx.x, tiles_m, tiles_n), s * BK), bars, s)
+        for r in range(0, stream, STAGES):  # rounds of STAGES slices of one tile
+            phase = (r // STAGES) % 2
+            for s in static_range(STAGES):
+                nv.mbarrier_wait(bars, s, phase)
+                for ks in static_range(BK // 16):
+                    for half in static_range(BM // 128):
+                        matmul_async(local_tile(sA[s, :, :], (64, 16), wg + 2 * half + (BM // 64) * ks),
+                                     local_tile(sB[s, :, :], (BN, 16), ks), acc[:, half], MMA)
+                matmul_wait(PRODUCTS)
+                nv.mbarrier_arrive(empty, PREVIOUS[s])
+                if tid == 0:
+                    nv.mbarrier_wait(empty, PREVIOUS[s], phase)
+                    ahead = min(r + s + STAGES - 1, stream - 1)  # a slice of this tile or of the next
+                    tile = block_idx.x + (ahead // slices) * grid_dim.x
+                    nv.mbarrier_arrive_expect_tx(bars, PREVIOUS[s], STAGE_BYTES)
+                    nv.tma_load(sA[PREVIOUS[s], :, :], a, (tile_row(tile, tiles_m, tiles_n), (ahead % slices) * BK),
+                                bars, PREVIOUS[s])
+                    nv.tma_load(sB[PREVIOUS[s], :, :], b,
+                                (tile_column(tile, tiles_m, tiles_n), (ahead % slices) * BK), bars, PREVIOUS[s])
+            if (r + STAGES) % slices == 0:  # the tile's last round: its C, then a fresh sum
+                matmul_wait(0)
+                done = block_idx.x + (r // slices) * grid_dim.x
+                bm = tile_row(done, tiles_m, tiles_n)
+                bn = tile_column(done, tiles_m, tiles_n)
+                for half in static_range(BM // 128):
+                    for p in static_range(MMA.values("c") // 2):
+                        idx = MMA.c_layout(t, 2 * p)
+                        pair = concat(bf16(acc[2 * p, half]), bf16(acc[2 * p + 1, half]))
+                        cw[bm + (wg + 2 * half) * 64 + idx % 64, (bn + idx // 64) // 2] = pair
+                        acc[2 * p, half] = 0.0
+                        acc[2 * p + 1, half] = 0.0
+        matmul_wait(0)
+        for s in static_range(STAGES - 1):
+            nv.mbarrier_wait(bars, s, (stream // STAGES) % 2)
+
+    return kernel(block=(THREADS,))(gemm_persistent)
+
+
 BM, BN = 128, 128
 gemm_tma = build(BM, BN)
 
@@ -148,11 +246,11 @@ def _built(bm: int, bn: int, stages: int) -> Kernel:
     return build(bm, bn, 64, stages)
 
 
-def tuned(m: int, n: int, k: int) -> tuple[Kernel, int, int]:
-    """The kernel for an M×N×K product, with its tile's BM and BN (for the grid)."""
+def tuned(m: int, n: int, k: int) -> tuple[Kernel, tuple[int, ...]]:
+    """The kernel for an M×N×K product and its grid."""
     for limit, (bm, bn, stages) in CHOICES:
         if limit is None or m * n <= limit:
-            return _built(bm, bn, stages), bm, bn
+            return _built(bm, bn, stages), (n // bn, m // bm)
     raise AssertionError("unreachable")
 
 

@@ -115,3 +115,37 @@ def test_reading_the_accumulator_before_the_last_wait_faults(tmp_path: Path, mon
     monkeypatch.setenv("ARGUS_VERIFY", "0")
     with pytest.raises(KernelFault, match="in-flight.*matmul_async is still computing"):
         run(module)
+
+
+def test_persistent_blocks_stream_several_tiles_through_the_stages(tmp_path: Path) -> None:
+    from argus.dsl import bf16, from_storage, to_storage
+
+    module = variant(tmp_path)
+    gemm = module.build_persistent(128, 128, 64, 2)
+    assert gemm.verify().verdict is Verdict.PROVED
+    rng = np.random.default_rng(3)
+    m, n, k = 384, 256, 256  # 6 tiles on 4 blocks: two blocks take two tiles each
+    a, b = (to_storage(rng.standard_normal(shape), bf16) for shape in ((m, k), (n, k)))
+    c = to_storage(np.full((m, n), np.nan), bf16)
+    gemm[(4,)](a, b, c, m, n, k)
+    want = from_storage(a, bf16).astype(np.float64) @ from_storage(b, bf16).astype(np.float64).T
+    np.testing.assert_allclose(from_storage(c, bf16), want, atol=0.1, rtol=1e-2)
+
+
+def test_a_persistent_block_reading_the_wrong_slice_of_the_next_tile_is_refuted(tmp_path: Path) -> None:
+    module = variant(tmp_path, ("(tile_column(tile, tiles_m, tiles_n), (ahead % slices) * BK), bars",
+                                "(tile_column(tile, tiles_m, tiles_n), (ahead % slices) * BK + 16), bars"))
+    result = module.build_persistent(128, 128, 64, 2).verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+
+
+def test_the_persistent_kernel_assembles_without_spills(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from argus.backends.nvptx import compiler, toolchain
+    from argus.backends.nvptx.targets import arch
+
+    if toolchain.find_ptxas() is None:
+        pytest.skip("ptxas is not installed")
+    module = variant(tmp_path)
+    binary = compiler.build(module.build_persistent(128, 256, 64, 4).compile(), arch("sm_90a"), assemble=True)
+    assert binary.resources is not None and binary.resources.spill_stores == binary.resources.stack_bytes == 0
+    assert binary.ptx.count("wgmma.mma_async") == 16 and binary.ptx.count("cp.async.bulk.tensor.2d") == 14  # 3 + 4 stages, A and B
