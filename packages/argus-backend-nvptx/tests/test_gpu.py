@@ -171,3 +171,21 @@ def test_occupancy_estimate_matches_the_driver(module: Any, name: str) -> None:
     blocks = runtime.check(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(loaded.function, threads, binary.abi.shared_bytes), "query")
     assert binary.resources is not None
     assert occupancy(binary.resources, target, threads).blocks_per_sm == blocks
+
+
+@pytest.mark.parametrize("shape", [(128, 256, 4), (128, 128, 2)])
+def test_persistent_gemm_matches_cublas(shape: tuple[int, int, int]) -> None:
+    import torch
+    from argus.dsl.cli import load_module
+
+    from .conftest import EXAMPLES
+
+    bm, bn, stages = shape
+    gemm = load_module(EXAMPLES / "gemm_tma.py").build_persistent(bm, bn, 64, stages)
+    m, n, k = 3 * bm, 5 * bn, 4 * 64 * stages  # 15 tiles on 4 blocks: uneven shares
+    a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+    b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm[(4,)](a, b, c, m, n, k)
+    reference = a.float() @ b.float().T
+    assert float((c.float() - reference).norm() / reference.norm()) < 1e-2
