@@ -149,3 +149,73 @@ def test_the_persistent_kernel_assembles_without_spills(tmp_path: Path, monkeypa
     binary = compiler.build(module.build_persistent(128, 256, 64, 4).compile(), arch("sm_90a"), assemble=True)
     assert binary.resources is not None and binary.resources.spill_stores == binary.resources.stack_bytes == 0
     assert binary.ptx.count("wgmma.mma_async") == 16 and binary.ptx.count("cp.async.bulk.tensor.2d") == 14  # 3 + 4 stages, A and B
+
+
+# ---- elect_one and named barriers -----------------------------------------------------------------
+
+from argus.backends.nvptx import language as nv  # noqa: E402
+from argus.dsl import Tensor, f32, i32, kernel, lane_id, make_shared, thread_idx, warp_id  # noqa: E402
+
+
+@kernel(block=(64,))
+def leaders(out: Tensor[i32, 2]):
+    if nv.elect_one():
+        out[warp_id()] = lane_id() + 100
+
+
+def _halves(other: bool):
+    @kernel(block=(128,))
+    def halves(x: Tensor[f32, 128], y: Tensor[f32, 128]):
+        s = make_shared((128,), f32)
+        t = thread_idx.x
+        s[t] = x[t]
+        if t < 64:
+            nv.barrier_sync(1, 64)  # only the first two warps meet here
+            y[t] = s[63 - t + 64 * other]
+        else:
+            nv.barrier_sync(2, 64)
+            y[t] = s[191 - t]
+
+    return halves
+
+
+def test_one_lane_per_warp_is_elected() -> None:
+    out = np.zeros(2, np.int32)
+    leaders[(1,)](out)
+    assert out.tolist() == [100, 100]
+
+
+def test_a_named_barrier_orders_the_threads_that_meet_at_it() -> None:
+    x, y = np.arange(128, dtype=np.float32), np.zeros(128, np.float32)
+    _halves(False)[(1,)](x, y)
+    assert y.tolist() == [63 - t for t in range(64)] + [191 - t for t in range(64, 128)]
+
+
+def test_reading_another_groups_bytes_after_a_named_barrier_races(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    with pytest.raises(KernelFault, match="data-race"):
+        _halves(True)[(1,)](np.arange(128, dtype=np.float32), np.zeros(128, np.float32))
+
+
+@pytest.mark.parametrize("ident, threads, message", [(0, 64, "1 to 15"), (1, 48, "whole warps")])
+def test_named_barriers_are_checked(ident: int, threads: int, message: str) -> None:
+    @kernel(block=(64,))
+    def wrong(y: Tensor[f32, 64]):
+        nv.barrier_sync(ident, threads)
+
+    with pytest.raises(ArgusError, match=message):
+        wrong.compile()
+
+
+def test_elect_and_named_barriers_assemble_for_hopper(monkeypatch: pytest.MonkeyPatch) -> None:
+    from argus.backends.nvptx import compiler, toolchain
+    from argus.backends.nvptx.errors import CodegenError
+    from argus.backends.nvptx.targets import arch
+
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    binary = compiler.build(leaders.compile(), arch("sm_90a"), assemble=toolchain.find_ptxas() is not None)
+    assert "elect.sync" in binary.ptx
+    halves = compiler.build(_halves(False).compile(), arch("sm_80"), assemble=False)
+    assert "bar.sync 1, 64;" in halves.ptx and "bar.sync 2, 64;" in halves.ptx
+    with pytest.raises(CodegenError, match="elect_one needs nvptx:sm_90"):
+        compiler.build(leaders.compile(), arch("sm_80"), assemble=False)

@@ -1091,6 +1091,7 @@ __all__ = ["Interpreter", "KernelFault", "storage_dtype"]
 # ---- for intrinsics (argus.dsl.intrinsics): what their rules may use -----------------------------
 value_of = _value
 scalars = _scalar_array
+set_value = _set
 element_offsets = _element_offsets
 byte_indices = _byte_indices
 Frame = _Frame

@@ -1,5 +1,6 @@
-"""Code for the language's NVIDIA intrinsics (`language`): memory barriers (``mbarrier``) and
-bulk tensor copies (``cp.async.bulk.tensor``, the tensor memory accelerator).
+"""Code for the language's NVIDIA intrinsics (`language`): memory barriers (``mbarrier``), bulk
+tensor copies (``cp.async.bulk.tensor``, the tensor memory accelerator), ``elect.sync`` and
+named barriers (``bar.sync id, count``).
 
 A bulk copy reads its tensor through a tensor map, which the runtime encodes at launch from
 the tensor argument and the box and swizzle recorded here as a kernel parameter. The shared
@@ -17,7 +18,7 @@ from argus.dsl import dialect as D
 from argus.layout import ComposedLayout, Layout, Swizzle
 
 from .errors import CodegenError
-from .language import MbarrierArriveOp, MbarrierInitOp, MbarrierWaitOp, TmaLoadOp
+from .language import ElectOneOp, MbarrierArriveOp, MbarrierInitOp, MbarrierWaitOp, NamedBarrierOp, TmaLoadOp
 from .translate import _RULES, Param, Translator, _ident
 
 MAX_BOX = 256
@@ -160,4 +161,18 @@ def _tma_load(t: Translator, op: TmaLoadOp) -> None:
          [("i32", destination), ("i64", descriptor), *(("i32", c) for c in coords), ("i32", _barrier(t, op))])
 
 
-_RULES.update({MbarrierInitOp: _init, MbarrierArriveOp: _arrive, MbarrierWaitOp: _wait, TmaLoadOp: _tma_load})
+def _elect(t: Translator, op: ElectOneOp) -> None:
+    _require(t, op, "tma", "elect_one")  # elect.sync is sm_90's
+    text = "{ .reg .pred p; .reg .b32 m; activemask.b32 m; elect.sync _|p, m; selp.b32 $0, 1, 0, p; }"
+    word = t.let(f'call i32 asm sideeffect "{text}", "=r"()')
+    t.define(op.result, f"trunc i32 {word} to i1")
+
+
+def _named_barrier(t: Translator, op: NamedBarrierOp) -> None:
+    if t.async_shared:  # as before syncthreads: the threads' writes become visible to the async proxy
+        t.emit('call void asm sideeffect "fence.proxy.async.shared::cta;", "~{memory}"()')
+    _asm(t, f"bar.sync {op.id.data}, {op.threads.data};", [])
+
+
+_RULES.update({MbarrierInitOp: _init, MbarrierArriveOp: _arrive, MbarrierWaitOp: _wait, TmaLoadOp: _tma_load,
+               ElectOneOp: _elect, NamedBarrierOp: _named_barrier})

@@ -40,7 +40,7 @@ from argus.dsl.dtypes import u64
 from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, define, register_dialect
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, var_operand_def
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, var_operand_def
 
 # ---- ops ------------------------------------------------------------------------------------------
 
@@ -88,7 +88,24 @@ class TmaLoadOp(IRDLOperation):
     coords = var_operand_def(builtin.i32)
 
 
-Nvptx = Dialect("nvptx", [MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, TmaLoadOp], [])
+@irdl_op_definition
+class ElectOneOp(IRDLOperation):
+    """True in one active lane of each warp, false elsewhere."""
+
+    name = "nvptx.elect_one"
+    result = result_def(builtin.i1)
+
+
+@irdl_op_definition
+class NamedBarrierOp(IRDLOperation):
+    """Barrier `id` (1–15; 0 is syncthreads') for `threads` threads, whole warps."""
+
+    name = "nvptx.barrier_sync"
+    id = prop_def(builtin.IntAttr)
+    threads = prop_def(builtin.IntAttr)
+
+
+Nvptx = Dialect("nvptx", [MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, TmaLoadOp, ElectOneOp, NamedBarrierOp], [])
 register_dialect(Nvptx)
 
 BARRIER_OPS = (MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp)
@@ -144,6 +161,29 @@ def _build_tma_load(b: IntrinsicBuilder, args: list[Any]) -> None:
                                       *(b.scalar(c, index=2) for c in coords)]))
 
 
+def _build_elect(b: IntrinsicBuilder, args: list[Any]) -> Any:
+    from argus.dsl.dtypes import boolean
+
+    return b.result(b.emit(ElectOneOp.create(result_types=[builtin.i1])), boolean)
+
+
+def _build_barrier(b: IntrinsicBuilder, args: list[Any]) -> None:
+    ident, threads = b.integer(args[0], 0), b.integer(args[1], 1)
+    if not 1 <= ident <= 15:
+        raise b.error(f"named barriers are 1 to 15 (0 is syncthreads()'s), not {ident}", b.argument(0))
+    if threads < 32 or threads % 32:
+        raise b.error(f"a named barrier counts whole warps: a positive multiple of 32 threads, not {threads}",
+                      b.argument(1))
+    b.emit(NamedBarrierOp.create(properties={"id": builtin.IntAttr(ident), "threads": builtin.IntAttr(threads)}))
+
+
+elect_one = Intrinsic(
+    "elect_one", "elect_one(): true in one active lane of each warp (the interpreter picks the lowest), false in "
+    "the others; the elected lane is not otherwise specified.", _build_elect, 0)
+barrier_sync = Intrinsic(
+    "barrier_sync", "barrier_sync(id, threads): named barrier `id` (1–15) for `threads` threads (whole warps): "
+    "each waits until that many have arrived, and their shared-memory accesses before it are ordered before "
+    "those after it.", _build_barrier, 2)
 mbarrier_init = Intrinsic(
     "mbarrier_init", "mbarrier_init(barriers, i, count): barrier i of a shared u64 tile expects `count` arrivals "
     "per phase (call it from one thread, then syncthreads()).", _build_init, 3)
@@ -333,6 +373,38 @@ def _shadow_landed(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
         s.memory_tags(copy.tile, frame).write(copy.target[None], tags, np.array([copy.issuer]), s.site(op))
 
 
+def _elect(interp: Any, op: ElectOneOp, frame: Any, mask: np.ndarray) -> None:
+    I.set_value(frame, op, _elected(mask, interp.warp_size))
+
+
+def _elected(mask: np.ndarray, warp: int) -> np.ndarray:
+    """The lowest active lane of each warp."""
+    out = np.zeros(mask.size, bool)
+    for start in range(0, mask.size, warp):
+        lanes = np.flatnonzero(mask[start:start + warp])
+        if lanes.size:
+            out[start + lanes[0]] = True
+    return out
+
+
+def _named_barrier(interp: Any, op: NamedBarrierOp, frame: Any, mask: np.ndarray) -> None:
+    threads = np.flatnonzero(mask)
+    expected = op.threads.data
+    whole = all(mask[w:w + interp.warp_size].all() or not mask[w:w + interp.warp_size].any()
+                for w in range(0, mask.size, interp.warp_size))
+    if threads.size != expected or not whole:
+        raise interp.fault("barrier", f"named barrier {op.id.data} expects {expected} threads in whole warps; "
+                           f"{threads.size} arrive here", op, frame)
+    if threads.size == frame.threads:
+        for memory in frame.shared:
+            memory.new_epoch()
+        return
+    for memory in frame.shared:  # accesses of the threads that met are ordered among them
+        arrived = np.isin(memory.writer, threads)
+        memory.writer[arrived] = -1
+        memory.reader[np.isin(memory.reader, threads)] = -1
+
+
 # ---- the static checker -------------------------------------------------------------------------
 
 
@@ -377,9 +449,27 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
         tile.memory.epoch_writer[idx] = -1  # the barrier wait orders it for every reader
 
 
+def _analyze_elect(a: Any, op: ElectOneOp, mask: np.ndarray) -> None:
+    a.values[op.result] = a.space.constant(_elected(mask, a.warp).astype(np.int64), a.n)
+    a.tags.pop(op.result, None)
+
+
+def _analyze_named_barrier(a: Any, op: NamedBarrierOp, mask: np.ndarray) -> None:
+    threads = np.flatnonzero(mask)
+    for memory in a.memories:
+        if not memory.per_thread:
+            if threads.size == a.n:
+                memory.barrier()
+            else:
+                memory.epoch_writer[np.isin(memory.epoch_writer, threads)] = -1
+
+
+define(ElectOneOp, interpret=_elect, analyze=_analyze_elect)
+define(NamedBarrierOp, interpret=_named_barrier, analyze=_analyze_named_barrier)
 define(MbarrierInitOp, interpret=_init, analyze=_no_tags, shadow=_shadow_landed)
 define(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, shadow=_shadow_landed)
 define(MbarrierWaitOp, interpret=_wait, analyze=_no_tags, shadow=_shadow_landed)
 define(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, shadow=_shadow_landed)
 
-__all__ = ["mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init", "mbarrier_wait", "tma_load"]
+__all__ = ["barrier_sync", "elect_one", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init",
+           "mbarrier_wait", "tma_load"]
