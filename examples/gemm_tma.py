@@ -57,16 +57,53 @@ C_TYPE = "bf16"  # the element type of C
 THREADS = 256
 
 
+def _pipeline(BM: int, BN: int, BK: int, STAGES: int) -> tuple[Any, ...]:
+    """What both kernels derive from the tile shape: the atom, the bytes that land per stage,
+    the products a thread starts per stage, the stage before each, and the stages' layouts."""
+    mma = warpgroup_mma_64xNx16(BN, bf16, bf16, f32)
+    stage_bytes = (BM + BN) * BK * 2
+    products = (BK // 16) * (BM // 128)
+    previous = tuple((s + STAGES - 1) % STAGES for s in range(STAGES))
+    # a stage: rows of BK bf16 (128 bytes), 16-byte chunk c of row r at chunk c ^ (r % 8)
+    a_stages = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BM, BK), (BM * BK, BK, 1)))
+    b_stages = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BN, BK), (BN * BK, BK, 1)))
+    return mma, stage_bytes, products, previous, a_stages, b_stages
+
+
+def _helpers(BM: int, BN: int, STAGES: int, GROUP: int) -> tuple[Any, ...]:
+    """Device functions both kernels use: where tile t starts (tiles in groups of GROUP tile
+    rows, column by column, so that the blocks running at once share rows of A and columns of B
+    in the L2 cache), and the barriers' and accumulators' first state."""
+
+    @device
+    def tile_row(t: Any, tiles_m: Any, tiles_n: Any) -> Any:
+        first = (t // (GROUP * tiles_n)) * GROUP
+        return (first + (t % (GROUP * tiles_n)) % min(tiles_m - first, GROUP)) * BM
+
+    @device
+    def tile_column(t: Any, tiles_m: Any, tiles_n: Any) -> Any:
+        first = (t // (GROUP * tiles_n)) * GROUP
+        return ((t % (GROUP * tiles_n)) // min(tiles_m - first, GROUP)) * BN
+
+    @device
+    def start(bars: Any, empty: Any, acc: Any, values: Any, tid: Any) -> None:
+        for half in static_range(BM // 128):
+            for v in static_range(values):
+                acc[v, half] = 0.0
+        if tid == 0:
+            for s in static_range(STAGES):
+                nv.mbarrier_init(bars, s, 1)  # "full": one thread announces the bytes
+                nv.mbarrier_init(empty, s, THREADS)  # "empty": every thread hands the stage back
+        syncthreads()
+
+    return tile_row, tile_column, start
+
+
 def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8) -> Kernel:
     """The kernel for BM×BN tiles of C, K slices of BK (64 bf16: one 128-byte swizzle row),
     STAGES shared-memory stages and blocks ordered in groups of GROUP tile rows."""
-    MMA = warpgroup_mma_64xNx16(BN, bf16, bf16, f32)
-    STAGE_BYTES = (BM + BN) * BK * 2  # what lands on a stage's barrier per slice
-    PRODUCTS = (BK // 16) * (BM // 128)  # the products a thread starts per stage
-    PREVIOUS = tuple((s + STAGES - 1) % STAGES for s in range(STAGES))  # the stage before each
-    # a stage: rows of BK bf16 (128 bytes), 16-byte chunk c of row r at chunk c ^ (r % 8)
-    A_STAGES = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BM, BK), (BM * BK, BK, 1)))
-    B_STAGES = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BN, BK), (BN * BK, BK, 1)))
+    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES)
+    tile_row, tile_column, start = _helpers(BM, BN, STAGES, GROUP)
 
     def gemm_tma(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int, N: int,
                  K: int):
@@ -82,23 +119,12 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: in
         acc = make_local((MMA.values("c"), BM // 128), f32)  # per warpgroup: BM // 128 blocks of 64 rows
         tid = thread_idx.x
         wg = warp_id() // 4  # the warpgroup: rows 64·wg … of the block's tile
-        # blocks take tiles in groups of GROUP tile rows, column by column, so that the blocks
-        # running at once share rows of A and columns of B in the L2 cache
         tiles_n = grid_dim.x
         tiles_m = grid_dim.y
-        pid = block_idx.y * tiles_n + block_idx.x
-        first = (pid // (GROUP * tiles_n)) * GROUP
-        rows = min(tiles_m - first, GROUP)
-        bm = (first + (pid % (GROUP * tiles_n)) % rows) * BM
-        bn = ((pid % (GROUP * tiles_n)) // rows) * BN
-        for half in static_range(BM // 128):
-            for v in static_range(MMA.values("c")):
-                acc[v, half] = 0.0
-        if tid == 0:
-            for s in static_range(STAGES):
-                nv.mbarrier_init(bars, s, 1)
-                nv.mbarrier_init(empty, s, THREADS)
-        syncthreads()
+        pid = block_idx.y * tiles_n + block_idx.x  # this block's tile
+        bm = tile_row(pid, tiles_m, tiles_n)
+        bn = tile_column(pid, tiles_m, tiles_n)
+        start(bars, empty, acc, MMA.values("c"), tid)
         if tid == 0:  # the first STAGES - 1 slices (the last stage is filled in the first step)
             for s in static_range(STAGES - 1):
                 nv.mbarrier_arrive_expect_tx(bars, s, STAGE_BYTES)
@@ -144,23 +170,8 @@ def build_persistent(BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     stream through the stages, so the next tile's first slices are in flight while a tile's
     products finish and its C is written. Rounds never straddle two tiles (K is a whole number
     of rounds), and a tile's C is written after its last round."""
-    MMA = warpgroup_mma_64xNx16(BN, bf16, bf16, f32)
-    STAGE_BYTES = (BM + BN) * BK * 2
-    PRODUCTS = (BK // 16) * (BM // 128)
-    PREVIOUS = tuple((s + STAGES - 1) % STAGES for s in range(STAGES))
-    A_STAGES = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BM, BK), (BM * BK, BK, 1)))
-    B_STAGES = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BN, BK), (BN * BK, BK, 1)))
-
-    @device
-    def tile_row(t: Any, tiles_m: Any, tiles_n: Any) -> Any:
-        """The first row of C in tile t (tiles in groups of GROUP tile rows, column by column)."""
-        first = (t // (GROUP * tiles_n)) * GROUP
-        return (first + (t % (GROUP * tiles_n)) % min(tiles_m - first, GROUP)) * BM
-
-    @device
-    def tile_column(t: Any, tiles_m: Any, tiles_n: Any) -> Any:
-        first = (t // (GROUP * tiles_n)) * GROUP
-        return ((t % (GROUP * tiles_n)) // min(tiles_m - first, GROUP)) * BN
+    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES)
+    tile_row, tile_column, start = _helpers(BM, BN, STAGES, GROUP)
 
     def gemm_persistent(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int,
                         N: int, K: int):
@@ -183,14 +194,7 @@ def build_persistent(BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
         slices = K // BK  # per tile
         mine = (tiles_m * tiles_n - block_idx.x + grid_dim.x - 1) // grid_dim.x  # tiles of this block
         stream = mine * slices  # the K slices of all of them, one after the other
-        for half in static_range(BM // 128):
-            for v in static_range(MMA.values("c")):
-                acc[v, half] = 0.0
-        if tid == 0:
-            for s in static_range(STAGES):
-                nv.mbarrier_init(bars, s, 1)
-                nv.mbarrier_init(empty, s, THREADS)
-        syncthreads()
+        start(bars, empty, acc, MMA.values("c"), tid)
         if tid == 0:  # slice s of the first tile into stage s
             for s in static_range(STAGES - 1):
                 nv.mbarrier_arrive_expect_tx(bars, s, STAGE_BYTES)
