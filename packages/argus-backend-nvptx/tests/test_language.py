@@ -219,3 +219,60 @@ def test_elect_and_named_barriers_assemble_for_hopper(monkeypatch: pytest.Monkey
     assert "bar.sync 1, 64;" in halves.ptx and "bar.sync 2, 64;" in halves.ptx
     with pytest.raises(CodegenError, match="elect_one needs nvptx:sm_90"):
         compiler.build(leaders.compile(), arch("sm_80"), assemble=False)
+
+
+# ---- setmaxnreg ------------------------------------------------------------------------------------
+
+
+def _roles(max_registers: int | None, split: int = 128):
+    @kernel(block=(256,), max_registers=max_registers)
+    def roles(y: Tensor[f32, 256]):
+        if thread_idx.x < split:  # the first warpgroup moves data, the second multiplies
+            nv.setmaxnreg(40, False)
+            y[thread_idx.x] = 1.0
+        else:
+            nv.setmaxnreg(232, True)
+            y[thread_idx.x] = 2.0
+
+    return roles
+
+
+def test_warpgroups_trade_registers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from argus.backends.nvptx import compiler, toolchain
+    from argus.backends.nvptx.targets import arch
+
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    y = np.zeros(256, np.float32)
+    _roles(168)[(1,)](y)
+    assert y.tolist() == [1.0] * 128 + [2.0] * 128
+    binary = compiler.build(_roles(168).compile(), arch("sm_90a"), assemble=toolchain.find_ptxas() is not None)
+    assert ".maxnreg 168" in binary.ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in binary.ptx and "setmaxnreg.inc.sync.aligned.u32 232;" in binary.ptx
+
+
+def test_setmaxnreg_by_part_of_a_warpgroup_faults() -> None:
+    with pytest.raises(KernelFault, match="divergent-setmaxnreg.*64 of the 128"):
+        _roles(168, split=64)[(1,)](np.zeros(256, np.float32))
+
+
+def test_setmaxnreg_needs_the_count_at_entry_and_sm_90a(monkeypatch: pytest.MonkeyPatch) -> None:
+    from argus.backends.nvptx import compiler
+    from argus.backends.nvptx.errors import CodegenError
+    from argus.backends.nvptx.targets import arch
+
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    with pytest.raises(CodegenError, match="max_registers=N"):
+        compiler.build(_roles(None).compile(), arch("sm_90a"), assemble=False)
+    with pytest.raises(CodegenError, match="needs nvptx:sm_90a; nvptx:sm_90 does not"):
+        compiler.build(_roles(168).compile(), arch("sm_90"), assemble=False)
+    with pytest.raises(ArgusError, match="max_registers is an int from 24 to 255"):
+        kernel(block=(32,), max_registers=300)
+
+
+def test_register_counts_are_checked() -> None:
+    @kernel(block=(128,), max_registers=168)
+    def wrong(y: Tensor[f32, 128]):
+        nv.setmaxnreg(41, True)
+
+    with pytest.raises(ArgusError, match="multiple of 8 from 24 to 256, not 41"):
+        wrong.compile()

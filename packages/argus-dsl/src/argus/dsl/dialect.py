@@ -178,6 +178,7 @@ class KernelOp(IRDLOperation):
     warp_size = prop_def(IntAttr)
     arg_names = prop_def(ArrayAttr[StringAttr])
     min_blocks_per_sm = opt_prop_def(IntAttr)
+    max_registers = opt_prop_def(IntAttr)
     """A compiler control: blocks that must fit on one multiprocessor together (backends cap
     registers so that they do)."""
     body = region_def("single_block")

@@ -61,10 +61,11 @@ class Kernel:
     run with ``kernel[grid](*args)`` (the interpreter, on numpy arrays)."""
 
     def __init__(self, fn: Callable[..., Any], block: Sequence[Any], warp_size: int = 32, verify: bool = True,
-                 min_blocks_per_sm: int | None = None) -> None:
+                 min_blocks_per_sm: int | None = None, max_registers: int | None = None) -> None:
         self.fn = fn
         self.checks = verify
         self.min_blocks_per_sm = min_blocks_per_sm
+        self.max_registers = max_registers
         self.name = fn.__name__
         self.block = tuple(block)
         self.warp_size = warp_size
@@ -156,7 +157,8 @@ class Kernel:
 
     def _compute_key(self, constants: dict[str, Any]) -> str:
         return cache_key("argus-mlir", ast.dump(self.source.tree), self.source.file, self.source.line_offset,
-                         self.block, self.warp_size, self.min_blocks_per_sm, sorted(constants.items()),
+                         self.block, self.warp_size, self.min_blocks_per_sm, self.max_registers,
+                         sorted(constants.items()),
                          _globals_fingerprint(self.source))
 
     def _build(self, constants: dict[str, Any]) -> CompiledKernel:
@@ -164,6 +166,8 @@ class Kernel:
         op = frontend.build()
         if self.min_blocks_per_sm is not None:
             op.properties["min_blocks_per_sm"] = builtin.IntAttr(self.min_blocks_per_sm)
+        if self.max_registers is not None:
+            op.properties["max_registers"] = builtin.IntAttr(self.max_registers)
         module = builtin.ModuleOp([op])
         module.verify()
         key = self._disk_key(constants)
@@ -249,11 +253,12 @@ class Kernel:
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None = None, warp_size: int = 32,
-           verify: bool = True, min_blocks_per_sm: int | None = None) -> Any:
+           verify: bool = True, min_blocks_per_sm: int | None = None, max_registers: int | None = None) -> Any:
     """Declare a kernel: ``@kernel(block=(128,))``. Block dims are ints or constexpr names;
     `warp_size` is 32 (NVIDIA) or 64 (AMD CDNA); ``verify=False`` skips checking the tag
     assertions when the kernel is compiled; `min_blocks_per_sm` asks the compiler to keep
-    registers low enough for that many blocks to share a multiprocessor."""
+    registers low enough for that many blocks to share a multiprocessor; `max_registers` caps
+    each thread's registers (a target may let warps trade them at run time)."""
     if block is None:
         raise ArgusSyntaxError("give the block dims: @kernel(block=(threads_x[, threads_y[, threads_z]]))")
     if warp_size not in (32, 64):
@@ -261,9 +266,12 @@ def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None 
     if min_blocks_per_sm is not None and (isinstance(min_blocks_per_sm, bool) or not isinstance(min_blocks_per_sm, int)
                                           or not 1 <= min_blocks_per_sm <= 32):
         raise ArgusSyntaxError(f"min_blocks_per_sm is an int from 1 to 32, got {min_blocks_per_sm!r}")
+    if max_registers is not None and (isinstance(max_registers, bool) or not isinstance(max_registers, int)
+                                      or not 24 <= max_registers <= 255):
+        raise ArgusSyntaxError(f"max_registers is an int from 24 to 255, got {max_registers!r}")
     if fn is not None:
-        return Kernel(fn, block, warp_size, verify, min_blocks_per_sm)
-    return lambda f: Kernel(f, block, warp_size, verify, min_blocks_per_sm)
+        return Kernel(fn, block, warp_size, verify, min_blocks_per_sm, max_registers)
+    return lambda f: Kernel(f, block, warp_size, verify, min_blocks_per_sm, max_registers)
 
 
 def _globals_fingerprint(source: KernelSource, seen: frozenset[int] = frozenset()) -> list[str]:

@@ -18,7 +18,15 @@ from argus.dsl import dialect as D
 from argus.layout import ComposedLayout, Layout, Swizzle
 
 from .errors import CodegenError
-from .language import ElectOneOp, MbarrierArriveOp, MbarrierInitOp, MbarrierWaitOp, NamedBarrierOp, TmaLoadOp
+from .language import (
+    ElectOneOp,
+    MbarrierArriveOp,
+    MbarrierInitOp,
+    MbarrierWaitOp,
+    NamedBarrierOp,
+    SetMaxRegistersOp,
+    TmaLoadOp,
+)
 from .translate import _RULES, Param, Translator, _ident
 
 MAX_BOX = 256
@@ -174,5 +182,15 @@ def _named_barrier(t: Translator, op: NamedBarrierOp) -> None:
     _asm(t, f"bar.sync {op.id.data}, {op.threads.data};", [])
 
 
-_RULES.update({MbarrierInitOp: _init, MbarrierArriveOp: _arrive, MbarrierWaitOp: _wait, TmaLoadOp: _tma_load,
+def _setmaxnreg(t: Translator, op: SetMaxRegistersOp) -> None:
+    if not t.arch.has("setmaxnreg"):
+        raise CodegenError(f"setmaxnreg needs nvptx:sm_90a; nvptx:{t.arch.name} does not have it", t.where(op))
+    if t.kernel.max_registers is None:
+        raise CodegenError("setmaxnreg needs the kernel's register count at entry: declare "
+                           "@kernel(..., max_registers=N)", t.where(op))
+    change = "inc" if op.increase.data else "dec"
+    _asm(t, f"setmaxnreg.{change}.sync.aligned.u32 {op.registers.data};", [])
+
+
+_RULES.update({SetMaxRegistersOp: _setmaxnreg, MbarrierInitOp: _init, MbarrierArriveOp: _arrive, MbarrierWaitOp: _wait, TmaLoadOp: _tma_load,
                ElectOneOp: _elect, NamedBarrierOp: _named_barrier})

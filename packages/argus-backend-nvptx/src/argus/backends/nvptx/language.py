@@ -105,7 +105,18 @@ class NamedBarrierOp(IRDLOperation):
     threads = prop_def(builtin.IntAttr)
 
 
-Nvptx = Dialect("nvptx", [MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, TmaLoadOp, ElectOneOp, NamedBarrierOp], [])
+@irdl_op_definition
+class SetMaxRegistersOp(IRDLOperation):
+    """The calling warpgroup's threads now hold at most (`increase` false) or at least
+    (`increase` true) `registers` registers each."""
+
+    name = "nvptx.setmaxnreg"
+    registers = prop_def(builtin.IntAttr)
+    increase = prop_def(builtin.IntAttr)
+
+
+Nvptx = Dialect("nvptx", [MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, TmaLoadOp, ElectOneOp, NamedBarrierOp,
+                          SetMaxRegistersOp], [])
 register_dialect(Nvptx)
 
 BARRIER_OPS = (MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp)
@@ -177,6 +188,22 @@ def _build_barrier(b: IntrinsicBuilder, args: list[Any]) -> None:
     b.emit(NamedBarrierOp.create(properties={"id": builtin.IntAttr(ident), "threads": builtin.IntAttr(threads)}))
 
 
+def _build_setmaxnreg(b: IntrinsicBuilder, args: list[Any]) -> None:
+    registers = b.integer(args[0], 0)
+    if not (24 <= registers <= 256 and registers % 8 == 0):
+        raise b.error(f"a warpgroup's register count is a multiple of 8 from 24 to 256, not {registers}",
+                      b.argument(0))
+    if not isinstance(args[1], bool):
+        raise b.error("the second argument says whether the count grows: True or False", b.argument(1))
+    b.emit(SetMaxRegistersOp.create(properties={"registers": builtin.IntAttr(registers),
+                                                "increase": builtin.IntAttr(int(args[1]))}))
+
+
+setmaxnreg = Intrinsic(
+    "setmaxnreg", "setmaxnreg(registers, grow): the calling warpgroup (all its 128 threads) takes (grow=True) or "
+    "gives back registers so that each thread holds `registers`; the kernel declares its count at entry with "
+    "@kernel(max_registers=N). Used where warpgroups do different work (one moving data, others multiplying).",
+    _build_setmaxnreg, 2)
 elect_one = Intrinsic(
     "elect_one", "elect_one(): true in one active lane of each warp (the interpreter picks the lowest), false in "
     "the others; the elected lane is not otherwise specified.", _build_elect, 0)
@@ -373,6 +400,15 @@ def _shadow_landed(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
         s.memory_tags(copy.tile, frame).write(copy.target[None], tags, np.array([copy.issuer]), s.site(op))
 
 
+def _setmaxnreg(interp: Any, op: SetMaxRegistersOp, frame: Any, mask: np.ndarray) -> None:
+    """Registers are not modelled; what is checked is that whole warpgroups call it."""
+    for start in range(0, mask.size, 128):
+        group = mask[start:start + 128]
+        if group.any() and not group.all():
+            raise interp.fault("divergent-setmaxnreg", f"setmaxnreg is called by {int(group.sum())} of the 128 "
+                               f"threads of warpgroup {start // 128}; the whole warpgroup must call it", op, frame)
+
+
 def _elect(interp: Any, op: ElectOneOp, frame: Any, mask: np.ndarray) -> None:
     I.set_value(frame, op, _elected(mask, interp.warp_size))
 
@@ -465,6 +501,7 @@ def _analyze_named_barrier(a: Any, op: NamedBarrierOp, mask: np.ndarray) -> None
 
 
 define(ElectOneOp, interpret=_elect, analyze=_analyze_elect)
+define(SetMaxRegistersOp, interpret=_setmaxnreg, analyze=_no_tags)
 define(NamedBarrierOp, interpret=_named_barrier, analyze=_analyze_named_barrier)
 define(MbarrierInitOp, interpret=_init, analyze=_no_tags, shadow=_shadow_landed)
 define(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, shadow=_shadow_landed)
@@ -472,4 +509,4 @@ define(MbarrierWaitOp, interpret=_wait, analyze=_no_tags, shadow=_shadow_landed)
 define(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, shadow=_shadow_landed)
 
 __all__ = ["barrier_sync", "elect_one", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init",
-           "mbarrier_wait", "tma_load"]
+           "mbarrier_wait", "setmaxnreg", "tma_load"]

@@ -184,6 +184,8 @@ class Translator:
         attrs = f'"nvvm.reqntid"="{",".join(map(str, self.block))}"'  # the block is fixed when compiled
         if self.kernel.min_blocks_per_sm is not None:
             attrs += f' "nvvm.minctasm"="{self.kernel.min_blocks_per_sm.data}"'
+        if self.kernel.max_registers is not None:
+            attrs += f' "nvvm.maxnreg"="{self.kernel.max_registers.data}"'
         body = "\n".join(["entry:", *self.fn.entry, *self.fn.lines])
         text = "\n".join([
             'target triple = "nvptx64-nvidia-cuda"',
