@@ -21,16 +21,13 @@ from argus.dsl import (
     select,
     tag,
     thread_idx,
+    to_storage,
     u32,
     universal_fma,
 )
 from argus.verify import Verdict
 
 pytestmark = pytest.mark.usefixtures("no_result_cache")
-
-
-def _bf16(n: int) -> np.ndarray:
-    return np.zeros(n, np.uint16)
 
 
 def _f32(n: int) -> np.ndarray:
@@ -54,7 +51,7 @@ def zero_trip(x: Tensor[bf16, m], m: int):
 
 
 def test_a_loop_that_runs_no_iteration_does_not_shrink_the_domain(refuted):
-    refuted(zero_trip, (2,), _bf16(64), 64)
+    refuted(zero_trip, (2,), to_storage(np.zeros(64), bf16), 64)
 
 
 @kernel(block=(32,), verify=False)
@@ -71,7 +68,7 @@ def triangular(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_a_triangular_inner_loop_keeps_the_first_outer_iteration(refuted):
-    refuted(triangular, (1,), _bf16(64), 64, 2)
+    refuted(triangular, (1,), to_storage(np.zeros(64), bf16), 64, 2)
 
 
 # ---- joins that hide the unwritten path -------------------------------------------------------
@@ -89,7 +86,7 @@ def written_on_one_path(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_a_tile_written_on_one_side_of_a_symbolic_branch_is_unwritten_on_the_other(refuted):
-    refuted(written_on_one_path, (1,), _bf16(64), 64, 0)
+    refuted(written_on_one_path, (1,), to_storage(np.zeros(64), bf16), 64, 0)
 
 
 @kernel(block=(32,), verify=False)
@@ -125,7 +122,7 @@ def prologue_in_loop(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_a_prefetch_carried_past_a_symbolic_branch_is_checked(refuted):
-    refuted(prologue_in_loop, (1,), _bf16(160), 160, 2)
+    refuted(prologue_in_loop, (1,), to_storage(np.zeros(160), bf16), 160, 2)
 
 
 @kernel(block=(32,), verify=False)
@@ -143,7 +140,7 @@ def carried_index(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_a_tag_from_a_carried_variable_refers_to_its_own_iteration(refuted):
-    refuted(carried_index, (1,), _bf16(32), 32, 2)
+    refuted(carried_index, (1,), to_storage(np.zeros(32), bf16), 32, 2)
 
 
 @kernel(block=(32,), verify=False)
@@ -162,7 +159,7 @@ def stale_fact(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_in_bounds_facts_of_a_discarded_loop_pass_do_not_shrink_the_domain(refuted):
-    refuted(stale_fact, (1,), _bf16(4), 4, 5)
+    refuted(stale_fact, (1,), to_storage(np.zeros(4), bf16), 4, 5)
 
 
 # ---- matmul operand pairing -------------------------------------------------------------------
@@ -223,7 +220,7 @@ def wide_view(x: Tensor[bf16, 64]):
 
 
 def test_a_tensor_view_of_another_width_keeps_the_tags_of_its_bytes(refuted):
-    refuted(wide_view, (1,), _bf16(64))
+    refuted(wide_view, (1,), to_storage(np.zeros(64), bf16))
 
 
 @kernel(block=(32,), verify=False)
@@ -237,7 +234,7 @@ def thread_in_tensor_tag(x: Tensor[bf16, 64]):
 
 
 def test_a_tensor_tag_function_with_a_thread_index_means_the_same_in_both(refuted):
-    refuted(thread_in_tensor_tag, (1,), _bf16(64))
+    refuted(thread_in_tensor_tag, (1,), to_storage(np.zeros(64), bf16))
 
 
 @kernel(block=(32,), verify=False)
@@ -253,7 +250,7 @@ def retag_in_branch(x: Tensor[bf16, 64], n: int):
 
 
 def test_retagging_a_tensor_on_one_side_of_a_symbolic_branch(refuted):
-    refuted(retag_in_branch, (1,), _bf16(64), 0)
+    refuted(retag_in_branch, (1,), to_storage(np.zeros(64), bf16), 0)
 
 
 # ---- errors -----------------------------------------------------------------------------------
@@ -295,7 +292,7 @@ def pipelined(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_a_wrong_prefetch_distance_is_never_proved(refuted):
-    refuted(pipelined, (1,), _bf16(160), 160, 2)
+    refuted(pipelined, (1,), to_storage(np.zeros(160), bf16), 160, 2)
 
 
 @kernel(block=(32,), verify=False)

@@ -32,16 +32,13 @@ from argus.dsl import (
     syncthreads,
     tag,
     thread_idx,
+    to_storage,
     u32,
 )
 from argus.dsl.shadow import check_launch
 from argus.verify import Verdict
 
 pytestmark = pytest.mark.usefixtures("no_result_cache")
-
-
-def _bf16(n: int) -> np.ndarray:
-    return np.zeros(n, np.uint16)
 
 
 # ---- tag functions of tensor views ------------------------------------------------------------
@@ -75,7 +72,7 @@ def tag_on_wide_view(x: Tensor[bf16, 64]):
 
 
 def test_a_tag_function_set_on_a_wider_view_tags_the_views_elements(refuted):
-    refuted(tag_on_wide_view, (1,), _bf16(64))
+    refuted(tag_on_wide_view, (1,), to_storage(np.zeros(64), bf16))
 
 
 # ---- tag functions of tensors set in loops, or using per-thread variables ---------------------
@@ -93,7 +90,7 @@ def retag_in_loop(x: Tensor[bf16, 64]):
 
 
 def test_retagging_a_tensor_between_two_runs_of_one_load(refuted):
-    refuted(retag_in_loop, (1,), _bf16(64))
+    refuted(retag_in_loop, (1,), to_storage(np.zeros(64), bf16))
 
 
 @kernel(block=(32,), verify=False)
@@ -109,7 +106,7 @@ def retag_in_runtime_loop(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_retagging_a_tensor_in_a_loop_that_may_run_no_iteration(refuted):
-    refuted(retag_in_runtime_loop, (1,), _bf16(64), 64, 0)
+    refuted(retag_in_runtime_loop, (1,), to_storage(np.zeros(64), bf16), 64, 0)
 
 
 @kernel(block=(32,), verify=False)
@@ -126,7 +123,7 @@ def thread_var_in_tensor_tag(x: Tensor[bf16, 64]):
 
 
 def test_a_tensor_tag_function_with_a_per_thread_variable(refuted):
-    refuted(thread_var_in_tensor_tag, (1,), _bf16(64))
+    refuted(thread_var_in_tensor_tag, (1,), to_storage(np.zeros(64), bf16))
 
 
 # ---- facts from code that a launch may never run ------------------------------------------------
@@ -145,7 +142,7 @@ def assume_in_loop(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_an_assumption_inside_a_loop_that_may_run_no_iteration(refuted):
-    refuted(assume_in_loop, (1,), _bf16(96), 96, 0)
+    refuted(assume_in_loop, (1,), to_storage(np.zeros(96), bf16), 96, 0)
 
 
 @kernel(block=(32,), verify=False)
@@ -162,7 +159,7 @@ def bounds_in_loop(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_in_bounds_facts_of_a_loop_that_may_run_no_iteration(refuted):
-    refuted(bounds_in_loop, (1,), _bf16(64), 64, 0)
+    refuted(bounds_in_loop, (1,), to_storage(np.zeros(64), bf16), 64, 0)
 
 
 # ---- global tensors written and read back -----------------------------------------------------
@@ -182,7 +179,7 @@ def read_then_write_loop(x: Tensor[bf16, m], y: Tensor[bf16, m], m: int, n: int)
 
 
 def test_a_tensor_read_back_in_the_next_iteration(refuted):
-    refuted(read_then_write_loop, (1,), _bf16(96), _bf16(96), 96, 2)
+    refuted(read_then_write_loop, (1,), to_storage(np.zeros(96), bf16), to_storage(np.zeros(96), bf16), 96, 2)
 
 
 # ---- integers: conversions and 32-bit arithmetic ----------------------------------------------
@@ -199,7 +196,7 @@ def narrowed_index(x: Tensor[bf16, m], m: int):
 
 
 def test_a_narrowing_conversion_of_an_index(refuted):
-    refuted(narrowed_index, (1,), _bf16(64), 64)
+    refuted(narrowed_index, (1,), to_storage(np.zeros(64), bf16), 64)
 
 
 @kernel(block=(32,), verify=False)
@@ -215,7 +212,7 @@ def wrapped_index(x: Tensor[bf16, m], m: int, n: int):
 @pytest.mark.xfail(
     strict=True, reason="i32 arithmetic is taken as unbounded; wrapped indices shrink the domain")
 def test_an_index_that_wraps_around_in_32_bits(refuted):
-    refuted(wrapped_index, (1,), _bf16(64), 64, 1)
+    refuted(wrapped_index, (1,), to_storage(np.zeros(64), bf16), 64, 1)
 
 
 # ---- barriers and races in shared memory ------------------------------------------------------
@@ -240,7 +237,7 @@ def barrier_in_branch(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_a_barrier_on_one_side_of_a_symbolic_branch_does_not_hide_a_race(races):
-    races(barrier_in_branch, (1,), _bf16(64), 64, 0)
+    races(barrier_in_branch, (1,), to_storage(np.zeros(64), bf16), 64, 0)
 
 
 @kernel(block=(32,), verify=False)
@@ -262,7 +259,7 @@ def barrier_in_loop(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_a_barrier_in_a_loop_that_may_run_no_iteration_does_not_hide_a_race(races):
-    races(barrier_in_loop, (1,), _bf16(64), 64, 0)
+    races(barrier_in_loop, (1,), to_storage(np.zeros(64), bf16), 64, 0)
 
 
 # ---- errors -----------------------------------------------------------------------------------
@@ -324,7 +321,7 @@ def bytes_swapped(x: Tensor[bf16, 64]):
 
 def test_byte_rearrangements_follow_each_byte():
     assert halves_swapped.verify().verdict is Verdict.PROVED
-    assert check_launch(bytes_swapped, (1,), _bf16(64)).verdict is Verdict.VIOLATED
+    assert check_launch(bytes_swapped, (1,), to_storage(np.zeros(64), bf16)).verdict is Verdict.VIOLATED
     assert bytes_swapped.verify().verdict is Verdict.VIOLATED
 
 

@@ -26,16 +26,13 @@ from argus.dsl import (
     syncthreads,
     tag,
     thread_idx,
+    to_storage,
 )
 from argus.dsl.shadow import check_launch
 from argus.layout import ComposedLayout, Layout, Swizzle
 from argus.verify import Verdict
 
 pytestmark = pytest.mark.usefixtures("no_result_cache")
-
-
-def _bf16(n: int) -> np.ndarray:
-    return np.zeros(n, np.uint16)
 
 
 # ---- a shared tile's tag function under a per-thread symbolic condition -------------------------
@@ -57,7 +54,7 @@ def shared_retag_by_some_threads(y: Tensor[bf16, 32], n: int):
 
 
 def test_a_shared_tile_retagged_under_a_per_thread_symbolic_condition(refuted):
-    refuted(shared_retag_by_some_threads, (1,), _bf16(32), 3)
+    refuted(shared_retag_by_some_threads, (1,), to_storage(np.zeros(32), bf16), 3)
 
 
 # ---- variables read by tag functions ----------------------------------------------------------
@@ -77,7 +74,7 @@ def variable_in_tile_tag(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_a_variable_read_by_a_tile_tag_function_is_carried_by_the_loop(refuted):
-    refuted(variable_in_tile_tag, (1,), _bf16(8), 8, 2)
+    refuted(variable_in_tile_tag, (1,), to_storage(np.zeros(8), bf16), 8, 2)
 
 
 @kernel(block=(32,), verify=False)
@@ -96,7 +93,7 @@ def variable_in_tensor_tag(x: Tensor[bf16, 64]):
 
 
 def test_a_tensor_tag_function_takes_its_variables_when_it_is_set(refuted):
-    refuted(variable_in_tensor_tag, (1,), _bf16(64))
+    refuted(variable_in_tensor_tag, (1,), to_storage(np.zeros(64), bf16))
 
 
 # ---- cooperative copy atoms -------------------------------------------------------------------
@@ -168,7 +165,7 @@ def _tiled(shift: int):
 def test_copies_from_partitioned_and_tiled_shared_memory_follow_the_data():
     assert _staged(0).verify().verdict is Verdict.PROVED
     assert _tiled(0).verify().verdict is Verdict.PROVED
-    for wrong, x in ((_staged(1), _bf16(256)), (_tiled(1), np.zeros((32, 8), np.uint16))):
+    for wrong, x in ((_staged(1), to_storage(np.zeros(256), bf16)), (_tiled(1), np.zeros((32, 8), np.uint16))):
         assert check_launch(wrong, (1,), x).verdict is Verdict.VIOLATED
         result = wrong.verify()
         assert result.verdict is Verdict.VIOLATED

@@ -24,14 +24,11 @@ from argus.dsl import (
     static_range,
     tag,
     thread_idx,
+    to_storage,
 )
 from argus.layout import Layout
 
 pytestmark = pytest.mark.usefixtures("no_result_cache")
-
-
-def _bf16(n: int) -> np.ndarray:
-    return np.zeros(n, np.uint16)
 
 
 # ---- a tile tag function that covers only part of the tile's memory -------------------------
@@ -55,7 +52,7 @@ def strided_retag(x: Tensor[bf16, 64]):
 
 
 def test_a_tag_function_on_a_strided_tile_keeps_the_bytes_it_does_not_cover(refuted):
-    refuted(strided_retag, (1,), _bf16(64))
+    refuted(strided_retag, (1,), to_storage(np.zeros(64), bf16))
 
 
 # ---- the writers of a shared byte joined from two paths ---------------------------------------
@@ -80,7 +77,7 @@ def writer_per_path(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_a_read_after_another_threads_write_on_one_path_of_a_symbolic_branch(races):
-    races(writer_per_path, (1,), _bf16(64), 64, 1)
+    races(writer_per_path, (1,), to_storage(np.zeros(64), bf16), 64, 1)
 
 
 # ---- integer variables joined after a branch on data ------------------------------------------
@@ -137,7 +134,7 @@ def written_then_asserted(x: Tensor[bf16, 32], y: Tensor[bf16, 32], z: Tensor[bf
 
 
 def test_a_tensor_asserted_on_after_the_kernel_writes_it(refuted):
-    refuted(written_then_asserted, (1,), _bf16(32), _bf16(32), _bf16(32))
+    refuted(written_then_asserted, (1,), to_storage(np.zeros(32), bf16), to_storage(np.zeros(32), bf16), to_storage(np.zeros(32), bf16))
 
 
 # ---- one assertion site reached inside and outside a runtime loop -----------------------------
@@ -175,8 +172,8 @@ def helper_in_two_scopes(x: Tensor[bf16, m], m: int, n: int):
 
 
 def test_an_assertion_unrolled_inside_and_outside_a_runtime_loop(refuted):
-    refuted(site_in_two_scopes, (1,), _bf16(32), 32, 0)
+    refuted(site_in_two_scopes, (1,), to_storage(np.zeros(32), bf16), 32, 0)
 
 
 def test_a_helper_asserting_inside_and_outside_a_runtime_loop(refuted):
-    refuted(helper_in_two_scopes, (1,), _bf16(32), 32, 0)
+    refuted(helper_in_two_scopes, (1,), to_storage(np.zeros(32), bf16), 32, 0)

@@ -20,14 +20,11 @@ from argus.dsl import (
     reset_tags,
     tag,
     thread_idx,
+    to_storage,
 )
 from argus.verify import Verdict
 
 pytestmark = pytest.mark.usefixtures("no_result_cache")
-
-
-def _bf16(n: int) -> np.ndarray:
-    return np.zeros(n, np.uint16)
 
 
 # ---- shared writes whose tags a later tag function or reset_tags replaces ---------------------
@@ -47,7 +44,7 @@ def retag_after_store(x: Tensor[bf16, 64]):
 
 
 def test_a_tag_function_on_a_shared_tile_does_not_hide_a_race_with_earlier_writes(races):
-    races(retag_after_store, (1,), _bf16(64))
+    races(retag_after_store, (1,), to_storage(np.zeros(64), bf16))
 
 
 @kernel(block=(32,), verify=False)
@@ -65,7 +62,7 @@ def reset_after_store(x: Tensor[bf16, 64]):
 
 
 def test_reset_tags_does_not_hide_a_race_with_earlier_writes(races):
-    races(reset_after_store, (1,), _bf16(64))
+    races(reset_after_store, (1,), to_storage(np.zeros(64), bf16))
 
 
 # ---- a shared byte written by two threads, first with a constant -------------------------------

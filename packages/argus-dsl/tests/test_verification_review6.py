@@ -18,13 +18,10 @@ from argus.dsl import (
     syncthreads,
     tag,
     thread_idx,
+    to_storage,
 )
 
 pytestmark = pytest.mark.usefixtures("no_result_cache")
-
-
-def _bf16(n: int) -> np.ndarray:
-    return np.zeros(n, np.uint16)
 
 
 # ---- a racy shared read into registers that are re-tagged afterwards ---------------------------
@@ -47,4 +44,4 @@ def racy_read_retagged(x: Tensor[bf16, 32]):
 
 
 def test_a_racy_shared_read_into_registers_that_are_retagged(races):
-    races(racy_read_retagged, (1,), _bf16(32))
+    races(racy_read_retagged, (1,), to_storage(np.zeros(32), bf16))
