@@ -70,10 +70,10 @@ def _pipeline(BM: int, BN: int, BK: int, STAGES: int) -> tuple[Any, ...]:
     return mma, stage_bytes, products, previous, a_stages, b_stages
 
 
-def _helpers(BM: int, BN: int, STAGES: int, GROUP: int) -> tuple[Any, ...]:
+def _helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any) -> tuple[Any, ...]:
     """Device functions both kernels use: where tile t starts (tiles in groups of GROUP tile
     rows, column by column, so that the blocks running at once share rows of A and columns of B
-    in the L2 cache), and the barriers' and accumulators' first state."""
+    in the L2 cache), the barriers' and accumulators' first state, a stage's products, and C."""
 
     @device
     def tile_row(t: Any, tiles_m: Any, tiles_n: Any) -> Any:
@@ -96,14 +96,32 @@ def _helpers(BM: int, BN: int, STAGES: int, GROUP: int) -> tuple[Any, ...]:
                 nv.mbarrier_init(empty, s, THREADS)  # "empty": every thread hands the stage back
         syncthreads()
 
-    return tile_row, tile_column, start
+    @device
+    def multiply(sA: Any, sB: Any, s: Any, acc: Any, wg: Any) -> None:
+        """Start the products of stage s: this warpgroup's rows of A against all of B's."""
+        for ks in static_range(BK // 16):
+            for half in static_range(BM // 128):
+                matmul_async(local_tile(sA[s, :, :], (64, 16), wg + 2 * half + (BM // 64) * ks),
+                             local_tile(sB[s, :, :], (BN, 16), ks), acc[:, half], MMA)
+
+    @device
+    def store(cw: Any, acc: Any, bm: Any, bn: Any, wg: Any, t: Any) -> None:
+        """C in bf16, as cuBLAS gives it: a thread's values 2p and 2p + 1 are neighbours in a
+        row, rounded and written as one 4-byte pair."""
+        for half in static_range(BM // 128):
+            for p in static_range(MMA.values("c") // 2):
+                idx = MMA.c_layout(t, 2 * p)
+                pair = concat(bf16(acc[2 * p, half]), bf16(acc[2 * p + 1, half]))
+                cw[bm + (wg + 2 * half) * 64 + idx % 64, (bn + idx // 64) // 2] = pair
+
+    return tile_row, tile_column, start, multiply, store
 
 
 def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8) -> Kernel:
     """The kernel for BM×BN tiles of C, K slices of BK (64 bf16: one 128-byte swizzle row),
     STAGES shared-memory stages and blocks ordered in groups of GROUP tile rows."""
     MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES)
-    tile_row, tile_column, start = _helpers(BM, BN, STAGES, GROUP)
+    tile_row, tile_column, start, multiply, store = _helpers(BM, BN, BK, STAGES, GROUP, MMA)
 
     def gemm_tma(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int, N: int,
                  K: int):
@@ -134,10 +152,7 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: in
             phase = (k0 // (STAGES * BK)) % 2  # each barrier completes one phase per round
             for s in static_range(STAGES):
                 nv.mbarrier_wait(bars, s, phase)
-                for ks in static_range(BK // 16):
-                    for half in static_range(BM // 128):
-                        matmul_async(local_tile(sA[s, :, :], (64, 16), wg + 2 * half + (BM // 64) * ks),
-                                     local_tile(sB[s, :, :], (BN, 16), ks), acc[:, half], MMA)
+                multiply(sA, sB, s, acc, wg)
                 matmul_wait(PRODUCTS)  # the previous stage's products have finished, this stage's run on
                 nv.mbarrier_arrive(empty, PREVIOUS[s])  # this thread is done with the previous stage
                 if tid == 0:
@@ -151,15 +166,7 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: in
         matmul_wait(0)
         for s in static_range(STAGES - 1):  # no copy may still be landing when the block exits
             nv.mbarrier_wait(bars, s, (K // (STAGES * BK)) % 2)
-        # C in bf16, as cuBLAS gives it: a thread's values 2p and 2p + 1 are neighbours in a row,
-        # rounded and written as one 4-byte pair
-        cw = c.view((M, N // 2), u32)
-        t = tid % 128
-        for half in static_range(BM // 128):
-            for p in static_range(MMA.values("c") // 2):
-                idx = MMA.c_layout(t, 2 * p)
-                pair = concat(bf16(acc[2 * p, half]), bf16(acc[2 * p + 1, half]))
-                cw[bm + (wg + 2 * half) * 64 + idx % 64, (bn + idx // 64) // 2] = pair
+        store(c.view((M, N // 2), u32), acc, bm, bn, wg, tid % 128)
 
     return kernel(block=(THREADS,))(gemm_tma)
 
@@ -171,7 +178,7 @@ def build_persistent(BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     products finish and its C is written. Rounds never straddle two tiles (K is a whole number
     of rounds), and a tile's C is written after its last round."""
     MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES)
-    tile_row, tile_column, start = _helpers(BM, BN, STAGES, GROUP)
+    tile_row, tile_column, start, multiply, store = _helpers(BM, BN, BK, STAGES, GROUP, MMA)
 
     def gemm_persistent(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int,
                         N: int, K: int):
@@ -204,10 +211,7 @@ def build_persistent(BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
             phase = (r // STAGES) % 2
             for s in static_range(STAGES):
                 nv.mbarrier_wait(bars, s, phase)
-                for ks in static_range(BK // 16):
-                    for half in static_range(BM // 128):
-                        matmul_async(local_tile(sA[s, :, :], (64, 16), wg + 2 * half + (BM // 64) * ks),
-                                     local_tile(sB[s, :, :], (BN, 16), ks), acc[:, half], MMA)
+                multiply(sA, sB, s, acc, wg)
                 matmul_wait(PRODUCTS)
                 nv.mbarrier_arrive(empty, PREVIOUS[s])
                 if tid == 0:
@@ -222,15 +226,10 @@ def build_persistent(BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
             if (r + STAGES) % slices == 0:  # the tile's last round: its C, then a fresh sum
                 matmul_wait(0)
                 done = block_idx.x + (r // slices) * grid_dim.x
-                bm = tile_row(done, tiles_m, tiles_n)
-                bn = tile_column(done, tiles_m, tiles_n)
+                store(cw, acc, tile_row(done, tiles_m, tiles_n), tile_column(done, tiles_m, tiles_n), wg, t)
                 for half in static_range(BM // 128):
-                    for p in static_range(MMA.values("c") // 2):
-                        idx = MMA.c_layout(t, 2 * p)
-                        pair = concat(bf16(acc[2 * p, half]), bf16(acc[2 * p + 1, half]))
-                        cw[bm + (wg + 2 * half) * 64 + idx % 64, (bn + idx // 64) // 2] = pair
-                        acc[2 * p, half] = 0.0
-                        acc[2 * p + 1, half] = 0.0
+                    for v in static_range(MMA.values("c")):
+                        acc[v, half] = 0.0
         matmul_wait(0)
         for s in static_range(STAGES - 1):
             nv.mbarrier_wait(bars, s, (stream // STAGES) % 2)

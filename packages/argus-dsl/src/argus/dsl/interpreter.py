@@ -605,11 +605,14 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
         out[:, layout.offsets()] = values
         return out.reshape(groups.size, cols, rows).transpose(0, 2, 1)
 
+    shared: list[tuple[Memory, np.ndarray]] = []  # the shared bytes the product reads
+
     def operand(tile: TileValue, label: str, layout: Layout | None, rows: int) -> np.ndarray:
         if layout is not None:
             return matrix(read(tile, label), layout, rows, k)
         idx = _shared_operand_bytes(tile, threads[::group], rows * k)
         memory = tile.memory
+        shared.append((memory, idx))
         if idx.size and (idx.min() < 0 or idx.max() >= memory.data.size):
             raise interp.fault("out-of-bounds", f"operand {label} reaches outside its shared tile "
                                f"({memory.data.size} bytes)", op, frame, array=memory.name)
@@ -634,8 +637,6 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
     per_thread = flat.reshape(groups.size, -1, group).transpose(0, 2, 1).reshape(threads.size, -1)
     c.memory.data[threads[:, None, None], idx] = c.dtype.encode(atom.c_dtype.round(per_thread))
     if started:
-        shared = [(t.memory, _shared_operand_bytes(t, threads[::group], rows * k))
-                  for t, layout, rows in ((a, atom.a_layout, m), (b, atom.b_layout, n)) if layout is None]
         _start(frame, c.memory, threads, idx, shared)
 
 
@@ -1094,4 +1095,3 @@ scalars = _scalar_array
 set_value = _set
 element_offsets = _element_offsets
 byte_indices = _byte_indices
-Frame = _Frame
