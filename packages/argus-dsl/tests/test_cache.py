@@ -46,3 +46,45 @@ def test_cache_can_be_turned_off(tmp_path):
     env = {**os.environ, "ARGUS_CACHE_DIR": "off", "HOME": str(tmp_path)}
     run(env)
     assert not (tmp_path / ".cache").exists()
+
+
+KERNEL = '''
+from argus.dsl import Tensor, device, f32, kernel, thread_idx
+
+SCALE = {scale}
+
+
+@device
+def twice(x):
+    return x * {factor}
+
+
+def build(width):
+    @kernel(block=(32,))
+    def scaled(out: Tensor[f32, "n"], n: int):
+        i = thread_idx.x
+        if i < n:
+            out[i] = twice(f32(i)) * SCALE + width{tail}
+
+    return scaled
+'''
+
+
+def _key(tmp_path: Path, name: str, width: float = 1.0, scale: float = 2.0, factor: float = 2.0, tail: str = "") -> str:
+    from argus.dsl.cli import load_module
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(KERNEL.format(scale=scale, factor=factor, tail=tail))
+    return load_module(path).build(width)._disk_key({})
+
+
+def test_the_cache_key_follows_everything_the_compile_reads(tmp_path):
+    """Without parsing the kernel, its key still changes with its text, the device functions
+    and globals it uses and the values it closes over, and with nothing else."""
+    base = _key(tmp_path, "a")
+    assert _key(tmp_path, "a") == base  # the same file loaded again
+    assert _key(tmp_path, "a", tail=" + 0.0") != base  # the kernel's text
+    assert _key(tmp_path, "a", factor=3.0) != base  # a device function it calls
+    assert _key(tmp_path, "a", scale=3.0) != base  # a global it reads
+    assert _key(tmp_path, "a", width=4.0) != base  # a value it closes over
+    assert _key(tmp_path, "b") != base  # another file: its locations differ

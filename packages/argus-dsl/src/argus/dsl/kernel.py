@@ -3,10 +3,10 @@ launched as ``kernel[grid](*args)``."""
 
 from __future__ import annotations
 
-import ast
 import functools
 import inspect
 import json
+import linecache
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -86,6 +86,9 @@ class Kernel:
 
     @functools.cached_property
     def constexpr_names(self) -> list[str]:
+        annotations = [p.annotation for p in self.signature.parameters.values()]
+        if not any(isinstance(a, str) for a in annotations):  # evaluated: no need to parse the source
+            return [name for name, a in zip(self._params, annotations) if a is lang.constexpr]
         names = []
         for p in self.source.tree.args.args:
             ann = p.annotation
@@ -156,10 +159,8 @@ class Kernel:
         return found
 
     def _compute_key(self, constants: dict[str, Any]) -> str:
-        return cache_key("argus-mlir", ast.dump(self.source.tree), self.source.file, self.source.line_offset,
-                         self.block, self.warp_size, self.min_blocks_per_sm, self.max_registers,
-                         sorted(constants.items()),
-                         _globals_fingerprint(self.source))
+        return cache_key("argus-mlir", self.block, self.warp_size, self.min_blocks_per_sm, self.max_registers,
+                         sorted(constants.items()), _fingerprint(self.fn))
 
     def _build(self, constants: dict[str, Any]) -> CompiledKernel:
         frontend = FrontEnd(self.source, constants)
@@ -274,22 +275,40 @@ def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None 
     return lambda f: Kernel(f, block, warp_size, verify, min_blocks_per_sm, max_registers)
 
 
-def _globals_fingerprint(source: KernelSource, seen: frozenset[int] = frozenset()) -> list[str]:
-    """The module-level values a kernel's body names, as text: changing one (a layout, a
-    block size, an atom, a device function's code) must not reuse an old compile. Modules,
-    functions and classes are named by their qualified name."""
-    names = sorted({n.id for n in ast.walk(source.tree) if isinstance(n, ast.Name) and n.id in source.globals})
-    out = []
-    for n in names:
-        value = source.globals[n]
+def _fingerprint(fn: Callable[..., Any], seen: frozenset[int] = frozenset()) -> list[str]:
+    """What a compile of `fn` depends on besides the constexpr values, read without parsing it
+    (so that a cached kernel launches quickly): its file, first line and source text (decorators
+    to the end of the body), its evaluated annotations and defaults, and the values of the
+    global and enclosing names its code uses: a device function by its own fingerprint; a
+    module, function or class by its qualified name; anything else by its repr."""
+    code = fn.__code__
+    codes = _nested_codes(code)
+    last = max((end for c in codes for _, end, _, _ in c.co_positions() if end is not None), default=code.co_firstlineno)
+    linecache.checkcache(code.co_filename)
+    text = "".join(linecache.getlines(code.co_filename)[code.co_firstlineno - 1:last])
+    scope = dict(fn.__globals__)
+    if fn.__closure__:
+        scope.update(zip(code.co_freevars, (cell.cell_contents for cell in fn.__closure__)))
+    out = [code.co_filename, str(code.co_firstlineno), text, repr(fn.__annotations__), repr(fn.__defaults__)]
+    for name in sorted({n for c in codes for n in (*c.co_names, *c.co_freevars)} & scope.keys()):
+        value = scope[name]
         if isinstance(value, lang.DeviceFunction):
-            inner = [] if id(value) in seen else _globals_fingerprint(value.source, seen | {id(value)})
-            out.append(f"{n}=device:{ast.dump(value.source.tree)}:{inner}")
+            inner = [] if id(value) in seen else _fingerprint(value.fn, seen | {id(value)})
+            out.append(f"{name}=device:{inner}")
         elif inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value):
-            out.append(f"{n}={getattr(value, '__qualname__', getattr(value, '__name__', n))}")
+            out.append(f"{name}={getattr(value, '__qualname__', getattr(value, '__name__', name))}")
         else:
-            out.append(f"{n}={value!r}")
+            out.append(f"{name}={value!r}")
     return out
+
+
+def _nested_codes(code: Any) -> list[Any]:
+    """A code object and those of the lambdas and functions defined in it."""
+    found = [code]
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            found.extend(_nested_codes(const))
+    return found
 
 
 def _constants_key(constants: dict[str, Any]) -> tuple[tuple[str, Any], ...]:

@@ -9,6 +9,7 @@ so a second process loads the PTX (and cubin) without running LLVM.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
@@ -100,6 +101,7 @@ def _abi_from_json(data: dict[str, Any]) -> KernelABI:
 
 
 @lru_cache(maxsize=1)
+@functools.lru_cache(maxsize=1)
 def _tool_version() -> str:
     try:
         from importlib.metadata import version
