@@ -1,12 +1,15 @@
 """bf16 GEMM on the GPU: the Argus example kernels against torch.matmul (cuBLAS) and a plain
 autotuned Triton GEMM, side by side in one process.
 
-    python benchmarks/gemm.py [--sizes 1024 2048 ...] [--kernels gemm_sm80 gemm] [--repeat N] [--json FILE]
+    python benchmarks/gemm.py [--sizes 1024 2048 ...] [--kernels gemm_tma:tuned ...] [--repeat N] [--rounds R]
+                              [--json FILE]
 
 All compute C = A·Bᵀ for A (M×K) and B (N×K) in bf16 with fp32 accumulation on the same
 random inputs; each result is checked against cuBLAS's before timing. Every figure comes from
 `argus.backends.nvptx.bench.measure` (CUDA events, warm-up, median of `repeat`), with the SM
-clock, memory clock and power read before and after (the H200 throttles under sustained load).
+clock, memory clock and power read before and after (the H200 throttles under sustained load,
+so the contenders take turns: `rounds` measurements of each, interleaved, and the middle one
+is kept).
 By default each contender is captured once in a CUDA graph and the replays are timed: the
 GPU's time for the product, the same way for all. ``--direct`` times plain launches instead,
 which adds each library's host-side launch cost (large next to a 1024³ product).
@@ -54,20 +57,34 @@ def _example(load_module: Any, spec: str) -> tuple[Any, Any, Any]:
     return module.build(bm, bn, 64, stages, **options), lambda m, n: (n // bn, m // bm), out
 
 
+def _interleaved(runs: dict[str, Any], rounds: int, repeat: int, graph: bool) -> dict[str, Any]:
+    """Each contender's median round: every round measures all contenders once, in turn, so that
+    a clock that drops under sustained load slows them alike."""
+    from argus.backends.nvptx.bench import measure
+
+    measured: dict[str, list[Any]] = {name: [] for name in runs}
+    for _ in range(max(rounds, 1)):
+        for name, fn in runs.items():
+            measured[name].append(measure(fn, warmup=3, repeat=repeat, graph=graph))
+    return {name: sorted(found, key=lambda t: t.median_s)[len(found) // 2] for name, found in measured.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 2048, 4096, 8192, 16384])
-    parser.add_argument("--kernels", nargs="+", default=["gemm_sm80", "gemm"],
+    parser.add_argument("--kernels", nargs="+", default=["gemm_tma:tuned"],
                         help="example GEMMs: NAME (examples/NAME.py, kernel NAME) or NAME:BMxBNxSTAGES (its build()); "
                              "the first is the one compared")
     parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="measure every contender this many times, in turn, and keep the middle round of each "
+                             "(the clock drifts as the GPU heats up; taking turns spreads that over all)")
     parser.add_argument("--direct", action="store_true",
                         help="time direct launches (the host's launch cost included) instead of CUDA graph replays")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    from argus.backends.nvptx.bench import measure
     from argus.dsl.cli import load_module
 
     examples = {spec: _example(load_module, spec) for spec in args.kernels}
@@ -107,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"size {size}: a result differs from cuBLAS (relative errors {errors})", file=sys.stderr)
             return 1
         runs = {**{name: launcher(name) for name in examples}, "cublas": cublas, "triton": triton_gemm}
-        timings = {name: measure(fn, warmup=3, repeat=args.repeat, graph=not args.direct) for name, fn in runs.items()}
+        timings = _interleaved(runs, args.rounds, args.repeat, not args.direct)
         flops = 2 * m * n * k
         row = {"size": size, **{f"{name}_tflops": flops / t.median_s / 1e12 for name, t in timings.items()},
                "ratio": timings["cublas"].median_s / timings[args.kernels[0]].median_s, "relative_errors": errors,
@@ -124,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                                          "kernels": args.kernels, "compared": args.kernels[0], "rows": rows,
                                          "timing": "direct launches" if args.direct else "CUDA graph replays",
+                                         "rounds": args.rounds, "repeat": args.repeat,
                                          "geomean_ratio": geomean}, indent=2))
     return 0
 

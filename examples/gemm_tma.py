@@ -47,6 +47,7 @@ from argus.dsl import (
     to_storage,
     u32,
     u64,
+    u128,
     warp_id,
     warpgroup_mma_64xNx16,
 )
@@ -114,14 +115,35 @@ def _helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any) -> tu
                 pair = concat(bf16(acc[2 * p, half]), bf16(acc[2 * p + 1, half]))
                 cw[bm + (wg + 2 * half) * 64 + idx % 64, (bn + idx // 64) // 2] = pair
 
-    return tile_row, tile_column, start, multiply, store
+    @device
+    def store_staged(c16: Any, acc: Any, sA: Any, bm: Any, bn: Any, wg: Any, tid: Any) -> None:
+        """C in bf16 through shared memory: once the products are done the A stages are free,
+        so each thread puts its pairs there (16-byte chunk j of row r at chunk j ^ (r % 8), so
+        that a warp's pairs fall in distinct banks), and after a barrier the block writes whole
+        rows of C in 16-byte pieces, 512 contiguous bytes per warp."""
+        pairs = sA.view((STAGES * BM * BK // BN, BN // 2), u32)
+        for half in static_range(BM // 128):
+            for p in static_range(MMA.values("c") // 2):
+                idx = MMA.c_layout(tid % 128, 2 * p)
+                row = (wg + 2 * half) * 64 + idx % 64
+                pair = idx // 128  # the column is idx // 64, even
+                pairs[row, ((pair // 4) ^ (row % 8)) * 4 + pair % 4] = concat(bf16(acc[2 * p, half]),
+                                                                             bf16(acc[2 * p + 1, half]))
+        syncthreads()
+        chunks = sA.view((STAGES * BM * BK // BN, BN // 8), u128)
+        for i in static_range(BM * BN // (8 * THREADS)):
+            row = (i * THREADS + tid) // (BN // 8)
+            chunk = (i * THREADS + tid) % (BN // 8)
+            c16[bm + row, bn // 8 + chunk] = chunks[row, chunk ^ (row % 8)]
+
+    return tile_row, tile_column, start, multiply, store, store_staged
 
 
 def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8) -> Kernel:
     """The kernel for BM×BN tiles of C, K slices of BK (64 bf16: one 128-byte swizzle row),
     STAGES shared-memory stages and blocks ordered in groups of GROUP tile rows."""
     MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES)
-    tile_row, tile_column, start, multiply, store = _helpers(BM, BN, BK, STAGES, GROUP, MMA)
+    tile_row, tile_column, start, multiply, _, store_staged = _helpers(BM, BN, BK, STAGES, GROUP, MMA)
 
     def gemm_tma(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int, N: int,
                  K: int):
@@ -166,7 +188,7 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: in
         matmul_wait(0)
         for s in static_range(STAGES - 1):  # no copy may still be landing when the block exits
             nv.mbarrier_wait(bars, s, (K // (STAGES * BK)) % 2)
-        store(c.view((M, N // 2), u32), acc, bm, bn, wg, tid % 128)
+        store_staged(c.view((M, N // 8), u128), acc, sA, bm, bn, wg, tid)
 
     return kernel(block=(THREADS,))(gemm_tma)
 
@@ -178,7 +200,7 @@ def build_persistent(BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     products finish and its C is written. Rounds never straddle two tiles (K is a whole number
     of rounds), and a tile's C is written after its last round."""
     MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES)
-    tile_row, tile_column, start, multiply, store = _helpers(BM, BN, BK, STAGES, GROUP, MMA)
+    tile_row, tile_column, start, multiply, store, _ = _helpers(BM, BN, BK, STAGES, GROUP, MMA)
 
     def gemm_persistent(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int,
                         N: int, K: int):

@@ -240,3 +240,52 @@ def test_parameters_are_packed_where_the_driver_reads_them(monkeypatch: pytest.M
     for i, (kind, value) in enumerate(zip(kinds, values)):
         assert pointers[i] % ctypes.sizeof(read[kind]) == 0
         assert read[kind].from_address(pointers[i]).value == value, (i, kind)
+
+
+def test_the_binary_is_built_while_the_kernel_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first launch builds the binary on a worker thread during the tag check and loads that
+    binary; a kernel whose check fails never reaches the GPU."""
+    import threading
+
+    from argus.backends.nvptx import runtime
+    from argus.dsl import TagAssertionError, tag
+
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    built_on, loaded = [], []
+    build = compiler.build
+
+    def recording_build(*args: Any, **kwargs: Any) -> Any:
+        built_on.append(threading.current_thread().name)
+        return build(*args, **kwargs, assemble=False)
+
+    class Loaded:
+        def __init__(self, binary: Any, device: int) -> None:
+            loaded.append(binary)
+
+        def launch(self, grid: Any, args: Any, **_: Any) -> None:
+            pass
+
+    monkeypatch.setattr(compiler, "build", recording_build)
+    monkeypatch.setattr(runtime, "LoadedKernel", Loaded)
+
+    def reader(shift: int) -> Any:
+        @kernel(block=(32,))
+        def read(x: Tensor[f32, 32], y: Tensor[f32, 32]):
+            tag(x, lambda i: (i,))
+            got = make_local((1,), f32)
+            want = make_local((1,), f32)
+            tag(want, lambda i: (thread_idx.x,))
+            got[0] = x[(thread_idx.x + shift) % 32]
+            y[thread_idx.x] = got[0]
+            assert tag(got[...]) == tag(want[...])
+
+        return read
+
+    data = [np.zeros(32, np.float32), np.zeros(32, np.float32)]
+    reader(0).launch((1,), data, {}, target="nvptx:sm_90a")
+    assert built_on and built_on[0].startswith("argus-nvptx-build")
+    assert len(loaded) == 1 and ".entry read" in loaded[0].ptx
+
+    with pytest.raises(TagAssertionError):
+        reader(1).launch((1,), data, {}, target="nvptx:sm_90a")
+    assert len(loaded) == 1

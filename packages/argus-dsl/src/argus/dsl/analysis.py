@@ -1784,23 +1784,20 @@ class _Renamer:
                      [(self.ids(t), self.value(v)) for t, v in state.slots])
 
     def ids(self, tags: np.ndarray) -> np.ndarray:
-        if tags.size == 0:
+        concrete = tags > TOP
+        if not concrete.any():
             return tags
-        unique = np.unique(tags)
-        concrete = unique[unique > TOP]
-        elements = np.unique((concrete - 2) // BYTES)
-        changed = {}
-        for e in elements:
-            new = self.element(int(e))
-            if new != e:
-                changed[int(e)] = new
-        if not changed:
+        known = tags[concrete]
+        element = (known - 2) // BYTES
+        present = np.zeros(int(element.max()) + 1, bool)  # element ids are small: no sort needed
+        present[element] = True
+        shift = np.zeros(len(present), np.int64)
+        for e in np.flatnonzero(present):
+            shift[e] = self.element(int(e)) - int(e)
+        if not shift.any():
             return tags
         out = tags.copy()
-        elem = (tags - 2) // BYTES
-        for old, new in changed.items():
-            hit = (tags > TOP) & (elem == old)
-            out[hit] = tags[hit] + (new - old) * BYTES
+        out[concrete] = known + shift[element] * BYTES
         return out
 
     def element(self, e: int) -> int:

@@ -56,6 +56,9 @@ class Runtime(Protocol):
 
     def launch(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any]) -> None: ...
 
+    # Optional: ``prepare(kernel, args)`` is called once per specialization before the kernel's
+    # tag assertions are checked, so that a runtime can start building its binary meanwhile.
+
 
 @dataclass(frozen=True)
 class BackendSpec:

@@ -90,6 +90,11 @@ def store(key: str, stage: str, data: bytes) -> None:
         pass  # a cache that cannot be written only costs time
 
 
+def dumping() -> bool:
+    """Whether compile stages are written out for reading (ARGUS_DUMP_DIR is set)."""
+    return bool(os.environ.get("ARGUS_DUMP_DIR"))
+
+
 def dump(kernel_name: str, key: str, stage: str, text: str) -> None:
     """Write a stage for reading when ARGUS_DUMP_DIR is set."""
     where = os.environ.get("ARGUS_DUMP_DIR")

@@ -170,18 +170,19 @@ class Kernel:
         if self.max_registers is not None:
             op.properties["max_registers"] = builtin.IntAttr(self.max_registers)
         module = builtin.ModuleOp([op])
-        module.verify()
         key = self._disk_key(constants)
-        cache.dump(self.name, key, "frontend.mlir", str(module))
+        if cache.dumping():
+            cache.dump(self.name, key, "frontend.mlir", str(module))
         canonicalize(module)
         module.verify()
         ops = list(module.walk())
         compiled = CompiledKernel(module, {op: frontend.locations[op] for op in ops if op in frontend.locations})
-        text = compiled.mlir()
-        cache.dump(self.name, key, "mlir", text)
-        where = [[i, loc.file, loc.line, loc.col] for i, op in enumerate(ops) if (loc := compiled.locations.get(op))]
-        cache.store(key, "mlir", text.encode())
-        cache.store(key, "locations.json", json.dumps(where).encode())
+        if cache.dumping() or cache.cache_dir() is not None:  # printing the IR is a good part of a compile
+            text = compiled.mlir()
+            cache.dump(self.name, key, "mlir", text)
+            where = [[i, loc.file, loc.line, loc.col] for i, op in enumerate(ops) if (loc := compiled.locations.get(op))]
+            cache.store(key, "mlir", text.encode())
+            cache.store(key, "locations.json", json.dumps(where).encode())
         return compiled
 
     def _from_disk(self, constants: dict[str, Any]) -> CompiledKernel | None:
@@ -235,12 +236,16 @@ class Kernel:
             values = {n: given[n] for n in constexprs}
             runtime = [given[p] for p in params if p not in constexprs]
         ready_key = (_constants_key(values), os.environ.get("ARGUS_VERIFY", "1"))
+        backend = runtime_for(parse_target(target or default_target(runtime)))
         handle = self._ready.get(ready_key)
         if handle is None:
+            handle = self.specialization(**values)
+            prepare = getattr(backend, "prepare", None)  # a runtime may build the binary during the check
+            if prepare is not None:
+                prepare(handle, runtime)
             self._check(values)
-            handle = self._ready[ready_key] = self.specialization(**values)
-        where = parse_target(target or default_target(runtime))
-        runtime_for(where).launch(handle, grid, runtime)
+            self._ready[ready_key] = handle
+        backend.launch(handle, grid, runtime)
 
     def specialization(self, **constants: Any) -> Specialization:
         """The handle a runtime launches: this kernel for these constexpr values, by cache key."""

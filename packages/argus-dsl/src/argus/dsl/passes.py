@@ -85,7 +85,7 @@ def _drop_dead(module: builtin.ModuleOp) -> None:
         var.erase()
 
 
-PIPELINE: tuple[ModulePass, ...] = (CanonicalizePass(), PromoteVariables(), CanonicalizePass(),
+PIPELINE: tuple[ModulePass, ...] = (PromoteVariables(), CanonicalizePass(),
                                     CommonSubexpressionElimination())
 
 

@@ -16,6 +16,7 @@ import os
 import struct
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -424,19 +425,45 @@ class NvptxRuntime:
         self.target = target
         self.arch = arch(target.arch) if target.arch else None
         self._loaded: dict[tuple[str, int], LoadedKernel] = {}
+        self._building: dict[tuple[str, str], Future[Binary]] = {}
+
+    def prepare(self, kernel: Any, args: Sequence[Any]) -> None:
+        """Start building the binary of `kernel` (a `Specialization`) on a worker thread when
+        none is cached: LLVM and ptxas then run while the caller checks the kernel (both release
+        the interpreter lock), and `load` takes the result."""
+        device = _device_of(kernel, [device_array(x) for x in args])
+        target = self.arch or device_arch(device)
+        if (kernel.key, device) in self._loaded or (kernel.key, target.name) in self._building:
+            return
+        if compiler.cached(kernel.key, target) is None:
+            compiled = kernel.compiled()  # the IR, which the check needs too, is built here first
+            self._building[(kernel.key, target.name)] = _builder().submit(compiler.build, compiled, target,
+                                                                          key=kernel.key)
 
     def load(self, kernel: Any, device: int = 0) -> LoadedKernel:
         """`kernel` is an `argus.dsl.kernel.Specialization`."""
         found = self._loaded.get((kernel.key, device))
         if found is None:
             target = self.arch or device_arch(device)
-            binary = compiler.cached(kernel.key, target) or compiler.build(kernel.compiled(), target, key=kernel.key)
+            building = self._building.pop((kernel.key, target.name), None)
+            binary = building.result() if building is not None else \
+                compiler.cached(kernel.key, target) or compiler.build(kernel.compiled(), target, key=kernel.key)
             found = self._loaded[(kernel.key, device)] = LoadedKernel(binary, device)
         return found
 
     def launch(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], stream: int | None = None) -> None:
         views = [device_array(x) for x in args]
-        devices = {a.device for a in views if a is not None and a.device >= 0}
-        if len(devices) > 1:
-            raise CudaError(f"{kernel.kernel.name}: tensor arguments are on several devices {sorted(devices)}")
-        self.load(kernel, devices.pop() if devices else 0).launch(grid, args, stream=stream, views=views)
+        self.load(kernel, _device_of(kernel, views)).launch(grid, args, stream=stream, views=views)
+
+
+def _device_of(kernel: Any, views: Sequence[DeviceArray | None]) -> int:
+    """The one device holding a launch's tensors (0 when there are none)."""
+    devices = {a.device for a in views if a is not None and a.device >= 0}
+    if len(devices) > 1:
+        raise CudaError(f"{kernel.kernel.name}: tensor arguments are on several devices {sorted(devices)}")
+    return devices.pop() if devices else 0
+
+
+@functools.lru_cache(maxsize=1)
+def _builder() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="argus-nvptx-build")
