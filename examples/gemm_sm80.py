@@ -4,24 +4,28 @@ NVIDIA sm_80 and later): C = A · Bᵀ with fp32 accumulation, A M×K and B N×K
 Each block computes a 128×128 tile of C with 8 warps in a 2×4 arrangement, 64×32 per warp.
 K advances 32 at a time through two shared-memory stages: while the warps multiply one stage,
 each thread already holds the next K slice in registers (16-byte loads through u128 views of A
-and B) and writes it to the other stage afterwards, so one barrier per slice suffices. Shared
-rows are padded from 32 to 40 bf16, which puts the 32 words a warp reads for one fragment in 32
-different banks; fragments are read as 32-bit pairs through u32 views.
+and B) and writes it to the other stage afterwards, so one barrier per slice suffices. The
+warps load their operand fragments with the warp's matrix load (ldmatrix: four 8×8 matrices
+per instruction, each lane naming one 16-byte row). Shared rows are padded from 32 to 40 bf16,
+which puts the eight rows of one matrix in eight different groups of four banks.
 
 M and N must be multiples of 128 and K of 64.
 """
 
 import numpy as np
+from argus.backends.nvptx import language as nv
 from argus.dsl import (
     Problem,
     Tensor,
     assume,
     bf16,
     block_idx,
+    copy,
     f32,
     from_storage,
     kernel,
     lane_id,
+    local_tile,
     make_local,
     make_shared,
     matmul,
@@ -30,7 +34,6 @@ from argus.dsl import (
     tag,
     thread_idx,
     to_storage,
-    u32,
     u128,
     warp_id,
     warp_mma_16x8x16,
@@ -57,19 +60,14 @@ def gemm_sm80(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f3
     sB = make_shared((2, BN, PAD), bf16)
     sAv = sA.view((2, BM, PAD // VEC), u128)
     sBv = sB.view((2, BN, PAD // VEC), u128)
-    sAw = sA.view((2, BM, PAD // 2), u32)
-    sBw = sB.view((2, BN, PAD // 2), u32)
     acc = make_local((4, 4, 4), f32)
     afrag = make_local((4, 8), bf16)
     bfrag = make_local((4, 4), bf16)
-    afw = afrag.view((4, 4), u32)
-    bfw = bfrag.view((4, 2), u32)
+    bpairs = bfrag.view((2, 8), bf16)  # fragments 2p and 2p + 1 of B, loaded together
     ra = make_local((CHUNKS,), u128)
     rb = make_local((CHUNKS,), u128)
     tid = thread_idx.x
     lane = lane_id()
-    t0 = lane % 4
-    t1 = lane // 4
     wm = warp_id() // 4
     wn = warp_id() % 4
     bm = block_idx.y * BM
@@ -92,12 +90,14 @@ def gemm_sm80(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f3
                 ra[i] = av[bm + e // 4, nxt + e % 4]
                 rb[i] = bv[bn + e // 4, nxt + e % 4]
             for ks in static_range(BK // 16):
-                for mi in static_range(4):
-                    for j in static_range(4):  # word j holds A values 2j, 2j+1: rows +8·(j%2), k +8·(j//2)
-                        afw[mi, j] = sAw[stage, wm * 64 + mi * 16 + t1 + 8 * (j % 2), ks * 8 + t0 + 4 * (j // 2)]
-                for ni in static_range(4):
-                    for j in static_range(2):  # word j holds B values 2j, 2j+1: k +8·j
-                        bfw[ni, j] = sBw[stage, wn * 32 + ni * 8 + t1, ks * 8 + t0 + 4 * j]
+                for mi in static_range(4):  # matrix j of A's 16×16 block: rows +8·(j % 2), k +8·(j // 2)
+                    row = wm * 64 + mi * 16 + lane % 8 + 8 * ((lane // 8) % 2)
+                    copy(local_tile(sA[stage, :, :], (1, 8), row + BM * (2 * ks + lane // 16)), afrag[mi, :],
+                         nv.LDMATRIX_X4)
+                for p in static_range(2):  # matrix j of B's two 8×16 blocks: rows +8·(j // 2), k +8·(j % 2)
+                    row = wn * 32 + p * 16 + lane % 8 + 8 * (lane // 16)
+                    copy(local_tile(sB[stage, :, :], (1, 8), row + BN * (2 * ks + (lane // 8) % 2)), bpairs[p, :],
+                         nv.LDMATRIX_X4)
                 for mi in static_range(4):
                     for ni in static_range(4):
                         matmul(afrag[mi, :], bfrag[ni, :], acc[mi, ni, :], MMA)

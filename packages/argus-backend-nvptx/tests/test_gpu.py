@@ -189,3 +189,22 @@ def test_persistent_gemm_matches_cublas(shape: tuple[int, int, int]) -> None:
     gemm[(4,)](a, b, c, m, n, k)
     reference = a.float() @ b.float().T
     assert float((c.float() - reference).norm() / reference.norm()) < 1e-2
+
+
+@pytest.mark.parametrize("name, trans", [("LDMATRIX_X4", False), ("LDMATRIX_X4_TRANS", True), ("STMATRIX_X4", False),
+                                         ("STMATRIX_X4_TRANS", True)])
+def test_matrix_loads_and_stores_move_what_the_interpreter_moves(name: str, trans: bool) -> None:
+    import torch
+    from argus.backends.nvptx import language as nv
+
+    from .test_matrices import fragments, loader, storer
+
+    rows = np.random.default_rng(3).integers(0, 1 << 16, (32, 8)).astype(np.uint16)
+    load = name.startswith("LD")
+    given, expected = (rows, fragments(rows, trans)) if load else (fragments(rows, trans), rows)
+    k = (loader if load else storer)(getattr(nv, name))
+    src = torch.from_numpy(given.view(np.int16).copy()).cuda().view(torch.uint16)
+    out = torch.zeros((32, 8), dtype=torch.uint16, device="cuda")
+    k[1](src, out)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(out.view(torch.int16).cpu().numpy().view(np.uint16), expected)

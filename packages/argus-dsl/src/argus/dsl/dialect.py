@@ -464,6 +464,9 @@ class CopyOp(IRDLOperation):
     name = "argus.copy"
     source = operand_def(TileType)
     target = operand_def(TileType)
+    starts = var_operand_def(builtin.i32)
+    """Empty until layout lowering gives a cooperative copy (one that redistributes values, a
+    warp's matrix load) the element offsets of its source's and target's first elements."""
     atom = prop_def(builtin.DictionaryAttr)
 
 

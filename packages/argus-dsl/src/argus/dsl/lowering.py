@@ -189,9 +189,26 @@ class _LowerMma(RewritePattern):
         op.operands = (*op.operands, *starts)  # in place: the op keeps its source location
 
 
+class _LowerCooperativeCopy(RewritePattern):
+    """A copy that redistributes values among threads (an instruction that takes one address
+    per thread) gets where each thread's source and target fragments start."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: D.CopyOp, rewriter: PatternRewriter) -> None:
+        if op.starts or int(op.atom.data["threads"].data) == 1:  # type: ignore[attr-defined]
+            return
+        builder = _IndexBuilder(rewriter)
+        starts = []
+        for tile in (op.source, op.target):
+            layout = tile.type.layout  # type: ignore[attr-defined]
+            starts.append(builder.value(builder.layout(layout, [0] * layout.rank, _partition_base(builder, tile))))
+        op.operands = (*op.operands, *starts)  # in place: the op keeps its source location
+
+
 def lower_layouts(module: builtin.ModuleOp) -> builtin.ModuleOp:
     """Rewrite every coordinate access of `module` into offset arithmetic, in place."""
-    PatternRewriteWalker(GreedyRewritePatternApplier([_LowerLoad(), _LowerStore(), _LowerMma()]),
+    PatternRewriteWalker(GreedyRewritePatternApplier([_LowerLoad(), _LowerStore(), _LowerMma(),
+                                                      _LowerCooperativeCopy()]),
                          apply_recursively=False).rewrite_module(module)
     return module
 

@@ -1,4 +1,5 @@
-"""NVIDIA intrinsics of the language: memory barriers and the tensor memory accelerator.
+"""NVIDIA intrinsics of the language: memory barriers, the tensor memory accelerator, and the
+warp's matrix loads and stores (copy atoms).
 
     from argus.backends.nvptx import language as nv
 
@@ -36,8 +37,10 @@ from typing import Any
 import numpy as np
 from argus.dsl import dialect as D
 from argus.dsl import interpreter as I
+from argus.dsl.atoms import CopyAtom
 from argus.dsl.dtypes import u64
 from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, define, register_dialect
+from argus.layout import Layout
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, var_operand_def
@@ -226,6 +229,32 @@ tma_load = Intrinsic(
     "tma_load", "tma_load(tile, tensor, coords, barriers, i): copy the box of `tensor` that starts at element "
     "`coords` and has the tile's shape into the shared `tile` (elements outside the tensor read as zero); its bytes "
     "land on barrier i.", _build_tma_load, 5)
+
+
+# ---- warp matrix loads and stores (copy atoms) ---------------------------------------------------
+
+
+def _matrix_atom(name: str, trans: bool, store: bool) -> CopyAtom:
+    """Four 8×8 matrices of 16-bit elements between shared memory and a warp's registers.
+    Atom tile element c + 8·r + 64·j is column c of row r of matrix j. In shared memory, lane l
+    names row l % 8 of matrix l // 8: eight contiguous elements, 16-byte aligned. In registers,
+    lane l holds values 2j and 2j + 1 of matrix j: row l // 4, columns 2·(l % 4) and the next
+    (transposed: column l // 4 of rows 2·(l % 4) and the next) — the fragment layout of the
+    16×8×16 tensor-core operands."""
+    rows = Layout((32, 8), (8, 1))
+    fragment = Layout(((4, 8), (2, 4)), ((16, 1), (8, 64)) if trans else ((2, 8), (1, 64)))
+    return CopyAtom(name, 16, 32, fragment, rows) if store else CopyAtom(name, 16, 32, rows, fragment)
+
+
+#: ``copy(rows, regs, LDMATRIX_X4)``: each lane passes its row (8 contiguous 16-bit elements of a
+#: shared tile) and receives 8 values, two of each matrix (ldmatrix.sync.aligned.m8n8.x4).
+LDMATRIX_X4 = _matrix_atom("ldmatrix_x4", trans=False, store=False)
+#: The same, each matrix transposed on the way (ldmatrix … .trans): for operands stored the other way.
+LDMATRIX_X4_TRANS = _matrix_atom("ldmatrix_x4_trans", trans=True, store=False)
+#: ``copy(regs, rows, STMATRIX_X4)``: the inverse of LDMATRIX_X4 (stmatrix, sm_90 and later).
+STMATRIX_X4 = _matrix_atom("stmatrix_x4", trans=False, store=True)
+#: The inverse of LDMATRIX_X4_TRANS (stmatrix … .trans, sm_90 and later).
+STMATRIX_X4_TRANS = _matrix_atom("stmatrix_x4_trans", trans=True, store=True)
 
 
 # ---- interpreter semantics ----------------------------------------------------------------------
@@ -508,5 +537,5 @@ define(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, shadow=_shadow_lan
 define(MbarrierWaitOp, interpret=_wait, analyze=_no_tags, shadow=_shadow_landed)
 define(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, shadow=_shadow_landed)
 
-__all__ = ["barrier_sync", "elect_one", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init",
-           "mbarrier_wait", "setmaxnreg", "tma_load"]
+__all__ = ["LDMATRIX_X4", "LDMATRIX_X4_TRANS", "STMATRIX_X4", "STMATRIX_X4_TRANS", "barrier_sync", "elect_one",
+           "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init", "mbarrier_wait", "setmaxnreg", "tma_load"]

@@ -999,10 +999,19 @@ def _scalar_fma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
     t.store(tc, acc, cm, cp)
 
 
+#: Code for cooperative copy atoms (a warp's matrix loads and stores), by atom name.
+COOPERATIVE_COPIES: dict[str, Callable[[Translator, D.CopyOp, str], None]] = {}
+
+
 def _copy(t: Translator, op: D.CopyOp) -> None:
     atom = CopyAtom.from_properties({k: v.data for k, v in op.atom.data.items()})  # type: ignore[attr-defined]
     if atom.threads != 1:
-        raise t.unsupported(op, f"the cooperative copy atom {atom.name}")
+        cooperative = COOPERATIVE_COPIES.get(atom.name)
+        if cooperative is None:
+            raise t.unsupported(op, f"the cooperative copy atom {atom.name} (NVIDIA GPUs run "
+                                    f"{', '.join(sorted(COOPERATIVE_COPIES))})")
+        cooperative(t, op, atom.name)
+        return
     src_memory, ty, src_offsets = t.fragment(op.source, op)
     dst_memory, _, dst_offsets = t.fragment(op.target, op)
     for s, d in zip(src_offsets, dst_offsets):
