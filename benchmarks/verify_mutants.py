@@ -71,8 +71,8 @@ MUTANTS = [
     _m(*S, "thread mapping", ("sBv[e // 8, e % 8] = rb[i]", "sBv[e // 8, (e + 1) % 8] = rb[i]")),
     _m(*S, "dropped swizzle", ("sB = make_shared(SWIZZLED, bf16)", "sB = make_shared(Layout((BN, BK), (BK, 1)), bf16)")),
     _m(*P, "stage / re-tag", (REFILL_B, REFILL_B.replace("(bn, refill)", "(bn, refill - BK)"))),
-    _m(*P, "fragment mapping", ("local_tile(sB[s, :, :], (BN, 16), ks)",
-                                    "local_tile(sB[s, :, :], (BN, 16), (ks + 1) % (BK // 16))")),
+    _m(*P, "fragment mapping", ("local_tile(sB[s, :, :], (BN, MMA.shape[2]), ks)",
+                                    "local_tile(sB[s, :, :], (BN, MMA.shape[2]), (ks + 1) % (BK // MMA.shape[2]))")),
     _m(*P, "stage / re-tag", (REFILLS, REFILL_B + "\n" + " " * 20 + REFILL_A), equivalent=True),
     # wrong swizzle parameter on one side, and the same change on both sides (equivalent)
     _m(*T, "swizzle one side", (SMEM_LINE, SMEM_LINE + WRONG_SWIZZLE),

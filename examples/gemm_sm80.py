@@ -3,9 +3,9 @@ NVIDIA sm_80 and later): C = A · Bᵀ with fp32 accumulation, A M×K and B N×K
 
 Each block computes a 128×128 tile of C with 8 warps in a 2×4 arrangement, 64×32 per warp.
 K advances 32 at a time through two shared-memory stages: while the warps multiply one stage,
-each thread already holds the next K slice in registers (16-byte loads through u128 views of A
-and B) and writes it to the other stage afterwards, so one barrier per slice suffices. The
-warps load their operand fragments with the warp's matrix load (ldmatrix: four 8×8 matrices
+each thread's asynchronous copies (cp.async, 16 bytes each through u128 views of A and B) bring
+the next K slice into the other stage; the thread waits for them before the barrier that ends
+the slice, so one barrier per slice suffices. The warps load their operand fragments with the warp's matrix load (ldmatrix: four 8×8 matrices
 per instruction, each lane naming one 16-byte row). Shared rows are padded from 32 to 40 bf16,
 which puts the eight rows of one matrix in eight different groups of four banks.
 
@@ -64,8 +64,6 @@ def gemm_sm80(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f3
     afrag = make_local((4, 8), bf16)
     bfrag = make_local((4, 4), bf16)
     bpairs = bfrag.view((2, 8), bf16)  # fragments 2p and 2p + 1 of B, loaded together
-    ra = make_local((CHUNKS,), u128)
-    rb = make_local((CHUNKS,), u128)
     tid = thread_idx.x
     lane = lane_id()
     wm = warp_id() // 4
@@ -76,10 +74,12 @@ def gemm_sm80(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f3
         for ni in static_range(4):
             for v in static_range(4):
                 acc[mi, ni, v] = 0.0
-    for i in static_range(CHUNKS):  # the first K slice goes straight to stage 0
+    for i in static_range(CHUNKS):  # the first K slice into stage 0
         e = tid + i * THREADS  # vector e of the slice: row e // 4, vector e % 4 of the row
-        sAv[0, e // 4, e % 4] = av[bm + e // 4, e % 4]
-        sBv[0, e // 4, e % 4] = bv[bn + e // 4, e % 4]
+        nv.cp_async(sAv, (0, e // 4, e % 4), av, (bm + e // 4, e % 4))
+        nv.cp_async(sBv, (0, e // 4, e % 4), bv, (bn + e // 4, e % 4))
+    nv.cp_async_commit()
+    nv.cp_async_wait(0)
     syncthreads()
     for kv in range(0, K // VEC, 2 * BK // VEC):  # K in 16-byte vectors, two slices per pass
         for stage in static_range(2):
@@ -87,8 +87,9 @@ def gemm_sm80(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f3
             nxt = min(kv + (stage + 1) * (BK // VEC), K // VEC - BK // VEC)
             for i in static_range(CHUNKS):
                 e = tid + i * THREADS
-                ra[i] = av[bm + e // 4, nxt + e % 4]
-                rb[i] = bv[bn + e // 4, nxt + e % 4]
+                nv.cp_async(sAv, (1 - stage, e // 4, e % 4), av, (bm + e // 4, nxt + e % 4))
+                nv.cp_async(sBv, (1 - stage, e // 4, e % 4), bv, (bn + e // 4, nxt + e % 4))
+            nv.cp_async_commit()
             for ks in static_range(BK // 16):
                 for mi in static_range(4):  # matrix j of A's 16×16 block: rows +8·(j % 2), k +8·(j // 2)
                     row = wm * 64 + mi * 16 + lane % 8 + 8 * ((lane // 8) % 2)
@@ -101,10 +102,7 @@ def gemm_sm80(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f3
                 for mi in static_range(4):
                     for ni in static_range(4):
                         matmul(afrag[mi, :], bfrag[ni, :], acc[mi, ni, :], MMA)
-            for i in static_range(CHUNKS):
-                e = tid + i * THREADS
-                sAv[1 - stage, e // 4, e % 4] = ra[i]
-                sBv[1 - stage, e // 4, e % 4] = rb[i]
+            nv.cp_async_wait(0)
             syncthreads()
     for mi in static_range(4):
         for ni in static_range(4):

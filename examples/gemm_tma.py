@@ -1,5 +1,5 @@
-"""A bf16 GEMM fed by Hopper's tensor memory accelerator: C = A · Bᵀ with fp32 accumulation,
-A M×K and B N×K (both K-major).
+"""A bf16 (or fp8) GEMM fed by Hopper's tensor memory accelerator: C = A · Bᵀ with fp32
+accumulation and C in bf16, A M×K and B N×K (both K-major).
 
 Each block of two warpgroups (256 threads) computes a BM×BN tile of C, BM/2 rows per warpgroup,
 with the warpgroup MMA reading A and B straight from shared memory. The K slices flow through
@@ -31,6 +31,7 @@ from argus.dsl import (
     block_idx,
     concat,
     device,
+    f8e4m3,
     f32,
     from_storage,
     grid_dim,
@@ -50,6 +51,7 @@ from argus.dsl import (
     u128,
     warp_id,
     warpgroup_mma_64xNx16,
+    warpgroup_mma_64xNx32,
 )
 from argus.layout import ComposedLayout, Layout, Swizzle
 
@@ -58,20 +60,23 @@ C_TYPE = "bf16"  # the element type of C
 THREADS = 256
 
 
-def _pipeline(BM: int, BN: int, BK: int, STAGES: int) -> tuple[Any, ...]:
-    """What both kernels derive from the tile shape: the atom, the bytes that land per stage,
-    the products a thread starts per stage, the stage before each, and the stages' layouts."""
-    mma = warpgroup_mma_64xNx16(BN, bf16, bf16, f32)
-    stage_bytes = (BM + BN) * BK * 2
-    products = (BK // 16) * (BM // 128)
+def _pipeline(BM: int, BN: int, BK: int, STAGES: int, AB: Any) -> tuple[Any, ...]:
+    """What both kernels derive from the tile shape and the input type AB: the atom, the bytes
+    that land per stage, the products a thread starts per stage, the stage before each, and the
+    stages' layouts."""
+    atom = warpgroup_mma_64xNx16 if AB.nbytes == 2 else warpgroup_mma_64xNx32
+    mma = atom(BN, AB, AB, f32)
+    stage_bytes = (BM + BN) * BK * AB.nbytes
+    products = (BK // mma.shape[2]) * (BM // 128)
     previous = tuple((s + STAGES - 1) % STAGES for s in range(STAGES))
-    # a stage: rows of BK bf16 (128 bytes), 16-byte chunk c of row r at chunk c ^ (r % 8)
-    a_stages = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BM, BK), (BM * BK, BK, 1)))
-    b_stages = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((STAGES, BN, BK), (BN * BK, BK, 1)))
+    # a stage: rows of BK elements (128 bytes), 16-byte chunk c of row r at chunk c ^ (r % 8)
+    swizzle = Swizzle(3, (16 // AB.nbytes).bit_length() - 1, 3)
+    a_stages = ComposedLayout(swizzle, 0, Layout((STAGES, BM, BK), (BM * BK, BK, 1)))
+    b_stages = ComposedLayout(swizzle, 0, Layout((STAGES, BN, BK), (BN * BK, BK, 1)))
     return mma, stage_bytes, products, previous, a_stages, b_stages
 
 
-def _helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any) -> tuple[Any, ...]:
+def _helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any, AB: Any) -> tuple[Any, ...]:
     """Device functions both kernels use: where tile t starts (tiles in groups of GROUP tile
     rows, column by column, so that the blocks running at once share rows of A and columns of B
     in the L2 cache), the barriers' and accumulators' first state, a stage's products, and C."""
@@ -100,10 +105,10 @@ def _helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any) -> tu
     @device
     def multiply(sA: Any, sB: Any, s: Any, acc: Any, wg: Any) -> None:
         """Start the products of stage s: this warpgroup's rows of A against all of B's."""
-        for ks in static_range(BK // 16):
+        for ks in static_range(BK // MMA.shape[2]):
             for half in static_range(BM // 128):
-                matmul_async(local_tile(sA[s, :, :], (64, 16), wg + 2 * half + (BM // 64) * ks),
-                             local_tile(sB[s, :, :], (BN, 16), ks), acc[:, half], MMA)
+                matmul_async(local_tile(sA[s, :, :], (64, MMA.shape[2]), wg + 2 * half + (BM // 64) * ks),
+                             local_tile(sB[s, :, :], (BN, MMA.shape[2]), ks), acc[:, half], MMA)
 
     @device
     def store(cw: Any, acc: Any, bm: Any, bn: Any, wg: Any, t: Any) -> None:
@@ -121,7 +126,7 @@ def _helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any) -> tu
         so each thread puts its pairs there (16-byte chunk j of row r at chunk j ^ (r % 8), so
         that a warp's pairs fall in distinct banks), and after a barrier the block writes whole
         rows of C in 16-byte pieces, 512 contiguous bytes per warp."""
-        pairs = sA.view((STAGES * BM * BK // BN, BN // 2), u32)
+        pairs = sA.view((STAGES * BM * BK * AB.nbytes // (2 * BN), BN // 2), u32)
         for half in static_range(BM // 128):
             for p in static_range(MMA.values("c") // 2):
                 idx = MMA.c_layout(tid % 128, 2 * p)
@@ -130,7 +135,7 @@ def _helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any) -> tu
                 pairs[row, ((pair // 4) ^ (row % 8)) * 4 + pair % 4] = concat(bf16(acc[2 * p, half]),
                                                                              bf16(acc[2 * p + 1, half]))
         syncthreads()
-        chunks = sA.view((STAGES * BM * BK // BN, BN // 8), u128)
+        chunks = sA.view((STAGES * BM * BK * AB.nbytes // (2 * BN), BN // 8), u128)
         for i in static_range(BM * BN // (8 * THREADS)):
             row = (i * THREADS + tid) // (BN // 8)
             chunk = (i * THREADS + tid) % (BN // 8)
@@ -139,21 +144,22 @@ def _helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any) -> tu
     return tile_row, tile_column, start, multiply, store, store_staged
 
 
-def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8) -> Kernel:
-    """The kernel for BM×BN tiles of C, K slices of BK (64 bf16: one 128-byte swizzle row),
-    STAGES shared-memory stages and blocks ordered in groups of GROUP tile rows."""
-    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES)
-    tile_row, tile_column, start, multiply, _, store_staged = _helpers(BM, BN, BK, STAGES, GROUP, MMA)
+def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8, AB: Any = bf16) -> Kernel:
+    """The kernel for BM×BN tiles of C, K slices of BK (one 128-byte swizzle row: 64 bf16 or
+    128 fp8), STAGES shared-memory stages, blocks ordered in groups of GROUP tile rows, and A
+    and B of type AB (bf16, f16, f8e4m3 or f8e5m2)."""
+    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES, AB)
+    tile_row, tile_column, start, multiply, _, store_staged = _helpers(BM, BN, BK, STAGES, GROUP, MMA, AB)
 
-    def gemm_tma(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int, N: int,
+    def gemm_tma(a: Tensor[AB, "M", "K"], b: Tensor[AB, "N", "K"], c: Tensor[bf16, "M", "N"], M: int, N: int,
                  K: int):
         tag(a, lambda m, k: (k,))  # the product pairs A[m, k] with B[n, k]: the tags say which k
         tag(b, lambda n, k: (k,))
         assume(M % BM == 0)
         assume(N % BN == 0)
         assume(K % (STAGES * BK) == 0)
-        sA = make_shared(A_STAGES, bf16)
-        sB = make_shared(B_STAGES, bf16)
+        sA = make_shared(A_STAGES, AB)
+        sB = make_shared(B_STAGES, AB)
         bars = make_shared((STAGES,), u64)  # "full": a stage's slices have landed
         empty = make_shared((STAGES,), u64)  # "empty": every thread is done with a stage
         acc = make_local((MMA.values("c"), BM // 128), f32)  # per warpgroup: BM // 128 blocks of 64 rows
@@ -199,8 +205,8 @@ def build_persistent(BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     stream through the stages, so the next tile's first slices are in flight while a tile's
     products finish and its C is written. Rounds never straddle two tiles (K is a whole number
     of rounds), and a tile's C is written after its last round."""
-    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES)
-    tile_row, tile_column, start, multiply, store, _ = _helpers(BM, BN, BK, STAGES, GROUP, MMA)
+    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES, bf16)
+    tile_row, tile_column, start, multiply, store, _ = _helpers(BM, BN, BK, STAGES, GROUP, MMA, bf16)
 
     def gemm_persistent(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int,
                         N: int, K: int):
@@ -284,5 +290,18 @@ def example_gemm_tma(rng: np.random.Generator, m: int = 128, n: int = 128, k: in
     b = to_storage(rng.standard_normal((n, k)), bf16)
     c = to_storage(np.zeros((m, n)), bf16)
     reference = from_storage(a, bf16).astype(np.float64) @ from_storage(b, bf16).astype(np.float64).T
+    return Problem(grid=(n // BN, m // BM), args=(a, b, c, m, n, k), expected={2: reference}, atol=0.1, rtol=1e-2,
+                   decode={2: lambda x: from_storage(x, bf16)})
+
+
+#: The same pipeline on fp8 (e4m3) inputs: K slices of 128, products 64×128×32.
+gemm_tma_fp8 = build(BM, BN, 128, AB=f8e4m3)
+
+
+def example_gemm_tma_fp8(rng: np.random.Generator, m: int = 128, n: int = 128, k: int = 512) -> Problem:
+    a = to_storage(rng.standard_normal((m, k)), f8e4m3)
+    b = to_storage(rng.standard_normal((n, k)), f8e4m3)
+    c = to_storage(np.zeros((m, n)), bf16)
+    reference = from_storage(a, f8e4m3).astype(np.float64) @ from_storage(b, f8e4m3).astype(np.float64).T
     return Problem(grid=(n // BN, m // BM), args=(a, b, c, m, n, k), expected={2: reference}, atol=0.1, rtol=1e-2,
                    decode={2: lambda x: from_storage(x, bf16)})

@@ -40,3 +40,14 @@ def cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+def example_variant(tmp_path: Path, name: str, *edits: tuple[str, str]) -> Any:
+    """examples/NAME.py with each `old` replaced by `new` (each must apply), loaded as a module."""
+    source = (EXAMPLES / f"{name}.py").read_text()
+    for old, new in edits:
+        assert old in source, old
+        source = source.replace(old, new, 1)
+    path = tmp_path / f"{name}_variant_{abs(hash(edits))}.py"
+    path.write_text(source)
+    return load_module(path)

@@ -16,6 +16,7 @@ from argus.dsl import (
     ArgusError,
     Tensor,
     bf16,
+    f8e4m3,
     f32,
     kernel,
     make_local,
@@ -88,6 +89,29 @@ def test_hopper_gemm_issues_warpgroup_mma(monkeypatch: pytest.MonkeyPatch) -> No
     except toolchain.ToolchainError as err:
         pytest.skip(str(err))
     assert sass.count("HGMMA.64x128x16.F32.BF16") == 4
+
+
+@needs_ptxas
+def test_the_fp8_gemm_issues_fp8_warpgroup_mma(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    gemm = next(p.values for p in example_kernels() if p.id == "gemm_tma:gemm_tma_fp8")
+    binary = compiler.build(specialize(*gemm), arch("sm_90a"), assemble=True)
+    assert binary.ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 16  # 4 stages × 4 K steps
+    assert binary.resources is not None and binary.resources.spill_stores == 0
+    try:
+        sass = toolchain.disassemble(binary.cubin or b"")
+    except toolchain.ToolchainError as err:
+        pytest.skip(str(err))
+    assert "QGMMA.64x128x32.F32.E4M3.E4M3" in sass
+
+
+def test_fp8_values_stay_in_memory() -> None:
+    @kernel(block=(32,))
+    def widen(x: Tensor[f8e4m3, 32], out: Tensor[f32, 32]):
+        out[thread_idx.x] = f32(x[thread_idx.x])
+
+    with pytest.raises(CodegenError, match=r"test_compile\.py:\d+:\d+: .*keeps f8e4m3 values in memory"):
+        compiler.build(widen.specialize(), arch("sm_90a"), assemble=False)
 
 
 def test_a_shared_operand_without_a_descriptor_form_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -134,6 +134,17 @@ def test_the_atom_rejects_an_impossible_width():
         warpgroup_mma_64xNx16(12, bf16, bf16, f32)
 
 
+def test_each_atom_takes_inputs_of_its_width():
+    """32 bytes of K per operand row: 16 elements of 16 bits, or 32 of 8 (fp8)."""
+    from argus.dsl import f8e4m3, f8e5m2, warpgroup_mma_64xNx32
+
+    assert warpgroup_mma_64xNx32(128, f8e4m3, f8e5m2, f32).shape == (64, 128, 32)
+    with pytest.raises(ArgusError, match="multiplies 16-bit inputs .* not f8e4m3; use warpgroup_mma_64xNx32"):
+        warpgroup_mma_64xNx16(128, f8e4m3, f8e4m3, f32)
+    with pytest.raises(ArgusError, match="multiplies 8-bit inputs .* not bf16"):
+        warpgroup_mma_64xNx32(128, bf16, bf16, f32)
+
+
 def test_a_product_started_asynchronously_computes_the_same_once_waited_for():
     a, b, c, expected = _problem()
     _gemm(started=True)[(1,)](a, b, c, a.shape[1])

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .atoms import CopyAtom, MMAAtom, copy_vector, universal_fma, warp_mma_16x8x16, warpgroup_mma_64xNx16
+from .atoms import (
+    CopyAtom,
+    MMAAtom,
+    copy_vector,
+    universal_fma,
+    warp_mma_16x8x16,
+    warpgroup_mma_64xNx16,
+    warpgroup_mma_64xNx32,
+)
 from .dtypes import (
     DType,
     bf16,
@@ -197,6 +205,7 @@ __all__ = [
     "warp_id",
     "warp_mma_16x8x16",
     "warpgroup_mma_64xNx16",
+    "warpgroup_mma_64xNx32",
     "warp_max",
     "warp_min",
     "warp_sum",

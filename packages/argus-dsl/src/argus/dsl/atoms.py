@@ -112,12 +112,26 @@ def warpgroup_mma_64xNx16(n: int, a_dtype: DType, b_dtype: DType, c_dtype: DType
     memory; thread ``l + 32·w`` (lane l of warp w, ``l = t0 + 4·t1``) holds C rows
     ``16·w + t1`` and ``+8`` at columns ``8·j + 2·t0`` (+1) for j < n/8, in the value order
     (column pair, row half, j). (The layouts of NVIDIA's warpgroup MMA with both operands in
-    shared memory; any target may run the atom.)"""
+    shared memory, for 16-bit inputs; any target may run the atom.)"""
+    return _warpgroup_mma(n, 16, a_dtype, b_dtype, c_dtype)
+
+
+def warpgroup_mma_64xNx32(n: int, a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
+    """The same for 8-bit inputs (fp8: f8e4m3, f8e5m2): 64×n×32, each operand row 32 bytes."""
+    return _warpgroup_mma(n, 32, a_dtype, b_dtype, c_dtype)
+
+
+def _warpgroup_mma(n: int, k: int, a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
+    name = f"warpgroup_mma_64xNx{k}"
     if not isinstance(n, int) or isinstance(n, bool) or not (8 <= n <= 256 and n % 8 == 0):
-        raise ArgusTypeError(f"warpgroup_mma_64xNx16: n must be a multiple of 8 from 8 to 256, got {n!r}")
+        raise ArgusTypeError(f"{name}: n must be a multiple of 8 from 8 to 256, got {n!r}")
+    for dtype in (a_dtype, b_dtype):
+        if dtype.bits != 256 // k:
+            raise ArgusTypeError(f"{name} multiplies {256 // k}-bit inputs (32 bytes of K per row), not {dtype}"
+                                 + ("; use warpgroup_mma_64xNx32 for 8-bit ones" if k == 16 and dtype.bits == 8 else ""))
     return MMAAtom(
-        f"mma_64x{n}x16_{c_dtype}_{a_dtype}_{b_dtype}_ss",
-        shape=(64, n, 16),
+        f"mma_64x{n}x{k}_{c_dtype}_{a_dtype}_{b_dtype}_ss",
+        shape=(64, n, k),
         threads=128,
         a_layout=None,
         b_layout=None,

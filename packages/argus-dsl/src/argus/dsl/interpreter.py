@@ -1094,4 +1094,5 @@ value_of = _value
 scalars = _scalar_array
 set_value = _set
 element_offsets = _element_offsets
+checked_offsets = _checked_offsets
 byte_indices = _byte_indices

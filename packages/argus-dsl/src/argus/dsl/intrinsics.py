@@ -111,13 +111,19 @@ def dialects() -> list[Dialect]:
 
 
 def define(op_type: type, *, interpret: Callable[..., None], analyze: Callable[..., None] | None = None,
-           shadow: Callable[..., None] | None = None) -> None:
+           shadow: Callable[..., None] | None = None,
+           lower: Callable[[Any, Callable[[SSAValue, list[SSAValue]], SSAValue]], Operation] | None = None) -> None:
     """Give an intrinsic op its meaning: `interpret(interpreter, op, frame, mask)` runs it for
     the threads of `mask`; `analyze(analysis, op, mask)` moves its tags in the static checker;
-    `shadow(shadow_interpreter, op, frame, mask)` after `interpret`, in shadow-tag runs."""
-    from . import analysis, interpreter, shadow as shadow_mode, tag_liveness
+    `shadow(shadow_interpreter, op, frame, mask)` after `interpret`, in shadow-tag runs. An op
+    that addresses tiles or tensors by coordinates gives `lower(op, offset_of)`, which layout
+    lowering calls to replace it by an op on element offsets: ``offset_of(tile_or_tensor,
+    coords)`` inserts the arithmetic of one offset before `op` and returns it."""
+    from . import analysis, interpreter, lowering, shadow as shadow_mode, tag_liveness
 
     interpreter.register_rule(op_type, interpret)
+    if lower is not None:
+        lowering.register_rule(op_type, lower)
     if analyze is not None:
         analysis.register_rule(op_type, analyze)
     else:

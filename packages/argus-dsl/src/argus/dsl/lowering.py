@@ -10,11 +10,12 @@ unsigned division and remainder are used.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from argus.layout import ComposedLayout, Layout, Swizzle, product
 from xdsl.dialects import arith, builtin
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -154,19 +155,29 @@ def _element_offset(rewriter: PatternRewriter, source: SSAValue, coords: list[SS
     return builder.value(offset)
 
 
-class _LowerLoad(RewritePattern):
+class _Replacing(RewritePattern):
+    """A pattern that replaces ops and says which op took each one's place (for its location)."""
+
+    def __init__(self, moved: dict[Operation, Operation]) -> None:
+        self.moved = moved
+
+    def replace(self, rewriter: PatternRewriter, op: Operation, new: Operation) -> None:
+        rewriter.replace(op, new)
+        self.moved[op] = new
+
+
+class _LowerLoad(_Replacing):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: D.LoadOp, rewriter: PatternRewriter) -> None:
         offset = _element_offset(rewriter, op.source, list(op.coords))
-        new = D.LoadAtOp.create(operands=[op.source, offset], result_types=[op.result.type])
-        rewriter.replace(op, new)
+        self.replace(rewriter, op, D.LoadAtOp.create(operands=[op.source, offset], result_types=[op.result.type]))
 
 
-class _LowerStore(RewritePattern):
+class _LowerStore(_Replacing):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: D.StoreOp, rewriter: PatternRewriter) -> None:
         offset = _element_offset(rewriter, op.target, list(op.coords))
-        rewriter.replace(op, D.StoreAtOp.create(operands=[op.value, op.target, offset]))
+        self.replace(rewriter, op, D.StoreAtOp.create(operands=[op.value, op.target, offset]))
 
 
 class _LowerMma(RewritePattern):
@@ -205,10 +216,29 @@ class _LowerCooperativeCopy(RewritePattern):
         op.operands = (*op.operands, *starts)  # in place: the op keeps its source location
 
 
-def lower_layouts(module: builtin.ModuleOp) -> builtin.ModuleOp:
-    """Rewrite every coordinate access of `module` into offset arithmetic, in place."""
-    PatternRewriteWalker(GreedyRewritePatternApplier([_LowerLoad(), _LowerStore(), _LowerMma(),
-                                                      _LowerCooperativeCopy()]),
+_INTRINSICS: dict[type, Callable[[Any, Callable[[SSAValue, list[SSAValue]], SSAValue]], Operation]] = {}
+
+
+def register_rule(op_type: type, lower: Callable[[Any, Callable[[SSAValue, list[SSAValue]], SSAValue]], Operation]
+                  ) -> None:
+    """How a backend's intrinsic op that names coordinates becomes one on element offsets
+    (see argus.dsl.intrinsics.define)."""
+    _INTRINSICS[op_type] = lower
+
+
+class _LowerIntrinsic(_Replacing):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        lower = _INTRINSICS.get(type(op))
+        if lower is not None:
+            self.replace(rewriter, op, lower(op, lambda source, coords: _element_offset(rewriter, source, coords)))
+
+
+def lower_layouts(module: builtin.ModuleOp, moved: dict[Operation, Operation] | None = None) -> builtin.ModuleOp:
+    """Rewrite every coordinate access of `module` into offset arithmetic, in place; `moved`
+    receives the op that replaced each rewritten one."""
+    moved = {} if moved is None else moved
+    PatternRewriteWalker(GreedyRewritePatternApplier([_LowerLoad(moved), _LowerStore(moved), _LowerMma(),
+                                                      _LowerCooperativeCopy(), _LowerIntrinsic(moved)]),
                          apply_recursively=False).rewrite_module(module)
     return module
 
@@ -216,11 +246,16 @@ def lower_layouts(module: builtin.ModuleOp) -> builtin.ModuleOp:
 
 def lowered(compiled: Any) -> tuple[builtin.ModuleOp, dict[Any, Any]]:
     """A copy of a compiled kernel's module with layouts lowered and the IR cleaned, and the
-    source locations of the copy's ops (ops the lowering rewrites lose theirs)."""
+    source locations of the copy's ops (an op that replaces an access keeps its location)."""
     from .passes import canonicalize
 
     module = compiled.module.clone()
     locations = {new: compiled.locations[old] for old, new in zip(compiled.module.walk(), module.walk())
                  if old in compiled.locations}
-    canonicalize(lower_layouts(module))
+    moved: dict[Operation, Operation] = {}
+    lower_layouts(module, moved)
+    for old, new in moved.items():
+        if old in locations:
+            locations[new] = locations.pop(old)
+    canonicalize(module)
     return module, locations

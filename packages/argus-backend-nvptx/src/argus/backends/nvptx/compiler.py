@@ -19,7 +19,7 @@ from argus.dsl import assumptions, cache
 from argus.dsl.backends import Target
 from argus.dsl.lowering import lowered
 
-from . import bulk, matrices  # noqa: F401  # the code of the language's NVIDIA intrinsics
+from . import bulk, copies, matrices  # noqa: F401  # the code of the language's NVIDIA intrinsics
 from . import toolchain
 from .occupancy import occupancy
 from .targets import Arch, arch

@@ -118,8 +118,45 @@ class SetMaxRegistersOp(IRDLOperation):
     increase = prop_def(builtin.IntAttr)
 
 
+@irdl_op_definition
+class CpAsyncOp(IRDLOperation):
+    """One element of `tensor` (4, 8 or 16 bytes) copied into one element of the shared `tile`
+    without passing through registers; `coords` are the tile's coordinates, then the tensor's."""
+
+    name = "nvptx.cp_async"
+    tile = operand_def(D.TileType)
+    tensor = operand_def(D.TensorType)
+    coords = var_operand_def(builtin.i32)
+
+
+@irdl_op_definition
+class CpAsyncAtOp(IRDLOperation):
+    """CpAsyncOp after layout lowering: element offsets into the tile's memory and the tensor."""
+
+    name = "nvptx.cp_async_at"
+    tile = operand_def(D.TileType)
+    tensor = operand_def(D.TensorType)
+    tile_offset = operand_def(builtin.i32)
+    tensor_offset = operand_def(builtin.i32)
+
+
+@irdl_op_definition
+class CpAsyncCommitOp(IRDLOperation):
+    """The calling thread's copies issued since its last commit become one group."""
+
+    name = "nvptx.cp_async_commit"
+
+
+@irdl_op_definition
+class CpAsyncWaitOp(IRDLOperation):
+    """The calling thread waits until at most `pending` of its committed groups are in flight."""
+
+    name = "nvptx.cp_async_wait"
+    pending = prop_def(builtin.IntAttr)
+
+
 Nvptx = Dialect("nvptx", [MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, TmaLoadOp, ElectOneOp, NamedBarrierOp,
-                          SetMaxRegistersOp], [])
+                          SetMaxRegistersOp, CpAsyncOp, CpAsyncAtOp, CpAsyncCommitOp, CpAsyncWaitOp], [])
 register_dialect(Nvptx)
 
 BARRIER_OPS = (MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp)
@@ -202,6 +239,48 @@ def _build_setmaxnreg(b: IntrinsicBuilder, args: list[Any]) -> None:
                                                 "increase": builtin.IntAttr(int(args[1]))}))
 
 
+def _coordinates(b: IntrinsicBuilder, value: Any, index: int, rank: int, what: str) -> list[Any]:
+    coords = list(value) if isinstance(value, tuple) else [value]
+    if len(coords) != rank:
+        raise b.error(f"{what} has {rank} mode(s); give {rank} coordinate(s)", b.argument(index))
+    return [b.scalar(c, index=index) for c in coords]
+
+
+def _build_cp_async(b: IntrinsicBuilder, args: list[Any]) -> None:
+    tile = b.tile(args[0], 0, "shared")
+    tensor = b.tensor(args[2], 2)
+    if tile.type.dtype != tensor.type.dtype:
+        raise b.error(f"the tile holds {tile.type.dtype}, tensor {tensor.name!r} {tensor.type.dtype}", b.argument(0))
+    if tile.type.dtype.nbytes not in (4, 8, 16):
+        raise b.error(f"an asynchronous copy moves one element of 4, 8 or 16 bytes (view the tensor and the tile "
+                      f"as u32, u64 or u128), not {tile.type.dtype}", b.argument(0))
+    coords = [*_coordinates(b, args[1], 1, tile.type.layout.rank, "the tile"),
+              *_coordinates(b, args[3], 3, len(tensor.type.shape), f"tensor {tensor.name!r}")]
+    b.emit(CpAsyncOp.create(operands=[tile.ssa, tensor.ssa, *coords]))
+
+
+def _build_commit(b: IntrinsicBuilder, args: list[Any]) -> None:
+    b.emit(CpAsyncCommitOp.create())
+
+
+def _build_cp_wait(b: IntrinsicBuilder, args: list[Any]) -> None:
+    pending = b.integer(args[0], 0)
+    if not 0 <= pending <= 7:
+        raise b.error(f"a thread waits until 0 to 7 of its groups are in flight, not {pending}", b.argument(0))
+    b.emit(CpAsyncWaitOp.create(properties={"pending": builtin.IntAttr(pending)}))
+
+
+cp_async = Intrinsic(
+    "cp_async", "cp_async(tile, tile_coords, tensor, tensor_coords): copy one element of `tensor` (4, 8 or 16 bytes: "
+    "view it as u32, u64 or u128) into the shared `tile` without passing through registers. The copy is in flight "
+    "until the thread commits it (cp_async_commit) and waits for its group (cp_async_wait); other threads see it "
+    "after a barrier that follows the wait.", _build_cp_async, 4)
+cp_async_commit = Intrinsic(
+    "cp_async_commit", "cp_async_commit(): the calling thread's copies since its last commit form one group.",
+    _build_commit, 0)
+cp_async_wait = Intrinsic(
+    "cp_async_wait", "cp_async_wait(n): wait until at most n of the calling thread's committed groups are still in "
+    "flight (their copies have landed).", _build_cp_wait, 1)
 setmaxnreg = Intrinsic(
     "setmaxnreg", "setmaxnreg(registers, grow): the calling warpgroup (all its 128 threads) takes (grow=True) or "
     "gives back registers so that each thread holds `registers`; the kernel declares its count at entry with "
@@ -429,6 +508,78 @@ def _shadow_landed(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
         s.memory_tags(copy.tile, frame).write(copy.target[None], tags, np.array([copy.issuer]), s.site(op))
 
 
+@dataclass
+class _Groups:
+    """One thread's asynchronous copies: those not yet committed, then its committed groups."""
+
+    open: list[_Copy] = field(default_factory=list)
+    committed: list[list[_Copy]] = field(default_factory=list)
+
+
+def _groups(frame: Any, thread: int) -> _Groups:
+    return frame.state.setdefault("nvptx.cp_async", {}).setdefault(thread, _Groups())  # type: ignore[no-any-return]
+
+
+def _cp_async(interp: Any, op: CpAsyncOp, frame: Any, mask: np.ndarray) -> None:
+    tile: I.TileValue = I.value_of(frame, op.tile)
+    tensor: I.TensorValue = I.value_of(frame, op.tensor)
+    rank = tile.layout.rank
+    coords = [I.scalars(frame, c)[mask].astype(np.int64) for c in op.coords]
+    _start_copies(interp, op, frame, mask, tile, tensor, I.element_offsets(interp, op, frame, tile, coords[:rank], mask),
+                  I.element_offsets(interp, op, frame, tensor, coords[rank:], mask))
+
+
+def _cp_async_at(interp: Any, op: CpAsyncAtOp, frame: Any, mask: np.ndarray) -> None:
+    """The same after layout lowering, from element offsets."""
+    tile: I.TileValue = I.value_of(frame, op.tile)
+    tensor: I.TensorValue = I.value_of(frame, op.tensor)
+    offsets = [I.scalars(frame, v)[mask].astype(np.int64) for v in (op.tile_offset, op.tensor_offset)]
+    _start_copies(interp, op, frame, mask, tile, tensor, I.checked_offsets(interp, op, frame, tile, offsets[0], mask),
+                  I.checked_offsets(interp, op, frame, tensor, offsets[1], mask))
+
+
+def _start_copies(interp: Any, op: Any, frame: Any, mask: np.ndarray, tile: Any, tensor: Any, tile_offsets: np.ndarray,
+                  tensor_offsets: np.ndarray) -> None:
+    """Each active thread's copy goes in flight: its bytes are read now and land at its wait."""
+    nbytes = tile.dtype.nbytes
+    target = I.byte_indices(tile_offsets, nbytes)
+    source = I.byte_indices(tensor_offsets, nbytes)
+    memory = tile.memory
+    for row, thread in enumerate(np.flatnonzero(mask).tolist()):
+        for prior, what in ((memory.writer, "wrote"), (memory.reader, "read")):
+            held = prior[target[row]]  # type: ignore[index]
+            other = held[(held != -1) & (held != thread)]
+            if other.size:
+                who = "an asynchronous copy" if other[0] == I.ASYNC_WRITER else f"thread {int(other[0])}"
+                raise interp.fault("data-race", f"thread {thread} starts a copy into bytes of {memory.name} that {who} "
+                                   f"{what} since the last barrier", op, frame, array=memory.name, thread=thread)
+        memory.writer[target[row]] = I.ASYNC_WRITER  # type: ignore[index]  # until the copy lands
+        copy = _Copy(tile, target[row], tensor.bytes[source[row]].copy(), source[row], tensor, thread)
+        _groups(frame, thread).open.append(copy)
+
+
+def _cp_commit(interp: Any, op: CpAsyncCommitOp, frame: Any, mask: np.ndarray) -> None:
+    for thread in np.flatnonzero(mask).tolist():
+        groups = _groups(frame, thread)
+        groups.committed.append(groups.open)
+        groups.open = []
+
+
+def _cp_wait(interp: Any, op: CpAsyncWaitOp, frame: Any, mask: np.ndarray) -> None:
+    """The thread's oldest groups land: the bytes are written, by that thread (others see them
+    after a barrier)."""
+    landed = frame.state.setdefault("nvptx.landed", [])
+    for thread in np.flatnonzero(mask).tolist():
+        groups = _groups(frame, thread)
+        while len(groups.committed) > op.pending.data:
+            for copy in groups.committed.pop(0):
+                memory = copy.tile.memory
+                memory.data[copy.target] = copy.data
+                memory.written[copy.target] = True  # type: ignore[index]
+                memory.writer[copy.target] = thread  # type: ignore[index]
+                landed.append(copy)
+
+
 def _setmaxnreg(interp: Any, op: SetMaxRegistersOp, frame: Any, mask: np.ndarray) -> None:
     """Registers are not modelled; what is checked is that whole warpgroups call it."""
     for start in range(0, mask.size, 128):
@@ -514,6 +665,25 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
         tile.memory.epoch_writer[idx] = -1  # the barrier wait orders it for every reader
 
 
+def _analyze_cp_async(a: Any, op: CpAsyncOp, mask: np.ndarray) -> None:
+    """The element's tags move as a load and a store by the issuing thread would move them
+    (whether the thread waits before the data is read is the interpreter's check)."""
+    tile = a.values[op.tile]
+    rank = tile.layout.rank
+    coords = [a.int_value(c, op) for c in op.coords]
+    tags = a.global_tags(op, a.values[op.tensor], coords[rank:], mask)
+    idx = a.tile_bytes(op, tile, coords[:rank], None, mask)
+    active = a.active(mask)
+    tile.memory.write(idx, tags if active is a.tid else tags[active], active, a.site(op))
+
+
+def _lower_cp_async(op: CpAsyncOp, offset_of: Any) -> CpAsyncAtOp:
+    rank = op.tile.type.layout.rank  # type: ignore[attr-defined]
+    coords = list(op.coords)
+    return CpAsyncAtOp.create(operands=[op.tile, op.tensor, offset_of(op.tile, coords[:rank]),
+                                        offset_of(op.tensor, coords[rank:])])
+
+
 def _analyze_elect(a: Any, op: ElectOneOp, mask: np.ndarray) -> None:
     a.values[op.result] = a.space.constant(_elected(mask, a.warp).astype(np.int64), a.n)
     a.tags.pop(op.result, None)
@@ -536,6 +706,11 @@ define(MbarrierInitOp, interpret=_init, analyze=_no_tags, shadow=_shadow_landed)
 define(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, shadow=_shadow_landed)
 define(MbarrierWaitOp, interpret=_wait, analyze=_no_tags, shadow=_shadow_landed)
 define(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, shadow=_shadow_landed)
+define(CpAsyncOp, interpret=_cp_async, analyze=_analyze_cp_async, lower=_lower_cp_async)
+define(CpAsyncAtOp, interpret=_cp_async_at)
+define(CpAsyncCommitOp, interpret=_cp_commit, analyze=_no_tags)
+define(CpAsyncWaitOp, interpret=_cp_wait, analyze=_no_tags, shadow=_shadow_landed)
 
-__all__ = ["LDMATRIX_X4", "LDMATRIX_X4_TRANS", "STMATRIX_X4", "STMATRIX_X4_TRANS", "barrier_sync", "elect_one",
+__all__ = ["LDMATRIX_X4", "LDMATRIX_X4_TRANS", "STMATRIX_X4", "STMATRIX_X4_TRANS", "barrier_sync", "cp_async",
+           "cp_async_commit", "cp_async_wait", "elect_one",
            "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init", "mbarrier_wait", "setmaxnreg", "tma_load"]

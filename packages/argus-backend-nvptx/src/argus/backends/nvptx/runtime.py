@@ -3,7 +3,8 @@
 Arguments are checked before anything reaches the GPU: tensors may be torch tensors, CuPy
 arrays, anything with ``__cuda_array_interface__`` or any DLPack producer, on one CUDA device,
 C-contiguous, of the declared element type and of the declared shape (dims named alike agree).
-A bf16 tensor may be held as bf16 (torch) or as its uint16 bits (CuPy, like numpy on the host).
+A bf16 tensor may be held as bf16 (torch) or as its uint16 bits (CuPy, like numpy on the host),
+an fp8 one as fp8 or as its uint8 bits.
 The kernel runs on the stream given, else torch's (or CuPy's) current stream, else the default
 one. ``ARGUS_LAUNCH_BLOCKING=1`` waits for every launch and reports its errors there.
 """
@@ -128,8 +129,8 @@ def accepted(dtype: DType) -> frozenset[str]:
         names |= {f"<{letter}{dtype.nbytes}", f"|{letter}{dtype.nbytes}", f"dl:{letter}{dtype.bits}"}
     if dtype.name == "bf16":
         names |= {"<u2", "dl:bf16", "dl:u16"}
-    if dtype.minifloat:
-        names |= {"|u1", "dl:u8"}
+    if dtype.minifloat:  # or its bits, as uint8
+        names |= {"|u1", "dl:u8", "torch.uint8"}
     return frozenset(names)
 
 

@@ -103,12 +103,15 @@ def llvm_type(t: Attribute, where: SourceLocation | None = None) -> str:
         dtype = dtype_of_mlir(t)
     except TypeError:
         raise CodegenError(f"the nvptx backend has no register type for {t}", where) from None
+    if dtype.minifloat:
+        raise CodegenError(f"the nvptx backend keeps {dtype} values in memory (copies and tensor-core products "
+                           "read them); arithmetic on one in registers is not supported", where)
     return element_type(dtype, where)
 
 
 def element_type(dtype: DType, where: SourceLocation | None = None) -> str:
-    """The LLVM type of a DSL element type."""
-    found = _TYPES.get(dtype.name)
+    """The LLVM type of a DSL element type in memory (8-bit floats as their bits)."""
+    found = "i8" if dtype.minifloat else _TYPES.get(dtype.name)
     if found is None:
         raise CodegenError(f"the nvptx backend has no register type for {dtype}; it handles "
                            f"{', '.join(sorted(_TYPES))}", where)
@@ -289,7 +292,12 @@ class Translator:
                 _wait_wgmma(self)
             if not quiet:
                 self.wgmma_streak = False
-            rule(self, op)
+            try:
+                rule(self, op)
+            except CodegenError as err:
+                if err.location is not None or self.where(op) is None:
+                    raise
+                raise CodegenError(err.message, self.where(op), err.construct) from None  # the op's line
         if self.wgmma_group is not None:
             _wait_wgmma(self)
 

@@ -25,8 +25,9 @@ from argus.layout import ComposedLayout, Layout, Swizzle
 #: Descriptor swizzle-mode field values.
 NO_SWIZZLE, SWIZZLE_128B = 0, 1
 
-#: PTX type names of the element types wgmma multiplies (with an f32 accumulator).
-OPERAND_TYPES = {"bf16": "bf16", "f16": "f16"}
+#: PTX type names of the element types wgmma multiplies (with an f32 accumulator): 16-bit ones
+#: (k = 16, A and B of one type) and 8-bit floats (k = 32, A and B of either).
+OPERAND_TYPES = {"bf16": "bf16", "f16": "f16", "f8e4m3": "e4m3", "f8e5m2": "e5m2"}
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,12 @@ def wgmma_text(atom: MMAAtom, first: int) -> str:
     `first` on the A and B descriptors and a word that is nonzero when the accumulators are
     added to."""
     m, n, k = atom.shape
-    ty = OPERAND_TYPES[atom.a_dtype.name]
+    a, b = OPERAND_TYPES[atom.a_dtype.name], OPERAND_TYPES[atom.b_dtype.name]
     regs = ", ".join(f"${i}" for i in range(n // 2))
+    transposes = ", 0, 0" if k == 16 else ""  # the K-major bit exists for 16-bit inputs only
     return ("{ .reg .pred p; setp.ne.b32 p, $" + str(first + 2) + ", 0; "
-            f"wgmma.mma_async.sync.aligned.m{m}n{n}k{k}.f32.{ty}.{ty} "
-            f"{{{regs}}}, ${first}, ${first + 1}, p, 1, 1, 0, 0; }}")
+            f"wgmma.mma_async.sync.aligned.m{m}n{n}k{k}.f32.{a}.{b} "
+            f"{{{regs}}}, ${first}, ${first + 1}, p, 1, 1{transposes}; }}")
 
 
 def runs_as_wgmma(atom: MMAAtom) -> str | None:
@@ -106,10 +108,15 @@ def runs_as_wgmma(atom: MMAAtom) -> str | None:
     m, n, k = atom.shape
     if atom.a_layout is not None or atom.b_layout is not None:
         return "wgmma here reads both operands from shared memory"
-    if (m, k, atom.threads) != (64, 16, 128) or n % 8 or not 8 <= n <= 256:
-        return f"wgmma has shapes 64×n×16 (n a multiple of 8 up to 256) over 128 threads, not {m}×{n}×{k}"
-    if atom.a_dtype != atom.b_dtype or atom.a_dtype.name not in OPERAND_TYPES or atom.c_dtype.name != "f32":
-        return f"wgmma here multiplies bf16 or f16 into f32, not {atom.a_dtype}·{atom.b_dtype} → {atom.c_dtype}"
+    if (m, atom.threads) != (64, 128) or k not in (16, 32) or n % 8 or not 8 <= n <= 256:
+        return (f"wgmma has shapes 64×n×16 (16-bit inputs) and 64×n×32 (8-bit), n a multiple of 8 up to 256, over "
+                f"128 threads, not {m}×{n}×{k}")
+    names = (atom.a_dtype.name, atom.b_dtype.name)
+    sixteen = names[0] == names[1] and names[0] in ("bf16", "f16") and k == 16
+    eight = all(x in ("f8e4m3", "f8e5m2") for x in names) and k == 32
+    if not (sixteen or eight) or atom.c_dtype.name != "f32":
+        return (f"wgmma here multiplies bf16 or f16 (k 16) or fp8 e4m3/e5m2 (k 32) into f32, not "
+                f"{atom.a_dtype}·{atom.b_dtype} → {atom.c_dtype} with k {k}")
     expected = Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512)))
     if not np.array_equal(atom.c_layout.offsets(), expected.offsets()) or atom.c_layout.size() != expected.size():
         return "its accumulator layout is not wgmma's register fragment"
