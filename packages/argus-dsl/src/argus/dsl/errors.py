@@ -51,6 +51,10 @@ class ArgusLaunchError(ArgusError):
     """A launch whose arguments do not match the kernel's parameters."""
 
 
+class CodegenError(ArgusError):
+    """A kernel (or part of one) a backend cannot translate for the chosen target."""
+
+
 class KernelFault(ArgusError):
     """The interpreter caught the kernel doing something undefined (a race, an out-of-bounds or
     uninitialized access, a barrier not reached by every thread).

@@ -27,7 +27,7 @@ from .language import (
     SetMaxRegistersOp,
     TmaLoadOp,
 )
-from .translate import _RULES, Param, Translator, _ident
+from .translate import RULES, Param, Translator, ident
 
 MAX_BOX = 256
 
@@ -157,7 +157,7 @@ def _tma_load(t: Translator, op: TmaLoadOp) -> None:
         name = f"{t.kernel.arg_names.data[index].data}.tensormap{len(t.tensor_maps)}"
         param = t.tensor_maps[key] = Param("tensormap", name, "ptr addrspace(1)", index,
                                            dtype=tile_type.dtype.name, box=box, swizzle=swizzle)
-    generic = t.let(f"addrspacecast ptr addrspace(1) %{_ident(param.name)} to ptr")
+    generic = t.let(f"addrspacecast ptr addrspace(1) %{ident(param.name)} to ptr")
     descriptor = t.let(f"ptrtoint ptr {generic} to i64")
     start = _static_start(t, op.tile, op, "the destination of a bulk copy")
     destination = _shared_address(t, op.tile, str(start), op)
@@ -192,5 +192,5 @@ def _setmaxnreg(t: Translator, op: SetMaxRegistersOp) -> None:
     _asm(t, f"setmaxnreg.{change}.sync.aligned.u32 {op.registers.data};", [])
 
 
-_RULES.update({SetMaxRegistersOp: _setmaxnreg, MbarrierInitOp: _init, MbarrierArriveOp: _arrive, MbarrierWaitOp: _wait, TmaLoadOp: _tma_load,
+RULES.update({SetMaxRegistersOp: _setmaxnreg, MbarrierInitOp: _init, MbarrierArriveOp: _arrive, MbarrierWaitOp: _wait, TmaLoadOp: _tma_load,
                ElectOneOp: _elect, NamedBarrierOp: _named_barrier})

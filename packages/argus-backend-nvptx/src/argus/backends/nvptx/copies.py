@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .errors import CodegenError
 from .language import CpAsyncAtOp, CpAsyncCommitOp, CpAsyncWaitOp
-from .translate import _RULES, Translator, element_type
+from .translate import RULES, Translator, element_type
 
 
 def _cp_async(t: Translator, op: CpAsyncAtOp) -> None:
@@ -38,4 +38,4 @@ def _wait(t: Translator, op: CpAsyncWaitOp) -> None:
     t.emit(f'call void asm sideeffect "cp.async.wait_group {op.pending.data};", "~{{memory}}"()')
 
 
-_RULES.update({CpAsyncAtOp: _cp_async, CpAsyncCommitOp: _commit, CpAsyncWaitOp: _wait})
+RULES.update({CpAsyncAtOp: _cp_async, CpAsyncCommitOp: _commit, CpAsyncWaitOp: _wait})

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from argus.dsl.backends import TargetError
-from argus.dsl.errors import ArgusError, ArgusLaunchError
-
-
-class CodegenError(ArgusError):
-    """A kernel (or part of one) this backend cannot translate for the chosen architecture."""
+from argus.dsl.errors import ArgusError, ArgusLaunchError, CodegenError
 
 
 class ToolchainError(ArgusError):

@@ -1,0 +1,913 @@
+"""LLVM IR, as text, of a lowered kernel: what every LLVM-based backend shares.
+
+A kernel becomes one function of the target's kernel calling convention. Its parameters: a
+``ptr addrspace(1)`` per global tensor followed by an ``i32`` for each of that tensor's dims
+named at launch, then the scalars in order (`KernelABI` says which is which, for the runtime).
+Shared tiles become ``addrspace(3)`` globals, local tiles and variables ``alloca``s (in the
+target's private address space) that LLVM promotes to registers once every index is constant.
+The semantics follow the reference interpreter: a floor division or remainder by zero divides
+by one, shifts past the width give 0 (left) or the sign/zero fill (right), float-to-int
+conversions saturate and send NaN to 0, and a shuffle from a lane outside the warp returns the
+thread's own value.
+
+A backend subclasses `Translator`: its target triple and kernel attributes, where thread and
+block indices come from, the block barrier, the cross-lane move under shuffles, and rules for
+the ops only it has (its intrinsics, its matrix instructions, cooperative copies). Nothing here
+imports LLVM itself: the text goes to llvmlite in the backend.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+from argus.layout import ComposedLayout, Layout
+from xdsl.dialects import arith, math, scf
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from . import dialect as D
+from .assumptions import LaunchCondition, launch_conditions
+from .atoms import CopyAtom, MMAAtom
+from .dtypes import DType
+from .errors import CodegenError, SourceLocation
+from .types import dtype_of_mlir
+
+#: 128-bit values are vectors of words: they load and store as one access and views of them as
+#: words need no 128-bit shifts.
+_WORDS = "<4 x i32>"
+#: LLVM type of each DSL element type that the backend handles.
+_TYPES = {"bool": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "i8", "u16": "i16",
+          "u32": "i32", "u64": "i64", "u128": "<4 x i32>", "f16": "half", "bf16": "bfloat", "f32": "float",
+          "f64": "double"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter as the runtime passes it: a tensor's pointer, one of its named dims,
+    or a scalar."""
+
+    kind: str  # "pointer" | "dim" | "scalar" | "tensormap"
+    name: str
+    llvm_type: str
+    tensor: int = -1
+    """For a pointer or a dim: the index of its tensor among the kernel's runtime arguments."""
+    axis: int = -1
+    symbol: str = ""
+    """For a dim: the size's name in the kernel's signature (dims named alike must agree)."""
+    dtype: str = ""
+    """For a pointer: the tensor's element type (checked against the argument's)."""
+    align: int = 1
+    """For a pointer: the alignment in bytes the kernel relies on (its widest view's element)."""
+    box: tuple[int, ...] = ()
+    """For a tensor map (a bulk copy's description of its tensor, made at launch): the box
+    copied, in elements per tensor dim (the tensor's own order)."""
+    swizzle: int = 0
+    """For a tensor map: the bytes of the shared-memory swizzle the copy writes (0: none)."""
+
+
+@dataclass(frozen=True)
+class KernelABI:
+    name: str
+    arguments: tuple[str, ...]
+    """The runtime arguments' names, in order."""
+    params: tuple[Param, ...]
+    block: tuple[int, int, int]
+    shared_bytes: int = 0
+    """Dynamic shared memory the launch must give (the kernel's tiles, when they pass the 48 KB
+    a kernel may declare statically)."""
+    conditions: tuple[LaunchCondition, ...] = ()
+    """The kernel's assumptions a launch is checked against (see argus.dsl.assumptions)."""
+
+
+@dataclass
+class Memory:
+    """Where a tile's elements live: the base pointer of its allocation and its address space."""
+
+    pointer: str
+    space: int
+    tensor: int = -1
+    """For global memory: which tensor argument it belongs to."""
+
+
+@dataclass
+class _Function:
+    lines: list[str] = field(default_factory=list)
+    entry: list[str] = field(default_factory=list)
+    """Allocas, kept in the entry block so that LLVM promotes them."""
+    label: str = "entry"
+
+
+def llvm_type(t: Attribute, where: SourceLocation | None = None) -> str:
+    """The LLVM type of a value of MLIR type `t`."""
+    try:
+        dtype = dtype_of_mlir(t)
+    except TypeError:
+        raise CodegenError(f"no register type for {t}", where) from None
+    if dtype.minifloat:
+        raise CodegenError(f"{dtype} values are kept in memory (copies and tensor-core products read them); "
+                           "arithmetic on one in registers is not supported", where)
+    return element_type(dtype, where)
+
+
+def element_type(dtype: DType, where: SourceLocation | None = None) -> str:
+    """The LLVM type of a DSL element type in memory (8-bit floats as their bits)."""
+    found = "i8" if dtype.minifloat else _TYPES.get(dtype.name)
+    if found is None:
+        raise CodegenError(f"no register type for {dtype}; the LLVM backends handle "
+                           f"{', '.join(sorted(_TYPES))}", where)
+    return found
+
+
+def natural_alignment(llvm: str) -> int:
+    return max(_bits(llvm) // 8, 1)
+
+
+def _bits(llvm: str) -> int:
+    return {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "<4 x i32>": 128, "half": 16, "bfloat": 16,
+            "float": 32, "double": 64}[llvm]
+
+
+def _float_literal(value: float, llvm: str) -> str:
+    if llvm == "double" or llvm == "float":  # LLVM writes float constants as the exact double
+        if llvm == "float":
+            value = struct.unpack("<f", struct.pack("<f", value))[0]
+        return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+    if llvm == "half":
+        return "0xH%04X" % struct.unpack("<H", struct.pack("<e", value))[0]
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]  # bfloat: round to nearest even
+    if value != value:
+        return "0xR7FC0"
+    return "0xR%04X" % (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF)
+
+
+Rule = Callable[["Translator", Any], None]
+
+
+class Translator:
+    """Translates one lowered kernel; `translate()` returns the LLVM module text and its ABI.
+
+    A backend's subclass sets `TRIPLE`, `CALLING_CONVENTION`, `PRIVATE_SPACE` and `RULES` (the
+    generic `RULES` plus its own) and implements the target hooks below."""
+
+    BACKEND: ClassVar[str] = "llvm"
+    TRIPLE: ClassVar[str] = ""
+    DATALAYOUT: ClassVar[str] = ""
+    CALLING_CONVENTION: ClassVar[str] = ""
+    PRIVATE_SPACE: ClassVar[int] = 0
+    """The address space of a thread's own memory (allocas)."""
+    RULES: ClassVar[dict[type, Rule]] = {}
+
+    def __init__(self, kernel: D.KernelOp, target: Any, locations: dict[Operation, SourceLocation] | None = None) -> None:
+        self.kernel = kernel
+        self.target = target
+        self.locations = locations or {}
+        self.names: dict[SSAValue, str] = {}
+        self.memories: dict[SSAValue, Memory] = {}
+        self.dims: dict[tuple[SSAValue, int], str] = {}
+        self.alignment: dict[int, int] = {}
+        """Per tensor argument, the widest element it is read or written as."""
+        self.declarations: set[str] = set()
+        self.globals: list[str] = []
+        self.fn = _Function()
+        self.counter = 0
+        self.shared_offsets, self.shared_bytes = _shared_plan(kernel)
+        """Where each shared tile starts in dynamic shared memory, and its size (0: static tiles)."""
+        block = tuple(kernel.block_dims) + (1,) * (3 - len(kernel.block_dims))
+        self.block: tuple[int, int, int] = block  # type: ignore[assignment]
+        self.warp_size = kernel.warp_size.data
+
+    # ---- target hooks ------------------------------------------------------------------
+    def function_attributes(self) -> str:
+        """The kernel function's attributes (``attributes #0 = { ... }``)."""
+        return ""
+
+    def extra_params(self) -> list[Param]:
+        """Parameters the translation added after the kernel's own (a backend's descriptors)."""
+        return []
+
+    def index(self, kind: str, axis: int) -> str:
+        """An i32: the thread's index in its block ("thread"), the block's in the grid
+        ("block"), or the grid's size ("grid") along axis 0, 1 or 2."""
+        raise NotImplementedError
+
+    def barrier(self, op: Operation) -> None:
+        """Every thread of the block waits here; shared-memory accesses before are ordered
+        before those after."""
+        raise NotImplementedError
+
+    def shuffle_word(self, op: D.ShuffleOp, kind: str, word: str, lane: str) -> str:
+        """The i32 `word` of another lane of the warp: `kind` is "xor", "idx", "down" or "up"
+        with `lane` the mask, the lane or the distance; a lane outside the warp gives `word`."""
+        raise NotImplementedError
+
+    def matrix_multiply(self, op: D.MmaOp, atom: MMAAtom) -> None:
+        """A matrix-multiply atom other than the scalar multiply-add every target has."""
+        raise self.unsupported(op, f"the matrix-multiply atom {atom.name}")
+
+    def cooperative_copy(self, op: D.CopyOp, atom: CopyAtom) -> None:
+        """A copy atom that redistributes values among threads."""
+        raise self.unsupported(op, f"the cooperative copy atom {atom.name}")
+
+    def before(self, op: Operation) -> None:
+        """Called before each op is translated (a target may close a batch of instructions)."""
+
+    def after_block(self) -> None:
+        """Called at the end of each block."""
+
+    # ---- output ------------------------------------------------------------------------
+    def translate(self) -> tuple[str, KernelABI]:
+        name = self.kernel.sym_name.data
+        params = self._parameters()
+        self._block(self.kernel.body.block)
+        params = [replace(p, align=self.alignment[p.tensor]) if p.kind == "pointer" else p for p in params]
+        params += self.extra_params()
+        arguments = tuple(n.data for n in self.kernel.arg_names.data)
+        signature = [_signature(p, arguments) for p in params]
+        self.emit("ret void")
+        body = "\n".join(["entry:", *self.fn.entry, *self.fn.lines])
+        text = "\n".join([
+            *([f'target datalayout = "{self.DATALAYOUT}"'] if self.DATALAYOUT else []),
+            f'target triple = "{self.TRIPLE}"',
+            "",
+            *self.globals,
+            *(["@argus_dynamic_shared = external addrspace(3) global [0 x i8], align 1024"] if self.shared_bytes else []),
+            "",
+            f"define {self.CALLING_CONVENTION} void @{name}({', '.join(signature)}) #0 {{",
+            body,
+            "}",
+            "",
+            *sorted(self.declarations),
+            "",
+            f"attributes #0 = {{ {self.function_attributes()} }}",
+            "",
+        ])
+        conditions = tuple(launch_conditions(self.kernel, self.locations))
+        return text, KernelABI(name, arguments, tuple(params), self.block, self.shared_bytes, conditions)
+
+    def _parameters(self) -> list[Param]:
+        names = [n.data for n in self.kernel.arg_names.data]
+        params: list[Param] = []
+        for index, (name, arg) in enumerate(zip(names, self.kernel.body.block.args)):
+            t = arg.type
+            if isinstance(t, D.TensorType):
+                params.append(Param("pointer", name, "ptr addrspace(1)", index, dtype=t.dtype.name))
+                self.memories[arg] = Memory(f"%{ident(name)}", 1, index)
+                self.alignment[index] = t.dtype.nbytes
+                for axis, dim in enumerate(t.shape):
+                    if isinstance(dim, str):
+                        params.append(Param("dim", f"{name}.shape[{axis}]", "i32", index, axis, dim))
+                        self.dims[(arg, axis)] = f"%{ident(name)}.dim{axis}"
+                    else:
+                        self.dims[(arg, axis)] = str(dim)
+            else:
+                params.append(Param("scalar", name, llvm_type(t), index))
+                self.names[arg] = f"%{ident(name)}"
+        return params
+
+    # ---- helpers -----------------------------------------------------------------------
+    def emit(self, text: str) -> None:
+        self.fn.lines.append(f"  {text}")
+
+    def let(self, text: str, hint: str = "v") -> str:
+        """Emit ``%new = text`` and return %new."""
+        out = self.fresh(hint)
+        self.emit(f"{out} = {text}")
+        return out
+
+    def fresh(self, hint: str = "v") -> str:
+        self.counter += 1
+        return f"%{hint}{self.counter}"
+
+    def label(self, hint: str) -> str:
+        self.counter += 1
+        return f"{hint}{self.counter}"
+
+    def start(self, label: str) -> None:
+        self.fn.lines.append(f"{label}:")
+        self.fn.label = label
+
+    def declare(self, text: str) -> None:
+        self.declarations.add(f"declare {text}")
+
+    def call(self, ret: str, name: str, args: list[tuple[str, str]], hint: str = "v") -> str:
+        self.declare(f"{ret} @{name}({', '.join(t for t, _ in args)})")
+        arglist = ", ".join(f"{t} {v}" for t, v in args)
+        if ret == "void":
+            self.emit(f"call void @{name}({arglist})")
+            return ""
+        out = self.fresh(hint)
+        self.emit(f"{out} = call {ret} @{name}({arglist})")
+        return out
+
+    def value(self, v: SSAValue) -> str:
+        name = self.names.get(v)
+        if name is None:
+            raise CodegenError(f"internal: a value used before its definition ({v})", None)
+        return name
+
+    def define(self, v: SSAValue, text: str, hint: str = "v") -> str:
+        out = self.fresh(hint)
+        self.emit(f"{out} = {text}")
+        self.names[v] = out
+        return out
+
+    def where(self, op: Operation) -> SourceLocation | None:
+        return self.locations.get(op)
+
+    def unsupported(self, op: Operation, what: str) -> CodegenError:
+        return CodegenError(f"{what} is not supported by the {self.BACKEND} backend ({self.target.name})", self.where(op))
+
+    # ---- walking -----------------------------------------------------------------------
+    def _block(self, block: Block) -> None:
+        for op in block.ops:
+            rule = self.RULES.get(type(op))
+            if rule is None:
+                raise self.unsupported(op, f"the operation {op.name}")
+            self.before(op)
+            try:
+                rule(self, op)
+            except CodegenError as err:
+                if err.location is not None or self.where(op) is None:
+                    raise
+                raise CodegenError(err.message, self.where(op), err.construct) from None  # the op's line
+        self.after_block()
+
+    # ---- indices -----------------------------------------------------------------------
+    def linear_thread(self) -> str:
+        bx, by, bz = self.block
+        x = self.index("thread", 0)
+        if by == 1 and bz == 1:
+            return x
+        y, z = self.index("thread", 1), self.index("thread", 2)
+        yz = self.let(f"mul nuw nsw i32 {z}, {by}")
+        row = self.let(f"add nuw nsw i32 {yz}, {y}")
+        scaled = self.let(f"mul nuw nsw i32 {row}, {bx}")
+        out = self.let(f"add nuw nsw i32 {scaled}, {x}")
+        return out
+
+    # ---- memory ------------------------------------------------------------------------
+    def memory(self, v: SSAValue, op: Operation) -> Memory:
+        found = self.memories.get(v)
+        if found is None:
+            raise CodegenError(f"internal: no memory for {v}", self.where(op))
+        return found
+
+    def element_pointer(self, memory: Memory, element: str, offset: str) -> str:
+        space = f" addrspace({memory.space})" if memory.space else ""
+        out = self.fresh("p")
+        self.emit(f"{out} = getelementptr inbounds {element}, ptr{space} {memory.pointer}, i32 {offset}")
+        return out
+
+    def load(self, ty: str, memory: Memory, pointer: str) -> str:
+        """A load of one element, naturally aligned (tensors are checked at launch to be)."""
+        space = f" addrspace({memory.space})" if memory.space else ""
+        return self.let(f"load {ty}, ptr{space} {pointer}, align {natural_alignment(ty)}")
+
+    def store(self, ty: str, value: str, memory: Memory, pointer: str) -> None:
+        space = f" addrspace({memory.space})" if memory.space else ""
+        self.emit(f"store {ty} {value}, ptr{space} {pointer}, align {natural_alignment(ty)}")
+
+    def alloca(self, llvm: str, count: int, align: int = 16) -> str:
+        out = self.fresh("a")
+        space = f", addrspace({self.PRIVATE_SPACE})" if self.PRIVATE_SPACE else ""
+        self.fn.entry.append(f"  {out} = alloca [{count} x {llvm}], align {align}{space}")
+        return out
+
+    @property
+    def private(self) -> Memory:
+        """Where variables live: the thread's own memory (promoted to registers)."""
+        return Memory("", self.PRIVATE_SPACE)
+
+    def fragment(self, tile: SSAValue, op: Operation) -> tuple[Memory, str, list[int]]:
+        """A tile's memory, element type and the element offsets of its values in order."""
+        t = tile.type
+        assert isinstance(t, D.TileType)
+        chain = tile
+        while isinstance(chain.owner, (D.SliceOp, D.ViewOp)):
+            chain = chain.owner.source  # type: ignore[union-attr]
+        if isinstance(chain.owner, D.PartitionOp):
+            raise self.unsupported(op, "a fragment of a partition chosen at run time")
+        return self.memory(tile, op), element_type(t.dtype, self.where(op)), _offsets(t.layout)
+
+
+def _offsets(layout: Layout | ComposedLayout) -> list[int]:
+    return [int(x) for x in layout.offsets()]
+
+
+def _signature(param: Param, arguments: tuple[str, ...]) -> str:
+    """A parameter in the function's signature, with the register name the body uses."""
+    name = ident(arguments[param.tensor])
+    if param.kind == "tensormap":
+        return f"ptr addrspace(1) align 64 %{ident(param.name)}"
+    if param.kind == "pointer":
+        return f"ptr addrspace(1) align {param.align} %{name}"
+    if param.kind == "dim":
+        return f"i32 %{name}.dim{param.axis}"
+    return f"{param.llvm_type} %{name}"
+
+
+def ident(name: str) -> str:
+    """A name as an LLVM identifier."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+# ---- rules -------------------------------------------------------------------------------------
+
+def _constant(t: Translator, op: arith.ConstantOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    attr = op.value
+    if ty == "i1":
+        t.names[op.result] = "true" if attr.value.data else "false"  # type: ignore[union-attr]
+    elif ty.startswith("i"):
+        t.names[op.result] = str(attr.value.data)  # type: ignore[union-attr]
+    elif ty == _WORDS:  # 128 bits as four 32-bit words, the lowest first
+        bits = int(attr.value.data) % (1 << 128)  # type: ignore[union-attr]
+        t.names[op.result] = "<" + ", ".join(f"i32 {(bits >> (32 * i)) & 0xFFFFFFFF}" for i in range(4)) + ">"
+    else:
+        t.names[op.result] = _float_literal(float(attr.value.data), ty)  # type: ignore[union-attr]
+
+
+_INT_BINARY = {arith.AddiOp: "add", arith.SubiOp: "sub", arith.MuliOp: "mul", arith.AndIOp: "and",
+               arith.OrIOp: "or", arith.XOrIOp: "xor"}
+_FLOAT_BINARY = {arith.AddfOp: "fadd", arith.SubfOp: "fsub", arith.MulfOp: "fmul", arith.DivfOp: "fdiv"}
+_MINMAX = {arith.MinSIOp: "smin", arith.MaxSIOp: "smax", arith.MinUIOp: "umin", arith.MaxUIOp: "umax",
+           arith.MinimumfOp: "minimum", arith.MaximumfOp: "maximum"}
+
+
+def _binary(t: Translator, op: Any) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    a, b = t.value(op.lhs), t.value(op.rhs)
+    instr = _INT_BINARY.get(type(op)) or _FLOAT_BINARY[type(op)]
+    t.define(op.result, f"{instr} {ty} {a}, {b}")
+
+
+def _minmax(t: Translator, op: Any) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    name = _MINMAX[type(op)]
+    out = t.call(ty, f"llvm.{name}.{_suffix(ty)}", [(ty, t.value(op.lhs)), (ty, t.value(op.rhs))])
+    t.names[op.result] = out
+
+
+def _suffix(ty: str) -> str:
+    return {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16"}.get(ty, ty)
+
+
+def _nonzero(t: Translator, ty: str, b: str) -> str:
+    """The divisor, with 0 replaced by 1 (the interpreter's division by zero)."""
+    if b.lstrip("-").isdigit():
+        return b if int(b) != 0 else "1"
+    zero = t.let(f"icmp eq {ty} {b}, 0")
+    safe = t.let(f"select i1 {zero}, {ty} 1, {ty} {b}")
+    return safe
+
+
+def _floordiv(t: Translator, op: arith.FloorDivSIOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    a, b = t.value(op.lhs), _nonzero(t, ty, t.value(op.rhs))
+    q = t.let(f"sdiv {ty} {a}, {b}")
+    r = t.let(f"srem {ty} {a}, {b}")
+    # floor: one less when the remainder is nonzero and its sign differs from the divisor's
+    nonzero = t.let(f"icmp ne {ty} {r}, 0")
+    signs = t.let(f"xor {ty} {r}, {b}")
+    differ = t.let(f"icmp slt {ty} {signs}, 0")
+    fix = _zext(t, t.let(f"and i1 {nonzero}, {differ}"), ty)
+    t.names[op.result] = t.let(f"sub {ty} {q}, {fix}")
+
+
+def _zext(t: Translator, bit: str, ty: str) -> str:
+    out = t.let(f"zext i1 {bit} to {ty}")
+    return out
+
+
+def _division(t: Translator, op: Any) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    instr = {arith.DivUIOp: "udiv", arith.RemUIOp: "urem", arith.RemSIOp: "srem"}[type(op)]
+    t.define(op.result, f"{instr} {ty} {t.value(op.lhs)}, {_nonzero(t, ty, t.value(op.rhs))}")
+
+
+def _shift(t: Translator, op: Any) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    width = _bits(ty)
+    a, b = t.value(op.lhs), t.value(op.rhs)
+    instr = {arith.ShLIOp: "shl", arith.ShRSIOp: "ashr", arith.ShRUIOp: "lshr"}[type(op)]
+    if b.lstrip("-").isdigit() and 0 <= int(b) < width:
+        t.define(op.result, f"{instr} {ty} {a}, {b}")
+        return
+    # out-of-range amounts: shl gives 0; right shifts shift by width - 1 (interpreter semantics)
+    inside = t.let(f"icmp ult {ty} {b}, {width}")
+    if instr == "shl":
+        shifted = t.let(f"shl {ty} {a}, {b}")
+        t.define(op.result, f"select i1 {inside}, {ty} {shifted}, {ty} 0")
+        return
+    negative = t.let(f"icmp slt {ty} {b}, 0")
+    clamped = t.let(f"select i1 {inside}, {ty} {b}, {ty} {width - 1}")
+    amount = t.let(f"select i1 {negative}, {ty} 0, {ty} {clamped}")
+    t.define(op.result, f"{instr} {ty} {a}, {amount}")
+
+
+_ICMP = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge", 6: "ult", 7: "ule", 8: "ugt", 9: "uge"}
+_FCMP = {0: "false", 1: "oeq", 2: "ogt", 3: "oge", 4: "olt", 5: "ole", 6: "one", 7: "ord", 8: "ueq", 9: "ugt",
+         10: "uge", 11: "ult", 12: "ule", 13: "une", 14: "uno", 15: "true"}
+
+
+def _compare(t: Translator, op: arith.CmpiOp | arith.CmpfOp) -> None:
+    ty = llvm_type(op.lhs.type, t.where(op))
+    instr, predicates = ("icmp", _ICMP) if isinstance(op, arith.CmpiOp) else ("fcmp", _FCMP)
+    t.define(op.result, f"{instr} {predicates[op.predicate.value.data]} {ty} {t.value(op.lhs)}, {t.value(op.rhs)}")
+
+
+def _select(t: Translator, op: arith.SelectOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    t.define(op.result, f"select i1 {t.value(op.cond)}, {ty} {t.value(op.lhs)}, {ty} {t.value(op.rhs)}")
+
+
+def _negf(t: Translator, op: arith.NegfOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    t.define(op.result, f"fneg {ty} {t.value(op.operand)}")
+
+
+_CASTS = {arith.ExtFOp: "fpext", arith.TruncFOp: "fptrunc", arith.SIToFPOp: "sitofp", arith.UIToFPOp: "uitofp",
+          arith.TruncIOp: "trunc", arith.ExtSIOp: "sext", arith.ExtUIOp: "zext"}
+
+
+def _cast(t: Translator, op: Any) -> None:
+    src = llvm_type(op.operands[0].type, t.where(op))
+    dst = llvm_type(op.result.type, t.where(op))
+    x = t.value(op.operands[0])
+    if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):  # saturating, NaN -> 0, like the interpreter
+        kind = "fptosi" if isinstance(op, arith.FPToSIOp) else "fptoui"
+        t.names[op.result] = t.call(dst, f"llvm.{kind}.sat.{dst}.{_suffix(src)}", [(src, x)])
+        return
+    t.define(op.result, f"{_CASTS[type(op)]} {src} {x} to {dst}")
+
+
+_MATH = {math.Exp2Op: "exp2", math.Log2Op: "log2", math.SqrtOp: "sqrt"}
+
+
+def _math(t: Translator, op: Any) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    x = t.value(op.operands[0])
+    if isinstance(op, math.RsqrtOp):
+        root = t.call(ty, f"llvm.sqrt.{_suffix(ty)}", [(ty, x)])
+        t.define(op.result, f"fdiv {ty} {_float_literal(1.0, ty)}, {root}")
+        return
+    t.names[op.result] = t.call(ty, f"llvm.{_MATH[type(op)]}.{_suffix(ty)}", [(ty, x)])
+
+
+def _fma(t: Translator, op: math.FmaOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    a, b, c = (t.value(v) for v in op.operands)
+    t.names[op.result] = t.call(ty, f"llvm.fma.{_suffix(ty)}", [(ty, a), (ty, b), (ty, c)])
+
+
+def _index(t: Translator, op: Any) -> None:
+    axis = "xyz".index(op.dim.data)
+    if isinstance(op, D.BlockDimOp):
+        t.names[op.result] = str(t.block[axis])
+        return
+    if isinstance(op, D.ThreadIdxOp) and t.block[axis] == 1:
+        t.names[op.result] = "0"
+        return
+    kind = {D.ThreadIdxOp: "thread", D.BlockIdxOp: "block", D.GridDimOp: "grid"}[type(op)]
+    t.names[op.result] = t.index(kind, axis)
+
+
+def _lane_or_warp(t: Translator, op: Any) -> None:
+    tid = t.linear_thread()
+    if isinstance(op, D.LaneIdOp):
+        t.define(op.result, f"and i32 {tid}, {t.warp_size - 1}")
+    else:
+        t.define(op.result, f"lshr i32 {tid}, {t.warp_size.bit_length() - 1}")
+
+
+def _dim(t: Translator, op: D.DimOp) -> None:
+    found = t.dims.get((op.tensor, op.index.data))
+    if found is None:
+        raise CodegenError(f"internal: no size for dim {op.index.data}", t.where(op))
+    t.names[op.result] = found
+
+
+def _tensor_view(t: Translator, op: D.TensorViewOp) -> None:
+    memory = t.memories[op.result] = t.memory(op.source, op)
+    t.alignment[memory.tensor] = max(t.alignment[memory.tensor], op.result.type.dtype.nbytes)  # type: ignore[attr-defined]
+    runtime = iter(op.dims)
+    shape = op.result.type.shape  # type: ignore[attr-defined]
+    for axis, dim in enumerate(shape):
+        t.dims[(op.result, axis)] = t.value(next(runtime)) if isinstance(dim, str) else str(dim)
+
+
+#: The shared memory a kernel may declare statically; more is dynamic (and asked for at launch).
+STATIC_SHARED = 48 * 1024
+
+
+def _shared_plan(kernel: D.KernelOp) -> tuple[dict[Operation, int], int]:
+    """Offsets of the shared tiles in one dynamic allocation, and its size, when the tiles need
+    more than a kernel may declare statically (otherwise each tile is its own global)."""
+    offsets: dict[Operation, int] = {}
+    end = 0
+    for op in kernel.walk():
+        if isinstance(op, D.MakeSharedOp):
+            tile: D.TileType = op.result.type  # type: ignore[assignment]
+            align = _shared_alignment(tile)
+            start = -(-end // align) * align
+            offsets[op] = start
+            end = start + tile.footprint * tile.dtype.nbytes
+    return (offsets, end) if end > STATIC_SHARED else ({}, 0)
+
+
+def _make_shared(t: Translator, op: D.MakeSharedOp) -> None:
+    tile: D.TileType = op.result.type  # type: ignore[assignment]
+    ty = element_type(tile.dtype, t.where(op))
+    if t.shared_bytes:
+        offset = t.shared_offsets[op]
+        t.memories[op.result] = Memory(f"getelementptr (i8, ptr addrspace(3) @argus_dynamic_shared, i32 {offset})", 3)
+        return
+    count = tile.footprint
+    name = f"@smem{len(t.globals)}"
+    t.globals.append(f"{name} = internal addrspace(3) global [{count} x {ty}] undef, align {_shared_alignment(tile)}")
+    t.memories[op.result] = Memory(name, 3)
+
+
+def _shared_alignment(tile: D.TileType) -> int:
+    """At least 128 bytes; a swizzled tile is aligned to its swizzle's period, so that a unit
+    that swizzles addresses (wgmma, TMA) sees the layout's swizzle of offsets."""
+    layout = tile.layout
+    if isinstance(layout, ComposedLayout) and getattr(layout.outer, "bits", 0):
+        sw = layout.outer
+        return max(128, (1 << (sw.bits + sw.base + sw.shift)) * tile.dtype.nbytes)
+    return 128
+
+
+def _make_local(t: Translator, op: D.MakeLocalOp) -> None:
+    tile: D.TileType = op.result.type  # type: ignore[assignment]
+    ty = element_type(tile.dtype, t.where(op))
+    t.memories[op.result] = Memory(t.alloca(ty, tile.footprint), t.PRIVATE_SPACE)
+
+
+def _same_memory(t: Translator, op: Any) -> None:
+    t.memories[op.result] = t.memory(op.source, op)
+
+
+def _load_at(t: Translator, op: D.LoadAtOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    memory = t.memory(op.source, op)
+    t.names[op.result] = t.load(ty, memory, t.element_pointer(memory, ty, t.value(op.offset)))
+
+
+def _store_at(t: Translator, op: D.StoreAtOp) -> None:
+    ty = llvm_type(op.value.type, t.where(op))
+    memory = t.memory(op.target, op)
+    t.store(ty, t.value(op.value), memory, t.element_pointer(memory, ty, t.value(op.offset)))
+
+
+def _var(t: Translator, op: D.VarOp) -> None:
+    ty = element_type(op.result.type.dtype, t.where(op))  # type: ignore[attr-defined]
+    t.names[op.result] = t.alloca(ty, 1, 8)
+
+
+def _var_load(t: Translator, op: D.VarLoadOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    t.names[op.result] = t.load(ty, t.private, t.value(op.var))
+
+
+def _var_store(t: Translator, op: D.VarStoreOp) -> None:
+    ty = llvm_type(op.value.type, t.where(op))
+    t.store(ty, t.value(op.value), t.private, t.value(op.var))
+
+
+def _sync(t: Translator, op: D.SyncThreadsOp) -> None:
+    t.barrier(op)
+
+
+def _assume(t: Translator, op: D.AssumeOp) -> None:
+    t.call("void", "llvm.assume", [("i1", t.value(op.cond))])
+
+
+def _nothing(t: Translator, op: Operation) -> None:
+    """Tag functions, tag assertions and tag resets are checked at compile time only."""
+
+
+def _if(t: Translator, op: scf.IfOp) -> None:
+    then, other, join = t.label("then"), t.label("else"), t.label("endif")
+    has_else = bool(op.false_region.blocks) and any(not isinstance(o, scf.YieldOp) for o in op.false_region.block.ops)
+    t.emit(f"br i1 {t.value(op.cond)}, label %{then}, label %{other if has_else else join}")
+    t.start(then)
+    t._block(op.true_region.block)
+    t.emit(f"br label %{join}")
+    if has_else:
+        t.start(other)
+        t._block(op.false_region.block)
+        t.emit(f"br label %{join}")
+    t.start(join)
+
+
+def _for(t: Translator, op: scf.ForOp) -> None:
+    """``for (i = lb; i < ub; i += step)``, as the interpreter runs it (a signed comparison)."""
+    if op.results:
+        raise t.unsupported(op, "a loop carrying values (scf.for with results)")
+    lb, ub, step = t.value(op.lb), t.value(op.ub), t.value(op.step)
+    before = t.fn.label
+    head, body, done = t.label("loop"), t.label("body"), t.label("done")
+    t.emit(f"br label %{head}")
+    t.start(head)
+    iv = t.fresh("i")
+    t.names[op.body.block.args[0]] = iv
+    phi_at = len(t.fn.lines)
+    t.fn.lines.append("")  # the phi, filled in once the latch block is known
+    more = t.let(f"icmp slt i32 {iv}, {ub}")
+    t.emit(f"br i1 {more}, label %{body}, label %{done}")
+    t.start(body)
+    t._block(op.body.block)
+    latch = t.fn.label
+    nxt = t.fresh("i")
+    t.emit(f"{nxt} = add i32 {iv}, {step}")
+    t.emit(f"br label %{head}")
+    t.fn.lines[phi_at] = f"  {iv} = phi i32 [ {lb}, %{before} ], [ {nxt}, %{latch} ]"
+    t.start(done)
+
+
+def _yield(t: Translator, op: scf.YieldOp) -> None:
+    if op.operands:
+        raise t.unsupported(op, "a region yielding values")
+
+
+def _shuffle(t: Translator, op: D.ShuffleOp) -> None:
+    ty = llvm_type(op.value.type, t.where(op))
+    bits = _bits(ty)
+    if bits > 32:
+        raise t.unsupported(op, f"a shuffle of a {bits}-bit value")
+    mode = op.mode.data
+    x = t.value(op.value)
+    word = x
+    if ty != "i32":
+        raw = x
+        if ty in ("half", "bfloat", "float"):
+            raw = t.let(f"bitcast {ty} {x} to i{bits}")
+        if bits < 32:
+            word = t.let(f"zext i{bits} {raw} to i32")
+        else:
+            word = raw
+    got = t.shuffle_word(op, mode, word, t.value(op.lane))
+    if ty == "i32":
+        t.names[op.result] = got
+        return
+    narrow = got
+    if bits < 32:
+        narrow = t.let(f"trunc i32 {got} to i{bits}")
+    if ty in ("half", "bfloat", "float"):
+        t.define(op.result, f"bitcast i{bits} {narrow} to {ty}")
+    else:
+        t.names[op.result] = narrow
+
+
+def _as_int(t: Translator, x: str, ty: str) -> str:
+    if ty.startswith("i"):
+        return x
+    out = t.let(f"bitcast {ty} {x} to i{_bits(ty)}")
+    return out
+
+
+def _from_int(t: Translator, x: str, ty: str, result: SSAValue) -> None:
+    if ty.startswith("i"):
+        t.names[result] = x
+    else:
+        t.define(result, f"bitcast i{_bits(ty)} {x} to {ty}")
+
+
+def _bitcast(t: Translator, op: D.BitcastOp) -> None:
+    src, dst = llvm_type(op.value.type, t.where(op)), llvm_type(op.result.type, t.where(op))
+    t.define(op.result, f"bitcast {src} {t.value(op.value)} to {dst}")
+
+
+def _concat(t: Translator, op: D.ConcatOp) -> None:
+    dst = llvm_type(op.result.type, t.where(op))
+    width = _bits(dst)
+    total, shift = "0", 0
+    for v in op.values:
+        ty = llvm_type(v.type, t.where(op))
+        part = _as_int(t, t.value(v), ty)
+        wide = t.let(f"zext i{_bits(ty)} {part} to i{width}") if _bits(ty) < width else part
+        if shift:
+            wide = t.let(f"shl i{width} {wide}, {shift}")
+        total, shift = t.let(f"or i{width} {total}, {wide}"), shift + _bits(ty)
+    _from_int(t, total, dst, op.result)
+
+
+def _extract(t: Translator, op: D.ExtractOp) -> None:
+    src, dst = llvm_type(op.value.type, t.where(op)), llvm_type(op.result.type, t.where(op))
+    word = _as_int(t, t.value(op.value), src)
+    shift = 8 * op.byte.data
+    if shift:
+        moved = t.let(f"lshr i{_bits(src)} {word}, {shift}")
+        word = moved
+    if _bits(dst) < _bits(src):
+        narrow = t.let(f"trunc i{_bits(src)} {word} to i{_bits(dst)}")
+        word = narrow
+    _from_int(t, word, dst, op.result)
+
+
+def _byte_perm(t: Translator, op: D.BytePermOp) -> None:
+    a_ty, b_ty = llvm_type(op.a.type, t.where(op)), llvm_type(op.b.type, t.where(op))
+    dst = llvm_type(op.result.type, t.where(op))
+    wa, wb, width = _bits(a_ty), _bits(b_ty), _bits(dst)
+    both = wa + wb
+    a = _as_int(t, t.value(op.a), a_ty)
+    b = _as_int(t, t.value(op.b), b_ty)
+    wide_a = t.let(f"zext i{wa} {a} to i{both}")
+    wide_b = t.let(f"zext i{wb} {b} to i{both}")
+    high = t.let(f"shl i{both} {wide_b}, {wa}")
+    joined = t.let(f"or i{both} {wide_a}, {high}")
+    total = "0"
+    for k, pick in enumerate(i.data for i in op.selector.data):
+        byte = t.let(f"lshr i{both} {joined}, {8 * pick}")
+        low = t.let(f"trunc i{both} {byte} to i8")
+        wide = t.let(f"zext i8 {low} to i{width}")
+        placed = t.let(f"shl i{width} {wide}, {8 * k}")
+        acc = t.let(f"or i{width} {total}, {placed}")
+        total = acc
+    _from_int(t, total, dst, op.result)
+
+
+_ATOMIC_INT = {"add": "add", "max": "max", "min": "min", "exchange": "xchg"}
+_ATOMIC_FLOAT = {"add": "fadd", "max": "fmax", "min": "fmin", "exchange": "xchg"}
+
+
+def _atomic(t: Translator, op: D.AtomicOp) -> None:
+    ty = llvm_type(op.result.type, t.where(op))
+    kind = op.kind.data
+    table = _ATOMIC_INT if ty.startswith("i") else _ATOMIC_FLOAT
+    if kind not in table:
+        raise t.unsupported(op, f"atomic {kind!r}")
+    if op.coords and len(op.coords) != 1:
+        raise t.unsupported(op, "an atomic addressed by coordinates (lower layouts first)")
+    memory = t.memory(op.target, op)
+    pointer = t.element_pointer(memory, ty, t.value(op.coords[0]))
+    space = f" addrspace({memory.space})" if memory.space else ""
+    t.define(op.result, f"atomicrmw {table[kind]} ptr{space} {pointer}, {ty} {t.value(op.value)} monotonic")
+
+
+def _mma(t: Translator, op: D.MmaOp) -> None:
+    atom = MMAAtom.from_properties({k: v.data for k, v in op.atom.data.items()})  # type: ignore[attr-defined]
+    if atom.threads == 1 and atom.shape == (1, 1, 1):
+        _scalar_fma(t, op, atom)
+    else:
+        t.matrix_multiply(op, atom)
+
+
+def _scalar_fma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
+    loaded = []
+    for tile in (op.a, op.b, op.c):
+        memory, ty, offsets = t.fragment(tile, op)
+        pointer = t.element_pointer(memory, ty, str(offsets[0]))
+        loaded.append((ty, t.load(ty, memory, pointer), pointer, memory))
+    (ta, a, _, _), (tb, b, _, _), (tc, c, cp, cm) = loaded
+    for ty, name in ((ta, "a"), (tb, "b")):
+        if ty != tc:
+            raise t.unsupported(op, f"a scalar multiply-add with {name} of type {ty} and an accumulator of type {tc}")
+    if tc.startswith("i"):
+        prod = t.let(f"mul {tc} {a}, {b}")
+        acc = t.let(f"add {tc} {prod}, {c}")
+    else:
+        acc = t.call(tc, f"llvm.fma.{_suffix(tc)}", [(tc, a), (tc, b), (tc, c)])
+    t.store(tc, acc, cm, cp)
+
+
+def _copy(t: Translator, op: D.CopyOp) -> None:
+    atom = CopyAtom.from_properties({k: v.data for k, v in op.atom.data.items()})  # type: ignore[attr-defined]
+    if atom.threads != 1:
+        t.cooperative_copy(op, atom)
+        return
+    src_memory, ty, src_offsets = t.fragment(op.source, op)
+    dst_memory, _, dst_offsets = t.fragment(op.target, op)
+    for s, d in zip(src_offsets, dst_offsets):
+        value = t.load(ty, src_memory, t.element_pointer(src_memory, ty, str(s)))
+        t.store(ty, value, dst_memory, t.element_pointer(dst_memory, ty, str(d)))
+
+
+RULES: dict[type, Rule] = {
+    arith.ConstantOp: _constant,
+    **{cls: _binary for cls in (*_INT_BINARY, *_FLOAT_BINARY)},
+    **{cls: _minmax for cls in _MINMAX},
+    arith.FloorDivSIOp: _floordiv,
+    arith.DivUIOp: _division, arith.RemUIOp: _division, arith.RemSIOp: _division,
+    arith.ShLIOp: _shift, arith.ShRSIOp: _shift, arith.ShRUIOp: _shift,
+    arith.CmpiOp: _compare, arith.CmpfOp: _compare, arith.SelectOp: _select, arith.NegfOp: _negf,
+    **{cls: _cast for cls in (*_CASTS, arith.FPToSIOp, arith.FPToUIOp)},
+    **{cls: _math for cls in (*_MATH, math.RsqrtOp)},
+    math.FmaOp: _fma,
+    D.ThreadIdxOp: _index, D.BlockIdxOp: _index, D.BlockDimOp: _index, D.GridDimOp: _index,
+    D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
+    D.DimOp: _dim, D.TensorViewOp: _tensor_view,
+    D.MakeSharedOp: _make_shared, D.MakeLocalOp: _make_local,
+    D.SliceOp: _same_memory, D.ViewOp: _same_memory, D.PartitionOp: _same_memory,
+    D.LoadAtOp: _load_at, D.StoreAtOp: _store_at,
+    D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
+    D.SyncThreadsOp: _sync, D.AssumeOp: _assume,
+    D.TagOp: _nothing, D.TagAssertOp: _nothing, D.ResetTagsOp: _nothing,
+    scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _yield,
+    D.ShuffleOp: _shuffle, D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract,
+    D.BytePermOp: _byte_perm, D.AtomicOp: _atomic, D.MmaOp: _mma, D.CopyOp: _copy,
+}
+"""The rules every LLVM backend shares; a backend's `Translator.RULES` extends them."""
