@@ -285,13 +285,18 @@ def tuned(m: int, n: int, k: int) -> tuple[Kernel, tuple[int, ...]]:
     raise AssertionError("unreachable")
 
 
-def example_gemm_tma(rng: np.random.Generator, m: int = 128, n: int = 128, k: int = 512) -> Problem:
-    a = to_storage(rng.standard_normal((m, k)), bf16)
-    b = to_storage(rng.standard_normal((n, k)), bf16)
+def _problem(rng: np.random.Generator, m: int, n: int, k: int, ab: Any) -> Problem:
+    """Random A and B of type `ab`, C in bf16, and the float64 product of the rounded inputs."""
+    a = to_storage(rng.standard_normal((m, k)), ab)
+    b = to_storage(rng.standard_normal((n, k)), ab)
     c = to_storage(np.zeros((m, n)), bf16)
-    reference = from_storage(a, bf16).astype(np.float64) @ from_storage(b, bf16).astype(np.float64).T
+    reference = from_storage(a, ab).astype(np.float64) @ from_storage(b, ab).astype(np.float64).T
     return Problem(grid=(n // BN, m // BM), args=(a, b, c, m, n, k), expected={2: reference}, atol=0.1, rtol=1e-2,
                    decode={2: lambda x: from_storage(x, bf16)})
+
+
+def example_gemm_tma(rng: np.random.Generator, m: int = 128, n: int = 128, k: int = 512) -> Problem:
+    return _problem(rng, m, n, k, bf16)
 
 
 #: The same pipeline on fp8 (e4m3) inputs: K slices of 128, products 64×128×32.
@@ -299,9 +304,4 @@ gemm_tma_fp8 = build(BM, BN, 128, AB=f8e4m3)
 
 
 def example_gemm_tma_fp8(rng: np.random.Generator, m: int = 128, n: int = 128, k: int = 512) -> Problem:
-    a = to_storage(rng.standard_normal((m, k)), f8e4m3)
-    b = to_storage(rng.standard_normal((n, k)), f8e4m3)
-    c = to_storage(np.zeros((m, n)), bf16)
-    reference = from_storage(a, f8e4m3).astype(np.float64) @ from_storage(b, f8e4m3).astype(np.float64).T
-    return Problem(grid=(n // BN, m // BM), args=(a, b, c, m, n, k), expected={2: reference}, atol=0.1, rtol=1e-2,
-                   decode={2: lambda x: from_storage(x, bf16)})
+    return _problem(rng, m, n, k, f8e4m3)

@@ -1,0 +1,121 @@
+"""The ``argus`` dialect (layouts lowered) to LLVM IR for ``amdgcn-amd-amdhsa``, as text.
+
+What every LLVM backend shares is `argus.dsl.llvm`; this is AMD's part: an ``amdgpu_kernel``
+whose workgroup size is fixed when compiled (``amdgpu-flat-work-group-size``), work-item and
+workgroup ids from the ``llvm.amdgcn`` intrinsics, the grid's size from the dispatch packet,
+``s_barrier`` between workgroup-scope fences, shuffles through ``ds_bpermute``, and a thread's
+own memory in the private address space (5).
+
+Waves have 64 lanes. A kernel written for 32-lane warps (the language's default) runs with each
+half-wave as one warp: lane and warp ids follow the declared warp size, and a shuffle stays
+within its half-wave, as the interpreter defines it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from argus.dsl import dialect as D
+from argus.dsl.atoms import MMAAtom
+from argus.dsl.errors import CodegenError, SourceLocation
+from argus.dsl.llvm import RULES as GENERIC_RULES
+from argus.dsl.llvm import KernelABI
+from argus.dsl.llvm import Translator as LLVMTranslator
+from xdsl.ir import Operation
+
+from .targets import Chip
+
+#: The data layout of the AMDGPU target (LLVM 22): allocas live in address space 5.
+DATALAYOUT = ("e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-"
+              "p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-"
+              "v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9")
+WAVE = 64
+SIMDS_PER_CU = 4
+
+
+class Translator(LLVMTranslator):
+    """Translates one lowered kernel for an AMD chip."""
+
+    BACKEND = "amdgpu"
+    TRIPLE = "amdgcn-amd-amdhsa"
+    DATALAYOUT = DATALAYOUT
+    CALLING_CONVENTION = "amdgpu_kernel"
+    PRIVATE_SPACE = 5
+
+    def __init__(self, kernel: D.KernelOp, chip: Chip, locations: dict[Operation, SourceLocation] | None = None) -> None:
+        super().__init__(kernel, chip, locations)
+        self.chip = chip
+        self.threads = self.block[0] * self.block[1] * self.block[2]
+        if self.threads > 1024:
+            raise CodegenError(f"a workgroup has at most 1024 work-items; the kernel's block has {self.threads}",
+                               self.where(kernel))
+        self.shared_offsets, self.shared_bytes = {}, 0  # LDS is declared statically, up to the chip's size
+        end = 0
+        for op in kernel.walk():  # each tile aligned to 128 bytes
+            if isinstance(op, D.MakeSharedOp):
+                tile: D.TileType = op.result.type  # type: ignore[assignment]
+                end = -(-end // 128) * 128 + tile.footprint * tile.dtype.nbytes
+                if end > chip.lds_bytes:
+                    raise CodegenError(f"with this tile the kernel's shared memory reaches {end} bytes of LDS; a "
+                                       f"{chip.name} workgroup has {chip.lds_bytes}", self.where(op))
+
+    def function_attributes(self) -> str:
+        attrs = f'"amdgpu-flat-work-group-size"="{self.threads},{self.threads}"'
+        if self.kernel.min_blocks_per_sm is not None:  # that many workgroups' waves on a CU's four SIMDs
+            waves = -(-self.kernel.min_blocks_per_sm.data * -(-self.threads // WAVE) // SIMDS_PER_CU)
+            attrs += f' "amdgpu-waves-per-eu"="{min(waves, self.chip.waves_per_simd)}"'
+        if self.kernel.max_registers is not None:
+            attrs += f' "amdgpu-num-vgpr"="{self.kernel.max_registers.data}"'
+        return attrs
+
+    def index(self, kind: str, axis: int) -> str:
+        xyz = "xyz"[axis]
+        if kind == "thread":
+            return self.call("i32", f"llvm.amdgcn.workitem.id.{xyz}", [], "w")
+        if kind == "block":
+            return self.call("i32", f"llvm.amdgcn.workgroup.id.{xyz}", [], "g")
+        # the grid in workgroups: the dispatch packet's grid size (in work-items) over the block's
+        packet = self.call("ptr addrspace(4)", "llvm.amdgcn.dispatch.ptr", [], "d")
+        field = self.let(f"getelementptr inbounds i8, ptr addrspace(4) {packet}, i64 {12 + 4 * axis}")
+        items = self.let(f"load i32, ptr addrspace(4) {field}, align 4")
+        return self.let(f"udiv i32 {items}, {self.block[axis]}")
+
+    def barrier(self, op: Operation) -> None:
+        self.emit('fence syncscope("workgroup") release')
+        self.call("void", "llvm.amdgcn.s.barrier", [])
+        self.emit('fence syncscope("workgroup") acquire')
+
+    def shuffle_word(self, op: D.ShuffleOp, kind: str, word: str, lane: str) -> str:
+        low = self.call("i32", "llvm.amdgcn.mbcnt.lo", [("i32", "-1"), ("i32", "0")])
+        wave_lane = self.call("i32", "llvm.amdgcn.mbcnt.hi", [("i32", "-1"), ("i32", low)])
+        width = self.warp_size
+        mine = self.let(f"and i32 {wave_lane}, {width - 1}") if width < WAVE else wave_lane
+        source = {"xor": lambda: self.let(f"xor i32 {mine}, {lane}"), "idx": lambda: lane,
+                  "down": lambda: self.let(f"add i32 {mine}, {lane}"),
+                  "up": lambda: self.let(f"sub i32 {mine}, {lane}")}[kind]()
+        inside = self.let(f"icmp ult i32 {source}, {width}")  # outside the warp: the thread's own value
+        if width < WAVE:
+            base = self.let(f"and i32 {wave_lane}, {WAVE - width}")
+            source = self.let(f"add i32 {base}, {source}")
+        address = self.let(f"shl i32 {source}, 2")
+        got = self.call("i32", "llvm.amdgcn.ds.bpermute", [("i32", address), ("i32", word)])
+        return self.let(f"select i1 {inside}, i32 {got}, i32 {word}")
+
+    def matrix_multiply(self, op: D.MmaOp, atom: MMAAtom) -> None:
+        raise CodegenError(f"no {self.chip.name} instruction runs the matrix-multiply atom {atom.name}: the AMD "
+                           "matrix atoms (MFMA) are not in the language yet; universal_fma runs everywhere",
+                           self.where(op))
+
+
+def _synchronous(t: Any, op: D.MmaWaitOp) -> None:
+    """Products run synchronously here: there is nothing to wait for."""
+
+
+RULES = {**GENERIC_RULES, D.MmaWaitOp: _synchronous}
+Translator.RULES = RULES
+
+
+def translate(kernel: D.KernelOp, chip: Chip, locations: dict[Operation, SourceLocation] | None = None
+              ) -> tuple[str, KernelABI]:
+    """LLVM IR text of a lowered kernel and the parameter layout a launch must pass."""
+    return Translator(kernel, chip, locations).translate()
