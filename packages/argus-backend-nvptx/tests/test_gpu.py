@@ -208,3 +208,21 @@ def test_matrix_loads_and_stores_move_what_the_interpreter_moves(name: str, tran
     k[1](src, out)
     torch.cuda.synchronize()
     np.testing.assert_array_equal(out.view(torch.int16).cpu().numpy().view(np.uint16), expected)
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_fp8_warp_products_match_the_interpreter(mixed: bool) -> None:
+    import torch
+    from argus.dsl import f8e4m3, f8e5m2
+
+    from .test_fp8 import E4M3, MIXED, inputs, product
+
+    b_type = f8e5m2 if mixed else f8e4m3
+    k = product(MIXED if mixed else E4M3, b_type)
+    a, b = inputs(b_type, seed=5)
+    host = np.zeros((16, 8), np.float32)
+    k[1](a, b, host)
+    device = torch.zeros((16, 8), device="cuda")
+    k[1](to_gpu(a), to_gpu(b), device)
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(device.cpu().numpy(), host, rtol=1e-5, atol=1e-5)

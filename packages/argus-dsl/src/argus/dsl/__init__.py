@@ -18,6 +18,7 @@ from .atoms import (
     copy_vector,
     universal_fma,
     warp_mma_16x8x16,
+    warp_mma_16x8x32,
     warpgroup_mma_64xNx16,
     warpgroup_mma_64xNx32,
 )
@@ -206,6 +207,7 @@ __all__ = [
     "universal_fma",
     "warp_id",
     "warp_mma_16x8x16",
+    "warp_mma_16x8x32",
     "warpgroup_mma_64xNx16",
     "warpgroup_mma_64xNx32",
     "warp_max",

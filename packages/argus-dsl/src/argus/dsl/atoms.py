@@ -107,6 +107,26 @@ def warp_mma_16x8x16(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
     )
 
 
+def warp_mma_16x8x32(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
+    """The warp-wide atom for 8-bit inputs (fp8: f8e4m3, f8e5m2), 16×8×32: lane ``t0 + 4·t1``
+    holds A rows t1, t1+8 at columns 4·t0 … 4·t0+3 (and +16), B column t1 at rows 4·t0 … 4·t0+3
+    (and +16), and C as in the 16×8×16 atom. (NVIDIA's m16n8k32 MMA on sm_89 and later.)"""
+    for dtype in (a_dtype, b_dtype):
+        if dtype.bits != 8:
+            raise ArgusTypeError(f"warp_mma_16x8x32 multiplies 8-bit inputs, not {dtype}")
+    return MMAAtom(
+        f"mma_16x8x32_{c_dtype}_{a_dtype}_{b_dtype}",
+        shape=(16, 8, 32),
+        threads=32,
+        a_layout=parse("((4,8),(4,2,2)):((64,1),(16,8,256))"),
+        b_layout=parse("((4,8),(4,2)):((32,1),(8,128))"),
+        c_layout=parse("((4,8),(2,2)):((32,1),(16,8))"),
+        a_dtype=a_dtype,
+        b_dtype=b_dtype,
+        c_dtype=c_dtype,
+    )
+
+
 def warpgroup_mma_64xNx16(n: int, a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
     """A 128-thread (four-warp) 64×n×16 atom reading A (64×16) and B (n×16) whole from shared
     memory; thread ``l + 32·w`` (lane l of warp w, ``l = t0 + 4·t1``) holds C rows

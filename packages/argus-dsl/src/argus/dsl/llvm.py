@@ -105,9 +105,19 @@ def llvm_type(t: Attribute, where: SourceLocation | None = None) -> str:
         dtype = dtype_of_mlir(t)
     except TypeError:
         raise CodegenError(f"no register type for {t}", where) from None
+    return element_type(dtype, where)
+
+
+def arith_type(t: Attribute, where: SourceLocation | None = None) -> str:
+    """The LLVM type of a value computed with: an 8-bit float is only moved (copies and
+    tensor-core products read it), never computed with or converted in registers."""
+    try:
+        dtype = dtype_of_mlir(t)
+    except TypeError:
+        raise CodegenError(f"no register type for {t}", where) from None
     if dtype.minifloat:
-        raise CodegenError(f"{dtype} values are kept in memory (copies and tensor-core products read them); "
-                           "arithmetic on one in registers is not supported", where)
+        raise CodegenError(f"{dtype} values are moved and multiplied by tensor cores here; arithmetic on one, or "
+                           "converting one, in registers is not supported", where)
     return element_type(dtype, where)
 
 
@@ -416,7 +426,7 @@ def ident(name: str) -> str:
 # ---- rules -------------------------------------------------------------------------------------
 
 def _constant(t: Translator, op: arith.ConstantOp) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
+    ty = arith_type(op.result.type, t.where(op))
     attr = op.value
     if ty == "i1":
         t.names[op.result] = "true" if attr.value.data else "false"  # type: ignore[union-attr]
@@ -437,14 +447,14 @@ _MINMAX = {arith.MinSIOp: "smin", arith.MaxSIOp: "smax", arith.MinUIOp: "umin", 
 
 
 def _binary(t: Translator, op: Any) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
+    ty = arith_type(op.result.type, t.where(op))
     a, b = t.value(op.lhs), t.value(op.rhs)
     instr = _INT_BINARY.get(type(op)) or _FLOAT_BINARY[type(op)]
     t.define(op.result, f"{instr} {ty} {a}, {b}")
 
 
 def _minmax(t: Translator, op: Any) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
+    ty = arith_type(op.result.type, t.where(op))
     name = _MINMAX[type(op)]
     out = t.call(ty, f"llvm.{name}.{_suffix(ty)}", [(ty, t.value(op.lhs)), (ty, t.value(op.rhs))])
     t.names[op.result] = out
@@ -464,7 +474,7 @@ def _nonzero(t: Translator, ty: str, b: str) -> str:
 
 
 def _floordiv(t: Translator, op: arith.FloorDivSIOp) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
+    ty = arith_type(op.result.type, t.where(op))
     a, b = t.value(op.lhs), _nonzero(t, ty, t.value(op.rhs))
     q = t.let(f"sdiv {ty} {a}, {b}")
     r = t.let(f"srem {ty} {a}, {b}")
@@ -482,13 +492,13 @@ def _zext(t: Translator, bit: str, ty: str) -> str:
 
 
 def _division(t: Translator, op: Any) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
+    ty = arith_type(op.result.type, t.where(op))
     instr = {arith.DivUIOp: "udiv", arith.RemUIOp: "urem", arith.RemSIOp: "srem"}[type(op)]
     t.define(op.result, f"{instr} {ty} {t.value(op.lhs)}, {_nonzero(t, ty, t.value(op.rhs))}")
 
 
 def _shift(t: Translator, op: Any) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
+    ty = arith_type(op.result.type, t.where(op))
     width = _bits(ty)
     a, b = t.value(op.lhs), t.value(op.rhs)
     instr = {arith.ShLIOp: "shl", arith.ShRSIOp: "ashr", arith.ShRUIOp: "lshr"}[type(op)]
@@ -513,7 +523,7 @@ _FCMP = {0: "false", 1: "oeq", 2: "ogt", 3: "oge", 4: "olt", 5: "ole", 6: "one",
 
 
 def _compare(t: Translator, op: arith.CmpiOp | arith.CmpfOp) -> None:
-    ty = llvm_type(op.lhs.type, t.where(op))
+    ty = arith_type(op.lhs.type, t.where(op))
     instr, predicates = ("icmp", _ICMP) if isinstance(op, arith.CmpiOp) else ("fcmp", _FCMP)
     t.define(op.result, f"{instr} {predicates[op.predicate.value.data]} {ty} {t.value(op.lhs)}, {t.value(op.rhs)}")
 
@@ -524,7 +534,7 @@ def _select(t: Translator, op: arith.SelectOp) -> None:
 
 
 def _negf(t: Translator, op: arith.NegfOp) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
+    ty = arith_type(op.result.type, t.where(op))
     t.define(op.result, f"fneg {ty} {t.value(op.operand)}")
 
 
@@ -533,8 +543,8 @@ _CASTS = {arith.ExtFOp: "fpext", arith.TruncFOp: "fptrunc", arith.SIToFPOp: "sit
 
 
 def _cast(t: Translator, op: Any) -> None:
-    src = llvm_type(op.operands[0].type, t.where(op))
-    dst = llvm_type(op.result.type, t.where(op))
+    src = arith_type(op.operands[0].type, t.where(op))
+    dst = arith_type(op.result.type, t.where(op))
     x = t.value(op.operands[0])
     if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):  # saturating, NaN -> 0, like the interpreter
         kind = "fptosi" if isinstance(op, arith.FPToSIOp) else "fptoui"
@@ -547,7 +557,7 @@ _MATH = {math.Exp2Op: "exp2", math.Log2Op: "log2", math.SqrtOp: "sqrt"}
 
 
 def _math(t: Translator, op: Any) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
+    ty = arith_type(op.result.type, t.where(op))
     x = t.value(op.operands[0])
     if isinstance(op, math.RsqrtOp):
         root = t.call(ty, f"llvm.sqrt.{_suffix(ty)}", [(ty, x)])
@@ -557,7 +567,7 @@ def _math(t: Translator, op: Any) -> None:
 
 
 def _fma(t: Translator, op: math.FmaOp) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
+    ty = arith_type(op.result.type, t.where(op))
     a, b, c = (t.value(v) for v in op.operands)
     t.names[op.result] = t.call(ty, f"llvm.fma.{_suffix(ty)}", [(ty, a), (ty, b), (ty, c)])
 

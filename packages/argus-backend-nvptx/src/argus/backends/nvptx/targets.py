@@ -32,15 +32,16 @@ class Arch:
 
 
 _AMPERE = frozenset({"mma.sync", "ldmatrix", "cp.async", "bf16"})
-_HOPPER = _AMPERE | {"stmatrix", "mbarrier.tx", "tma", "clusters", "setmaxnreg.none", "fence.proxy.async"}
+_HOPPER = _AMPERE | {"mma.fp8", "stmatrix", "mbarrier.tx", "tma", "clusters", "setmaxnreg.none", "fence.proxy.async"}
 
 ARCHS: dict[str, Arch] = {
     a.name: a
     for a in (
         Arch("sm_80", 80, 70, _AMPERE, shared_per_sm=167936),  # A100: 164 KB
-        Arch("sm_90", 90, 80, _HOPPER),
+        # PTX 8.4: the first with fp8 mma.sync (drivers from CUDA 12.4 on load it)
+        Arch("sm_90", 90, 84, _HOPPER),
         # the "a" variant adds the architecture-specific instructions: wgmma and setmaxnreg
-        Arch("sm_90a", 90, 80, (_HOPPER - {"setmaxnreg.none"}) | {"wgmma", "setmaxnreg"}),
+        Arch("sm_90a", 90, 84, (_HOPPER - {"setmaxnreg.none"}) | {"wgmma", "setmaxnreg"}),
     )
 }
 
