@@ -61,6 +61,12 @@ def _m(example: str, kernel: str, operator: str, *edits: tuple[str, str], equiva
 
 T, G, F = ("transpose", "transpose"), ("gemm", "gemm"), ("flash_attention", "attention")
 S, P = ("gemm_sm90", "gemm_sm90"), ("gemm_tma", "gemm_tma")  # pipelined: checked across iterations
+A = ("gemm_sm80", "gemm_sm80")  # cp.async stages and ldmatrix fragments
+C = ("gemm_cdna", "gemm_cdna")  # AMD's wave-wide matrix atom
+LOAD_A = "idx = MMA.a_layout(lane, v)\n                afrag[ks, v] = sA[wm * 32 + idx % 32, ks * 8 + idx // 32]"
+LOAD_B = "idx = MMA.b_layout(lane, v)\n                bfrag[ks, v] = sB[wn * 32 + idx % 32, ks * 8 + idx // 32]"
+COPY_A = "nv.cp_async(sAv, (1 - stage, e // 4, e % 4), av, (bm + e // 4, nxt + e % 4))"
+COPY_B = "nv.cp_async(sBv, (1 - stage, e // 4, e % 4), bv, (bn + e // 4, nxt + e % 4))"
 REFILL_A = "nv.tma_load(sA[PREVIOUS[s], :, :], a, (bm, refill), bars, PREVIOUS[s])"
 REFILL_B = "nv.tma_load(sB[PREVIOUS[s], :, :], b, (bn, refill), bars, PREVIOUS[s])"
 REFILLS = REFILL_A + "\n" + " " * 20 + REFILL_B
@@ -71,6 +77,12 @@ MUTANTS = [
     _m(*S, "thread mapping", ("sBv[e // 8, e % 8] = rb[i]", "sBv[e // 8, (e + 1) % 8] = rb[i]")),
     _m(*S, "dropped swizzle", ("sB = make_shared(SWIZZLED, bf16)", "sB = make_shared(Layout((BN, BK), (BK, 1)), bf16)")),
     _m(*P, "stage / re-tag", (REFILL_B, REFILL_B.replace("(bn, refill)", "(bn, refill - BK)"))),
+    _m(*A, "stage / re-tag", (COPY_B, COPY_B.replace("nxt + e % 4", "kv + e % 4"))),
+    _m(*A, "fragment mapping", ("row + BM * (2 * ks + lane // 16)", "row + BM * (2 * ks + (lane // 8) % 2)")),
+    _m(*A, "stage / re-tag", (COPY_A + "\n" + " " * 16 + COPY_B, COPY_B + "\n" + " " * 16 + COPY_A),
+       equivalent=True),
+    _m(*C, "fragment mapping", (LOAD_B, LOAD_B.replace("ks * 8 + idx // 32]", "ks * 8 + (idx // 32 + 4) % 8]"))),
+    _m(*C, "thread mapping", (LOAD_A + "\n" + " " * 16 + LOAD_B, LOAD_B + "\n" + " " * 16 + LOAD_A), equivalent=True),
     _m(*P, "fragment mapping", ("local_tile(sB[s, :, :], (BN, MMA.shape[2]), ks)",
                                     "local_tile(sB[s, :, :], (BN, MMA.shape[2]), (ks + 1) % (BK // MMA.shape[2]))")),
     _m(*P, "stage / re-tag", (REFILLS, REFILL_B + "\n" + " " * 20 + REFILL_A), equivalent=True),
@@ -169,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"host": clocks(), "originals": {}, "mutants": [], "operators": {}}
 
     print("originals (must be proved; time of the check alone, median of fresh analyses):")
-    for example, kernel in (T, G, F, S, P):
+    for example, kernel in (T, G, F, S, P, A, C):
         module = load(example, (), workdir, "original")
         times, verdicts = [], set()
         for _ in range(args.repeat):

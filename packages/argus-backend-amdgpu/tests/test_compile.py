@@ -76,6 +76,41 @@ def test_shuffles_use_ds_bpermute_within_the_declared_warp() -> None:
     assert "ds_bpermute_b32" in binary.assembly
 
 
+@pytest.mark.parametrize("target", sorted(CHIPS))
+def test_the_cdna_gemm_runs_on_mfma(target: str) -> None:
+    module = load_module(EXAMPLES / "gemm_cdna.py")
+    problem = module.example_gemm_cdna(np.random.default_rng(0))
+    binary = build(module.gemm_cdna, target, **problem.constants)
+    assert binary.assembly.count("v_mfma_f32_32x32x8_bf16") == 2
+    assert binary.resources.scratch_bytes == 0 and binary.resources.lds_bytes == 4096
+
+
+def test_a_wave_atom_with_other_layouts_is_refused_with_its_line() -> None:
+    from argus.dsl import MMAAtom, bf16, make_local, matmul, wave_mma_16x16x16
+    from argus.layout import parse
+
+    real = wave_mma_16x16x16(bf16, bf16, f32)
+    shuffled = MMAAtom("mma_16x16x16_shuffled", real.shape, 64, parse("((4,16),4):((64,1),16)"), real.b_layout,
+                       real.c_layout, bf16, bf16, f32)
+
+    @kernel(block=(64,), warp_size=64)
+    def other(out: Tensor[f32, 64, 4]):
+        fa = make_local((4,), bf16)
+        fb = make_local((4,), bf16)
+        acc = make_local((4,), f32)
+        for v in range(4):
+            fa[v] = 1.0
+            fb[v] = 1.0
+            acc[v] = 0.0
+        matmul(fa, fb, acc, shuffled)
+        for v in range(4):
+            out[thread_idx.x, v] = acc[v]
+
+    with pytest.raises(CodegenError, match=r"test_compile\.py:\d+:\d+: no gfx942 instruction runs the "
+                                           r"matrix-multiply atom mma_16x16x16_shuffled"):
+        build(other)
+
+
 def test_a_workgroup_past_the_chips_lds_is_refused() -> None:
     @kernel(block=(64,))
     def big(out: Tensor[f32, 64]):

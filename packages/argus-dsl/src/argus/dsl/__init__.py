@@ -20,6 +20,8 @@ from .atoms import (
     warp_mma_16x8x16,
     warp_mma_16x8x32,
     warpgroup_mma_64xNx16,
+    wave_mma_16x16x16,
+    wave_mma_32x32x8,
     warpgroup_mma_64xNx32,
 )
 from .dtypes import (
@@ -208,6 +210,8 @@ __all__ = [
     "warp_id",
     "warp_mma_16x8x16",
     "warp_mma_16x8x32",
+    "wave_mma_16x16x16",
+    "wave_mma_32x32x8",
     "warpgroup_mma_64xNx16",
     "warpgroup_mma_64xNx32",
     "warp_max",

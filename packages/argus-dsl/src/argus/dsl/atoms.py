@@ -127,6 +127,31 @@ def warp_mma_16x8x32(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
     )
 
 
+def wave_mma_16x16x16(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
+    """A 64-lane (wave) 16×16×16 atom: lane l holds A row l % 16 and B column l % 16 at K
+    columns 4·(l // 16) … +3, and C column l % 16 at rows 4·(l // 16) … +3. (The layouts of
+    AMD CDNA's v_mfma_f32_16x16x16 for 16-bit inputs; any target may run the atom.)"""
+    return _wave_mma(16, 16, a_dtype, b_dtype, c_dtype, "((16,4),4):((16,4),1)")
+
+
+def wave_mma_32x32x8(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
+    """A 64-lane (wave) 32×32×8 atom: lane l holds A row l % 32 and B column l % 32 at K
+    columns 4·(l // 32) … +3, and C column l % 32 at rows 8·j + 4·(l // 32) + i for value
+    4·j + i. (AMD CDNA's v_mfma_f32_32x32x8 for 16-bit inputs; any target may run it.)"""
+    return _wave_mma(32, 8, a_dtype, b_dtype, c_dtype, "((32,2),(4,4)):((32,4),(1,8))")
+
+
+def _wave_mma(mn: int, k: int, a_dtype: DType, b_dtype: DType, c_dtype: DType, c_layout: str) -> MMAAtom:
+    for dtype in (a_dtype, b_dtype):
+        if dtype.bits != 16:
+            raise ArgusTypeError(f"wave_mma_{mn}x{mn}x{k} multiplies 16-bit inputs, not {dtype}")
+    groups = 64 // mn  # lane groups, each holding the next 4 columns of K
+    operand = parse(f"(({mn},{groups}),4):((1,{4 * mn}),{mn})")
+    return MMAAtom(f"mma_{mn}x{mn}x{k}_{c_dtype}_{a_dtype}_{b_dtype}_wave", shape=(mn, mn, k), threads=64,
+                   a_layout=operand, b_layout=operand, c_layout=parse(c_layout), a_dtype=a_dtype, b_dtype=b_dtype,
+                   c_dtype=c_dtype)
+
+
 def warpgroup_mma_64xNx16(n: int, a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
     """A 128-thread (four-warp) 64×n×16 atom reading A (64×16) and B (n×16) whole from shared
     memory; thread ``l + 32·w`` (lane l of warp w, ``l = t0 + 4·t1``) holds C rows

@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from argus.dsl import dialect as D
-from argus.dsl.atoms import MMAAtom
+from argus.dsl.atoms import MMAAtom, wave_mma_16x16x16, wave_mma_32x32x8
+from argus.dsl.dtypes import f32
 from argus.dsl.errors import CodegenError, SourceLocation
 from argus.dsl.llvm import RULES as GENERIC_RULES
 from argus.dsl.llvm import KernelABI
@@ -102,9 +103,57 @@ class Translator(LLVMTranslator):
         return self.let(f"select i1 {inside}, i32 {got}, i32 {word}")
 
     def matrix_multiply(self, op: D.MmaOp, atom: MMAAtom) -> None:
-        raise CodegenError(f"no {self.chip.name} instruction runs the matrix-multiply atom {atom.name}: the AMD "
-                           "matrix atoms (MFMA) are not in the language yet; universal_fma runs everywhere",
-                           self.where(op))
+        """A wave's matrix product: one MFMA, its A and B fragments as vectors of four 16-bit
+        values and its accumulators as one vector of floats (LLVM keeps them in AGPRs)."""
+        found = mfma(atom)
+        if found is None:
+            raise CodegenError(f"no {self.chip.name} instruction runs the matrix-multiply atom {atom.name}: the chip "
+                               "runs wave_mma_16x16x16 and wave_mma_32x32x8 (bf16 or f16 into f32) and "
+                               "universal_fma", self.where(op))
+        name, element = found
+        vectors = []
+        for tile in (op.a, op.b):
+            memory, ty, offsets = self.fragment(tile, op)
+            vector = "undef"
+            for j, offset in enumerate(offsets):
+                value = self.load(ty, memory, self.element_pointer(memory, ty, str(offset)))
+                if element != ty:
+                    value = self.let(f"bitcast {ty} {value} to {element}")
+                vector = self.let(f"insertelement <4 x {element}> {vector}, {element} {value}, i32 {j}")
+            vectors.append(vector)
+        memory, ty, offsets = self.fragment(op.c, op)
+        wide = f"<{len(offsets)} x {ty}>"
+        pointers = [self.element_pointer(memory, ty, str(offset)) for offset in offsets]
+        acc = "undef"
+        for j, pointer in enumerate(pointers):
+            acc = self.let(f"insertelement {wide} {acc}, {ty} {self.load(ty, memory, pointer)}, i32 {j}")
+        out = self.call(wide, name, [(f"<4 x {element}>", vectors[0]), (f"<4 x {element}>", vectors[1]), (wide, acc),
+                                     ("i32", "0"), ("i32", "0"), ("i32", "0")])
+        for j, pointer in enumerate(pointers):
+            self.store(ty, self.let(f"extractelement {wide} {out}, i32 {j}"), memory, pointer)
+
+
+#: The MFMA behind each wave atom, per input type: the LLVM intrinsic and its operands' element type.
+_MFMA = {
+    (wave_mma_16x16x16, "bf16"): ("llvm.amdgcn.mfma.f32.16x16x16bf16.1k", "i16"),
+    (wave_mma_16x16x16, "f16"): ("llvm.amdgcn.mfma.f32.16x16x16f16", "half"),
+    (wave_mma_32x32x8, "bf16"): ("llvm.amdgcn.mfma.f32.32x32x8bf16.1k", "i16"),
+    (wave_mma_32x32x8, "f16"): ("llvm.amdgcn.mfma.f32.32x32x8f16", "half"),
+}
+
+
+def mfma(atom: MMAAtom) -> tuple[str, str] | None:
+    """The MFMA running `atom` exactly (same layouts and types), or None."""
+    if atom.a_dtype != atom.b_dtype or atom.c_dtype != f32:
+        return None
+    for (make, dtype), found in _MFMA.items():
+        if dtype != atom.a_dtype.name:
+            continue
+        known = make(atom.a_dtype, atom.b_dtype, atom.c_dtype)
+        if (known.shape, known.threads) == (atom.shape, atom.threads) and all(
+                str(getattr(known, f)) == str(getattr(atom, f)) for f in ("a_layout", "b_layout", "c_layout")):
+            return found
+    return None
 
 
 def _synchronous(t: Any, op: D.MmaWaitOp) -> None:
