@@ -24,6 +24,7 @@ from argus.dsl.llvm import KernelABI
 from argus.dsl.llvm import Translator as LLVMTranslator
 from xdsl.ir import Operation
 
+from .language import ReadFirstLaneOp, SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp
 from .targets import Chip
 
 #: The data layout of the AMDGPU target (LLVM 22): allocas live in address space 5.
@@ -160,7 +161,25 @@ def _synchronous(t: Any, op: D.MmaWaitOp) -> None:
     """Products run synchronously here: there is nothing to wait for."""
 
 
-RULES = {**GENERIC_RULES, D.MmaWaitOp: _synchronous}
+def _sched_barrier(t: Translator, op: SchedBarrierOp) -> None:
+    t.call("void", "llvm.amdgcn.sched.barrier", [("i32", str(op.mask.data))])
+
+
+def _sched_group_barrier(t: Translator, op: SchedGroupBarrierOp) -> None:
+    t.call("void", "llvm.amdgcn.sched.group.barrier", [("i32", str(op.mask.data)), ("i32", str(op.size.data)),
+                                                        ("i32", str(op.sync.data))])
+
+
+def _setprio(t: Translator, op: SetPrioOp) -> None:
+    t.call("void", "llvm.amdgcn.s.setprio", [("i16", str(op.priority.data))])
+
+
+def _readfirstlane(t: Translator, op: ReadFirstLaneOp) -> None:
+    t.names[op.result] = t.call("i32", "llvm.amdgcn.readfirstlane.i32", [("i32", t.value(op.value))])
+
+
+RULES = {**GENERIC_RULES, D.MmaWaitOp: _synchronous, SchedBarrierOp: _sched_barrier,
+         SchedGroupBarrierOp: _sched_group_barrier, SetPrioOp: _setprio, ReadFirstLaneOp: _readfirstlane}
 Translator.RULES = RULES
 
 
