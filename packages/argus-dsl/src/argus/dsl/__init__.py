@@ -20,9 +20,11 @@ from .atoms import (
     warp_mma_16x8x16,
     warp_mma_16x8x32,
     warpgroup_mma_64xNx16,
-    wave_mma_16x16x16,
-    wave_mma_32x32x8,
     warpgroup_mma_64xNx32,
+    wave_mma_16x16x16,
+    wave_mma_16x16x32,
+    wave_mma_32x32x8,
+    wave_mma_32x32x16,
 )
 from .dtypes import (
     DType,
@@ -211,7 +213,9 @@ __all__ = [
     "warp_mma_16x8x16",
     "warp_mma_16x8x32",
     "wave_mma_16x16x16",
+    "wave_mma_16x16x32",
     "wave_mma_32x32x8",
+    "wave_mma_32x32x16",
     "warpgroup_mma_64xNx16",
     "warpgroup_mma_64xNx32",
     "warp_max",

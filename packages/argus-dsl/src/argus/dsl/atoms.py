@@ -131,25 +131,41 @@ def wave_mma_16x16x16(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom
     """A 64-lane (wave) 16×16×16 atom: lane l holds A row l % 16 and B column l % 16 at K
     columns 4·(l // 16) … +3, and C column l % 16 at rows 4·(l // 16) … +3. (The layouts of
     AMD CDNA's v_mfma_f32_16x16x16 for 16-bit inputs; any target may run the atom.)"""
-    return _wave_mma(16, 16, a_dtype, b_dtype, c_dtype, "((16,4),4):((16,4),1)")
+    return _wave_mma(16, 16, 16, a_dtype, b_dtype, c_dtype)
 
 
 def wave_mma_32x32x8(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
     """A 64-lane (wave) 32×32×8 atom: lane l holds A row l % 32 and B column l % 32 at K
     columns 4·(l // 32) … +3, and C column l % 32 at rows 8·j + 4·(l // 32) + i for value
     4·j + i. (AMD CDNA's v_mfma_f32_32x32x8 for 16-bit inputs; any target may run it.)"""
-    return _wave_mma(32, 8, a_dtype, b_dtype, c_dtype, "((32,2),(4,4)):((32,4),(1,8))")
+    return _wave_mma(32, 8, 16, a_dtype, b_dtype, c_dtype)
 
 
-def _wave_mma(mn: int, k: int, a_dtype: DType, b_dtype: DType, c_dtype: DType, c_layout: str) -> MMAAtom:
+def wave_mma_16x16x32(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
+    """The 16×16 wave atom for 8-bit floats, K 32: lane l holds K columns 8·(l // 16) … +7
+    (v_mfma_f32_16x16x32 for fp8/bf8); C as in the 16×16×16 atom."""
+    return _wave_mma(16, 32, 8, a_dtype, b_dtype, c_dtype)
+
+
+def wave_mma_32x32x16(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
+    """The 32×32 wave atom for 8-bit floats, K 16: lane l holds K columns 8·(l // 32) … +7
+    (v_mfma_f32_32x32x16 for fp8/bf8); C as in the 32×32×8 atom."""
+    return _wave_mma(32, 16, 8, a_dtype, b_dtype, c_dtype)
+
+
+_WAVE_C = {16: "((16,4),4):((16,4),1)", 32: "((32,2),(4,4)):((32,4),(1,8))"}
+
+
+def _wave_mma(mn: int, k: int, bits: int, a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
     for dtype in (a_dtype, b_dtype):
-        if dtype.bits != 16:
-            raise ArgusTypeError(f"wave_mma_{mn}x{mn}x{k} multiplies 16-bit inputs, not {dtype}")
-    groups = 64 // mn  # lane groups, each holding the next 4 columns of K
-    operand = parse(f"(({mn},{groups}),4):((1,{4 * mn}),{mn})")
+        if dtype.bits != bits:
+            raise ArgusTypeError(f"wave_mma_{mn}x{mn}x{k} multiplies {bits}-bit inputs, not {dtype}")
+    groups = 64 // mn  # lane groups, each holding the next `per` columns of K
+    per = k // groups
+    operand = parse(f"(({mn},{groups}),{per}):((1,{per * mn}),{mn})")
     return MMAAtom(f"mma_{mn}x{mn}x{k}_{c_dtype}_{a_dtype}_{b_dtype}_wave", shape=(mn, mn, k), threads=64,
-                   a_layout=operand, b_layout=operand, c_layout=parse(c_layout), a_dtype=a_dtype, b_dtype=b_dtype,
-                   c_dtype=c_dtype)
+                   a_layout=operand, b_layout=operand, c_layout=parse(_WAVE_C[mn]), a_dtype=a_dtype,
+                   b_dtype=b_dtype, c_dtype=c_dtype)
 
 
 def warpgroup_mma_64xNx16(n: int, a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from argus.dsl import dialect as D
-from argus.dsl.atoms import MMAAtom, wave_mma_16x16x16, wave_mma_32x32x8
+from argus.dsl.atoms import MMAAtom, wave_mma_16x16x16, wave_mma_16x16x32, wave_mma_32x32x8, wave_mma_32x32x16
 from argus.dsl.dtypes import f32
 from argus.dsl.errors import CodegenError, SourceLocation
 from argus.dsl.llvm import RULES as GENERIC_RULES
@@ -106,12 +106,12 @@ class Translator(LLVMTranslator):
     def matrix_multiply(self, op: D.MmaOp, atom: MMAAtom) -> None:
         """A wave's matrix product: one MFMA, its A and B fragments as vectors of four 16-bit
         values and its accumulators as one vector of floats (LLVM keeps them in AGPRs)."""
-        found = mfma(atom)
-        if found is None:
-            raise CodegenError(f"no {self.chip.name} instruction runs the matrix-multiply atom {atom.name}: the chip "
-                               "runs wave_mma_16x16x16 and wave_mma_32x32x8 (bf16 or f16 into f32) and "
-                               "universal_fma", self.where(op))
-        name, element = found
+        found = mfma(atom, self.chip)
+        if isinstance(found, str):
+            raise CodegenError(f"no {self.chip.name} instruction runs the matrix-multiply atom {atom.name}: {found}",
+                               self.where(op))
+        name, element, count = found
+        operand = f"<{count} x {element}>"
         vectors = []
         for tile in (op.a, op.b):
             memory, ty, offsets = self.fragment(tile, op)
@@ -120,41 +120,61 @@ class Translator(LLVMTranslator):
                 value = self.load(ty, memory, self.element_pointer(memory, ty, str(offset)))
                 if element != ty:
                     value = self.let(f"bitcast {ty} {value} to {element}")
-                vector = self.let(f"insertelement <4 x {element}> {vector}, {element} {value}, i32 {j}")
+                vector = self.let(f"insertelement {operand} {vector}, {element} {value}, i32 {j}")
+            if element == "i8":  # eight fp8 values travel as one 64-bit register pair
+                vector = self.let(f"bitcast {operand} {vector} to i64")
             vectors.append(vector)
+        operand = "i64" if element == "i8" else operand
         memory, ty, offsets = self.fragment(op.c, op)
         wide = f"<{len(offsets)} x {ty}>"
         pointers = [self.element_pointer(memory, ty, str(offset)) for offset in offsets]
         acc = "undef"
         for j, pointer in enumerate(pointers):
             acc = self.let(f"insertelement {wide} {acc}, {ty} {self.load(ty, memory, pointer)}, i32 {j}")
-        out = self.call(wide, name, [(f"<4 x {element}>", vectors[0]), (f"<4 x {element}>", vectors[1]), (wide, acc),
+        out = self.call(wide, name, [(operand, vectors[0]), (operand, vectors[1]), (wide, acc),
                                      ("i32", "0"), ("i32", "0"), ("i32", "0")])
         for j, pointer in enumerate(pointers):
             self.store(ty, self.let(f"extractelement {wide} {out}, i32 {j}"), memory, pointer)
 
 
-#: The MFMA behind each wave atom, per input type: the LLVM intrinsic and its operands' element type.
-_MFMA = {
+#: The MFMA behind each wave atom for 16-bit inputs: the LLVM intrinsic and its operands' element type.
+_MFMA16 = {
     (wave_mma_16x16x16, "bf16"): ("llvm.amdgcn.mfma.f32.16x16x16bf16.1k", "i16"),
     (wave_mma_16x16x16, "f16"): ("llvm.amdgcn.mfma.f32.16x16x16f16", "half"),
     (wave_mma_32x32x8, "bf16"): ("llvm.amdgcn.mfma.f32.32x32x8bf16.1k", "i16"),
     (wave_mma_32x32x8, "f16"): ("llvm.amdgcn.mfma.f32.32x32x8f16", "half"),
 }
+#: The fp8 MFMAs (eight values of A and of B per lane, as one i64), by operand format: gfx942
+#: reads the "fnuz" formats, gfx950 the OCP ones, under the same instructions.
+_MFMA8 = {wave_mma_16x16x32: "16x16x32", wave_mma_32x32x16: "32x32x16"}
+_FP8 = {"gfx942": {"f8e4m3fnuz": "fp8", "f8e5m2fnuz": "bf8"}, "gfx950": {"f8e4m3": "fp8", "f8e5m2": "bf8"}}
 
 
-def mfma(atom: MMAAtom) -> tuple[str, str] | None:
-    """The MFMA running `atom` exactly (same layouts and types), or None."""
-    if atom.a_dtype != atom.b_dtype or atom.c_dtype != f32:
-        return None
-    for (make, dtype), found in _MFMA.items():
-        if dtype != atom.a_dtype.name:
-            continue
-        known = make(atom.a_dtype, atom.b_dtype, atom.c_dtype)
-        if (known.shape, known.threads) == (atom.shape, atom.threads) and all(
-                str(getattr(known, f)) == str(getattr(atom, f)) for f in ("a_layout", "b_layout", "c_layout")):
-            return found
-    return None
+def mfma(atom: MMAAtom, chip: Chip) -> tuple[str, str, int] | str:
+    """(intrinsic, operand element type, elements per operand) of the MFMA running `atom`
+    exactly (same layouts and types) on `chip`, or why there is none."""
+    if atom.c_dtype != f32:
+        return "MFMA here accumulates into f32"
+    if atom.a_dtype.bits == 8:
+        formats = _FP8.get(chip.name, {})
+        if atom.a_dtype.name not in formats or atom.b_dtype.name not in formats:
+            return (f"{chip.name}'s MFMA reads 8-bit floats as {' and '.join(formats)}, not "
+                    f"{atom.a_dtype} and {atom.b_dtype}")
+        for make, shape in _MFMA8.items():
+            if _same(make(atom.a_dtype, atom.b_dtype, atom.c_dtype), atom):
+                name = f"llvm.amdgcn.mfma.f32.{shape}.{formats[atom.a_dtype.name]}.{formats[atom.b_dtype.name]}"
+                return name, "i8", 8
+    elif atom.a_dtype == atom.b_dtype:
+        for (make, dtype), (name, element) in _MFMA16.items():
+            if dtype == atom.a_dtype.name and _same(make(atom.a_dtype, atom.b_dtype, atom.c_dtype), atom):
+                return name, element, 4
+    return "the chip runs the wave atoms wave_mma_16x16x16 and wave_mma_32x32x8 (bf16 or f16), wave_mma_16x16x32 and " \
+           "wave_mma_32x32x16 (fp8), into f32, and universal_fma"
+
+
+def _same(known: MMAAtom, atom: MMAAtom) -> bool:
+    return (known.shape, known.threads) == (atom.shape, atom.threads) and all(
+        str(getattr(known, f)) == str(getattr(atom, f)) for f in ("a_layout", "b_layout", "c_layout"))
 
 
 def _synchronous(t: Any, op: D.MmaWaitOp) -> None:
