@@ -63,8 +63,9 @@ T, G, F = ("transpose", "transpose"), ("gemm", "gemm"), ("flash_attention", "att
 S, P = ("gemm_sm90", "gemm_sm90"), ("gemm_tma", "gemm_tma")  # pipelined: checked across iterations
 A = ("gemm_sm80", "gemm_sm80")  # cp.async stages and ldmatrix fragments
 C = ("gemm_cdna", "gemm_cdna")  # AMD's wave-wide matrix atom
-LOAD_A = "idx = MMA.a_layout(lane, v)\n                afrag[ks, v] = sA[wm * 32 + idx % 32, ks * 8 + idx // 32]"
-LOAD_B = "idx = MMA.b_layout(lane, v)\n                bfrag[ks, v] = sB[wn * 32 + idx % 32, ks * 8 + idx // 32]"
+READ_A = "afv[q] = sAv[wm * 32 + lane % 32, 2 * q + lane // 32]"
+PLACE_A = "sAh[row, 4 * (part // 2) + 2 * g + part % 2] = halves[g]"
+PLACE_B = "sBh[row, 4 * (part // 2) + 2 * g + part % 2] = halves[2 + g]"
 COPY_A = "nv.cp_async(sAv, (1 - stage, e // 4, e % 4), av, (bm + e // 4, nxt + e % 4))"
 COPY_B = "nv.cp_async(sBv, (1 - stage, e // 4, e % 4), bv, (bn + e // 4, nxt + e % 4))"
 REFILL_A = "nv.tma_load(sA[PREVIOUS[s], :, :], a, (bm, refill), bars, PREVIOUS[s])"
@@ -81,8 +82,10 @@ MUTANTS = [
     _m(*A, "fragment mapping", ("row + BM * (2 * ks + lane // 16)", "row + BM * (2 * ks + (lane // 8) % 2)")),
     _m(*A, "stage / re-tag", (COPY_A + "\n" + " " * 16 + COPY_B, COPY_B + "\n" + " " * 16 + COPY_A),
        equivalent=True),
-    _m(*C, "fragment mapping", (LOAD_B, LOAD_B.replace("ks * 8 + idx // 32]", "ks * 8 + (idx // 32 + 4) % 8]"))),
-    _m(*C, "thread mapping", (LOAD_A + "\n" + " " * 16 + LOAD_B, LOAD_B + "\n" + " " * 16 + LOAD_A), equivalent=True),
+    _m(*C, "fragment mapping", (READ_A, READ_A.replace("2 * q + lane // 32]", "2 * q + 1 - lane // 32]"))),
+    _m(*C, "thread mapping", (PLACE_B, PLACE_B.replace("+ 2 * g +", "+ 2 * (1 - g) +"))),
+    _m(*C, "thread mapping", (PLACE_A + "\n" + " " * 12 + PLACE_B, PLACE_B + "\n" + " " * 12 + PLACE_A),
+       equivalent=True),
     _m(*P, "fragment mapping", ("local_tile(sB[s, :, :], (BN, MMA.shape[2]), ks)",
                                     "local_tile(sB[s, :, :], (BN, MMA.shape[2]), (ks + 1) % (BK // MMA.shape[2]))")),
     _m(*P, "stage / re-tag", (REFILLS, REFILL_B + "\n" + " " * 20 + REFILL_A), equivalent=True),

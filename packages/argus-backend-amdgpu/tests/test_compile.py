@@ -77,12 +77,14 @@ def test_shuffles_use_ds_bpermute_within_the_declared_warp() -> None:
 
 
 @pytest.mark.parametrize("target", sorted(CHIPS))
-def test_the_cdna_gemm_runs_on_mfma(target: str) -> None:
+def test_the_cdna_gemm_runs_on_mfma_with_128_bit_loads(target: str) -> None:
     module = load_module(EXAMPLES / "gemm_cdna.py")
     problem = module.example_gemm_cdna(np.random.default_rng(0))
     binary = build(module.gemm_cdna, target, **problem.constants)
-    assert binary.assembly.count("v_mfma_f32_32x32x8_bf16") == 2
-    assert binary.resources.scratch_bytes == 0 and binary.resources.lds_bytes == 4096
+    assert binary.assembly.count("v_mfma_f32_32x32x8_bf16") == 4  # per K step of 32
+    assert binary.assembly.count("ds_read_b128") == 4  # each lane's fragments for two products at once
+    assert binary.assembly.count("global_load_dwordx4") == 2  # 16 bytes of A and of B per thread
+    assert binary.resources.scratch_bytes == 0 and binary.resources.lds_bytes == 8192
 
 
 def test_a_wave_atom_with_other_layouts_is_refused_with_its_line() -> None:
