@@ -69,8 +69,9 @@ def _pipeline(BM: int, BN: int, BK: int, STAGES: int, AB: Any) -> tuple[Any, ...
     stage_bytes = (BM + BN) * BK * AB.nbytes
     products = (BK // mma.shape[2]) * (BM // 128)
     previous = tuple((s + STAGES - 1) % STAGES for s in range(STAGES))
-    # a stage: rows of BK elements (128 bytes), 16-byte chunk c of row r at chunk c ^ (r % 8)
-    swizzle = Swizzle(3, (16 // AB.nbytes).bit_length() - 1, 3)
+    # a stage: rows of BK elements (128, 64 or 32 bytes), 16-byte chunk c of row r at chunk
+    # c ^ (r % chunks per row): the copy engine's and the MMA's swizzle of that width
+    swizzle = Swizzle((BK * AB.nbytes // 16).bit_length() - 1, (16 // AB.nbytes).bit_length() - 1, 3)
     a_stages = ComposedLayout(swizzle, 0, Layout((STAGES, BM, BK), (BM * BK, BK, 1)))
     b_stages = ComposedLayout(swizzle, 0, Layout((STAGES, BN, BK), (BN * BK, BK, 1)))
     return mma, stage_bytes, products, previous, a_stages, b_stages
@@ -145,8 +146,8 @@ def _helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any, AB: A
 
 
 def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8, AB: Any = bf16) -> Kernel:
-    """The kernel for BM×BN tiles of C, K slices of BK (one 128-byte swizzle row: 64 bf16 or
-    128 fp8), STAGES shared-memory stages, blocks ordered in groups of GROUP tile rows, and A
+    """The kernel for BM×BN tiles of C, K slices of BK (one swizzled row of 128 bytes: 64 bf16
+    or 128 fp8; 64- and 32-byte rows work too), STAGES shared-memory stages, blocks ordered in groups of GROUP tile rows, and A
     and B of type AB (bf16, f16, f8e4m3 or f8e5m2)."""
     MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES, AB)
     tile_row, tile_column, start, multiply, _, store_staged = _helpers(BM, BN, BK, STAGES, GROUP, MMA, AB)

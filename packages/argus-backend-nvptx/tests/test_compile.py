@@ -314,3 +314,19 @@ def test_the_binary_is_built_while_the_kernel_is_checked(monkeypatch: pytest.Mon
     with pytest.raises(TagAssertionError):
         reader(1).launch((1,), data, {}, target="nvptx:sm_90a")
     assert len(loaded) == 1
+
+
+@pytest.mark.parametrize("bits, mode", [(3, 1), (2, 2), (1, 3)])
+def test_every_swizzle_width_has_its_descriptor(bits: int, mode: int) -> None:
+    """128-, 64- and 32-byte swizzled K-major rows: the descriptor's mode, 8-row stride and the
+    alignment the allocation needs follow the width; a swizzle of other parameters is refused."""
+    from argus.backends.nvptx.warpgroup import NotDescribable, descriptor_form
+    from argus.layout import ComposedLayout, Swizzle
+
+    width = 16 << bits  # bytes per swizzled row
+    row = width // 2  # bf16 elements
+    tile = ComposedLayout(Swizzle(bits, 3, 3), 0, Layout((64, 16), (row, 1)))
+    form = descriptor_form(tile, 64, 2)
+    assert (form.mode, form.stride_bytes, form.alignment) == (mode, 8 * width, 8 * width)
+    with pytest.raises(NotDescribable, match="neither none nor a 128-, 64- or 32-byte swizzle"):
+        descriptor_form(ComposedLayout(Swizzle(bits, 2, 3), 0, Layout((64, 16), (row, 1))), 64, 2)

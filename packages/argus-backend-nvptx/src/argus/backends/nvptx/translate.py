@@ -213,8 +213,8 @@ def _descriptor(t: Translator, op: D.MmaOp, tile: SSAValue, rows: int, start: SS
         form = descriptor_form(tile_type.layout, rows, nbytes)
     except NotDescribable as err:
         raise CodegenError(f"wgmma cannot read operand {label} laid out as {tile_type.layout}: {err}; it reads K-major "
-                           "tiles either 128-byte swizzled (Swizzle(3, 3, 3) over 64-element rows for 16-bit types) "
-                           "or in 8×16-byte core matrices", t.where(op)) from None
+                           "tiles either swizzled over 128-, 64- or 32-byte rows (Swizzle(3 | 2 | 1, 3, 3) for 16-bit "
+                           "types) or in 8×16-byte core matrices", t.where(op)) from None
     memory = t.memory(tile, op)
     base = t.let(f"ptrtoint ptr addrspace(3) {memory.pointer} to i32")
     offset = t.let(f"mul i32 {t.value(start)}, {nbytes}")

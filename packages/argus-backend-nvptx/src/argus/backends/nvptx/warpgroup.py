@@ -5,8 +5,8 @@ layouts) runs as ``wgmma.mma_async`` when each operand tile is laid out the way 
 descriptor can describe (PTX ISA, "Matrix Descriptor Format"): K-major rows, 8-row core
 groups a fixed number of bytes apart (the stride byte offset), and either
 
-- the 128-byte swizzle: rows of 128 bytes whose 16-byte chunks are XOR-ed with the row index
-  within 8 rows (`Swizzle(3, 4, 3)` on byte offsets), or
+- a 128-, 64- or 32-byte swizzle: rows of that many bytes whose 16-byte chunks are XOR-ed with
+  the row index (`Swizzle(3, 4, 3)`, `Swizzle(2, 4, 3)`, `Swizzle(1, 4, 3)` on byte offsets), or
 - no swizzle: 8×16-byte core matrices, 128 contiguous bytes each, K-adjacent ones a fixed
   number of bytes apart (the leading byte offset).
 
@@ -22,8 +22,9 @@ import numpy as np
 from argus.dsl.atoms import MMAAtom
 from argus.layout import ComposedLayout, Layout, Swizzle
 
-#: Descriptor swizzle-mode field values.
-NO_SWIZZLE, SWIZZLE_128B = 0, 1
+#: Descriptor swizzle-mode field values, and the mode of each swizzle width (in Swizzle bits).
+NO_SWIZZLE, SWIZZLE_128B, SWIZZLE_64B, SWIZZLE_32B = 0, 1, 2, 3
+_MODES = {3: SWIZZLE_128B, 2: SWIZZLE_64B, 1: SWIZZLE_32B}
 
 #: PTX type names of the element types wgmma multiplies (with an f32 accumulator): 16-bit ones
 #: (k = 16, A and B of one type) and 8-bit floats (k = 32, A and B of either).
@@ -65,18 +66,19 @@ def descriptor_form(layout: Layout | ComposedLayout, rows: int, nbytes: int) -> 
         stride = int(offsets[8, 0]) if rows > 8 else 0
         expected = (r % 8) * per_16 + kk % per_16 + (kk // per_16) * lead + (r // 8) * stride
         form = DescriptorForm(NO_SWIZZLE, lead * nbytes, stride * nbytes, 16)
-    elif (swizzle.bits, swizzle.base, swizzle.shift) == (3, shift, 3):
-        row = 128 // nbytes
+    elif swizzle.bits in _MODES and (swizzle.base, swizzle.shift) == (shift, 3):
+        width = 16 << swizzle.bits  # bytes per swizzled row
+        row = width // nbytes
         stride = int(offsets[8, 0]) if rows > 8 else 8 * row
-        expected = (r % 8) * row + kk + (r // 8) * stride
-        form = DescriptorForm(SWIZZLE_128B, 16, stride * nbytes, 1024)
+        expected = (r % 8) * row + kk + (r // 8) * stride  # an operand row (32 bytes) fits in a swizzled one
+        form = DescriptorForm(_MODES[swizzle.bits], 16, stride * nbytes, 8 * width)
     else:
-        raise NotDescribable(f"the swizzle {swizzle} is neither none nor the 128-byte swizzle "
-                             f"Swizzle(3, {shift}, 3) for {nbytes}-byte elements")
+        raise NotDescribable(f"the swizzle {swizzle} is neither none nor a 128-, 64- or 32-byte swizzle "
+                             f"Swizzle(3 | 2 | 1, {shift}, 3) for {nbytes}-byte elements")
     if not np.array_equal(offsets, expected):
         bad = np.argwhere(offsets != expected)[0]
         raise NotDescribable(f"element (row {bad[0]}, k {bad[1]}) sits at offset {int(offsets[tuple(bad)])}, where the "
-                             f"{'128-byte swizzled' if form.mode else 'core-matrix'} K-major form puts "
+                             f"{'swizzled' if form.mode else 'core-matrix'} K-major form puts "
                              f"{int(expected[tuple(bad)])}")
     for name, value in (("leading", form.leading_bytes), ("stride", form.stride_bytes)):
         if value % 16 or not 0 <= value < (1 << 18):
