@@ -115,6 +115,7 @@ def test_hints_change_nothing_the_kernel_computes() -> None:
 def broadcast(x: Tensor[i32, 128], out: Tensor[i32, 128]):
     amd.setprio(2)
     amd.sched_barrier(amd.NOTHING)
+    amd.waitcnt(33, 5)
     if thread_idx.x % 64 >= 3:
         out[thread_idx.x] = amd.readfirstlane(x[thread_idx.x])
 
@@ -129,12 +130,14 @@ def test_readfirstlane_reads_the_waves_first_active_lane() -> None:
 def test_the_code_uses_the_instructions() -> None:
     assembly = compiler.build(broadcast.specialize(), chip("gfx942")).assembly
     assert "v_readfirstlane_b32" in assembly and "s_setprio 2" in assembly
+    assert re.search(r"s_waitcnt vmcnt\(33\) lgkmcnt\(5\)", assembly), "the counts as asked"
 
 
 @pytest.mark.parametrize("body, message", [
     ("amd.setprio(4)", "priority is 0 to 3, not 4"),
     ("amd.sched_barrier(0x400)", r"0 to 0x3ff\), not 0x400"),
     ("amd.sched_group_barrier(amd.MFMA, 0, 0)", "at least one instruction, not 0"),
+    ("amd.waitcnt(64, 0)", "vector-memory count is 0 to 63, not 64"),
 ])
 def test_bad_arguments_name_their_line(tmp_path: Any, body: str, message: str) -> None:
     from argus.dsl.cli import load_module

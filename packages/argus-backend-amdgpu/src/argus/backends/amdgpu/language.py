@@ -5,6 +5,7 @@
     amd.sched_group_barrier(amd.MFMA, 1, 0)    # the scheduler interleaves: one MFMA …
     amd.sched_group_barrier(amd.DS_READ, 2, 0)  # … then two LDS reads, in sync group 0
     amd.setprio(1)                               # this wave's issue priority (0–3)
+    amd.waitcnt(0, 0)                            # no memory operation of the wave outstanding
     first = amd.readfirstlane(x)                 # x of the wave's first active lane, in an SGPR
 
 Scheduling hints change where the compiler places instructions, never what the kernel
@@ -58,6 +59,16 @@ class SetPrioOp(IRDLOperation):
 
 
 @irdl_op_definition
+class WaitCountOp(IRDLOperation):
+    """Wait until at most `vm` vector-memory and `lgkm` LDS/scalar-memory operations of the
+    wave are outstanding."""
+
+    name = "amdgpu.waitcnt"
+    vm = prop_def(builtin.IntAttr)
+    lgkm = prop_def(builtin.IntAttr)
+
+
+@irdl_op_definition
 class ReadFirstLaneOp(IRDLOperation):
     """`value` as the wave's first active lane holds it."""
 
@@ -66,9 +77,9 @@ class ReadFirstLaneOp(IRDLOperation):
     result = result_def(builtin.i32)
 
 
-Amdgpu = Dialect("amdgpu", [SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, ReadFirstLaneOp], [])
+Amdgpu = Dialect("amdgpu", [SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, ReadFirstLaneOp], [])
 register_dialect(Amdgpu)
-HINTS = (SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp)
+HINTS = (SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp)
 WAVE = 64
 
 
@@ -100,6 +111,15 @@ def _build_setprio(b: IntrinsicBuilder, args: list[Any]) -> None:
     b.emit(SetPrioOp.create(properties={"priority": builtin.IntAttr(priority)}))
 
 
+def _build_waitcnt(b: IntrinsicBuilder, args: list[Any]) -> None:
+    vm, lgkm = b.integer(args[0], 0), b.integer(args[1], 1)
+    if not 0 <= vm <= 63:
+        raise b.error(f"the vector-memory count is 0 to 63, not {vm}", b.argument(0))
+    if not 0 <= lgkm <= 15:
+        raise b.error(f"the LDS/scalar-memory count is 0 to 15, not {lgkm}", b.argument(1))
+    b.emit(WaitCountOp.create(properties={"vm": builtin.IntAttr(vm), "lgkm": builtin.IntAttr(lgkm)}))
+
+
 def _build_readfirstlane(b: IntrinsicBuilder, args: list[Any]) -> Any:
     op = b.emit(ReadFirstLaneOp.create(operands=[b.scalar(args[0], i32, index=0)], result_types=[builtin.i32]))
     return b.result(op, i32)
@@ -115,6 +135,10 @@ sched_group_barrier = Intrinsic(
     _build_sched_group_barrier, 3)
 setprio = Intrinsic("setprio", "setprio(p): this wave's issue priority from here on, 0 (lowest) to 3.",
                     _build_setprio, 1)
+waitcnt = Intrinsic(
+    "waitcnt", "waitcnt(vm, lgkm): wait until at most vm vector-memory (0–63) and lgkm LDS and scalar-memory (0–15) "
+    "operations of the wave are outstanding (s_waitcnt); the compiler inserts the waits correctness needs, so "
+    "this only places one earlier.", _build_waitcnt, 2)
 readfirstlane = Intrinsic(
     "readfirstlane", "readfirstlane(x): x (an i32) as the first active lane of the thread's hardware wave of 64 "
     "lanes holds it; the same in every lane of the wave.", _build_readfirstlane, 1)
@@ -155,4 +179,4 @@ for _hint in HINTS:
 define(ReadFirstLaneOp, interpret=_interpret_readfirstlane, analyze=_analyze_readfirstlane)
 
 __all__ = ["ALL_ALU", "ALL_DS", "ALL_VMEM", "DS_READ", "DS_WRITE", "MFMA", "NOTHING", "SALU", "VALU", "VMEM_READ",
-           "VMEM_WRITE", "readfirstlane", "sched_barrier", "sched_group_barrier", "setprio"]
+           "VMEM_WRITE", "readfirstlane", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]

@@ -24,7 +24,7 @@ from argus.dsl.llvm import KernelABI
 from argus.dsl.llvm import Translator as LLVMTranslator
 from xdsl.ir import Operation
 
-from .language import ReadFirstLaneOp, SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp
+from .language import ReadFirstLaneOp, SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp
 from .targets import Chip
 
 #: The data layout of the AMDGPU target (LLVM 22): allocas live in address space 5.
@@ -194,12 +194,20 @@ def _setprio(t: Translator, op: SetPrioOp) -> None:
     t.call("void", "llvm.amdgcn.s.setprio", [("i16", str(op.priority.data))])
 
 
+def _waitcnt(t: Translator, op: WaitCountOp) -> None:
+    """s_waitcnt's gfx9 encoding: vmcnt in bits 3:0 and 15:14, expcnt (not waited on: 7) in
+    6:4, lgkmcnt in 11:8."""
+    vm, lgkm = op.vm.data, op.lgkm.data
+    t.call("void", "llvm.amdgcn.s.waitcnt", [("i32", str((vm & 0xF) | (7 << 4) | (lgkm << 8) | ((vm >> 4) << 14)))])
+
+
 def _readfirstlane(t: Translator, op: ReadFirstLaneOp) -> None:
     t.names[op.result] = t.call("i32", "llvm.amdgcn.readfirstlane.i32", [("i32", t.value(op.value))])
 
 
 RULES = {**GENERIC_RULES, D.MmaWaitOp: _synchronous, SchedBarrierOp: _sched_barrier,
-         SchedGroupBarrierOp: _sched_group_barrier, SetPrioOp: _setprio, ReadFirstLaneOp: _readfirstlane}
+         SchedGroupBarrierOp: _sched_group_barrier, SetPrioOp: _setprio, WaitCountOp: _waitcnt,
+         ReadFirstLaneOp: _readfirstlane}
 Translator.RULES = RULES
 
 
