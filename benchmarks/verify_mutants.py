@@ -63,6 +63,7 @@ T, G, F = ("transpose", "transpose"), ("gemm", "gemm"), ("flash_attention", "att
 S, P = ("gemm_sm90", "gemm_sm90"), ("gemm_tma", "gemm_tma")  # pipelined: checked across iterations
 A = ("gemm_sm80", "gemm_sm80")  # cp.async stages and ldmatrix fragments
 C = ("gemm_cdna", "gemm_cdna")  # AMD's wave-wide matrix atom
+W = ("attention_cdna", "attention_cdna")  # products chained in registers, transposed
 READ_A = "afv[q] = sAv[wm * 32 + lane % 32, 2 * q + lane // 32]"
 PLACE_A = "sAh[row, 4 * (part // 2) + 2 * g + part % 2] = halves[g]"
 PLACE_B = "sBh[row, 4 * (part // 2) + 2 * g + part % 2] = halves[2 + g]"
@@ -86,6 +87,10 @@ MUTANTS = [
     _m(*C, "thread mapping", (PLACE_B, PLACE_B.replace("+ 2 * g +", "+ 2 * (1 - g) +"))),
     _m(*C, "thread mapping", (PLACE_A + "\n" + " " * 12 + PLACE_B, PLACE_B + "\n" + " " * 12 + PLACE_A),
        equivalent=True),
+    _m(*W, "fragment mapping", ("kf[i] = k[kj * TILE + col, hk, 16 * n + 4 * g + i]",
+                                "kf[i] = k[kj * TILE + col, hk, 16 * n + 4 * ((g + 1) % 4) + i]")),
+    _m(*W, "thread mapping", ("vf[i] = v[kj * TILE + 4 * g + i, hk, 16 * n + col]",
+                              "vf[i] = v[kj * TILE + 4 * ((g + 1) % 4) + i, hk, 16 * n + col]")),
     _m(*P, "fragment mapping", ("local_tile(sB[s, :, :], (BN, MMA.shape[2]), ks)",
                                     "local_tile(sB[s, :, :], (BN, MMA.shape[2]), (ks + 1) % (BK // MMA.shape[2]))")),
     _m(*P, "stage / re-tag", (REFILLS, REFILL_B + "\n" + " " * 20 + REFILL_A), equivalent=True),
@@ -184,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"host": clocks(), "originals": {}, "mutants": [], "operators": {}}
 
     print("originals (must be proved; time of the check alone, median of fresh analyses):")
-    for example, kernel in (T, G, F, S, P, A, C):
+    for example, kernel in (T, G, F, S, P, A, C, W):
         module = load(example, (), workdir, "original")
         times, verdicts = [], set()
         for _ in range(args.repeat):

@@ -87,6 +87,16 @@ def test_the_cdna_gemm_runs_on_mfma_with_128_bit_loads(target: str) -> None:
     assert binary.resources.scratch_bytes == 0 and binary.resources.lds_bytes == 8192
 
 
+@pytest.mark.parametrize("target", sorted(CHIPS))
+def test_the_cdna_attention_chains_its_products_in_registers(target: str) -> None:
+    module = load_module(EXAMPLES / "attention_cdna.py")
+    problem = module.example_attention_cdna(np.random.default_rng(0))
+    binary = build(module.attention_cdna, target, **problem.constants)
+    assert binary.assembly.count("v_mfma_f32_16x16x16_bf16") == 2 * problem.constants["D"] // 16  # per key tile
+    assert "ds_bpermute_b32" in binary.assembly  # the per-query reductions over the four lane groups
+    assert binary.resources.scratch_bytes == 0 and binary.resources.lds_bytes == 0
+
+
 def test_a_wave_atom_with_other_layouts_is_refused_with_its_line() -> None:
     from argus.dsl import MMAAtom, bf16, make_local, matmul, wave_mma_16x16x16
     from argus.layout import parse
