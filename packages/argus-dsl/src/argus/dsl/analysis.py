@@ -715,17 +715,26 @@ class TagAnalysis:
         """`join(ours, theirs)`, except where `theirs` (a tag of loop iteration `loop`) equals
         `ours` when the index takes its `first` value: there it is `theirs`."""
         out = join(ours, theirs)
-        differ = (ours > TOP) & (theirs > TOP) & (ours != theirs)
-        if not differ.any():
+        where = np.flatnonzero((ours > TOP) & (theirs > TOP) & (ours != theirs))
+        if where.size == 0:
             return out
-        for before, back in np.unique(np.stack([ours[differ], theirs[differ]], axis=1), axis=0).tolist():
-            if (before - 2) % BYTES != (back - 2) % BYTES:
-                continue
-            tag = self.table.tags[(back - 2) // BYTES]
+        before, back = ours.reshape(-1)[where], theirs.reshape(-1)[where]
+        aligned = (before - 2) % BYTES == (back - 2) % BYTES  # the same byte of two elements
+        where, before, back = where[aligned], (before[aligned] - 2) // BYTES, back[aligned]
+        if where.size == 0:
+            return out
+        width = int(((back - 2) // BYTES).max()) + 1
+        pairs = before * width + (back - 2) // BYTES  # (element before, element in the loop) as one key
+        accepted = []
+        for key in np.unique(pairs).tolist():
+            was, now = divmod(key, width)
             at_first = tuple(_component(self.space.substitute(v, loop, first)) if isinstance(v, tuple) else v
-                             for v in tag)
-            if self.table.element_id(at_first) == (before - 2) // BYTES:
-                out[(ours == before) & (theirs == back)] = back
+                             for v in self.table.tags[now])
+            if self.table.element_id(at_first) == was:
+                accepted.append(key)
+        if accepted:
+            hit = np.isin(pairs, accepted)
+            out[np.unravel_index(where[hit], out.shape)] = back[hit]
         return out
 
     def join_values(self, condition: Affine | None, a: Affine | None, b: Affine | None, label: str,

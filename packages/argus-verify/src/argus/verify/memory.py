@@ -76,6 +76,13 @@ class TagMemory:
         if self.fresh is not None:
             self.fresh[(threads[:, None], idx) if self.per_thread else idx] = True
         if self.per_thread:
+            if threads.size == self.tags.shape[0] and _one_range(idx) and threads[-1] == threads.size - 1:
+                # every thread (in order) writes the same run of its bytes: slices, not gathers
+                span = slice(int(idx[0, 0]), int(idx[0, -1]) + 1)
+                self.tags[:, span] = ids
+                self.site[:, span] = site
+                self.writer[:, span] = threads[:, None]
+                return
             rows = threads[:, None]
             self.tags[rows, idx] = ids
             self.site[rows, idx] = site
@@ -131,3 +138,10 @@ class TagMemory:
             self.fresh[idx] = True
         self.tags[idx] = ids
         self.site[idx] = site
+
+
+def _one_range(idx: np.ndarray) -> bool:
+    """Whether every row of `idx` is the same run of consecutive indices."""
+    first = idx[0]
+    return bool(first.size) and int(first[-1]) - int(first[0]) == first.size - 1 and \
+        bool((np.diff(first) == 1).all()) and bool((idx == first).all())
