@@ -2,10 +2,11 @@
 B N×K (both K-major), on the wave-wide 32×32×8 matrix atom (MFMA).
 
 Each workgroup of four 64-lane waves computes a 64×64 tile of C, 32×32 per wave, K advancing 32
-at a time. Every thread brings 16 bytes of A and 16 of B per step (128-bit loads) and writes
-them to LDS in an order chosen for the reads: in each 16-wide block of K, the four columns that
-lane group g (g = lane // 32) needs for one 32×32×8 product sit next to the four it needs for
-the next, so each lane reads its fragments for two products with one 128-bit LDS read. The
+at a time. Every thread brings 16 bytes of A and 16 of B per step (128-bit buffer loads, which
+the hardware bounds-checks against each tensor) and writes them to LDS in an order chosen for
+the reads: in each 16-wide block of K, the four columns that lane group g (g = lane // 32)
+needs for one 32×32×8 product sit next to the four it needs for the next, so each lane reads
+its fragments for two products with one 128-bit LDS read. The
 atom's layouts (`wave_mma_32x32x8`: lane l holds row l % 32 at K columns 4·(l // 32) … +3) and
 the tag assertions it carries (A's and B's K coordinates pair up) let the checker prove that
 reordering right for every launch.
@@ -14,6 +15,7 @@ M and N must be multiples of 64 and K of 32.
 """
 
 import numpy as np
+from argus.backends.amdgpu import language as amd
 from argus.dsl import (
     Problem,
     Tensor,
@@ -75,8 +77,8 @@ def gemm_cdna(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f3
     for v in static_range(16):
         acc[v] = 0.0
     for k0 in range(0, K, BK):
-        chunk[0] = av[bm + row, k0 // 8 + part]
-        chunk[1] = bv[bn + row, k0 // 8 + part]
+        chunk[0] = amd.buffer_load(av, (bm + row, k0 // 8 + part))  # 128-bit buffer loads
+        chunk[1] = amd.buffer_load(bv, (bn + row, k0 // 8 + part))
         for g in static_range(2):  # columns 8p + 4g … +3 go where lane group g reads them
             sAh[row, 4 * (part // 2) + 2 * g + part % 2] = halves[g]
             sBh[row, 4 * (part // 2) + 2 * g + part % 2] = halves[2 + g]

@@ -83,7 +83,7 @@ def test_the_cdna_gemm_runs_on_mfma_with_128_bit_loads(target: str) -> None:
     binary = build(module.gemm_cdna, target, **problem.constants)
     assert binary.assembly.count("v_mfma_f32_32x32x8_bf16") == 4  # per K step of 32
     assert binary.assembly.count("ds_read_b128") == 4  # each lane's fragments for two products at once
-    assert binary.assembly.count("global_load_dwordx4") == 2  # 16 bytes of A and of B per thread
+    assert binary.assembly.count("buffer_load_dwordx4") == 2  # 16 bytes of A and of B per thread
     assert binary.resources.scratch_bytes == 0 and binary.resources.lds_bytes == 8192
 
 

@@ -14,6 +14,7 @@ from argus.backends.amdgpu import language as amd
 from argus.backends.amdgpu.targets import chip
 from argus.dsl import (
     ArgusError,
+    block_idx,
     CodegenError,
     Tensor,
     bf16,
@@ -158,3 +159,44 @@ def test_another_backend_refuses_them_with_the_line() -> None:
 
     with pytest.raises(CodegenError, match=r"test_language\.py:\d+:\d+: the operation amdgpu.setprio is not supported"):
         nvptx.build(broadcast.specialize(), arch("sm_90a"), assemble=False)
+
+
+@kernel(block=(64,), warp_size=64)
+def shifted(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+    out[thread_idx.x] = amd.buffer_load(x, thread_idx.x + 4)  # the last four read past the end: zero
+    amd.buffer_store(out, thread_idx.x + 64, 1.0)  # all past the end: dropped
+
+
+def test_buffer_accesses_outside_the_tensor_read_zero_and_write_nothing() -> None:
+    x = np.arange(64, dtype=np.float32) + 1
+    out = np.zeros(64, np.float32)
+    shifted[1](x, out, 64)
+    np.testing.assert_array_equal(out, np.concatenate([x[4:], np.zeros(4, np.float32)]))
+
+
+def test_buffer_accesses_use_buffer_instructions() -> None:
+    assembly = compiler.build(shifted.specialize(), chip("gfx942")).assembly
+    assert "buffer_load_dword " in assembly and "buffer_store_dword " in assembly
+
+
+def test_the_checker_follows_buffer_loads_without_assuming_them_in_bounds() -> None:
+    """A copy through buffer loads keeps its tags; an index read past the end adds no fact to
+    the launches considered, so the claim still covers every launch."""
+    from argus.dsl import tag
+    from argus.verify import Verdict
+
+    def copier(shift: int) -> Any:
+        @kernel(block=(64,), warp_size=64, verify=False)
+        def copy_tagged(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+            tag(x, lambda i: (i,))
+            got = make_local((1,), f32)
+            want = make_local((1,), f32)
+            tag(want, lambda i: (thread_idx.x + 64 * block_idx.x,))
+            got[0] = amd.buffer_load(x, thread_idx.x + 64 * block_idx.x + shift)
+            out[thread_idx.x + 64 * block_idx.x] = got[0]
+            assert tag(got[...]) == tag(want[...])
+
+        return copy_tagged
+
+    assert copier(0).verify().verdict is Verdict.PROVED
+    assert copier(1).verify().verdict is Verdict.VIOLATED

@@ -345,10 +345,15 @@ class TagAnalysis:
             return self.tid
         return np.flatnonzero(mask)
 
-    def global_tags(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> np.ndarray:
+    def global_tags(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray,
+                    bounded: bool = True) -> np.ndarray:
         """Byte tags (threads, bytes) of the elements of a global tensor at `coords` (remembered
-        per op: later passes over a loop body load the same forms)."""
-        self.in_bounds(op, ref, coords, active)
+        per op: later passes over a loop body load the same forms). A `bounded` access is in
+        bounds in every launch considered (a fact of the domain); an unbounded one (a target's
+        protected load, which reads zero outside) adds no fact, and where it falls outside the
+        tags it gives belong to data that is all zero, which pairs with anything."""
+        if bounded:
+            self.in_bounds(op, ref, coords, active)
         name = (ref.root or ref).name
         if name in self.written_globals:
             raise self.undecidable(op, f"the kernel reads tensor {name!r}, which it also writes; the checker "

@@ -1095,4 +1095,6 @@ scalars = _scalar_array
 set_value = _set
 element_offsets = _element_offsets
 checked_offsets = _checked_offsets
+read = _read
+write = _write
 byte_indices = _byte_indices

@@ -1,4 +1,4 @@
-"""AMD intrinsics of the language: scheduling hints and wave-uniform values.
+"""AMD intrinsics of the language: buffer loads and stores, scheduling hints, wave-uniform values.
 
     from argus.backends.amdgpu import language as amd
 
@@ -7,6 +7,14 @@
     amd.setprio(1)                               # this wave's issue priority (0–3)
     amd.waitcnt(0, 0)                            # no memory operation of the wave outstanding
     first = amd.readfirstlane(x)                 # x of the wave's first active lane, in an SGPR
+    v = amd.buffer_load(av, (row, col))          # av[row, col], or zero outside the tensor
+    amd.buffer_store(cv, (row, col), v)          # dropped outside the tensor
+
+A buffer access goes through a buffer resource that knows the tensor's size in bytes: the
+hardware returns zero for a load, and drops a store, whose byte offset (the coordinates
+linearized row-major, as for any access) falls outside it. So, unlike an ordinary access, an
+out-of-range one is defined: the interpreter follows the hardware, and the checker adds no
+in-bounds fact for it (the zeros it reads pair with anything).
 
 Scheduling hints change where the compiler places instructions, never what the kernel
 computes: the interpreter runs them as nothing and the checker moves no tags through them.
@@ -18,12 +26,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from argus.dsl import dialect as D
 from argus.dsl import interpreter as I
 from argus.dsl.dtypes import i32
 from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, define, register_dialect
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def
+from argus.dsl.types import mlir_type
+from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, var_operand_def
 
 #: Instruction classes of `sched_barrier` and `sched_group_barrier` masks (LLVM's encoding).
 ALL_ALU, VALU, SALU, MFMA, ALL_VMEM, VMEM_READ, VMEM_WRITE, ALL_DS, DS_READ, DS_WRITE = (
@@ -59,6 +69,46 @@ class SetPrioOp(IRDLOperation):
 
 
 @irdl_op_definition
+class BufferLoadOp(IRDLOperation):
+    """The element of `tensor` at `coords`, or zero when its bytes fall outside the tensor."""
+
+    name = "amdgpu.buffer_load"
+    tensor = operand_def(D.TensorType)
+    coords = var_operand_def(builtin.i32)
+    result = result_def()
+
+
+@irdl_op_definition
+class BufferStoreOp(IRDLOperation):
+    """`value` into the element of `tensor` at `coords`, unless its bytes fall outside."""
+
+    name = "amdgpu.buffer_store"
+    value = operand_def()
+    tensor = operand_def(D.TensorType)
+    coords = var_operand_def(builtin.i32)
+
+
+@irdl_op_definition
+class BufferLoadAtOp(IRDLOperation):
+    """BufferLoadOp after layout lowering: at an element offset."""
+
+    name = "amdgpu.buffer_load_at"
+    tensor = operand_def(D.TensorType)
+    offset = operand_def(builtin.i32)
+    result = result_def()
+
+
+@irdl_op_definition
+class BufferStoreAtOp(IRDLOperation):
+    """BufferStoreOp after layout lowering: at an element offset."""
+
+    name = "amdgpu.buffer_store_at"
+    value = operand_def()
+    tensor = operand_def(D.TensorType)
+    offset = operand_def(builtin.i32)
+
+
+@irdl_op_definition
 class WaitCountOp(IRDLOperation):
     """Wait until at most `vm` vector-memory and `lgkm` LDS/scalar-memory operations of the
     wave are outstanding."""
@@ -77,7 +127,8 @@ class ReadFirstLaneOp(IRDLOperation):
     result = result_def(builtin.i32)
 
 
-Amdgpu = Dialect("amdgpu", [SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, ReadFirstLaneOp], [])
+Amdgpu = Dialect("amdgpu", [SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, ReadFirstLaneOp, BufferLoadOp,
+                            BufferStoreOp, BufferLoadAtOp, BufferStoreAtOp], [])
 register_dialect(Amdgpu)
 HINTS = (SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp)
 WAVE = 64
@@ -120,6 +171,31 @@ def _build_waitcnt(b: IntrinsicBuilder, args: list[Any]) -> None:
     b.emit(WaitCountOp.create(properties={"vm": builtin.IntAttr(vm), "lgkm": builtin.IntAttr(lgkm)}))
 
 
+def _buffer_coords(b: IntrinsicBuilder, tensor: Any, value: Any, index: int) -> list[Any]:
+    coords = list(value) if isinstance(value, tuple) else [value]
+    if len(coords) != len(tensor.type.shape):
+        raise b.error(f"tensor {tensor.name!r} has {len(tensor.type.shape)} dims; give as many coordinates",
+                      b.argument(index))
+    if tensor.type.dtype.nbytes not in (2, 4, 8, 16):
+        raise b.error(f"a buffer access moves 2, 4, 8 or 16 bytes (view the tensor as such), not "
+                      f"{tensor.type.dtype}", b.argument(0))
+    return [b.scalar(c, index=index) for c in coords]
+
+
+def _build_buffer_load(b: IntrinsicBuilder, args: list[Any]) -> Any:
+    tensor = b.tensor(args[0], 0)
+    coords = _buffer_coords(b, tensor, args[1], 1)
+    dtype = tensor.type.dtype
+    op = b.emit(BufferLoadOp.create(operands=[tensor.ssa, *coords], result_types=[mlir_type(dtype)]))
+    return b.result(op, dtype)
+
+
+def _build_buffer_store(b: IntrinsicBuilder, args: list[Any]) -> None:
+    tensor = b.tensor(args[0], 0)
+    coords = _buffer_coords(b, tensor, args[1], 1)
+    b.emit(BufferStoreOp.create(operands=[b.scalar(args[2], tensor.type.dtype, index=2), tensor.ssa, *coords]))
+
+
 def _build_readfirstlane(b: IntrinsicBuilder, args: list[Any]) -> Any:
     op = b.emit(ReadFirstLaneOp.create(operands=[b.scalar(args[0], i32, index=0)], result_types=[builtin.i32]))
     return b.result(op, i32)
@@ -135,6 +211,12 @@ sched_group_barrier = Intrinsic(
     _build_sched_group_barrier, 3)
 setprio = Intrinsic("setprio", "setprio(p): this wave's issue priority from here on, 0 (lowest) to 3.",
                     _build_setprio, 1)
+buffer_load = Intrinsic(
+    "buffer_load", "buffer_load(tensor, coords): the element of `tensor` at `coords` (2, 4, 8 or 16 bytes) through "
+    "a buffer resource: zero when its bytes fall outside the tensor.", _build_buffer_load, 2)
+buffer_store = Intrinsic(
+    "buffer_store", "buffer_store(tensor, coords, value): `value` into the element at `coords` through a buffer "
+    "resource; dropped when its bytes fall outside the tensor.", _build_buffer_store, 3)
 waitcnt = Intrinsic(
     "waitcnt", "waitcnt(vm, lgkm): wait until at most vm vector-memory (0–63) and lgkm LDS and scalar-memory (0–15) "
     "operations of the wave are outstanding (s_waitcnt); the compiler inserts the waits correctness needs, so "
@@ -174,9 +256,85 @@ def _analyze_readfirstlane(a: Any, op: ReadFirstLaneOp, mask: np.ndarray) -> Non
     a.tags[op.result] = a.tags_of(op.value)[source].copy()
 
 
+def _linear(interp: Any, frame: Any, tensor: Any, coords: Any, mask: np.ndarray) -> np.ndarray:
+    """Row-major element offsets of the active threads' coordinates, unchecked."""
+    offset = np.zeros(int(mask.sum()), np.int64)
+    for c, n in zip(coords, tensor.array.shape):
+        offset = offset * n + I.scalars(frame, c)[mask].astype(np.int64)
+    return offset
+
+
+def _inside(tensor: Any, offsets: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The threads of `mask` whose element lies inside the tensor, and their offsets."""
+    ok = (offsets >= 0) & (offsets < tensor.array.size)
+    inside = mask.copy()
+    inside[np.flatnonzero(mask)[~ok]] = False
+    return inside, offsets[ok]
+
+
+def _interpret_buffer_load(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+    tensor = I.value_of(frame, op.tensor)
+    inside, offsets = _inside(tensor, _offsets(interp, op, frame, tensor, mask), mask)
+    I.read(interp, op, frame, inside, tensor, offsets, lambda row: (int(offsets[row]),))  # zero elsewhere
+
+
+def _interpret_buffer_store(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+    tensor = I.value_of(frame, op.tensor)
+    inside, offsets = _inside(tensor, _offsets(interp, op, frame, tensor, mask), mask)
+    I.write(interp, op, frame, inside, tensor, offsets, I.scalars(frame, op.value))
+
+
+def _shadow_buffer_load(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+    """Shadow tags: the tensor's where the element is inside it, none (⊥, a constant zero) outside."""
+    tensor = I.value_of(frame, op.tensor)
+    inside, offsets = _inside(tensor, _offsets(interp=None, op=op, frame=frame, tensor=tensor, mask=mask), mask)
+    threads = np.flatnonzero(inside)
+    tags = np.zeros((frame.threads, tensor.dtype.nbytes), np.int64)
+    if threads.size:
+        tags[threads] = s.memory_tags(tensor, frame).read(I.byte_indices(offsets, tensor.dtype.nbytes), threads)
+    s.tags[op.result] = tags
+
+
+def _offsets(interp: Any, op: Any, frame: Any, tensor: Any, mask: np.ndarray) -> np.ndarray:
+    """The active threads' element offsets, from coordinates or (lowered) given."""
+    if isinstance(op, (BufferLoadOp, BufferStoreOp)):
+        return _linear(interp, frame, tensor, op.coords, mask)
+    return I.scalars(frame, op.offset)[mask].astype(np.int64)  # type: ignore[no-any-return]
+
+
+def _analyze_buffer_load(a: Any, op: BufferLoadOp, mask: np.ndarray) -> None:
+    integer = isinstance(op.result.type, builtin.IntegerType)
+    a.values[op.result] = a.space.opaque(f"load at {a.where(op)}", a.n) if integer else None
+    a.tags[op.result] = a.global_tags(op, a.values[op.tensor], [a.int_value(c, op) for c in op.coords], mask,
+                                      bounded=False)
+
+
+def _analyze_buffer_store(a: Any, op: BufferStoreOp, mask: np.ndarray) -> None:
+    target = a.values[op.tensor]
+    name = (target.root or target).name
+    if name in a.read_globals:
+        raise a.undecidable(op, f"the kernel writes tensor {name!r}, which it also reads; the checker takes global "
+                                "tensors as read-only or write-only")
+    a.written_globals.add(name)
+
+
+def _lower_buffer_load(op: BufferLoadOp, offset_of: Any) -> BufferLoadAtOp:
+    return BufferLoadAtOp.create(operands=[op.tensor, offset_of(op.tensor, list(op.coords))],
+                                 result_types=[op.result.type])
+
+
+def _lower_buffer_store(op: BufferStoreOp, offset_of: Any) -> BufferStoreAtOp:
+    return BufferStoreAtOp.create(operands=[op.value, op.tensor, offset_of(op.tensor, list(op.coords))])
+
+
+define(BufferLoadOp, interpret=_interpret_buffer_load, analyze=_analyze_buffer_load, lower=_lower_buffer_load,
+       shadow=_shadow_buffer_load)
+define(BufferStoreOp, interpret=_interpret_buffer_store, analyze=_analyze_buffer_store, lower=_lower_buffer_store)
+define(BufferLoadAtOp, interpret=_interpret_buffer_load)
+define(BufferStoreAtOp, interpret=_interpret_buffer_store)
 for _hint in HINTS:
     define(_hint, interpret=_interpret_hint, analyze=_no_tags)
 define(ReadFirstLaneOp, interpret=_interpret_readfirstlane, analyze=_analyze_readfirstlane)
 
 __all__ = ["ALL_ALU", "ALL_DS", "ALL_VMEM", "DS_READ", "DS_WRITE", "MFMA", "NOTHING", "SALU", "VALU", "VMEM_READ",
-           "VMEM_WRITE", "readfirstlane", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]
+           "VMEM_WRITE", "buffer_load", "buffer_store", "readfirstlane", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]

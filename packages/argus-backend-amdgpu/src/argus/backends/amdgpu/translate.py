@@ -20,11 +20,19 @@ from argus.dsl.atoms import MMAAtom, wave_mma_16x16x16, wave_mma_16x16x32, wave_
 from argus.dsl.dtypes import f32
 from argus.dsl.errors import CodegenError, SourceLocation
 from argus.dsl.llvm import RULES as GENERIC_RULES
-from argus.dsl.llvm import KernelABI
+from argus.dsl.llvm import KernelABI, llvm_type
 from argus.dsl.llvm import Translator as LLVMTranslator
 from xdsl.ir import Operation
 
-from .language import ReadFirstLaneOp, SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp
+from .language import (
+    BufferLoadAtOp,
+    BufferStoreAtOp,
+    ReadFirstLaneOp,
+    SchedBarrierOp,
+    SchedGroupBarrierOp,
+    SetPrioOp,
+    WaitCountOp,
+)
 from .targets import Chip
 
 #: The data layout of the AMDGPU target (LLVM 22): allocas live in address space 5.
@@ -201,13 +209,55 @@ def _waitcnt(t: Translator, op: WaitCountOp) -> None:
     t.call("void", "llvm.amdgcn.s.waitcnt", [("i32", str((vm & 0xF) | (7 << 4) | (lgkm << 8) | ((vm >> 4) << 14)))])
 
 
+#: The buffer resource's last word: the data format gfx9 chips need for raw (untyped) accesses.
+BUFFER_FLAGS = 0x00020000
+#: Raw buffer access types by size: the instruction moves words, the element is a bitcast away.
+_WIDE = {2: "i16", 4: "i32", 8: "<2 x i32>", 16: "<4 x i32>"}
+_SUFFIX = {"i16": "i16", "i32": "i32", "<2 x i32>": "v2i32", "<4 x i32>": "v4i32"}
+
+
+def _resource(t: Translator, tensor: Any, op: Operation) -> tuple[str, int]:
+    """A buffer resource over the whole tensor (its size in bytes from its dims), and the
+    element size."""
+    memory = t.memory(tensor, op)
+    nbytes = tensor.type.dtype.nbytes
+    size = str(nbytes)
+    for axis in range(len(tensor.type.shape)):
+        dim = t.dims[(tensor, axis)]
+        wide = dim if dim.lstrip("-").isdigit() else t.let(f"zext i32 {dim} to i64")
+        size = t.let(f"mul i64 {size}, {wide}")
+    rsrc = t.call("ptr addrspace(8)", "llvm.amdgcn.make.buffer.rsrc.p8.p1",
+                  [("ptr addrspace(1)", memory.pointer), ("i16", "0"), ("i64", size), ("i32", str(BUFFER_FLAGS))])
+    return rsrc, nbytes
+
+
+def _buffer_load(t: Translator, op: BufferLoadAtOp) -> None:
+    rsrc, nbytes = _resource(t, op.tensor, op)
+    wide = _WIDE[nbytes]
+    offset = t.let(f"mul i32 {t.value(op.offset)}, {nbytes}")
+    raw = t.call(wide, f"llvm.amdgcn.raw.ptr.buffer.load.{_SUFFIX[wide]}",
+                 [("ptr addrspace(8)", rsrc), ("i32", offset), ("i32", "0"), ("i32", "0")])
+    ty = llvm_type(op.result.type, t.where(op))
+    t.names[op.result] = raw if ty == wide else t.let(f"bitcast {wide} {raw} to {ty}")
+
+
+def _buffer_store(t: Translator, op: BufferStoreAtOp) -> None:
+    rsrc, nbytes = _resource(t, op.tensor, op)
+    wide = _WIDE[nbytes]
+    offset = t.let(f"mul i32 {t.value(op.offset)}, {nbytes}")
+    ty = llvm_type(op.value.type, t.where(op))
+    value = t.value(op.value) if ty == wide else t.let(f"bitcast {ty} {t.value(op.value)} to {wide}")
+    t.call("void", f"llvm.amdgcn.raw.ptr.buffer.store.{_SUFFIX[wide]}",
+           [(wide, value), ("ptr addrspace(8)", rsrc), ("i32", offset), ("i32", "0"), ("i32", "0")])
+
+
 def _readfirstlane(t: Translator, op: ReadFirstLaneOp) -> None:
     t.names[op.result] = t.call("i32", "llvm.amdgcn.readfirstlane.i32", [("i32", t.value(op.value))])
 
 
 RULES = {**GENERIC_RULES, D.MmaWaitOp: _synchronous, SchedBarrierOp: _sched_barrier,
          SchedGroupBarrierOp: _sched_group_barrier, SetPrioOp: _setprio, WaitCountOp: _waitcnt,
-         ReadFirstLaneOp: _readfirstlane}
+         ReadFirstLaneOp: _readfirstlane, BufferLoadAtOp: _buffer_load, BufferStoreAtOp: _buffer_store}
 Translator.RULES = RULES
 
 
