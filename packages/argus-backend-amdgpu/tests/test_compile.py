@@ -4,6 +4,7 @@ clear errors. (No AMD GPU runs here: the assembly and its metadata are what is c
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,21 @@ def test_the_cdna_attention_chains_its_products_in_registers(target: str) -> Non
     assert binary.assembly.count("v_mfma_f32_16x16x16_bf16") == 2 * problem.constants["D"] // 16  # per key tile
     assert "ds_bpermute_b32" in binary.assembly  # the per-query reductions over the four lane groups
     assert binary.resources.scratch_bytes == 0 and binary.resources.lds_bytes == 0
+
+
+def test_a_kernel_that_asks_for_agprs_accumulates_there(tmp_path: Path) -> None:
+    source = (EXAMPLES / "gemm_cdna.py").read_text()
+    edit = "    tag(b, lambda n, k: (k,))\n"
+    assert edit in source
+    path = tmp_path / "gemm_cdna_agprs.py"
+    path.write_text(source.replace(edit, edit + "    amd.agprs(32)\n", 1))
+    module = load_module(path)
+    problem = module.example_gemm_cdna(np.random.default_rng(0))
+    binary = build(module.gemm_cdna, **problem.constants)
+    assert binary.resources.agprs == 32
+    assert re.search(r"v_mfma_f32_32x32x8_bf16 a\[\d+:\d+\]", binary.assembly)  # the accumulators are AGPRs
+    plain = build(load_module(EXAMPLES / "gemm_cdna.py").gemm_cdna, **problem.constants)
+    assert plain.resources.agprs == 0
 
 
 def test_a_wave_atom_with_other_layouts_is_refused_with_its_line() -> None:

@@ -139,6 +139,7 @@ def test_the_code_uses_the_instructions() -> None:
     ("amd.sched_barrier(0x400)", r"0 to 0x3ff\), not 0x400"),
     ("amd.sched_group_barrier(amd.MFMA, 0, 0)", "at least one instruction, not 0"),
     ("amd.waitcnt(64, 0)", "vector-memory count is 0 to 63, not 64"),
+    ("amd.agprs(300)", "0 to 256 AGPRs, not 300"),
 ])
 def test_bad_arguments_name_their_line(tmp_path: Any, body: str, message: str) -> None:
     from argus.dsl.cli import load_module
@@ -200,3 +201,14 @@ def test_the_checker_follows_buffer_loads_without_assuming_them_in_bounds() -> N
 
     assert copier(0).verify().verdict is Verdict.PROVED
     assert copier(1).verify().verdict is Verdict.VIOLATED
+
+
+def test_agprs_are_asked_for_at_the_top_level() -> None:
+    @kernel(block=(64,), warp_size=64)
+    def nested(x: Tensor[f32, 64]):
+        if thread_idx.x < 32:
+            amd.agprs(16)
+        x[thread_idx.x] = 0.0
+
+    with pytest.raises(CodegenError, match=r"test_language\.py:\d+:\d+: call agprs\(n\) at the kernel's top level"):
+        compiler.build(nested.specialize(), chip("gfx942"))

@@ -6,6 +6,7 @@
     amd.sched_group_barrier(amd.DS_READ, 2, 0)  # … then two LDS reads, in sync group 0
     amd.setprio(1)                               # this wave's issue priority (0–3)
     amd.waitcnt(0, 0)                            # no memory operation of the wave outstanding
+    amd.agprs(64)                                # products accumulate in up to 64 AGPRs
     first = amd.readfirstlane(x)                 # x of the wave's first active lane, in an SGPR
     v = amd.buffer_load(av, (row, col))          # av[row, col], or zero outside the tensor
     amd.buffer_store(cv, (row, col), v)          # dropped outside the tensor
@@ -119,6 +120,14 @@ class WaitCountOp(IRDLOperation):
 
 
 @irdl_op_definition
+class AgprBudgetOp(IRDLOperation):
+    """The kernel may keep up to `registers` values in accumulation registers (AGPRs)."""
+
+    name = "amdgpu.agprs"
+    registers = prop_def(builtin.IntAttr)
+
+
+@irdl_op_definition
 class ReadFirstLaneOp(IRDLOperation):
     """`value` as the wave's first active lane holds it."""
 
@@ -127,10 +136,10 @@ class ReadFirstLaneOp(IRDLOperation):
     result = result_def(builtin.i32)
 
 
-Amdgpu = Dialect("amdgpu", [SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, ReadFirstLaneOp, BufferLoadOp,
-                            BufferStoreOp, BufferLoadAtOp, BufferStoreAtOp], [])
+Amdgpu = Dialect("amdgpu", [SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, AgprBudgetOp, ReadFirstLaneOp,
+                            BufferLoadOp, BufferStoreOp, BufferLoadAtOp, BufferStoreAtOp], [])
 register_dialect(Amdgpu)
-HINTS = (SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp)
+HINTS = (SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, AgprBudgetOp)
 WAVE = 64
 
 
@@ -196,6 +205,13 @@ def _build_buffer_store(b: IntrinsicBuilder, args: list[Any]) -> None:
     b.emit(BufferStoreOp.create(operands=[b.scalar(args[2], tensor.type.dtype, index=2), tensor.ssa, *coords]))
 
 
+def _build_agprs(b: IntrinsicBuilder, args: list[Any]) -> None:
+    registers = b.integer(args[0], 0)
+    if not 0 <= registers <= 256:
+        raise b.error(f"a wave has 0 to 256 AGPRs, not {registers}", b.argument(0))
+    b.emit(AgprBudgetOp.create(properties={"registers": builtin.IntAttr(registers)}))
+
+
 def _build_readfirstlane(b: IntrinsicBuilder, args: list[Any]) -> Any:
     op = b.emit(ReadFirstLaneOp.create(operands=[b.scalar(args[0], i32, index=0)], result_types=[builtin.i32]))
     return b.result(op, i32)
@@ -221,6 +237,10 @@ waitcnt = Intrinsic(
     "waitcnt", "waitcnt(vm, lgkm): wait until at most vm vector-memory (0–63) and lgkm LDS and scalar-memory (0–15) "
     "operations of the wave are outstanding (s_waitcnt); the compiler inserts the waits correctness needs, so "
     "this only places one earlier.", _build_waitcnt, 2)
+agprs = Intrinsic(
+    "agprs", "agprs(n): the kernel keeps up to n values (per lane) in the accumulation registers; with n > 0 the "
+    "matrix products accumulate there (AGPRs), leaving the VGPRs to the rest. Call it once, at the kernel's top "
+    "level: it is a property of the whole kernel.", _build_agprs, 1)
 readfirstlane = Intrinsic(
     "readfirstlane", "readfirstlane(x): x (an i32) as the first active lane of the thread's hardware wave of 64 "
     "lanes holds it; the same in every lane of the wave.", _build_readfirstlane, 1)
@@ -337,4 +357,4 @@ for _hint in HINTS:
 define(ReadFirstLaneOp, interpret=_interpret_readfirstlane, analyze=_analyze_readfirstlane)
 
 __all__ = ["ALL_ALU", "ALL_DS", "ALL_VMEM", "DS_READ", "DS_WRITE", "MFMA", "NOTHING", "SALU", "VALU", "VMEM_READ",
-           "VMEM_WRITE", "buffer_load", "buffer_store", "readfirstlane", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]
+           "VMEM_WRITE", "agprs", "buffer_load", "buffer_store", "readfirstlane", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]

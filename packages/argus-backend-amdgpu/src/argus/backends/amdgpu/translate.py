@@ -25,6 +25,7 @@ from argus.dsl.llvm import Translator as LLVMTranslator
 from xdsl.ir import Operation
 
 from .language import (
+    AgprBudgetOp,
     BufferLoadAtOp,
     BufferStoreAtOp,
     ReadFirstLaneOp,
@@ -59,6 +60,8 @@ class Translator(LLVMTranslator):
         if self.threads > 1024:
             raise CodegenError(f"a workgroup has at most 1024 work-items; the kernel's block has {self.threads}",
                                self.where(kernel))
+        self.agprs: int | None = None
+        """The AGPR budget the kernel asked for (`agprs(n)`), when it did."""
         self.shared_offsets, self.shared_bytes = {}, 0  # LDS is declared statically, up to the chip's size
         end = 0
         for op in kernel.walk():  # each tile aligned to 128 bytes
@@ -71,6 +74,8 @@ class Translator(LLVMTranslator):
 
     def function_attributes(self) -> str:
         attrs = f'"amdgpu-flat-work-group-size"="{self.threads},{self.threads}"'
+        if self.agprs is not None:
+            attrs += f' "amdgpu-agpr-alloc"="{self.agprs}"'
         if self.kernel.min_blocks_per_sm is not None:  # that many workgroups' waves on a CU's four SIMDs
             waves = -(-self.kernel.min_blocks_per_sm.data * -(-self.threads // WAVE) // SIMDS_PER_CU)
             attrs += f' "amdgpu-waves-per-eu"="{min(waves, self.chip.waves_per_simd)}"'
@@ -251,13 +256,22 @@ def _buffer_store(t: Translator, op: BufferStoreAtOp) -> None:
            [(wide, value), ("ptr addrspace(8)", rsrc), ("i32", offset), ("i32", "0"), ("i32", "0")])
 
 
+def _agprs(t: Translator, op: AgprBudgetOp) -> None:
+    if not isinstance(op.parent_op(), D.KernelOp):
+        raise CodegenError("call agprs(n) at the kernel's top level: it sets the whole kernel's registers", t.where(op))
+    if t.agprs is not None and t.agprs != op.registers.data:
+        raise CodegenError(f"the kernel already asked for {t.agprs} AGPRs", t.where(op))
+    t.agprs = op.registers.data
+
+
 def _readfirstlane(t: Translator, op: ReadFirstLaneOp) -> None:
     t.names[op.result] = t.call("i32", "llvm.amdgcn.readfirstlane.i32", [("i32", t.value(op.value))])
 
 
 RULES = {**GENERIC_RULES, D.MmaWaitOp: _synchronous, SchedBarrierOp: _sched_barrier,
          SchedGroupBarrierOp: _sched_group_barrier, SetPrioOp: _setprio, WaitCountOp: _waitcnt,
-         ReadFirstLaneOp: _readfirstlane, BufferLoadAtOp: _buffer_load, BufferStoreAtOp: _buffer_store}
+         ReadFirstLaneOp: _readfirstlane, BufferLoadAtOp: _buffer_load, BufferStoreAtOp: _buffer_store,
+         AgprBudgetOp: _agprs}
 Translator.RULES = RULES
 
 
