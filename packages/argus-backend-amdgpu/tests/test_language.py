@@ -140,6 +140,7 @@ def test_the_code_uses_the_instructions() -> None:
     ("amd.sched_group_barrier(amd.MFMA, 0, 0)", "at least one instruction, not 0"),
     ("amd.waitcnt(64, 0)", "vector-memory count is 0 to 63, not 64"),
     ("amd.agprs(300)", "0 to 256 AGPRs, not 300"),
+    ("amd.row_shift(1, 16)", "moves by 1 to 15, not 16"),
 ])
 def test_bad_arguments_name_their_line(tmp_path: Any, body: str, message: str) -> None:
     from argus.dsl.cli import load_module
@@ -212,3 +213,42 @@ def test_agprs_are_asked_for_at_the_top_level() -> None:
 
     with pytest.raises(CodegenError, match=r"test_language\.py:\d+:\d+: call agprs\(n\) at the kernel's top level"):
         compiler.build(nested.specialize(), chip("gfx942"))
+
+
+@kernel(block=(64,), warp_size=64)
+def rows(x: Tensor[i32, 64], out: Tensor[i32, 2, 64]):
+    out[0, thread_idx.x] = amd.row_shift(x[thread_idx.x], 3)
+    out[1, thread_idx.x] = amd.row_rotate(x[thread_idx.x], 5)
+
+
+def test_row_moves_stay_in_rows_of_16() -> None:
+    x = np.arange(64, dtype=np.int32) * 10
+    out = np.zeros((2, 64), np.int32)
+    rows[1](x, out)
+    lane = np.arange(64)
+    np.testing.assert_array_equal(out[0], np.where(lane % 16 >= 3, x[lane - 3], x))  # the first three keep theirs
+    np.testing.assert_array_equal(out[1], x[lane - lane % 16 + (lane % 16 - 5) % 16])
+    assembly = compiler.build(rows.specialize(), chip("gfx942")).assembly
+    assert "row_shr:3" in assembly and "row_ror:5" in assembly
+
+
+def test_the_checker_follows_row_moves() -> None:
+    from argus.dsl import tag
+    from argus.verify import Verdict
+
+    def rotated(claimed: int) -> Any:
+        @kernel(block=(64,), warp_size=64, verify=False)
+        def rotate_tags(x: Tensor[i32, 64], out: Tensor[i32, 64]):
+            tag(x, lambda i: (i,))
+            got = make_local((1,), i32)
+            want = make_local((1,), i32)
+            lane = thread_idx.x
+            tag(want, lambda i: (lane - lane % 16 + (lane % 16 + 16 - claimed) % 16,))
+            got[0] = amd.row_rotate(x[lane], 5)
+            out[lane] = got[0]
+            assert tag(got[...]) == tag(want[...])
+
+        return rotate_tags
+
+    assert rotated(5).verify().verdict is Verdict.PROVED
+    assert rotated(4).verify().verdict is Verdict.VIOLATED

@@ -128,6 +128,18 @@ class AgprBudgetOp(IRDLOperation):
 
 
 @irdl_op_definition
+class RowMoveOp(IRDLOperation):
+    """`value` from another lane of the same 16-lane row (DPP): shifted right by `amount`
+    (lanes with no source keep their own value) or rotated right by `amount`."""
+
+    name = "amdgpu.row_move"
+    value = operand_def(builtin.i32)
+    kind = prop_def(builtin.StringAttr)
+    amount = prop_def(builtin.IntAttr)
+    result = result_def(builtin.i32)
+
+
+@irdl_op_definition
 class ReadFirstLaneOp(IRDLOperation):
     """`value` as the wave's first active lane holds it."""
 
@@ -137,7 +149,7 @@ class ReadFirstLaneOp(IRDLOperation):
 
 
 Amdgpu = Dialect("amdgpu", [SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, AgprBudgetOp, ReadFirstLaneOp,
-                            BufferLoadOp, BufferStoreOp, BufferLoadAtOp, BufferStoreAtOp], [])
+                            RowMoveOp, BufferLoadOp, BufferStoreOp, BufferLoadAtOp, BufferStoreAtOp], [])
 register_dialect(Amdgpu)
 HINTS = (SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, AgprBudgetOp)
 WAVE = 64
@@ -212,6 +224,18 @@ def _build_agprs(b: IntrinsicBuilder, args: list[Any]) -> None:
     b.emit(AgprBudgetOp.create(properties={"registers": builtin.IntAttr(registers)}))
 
 
+def _row_move(kind: str) -> Any:
+    def build(b: IntrinsicBuilder, args: list[Any]) -> Any:
+        amount = b.integer(args[1], 1)
+        if not 1 <= amount <= 15:
+            raise b.error(f"a row of 16 lanes moves by 1 to 15, not {amount}", b.argument(1))
+        op = b.emit(RowMoveOp.create(operands=[b.scalar(args[0], i32, index=0)], result_types=[builtin.i32],
+                                     properties={"kind": builtin.StringAttr(kind), "amount": builtin.IntAttr(amount)}))
+        return b.result(op, i32)
+
+    return build
+
+
 def _build_readfirstlane(b: IntrinsicBuilder, args: list[Any]) -> Any:
     op = b.emit(ReadFirstLaneOp.create(operands=[b.scalar(args[0], i32, index=0)], result_types=[builtin.i32]))
     return b.result(op, i32)
@@ -241,6 +265,12 @@ agprs = Intrinsic(
     "agprs", "agprs(n): the kernel keeps up to n values (per lane) in the accumulation registers; with n > 0 the "
     "matrix products accumulate there (AGPRs), leaving the VGPRs to the rest. Call it once, at the kernel's top "
     "level: it is a property of the whole kernel.", _build_agprs, 1)
+row_shift = Intrinsic(
+    "row_shift", "row_shift(x, n): x (an i32) of the lane n to the left in the same 16-lane row of the hardware "
+    "wave; the first n lanes of each row keep their own (DPP row_shr).", _row_move("shift"), 2)
+row_rotate = Intrinsic(
+    "row_rotate", "row_rotate(x, n): x (an i32) of the lane n to the left in the same 16-lane row, wrapping around "
+    "the row (DPP row_ror).", _row_move("rotate"), 2)
 readfirstlane = Intrinsic(
     "readfirstlane", "readfirstlane(x): x (an i32) as the first active lane of the thread's hardware wave of 64 "
     "lanes holds it; the same in every lane of the wave.", _build_readfirstlane, 1)
@@ -254,6 +284,38 @@ def _first_lanes(mask: np.ndarray) -> np.ndarray:
         if lanes.size:
             source[start:start + WAVE] = start + lanes[0]
     return source
+
+
+def _row_sources(op: RowMoveOp, threads: int, mask: np.ndarray) -> np.ndarray:
+    """The lane each thread reads: n to the left within its row of 16 (wrapping for a rotation;
+    a shift without a source, or an inactive source, reads the thread's own value)."""
+    t = np.arange(threads)
+    row, within = t - t % 16, t % 16
+    n = op.amount.data
+    if op.kind.data == "rotate":
+        source = row + (within - n) % 16
+    else:
+        source = np.where(within >= n, t - n, t)
+    return np.where(mask[np.minimum(source, threads - 1)], source, t)
+
+
+def _interpret_row_move(interp: Any, op: RowMoveOp, frame: Any, mask: np.ndarray) -> None:
+    I.set_value(frame, op, I.scalars(frame, op.value)[_row_sources(op, mask.size, mask)])
+
+
+def _analyze_row_move(a: Any, op: RowMoveOp, mask: np.ndarray) -> None:
+    source = _row_sources(op, a.n, mask)
+    value = a.values.get(op.value)
+    a.values[op.result] = value.take(source) if value is not None and hasattr(value, "take") else None
+    a.tags[op.result] = a.tags_of(op.value)[source].copy()
+
+
+def _shadow_row_move(s: Any, op: RowMoveOp, frame: Any, mask: np.ndarray) -> None:
+    s.tags[op.result] = s.value_tags(frame, op.value)[_row_sources(op, mask.size, mask)].copy()
+
+
+def _shadow_readfirstlane(s: Any, op: ReadFirstLaneOp, frame: Any, mask: np.ndarray) -> None:
+    s.tags[op.result] = s.value_tags(frame, op.value)[_first_lanes(mask)].copy()
 
 
 def _interpret_hint(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
@@ -354,7 +416,8 @@ define(BufferLoadAtOp, interpret=_interpret_buffer_load)
 define(BufferStoreAtOp, interpret=_interpret_buffer_store)
 for _hint in HINTS:
     define(_hint, interpret=_interpret_hint, analyze=_no_tags)
-define(ReadFirstLaneOp, interpret=_interpret_readfirstlane, analyze=_analyze_readfirstlane)
+define(ReadFirstLaneOp, interpret=_interpret_readfirstlane, analyze=_analyze_readfirstlane, shadow=_shadow_readfirstlane)
+define(RowMoveOp, interpret=_interpret_row_move, analyze=_analyze_row_move, shadow=_shadow_row_move)
 
 __all__ = ["ALL_ALU", "ALL_DS", "ALL_VMEM", "DS_READ", "DS_WRITE", "MFMA", "NOTHING", "SALU", "VALU", "VMEM_READ",
-           "VMEM_WRITE", "agprs", "buffer_load", "buffer_store", "readfirstlane", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]
+           "VMEM_WRITE", "agprs", "buffer_load", "buffer_store", "readfirstlane", "row_rotate", "row_shift", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]

@@ -29,6 +29,7 @@ from .language import (
     BufferLoadAtOp,
     BufferStoreAtOp,
     ReadFirstLaneOp,
+    RowMoveOp,
     SchedBarrierOp,
     SchedGroupBarrierOp,
     SetPrioOp,
@@ -264,6 +265,18 @@ def _agprs(t: Translator, op: AgprBudgetOp) -> None:
     t.agprs = op.registers.data
 
 
+#: DPP control words: row_shr:n and row_ror:n.
+_DPP = {"shift": 0x110, "rotate": 0x120}
+
+
+def _row_move(t: Translator, op: RowMoveOp) -> None:
+    """update.dpp with the value itself as the old one: a lane without a valid source keeps it."""
+    x = t.value(op.value)
+    control = _DPP[op.kind.data] + op.amount.data
+    t.names[op.result] = t.call("i32", "llvm.amdgcn.update.dpp.i32", [("i32", x), ("i32", x), ("i32", str(control)),
+                                                                      ("i32", "15"), ("i32", "15"), ("i1", "false")])
+
+
 def _readfirstlane(t: Translator, op: ReadFirstLaneOp) -> None:
     t.names[op.result] = t.call("i32", "llvm.amdgcn.readfirstlane.i32", [("i32", t.value(op.value))])
 
@@ -271,7 +284,7 @@ def _readfirstlane(t: Translator, op: ReadFirstLaneOp) -> None:
 RULES = {**GENERIC_RULES, D.MmaWaitOp: _synchronous, SchedBarrierOp: _sched_barrier,
          SchedGroupBarrierOp: _sched_group_barrier, SetPrioOp: _setprio, WaitCountOp: _waitcnt,
          ReadFirstLaneOp: _readfirstlane, BufferLoadAtOp: _buffer_load, BufferStoreAtOp: _buffer_store,
-         AgprBudgetOp: _agprs}
+         AgprBudgetOp: _agprs, RowMoveOp: _row_move}
 Translator.RULES = RULES
 
 
