@@ -1097,4 +1097,5 @@ element_offsets = _element_offsets
 checked_offsets = _checked_offsets
 read = _read
 write = _write
+check_write_race = _check_write_race
 byte_indices = _byte_indices

@@ -101,24 +101,24 @@ class _Function:
 
 def llvm_type(t: Attribute, where: SourceLocation | None = None) -> str:
     """The LLVM type of a value of MLIR type `t`."""
-    try:
-        dtype = dtype_of_mlir(t)
-    except TypeError:
-        raise CodegenError(f"no register type for {t}", where) from None
-    return element_type(dtype, where)
+    return element_type(_dtype(t, where), where)
 
 
 def arith_type(t: Attribute, where: SourceLocation | None = None) -> str:
     """The LLVM type of a value computed with: an 8-bit float is only moved (copies and
     tensor-core products read it), never computed with or converted in registers."""
-    try:
-        dtype = dtype_of_mlir(t)
-    except TypeError:
-        raise CodegenError(f"no register type for {t}", where) from None
+    dtype = _dtype(t, where)
     if dtype.minifloat:
         raise CodegenError(f"{dtype} values are moved and multiplied by tensor cores here; arithmetic on one, or "
                            "converting one, in registers is not supported", where)
     return element_type(dtype, where)
+
+
+def _dtype(t: Attribute, where: SourceLocation | None) -> DType:
+    try:
+        return dtype_of_mlir(t)
+    except TypeError:
+        raise CodegenError(f"no register type for {t}", where) from None
 
 
 def element_type(dtype: DType, where: SourceLocation | None = None) -> str:
@@ -166,6 +166,9 @@ class Translator:
     DATALAYOUT: ClassVar[str] = ""
     CALLING_CONVENTION: ClassVar[str] = ""
     PRIVATE_SPACE: ClassVar[int] = 0
+    STATIC_SHARED: ClassVar[int | None] = None
+    """The shared memory a kernel may declare statically; past it, its tiles go in one dynamic
+    allocation the launch sizes (None: every tile is declared statically)."""
     """The address space of a thread's own memory (allocas)."""
     RULES: ClassVar[dict[type, Rule]] = {}
 
@@ -182,7 +185,7 @@ class Translator:
         self.globals: list[str] = []
         self.fn = _Function()
         self.counter = 0
-        self.shared_offsets, self.shared_bytes = _shared_plan(kernel)
+        self.shared_offsets, self.shared_bytes = _shared_plan(kernel, self.STATIC_SHARED)
         """Where each shared tile starts in dynamic shared memory, and its size (0: static tiles)."""
         block = tuple(kernel.block_dims) + (1,) * (3 - len(kernel.block_dims))
         self.block: tuple[int, int, int] = block  # type: ignore[assignment]
@@ -608,13 +611,9 @@ def _tensor_view(t: Translator, op: D.TensorViewOp) -> None:
         t.dims[(op.result, axis)] = t.value(next(runtime)) if isinstance(dim, str) else str(dim)
 
 
-#: The shared memory a kernel may declare statically; more is dynamic (and asked for at launch).
-STATIC_SHARED = 48 * 1024
-
-
-def _shared_plan(kernel: D.KernelOp) -> tuple[dict[Operation, int], int]:
-    """Offsets of the shared tiles in one dynamic allocation, and its size, when the tiles need
-    more than a kernel may declare statically (otherwise each tile is its own global)."""
+def shared_layout(kernel: D.KernelOp) -> tuple[dict[Operation, int], int]:
+    """Where each shared tile would start in one allocation (each aligned as `_make_shared`
+    aligns it), and the allocation's size."""
     offsets: dict[Operation, int] = {}
     end = 0
     for op in kernel.walk():
@@ -624,7 +623,14 @@ def _shared_plan(kernel: D.KernelOp) -> tuple[dict[Operation, int], int]:
             start = -(-end // align) * align
             offsets[op] = start
             end = start + tile.footprint * tile.dtype.nbytes
-    return (offsets, end) if end > STATIC_SHARED else ({}, 0)
+    return offsets, end
+
+
+def _shared_plan(kernel: D.KernelOp, static: int | None) -> tuple[dict[Operation, int], int]:
+    """The tiles' offsets in one dynamic allocation and its size, when they need more than a
+    kernel may declare statically (otherwise each tile is its own global: nothing)."""
+    offsets, end = shared_layout(kernel)
+    return (offsets, end) if static is not None and end > static else ({}, 0)
 
 
 def _make_shared(t: Translator, op: D.MakeSharedOp) -> None:

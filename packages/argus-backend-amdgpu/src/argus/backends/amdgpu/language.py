@@ -276,7 +276,7 @@ readfirstlane = Intrinsic(
     "lanes holds it; the same in every lane of the wave.", _build_readfirstlane, 1)
 
 
-def _first_lanes(mask: np.ndarray) -> np.ndarray:
+def _first_lanes(op: Any, mask: np.ndarray) -> np.ndarray:
     """For each thread, the lowest active thread of its 64-lane wave."""
     source = np.arange(mask.size)
     for start in range(0, mask.size, WAVE):
@@ -286,9 +286,10 @@ def _first_lanes(mask: np.ndarray) -> np.ndarray:
     return source
 
 
-def _row_sources(op: RowMoveOp, threads: int, mask: np.ndarray) -> np.ndarray:
+def _row_sources(op: RowMoveOp, mask: np.ndarray) -> np.ndarray:
     """The lane each thread reads: n to the left within its row of 16 (wrapping for a rotation;
     a shift without a source, or an inactive source, reads the thread's own value)."""
+    threads = mask.size
     t = np.arange(threads)
     row, within = t - t % 16, t % 16
     n = op.amount.data
@@ -299,46 +300,34 @@ def _row_sources(op: RowMoveOp, threads: int, mask: np.ndarray) -> np.ndarray:
     return np.where(mask[np.minimum(source, threads - 1)], source, t)
 
 
-def _interpret_row_move(interp: Any, op: RowMoveOp, frame: Any, mask: np.ndarray) -> None:
-    I.set_value(frame, op, I.scalars(frame, op.value)[_row_sources(op, mask.size, mask)])
+def _define_lane_move(op_type: type, sources: Any) -> None:
+    """The rules of an op giving each thread `value` as another lane holds it: `sources(op,
+    mask)` is the lane each thread reads. Values, static tags and shadow tags all move so."""
 
+    def interpret(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+        I.set_value(frame, op, I.scalars(frame, op.value)[sources(op, mask)])
 
-def _analyze_row_move(a: Any, op: RowMoveOp, mask: np.ndarray) -> None:
-    source = _row_sources(op, a.n, mask)
-    value = a.values.get(op.value)
-    a.values[op.result] = value.take(source) if value is not None and hasattr(value, "take") else None
-    a.tags[op.result] = a.tags_of(op.value)[source].copy()
+    def analyze(a: Any, op: Any, mask: np.ndarray) -> None:
+        source = sources(op, mask)
+        value = a.values.get(op.value)
+        a.values[op.result] = value.take(source) if value is not None and hasattr(value, "take") else None
+        a.tags[op.result] = a.tags_of(op.value)[source].copy()
 
+    def shadow(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+        s.tags[op.result] = s.value_tags(frame, op.value)[sources(op, mask)].copy()
 
-def _shadow_row_move(s: Any, op: RowMoveOp, frame: Any, mask: np.ndarray) -> None:
-    s.tags[op.result] = s.value_tags(frame, op.value)[_row_sources(op, mask.size, mask)].copy()
-
-
-def _shadow_readfirstlane(s: Any, op: ReadFirstLaneOp, frame: Any, mask: np.ndarray) -> None:
-    s.tags[op.result] = s.value_tags(frame, op.value)[_first_lanes(mask)].copy()
+    define(op_type, interpret=interpret, analyze=analyze, shadow=shadow)
 
 
 def _interpret_hint(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
     """A scheduling hint computes nothing."""
 
 
-def _interpret_readfirstlane(interp: Any, op: ReadFirstLaneOp, frame: Any, mask: np.ndarray) -> None:
-    values = I.scalars(frame, op.value)
-    I.set_value(frame, op, values[_first_lanes(mask)])
-
-
 def _no_tags(a: Any, op: Any, mask: np.ndarray) -> None:
     """Hints move no data."""
 
 
-def _analyze_readfirstlane(a: Any, op: ReadFirstLaneOp, mask: np.ndarray) -> None:
-    source = _first_lanes(mask)
-    value = a.values.get(op.value)
-    a.values[op.result] = value.take(source) if value is not None and hasattr(value, "take") else None
-    a.tags[op.result] = a.tags_of(op.value)[source].copy()
-
-
-def _linear(interp: Any, frame: Any, tensor: Any, coords: Any, mask: np.ndarray) -> np.ndarray:
+def _linear(frame: Any, tensor: Any, coords: Any, mask: np.ndarray) -> np.ndarray:
     """Row-major element offsets of the active threads' coordinates, unchecked."""
     offset = np.zeros(int(mask.sum()), np.int64)
     for c, n in zip(coords, tensor.array.shape):
@@ -356,20 +345,20 @@ def _inside(tensor: Any, offsets: np.ndarray, mask: np.ndarray) -> tuple[np.ndar
 
 def _interpret_buffer_load(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
     tensor = I.value_of(frame, op.tensor)
-    inside, offsets = _inside(tensor, _offsets(interp, op, frame, tensor, mask), mask)
+    inside, offsets = _inside(tensor, _offsets(op, frame, tensor, mask), mask)
     I.read(interp, op, frame, inside, tensor, offsets, lambda row: (int(offsets[row]),))  # zero elsewhere
 
 
 def _interpret_buffer_store(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
     tensor = I.value_of(frame, op.tensor)
-    inside, offsets = _inside(tensor, _offsets(interp, op, frame, tensor, mask), mask)
+    inside, offsets = _inside(tensor, _offsets(op, frame, tensor, mask), mask)
     I.write(interp, op, frame, inside, tensor, offsets, I.scalars(frame, op.value))
 
 
 def _shadow_buffer_load(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
     """Shadow tags: the tensor's where the element is inside it, none (⊥, a constant zero) outside."""
     tensor = I.value_of(frame, op.tensor)
-    inside, offsets = _inside(tensor, _offsets(interp=None, op=op, frame=frame, tensor=tensor, mask=mask), mask)
+    inside, offsets = _inside(tensor, _offsets(op, frame, tensor, mask), mask)
     threads = np.flatnonzero(inside)
     tags = np.zeros((frame.threads, tensor.dtype.nbytes), np.int64)
     if threads.size:
@@ -377,10 +366,10 @@ def _shadow_buffer_load(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
     s.tags[op.result] = tags
 
 
-def _offsets(interp: Any, op: Any, frame: Any, tensor: Any, mask: np.ndarray) -> np.ndarray:
+def _offsets(op: Any, frame: Any, tensor: Any, mask: np.ndarray) -> np.ndarray:
     """The active threads' element offsets, from coordinates or (lowered) given."""
     if isinstance(op, (BufferLoadOp, BufferStoreOp)):
-        return _linear(interp, frame, tensor, op.coords, mask)
+        return _linear(frame, tensor, op.coords, mask)
     return I.scalars(frame, op.offset)[mask].astype(np.int64)  # type: ignore[no-any-return]
 
 
@@ -416,8 +405,8 @@ define(BufferLoadAtOp, interpret=_interpret_buffer_load)
 define(BufferStoreAtOp, interpret=_interpret_buffer_store)
 for _hint in HINTS:
     define(_hint, interpret=_interpret_hint, analyze=_no_tags)
-define(ReadFirstLaneOp, interpret=_interpret_readfirstlane, analyze=_analyze_readfirstlane, shadow=_shadow_readfirstlane)
-define(RowMoveOp, interpret=_interpret_row_move, analyze=_analyze_row_move, shadow=_shadow_row_move)
+_define_lane_move(ReadFirstLaneOp, _first_lanes)
+_define_lane_move(RowMoveOp, _row_sources)
 
 __all__ = ["ALL_ALU", "ALL_DS", "ALL_VMEM", "DS_READ", "DS_WRITE", "MFMA", "NOTHING", "SALU", "VALU", "VMEM_READ",
            "VMEM_WRITE", "agprs", "buffer_load", "buffer_store", "readfirstlane", "row_rotate", "row_shift", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]

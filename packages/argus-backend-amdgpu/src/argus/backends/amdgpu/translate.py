@@ -20,7 +20,7 @@ from argus.dsl.atoms import MMAAtom, wave_mma_16x16x16, wave_mma_16x16x32, wave_
 from argus.dsl.dtypes import f32
 from argus.dsl.errors import CodegenError, SourceLocation
 from argus.dsl.llvm import RULES as GENERIC_RULES
-from argus.dsl.llvm import KernelABI, llvm_type
+from argus.dsl.llvm import KernelABI, llvm_type, shared_layout
 from argus.dsl.llvm import Translator as LLVMTranslator
 from xdsl.ir import Operation
 
@@ -63,15 +63,12 @@ class Translator(LLVMTranslator):
                                self.where(kernel))
         self.agprs: int | None = None
         """The AGPR budget the kernel asked for (`agprs(n)`), when it did."""
-        self.shared_offsets, self.shared_bytes = {}, 0  # LDS is declared statically, up to the chip's size
-        end = 0
-        for op in kernel.walk():  # each tile aligned to 128 bytes
-            if isinstance(op, D.MakeSharedOp):
-                tile: D.TileType = op.result.type  # type: ignore[assignment]
-                end = -(-end // 128) * 128 + tile.footprint * tile.dtype.nbytes
-                if end > chip.lds_bytes:
-                    raise CodegenError(f"with this tile the kernel's shared memory reaches {end} bytes of LDS; a "
-                                       f"{chip.name} workgroup has {chip.lds_bytes}", self.where(op))
+        starts, _ = shared_layout(kernel)  # every tile is declared statically, up to the chip's LDS
+        for op, start in starts.items():
+            end = start + op.result.type.footprint * op.result.type.dtype.nbytes  # type: ignore[attr-defined]
+            if end > chip.lds_bytes:
+                raise CodegenError(f"with this tile the kernel's shared memory reaches {end} bytes of LDS; a "
+                                   f"{chip.name} workgroup has {chip.lds_bytes}", self.where(op))
 
     def function_attributes(self) -> str:
         attrs = f'"amdgpu-flat-work-group-size"="{self.threads},{self.threads}"'

@@ -545,17 +545,12 @@ def _start_copies(interp: Any, op: Any, frame: Any, mask: np.ndarray, tile: Any,
     target = I.byte_indices(tile_offsets, nbytes)
     source = I.byte_indices(tensor_offsets, nbytes)
     memory = tile.memory
-    for row, thread in enumerate(np.flatnonzero(mask).tolist()):
-        for prior, what in ((memory.writer, "wrote"), (memory.reader, "read")):
-            held = prior[target[row]]  # type: ignore[index]
-            other = held[(held != -1) & (held != thread)]
-            if other.size:
-                who = "an asynchronous copy" if other[0] == I.ASYNC_WRITER else f"thread {int(other[0])}"
-                raise interp.fault("data-race", f"thread {thread} starts a copy into bytes of {memory.name} that {who} "
-                                   f"{what} since the last barrier", op, frame, array=memory.name, thread=thread)
-        memory.writer[target[row]] = I.ASYNC_WRITER  # type: ignore[index]  # until the copy lands
-        copy = _Copy(tile, target[row], tensor.bytes[source[row]].copy(), source[row], tensor, thread)
-        _groups(frame, thread).open.append(copy)
+    threads = np.flatnonzero(mask)
+    I.check_write_race(interp, op, frame, memory, target, threads)  # a write as any other, to start with
+    memory.writer[target] = I.ASYNC_WRITER  # type: ignore[index]  # until the copy lands
+    data = tensor.bytes[source]
+    for row, thread in enumerate(threads.tolist()):
+        _groups(frame, thread).open.append(_Copy(tile, target[row], data[row], source[row], tensor, thread))
 
 
 def _cp_commit(interp: Any, op: CpAsyncCommitOp, frame: Any, mask: np.ndarray) -> None:

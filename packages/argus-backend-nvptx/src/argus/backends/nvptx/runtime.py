@@ -429,17 +429,22 @@ class NvptxRuntime:
         self._building: dict[tuple[str, str], Future[Binary]] = {}
 
     def prepare(self, kernel: Any, args: Sequence[Any]) -> None:
-        """Start building the binary of `kernel` (a `Specialization`) on a worker thread when
-        none is cached: LLVM and ptxas then run while the caller checks the kernel (both release
-        the interpreter lock), and `load` takes the result."""
+        """Find the binary of `kernel` (a `Specialization`) in the cache or start building it on
+        a worker thread: LLVM and ptxas then run while the caller checks the kernel (both
+        release the interpreter lock). `load` takes the result."""
         device = _device_of(kernel, [device_array(x) for x in args])
         target = self.arch or device_arch(device)
         if (kernel.key, device) in self._loaded or (kernel.key, target.name) in self._building:
             return
-        if compiler.cached(kernel.key, target) is None:
-            compiled = kernel.compiled()  # the IR, which the check needs too, is built here first
-            self._building[(kernel.key, target.name)] = _builder().submit(compiler.build, compiled, target,
-                                                                          key=kernel.key)
+        binary = compiler.cached(kernel.key, target)
+        if binary is not None:  # kept for `load`, which would otherwise read the cache again
+            done: Future[Binary] = Future()
+            done.set_result(binary)
+            self._building[(kernel.key, target.name)] = done
+            return
+        compiled = kernel.compiled()  # the IR, which the check needs too, is built here first
+        self._building[(kernel.key, target.name)] = _builder().submit(compiler.build, compiled, target,
+                                                                      key=kernel.key)
 
     def load(self, kernel: Any, device: int = 0) -> LoadedKernel:
         """`kernel` is an `argus.dsl.kernel.Specialization`."""

@@ -36,6 +36,7 @@ class Translator(LLVMTranslator):
     BACKEND = "nvptx"
     TRIPLE = "nvptx64-nvidia-cuda"
     CALLING_CONVENTION = "ptx_kernel"
+    STATIC_SHARED = 48 * 1024  # more is dynamic, and asked for at launch
 
     def __init__(self, kernel: D.KernelOp, arch: Arch, locations: dict[Operation, SourceLocation] | None = None) -> None:
         super().__init__(kernel, arch, locations)
