@@ -34,6 +34,7 @@ def _example(load_module: Any, spec: str) -> tuple[Any, Any, Any]:
     - "NAME": examples/NAME.py's kernel NAME, with its tile sizes BM, BN (and C_TYPE when C is not f32);
     - "NAME:BMxBNxSTAGES[:OPTION=INT...]": the example's `build(BM, BN, 64, STAGES, ...)`;
     - "NAME:persistent:BMxBNxSTAGES": its `build_persistent(...)`, one block per multiprocessor;
+    - "NAME:cluster:BMxBNxSTAGES": its `build_cluster(...)`, clusters of two blocks sharing B;
     - "NAME:tuned": its `tuned(m, n, k)`, which picks kernel and grid per size (grid None).
     """
     import torch
@@ -46,10 +47,12 @@ def _example(load_module: Any, spec: str) -> tuple[Any, Any, Any]:
         return getattr(module, name), lambda m, n: (n // bn, m // bm), out
     if rest == ["tuned"]:
         return module.tuned, None, out
-    persistent = rest[0] == "persistent"
-    rest = rest[1:] if persistent else rest
+    persistent, clustered = rest[0] == "persistent", rest[0] == "cluster"
+    rest = rest[1:] if persistent or clustered else rest
     bm, bn, stages = (int(x) for x in rest[0].split("x"))
     options = {k: int(v) for k, v in (o.split("=") for o in rest[1:])}
+    if clustered:
+        return module.build_cluster(bm, bn, 64, stages, **options), lambda m, n: ((m // bm) * (n // bn),), out
     if persistent:
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         return (module.build_persistent(bm, bn, 64, stages, **options),

@@ -17,6 +17,7 @@ in groups of GROUP tile rows for L2 reuse.
 M and N must be multiples of BM and BN, and K of STAGES·BK.
 """
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -266,8 +267,86 @@ def build_persistent(BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     return kernel(block=(THREADS,))(gemm_persistent)
 
 
+def build_cluster(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: int = 8) -> Kernel:
+    """The pipeline of `build` in clusters of two blocks that share B. The blocks of a cluster
+    take two tiles of C one above the other (rows bm and bm + BM, the same columns), so they
+    need the same slices of B: each block copies half of each slice and multicasts it into
+    both blocks' stages, which halves the traffic for B. A stage is refilled only once both
+    blocks are done with it: each block's copying thread waits until its own block is
+    ("empty"), says so on the "free" barrier of both blocks, and waits on its own "free" until
+    the partner has said so too. Launch it on a 1-D grid of (M / BM)·(N / BN) blocks."""
+    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES, bf16)
+    pair_row, pair_column, *_ = _helpers(2 * BM, BN, BK, STAGES, GROUP, MMA, bf16)
+    _, _, _, multiply, _, store_staged = _helpers(BM, BN, BK, STAGES, GROUP, MMA, bf16)
+    HALF = BN // 2
+    B_HALVES = ComposedLayout(B_STAGES.outer, 0, Layout((STAGES, 2, HALF, BK), (BN * BK, HALF * BK, BK, 1)))
+
+    @device
+    def load(sA: Any, halves: Any, bars: Any, s: Any, a: Any, b: Any, bm: Any, bn: Any, k: Any, rank: Any) -> None:
+        """Stage s: this block's slice of A, and this block's half of the slice of B for both."""
+        nv.mbarrier_arrive_expect_tx(bars, s, STAGE_BYTES)  # A, and both halves of B
+        nv.tma_load(sA[s, :, :], a, (bm, k), bars, s)
+        for r in static_range(2):
+            if rank == r:
+                nv.tma_load_multicast(halves[s, r, :, :], b, (bn + r * HALF, k), bars, s, 0b11)
+
+    def gemm_tma_cluster(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int,
+                         N: int, K: int):
+        tag(a, lambda m, k: (k,))
+        tag(b, lambda n, k: (k,))
+        assume(M % (2 * BM) == 0)
+        assume(N % BN == 0)
+        assume(K % (STAGES * BK) == 0)
+        sA = make_shared(A_STAGES, bf16)
+        sB = make_shared(B_STAGES, bf16)
+        halves = sB.view(B_HALVES, bf16)  # the same stages, each as two halves of BN / 2 rows
+        bars = make_shared((STAGES,), u64)  # "full": a stage's slices have landed
+        empty = make_shared((STAGES,), u64)  # "empty": every thread of this block is done with a stage
+        free = make_shared((STAGES,), u64)  # "free": both blocks of the cluster are
+        acc = make_local((MMA.values("c"), BM // 128), f32)
+        tid = thread_idx.x
+        wg = warp_id() // 4
+        rank = nv.cluster_rank()
+        pair = block_idx.x // 2  # the cluster's two tiles
+        bm = pair_row(pair, M // (2 * BM), N // BN) + rank * BM
+        bn = pair_column(pair, M // (2 * BM), N // BN)
+        for half in static_range(BM // 128):
+            for v in static_range(MMA.values("c")):
+                acc[v, half] = 0.0
+        if tid == 0:
+            for s in static_range(STAGES):
+                nv.mbarrier_init(bars, s, 1)
+                nv.mbarrier_init(empty, s, THREADS)
+                nv.mbarrier_init(free, s, 2)  # one arrival from each block's copying thread
+        nv.cluster_sync()  # the partner's barriers are ready before anything lands on them
+        if tid == 0:
+            for s in static_range(STAGES - 1):
+                load(sA, halves, bars, s, a, b, bm, bn, s * BK, rank)
+        for k0 in range(0, K, STAGES * BK):
+            phase = (k0 // (STAGES * BK)) % 2
+            for s in static_range(STAGES):
+                nv.mbarrier_wait(bars, s, phase)
+                multiply(sA, sB, s, acc, wg)
+                matmul_wait(PRODUCTS)
+                nv.mbarrier_arrive(empty, PREVIOUS[s])
+                if tid == 0:
+                    nv.mbarrier_wait(empty, PREVIOUS[s], phase)  # this block is done with the stage …
+                    for r in static_range(2):
+                        nv.mbarrier_arrive_cluster(free, PREVIOUS[s], r)  # … says so to both …
+                    nv.mbarrier_wait(free, PREVIOUS[s], phase)  # … and waits for the partner to say so
+                    load(sA, halves, bars, PREVIOUS[s], a, b, bm, bn, min(k0 + (s + STAGES - 1) * BK, K - BK), rank)
+        matmul_wait(0)
+        for s in static_range(STAGES - 1):
+            nv.mbarrier_wait(bars, s, (K // (STAGES * BK)) % 2)
+        store_staged(c.view((M, N // 8), u128), acc, sA, bm, bn, wg, tid)
+        nv.cluster_sync()  # no block leaves while its partner may still arrive on its barriers
+
+    return kernel(block=(THREADS,), cluster=(2, 1, 1))(gemm_tma_cluster)
+
+
 BM, BN = 128, 128
 gemm_tma = build(BM, BN)
+gemm_tma_cluster = build_cluster(BM, BN)
 
 #: The tile shape and stages per problem size: what the H200 ran fastest (benchmarks/README.md).
 CHOICES = ((1024 * 1024, (128, 64, 4)), (4096 * 4096, (256, 128, 4)), (None, (128, 256, 4)))
@@ -306,3 +385,8 @@ gemm_tma_fp8 = build(BM, BN, 128, AB=f8e4m3)
 
 def example_gemm_tma_fp8(rng: np.random.Generator, m: int = 128, n: int = 128, k: int = 512) -> Problem:
     return _problem(rng, m, n, k, f8e4m3)
+
+
+def example_gemm_tma_cluster(rng: np.random.Generator, m: int = 256, n: int = 128, k: int = 512) -> Problem:
+    problem = _problem(rng, m, n, k, bf16)
+    return dataclasses.replace(problem, grid=((m // BM) * (n // BN),))

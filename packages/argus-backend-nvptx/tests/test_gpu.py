@@ -243,3 +243,22 @@ def test_the_tma_gemm_with_64_byte_swizzled_rows_matches_cublas() -> None:
     gemm[(n // 128, m // 128)](a, b, c, m, n, k)
     reference = a.float() @ b.float().T
     assert float((c.float() - reference).norm() / reference.norm()) < 1e-2
+
+
+@pytest.mark.parametrize("shape", [(128, 128, 4), (128, 256, 3)])
+def test_the_cluster_gemm_matches_cublas(shape: tuple[int, int, int]) -> None:
+    """Two blocks per cluster share B through multicast copies; 12 clusters of 2 blocks."""
+    import torch
+    from argus.dsl.cli import load_module
+
+    from .conftest import EXAMPLES
+
+    bm, bn, stages = shape
+    gemm = load_module(EXAMPLES / "gemm_tma.py").build_cluster(bm, bn, 64, stages)
+    m, n, k = 4 * bm, 6 * bn, 64 * stages * 3
+    a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+    b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm[((m // bm) * (n // bn),)](a, b, c, m, n, k)
+    reference = a.float() @ b.float().T
+    assert float((c.float() - reference).norm() / reference.norm()) < 1e-2

@@ -15,6 +15,11 @@ range, from the join of the state before the loop and the state the body leaves,
 the previous iteration (``i ↦ i - step``), until that entry state is stable; assertions are
 checked on the last pass. Accesses to global memory outside symbolic branches are assumed in
 bounds: those facts join the domain, so witnesses are launches a caller could make.
+
+Clusters: the blocks of a cluster are analysed together, as the interpreter runs them: the
+threads enumerated are the cluster's (block after block), the symbols are the cluster's
+index and the grid's size in clusters, and a thread's block index is its cluster's first
+block plus its block's place in the cluster. Shared tiles hold one segment per block.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from .atoms import CopyAtom, MMAAtom
 from .dialect import layout_from_text
 from .dtypes import DType
 from .errors import SourceLocation, VerificationError
-from .interpreter import TileValue, _offset_table, _pad3, _redistribute, tile_coordinates
+from .interpreter import TileValue, _offset_table, _pad3, _redistribute, segment_stride, tile_coordinates
 from .interpreter import _fragment_bytes as _all_fragment_bytes
 from .interpreter import _shared_operand_bytes
 from .tag_liveness import relevant_ops
@@ -102,7 +107,9 @@ class Analysis:
     replay_facts: set[tuple[str, Key]]
     """Facts that keep a witness's launch in bounds in every iteration (not part of the domain)."""
     block_symbols: tuple[int, int, int]
+    """The block's index — the cluster's, in a kernel with clusters."""
     grid_symbols: tuple[int, int, int]
+    """The grid's size in blocks — in clusters, in a kernel with clusters."""
     parameters: dict[str, int]
     """Runtime scalar parameters and symbolic tensor dims, by name, to their symbols."""
     walk: TagAnalysis
@@ -118,8 +125,15 @@ class TagAnalysis:
         self.locations = locations or {}
         self.block_dims = _pad3(tuple(kernel.block_dims))
         self.warp = kernel.warp_size.data
-        self.n = int(np.prod(self.block_dims))
+        self.cluster = kernel.cluster_dims
+        self.block_threads = int(np.prod(self.block_dims))
+        self.n = self.block_threads * int(np.prod(self.cluster))
         self.tid = np.arange(self.n)
+        self.local_ids = self.tid % self.block_threads
+        """Each thread's index within its block (the cluster's blocks are enumerated together)."""
+        self.ranks = self.tid // self.block_threads
+        self.segment_bytes: dict[int, int] = {}
+        """In a cluster, per shared memory (by id): the bytes of each block's segment."""
         self.everyone = np.ones(self.n, bool)
         self.relevant = relevant_ops(kernel)
         self.space = Space()
@@ -157,11 +171,16 @@ class TagAnalysis:
         self._shapes: dict[tuple[Any, ...], dict[tuple[int, ...], int]] = {}
         """Per op, its operands and result last time: a later pass over a loop body reuses them."""
         g = _pad3(tuple(grid)) if grid else None
+        clustered = self.cluster != (1, 1, 1)
+        if g is not None and clustered:
+            g = tuple(d // c for d, c in zip(g, self.cluster))  # type: ignore[assignment]
+        unit = "clusters" if clustered else "grid"
         self.grid_symbols = tuple(
-            self.space.symbol(f"grid_{a}", "grid", 1 if g is None else g[i], INT32[1] if g is None else g[i])
-            for i, a in enumerate("xyz"))
+            self.space.symbol(f"{unit}_{a}", "grid", 1 if g is None else g[i], INT32[1] // self.cluster[i] if g is None
+                              else g[i]) for i, a in enumerate("xyz"))
         self.block_symbols = tuple(
-            self.space.symbol(f"block_{a}", "block", 0, add_keys((0, ((self.grid_symbols[i], 1),)), (-1, ())))
+            self.space.symbol(f"{'cluster' if clustered else 'block'}_{a}", "block", 0,
+                              add_keys((0, ((self.grid_symbols[i], 1),)), (-1, ())))
             for i, a in enumerate("xyz"))
         self.parameters: dict[str, int] = {}
         self.facts.update(self.space.constraints)
@@ -192,9 +211,8 @@ class TagAnalysis:
                 first = self.sites[conflict.sites[0]] if conflict.sites[0] >= 0 else None
                 details = {"memory": memory.name, "byte": conflict.byte, "threads": conflict.threads,
                            "first write at": str(first)}
-                def describe(point: int, element: int, model: dict[int, int], site: str = str(later),
-                             space: Space = self.space, blocks: tuple[int, ...] = self.block_symbols) -> dict[str, Any]:
-                    return {"assertion": site, "block": tuple(space.atom_value(b, model) for b in blocks), "thread": point}
+                def describe(point: int, element: int, model: dict[int, int], site: str = str(later)) -> dict[str, Any]:
+                    return {"assertion": site, "block": self.block_of(point, model), "thread": point}
 
                 self.obligations.fault(str(later), "data-race", conflict.threads[1], describe, details)
 
@@ -208,6 +226,33 @@ class TagAnalysis:
         if dtype.is_integer:
             return self.space.of_symbol(self.parameter(name, INT32[0]), self.n)
         return None
+
+    def block_of(self, thread: int, model: dict[int, int]) -> tuple[int, int, int]:
+        """The block `thread` belongs to, in the launch `model` describes."""
+        rank = thread // self.block_threads
+        place = (rank % self.cluster[0], rank // self.cluster[0] % self.cluster[1],
+                 rank // (self.cluster[0] * self.cluster[1]))
+        return tuple(c * self.space.atom_value(s, model) + p  # type: ignore[return-value]
+                     for c, s, p in zip(self.cluster, self.block_symbols, place))
+
+    def grid_of(self, model: dict[int, int]) -> tuple[int, int, int]:
+        """The grid (in blocks) of the launch `model` describes."""
+        return tuple(c * max(1, self.space.atom_value(s, model))  # type: ignore[return-value]
+                     for c, s in zip(self.cluster, self.grid_symbols))
+
+    def block_shifts(self, op: Operation, tile: TileValue, thread: int, blocks: int | None) -> list[int]:
+        """Bytes from `thread`'s block's segment of `tile`'s memory to each block of the cluster
+        mask `blocks` (its own block's only, [0], without a mask)."""
+        if blocks is None:
+            return [0]
+        size = self.n // self.block_threads
+        ranks = [r for r in range(16) if blocks >> r & 1]
+        if ranks[-1] >= size:
+            raise self.undecidable(op, f"a multicast copy lands in block rank {ranks[-1]} of a cluster of {size} "
+                                       "block(s)")
+        stride = self.segment_bytes.get(id(tile.memory), 0)
+        own = thread // self.block_threads
+        return [(r - own) * stride for r in ranks]
 
     def parameter(self, name: str, lo: int) -> int:
         """The symbol of a runtime size or scalar; a dim and a scalar of one name are one symbol."""
@@ -1025,12 +1070,16 @@ def _index(kind: str) -> Rule:
         sp = a.space
         if kind == "thread":
             bx, by, _ = a.block_dims
-            t = a.tid
+            t = a.local_ids
             value = sp.constant((t % bx, (t // bx) % by, t // (bx * by))[axis], a.n)
         elif kind == "block":
             value = sp.of_symbol(a.block_symbols[axis], a.n)
+            if a.cluster[axis] > 1:  # the cluster's first block, plus the block's place in it
+                cx, cy, _ = a.cluster
+                place = (a.ranks % cx, a.ranks // cx % cy, a.ranks // (cx * cy))[axis]
+                value = sp.add(sp.scale(value, a.cluster[axis]), sp.constant(place, a.n))
         elif kind == "grid":
-            value = sp.of_symbol(a.grid_symbols[axis], a.n)
+            value = sp.scale(sp.of_symbol(a.grid_symbols[axis], a.n), a.cluster[axis])
         else:
             value = sp.constant(a.block_dims[axis], a.n)
         a.values[op.result] = value
@@ -1040,7 +1089,7 @@ def _index(kind: str) -> Rule:
 
 
 def _lane_or_warp(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
-    ids = a.tid % a.warp if isinstance(op, D.LaneIdOp) else a.tid // a.warp
+    ids = a.local_ids % a.warp if isinstance(op, D.LaneIdOp) else a.local_ids // a.warp
     a.values[op.results[0]] = a.space.constant(ids, a.n)
     a.tags.pop(op.results[0], None)
 
@@ -1056,9 +1105,15 @@ def _alloc(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     footprint = (int(np.max(t.layout.offsets())) + 1 if t.layout.size() else 0) * t.dtype.nbytes
     shared = isinstance(op, D.MakeSharedOp)
     name = f"{'shared' if shared else 'local'} {op.result.name_hint or len(a.memories)}"
-    memory = TagMemory.shared(name, footprint) if shared else TagMemory.registers(name, a.n, footprint)
+    if shared and a.n > a.block_threads:  # a cluster: one segment per block, each block's threads in theirs
+        stride = segment_stride(footprint)
+        memory = TagMemory.shared(name, stride * (a.n // a.block_threads))
+        a.segment_bytes[id(memory)] = stride
+        a.values[op.result] = TileValue(memory, t.layout, t.dtype, segment=a.ranks * stride)  # type: ignore[arg-type]
+    else:
+        memory = TagMemory.shared(name, footprint) if shared else TagMemory.registers(name, a.n, footprint)
+        a.values[op.result] = TileValue(memory, t.layout, t.dtype)  # type: ignore[arg-type]
     a.memories.append(memory)
-    a.values[op.result] = TileValue(memory, t.layout, t.dtype)  # type: ignore[arg-type]
 
 
 def _view(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
@@ -1069,7 +1124,7 @@ def _view(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
         return
     t: D.TileType = op.result.type
     base = source.base if isinstance(op, D.SliceOp) else None
-    a.values[op.result] = TileValue(source.memory, t.layout, t.dtype, base)
+    a.values[op.result] = source.derived(t.layout, t.dtype, base)
     a._results[op] = (source, a.values[op.result])
 
 
@@ -1081,7 +1136,7 @@ def _partition(a: TagAnalysis, op: D.PartitionOp, mask: np.ndarray) -> None:
     base = table[np.clip(index, 0, table.size - 1)]
     if source.base is not None:
         base = base + source.base
-    a.values[op.result] = TileValue(source.memory, t.layout, t.dtype, base)
+    a.values[op.result] = source.derived(t.layout, t.dtype, base)
 
 
 def _tensor_view(a: TagAnalysis, op: D.TensorViewOp, mask: np.ndarray) -> None:
@@ -1190,10 +1245,12 @@ def _shuffle(a: TagAnalysis, op: D.ShuffleOp, mask: np.ndarray) -> None:
     w = a.warp
     lane_value = a.concrete_offsets(op, a.int_value(op.lane, op), "shuffle lane")
     t = a.tid
-    lane, base = t % w, t - t % w
+    lane = a.local_ids % w
+    base = t - lane
+    last = t - a.local_ids + a.block_threads - 1  # the block's last thread
     src = {"xor": lane ^ lane_value, "idx": lane_value, "down": lane + lane_value, "up": lane - lane_value}[op.mode.data]
     outside = (src < 0) | (src >= w)
-    source = np.minimum(np.where(outside, t, base + np.clip(src, 0, w - 1)), a.n - 1)
+    source = np.minimum(np.where(outside, t, base + np.clip(src, 0, w - 1)), last)
     value = a.values.get(op.value)
     a.values[op.result] = value.take(source) if isinstance(value, Affine) else None
     a.tags[op.result] = a.tags_of(op.value)[source].copy()
@@ -1406,8 +1463,11 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
         for v in captured:
             value = v if isinstance(v, Affine) or v is None else a.values.get(v)
             if isinstance(value, Affine) and not _uniform(value):
+                clusters = (" (in a kernel with clusters, the blocks of a cluster are checked together: not the "
+                            "block index either)") if a.n > a.block_threads else ""
                 raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
-                                        "block indices, sizes and loop indices, not thread indices", a.where(op))
+                                        f"block indices, sizes and loop indices, not thread indices{clusters}",
+                                        a.where(op))
         if any(isinstance(inner, (D.ThreadIdxOp, D.LaneIdOp, D.WarpIdOp)) for inner in op.body.block.ops):
             raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
                                     "block indices, sizes and loop indices, not thread indices", a.where(op))
@@ -1425,7 +1485,8 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     if not per_thread and a.guards:
         raise a.undecidable(op, "a shared tile is tagged under a branch on a runtime condition; which thread's "
                                 "values the tag function sees depends on the launch (tag it before the branch)")
-    rows = threads if per_thread else threads[:1]
+    # a shared tile is tagged once per block, by the first of its threads here
+    rows = threads if per_thread else threads[np.unique(threads // a.block_threads, return_index=True)[1]]
     point = np.repeat(rows, elements)
     flat_coords = [a.space.constant(np.tile(c, rows.size), point.size) for c in coords]
     comps = a.evaluate_tag_function(op, flat_coords, point)
@@ -1527,13 +1588,13 @@ def _describer(a: TagAnalysis, op: Operation, site: str, threads: np.ndarray, *,
                sites: tuple[np.ndarray, np.ndarray] | None = None, message: str = "",
                mma: _PairIndex | None = None, group: int = 1) -> Callable[..., dict[str, Any]]:
     loops = [(ctx.name, ctx.symbol, None if ctx.values is None else ctx.values.copy()) for ctx in a.loops]
-    space, block_symbols = a.space, a.block_symbols
+    space = a.space
     sources = a.sites
 
     def describe(point: int, element: int, model: dict[int, int]) -> dict[str, Any]:
         thread = int(threads[point])
         w: dict[str, Any] = {"assertion": site}
-        w["block"] = tuple(space.atom_value(s, model) for s in block_symbols)
+        w["block"] = a.block_of(thread, model)
         w["thread"] = thread
         if group > 1:
             w["threads"] = (thread, thread + group - 1)

@@ -181,12 +181,23 @@ class KernelOp(IRDLOperation):
     max_registers = opt_prop_def(IntAttr)
     """A compiler control: blocks that must fit on one multiprocessor together (backends cap
     registers so that they do)."""
+    cluster = opt_prop_def(ArrayAttr[IntAttr])
+    """Blocks per cluster along x, y, z: the blocks of a cluster run at once and may reach each
+    other's shared memory (a target without clusters refuses the kernel)."""
     body = region_def("single_block")
     traits = traits_def(NoTerminator())
 
     @property
     def block_dims(self) -> tuple[int, ...]:
         return tuple(d.data for d in self.block.data)
+
+    @property
+    def cluster_dims(self) -> tuple[int, int, int]:
+        """Blocks per cluster along x, y and z; (1, 1, 1) for a kernel without clusters."""
+        if self.cluster is None:
+            return (1, 1, 1)
+        dims = [d.data for d in self.cluster.data]
+        return (dims + [1, 1, 1])[:3]  # type: ignore[return-value]
 
 
 class _IndexOp(IRDLOperation):

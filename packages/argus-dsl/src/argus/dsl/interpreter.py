@@ -2,7 +2,11 @@
 
 All threads of a block run in lockstep, each op computed for every thread at once with numpy;
 a mask says which threads are active (SIMT: both sides of a runtime ``if`` run, each under
-its mask). Blocks run one after another. Memory is bytes, so views and vector loads mean
+its mask). Blocks run one after another — or, for a kernel with clusters, one cluster after
+another: the blocks of a cluster run together in lockstep as one group of threads numbered
+block after block (thread t is thread t % T of the cluster's block t // T, for blocks of T
+threads), and each shared tile holds one segment per block, the thread's own block's unless
+it reaches into another's. Memory is bytes, so views and vector loads mean
 exactly what they mean on the GPU, and every byte of shared and local memory carries the
 bookkeeping that turns undefined behaviour into a `KernelFault`: data races between
 barriers, reads of bytes never written, out-of-bounds accesses, barriers not reached by
@@ -11,6 +15,7 @@ every thread of the block.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +57,8 @@ class Memory:
     reader: np.ndarray | None = None
     busy: np.ndarray | None = None
     """Registers a product started with matmul_async is still computing (made on first use)."""
+    segment_bytes: int = 0
+    """In a cluster: the bytes of each block's segment of a shared tile's memory."""
 
     @classmethod
     def shared(cls, name: str, nbytes: int) -> Memory:
@@ -79,17 +86,32 @@ class TileValue:
     layout: Layout | ComposedLayout
     dtype: DType
     base: np.ndarray | None = None
+    segment: np.ndarray | None = None
+    """In a cluster, per thread: where the segment of the block it reaches starts (bytes)."""
 
     def offsets(self, flat: np.ndarray, threads: np.ndarray) -> np.ndarray:
         """Element offsets of the elements at colexicographic indices `flat` for `threads`."""
         if self.base is None:
-            return _offset_table(self.layout)[0][flat]
-        base = self.base[threads]
-        layout = self.layout
-        if isinstance(layout, ComposedLayout):
-            pre = _offset_table(layout.inner)[0][flat] + layout.offset + base
-            return np.asarray(layout.outer(pre), dtype=np.int64)
-        return _offset_table(layout)[0][flat] + base
+            found = _offset_table(self.layout)[0][flat]
+        else:
+            base = self.base[threads]
+            layout = self.layout
+            if isinstance(layout, ComposedLayout):
+                pre = _offset_table(layout.inner)[0][flat] + layout.offset + base
+                found = np.asarray(layout.outer(pre), dtype=np.int64)
+            else:
+                found = _offset_table(layout)[0][flat] + base
+        if self.segment is not None:
+            return found + self.segment[threads] // self.dtype.nbytes  # type: ignore[no-any-return]
+        return found  # type: ignore[no-any-return]
+
+    def derived(self, layout: Layout | ComposedLayout, dtype: DType, base: np.ndarray | None) -> TileValue:
+        """A tile over the same memory (a view, slice or part), in the same block's segment."""
+        return dataclasses.replace(self, layout=layout, dtype=dtype, base=base)
+
+    def in_block(self, segment: np.ndarray) -> TileValue:
+        """The same tile in the segments `segment` (per thread, bytes) of a cluster's blocks."""
+        return dataclasses.replace(self, segment=segment)
 
 
 @dataclass(frozen=True)
@@ -110,15 +132,42 @@ class TensorValue:
 
 @dataclass
 class _Frame:
-    """What one block needs while it runs."""
+    """What one block — or one cluster of blocks, run together — needs while it runs."""
 
     values: dict[SSAValue, Any]
     threads: int
     thread_ids: np.ndarray
     block_index: tuple[int, int, int]
+    """The (first) block."""
     shared: list[Memory] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
-    """Per-block state of intrinsics (e.g. the phases of a target's memory barriers)."""
+    """Per-block (per-cluster) state of intrinsics (e.g. the phases of a target's memory barriers)."""
+    block_threads: int = 0
+    """Threads per block (all of them but in a cluster)."""
+    blocks_of: np.ndarray | None = None
+    """In a cluster: each thread's block, (3, threads)."""
+
+    @property
+    def local_ids(self) -> np.ndarray:
+        """Each thread's index within its block."""
+        return self.thread_ids % self.block_threads if self.blocks_of is not None else self.thread_ids
+
+    @property
+    def ranks(self) -> np.ndarray:
+        """Each thread's block's rank in its cluster (0 without clusters)."""
+        return self.thread_ids // self.block_threads
+
+    def block_of(self, thread: int) -> tuple[int, int, int]:
+        if self.blocks_of is None:
+            return self.block_index
+        return tuple(int(b) for b in self.blocks_of[:, thread])  # type: ignore[return-value]
+
+    def block_threads_of(self, threads: np.ndarray) -> list[np.ndarray]:
+        """The threads of each block that has some of `threads` (one group without clusters)."""
+        if self.blocks_of is None:
+            return [threads]
+        ranks = threads // self.block_threads
+        return [threads[ranks == r] for r in np.unique(ranks)]
 
 
 class Interpreter:
@@ -142,12 +191,25 @@ class Interpreter:
         names = [n.data for n in self.kernel.arg_names.data]
         bound = [self.bind_argument(name, p, a) for name, p, a in zip(names, params, args)]
         threads = int(np.prod(self.block_dims))
-        tid = np.arange(threads)
+        cluster = self.kernel.cluster_dims
+        size = int(np.prod(cluster))
+        if any(g % c for g, c in zip(grid3, cluster)):
+            raise ArgusLaunchError(f"{self.kernel.sym_name.data} runs in clusters of {cluster} blocks; its grid must "
+                                   f"be whole clusters, got {grid3}")
+        tid = np.arange(threads * size)
         self.grid = grid3
-        order = [(bx, by, bz) for bz, by, bx in itertools.product(range(grid3[2]), range(grid3[1]), range(grid3[0]))]
-        for bx, by, bz in order if blocks is None else blocks:
-            frame = _Frame({p: v for p, v in zip(params, bound)}, threads, tid, (bx, by, bz))
-            self.run_block(self.kernel.body.block, frame, np.ones(threads, bool))
+        order = [(bx, by, bz) for bz, by, bx in itertools.product(range(grid3[2]), range(grid3[1]), range(grid3[0]))
+                 if bx % cluster[0] == 0 and by % cluster[1] == 0 and bz % cluster[2] == 0]
+        if blocks is not None:  # the clusters holding them
+            order = list(dict.fromkeys(tuple(b - b % c for b, c in zip(block, cluster)) for block in blocks))
+        for bx, by, bz in order:
+            frame = _Frame({p: v for p, v in zip(params, bound)}, threads * size, tid, (bx, by, bz),
+                           block_threads=threads)
+            if size > 1:
+                ranks = tid // threads
+                frame.blocks_of = np.stack([origin + (ranks // step) % extent for origin, step, extent in
+                                            zip((bx, by, bz), (1, cluster[0], cluster[0] * cluster[1]), cluster)])
+            self.run_block(self.kernel.body.block, frame, np.ones(threads * size, bool))
             if frame.state.get("matmul.pending"):
                 raise KernelFault("in-flight", f"the block ends with products started by matmul_async that no "
                                   f"matmul_wait finished (block {(bx, by, bz)})", None, {"block": (bx, by, bz)})
@@ -210,13 +272,33 @@ class Interpreter:
         return atom
 
     def fault(self, kind: str, message: str, op: Operation, frame: _Frame, **details: Any) -> KernelFault:
-        details = {"block": frame.block_index, **details}
-        return KernelFault(kind, f"{message} (block {frame.block_index})", self.locations.get(op), details)
+        thread = details.get("thread")
+        block = frame.block_of(thread) if isinstance(thread, int) else frame.block_index
+        where = f"block {block}"
+        if frame.blocks_of is not None:
+            where += f" of the cluster from block {frame.block_index}"
+            if isinstance(thread, int):
+                where += f"; thread {thread} is thread {thread % frame.block_threads} of its block"
+        details = {"block": block, **details}
+        return KernelFault(kind, f"{message} ({where})", self.locations.get(op), details)
 
     def thread_coordinates(self, frame: _Frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         bx, by, _ = self.block_dims
-        t = frame.thread_ids
+        t = frame.local_ids
         return t % bx, (t // bx) % by, t // (bx * by)
+
+
+def order_threads(frame: _Frame, threads: np.ndarray) -> None:
+    """A barrier `threads` all reached: their shared-memory accesses before it are ordered
+    before theirs after it (bytes an asynchronous copy is still writing stay marked)."""
+    if threads.size == frame.threads:
+        for memory in frame.shared:
+            memory.new_epoch()
+        return
+    for memory in frame.shared:
+        assert memory.writer is not None and memory.reader is not None
+        memory.writer[np.isin(memory.writer, threads)] = -1
+        memory.reader[np.isin(memory.reader, threads)] = -1
 
 
 def storage_dtype(dtype: DType) -> np.dtype:
@@ -374,9 +456,22 @@ def _dim(interp: Interpreter, op: D.DimOp, frame: _Frame, mask: np.ndarray) -> N
 
 def _make_shared(interp: Interpreter, op: D.MakeSharedOp, frame: _Frame, mask: np.ndarray) -> None:
     t: D.TileType = op.result.type  # type: ignore[assignment]
-    memory = Memory.shared(f"shared#{len(frame.shared)}", t.footprint * t.dtype.nbytes)
+    nbytes = t.footprint * t.dtype.nbytes
+    if frame.blocks_of is None:
+        memory = Memory.shared(f"shared#{len(frame.shared)}", nbytes)
+        frame.values[op.result] = TileValue(memory, t.layout, t.dtype)
+    else:  # one segment per block of the cluster, each block's threads in their own
+        stride = segment_stride(nbytes)
+        memory = Memory.shared(f"shared#{len(frame.shared)}", stride * (frame.threads // frame.block_threads))
+        memory.segment_bytes = stride
+        frame.values[op.result] = TileValue(memory, t.layout, t.dtype, segment=frame.ranks * stride)
     frame.shared.append(memory)
-    frame.values[op.result] = TileValue(memory, t.layout, t.dtype)
+
+
+def segment_stride(nbytes: int) -> int:
+    """Bytes between the segments of a cluster's blocks in one shared tile's memory (aligned
+    for every element size)."""
+    return -(-max(nbytes, 1) // 128) * 128
 
 
 def _make_local(interp: Interpreter, op: D.MakeLocalOp, frame: _Frame, mask: np.ndarray) -> None:
@@ -388,7 +483,7 @@ def _make_local(interp: Interpreter, op: D.MakeLocalOp, frame: _Frame, mask: np.
 def _view(interp: Interpreter, op: D.ViewOp, frame: _Frame, mask: np.ndarray) -> None:
     source: TileValue = _value(frame, op.source)
     t: D.TileType = op.result.type  # type: ignore[assignment]
-    frame.values[op.result] = TileValue(source.memory, t.layout, t.dtype)
+    frame.values[op.result] = source.derived(t.layout, t.dtype, None)
 
 
 def _var(interp: Interpreter, op: D.VarOp, frame: _Frame, mask: np.ndarray) -> None:
@@ -414,7 +509,7 @@ def _var_store(interp: Interpreter, op: D.VarStoreOp, frame: _Frame, mask: np.nd
 
 def _lane_or_warp(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
     w = interp.warp_size
-    ids = frame.thread_ids % w if isinstance(op, D.LaneIdOp) else frame.thread_ids // w
+    ids = frame.local_ids % w if isinstance(op, D.LaneIdOp) else frame.local_ids // w
     _set(frame, op, ids.astype(np.int32))
 
 
@@ -422,11 +517,13 @@ def shuffle_sources(interp: Interpreter, op: D.ShuffleOp, frame: _Frame) -> np.n
     """The thread each thread reads in a shuffle (itself when the lane is outside the warp)."""
     w = interp.warp_size
     t = frame.thread_ids
-    lane, base = t % w, t - t % w
+    lane = frame.local_ids % w
+    base = t - lane
+    last = t - frame.local_ids + (frame.block_threads or frame.threads) - 1  # the block's last thread
     arg = _scalar_array(frame, op.lane).astype(np.int64)
     src = {"xor": lane ^ arg, "idx": arg, "down": lane + arg, "up": lane - arg}[op.mode.data]
     outside = (src < 0) | (src >= w)
-    return np.minimum(np.where(outside, t, base + np.clip(src, 0, w - 1)), frame.threads - 1)
+    return np.minimum(np.where(outside, t, base + np.clip(src, 0, w - 1)), last)
 
 
 def _shuffle(interp: Interpreter, op: D.ShuffleOp, frame: _Frame, mask: np.ndarray) -> None:
@@ -446,7 +543,7 @@ def _shuffle(interp: Interpreter, op: D.ShuffleOp, frame: _Frame, mask: np.ndarr
 def _slice(interp: Interpreter, op: D.SliceOp, frame: _Frame, mask: np.ndarray) -> None:
     source: TileValue = _value(frame, op.source)
     t: D.TileType = op.result.type  # type: ignore[assignment]
-    frame.values[op.result] = TileValue(source.memory, t.layout, t.dtype, source.base)
+    frame.values[op.result] = source.derived(t.layout, t.dtype, source.base)
 
 
 def _partition(interp: Interpreter, op: D.PartitionOp, frame: _Frame, mask: np.ndarray) -> None:
@@ -464,7 +561,7 @@ def _partition(interp: Interpreter, op: D.PartitionOp, frame: _Frame, mask: np.n
     base = table[np.clip(index, 0, table.size - 1)]
     if source.base is not None:
         base = base + source.base
-    frame.values[op.result] = TileValue(source.memory, t.layout, t.dtype, base)
+    frame.values[op.result] = source.derived(t.layout, t.dtype, base)
 
 
 def tile_coordinates(layout: Layout | ComposedLayout) -> list[np.ndarray]:
@@ -569,7 +666,7 @@ def _check_vectors(interp: Interpreter, op: Operation, frame: _Frame, atom: Copy
 
 def _atom_threads(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, group: int, name: str) -> np.ndarray:
     """The active threads of an atom, which must come in whole groups of `group` threads."""
-    if frame.threads % group:
+    if (frame.block_threads or frame.threads) % group:
         raise interp.fault("atom-threads", f"atom {name} needs the block size to be a multiple of {group} threads", op, frame)
     active = mask.reshape(-1, group)
     partial = active.any(axis=1) & ~active.all(axis=1)
@@ -786,16 +883,18 @@ def _assume(interp: Interpreter, op: D.AssumeOp, frame: _Frame, mask: np.ndarray
 
 
 def _sync(interp: Interpreter, op: D.SyncThreadsOp, frame: _Frame, mask: np.ndarray) -> None:
-    if not mask.all():
-        missing = np.flatnonzero(~mask)
-        raise interp.fault(
-            "divergent-barrier",
-            f"syncthreads() is not reached by every thread of the block: threads {missing[:8].tolist()}"
-            f"{' ...' if missing.size > 8 else ''} ({missing.size} of {mask.size}) are on another path",
-            op, frame, threads=missing.tolist(),
-        )
-    for memory in frame.shared:
-        memory.new_epoch()
+    size = frame.block_threads or frame.threads
+    for start in range(0, frame.threads, size):  # per block: all of its threads, or none (in a cluster)
+        here = mask[start:start + size]
+        if not here.all() and (frame.blocks_of is None or here.any()):
+            missing = np.flatnonzero(~here) + start
+            raise interp.fault(
+                "divergent-barrier",
+                f"syncthreads() is not reached by every thread of the block: threads {missing[:8].tolist()}"
+                f"{' ...' if missing.size > 8 else ''} ({missing.size} of {size}) are on another path",
+                op, frame, threads=missing.tolist(), thread=int(missing[0]),
+            )
+    order_threads(frame, np.flatnonzero(mask))
 
 
 def _if(interp: Interpreter, op: scf.IfOp, frame: _Frame, mask: np.ndarray) -> None:
@@ -920,6 +1019,8 @@ def _checked_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: 
                      mask: np.ndarray) -> np.ndarray:
     """Element offsets given directly (lowered IR): inside the tensor or the tile's footprint."""
     limit = target.array.size if isinstance(target, TensorValue) else target.memory.data.shape[-1] // target.dtype.nbytes
+    if isinstance(target, TileValue) and target.segment is not None:  # in the thread's block's segment
+        limit = target.memory.segment_bytes // target.dtype.nbytes
     bad = (offsets < 0) | (offsets >= limit)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
@@ -927,7 +1028,10 @@ def _checked_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: 
         name = target.name if isinstance(target, TensorValue) else target.memory.name
         raise interp.fault("out-of-bounds", f"thread {thread} accesses element offset {int(offsets[row])} of {name}, "
                            f"which holds {limit} elements", op, frame, array=name, thread=thread, index=(int(offsets[row]),))
+    if isinstance(target, TileValue) and target.segment is not None:
+        return offsets + target.segment[np.flatnonzero(mask)] // target.dtype.nbytes  # type: ignore[no-any-return]
     return offsets
+
 
 
 def _read(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, source: Any, offsets: np.ndarray,
@@ -1067,7 +1171,7 @@ def _handlers() -> dict[type, Rule]:
         math.Exp2Op: _unary(np.exp2), math.Log2Op: _unary(np.log2), math.SqrtOp: _unary(np.sqrt),
         math.RsqrtOp: _unary(lambda x: 1.0 / np.sqrt(x)), math.FmaOp: _fma,
         D.ThreadIdxOp: _index(lambda interp, frame: interp.thread_coordinates(frame)),
-        D.BlockIdxOp: _index(lambda interp, frame: frame.block_index),
+        D.BlockIdxOp: _index(lambda interp, frame: frame.block_index if frame.blocks_of is None else frame.blocks_of),
         D.BlockDimOp: _index(lambda interp, frame: interp.block_dims),
         D.GridDimOp: _index(lambda interp, frame: interp.grid),
         D.DimOp: _dim,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from argus.verify.results import Result, Verdict
 from xdsl.dialects import builtin
 from xdsl.ir import Operation
@@ -23,6 +24,9 @@ from .dialect import parse_module
 from .errors import ArgusLaunchError, ArgusSyntaxError, ArgusVerificationWarning, SourceLocation, TagAssertionError
 from .frontend import FrontEnd, KernelSource
 from .passes import canonicalize
+
+#: Blocks a cluster may have (the portable limit of NVIDIA sm_90).
+MAX_CLUSTER = 8
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,10 @@ class Kernel:
     run with ``kernel[grid](*args)`` (the interpreter, on numpy arrays)."""
 
     def __init__(self, fn: Callable[..., Any], block: Sequence[Any], warp_size: int = 32, verify: bool = True,
-                 min_blocks_per_sm: int | None = None, max_registers: int | None = None) -> None:
+                 min_blocks_per_sm: int | None = None, max_registers: int | None = None,
+                 cluster: Sequence[int] | None = None) -> None:
         self.fn = fn
+        self.cluster = tuple(cluster) if cluster is not None else None
         self.checks = verify
         self.min_blocks_per_sm = min_blocks_per_sm
         self.max_registers = max_registers
@@ -121,6 +127,8 @@ class Kernel:
             if not 1 <= len(grid) <= 3 or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 1
                                                    for g in grid):
                 raise ArgusLaunchError(f"a grid is 1 to 3 positive ints, got {grid!r}")
+            if self.cluster is not None:
+                self.check_clusters(grid)
         key = _constants_key(constants) + (("grid", grid), ("solver", solver))
         result = self._verified.get(key)
         if result is None:
@@ -160,7 +168,7 @@ class Kernel:
 
     def _compute_key(self, constants: dict[str, Any]) -> str:
         return cache_key("argus-mlir", self.block, self.warp_size, self.min_blocks_per_sm, self.max_registers,
-                         sorted(constants.items()), _fingerprint(self.fn))
+                         self.cluster, sorted(constants.items()), _fingerprint(self.fn))
 
     def _build(self, constants: dict[str, Any]) -> CompiledKernel:
         frontend = FrontEnd(self.source, constants)
@@ -169,6 +177,8 @@ class Kernel:
             op.properties["min_blocks_per_sm"] = builtin.IntAttr(self.min_blocks_per_sm)
         if self.max_registers is not None:
             op.properties["max_registers"] = builtin.IntAttr(self.max_registers)
+        if self.cluster is not None:
+            op.properties["cluster"] = builtin.ArrayAttr([builtin.IntAttr(d) for d in self.cluster])
         module = builtin.ModuleOp([op])
         key = self._disk_key(constants)
         if cache.dumping():
@@ -245,7 +255,17 @@ class Kernel:
                 prepare(handle, runtime)
             self._check(values)
             self._ready[ready_key] = handle
+        if self.cluster is not None:
+            self.check_clusters(grid)
         backend.launch(handle, grid, runtime)
+
+    def check_clusters(self, grid: Sequence[int]) -> None:
+        """A grid of whole clusters: each grid dim a multiple of the cluster's."""
+        dims = tuple(grid) + (1,) * (3 - len(grid))
+        cluster = tuple(self.cluster or ()) + (1,) * (3 - len(self.cluster or ()))
+        if any(g % c for g, c in zip(dims, cluster)):
+            raise ArgusLaunchError(f"{self.name} runs in clusters of {cluster} blocks; its grid must be whole "
+                                   f"clusters (each dim a multiple of the cluster's), got {tuple(grid)}")
 
     def specialization(self, **constants: Any) -> Specialization:
         """The handle a runtime launches: this kernel for these constexpr values, by cache key."""
@@ -259,12 +279,15 @@ class Kernel:
 
 
 def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None = None, warp_size: int = 32,
-           verify: bool = True, min_blocks_per_sm: int | None = None, max_registers: int | None = None) -> Any:
+           verify: bool = True, min_blocks_per_sm: int | None = None, max_registers: int | None = None,
+           cluster: Sequence[int] | None = None) -> Any:
     """Declare a kernel: ``@kernel(block=(128,))``. Block dims are ints or constexpr names;
     `warp_size` is 32 (NVIDIA) or 64 (AMD CDNA); ``verify=False`` skips checking the tag
     assertions when the kernel is compiled; `min_blocks_per_sm` asks the compiler to keep
     registers low enough for that many blocks to share a multiprocessor; `max_registers` caps
-    each thread's registers (a target may let warps trade them at run time)."""
+    each thread's registers (a target may let warps trade them at run time); `cluster` groups
+    blocks into clusters of that many blocks along x, y, z (at most 8 in all) that run at once
+    and reach each other's shared memory (NVIDIA sm_90: see the nvptx backend's language)."""
     if block is None:
         raise ArgusSyntaxError("give the block dims: @kernel(block=(threads_x[, threads_y[, threads_z]]))")
     if warp_size not in (32, 64):
@@ -275,9 +298,16 @@ def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None 
     if max_registers is not None and (isinstance(max_registers, bool) or not isinstance(max_registers, int)
                                       or not 24 <= max_registers <= 255):
         raise ArgusSyntaxError(f"max_registers is an int from 24 to 255, got {max_registers!r}")
+    if cluster is not None:
+        dims = tuple(cluster) if isinstance(cluster, (tuple, list)) else ()
+        if (not 1 <= len(dims) <= 3 or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims)
+                or int(np.prod(dims)) > MAX_CLUSTER):
+            raise ArgusSyntaxError(f"cluster is 1 to 3 positive ints with at most {MAX_CLUSTER} blocks in all, "
+                                   f"e.g. cluster=(2, 1, 1); got {cluster!r}")
+        cluster = dims
     if fn is not None:
-        return Kernel(fn, block, warp_size, verify, min_blocks_per_sm, max_registers)
-    return lambda f: Kernel(f, block, warp_size, verify, min_blocks_per_sm, max_registers)
+        return Kernel(fn, block, warp_size, verify, min_blocks_per_sm, max_registers, cluster)
+    return lambda f: Kernel(f, block, warp_size, verify, min_blocks_per_sm, max_registers, cluster)
 
 
 def _fingerprint(fn: Callable[..., Any], seen: frozenset[int] = frozenset()) -> list[str]:

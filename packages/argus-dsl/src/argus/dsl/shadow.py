@@ -255,7 +255,7 @@ def _mma(s: ShadowInterpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> 
         first = int(threads[g * atom.threads])
         s.findings.append({
             "assertion": f"{s.locations.get(op)} (operands of {atom.name} must pair up)", "kind": "violated",
-            "block": frame.block_index, "thread": first, "threads": (first, first + atom.threads - 1),
+            "block": frame.block_of(first), "thread": first, "threads": (first, first + atom.threads - 1),
             "loops": {(loop.body.block.args[0].name_hint or "i"): int(frame.values[loop.body.block.args[0]][first])
                       for loop in s.loops},
             "element": {"m": mi, "n": ni, "k": ki},
@@ -397,7 +397,7 @@ def _assert(s: ShadowInterpreter, op: D.TagAssertOp, frame: _Frame, mask: np.nda
         thread = int(threads[f.point])
         element = tuple(int(c[f.element]) for c in s.coordinates(lhs_target))
         witness = {
-            "assertion": str(where), "kind": f.kind, "block": frame.block_index, "thread": thread,
+            "assertion": str(where), "kind": f.kind, "block": frame.block_of(thread), "thread": thread,
             "loops": {(loop.body.block.args[0].name_hint or "i"): int(frame.values[loop.body.block.args[0]][thread])
                       for loop in s.loops},
             "element": element,

@@ -148,24 +148,30 @@ def _overruns(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int
             analysis.walk.out_of_bounds(*analysis.walk.fact_origins[fact])
 
 
-def _threads(op: D.KernelOp) -> int:
-    return int(np.prod(tuple(op.block_dims)))
+def _threads(op: D.KernelOp) -> str:
+    """How many threads the analysis enumerated: a block's, or a cluster's."""
+    blocks = int(np.prod(op.cluster_dims))
+    threads = int(np.prod(tuple(op.block_dims))) * blocks
+    return f"{threads}" + (f" (a cluster of {blocks} blocks)" if blocks > 1 else "")
 
 
 def _small_model(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any], base: dict[int, int],
                  timeout_ms: int) -> dict[int, int]:
     """A model of the same finding with every size, integer argument and grid dim in
-    [0, SMALL], so that its witness replays quickly; the finding's own model when there is none."""
+    [0, SMALL] (or, failing that, in the smallest of a few larger ranges), so that its witness
+    replays quickly; the finding's own model when there is none."""
     space = analysis.space
     sizes = [s for s, sym in space.symbols.items() if sym.role in ("size", "grid")]
-    bounds = [("ge0", (SMALL, ((s, -1),))) for s in sizes] + [("ge0", (0, ((s, 1),))) for s in sizes]
     in_bounds = sorted(analysis.replay_facts)
     facts = facts + _scoped(analysis, c.scope)
-    for extra in (in_bounds + bounds, in_bounds, bounds):
-        answer = engine.solve(Query(space, facts + extra, [c.condition]), timeout_ms)
-        if answer.status == "sat":
-            return answer.model
-    return c.model or base
+    for limit in (SMALL, 2 * SMALL, 4 * SMALL, 16 * SMALL):
+        bounds = [("ge0", (limit, ((s, -1),))) for s in sizes] + [("ge0", (0, ((s, 1),))) for s in sizes]
+        for extra in (in_bounds + bounds, bounds):
+            answer = engine.solve(Query(space, facts + extra, [c.condition]), timeout_ms)
+            if answer.status == "sat":
+                return answer.model
+    answer = engine.solve(Query(space, facts + in_bounds, [c.condition]), timeout_ms)
+    return answer.model if answer.status == "sat" else c.model or base
 
 
 def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witness: dict[str, Any]) -> tuple[bool, str]:
@@ -174,15 +180,15 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     from .shadow import ShadowInterpreter
 
     op: D.KernelOp = compiled.op
-    space, model = analysis.space, candidate.model
+    model = candidate.model
     try:
         args = _replay_arguments(op, analysis, model)
     except ValueError as err:
         return False, str(err)
-    grid = tuple(max(1, space.atom_value(g, model)) for g in analysis.grid_symbols)
-    block = tuple(space.atom_value(b, model) for b in analysis.block_symbols)
-    if any(not 0 <= b < g for b, g in zip(block, grid)):
-        grid = tuple(max(g, b + 1) for b, g in zip(block, grid))
+    grid = analysis.walk.grid_of(model)
+    block = witness.get("block") or analysis.walk.block_of(0, model)
+    if any(not 0 <= b < g for b, g in zip(block, grid)):  # whole clusters, holding the block
+        grid = tuple(max(g, -(-(b + 1) // c) * c) for b, g, c in zip(block, grid, analysis.walk.cluster))
     shadow = ShadowInterpreter(op, compiled.locations)
     stopped: ArgusError | None = None
     try:

@@ -1,6 +1,7 @@
 """Code for the language's NVIDIA intrinsics (`language`): memory barriers (``mbarrier``), bulk
-tensor copies (``cp.async.bulk.tensor``, the tensor memory accelerator), ``elect.sync`` and
-named barriers (``bar.sync id, count``).
+tensor copies (``cp.async.bulk.tensor``, the tensor memory accelerator, multicast to the
+blocks of a cluster), ``elect.sync``, named barriers (``bar.sync id, count``) and clusters
+(``%cluster_ctarank``, ``barrier.cluster``, ``mapa``).
 
 A bulk copy reads its tensor through a tensor map, which the runtime encodes at launch from
 the tensor argument and the box and swizzle recorded here as a kernel parameter. The shared
@@ -19,7 +20,10 @@ from argus.layout import ComposedLayout, Layout, Swizzle
 
 from .errors import CodegenError
 from .language import (
+    ClusterRankOp,
+    ClusterSyncOp,
     ElectOneOp,
+    MbarrierArriveClusterOp,
     MbarrierArriveOp,
     MbarrierInitOp,
     MbarrierWaitOp,
@@ -164,9 +168,34 @@ def _tma_load(t: Translator, op: TmaLoadOp) -> None:
     coords = [t.value(c) for c in reversed(op.coords)]  # the copy engine counts dims innermost first
     rank = len(coords)
     places = ", ".join(f"${i + 2}" for i in range(rank))
-    _asm(t, f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-            f"[$0], [$1, {{{places}}}], [${rank + 2}];",
-         [("i32", destination), ("i64", descriptor), *(("i32", c) for c in coords), ("i32", _barrier(t, op))])
+    copy = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            f"{'' if op.multicast is None else '.multicast::cluster'} [$0], [$1, {{{places}}}], [${rank + 2}]")
+    if op.multicast is None:
+        copy += ";"
+    else:  # the blocks it lands in: a 16-bit mask of cluster ranks
+        _require(t, op, "clusters", "a multicast bulk copy")
+        copy = f"{{ .reg .b16 m; mov.b16 m, {op.multicast.data}; {copy}, m; }}"
+    _asm(t, copy, [("i32", destination), ("i64", descriptor), *(("i32", c) for c in coords),
+                         ("i32", _barrier(t, op))])
+
+
+def _cluster_rank(t: Translator, op: ClusterRankOp) -> None:
+    _require(t, op, "clusters", "cluster_rank")
+    t.names[op.result] = t.sreg("cluster.ctarank")
+
+
+def _cluster_sync(t: Translator, op: ClusterSyncOp) -> None:
+    _require(t, op, "clusters", "cluster_sync")
+    if t.async_shared:  # as before syncthreads: the threads' writes become visible to the async proxy
+        t.emit('call void asm sideeffect "fence.proxy.async.shared::cta;", "~{memory}"()')
+    _asm(t, "barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned;", [])
+
+
+def _arrive_cluster(t: Translator, op: MbarrierArriveClusterOp) -> None:
+    _require(t, op, "clusters", "an arrival on another block's barrier")
+    _asm(t, "{ .reg .b32 r; mapa.shared::cluster.u32 r, $0, $1; "
+            "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r]; }",
+         [("i32", _barrier(t, op)), ("i32", t.value(op.rank))])
 
 
 def _elect(t: Translator, op: ElectOneOp) -> None:
@@ -192,5 +221,6 @@ def _setmaxnreg(t: Translator, op: SetMaxRegistersOp) -> None:
     _asm(t, f"setmaxnreg.{change}.sync.aligned.u32 {op.registers.data};", [])
 
 
-RULES.update({SetMaxRegistersOp: _setmaxnreg, MbarrierInitOp: _init, MbarrierArriveOp: _arrive, MbarrierWaitOp: _wait, TmaLoadOp: _tma_load,
-               ElectOneOp: _elect, NamedBarrierOp: _named_barrier})
+RULES.update({SetMaxRegistersOp: _setmaxnreg, MbarrierInitOp: _init, MbarrierArriveOp: _arrive, MbarrierWaitOp: _wait,
+              TmaLoadOp: _tma_load, ElectOneOp: _elect, NamedBarrierOp: _named_barrier, ClusterRankOp: _cluster_rank,
+              ClusterSyncOp: _cluster_sync, MbarrierArriveClusterOp: _arrive_cluster})

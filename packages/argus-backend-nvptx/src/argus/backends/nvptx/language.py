@@ -27,6 +27,15 @@ barrier): the interpreter's race bookkeeping treats the wait as a block barrier.
 
 The static checker takes a bulk copy's tags as landing when issued and ordered for every
 reader (whether the kernel waits first is the interpreter's check, on each launch it runs).
+
+Clusters (``@kernel(..., cluster=(2, 1, 1))``, sm_90): the blocks of a cluster run at once;
+`cluster_rank()` is a block's rank in its cluster, `cluster_sync()` a barrier for every thread
+of the cluster, `tma_load_multicast` lands one box in the same place of several blocks' tiles
+(each counting the bytes on its own copy of the barrier), and `mbarrier_arrive_cluster`
+arrives on another block's copy of a barrier — how a block says that a stage a partner fills
+for it is free again. The interpreter runs a cluster's blocks together (see
+`argus.dsl.interpreter`), so all of this has its exact meaning there, races between blocks
+included; the checker follows the tags across the blocks the same way.
 """
 
 from __future__ import annotations
@@ -43,7 +52,15 @@ from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, define, register_d
 from argus.layout import Layout
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, var_operand_def
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    var_operand_def,
+)
 
 # ---- ops ------------------------------------------------------------------------------------------
 
@@ -89,6 +106,33 @@ class TmaLoadOp(IRDLOperation):
     barriers = operand_def(D.TileType)
     index = operand_def(builtin.i32)
     coords = var_operand_def(builtin.i32)
+    multicast = opt_prop_def(builtin.IntAttr)
+    """The blocks of the cluster (bit r: rank r) the box lands in; without it, the issuer's."""
+
+
+@irdl_op_definition
+class ClusterRankOp(IRDLOperation):
+    """The rank of the calling thread's block in its cluster (0 in a kernel without clusters)."""
+
+    name = "nvptx.cluster_rank"
+    result = result_def(builtin.i32)
+
+
+@irdl_op_definition
+class ClusterSyncOp(IRDLOperation):
+    """Every thread of every block of the cluster arrives, then waits for all the others."""
+
+    name = "nvptx.cluster_sync"
+
+
+@irdl_op_definition
+class MbarrierArriveClusterOp(IRDLOperation):
+    """One arrival on barrier `index` of block `rank`'s copy of `barriers`."""
+
+    name = "nvptx.mbarrier_arrive_cluster"
+    barriers = operand_def(D.TileType)
+    index = operand_def(builtin.i32)
+    rank = operand_def(builtin.i32)
 
 
 @irdl_op_definition
@@ -156,10 +200,11 @@ class CpAsyncWaitOp(IRDLOperation):
 
 
 Nvptx = Dialect("nvptx", [MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, TmaLoadOp, ElectOneOp, NamedBarrierOp,
-                          SetMaxRegistersOp, CpAsyncOp, CpAsyncAtOp, CpAsyncCommitOp, CpAsyncWaitOp], [])
+                          SetMaxRegistersOp, CpAsyncOp, CpAsyncAtOp, CpAsyncCommitOp, CpAsyncWaitOp, ClusterRankOp,
+                          ClusterSyncOp, MbarrierArriveClusterOp], [])
 register_dialect(Nvptx)
 
-BARRIER_OPS = (MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp)
+BARRIER_OPS = (MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, MbarrierArriveClusterOp)
 
 
 # ---- the stubs kernels call -------------------------------------------------------------------------
@@ -193,6 +238,20 @@ def _build_wait(b: IntrinsicBuilder, args: list[Any]) -> None:
 
 
 def _build_tma_load(b: IntrinsicBuilder, args: list[Any]) -> None:
+    b.emit(_tma_load_op(b, args))
+
+
+def _build_tma_multicast(b: IntrinsicBuilder, args: list[Any]) -> None:
+    blocks = b.integer(args[5], 5)
+    if not 0 < blocks < 1 << 16:
+        raise b.error(f"the blocks a box lands in are a 16-bit mask of cluster ranks (bit r: rank r), with at least "
+                      f"one bit set; got {blocks}", b.argument(5))
+    op = _tma_load_op(b, args)
+    op.properties["multicast"] = builtin.IntAttr(blocks)
+    b.emit(op)
+
+
+def _tma_load_op(b: IntrinsicBuilder, args: list[Any]) -> TmaLoadOp:
     tile = b.tile(args[0], 0, "shared")
     tensor = b.tensor(args[1], 1)
     coords = args[2] if isinstance(args[2], tuple) else (args[2],)
@@ -208,8 +267,24 @@ def _build_tma_load(b: IntrinsicBuilder, args: list[Any]) -> None:
     if not 1 <= rank <= 5:
         raise b.error(f"bulk copies move boxes of 1 to 5 dims, not {rank}", b.argument(1))
     bars = _barriers(b, args[3], 3)
-    b.emit(TmaLoadOp.create(operands=[tile.ssa, tensor.ssa, bars.ssa, b.scalar(args[4], index=4),
-                                      *(b.scalar(c, index=2) for c in coords)]))
+    return TmaLoadOp.create(operands=[tile.ssa, tensor.ssa, bars.ssa, b.scalar(args[4], index=4),
+                                      *(b.scalar(c, index=2) for c in coords)])
+
+
+def _build_cluster_rank(b: IntrinsicBuilder, args: list[Any]) -> Any:
+    from argus.dsl.dtypes import i32
+
+    return b.result(b.emit(ClusterRankOp.create(result_types=[builtin.i32])), i32)
+
+
+def _build_cluster_sync(b: IntrinsicBuilder, args: list[Any]) -> None:
+    b.emit(ClusterSyncOp.create())
+
+
+def _build_arrive_cluster(b: IntrinsicBuilder, args: list[Any]) -> None:
+    bars = _barriers(b, args[0], 0)
+    b.emit(MbarrierArriveClusterOp.create(operands=[bars.ssa, b.scalar(args[1], index=1),
+                                                    b.scalar(args[2], index=2)]))
 
 
 def _build_elect(b: IntrinsicBuilder, args: list[Any]) -> Any:
@@ -308,6 +383,20 @@ tma_load = Intrinsic(
     "tma_load", "tma_load(tile, tensor, coords, barriers, i): copy the box of `tensor` that starts at element "
     "`coords` and has the tile's shape into the shared `tile` (elements outside the tensor read as zero); its bytes "
     "land on barrier i.", _build_tma_load, 5)
+tma_load_multicast = Intrinsic(
+    "tma_load_multicast", "tma_load_multicast(tile, tensor, coords, barriers, i, blocks): as tma_load, but the box "
+    "lands in the same place of the tile of every block of the cluster whose rank's bit is set in the compile-time "
+    "mask `blocks`, and each of those blocks counts its bytes on its own barrier i.", _build_tma_multicast, 6)
+cluster_rank = Intrinsic(
+    "cluster_rank", "cluster_rank(): the rank of the calling thread's block in its cluster (x fastest; 0 in a "
+    "kernel without clusters).", _build_cluster_rank, 0)
+cluster_sync = Intrinsic(
+    "cluster_sync", "cluster_sync(): every thread of every block of the cluster arrives and waits for the others; "
+    "their shared-memory accesses before it (to any block of the cluster) are ordered before those after it.",
+    _build_cluster_sync, 0)
+mbarrier_arrive_cluster = Intrinsic(
+    "mbarrier_arrive_cluster", "mbarrier_arrive_cluster(barriers, i, rank): the calling thread arrives on barrier i "
+    "of the block of rank `rank` in the cluster (its own block's, when rank is its own).", _build_arrive_cluster, 3)
 
 
 # ---- warp matrix loads and stores (copy atoms) ---------------------------------------------------
@@ -373,12 +462,34 @@ def _state(frame: Any) -> dict[Any, _Barrier]:
     return frame.state.setdefault("nvptx.mbarriers", {})  # type: ignore[no-any-return]
 
 
-def _barrier_keys(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> list[tuple[int, tuple[int, int]]]:
-    """(thread, barrier key) for each active thread: the barrier's memory and element offset."""
+def _barrier_keys(interp: Any, op: Any, frame: Any, mask: np.ndarray,
+                  ranks: np.ndarray | None = None) -> list[tuple[int, tuple[int, int]]]:
+    """(thread, barrier key) for each active thread: the barrier's memory and element offset
+    (in block `ranks[thread]`'s copy, when given, instead of the thread's own block's)."""
     tile = I.value_of(frame, op.barriers)
     index = I.scalars(frame, op.index)[mask].astype(np.int64)
     offsets = I.element_offsets(interp, op, frame, tile, [index], mask)
+    if ranks is not None:
+        offsets = offsets + _block_shift(tile, frame, np.flatnonzero(mask), ranks) // 8
     return [(int(t), (id(tile.memory), int(o))) for t, o in zip(np.flatnonzero(mask), offsets)]
+
+
+def _block_shift(tile: Any, frame: Any, threads: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Bytes from each thread's own block's segment of `tile`'s memory to block `ranks`'s."""
+    if tile.segment is None:
+        return np.zeros(threads.size, np.int64)
+    return (ranks - frame.ranks[threads]) * tile.memory.segment_bytes  # type: ignore[no-any-return]
+
+
+def _cluster_ranks(interp: Any, op: Any, frame: Any, threads: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """`ranks`, checked to name blocks of the cluster."""
+    size = frame.threads // frame.block_threads
+    bad = (ranks < 0) | (ranks >= size)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise interp.fault("out-of-bounds", f"thread {int(threads[row])} names block rank {int(ranks[row])} of a "
+                           f"cluster of {size} block(s)", op, frame, thread=int(threads[row]))
+    return ranks
 
 
 def _find(interp: Any, op: Any, frame: Any, key: tuple[int, int], thread: int) -> _Barrier:
@@ -453,15 +564,38 @@ def _wait(interp: Any, op: MbarrierWaitOp, frame: Any, mask: np.ndarray) -> None
 
 
 def _ordered(frame: Any, barrier: _Barrier) -> None:
-    """A phase every thread of the block arrived on orders their accesses before whatever the
+    """A phase every thread of a block arrived on orders their accesses before whatever the
     waiter does next, as a block barrier would (the race bookkeeping starts over; bytes a copy
     is still writing stay marked)."""
-    if len(barrier.completed_by) == frame.threads:
-        for memory in frame.shared:
-            memory.new_epoch()
+    arrived = np.fromiter(barrier.completed_by, np.int64, len(barrier.completed_by))
+    if arrived.size == frame.block_threads and np.unique(arrived // frame.block_threads).size == 1:
+        I.order_threads(frame, arrived)
+
+
+def _multicast_ranks(interp: Any, op: TmaLoadOp, frame: Any) -> list[int] | None:
+    """The ranks a multicast copy lands in (None: the issuer's block only)."""
+    if op.multicast is None:
+        return None
+    blocks = op.multicast.data
+    ranks = [r for r in range(16) if blocks >> r & 1]
+    size = frame.threads // frame.block_threads
+    if ranks[-1] >= size:
+        raise interp.fault("out-of-bounds", f"a multicast copy lands in block rank {ranks[-1]} of a cluster of {size} "
+                           "block(s)", op, frame)
+    return ranks
 
 
 def _tma_load(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray) -> None:
+    ranks = _multicast_ranks(interp, op, frame)
+    if ranks is None:
+        _tma_copy(interp, op, frame, mask, None)
+        return
+    for rank in ranks:  # one landing per block, each counted on that block's barrier
+        _tma_copy(interp, op, frame, mask, np.full(mask.size, rank))
+
+
+def _tma_copy(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray, ranks: np.ndarray | None) -> None:
+    """The box each active thread issues lands in its block's tile (block `ranks`' instead, if given)."""
     tile: I.TileValue = I.value_of(frame, op.tile)
     tensor: I.TensorValue = I.value_of(frame, op.tensor)
     coords = [I.scalars(frame, c)[mask].astype(np.int64) for c in op.coords]
@@ -469,7 +603,9 @@ def _tma_load(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray) -> None:
     grid = np.meshgrid(*(np.arange(n) for n in box), indexing="ij")
     within = [g.reshape(-1, order="F") for g in grid]  # colexicographic: the tile's element order
     nbytes = tensor.dtype.nbytes
-    keys = _barrier_keys(interp, op, frame, mask)
+    threads = np.flatnonzero(mask)
+    keys = _barrier_keys(interp, op, frame, mask, None if ranks is None else ranks[mask])
+    shifts = np.zeros(threads.size, np.int64) if ranks is None else _block_shift(tile, frame, threads, ranks[mask])
     for row, (thread, key) in enumerate(keys):
         barrier = _find(interp, op, frame, key, thread)
         _settle(frame, barrier)
@@ -482,7 +618,7 @@ def _tma_load(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray) -> None:
         source = np.where(inside[:, None], flat[:, None] * nbytes + np.arange(nbytes), -1).reshape(-1)
         data = np.where(source >= 0, tensor.bytes[np.maximum(source, 0)], 0).astype(np.uint8)
         offsets = tile.offsets(np.arange(within[0].size), np.full(within[0].size, thread))
-        target = I.byte_indices(offsets, nbytes).reshape(-1)
+        target = I.byte_indices(offsets, nbytes).reshape(-1) + shifts[row]
         memory = tile.memory
         if target.min() < 0 or target.max() >= memory.data.size:
             raise interp.fault("out-of-bounds", f"the box reaches outside its {memory.data.size}-byte shared tile",
@@ -575,6 +711,32 @@ def _cp_wait(interp: Any, op: CpAsyncWaitOp, frame: Any, mask: np.ndarray) -> No
                 landed.append(copy)
 
 
+def _arrive_cluster(interp: Any, op: MbarrierArriveClusterOp, frame: Any, mask: np.ndarray) -> None:
+    threads = np.flatnonzero(mask)
+    ranks = _cluster_ranks(interp, op, frame, threads, I.scalars(frame, op.rank)[mask].astype(np.int64))
+    for thread, key in _barrier_keys(interp, op, frame, mask, ranks):
+        barrier = _find(interp, op, frame, key, thread)
+        _settle(frame, barrier)
+        if barrier.pending == 0:
+            raise interp.fault("barrier", f"thread {thread} arrives on a barrier whose phase already has its "
+                               f"{barrier.count} arrival(s)", op, frame, thread=thread)
+        barrier.pending -= 1
+        barrier.arrived.add(thread)
+
+
+def _cluster_rank(interp: Any, op: ClusterRankOp, frame: Any, mask: np.ndarray) -> None:
+    I.set_value(frame, op, frame.ranks.astype(np.int32))
+
+
+def _cluster_sync(interp: Any, op: ClusterSyncOp, frame: Any, mask: np.ndarray) -> None:
+    if not mask.all():
+        missing = np.flatnonzero(~mask)
+        raise interp.fault("divergent-barrier", f"cluster_sync() is not reached by every thread of the cluster: "
+                           f"threads {missing[:8].tolist()} ({missing.size} of {mask.size}) are on another path",
+                           op, frame, threads=missing.tolist(), thread=int(missing[0]))
+    I.order_threads(frame, np.flatnonzero(mask))
+
+
 def _setmaxnreg(interp: Any, op: SetMaxRegistersOp, frame: Any, mask: np.ndarray) -> None:
     """Registers are not modelled; what is checked is that whole warpgroups call it."""
     for start in range(0, mask.size, 128):
@@ -599,21 +761,14 @@ def _elected(mask: np.ndarray, warp: int) -> np.ndarray:
 
 
 def _named_barrier(interp: Any, op: NamedBarrierOp, frame: Any, mask: np.ndarray) -> None:
-    threads = np.flatnonzero(mask)
     expected = op.threads.data
     whole = all(mask[w:w + interp.warp_size].all() or not mask[w:w + interp.warp_size].any()
                 for w in range(0, mask.size, interp.warp_size))
-    if threads.size != expected or not whole:
-        raise interp.fault("barrier", f"named barrier {op.id.data} expects {expected} threads in whole warps; "
-                           f"{threads.size} arrive here", op, frame)
-    if threads.size == frame.threads:
-        for memory in frame.shared:
-            memory.new_epoch()
-        return
-    for memory in frame.shared:  # accesses of the threads that met are ordered among them
-        arrived = np.isin(memory.writer, threads)
-        memory.writer[arrived] = -1
-        memory.reader[np.isin(memory.reader, threads)] = -1
+    for threads in frame.block_threads_of(np.flatnonzero(mask)):  # a barrier of each block
+        if threads.size != expected or not whole:
+            raise interp.fault("barrier", f"named barrier {op.id.data} expects {expected} threads in whole warps; "
+                               f"{threads.size} arrive here", op, frame)
+        I.order_threads(frame, threads)  # accesses of the threads that met are ordered among them
 
 
 # ---- the static checker -------------------------------------------------------------------------
@@ -625,7 +780,8 @@ def _no_tags(a: Any, op: Any, mask: np.ndarray) -> None:
 
 def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
     """The box's tags are the tensor's tag function at each element's coordinates; the box lies
-    inside the tensor (a fact of the domain, as for every global access)."""
+    inside the tensor (a fact of the domain, as for every global access). A multicast box
+    lands in each of its blocks' tiles."""
     ref = a.values[op.tensor]
     tile = a.values[op.tile]
     name = ref.name
@@ -653,11 +809,13 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
             comps = a.evaluate_tag_function(entry[0], elements, np.full(count, p), frozen=entry[1])
             ids = a.intern(comps, nbytes)
         owner = np.full(count, p)
-        idx = I.byte_indices(tile.offsets(np.arange(count), owner), nbytes).reshape(1, -1)
-        if idx.min() < 0 or idx.max() >= tile.memory.tags.shape[-1]:
-            raise a.undecidable(op, "the box reaches outside its shared tile (the interpreter reports where)")
-        tile.memory.write(idx, ids.reshape(1, -1), np.array([p]), a.site(op))
-        tile.memory.epoch_writer[idx] = -1  # the barrier wait orders it for every reader
+        own = I.byte_indices(tile.offsets(np.arange(count), owner), nbytes).reshape(1, -1)
+        for shift in a.block_shifts(op, tile, p, None if op.multicast is None else op.multicast.data):
+            idx = own + shift
+            if idx.min() < 0 or idx.max() >= tile.memory.tags.shape[-1]:
+                raise a.undecidable(op, "the box reaches outside its shared tile (the interpreter reports where)")
+            tile.memory.write(idx, ids.reshape(1, -1), np.array([p]), a.site(op))
+            tile.memory.epoch_writer[idx] = -1  # the barrier wait orders it for every reader
 
 
 def _analyze_cp_async(a: Any, op: CpAsyncOp, mask: np.ndarray) -> None:
@@ -684,6 +842,17 @@ def _analyze_elect(a: Any, op: ElectOneOp, mask: np.ndarray) -> None:
     a.tags.pop(op.result, None)
 
 
+def _analyze_cluster_rank(a: Any, op: ClusterRankOp, mask: np.ndarray) -> None:
+    a.values[op.result] = a.space.constant(a.ranks, a.n)
+    a.tags.pop(op.result, None)
+
+
+def _analyze_cluster_sync(a: Any, op: ClusterSyncOp, mask: np.ndarray) -> None:
+    for memory in a.memories:
+        if not memory.per_thread:
+            memory.barrier()
+
+
 def _analyze_named_barrier(a: Any, op: NamedBarrierOp, mask: np.ndarray) -> None:
     threads = np.flatnonzero(mask)
     for memory in a.memories:
@@ -701,11 +870,15 @@ define(MbarrierInitOp, interpret=_init, analyze=_no_tags, shadow=_shadow_landed)
 define(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, shadow=_shadow_landed)
 define(MbarrierWaitOp, interpret=_wait, analyze=_no_tags, shadow=_shadow_landed)
 define(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, shadow=_shadow_landed)
+define(MbarrierArriveClusterOp, interpret=_arrive_cluster, analyze=_no_tags, shadow=_shadow_landed)
+define(ClusterRankOp, interpret=_cluster_rank, analyze=_analyze_cluster_rank)
+define(ClusterSyncOp, interpret=_cluster_sync, analyze=_analyze_cluster_sync)
 define(CpAsyncOp, interpret=_cp_async, analyze=_analyze_cp_async, lower=_lower_cp_async)
 define(CpAsyncAtOp, interpret=_cp_async_at)
 define(CpAsyncCommitOp, interpret=_cp_commit, analyze=_no_tags)
 define(CpAsyncWaitOp, interpret=_cp_wait, analyze=_no_tags, shadow=_shadow_landed)
 
-__all__ = ["LDMATRIX_X4", "LDMATRIX_X4_TRANS", "STMATRIX_X4", "STMATRIX_X4_TRANS", "barrier_sync", "cp_async",
-           "cp_async_commit", "cp_async_wait", "elect_one",
-           "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_init", "mbarrier_wait", "setmaxnreg", "tma_load"]
+__all__ = ["LDMATRIX_X4", "LDMATRIX_X4_TRANS", "STMATRIX_X4", "STMATRIX_X4_TRANS", "barrier_sync", "cluster_rank",
+           "cluster_sync", "cp_async", "cp_async_commit", "cp_async_wait", "elect_one", "mbarrier_arrive",
+           "mbarrier_arrive_cluster", "mbarrier_arrive_expect_tx", "mbarrier_init", "mbarrier_wait", "setmaxnreg",
+           "tma_load", "tma_load_multicast"]

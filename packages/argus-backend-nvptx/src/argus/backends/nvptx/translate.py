@@ -53,6 +53,9 @@ class Translator(LLVMTranslator):
         self.tensor_maps: dict[tuple[int, tuple[int, ...], int], Param] = {}
         if self.warp_size != 32:
             raise CodegenError(f"NVIDIA warps have 32 threads; the kernel declares warp_size={self.warp_size}", None)
+        if kernel.cluster is not None and not arch.has("clusters"):
+            raise CodegenError(f"thread-block clusters need nvptx:sm_90 or nvptx:sm_90a; nvptx:{arch.name} does not "
+                               "have them", self.where(kernel))
 
     def function_attributes(self) -> str:
         attrs = f'"nvvm.reqntid"="{",".join(map(str, self.block))}"'  # the block is fixed when compiled
@@ -60,6 +63,8 @@ class Translator(LLVMTranslator):
             attrs += f' "nvvm.minctasm"="{self.kernel.min_blocks_per_sm.data}"'
         if self.kernel.max_registers is not None:
             attrs += f' "nvvm.maxnreg"="{self.kernel.max_registers.data}"'
+        if self.kernel.cluster is not None:  # blocks per cluster, fixed when compiled (.reqnctapercluster)
+            attrs += f' "nvvm.cluster_dim"="{",".join(map(str, self.kernel.cluster_dims))}"'
         return attrs
 
     def extra_params(self) -> list[Param]:

@@ -80,7 +80,7 @@ class FrontEnd(Statements, Expressions, Calls):
         block = self.block_dims()
         for stmt in fdef.body:
             self.statement(stmt)
-        return D.KernelOp.create(
+        kernel = D.KernelOp.create(
             properties={
                 "sym_name": builtin.StringAttr(self.src.name),
                 "block": builtin.ArrayAttr([builtin.IntAttr(d) for d in block]),
@@ -89,6 +89,9 @@ class FrontEnd(Statements, Expressions, Calls):
             },
             regions=[Region(self.entry)],
         )
+        # the kernel's own line: where what it declares as a whole (block, cluster) is reported
+        self.locations[kernel] = SourceLocation(self.src.file, self.src.line_offset + fdef.lineno, fdef.col_offset + 1)
+        return kernel
 
     param_dtypes: dict[str, DType]
 
