@@ -142,24 +142,32 @@ def wave_mma_32x32x8(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
 
 
 def wave_mma_16x16x32(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
-    """The 16×16 wave atom for 8-bit floats, K 32: lane l holds K columns 8·(l // 16) … +7
-    (v_mfma_f32_16x16x32 for fp8/bf8); C as in the 16×16×16 atom."""
-    return _wave_mma(16, 32, 8, a_dtype, b_dtype, c_dtype)
+    """The 16×16 wave atom with K 32: lane l holds A row l % 16 and B column l % 16 at K
+    columns 8·(l // 16) … +7; C as in the 16×16×16 atom. For 8-bit floats
+    (v_mfma_f32_16x16x32 fp8/bf8) or, on CDNA4 (gfx950), bf16 or f16 (v_mfma_f32_16x16x32_bf16
+    and _f16, eight 16-bit values per lane)."""
+    return _wave_mma(16, 32, (8, 16), a_dtype, b_dtype, c_dtype)
 
 
 def wave_mma_32x32x16(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
-    """The 32×32 wave atom for 8-bit floats, K 16: lane l holds K columns 8·(l // 32) … +7
-    (v_mfma_f32_32x32x16 for fp8/bf8); C as in the 32×32×8 atom."""
-    return _wave_mma(32, 16, 8, a_dtype, b_dtype, c_dtype)
+    """The 32×32 wave atom with K 16: lane l holds A row l % 32 and B column l % 32 at K
+    columns 8·(l // 32) … +7; C as in the 32×32×8 atom. For 8-bit floats (v_mfma_f32_32x32x16
+    fp8/bf8) or, on CDNA4 (gfx950), bf16 or f16 (v_mfma_f32_32x32x16_bf16 and _f16)."""
+    return _wave_mma(32, 16, (8, 16), a_dtype, b_dtype, c_dtype)
 
 
 _WAVE_C = {16: "((16,4),4):((16,4),1)", 32: "((32,2),(4,4)):((32,4),(1,8))"}
 
 
-def _wave_mma(mn: int, k: int, bits: int, a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
+def _wave_mma(mn: int, k: int, bits: int | tuple[int, ...], a_dtype: DType, b_dtype: DType,
+              c_dtype: DType) -> MMAAtom:
+    widths = (bits,) if isinstance(bits, int) else bits
     for dtype in (a_dtype, b_dtype):
-        if dtype.bits != bits:
-            raise ArgusTypeError(f"wave_mma_{mn}x{mn}x{k} multiplies {bits}-bit inputs, not {dtype}")
+        if dtype.bits not in widths:
+            either = " or ".join(f"{w}-bit" for w in widths)
+            raise ArgusTypeError(f"wave_mma_{mn}x{mn}x{k} multiplies {either} inputs, not {dtype}")
+    if a_dtype.bits != b_dtype.bits:
+        raise ArgusTypeError(f"wave_mma_{mn}x{mn}x{k} multiplies inputs of one width, not {a_dtype} with {b_dtype}")
     groups = 64 // mn  # lane groups, each holding the next `per` columns of K
     per = k // groups
     operand = parse(f"(({mn},{groups}),{per}):((1,{per * mn}),{mn})")

@@ -112,22 +112,28 @@ def runtime_for(target: Target) -> Runtime:
     return runtime
 
 
+#: The target kind of each DLPack device type that is a GPU: kDLCUDA, kDLROCM.
+_DLPACK_GPUS = {2: "nvptx", 10: "amdgpu"}
+
+
 def default_target(args: Sequence[Any]) -> str:
     """Where a launch runs when no target is named: on the GPU holding its tensors (CUDA:
-    ``nvptx``), else on the interpreter. ``ARGUS_TARGET`` overrides."""
+    ``nvptx``, ROCm: ``amdgpu``, as the tensor's DLPack device says), else on the interpreter.
+    ``ARGUS_TARGET`` overrides."""
     chosen = os.environ.get("ARGUS_TARGET")
     if chosen:
         return chosen
     for x in args:
-        if getattr(x, "is_cuda", False) or hasattr(x, "__cuda_array_interface__"):
-            return "nvptx"
         device = getattr(x, "__dlpack_device__", None)
         if device is not None and not hasattr(x, "__array_interface__"):
             try:
-                if int(device()[0]) == 2:  # kDLCUDA
-                    return "nvptx"
-            except Exception:  # noqa: BLE001 - an odd producer just stays on the interpreter
-                continue
+                kind = _DLPACK_GPUS.get(int(device()[0]))
+            except Exception:  # noqa: BLE001 - an odd producer is judged by the attributes below
+                kind = None
+            if kind is not None:
+                return kind
+        if getattr(x, "is_cuda", False) or hasattr(x, "__cuda_array_interface__"):
+            return "nvptx"
     return "interp"
 
 

@@ -2,7 +2,8 @@
 
 Registered under the ``argus.backends`` entry point as `BACKEND`; compiling goes through LLVM
 (llvmlite) to AMDGPU assembly and a relocatable code object, linked into an HSACO where
-``ld.lld`` is installed. Nothing heavy is imported until a stage or a launch needs it.
+``ld.lld`` is installed, which the runtime launches through HIP (hip-python). Nothing heavy is
+imported until a stage or a launch needs it.
 """
 
 from __future__ import annotations

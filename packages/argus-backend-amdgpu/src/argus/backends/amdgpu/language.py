@@ -10,12 +10,23 @@
     first = amd.readfirstlane(x)                 # x of the wave's first active lane, in an SGPR
     v = amd.buffer_load(av, (row, col))          # av[row, col], or zero outside the tensor
     amd.buffer_store(cv, (row, col), v)          # dropped outside the tensor
+    amd.buffer_load_lds(sa, (i,), av, (row, col))  # av[row, col] (or zero) into sa[i], past the registers
+    w = amd.buffer_load_agpr(av, (row, col))     # as buffer_load, the data landing in AGPRs
 
 A buffer access goes through a buffer resource that knows the tensor's size in bytes: the
 hardware returns zero for a load, and drops a store, whose byte offset (the coordinates
 linearized row-major, as for any access) falls outside it. So, unlike an ordinary access, an
 out-of-range one is defined: the interpreter follows the hardware, and the checker adds no
 in-bounds fact for it (the zeros it reads pair with anything).
+
+`buffer_load_lds` is such a load whose data goes straight into a shared tile (LDS DMA). The
+instruction takes one LDS address per wave and writes lane l's element at that address plus
+l elements, so the lanes of each 64-lane hardware wave must write consecutive elements of the
+tile, in lane order: the interpreter reports a wave that does not, and the checker refuses it
+naming the line. For the language the element is in the tile once the thread has issued the
+load (the compiler waits for it before the thread's own LDS accesses and before a barrier).
+`buffer_load_agpr` is `buffer_load` with an explicit register class for the data: the
+accumulation registers. Its semantics and tag rules are buffer_load's; only the code differs.
 
 Scheduling hints change where the compiler places instructions, never what the kernel
 computes: the interpreter runs them as nothing and the checker moves no tags through them.
@@ -30,6 +41,7 @@ import numpy as np
 from argus.dsl import dialect as D
 from argus.dsl import interpreter as I
 from argus.dsl.dtypes import i32
+from argus.dsl.errors import VerificationError
 from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, define, register_dialect
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
@@ -110,6 +122,48 @@ class BufferStoreAtOp(IRDLOperation):
 
 
 @irdl_op_definition
+class BufferLoadAgprOp(IRDLOperation):
+    """BufferLoadOp whose data the hardware writes into AGPRs."""
+
+    name = "amdgpu.buffer_load_agpr"
+    tensor = operand_def(D.TensorType)
+    coords = var_operand_def(builtin.i32)
+    result = result_def()
+
+
+@irdl_op_definition
+class BufferLoadAgprAtOp(IRDLOperation):
+    """BufferLoadAgprOp after layout lowering: at an element offset."""
+
+    name = "amdgpu.buffer_load_agpr_at"
+    tensor = operand_def(D.TensorType)
+    offset = operand_def(builtin.i32)
+    result = result_def()
+
+
+@irdl_op_definition
+class BufferLoadLdsOp(IRDLOperation):
+    """The element of `tensor` (zero when its bytes fall outside it) written into the shared
+    `tile` without passing through registers; `coords` are the tile's, then the tensor's."""
+
+    name = "amdgpu.buffer_load_lds"
+    tile = operand_def(D.TileType)
+    tensor = operand_def(D.TensorType)
+    coords = var_operand_def(builtin.i32)
+
+
+@irdl_op_definition
+class BufferLoadLdsAtOp(IRDLOperation):
+    """BufferLoadLdsOp after layout lowering: element offsets into the tile's memory and the tensor."""
+
+    name = "amdgpu.buffer_load_lds_at"
+    tile = operand_def(D.TileType)
+    tensor = operand_def(D.TensorType)
+    tile_offset = operand_def(builtin.i32)
+    tensor_offset = operand_def(builtin.i32)
+
+
+@irdl_op_definition
 class WaitCountOp(IRDLOperation):
     """Wait until at most `vm` vector-memory and `lgkm` LDS/scalar-memory operations of the
     wave are outstanding."""
@@ -149,7 +203,8 @@ class ReadFirstLaneOp(IRDLOperation):
 
 
 Amdgpu = Dialect("amdgpu", [SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, AgprBudgetOp, ReadFirstLaneOp,
-                            RowMoveOp, BufferLoadOp, BufferStoreOp, BufferLoadAtOp, BufferStoreAtOp], [])
+                            RowMoveOp, BufferLoadOp, BufferStoreOp, BufferLoadAtOp, BufferStoreAtOp, BufferLoadLdsOp,
+                            BufferLoadLdsAtOp, BufferLoadAgprOp, BufferLoadAgprAtOp], [])
 register_dialect(Amdgpu)
 HINTS = (SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, AgprBudgetOp)
 WAVE = 64
@@ -211,10 +266,46 @@ def _build_buffer_load(b: IntrinsicBuilder, args: list[Any]) -> Any:
     return b.result(op, dtype)
 
 
+def _build_buffer_load_agpr(b: IntrinsicBuilder, args: list[Any]) -> Any:
+    tensor = b.tensor(args[0], 0)
+    coords = _buffer_coords(b, tensor, args[1], 1)
+    dtype = tensor.type.dtype
+    if dtype.nbytes not in AGPR_LOAD_BYTES:
+        raise b.error(f"a buffer load into AGPRs moves 4, 8 or 16 bytes (whole registers), not {dtype}", b.argument(0))
+    op = b.emit(BufferLoadAgprOp.create(operands=[tensor.ssa, *coords], result_types=[mlir_type(dtype)]))
+    return b.result(op, dtype)
+
+
 def _build_buffer_store(b: IntrinsicBuilder, args: list[Any]) -> None:
     tensor = b.tensor(args[0], 0)
     coords = _buffer_coords(b, tensor, args[1], 1)
     b.emit(BufferStoreOp.create(operands=[b.scalar(args[2], tensor.type.dtype, index=2), tensor.ssa, *coords]))
+
+
+#: The bytes per lane a buffer load into LDS moves (16 on CDNA4 only: the code generator checks).
+LDS_LOAD_BYTES = (4, 16)
+#: The bytes a buffer load into AGPRs moves: one, two or four whole registers.
+AGPR_LOAD_BYTES = (4, 8, 16)
+
+
+def _coordinates(b: IntrinsicBuilder, value: Any, index: int, rank: int, what: str) -> list[Any]:
+    coords = list(value) if isinstance(value, tuple) else [value]
+    if len(coords) != rank:
+        raise b.error(f"{what} has {rank} mode(s); give {rank} coordinate(s)", b.argument(index))
+    return [b.scalar(c, index=index) for c in coords]
+
+
+def _build_buffer_load_lds(b: IntrinsicBuilder, args: list[Any]) -> None:
+    tile = b.tile(args[0], 0, "shared")
+    tensor = b.tensor(args[2], 2)
+    if tile.type.dtype != tensor.type.dtype:
+        raise b.error(f"the tile holds {tile.type.dtype}, tensor {tensor.name!r} {tensor.type.dtype}", b.argument(0))
+    if tile.type.dtype.nbytes not in LDS_LOAD_BYTES:
+        raise b.error(f"a buffer load into LDS moves 4 bytes per lane, or 16 on gfx950 (view the tensor and the tile "
+                      f"as u32, i32 or f32, or u128), not {tile.type.dtype}", b.argument(0))
+    coords = [*_coordinates(b, args[1], 1, tile.type.layout.rank, "the tile"),
+              *_coordinates(b, args[3], 3, len(tensor.type.shape), f"tensor {tensor.name!r}")]
+    b.emit(BufferLoadLdsOp.create(operands=[tile.ssa, tensor.ssa, *coords]))
 
 
 def _build_agprs(b: IntrinsicBuilder, args: list[Any]) -> None:
@@ -254,9 +345,18 @@ setprio = Intrinsic("setprio", "setprio(p): this wave's issue priority from here
 buffer_load = Intrinsic(
     "buffer_load", "buffer_load(tensor, coords): the element of `tensor` at `coords` (2, 4, 8 or 16 bytes) through "
     "a buffer resource: zero when its bytes fall outside the tensor.", _build_buffer_load, 2)
+buffer_load_agpr = Intrinsic(
+    "buffer_load_agpr", "buffer_load_agpr(tensor, coords): buffer_load(tensor, coords) (4, 8 or 16 bytes) with the "
+    "data loaded into accumulation registers (AGPRs), leaving the VGPRs free; the load completes before the next "
+    "instruction.", _build_buffer_load_agpr, 2)
 buffer_store = Intrinsic(
     "buffer_store", "buffer_store(tensor, coords, value): `value` into the element at `coords` through a buffer "
     "resource; dropped when its bytes fall outside the tensor.", _build_buffer_store, 3)
+buffer_load_lds = Intrinsic(
+    "buffer_load_lds", "buffer_load_lds(tile, tile_coords, tensor, tensor_coords): the element of `tensor` at "
+    "tensor_coords (4 bytes, or 16 on gfx950; zero when its bytes fall outside the tensor) written into the shared "
+    "`tile` at tile_coords without passing through registers. The lanes of each 64-lane wave write consecutive "
+    "elements of the tile, in lane order.", _build_buffer_load_lds, 4)
 waitcnt = Intrinsic(
     "waitcnt", "waitcnt(vm, lgkm): wait until at most vm vector-memory (0–63) and lgkm LDS and scalar-memory (0–15) "
     "operations of the wave are outstanding (s_waitcnt); the compiler inserts the waits correctness needs, so "
@@ -368,7 +468,7 @@ def _shadow_buffer_load(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
 
 def _offsets(op: Any, frame: Any, tensor: Any, mask: np.ndarray) -> np.ndarray:
     """The active threads' element offsets, from coordinates or (lowered) given."""
-    if isinstance(op, (BufferLoadOp, BufferStoreOp)):
+    if isinstance(op, (BufferLoadOp, BufferStoreOp, BufferLoadAgprOp)):
         return _linear(frame, tensor, op.coords, mask)
     return I.scalars(frame, op.offset)[mask].astype(np.int64)  # type: ignore[no-any-return]
 
@@ -389,9 +489,101 @@ def _analyze_buffer_store(a: Any, op: BufferStoreOp, mask: np.ndarray) -> None:
     a.written_globals.add(name)
 
 
+def _lds_offsets(interp: Any, op: Any, frame: Any, tile: Any, tensor: Any, mask: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The active threads' element offsets into the tile's memory (checked) and into the
+    tensor (not: outside it the load reads zero), from coordinates or (lowered) given."""
+    if isinstance(op, BufferLoadLdsOp):
+        rank = tile.layout.rank
+        coords = [I.scalars(frame, c)[mask].astype(np.int64) for c in op.coords[:rank]]
+        return (I.element_offsets(interp, op, frame, tile, coords, mask),
+                _linear(frame, tensor, op.coords[rank:], mask))
+    within = I.scalars(frame, op.tile_offset)[mask].astype(np.int64)
+    return (I.checked_offsets(interp, op, frame, tile, within, mask),
+            I.scalars(frame, op.tensor_offset)[mask].astype(np.int64))
+
+
+def _wave_order_breach(offsets: np.ndarray, threads: np.ndarray) -> str | None:
+    """Why the active `threads` (with their tile element `offsets`) break the rule of a load
+    into LDS — lane l of a 64-lane wave writes the element l after lane 0's — or None."""
+    start = offsets - threads % WAVE  # where each thread's wave would start
+    for wave in np.unique(threads // WAVE):
+        rows = np.flatnonzero(threads // WAVE == wave)
+        wrong = rows[start[rows] != start[rows[0]]]
+        if wrong.size:
+            row, first = int(wrong[0]), int(rows[0])
+            thread, lane, lead = int(threads[row]), int(threads[row]) % WAVE, int(threads[first]) % WAVE
+            return (f"thread {thread} writes element {int(offsets[row])} of the tile, but the lanes of a 64-lane wave "
+                    f"write consecutive elements in lane order: after lane {lead}'s element {int(offsets[first])}, "
+                    f"lane {lane} writes element {int(start[first]) + lane}")
+    return None
+
+
+def _interpret_lds_load(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+    tile: I.TileValue = I.value_of(frame, op.tile)
+    tensor: I.TensorValue = I.value_of(frame, op.tensor)
+    targets, sources = _lds_offsets(interp, op, frame, tile, tensor, mask)
+    threads = np.flatnonzero(mask)
+    breach = _wave_order_breach(targets, threads)
+    if breach is not None:
+        raise interp.fault("lds-load-order", f"buffer_load_lds into {tile.memory.name}: {breach}", op, frame,
+                           array=tile.memory.name)
+    nbytes = tile.dtype.nbytes
+    inside = (sources >= 0) & (sources < tensor.array.size)
+    data = np.zeros((threads.size, nbytes), np.uint8)
+    data[inside] = tensor.bytes[I.byte_indices(sources[inside], nbytes)]
+    target = I.byte_indices(targets, nbytes)
+    memory = tile.memory
+    I.check_write_race(interp, op, frame, memory, target, threads)
+    memory.data[target] = data
+    memory.written[target] = True  # type: ignore[index]
+
+
+def _shadow_lds_load(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+    """Shadow tags: the tensor's where the element is inside it, none (⊥: zeros) outside."""
+    tile = I.value_of(frame, op.tile)
+    tensor = I.value_of(frame, op.tensor)
+    targets, sources = _lds_offsets(s, op, frame, tile, tensor, mask)
+    threads = np.flatnonzero(mask)
+    nbytes = tile.dtype.nbytes
+    inside = (sources >= 0) & (sources < tensor.array.size)
+    tags = np.zeros((threads.size, nbytes), np.int64)
+    if inside.any():
+        tags[inside] = s.memory_tags(tensor, frame).read(I.byte_indices(sources[inside], nbytes), threads[inside])
+    s.memory_tags(tile, frame).write(I.byte_indices(targets, nbytes), tags, threads, s.site(op))
+
+
+def _analyze_lds_load(a: Any, op: BufferLoadLdsOp, mask: np.ndarray) -> None:
+    """The element's tags move as a buffer load and a store by the thread would move them (no
+    in-bounds fact: outside the tensor the zeros pair with anything); the tile's addresses are
+    known for every launch, so the lanes' order is checked here for all of them."""
+    tile = a.values[op.tile]
+    rank = tile.layout.rank
+    coords = [a.int_value(c, op) for c in op.coords]
+    tags = a.global_tags(op, a.values[op.tensor], coords[rank:], mask, bounded=False)
+    idx = a.tile_bytes(op, tile, coords[:rank], None, mask)
+    active = a.active(mask)
+    breach = _wave_order_breach(idx[:, 0] // tile.dtype.nbytes, active)
+    if breach is not None:
+        raise VerificationError(f"buffer_load_lds: {breach}", a.where(op))
+    tile.memory.write(idx, tags if active is a.tid else tags[active], active, a.site(op))
+
+
+def _lower_lds_load(op: BufferLoadLdsOp, offset_of: Any) -> BufferLoadLdsAtOp:
+    rank = op.tile.type.layout.rank  # type: ignore[attr-defined]
+    coords = list(op.coords)
+    return BufferLoadLdsAtOp.create(operands=[op.tile, op.tensor, offset_of(op.tile, coords[:rank]),
+                                              offset_of(op.tensor, coords[rank:])])
+
+
 def _lower_buffer_load(op: BufferLoadOp, offset_of: Any) -> BufferLoadAtOp:
     return BufferLoadAtOp.create(operands=[op.tensor, offset_of(op.tensor, list(op.coords))],
                                  result_types=[op.result.type])
+
+
+def _lower_buffer_load_agpr(op: BufferLoadAgprOp, offset_of: Any) -> BufferLoadAgprAtOp:
+    return BufferLoadAgprAtOp.create(operands=[op.tensor, offset_of(op.tensor, list(op.coords))],
+                                     result_types=[op.result.type])
 
 
 def _lower_buffer_store(op: BufferStoreOp, offset_of: Any) -> BufferStoreAtOp:
@@ -403,10 +595,16 @@ define(BufferLoadOp, interpret=_interpret_buffer_load, analyze=_analyze_buffer_l
 define(BufferStoreOp, interpret=_interpret_buffer_store, analyze=_analyze_buffer_store, lower=_lower_buffer_store)
 define(BufferLoadAtOp, interpret=_interpret_buffer_load)
 define(BufferStoreAtOp, interpret=_interpret_buffer_store)
+define(BufferLoadAgprOp, interpret=_interpret_buffer_load, analyze=_analyze_buffer_load, lower=_lower_buffer_load_agpr,
+       shadow=_shadow_buffer_load)
+define(BufferLoadAgprAtOp, interpret=_interpret_buffer_load, shadow=_shadow_buffer_load)
+define(BufferLoadLdsOp, interpret=_interpret_lds_load, analyze=_analyze_lds_load, lower=_lower_lds_load,
+       shadow=_shadow_lds_load)
+define(BufferLoadLdsAtOp, interpret=_interpret_lds_load, shadow=_shadow_lds_load)
 for _hint in HINTS:
     define(_hint, interpret=_interpret_hint, analyze=_no_tags)
 _define_lane_move(ReadFirstLaneOp, _first_lanes)
 _define_lane_move(RowMoveOp, _row_sources)
 
 __all__ = ["ALL_ALU", "ALL_DS", "ALL_VMEM", "DS_READ", "DS_WRITE", "MFMA", "NOTHING", "SALU", "VALU", "VMEM_READ",
-           "VMEM_WRITE", "agprs", "buffer_load", "buffer_store", "readfirstlane", "row_rotate", "row_shift", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]
+           "VMEM_WRITE", "agprs", "buffer_load", "buffer_load_agpr", "buffer_load_lds", "buffer_store", "readfirstlane", "row_rotate", "row_shift", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]

@@ -18,13 +18,17 @@ class Chip:
     vgprs_per_simd_lane: int = 512
     """The unified register file (VGPRs and AGPRs) a SIMD's waves share, per lane."""
     waves_per_simd: int = 8
+    wide_mfma: bool = False
+    """Whether the chip has CDNA4's 16-bit MFMAs with twice the K (16×16×32, 32×32×16)."""
+    lds_load_bytes: tuple[int, ...] = (4,)
+    """The bytes per lane a buffer load straight into LDS may move."""
 
 
 CHIPS: dict[str, Chip] = {
     c.name: c
     for c in (
         Chip("gfx942", "MI300X (CDNA3)", 64 * 1024),
-        Chip("gfx950", "MI350X (CDNA4)", 160 * 1024),
+        Chip("gfx950", "MI350X (CDNA4)", 160 * 1024, wide_mfma=True, lds_load_bytes=(4, 16)),
     )
 }
 

@@ -20,13 +20,15 @@ from argus.dsl.atoms import MMAAtom, wave_mma_16x16x16, wave_mma_16x16x32, wave_
 from argus.dsl.dtypes import f32
 from argus.dsl.errors import CodegenError, SourceLocation
 from argus.dsl.llvm import RULES as GENERIC_RULES
-from argus.dsl.llvm import KernelABI, llvm_type, shared_layout
+from argus.dsl.llvm import KernelABI, element_type, llvm_type, shared_layout
 from argus.dsl.llvm import Translator as LLVMTranslator
 from xdsl.ir import Operation
 
 from .language import (
     AgprBudgetOp,
+    BufferLoadAgprAtOp,
     BufferLoadAtOp,
+    BufferLoadLdsAtOp,
     BufferStoreAtOp,
     ReadFirstLaneOp,
     RowMoveOp,
@@ -61,8 +63,13 @@ class Translator(LLVMTranslator):
         if self.threads > 1024:
             raise CodegenError(f"a workgroup has at most 1024 work-items; the kernel's block has {self.threads}",
                                self.where(kernel))
+        if kernel.cluster is not None:
+            raise CodegenError(f"thread-block clusters are an NVIDIA sm_90 feature; {chip.name} has none (declare the "
+                               "kernel without cluster=)", self.where(kernel))
         self.agprs: int | None = None
         """The AGPR budget the kernel asked for (`agprs(n)`), when it did."""
+        self.agpr_loads = False
+        """Whether the kernel loads into AGPRs (`buffer_load_agpr`), which a budget of 0 forbids."""
         starts, _ = shared_layout(kernel)  # every tile is declared statically, up to the chip's LDS
         for op, start in starts.items():
             end = start + op.result.type.footprint * op.result.type.dtype.nbytes  # type: ignore[attr-defined]
@@ -115,8 +122,9 @@ class Translator(LLVMTranslator):
         return self.let(f"select i1 {inside}, i32 {got}, i32 {word}")
 
     def matrix_multiply(self, op: D.MmaOp, atom: MMAAtom) -> None:
-        """A wave's matrix product: one MFMA, its A and B fragments as vectors of four 16-bit
-        values and its accumulators as one vector of floats (LLVM keeps them in AGPRs)."""
+        """A wave's matrix product: one MFMA, its A and B fragments as vectors of four (eight
+        on CDNA4's wide products) 16-bit values or eight 8-bit ones, and its accumulators as
+        one vector of floats (LLVM keeps them in AGPRs)."""
         found = mfma(atom, self.chip)
         if isinstance(found, str):
             raise CodegenError(f"no {self.chip.name} instruction runs the matrix-multiply atom {atom.name}: {found}",
@@ -155,6 +163,13 @@ _MFMA16 = {
     (wave_mma_32x32x8, "bf16"): ("llvm.amdgcn.mfma.f32.32x32x8bf16.1k", "i16"),
     (wave_mma_32x32x8, "f16"): ("llvm.amdgcn.mfma.f32.32x32x8f16", "half"),
 }
+#: CDNA4's 16-bit MFMAs with twice the K: eight values of A and of B per lane (gfx950 only).
+_MFMA16_WIDE = {
+    (wave_mma_16x16x32, "bf16"): ("llvm.amdgcn.mfma.f32.16x16x32.bf16", "bfloat"),
+    (wave_mma_16x16x32, "f16"): ("llvm.amdgcn.mfma.f32.16x16x32.f16", "half"),
+    (wave_mma_32x32x16, "bf16"): ("llvm.amdgcn.mfma.f32.32x32x16.bf16", "bfloat"),
+    (wave_mma_32x32x16, "f16"): ("llvm.amdgcn.mfma.f32.32x32x16.f16", "half"),
+}
 #: The fp8 MFMAs (eight values of A and of B per lane, as one i64), by operand format: gfx942
 #: reads the "fnuz" formats, gfx950 the OCP ones, under the same instructions.
 _MFMA8 = {wave_mma_16x16x32: "16x16x32", wave_mma_32x32x16: "32x32x16"}
@@ -179,8 +194,16 @@ def mfma(atom: MMAAtom, chip: Chip) -> tuple[str, str, int] | str:
         for (make, dtype), (name, element) in _MFMA16.items():
             if dtype == atom.a_dtype.name and _same(make(atom.a_dtype, atom.b_dtype, atom.c_dtype), atom):
                 return name, element, 4
+        for (make, dtype), (name, element) in _MFMA16_WIDE.items():
+            if dtype == atom.a_dtype.name and _same(make(atom.a_dtype, atom.b_dtype, atom.c_dtype), atom):
+                if not chip.wide_mfma:
+                    instruction = "v_" + name.removeprefix("llvm.amdgcn.").replace(".", "_")
+                    return (f"{instruction} is a CDNA4 instruction (amdgpu:gfx950); {chip.name} multiplies bf16 and "
+                            "f16 with wave_mma_16x16x16 and wave_mma_32x32x8")
+                return name, element, 8
+    wide = ", or bf16 and f16 on gfx950" if chip.wide_mfma else ""
     return "the chip runs the wave atoms wave_mma_16x16x16 and wave_mma_32x32x8 (bf16 or f16), wave_mma_16x16x32 and " \
-           "wave_mma_32x32x16 (fp8), into f32, and universal_fma"
+           f"wave_mma_32x32x16 (fp8{wide}), into f32, and universal_fma"
 
 
 def _same(known: MMAAtom, atom: MMAAtom) -> bool:
@@ -244,6 +267,27 @@ def _buffer_load(t: Translator, op: BufferLoadAtOp) -> None:
     t.names[op.result] = raw if ty == wide else t.let(f"bitcast {wide} {raw} to {ty}")
 
 
+#: The buffer load moving each size, by the mnemonic inline assembly names it with.
+_LOADS = {4: "buffer_load_dword", 8: "buffer_load_dwordx2", 16: "buffer_load_dwordx4"}
+
+
+def _buffer_load_agpr(t: Translator, op: BufferLoadAgprAtOp) -> None:
+    """A buffer load into AGPRs. No LLVM intrinsic chooses a load's destination registers, so
+    it is inline assembly with an AGPR (``=a``) output; the compiler cannot see that the
+    assembly loads, and would not wait for it, so the assembly waits itself (``s_waitcnt
+    vmcnt(0)``) before anything reads the registers."""
+    if t.agprs == 0:
+        raise CodegenError("buffer_load_agpr loads into AGPRs, and the kernel asked for none (agprs(0))", t.where(op))
+    t.agpr_loads = True
+    rsrc, nbytes = _resource(t, op.tensor, op)
+    wide = _WIDE[nbytes]
+    offset = t.let(f"mul i32 {t.value(op.offset)}, {nbytes}")
+    raw = t.let(f'call {wide} asm sideeffect "{_LOADS[nbytes]} $0, $1, $2, 0 offen\\0A\\09s_waitcnt vmcnt(0)", '
+                f'"=a,v,s,~{{memory}}"(i32 {offset}, ptr addrspace(8) {rsrc})')
+    ty = llvm_type(op.result.type, t.where(op))
+    t.names[op.result] = raw if ty == wide else t.let(f"bitcast {wide} {raw} to {ty}")
+
+
 def _buffer_store(t: Translator, op: BufferStoreAtOp) -> None:
     rsrc, nbytes = _resource(t, op.tensor, op)
     wide = _WIDE[nbytes]
@@ -254,11 +298,39 @@ def _buffer_store(t: Translator, op: BufferStoreAtOp) -> None:
            [(wide, value), ("ptr addrspace(8)", rsrc), ("i32", offset), ("i32", "0"), ("i32", "0")])
 
 
+def _buffer_load_lds(t: Translator, op: BufferLoadLdsAtOp) -> None:
+    """One buffer load whose data goes to LDS (``buffer_load_dword … lds``): the instruction
+    takes the wave's LDS address in M0 and writes lane l's element l elements after it, so the
+    address is the thread's element less its lane, read from the first active lane (the
+    interpreter and the checker make sure every lane agrees). LLVM waits for the load (vmcnt)
+    before the wave's next LDS access and before a barrier."""
+    dtype = op.tile.type.dtype  # type: ignore[attr-defined]
+    nbytes = dtype.nbytes
+    if nbytes not in t.chip.lds_load_bytes:
+        raise CodegenError(f"a buffer load into LDS moves {' or '.join(map(str, t.chip.lds_load_bytes))} bytes per "
+                           f"lane on {t.chip.name}, not {nbytes} ({dtype}); 16 needs amdgpu:gfx950", t.where(op))
+    rsrc, _ = _resource(t, op.tensor, op)
+    offset = t.let(f"mul i32 {t.value(op.tensor_offset)}, {nbytes}")
+    shared = t.memory(op.tile, op)
+    pointer = t.element_pointer(shared, element_type(dtype, t.where(op)), t.value(op.tile_offset))
+    address = t.let(f"ptrtoint ptr addrspace(3) {pointer} to i32")
+    low = t.call("i32", "llvm.amdgcn.mbcnt.lo", [("i32", "-1"), ("i32", "0")])
+    lane = t.call("i32", "llvm.amdgcn.mbcnt.hi", [("i32", "-1"), ("i32", low)])
+    before = t.let(f"mul i32 {lane}, {nbytes}")
+    start = t.call("i32", "llvm.amdgcn.readfirstlane.i32", [("i32", t.let(f"sub i32 {address}, {before}"))])
+    base = t.let(f"inttoptr i32 {start} to ptr addrspace(3)")
+    t.call("void", "llvm.amdgcn.raw.ptr.buffer.load.lds", [("ptr addrspace(8)", rsrc), ("ptr addrspace(3)", base),
+                                                             ("i32", str(nbytes)), ("i32", offset), ("i32", "0"),
+                                                             ("i32", "0"), ("i32", "0")])
+
+
 def _agprs(t: Translator, op: AgprBudgetOp) -> None:
     if not isinstance(op.parent_op(), D.KernelOp):
         raise CodegenError("call agprs(n) at the kernel's top level: it sets the whole kernel's registers", t.where(op))
     if t.agprs is not None and t.agprs != op.registers.data:
         raise CodegenError(f"the kernel already asked for {t.agprs} AGPRs", t.where(op))
+    if t.agpr_loads and op.registers.data == 0:
+        raise CodegenError("the kernel loads into AGPRs (buffer_load_agpr); it cannot have none", t.where(op))
     t.agprs = op.registers.data
 
 
@@ -281,7 +353,8 @@ def _readfirstlane(t: Translator, op: ReadFirstLaneOp) -> None:
 RULES = {**GENERIC_RULES, D.MmaWaitOp: _synchronous, SchedBarrierOp: _sched_barrier,
          SchedGroupBarrierOp: _sched_group_barrier, SetPrioOp: _setprio, WaitCountOp: _waitcnt,
          ReadFirstLaneOp: _readfirstlane, BufferLoadAtOp: _buffer_load, BufferStoreAtOp: _buffer_store,
-         AgprBudgetOp: _agprs, RowMoveOp: _row_move}
+         BufferLoadLdsAtOp: _buffer_load_lds, BufferLoadAgprAtOp: _buffer_load_agpr, AgprBudgetOp: _agprs,
+         RowMoveOp: _row_move}
 Translator.RULES = RULES
 
 

@@ -14,15 +14,14 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import struct
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
+from argus.dsl import launch_args
 from argus.dsl.backends import Target
-from argus.dsl.dtypes import DType, dtype_named
+from argus.dsl.launch_args import DeviceArray, ParamLayout, c_strides, element_dtype, read_dlpack
 
 from . import compiler
 from .compiler import Binary
@@ -95,43 +94,8 @@ def device_arch(ordinal: int) -> Arch:
 
 
 # ---- arguments -----------------------------------------------------------------------------
-
-
-@dataclass
-class DeviceArray:
-    """What a launch needs of a tensor argument."""
-
-    pointer: int
-    shape: tuple[int, ...]
-    dtype: str
-    """As the producer names it: torch's name, a typestr, or a DLPack (code, bits)."""
-    device: int
-    contiguous: bool
-    stream: int | None = None
-    keep: Any = None
-    framework: str = ""
-    """'torch' when the framework's current stream is asked for at launch."""
-
-
-_TORCH = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16",
-          "i32": "int32", "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
-          "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2", "f8e4m3fnuz": "float8_e4m3fnuz",
-          "f8e5m2fnuz": "float8_e5m2fnuz"}
-_DLPACK = {0: "i", 1: "u", 2: "f", 4: "bf"}
-
-
-@functools.lru_cache(maxsize=None)
-def accepted(dtype: DType) -> frozenset[str]:
-    """The names under which an array of `dtype` elements may arrive."""
-    names = {f"torch.{_TORCH[dtype.name]}"} if dtype.name in _TORCH else set()
-    if dtype.kind in ("int", "uint", "float") and not dtype.minifloat and dtype.name != "bf16":
-        letter = {"int": "i", "uint": "u", "float": "f"}[dtype.kind]
-        names |= {f"<{letter}{dtype.nbytes}", f"|{letter}{dtype.nbytes}", f"dl:{letter}{dtype.bits}"}
-    if dtype.name == "bf16":
-        names |= {"<u2", "dl:bf16", "dl:u16"}
-    if dtype.minifloat:  # or its bits, as uint8
-        names |= {"|u1", "dl:u8", "torch.uint8"}
-    return frozenset(names)
+# What every GPU runtime shares (DeviceArray, the checks, the packing) is argus.dsl.launch_args;
+# what is NVIDIA's is which arrays are CUDA arrays, the streams, and the tensor maps.
 
 
 def device_array(x: Any) -> DeviceArray | None:
@@ -149,7 +113,7 @@ def device_array(x: Any) -> DeviceArray | None:
         shape = tuple(interface["shape"])
         strides = interface.get("strides")
         itemsize = int(interface["typestr"][2:])
-        contiguous = strides is None or tuple(strides) == _c_strides(shape, itemsize)
+        contiguous = strides is None or tuple(strides) == c_strides(shape, itemsize)
         stream = None
         if module.startswith("cupy"):
             import cupy
@@ -161,16 +125,8 @@ def device_array(x: Any) -> DeviceArray | None:
         kind, ordinal = x.__dlpack_device__()
         if int(kind) != 2:  # kDLCUDA
             return DeviceArray(0, (), "", -1, True)
-        return _from_dlpack(x, int(ordinal))
+        return read_dlpack(x, int(ordinal))
     return None
-
-
-def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    strides, step = [], itemsize
-    for d in reversed(shape):
-        strides.append(step)
-        step *= d
-    return tuple(reversed(strides))
 
 
 def _pointer_device(pointer: int) -> int:
@@ -180,32 +136,6 @@ def _pointer_device(pointer: int) -> int:
         return int(check(driver.cuPointerGetAttribute(attr, pointer), "reading a pointer's device"))
     except CudaError:
         return -1
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
-                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
-
-
-def _from_dlpack(x: Any, ordinal: int) -> DeviceArray:
-    capsule = x.__dlpack__()
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    tensor = _DLTensor.from_address(get(capsule, b"dltensor"))  # DLManagedTensor starts with its DLTensor
-    shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
-    contiguous = not tensor.strides or tuple(tensor.strides[i] for i in range(tensor.ndim)) == \
-        tuple(s // max(tensor.dtype.bits // 8, 1) for s in _c_strides(shape, max(tensor.dtype.bits // 8, 1)))
-    name = f"dl:{_DLPACK.get(tensor.dtype.code, '?')}{tensor.dtype.bits}"
-    return DeviceArray(int(tensor.data or 0) + int(tensor.byte_offset), shape, name, ordinal, contiguous, keep=capsule)
 
 
 # ---- launching -----------------------------------------------------------------------------
@@ -280,66 +210,26 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
             device: int | None = None) -> tuple[list[Any], int | None]:
     """The kernel's parameters as numbers (`ParamBuffer` packs them), after checking every
     argument; and the stream of the arrays' framework."""
-    arrays: dict[int, DeviceArray] = {}
-    named: dict[str, tuple[str, int]] = {}
+
+    def tensormap(param: Any, arrays: dict[int, DeviceArray]) -> int:
+        array = arrays[param.tensor]
+        found = tensor_map(abi.name, abi.arguments[param.tensor], array.pointer, array.shape, param.dtype,
+                           element_dtype(param.dtype).nbytes, param.box, param.swizzle,
+                           device if device is not None else array.device)
+        return int(found)
+
+    values, arrays = launch_args.marshal(abi, args, views, CudaError, memory="CUDA", device=device, special=tensormap)
     stream = None
-    out: list[Any] = []
-    for param in abi.params:
-        value = args[param.tensor]
-        if param.kind == "pointer":
-            array = arrays[param.tensor] = _checked_array(abi, param.name, value, views[param.tensor],
-                                                          _dtype(param.dtype))
-            if array.pointer % param.align:
-                raise CudaError(f"{abi.name}: argument {param.name!r} must start at a multiple of {param.align} bytes "
-                                f"(the kernel reads it {param.align} bytes at a time); its address is "
-                                f"{array.pointer:#x}")
-            if device is not None and array.device != device:
-                raise CudaError(f"{abi.name}: argument {param.name!r} is on CUDA device {array.device}, "
-                                f"the kernel is loaded on device {device}")
-            if stream is None:
-                stream = array.stream if array.framework != "torch" else _torch_stream(array.device)
-            out.append(array.pointer)
-        elif param.kind == "dim":
-            size = arrays[param.tensor].shape[param.axis]
-            label = abi.arguments[param.tensor]
-            seen = named.setdefault(param.symbol, (label, size))
-            if seen[1] != size:
-                raise CudaError(f"{abi.name}: dim {param.symbol!r} is {seen[1]} in argument {seen[0]!r} but {size} in "
-                                f"argument {label!r}")
-            if size >= 2**31:
-                raise CudaError(f"{abi.name}: argument {label!r} dim {param.axis} is {size}; sizes must fit in 32 bits")
-            out.append(size)
-        elif param.kind == "tensormap":
+    for param in abi.params:  # the first tensor's framework that has a stream
+        if param.kind == "pointer" and stream is None:
             array = arrays[param.tensor]
-            found = tensor_map(abi.name, abi.arguments[param.tensor], array.pointer, array.shape, param.dtype,
-                               _dtype(param.dtype).nbytes, param.box, param.swizzle,
-                               device if device is not None else array.device)
-            out.append(int(found))
-        else:
-            out.append(_scalar(abi, param.name, param.llvm_type, value))
-    if abi.conditions:
-        key = tuple(arrays[i].shape if i in arrays else args[i] for i in range(len(args)))
-        _, satisfied = _SATISFIED.setdefault(id(abi), (abi, set()))
-        if key not in satisfied:  # each distinct launch shape is checked once
-            for condition in abi.conditions:
-                _check_condition(abi, condition, args, arrays)
-            if len(satisfied) > 4096:
-                satisfied.clear()
-            satisfied.add(key)
-    return out, stream
-
-
-_SATISFIED: dict[int, tuple[KernelABI, set[Any]]] = {}
-"""Per kernel (kept alive here, so its id is its own), the launch shapes that met its conditions."""
+            stream = array.stream if array.framework != "torch" else _torch_stream(array.device)
+    return values, stream
 
 
 def _check_condition(abi: KernelABI, condition: Any, args: Sequence[Any], arrays: dict[int, DeviceArray]) -> None:
     """A broken assumption is an error here: on the GPU the launch would be undefined."""
-    holds, seen = condition.holds(lambda i: args[i], lambda i, axis: arrays[i].shape[axis])
-    if not holds:
-        values = ", ".join(f"{abi.arguments[i]}{'' if axis < 0 else f'.shape[{axis}]'} = {v}" for i, axis, v in seen)
-        raise CudaError(f"{abi.name}: this launch breaks the kernel's assumption at {condition.where}: "
-                        f"{condition.text} ({values})")
+    launch_args.check_condition(abi, condition, args, arrays, CudaError)
 
 
 def _torch_stream(device: int) -> int:
@@ -348,72 +238,19 @@ def _torch_stream(device: int) -> int:
     return int(torch.cuda.current_stream(device).cuda_stream)
 
 
-def _checked_array(abi: KernelABI, name: str, value: Any, array: DeviceArray | None, dtype: DType) -> DeviceArray:
-    if array is None:
-        raise CudaError(f"{abi.name}: argument {name!r} must be a CUDA tensor (torch, CuPy, __cuda_array_interface__ "
-                        f"or DLPack), got {type(value).__name__}")
-    if array.device < 0:
-        raise CudaError(f"{abi.name}: argument {name!r} is not in CUDA device memory")
-    names = accepted(dtype)
-    if array.dtype not in names:
-        raise CudaError(f"{abi.name}: argument {name!r} is declared {dtype}; accepted element types: "
-                        f"{', '.join(sorted(names))}; got {array.dtype}")
-    if not array.contiguous:
-        raise CudaError(f"{abi.name}: argument {name!r} must be C-contiguous")
-    return array
-
-
-def _scalar(abi: KernelABI, name: str, llvm_type: str, value: Any) -> int | float:
-    if type(value) is int and llvm_type == "i32" and -(2**31) <= value < 2**31:  # the common case
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__index__") \
-            and not hasattr(value, "__float__"):
-        raise CudaError(f"{abi.name}: argument {name!r} must be a scalar ({llvm_type}), got {type(value).__name__}")
-    if llvm_type.startswith("i"):
-        if not hasattr(value, "__index__"):
-            raise CudaError(f"{abi.name}: argument {name!r} must be an integer, got {value!r}")
-        bits = int(llvm_type[1:])
-        number = int(value)
-        if not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
-            raise CudaError(f"{abi.name}: argument {name!r} = {number} does not fit in {bits} bits")
-        return number
-    if llvm_type in ("float", "double"):
-        return float(value)
-    raise CudaError(f"{abi.name}: argument {name!r} of type {llvm_type} cannot be passed from the host")
-
-
-@functools.lru_cache(maxsize=None)
-def _dtype(name: str) -> DType:
-    found = dtype_named(name)
-    assert found is not None
-    return found
-
-
-#: struct codes of the parameters as the kernel takes them.
-_CODES = {"ptr addrspace(1)": "Q", "i8": "b", "i16": "h", "i32": "i", "i64": "q", "float": "f", "double": "d"}
-
-
 class ParamBuffer:
     """A kernel's parameters packed in one buffer, with the pointer to each that the driver
     reads at launch (it copies them then, so the buffer is reused; one per thread)."""
 
     def __init__(self, abi: KernelABI) -> None:
-        codes = [_CODES["ptr addrspace(1)"] if p.kind in ("pointer", "tensormap") else _CODES[p.llvm_type]
-                 for p in abi.params]
-        offsets, end = [], 0
-        for code in codes:
-            size = struct.calcsize(code)
-            end = -(-end // size) * size
-            offsets.append(end)
-            end += size
-        self.buffer = ctypes.create_string_buffer(max(end, 1))
+        self.layout = ParamLayout.of(abi)
+        self.buffer = ctypes.create_string_buffer(max(self.layout.size, 1))
         base = ctypes.addressof(self.buffer)
-        self.pointers = (ctypes.c_void_p * max(len(codes), 1))(*[base + o for o in offsets])
-        self.codes, self.offsets = codes, offsets
+        count = len(self.layout.offsets)
+        self.pointers = (ctypes.c_void_p * max(count, 1))(*[base + o for o in self.layout.offsets])
 
     def pack(self, values: Sequence[int | float]) -> Any:
-        for code, offset, value in zip(self.codes, self.offsets, values):
-            struct.pack_into(code, self.buffer, offset, value)
+        self.layout.pack_into(self.buffer, values)
         return self.pointers
 
 
