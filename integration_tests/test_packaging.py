@@ -69,3 +69,19 @@ def test_argus_verify_installs_without_the_dsl(tmp_path: Path) -> None:
     plugin = subprocess.run([python, "-c", "from argus.verify.solvers import solver; print(solver().name)"],
                             capture_output=True, text=True, check=True)
     assert plugin.stdout.strip() == "z3"  # the default solver plugin is found through its entry point
+
+
+def test_argus_kb_installs_alone_with_its_entries(tmp_path: Path) -> None:
+    """The knowledge base is data and a reader: no other Argus package, no dependency; its
+    entries travel in the wheel and its command works without the DSL."""
+    env = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env)
+    python = env / "bin" / "python"
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    str(ROOT / "packages" / "argus-kb")], check=True)
+    listed = subprocess.run([python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
+                            check=True, capture_output=True, text=True).stdout
+    assert {p["name"].lower() for p in json.loads(listed)} - {"pip", "setuptools", "wheel"} == {"argus-kb"}
+    result = subprocess.run([env / "bin" / "argus-kb", "show", "split-k", "--json"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["pack"] == "argus"  # found through its installed entry point
