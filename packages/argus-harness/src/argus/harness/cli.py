@@ -1,0 +1,136 @@
+"""``argus optimize TASK --target T [--planner search|llm] [--rounds N] --out DIR``.
+
+A plugin of the ``argus.commands`` group: installing argus-harness adds the verb to ``argus``
+without argus-dsl knowing about it. Progress is one line per round; the report is written to
+``DIR/report.md``. Running the same command again with the same ``--out`` resumes the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from argus.dsl.cli import Command, CommandError
+
+from . import report
+from .kb import RecipeBook
+from .loop import Optimizer
+from .planning import PlannerConfig, default_planner, planner_plugin
+from .sandbox import Limits
+from .store import RunStore
+from .task import load_task
+from .validator import Validator
+
+
+def parse_shape(text: str) -> dict[str, int]:
+    """``m=128,n=64,k=48`` -> {"m": 128, "n": 64, "k": 48}."""
+    shape = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip().isidentifier() or not value.strip().isdigit() or int(value) < 1:
+            raise CommandError(f"a shape is NAME=INT[,NAME=INT...] with positive ints, got {text!r}")
+        shape[name.strip()] = int(value)
+    return shape
+
+
+def load_recipes(path: Path) -> list[Any]:
+    """The RECIPES list of a Python file (the user's own code, like a task file)."""
+    if not path.is_file():
+        raise CommandError(f"--recipes: no such file: {path}")
+    spec = importlib.util.spec_from_file_location(f"argus_recipes_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise CommandError(f"--recipes: cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:  # noqa: BLE001 - the user's file: say what failed
+        raise CommandError(f"--recipes: importing {path} failed: {type(err).__name__}: {err}") from None
+    finally:
+        sys.path.pop(0)
+    recipes = getattr(module, "RECIPES", None)
+    if not isinstance(recipes, (list, tuple)) or not all(hasattr(r, "instantiate") for r in recipes):
+        raise CommandError(f"--recipes: {path} must define RECIPES, a list of argus.harness.TemplateRecipe")
+    return list(recipes)
+
+
+def _configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", metavar="TASK", help="a task file: FILE.py (KernelBench or numpy form) or FILE.py:KERNEL")
+    p.add_argument("--target", help="where the kernel must run: interp, nvptx:sm_90a, ... (default: the task's, "
+                                    "else interp)")
+    p.add_argument("--planner", help="search (offline) or llm (default: llm when OPENAI_BASE_URL is set, else search)")
+    p.add_argument("--rounds", type=int, default=10, help="optimization rounds after the baseline (default 10)")
+    p.add_argument("--out", required=True, type=Path, help="the run directory (an existing one is resumed)")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=INT,...",
+                   help="a test shape (repeat for several; default: the task's)")
+    p.add_argument("--bench-shape", metavar="NAME=INT,...", help="the shape timed on the GPU (default: the largest test)")
+    p.add_argument("--family", help="the kernel family (gemm, attention, ...; default: from the task)")
+    p.add_argument("--model", help="the model name for --planner llm (default: $ARGUS_LLM_MODEL)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the selector and the test inputs")
+    p.add_argument("--seeds", type=int, default=2, help="random inputs per test shape (default 2)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds one candidate may take (default 300)")
+    p.add_argument("--memory-mb", type=int, default=8192, help="memory one candidate may use (default 8192)")
+    p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto",
+                   help="run candidates on the GPU, or on the interpreter (cpu); default: the GPU when there is one")
+    p.add_argument("--recipes", type=Path, metavar="FILE.py",
+                   help="extra recipes: a Python file defining RECIPES, a list of argus.harness.TemplateRecipe")
+    p.add_argument("--no-kb", action="store_true", help="use only the --recipes, not the knowledge base")
+    p.add_argument("--policy", type=Path, help="the search planner's policy file (default: "
+                                               "~/.cache/argus/harness-policy.json, shared across runs)")
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.rounds < 0:
+        raise CommandError(f"--rounds is a count of rounds, got {args.rounds}")
+    task = load_task(args.task, target=args.target, family=args.family,
+                     shapes=[parse_shape(s) for s in args.shape] or None,
+                     bench_shape=parse_shape(args.bench_shape) if args.bench_shape else None)
+    name = args.planner or default_planner()
+    plugin = planner_plugin(name)
+    store = RunStore(args.out)
+    meta = store.open({"task": str(task.path.resolve()) + (f":{task.example}" if task.example else ""),
+                       "planner": name, "target": task.target, "rounds": args.rounds, "run_id": uuid.uuid4().hex[:12],
+                       "started": time.strftime("%Y-%m-%d %H:%M:%S"), "task_description": task.describe()})
+    validator = Validator(task, args.out, device=args.device, seeds=args.seeds,
+                          limits=Limits(seconds=args.timeout, memory_mb=args.memory_mb))
+    print(f"argus optimize: {task.name} ({task.form}, family {task.family}) for {task.target} with the {name} "
+          f"planner, {args.rounds} round(s); candidates run on {validator.device}", flush=True)
+    validator.probe()
+    book = RecipeBook(load_recipes(args.recipes) if args.recipes else (), use_kb=not args.no_kb)
+    planner = plugin.create(PlannerConfig(task, args.out, book, seed=args.seed, policy_path=args.policy,
+                                          model=args.model, options={"run_id": meta["run_id"]}))
+    optimizer = Optimizer(task, planner, validator, store, args.rounds, seed=args.seed,
+                          progress=lambda line: print(line, flush=True))
+    records = optimizer.run()
+    meta = {**meta, "rounds": max(args.rounds, meta.get("rounds", 0)), "device": validator.device}
+    (args.out / "report.md").write_text(report.render(task, meta, records))
+    best = optimizer.best
+    print(f"best kernel: round {best.round if best else '-'}; report: {args.out / 'report.md'}", flush=True)
+    return 0
+
+
+OPTIMIZE = Command("optimize", "optimize a kernel for a task: planner, selector, lowering, sandboxed validation, "
+                               "keep the fastest verified kernel", _configure, _run)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m argus.harness.cli TASK ...``: the command without the ``argus`` front."""
+    from argus.dsl.errors import ArgusError
+
+    parser = argparse.ArgumentParser(prog="argus optimize", description=OPTIMIZE.help)
+    _configure(parser)
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except ArgusError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The planners Argus ships: ``search`` (offline) and ``llm`` (an OpenAI-compatible endpoint)."""

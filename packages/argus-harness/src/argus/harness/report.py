@@ -1,0 +1,111 @@
+"""The run report (Markdown): the trajectory round by round — throughput, speedup over the
+reference, what failed and where — the invariant violations and hacks caught, the tokens spent,
+and the final kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .task import Task
+
+
+def flops(task: Task, shape: dict[str, int] | None) -> float | None:
+    """Work of one launch at `shape`, for the families where it is known: 2·M·N·K for a GEMM."""
+    if shape is None or task.family != "gemm" or len(shape) != 3:
+        return None
+    return 2.0 * math.prod(shape.values())
+
+
+def render(task: Task, meta: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    on_gpu = any(((r.get("validation") or {}).get("profile")) for r in records)
+    device = next(((r.get("validation") or {}).get("device") for r in records if (r.get("validation") or {})
+                   .get("device")), meta.get("device", "?"))
+    lines = [f"# Argus optimization report: {task.name}", "",
+             f"- task: `{task.path}` ({task.form} form), family `{task.family}`, target `{task.target}`",
+             f"- planner: `{meta.get('planner')}`, rounds: {len(records) - 1} of {meta.get('rounds')}, device: {device}",
+             f"- test shapes: {', '.join(_shape(s) for s in task.shapes)}"
+             + (f"; bench shape: {_shape(task.bench_shape)}" if task.bench_shape else ""),
+             f"- time: {sum(r.get('seconds', 0.0) for r in records):.1f} s in rounds"]
+    if not on_gpu:
+        lines += ["", "**No GPU was used: every kernel was checked for correctness on the interpreter only, "
+                      "and nothing was timed.** Throughput and speedups need a run on a GPU target with a GPU."]
+    reference = None
+    for r in records:
+        profile = (r.get("validation") or {}).get("profile") or {}
+        if profile.get("reference_time_s"):
+            reference = float(profile["reference_time_s"])
+            break
+    baseline = ((records[0].get("validation") or {}).get("profile") or {}).get("time_s") if records else None
+    lines += ["", "## Trajectory", "",
+              "| round | optimization | parameters | outcome | invariants | tests | time (µs) | TFLOP/s | vs reference "
+              "| reward | kept | tokens |", "|" + " --- |" * 12]
+    work = flops(task, task.bench_shape)
+    for r in records:
+        v = r.get("validation") or {}
+        plan = r.get("plan") or {}
+        what = "baseline" if r["round"] == 0 else (plan.get("proposal") or {}).get("optimization", "—")
+        params = ", ".join(f"{k}={x}" for k, x in sorted((plan.get("parameters") or {}).items())) or "—"
+        time_s = (v.get("profile") or {}).get("time_s") if v.get("validated") else None
+        tokens = sum(int(e.get("prompt_tokens", 0) + e.get("completion_tokens", 0))
+                     for e in (r.get("tokens") or {}).values())
+        lines.append(" | ".join([
+            f"| {r['round']}", what, params, v.get("stage", "not run"), v.get("invariants") or "—",
+            f"{v.get('tests_passed', 0)}/{v.get('tests_total', 0)}",
+            f"{time_s * 1e6:.1f}" if time_s else "—",
+            f"{work / time_s / 1e12:.1f}" if time_s and work else "—",
+            f"{reference / time_s:.2f}x" if time_s and reference else "—",
+            f"{r['reward']['total']:+.2f}", "yes" if r.get("kept") else "", str(tokens or "")]) + " |")
+    kept = [r for r in records if r.get("kept")]
+    best = kept[-1] if kept else None
+    lines += ["", "## Outcome", ""]
+    if best is None:
+        lines.append("No kernel was validated.")
+    else:
+        v = best.get("validation") or {}
+        time_s = (v.get("profile") or {}).get("time_s")
+        lines.append(f"- best kernel: round {best['round']} ({'validated' if v.get('validated') else 'not validated'})")
+        if time_s:
+            lines.append(f"- time at the bench shape: {time_s * 1e6:.1f} µs"
+                         + (f", {work / time_s / 1e12:.1f} TFLOP/s" if work else ""))
+            if reference:
+                lines.append(f"- speedup over the reference: {reference / time_s:.2f}x "
+                             f"(reference {reference * 1e6:.1f} µs)")
+            if baseline:
+                lines.append(f"- speedup over the initial kernel: {baseline / time_s:.2f}x")
+    violations = [r for r in records if (r.get("validation") or {}).get("invariants") == "violated"]
+    lines.append(f"- invariant violations caught: {len(violations)}"
+                 + (" (rounds " + ", ".join(str(r["round"]) for r in violations) + ")" if violations else ""))
+    for r in violations[:5]:
+        text = (r["validation"].get("invariant_text") or "").splitlines()
+        witness = next((t.strip() for t in text if t.strip().startswith("counterexample:")), text[0] if text else "")
+        lines.append(f"  - round {r['round']}: {witness[:300]}")
+    hacks = [(r["round"], h) for r in records for h in (r.get("validation") or {}).get("hacks", [])]
+    refused = [r for r in records if (r.get("validation") or {}).get("format_error")]
+    lines.append(f"- reward hacks caught: {len(hacks)}" + "".join(f"\n  - round {n}: {h}" for n, h in hacks[:5]))
+    lines.append(f"- candidates refused before compiling: {len(refused)}"
+                 + "".join(f"\n  - round {r['round']}: {r['validation']['format_error'].splitlines()[0][:200]}"
+                           for r in refused[:5]))
+    totals: dict[str, dict[str, float]] = {}
+    for r in records:
+        for role, entry in (r.get("tokens") or {}).items():
+            into = totals.setdefault(role, {})
+            for k, x in entry.items():
+                into[k] = into.get(k, 0) + x
+    if totals:
+        lines.append("- tokens: " + "; ".join(
+            f"{role} {int(e.get('prompt_tokens', 0))} in / {int(e.get('completion_tokens', 0))} out over "
+            f"{int(e.get('calls', 0))} call(s)" for role, e in sorted(totals.items())))
+    else:
+        lines.append("- tokens: none (no model was used)")
+    policy = next((r["icrl"]["policy"] for r in reversed(records) if r.get("icrl")), None)
+    if policy:
+        lines += ["", "## Planner policy after the last round", "", "```", policy, "```"]
+    if best is not None:
+        lines += ["", "## Final kernel", "", "```python", best["text"].rstrip(), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _shape(shape: dict[str, int] | None) -> str:
+    return "×".join(f"{k}={v}" for k, v in (shape or {}).items())

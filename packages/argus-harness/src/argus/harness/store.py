@@ -1,0 +1,91 @@
+"""The run store: one directory per run, one JSON line per finished round.
+
+    run.json       the task, planner and settings the run was started with
+    rounds.jsonl   per round: proposals, plan, diff, validation, profile, reward, tokens, ICRL
+    llm.jsonl      every model exchange (replayed on resume instead of asked again)
+    best.py        the fastest validated kernel so far
+    candidates/    each candidate's sandbox folder (its text, request, result and log)
+
+A round's line is written and synced to disk in one piece after the round is over, so a run
+killed at any moment (even with SIGKILL) has every finished round on disk; a line cut short by
+the kill is dropped when the run is taken up again, and that round is done again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .errors import StoreError
+
+
+class RunStore:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.rounds_path = directory / "rounds.jsonl"
+        self.meta_path = directory / "run.json"
+
+    def open(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """Start the run, or check that the directory holds this same run; returns its metadata."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.meta_path.is_file():
+            try:
+                stored = json.loads(self.meta_path.read_text())
+            except json.JSONDecodeError as err:
+                raise StoreError(f"{self.meta_path} is damaged ({err}); use another --out") from None
+            for key in ("task", "planner", "target"):
+                if stored.get(key) != meta.get(key):
+                    raise StoreError(f"{self.directory} holds a run of {key} {stored.get(key)!r}, not {meta.get(key)!r};"
+                                     " use another --out to start a new run")
+            return dict(stored)
+        self._write(self.meta_path, json.dumps(meta, indent=2))
+        return meta
+
+    def rounds(self) -> list[dict[str, Any]]:
+        """The finished rounds, in order; a last line cut short by a kill is removed."""
+        if not self.rounds_path.is_file():
+            return []
+        raw = self.rounds_path.read_bytes()
+        records, good = [], 0
+        for line in raw.split(b"\n"):
+            if not line.strip():
+                good += len(line) + 1
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+            good += len(line) + 1
+        if good < len(raw):
+            with open(self.rounds_path, "r+b") as f:
+                f.truncate(min(good, len(raw)))
+        numbers = [r.get("round") for r in records]
+        if numbers != list(range(len(records))):
+            raise StoreError(f"{self.rounds_path} holds rounds {numbers}; expected 0, 1, 2, ... in order")
+        return records
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Add one finished round, durably."""
+        line = json.dumps(record, default=_jsonable) + "\n"
+        with open(self.rounds_path, "a") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def save_best(self, text: str) -> None:
+        self._write(self.directory / "best.py", text)
+
+    def _write(self, path: Path, text: str) -> None:
+        part = path.with_name(path.name + ".part")
+        part.write_text(text)
+        os.replace(part, path)
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    return str(value)

@@ -1,0 +1,93 @@
+"""The candidate format: what is refused (with the line and what is accepted), what is taken, and
+that taking a candidate runs none of its module-level Python."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from argus.harness import CandidateError, extract_candidate, parse_candidate
+from argus.harness.kb import set_constants
+from argus.harness.loader import load_candidate
+from harness_testing import gemm_candidate
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("import os\n", "candidate.py:1:1: import os is not accepted; a candidate imports only from argus.dsl"),
+    ("from subprocess import run\n", "import from 'subprocess' is not accepted"),
+    ("from argus.dsl import *\n", "import * is not accepted"),
+    ("from argus.dsl import to_storage\n", "'to_storage' is not part of the language"),
+    ("from . import x\n", "relative imports are not accepted"),
+    ("X = __import__('os')\n", "names starting with '_' are not accepted ('__import__')"),
+    ("X = open('f')\n", "'open' is a Python builtin outside the language"),
+    ("X = (1).__class__\n", "private attribute '__class__' is not accepted"),
+    ("X = lambda: 1\n", "lambdas are accepted only as tag functions inside kernels"),
+    ("if True:\n    pass\n", "If statements are not accepted at the top level"),
+    ("def helper():\n    pass\n", "function 'helper' needs @kernel(...) or @device"),
+    ("x = {1, 2}\n", "Set is not part of the language"),
+    ("def f(:\n", "not Python syntax"),
+])
+def test_refused_with_the_line_and_what_is_accepted(text: str, message: str) -> None:
+    with pytest.raises(CandidateError) as caught:
+        parse_candidate(text)
+    assert message in str(caught.value)
+
+
+def test_calls_outside_the_language_inside_a_kernel_are_refused() -> None:
+    text = gemm_candidate().replace("    tid = thread_idx.x\n", "    tid = thread_idx.x\n    leak = eval('1')\n")
+    with pytest.raises(CandidateError, match=r"candidate.py:\d+:\d+: 'eval' is a Python builtin outside"):
+        parse_candidate(text)
+    text = gemm_candidate().replace("    tid = thread_idx.x\n", "    tid = thread_idx.x.__reduce__\n")
+    with pytest.raises(CandidateError, match="private attribute"):
+        parse_candidate(text)
+    with pytest.raises(CandidateError, match="cannot turn its tag checks off"):
+        parse_candidate(gemm_candidate().replace("@kernel(block=(THREADS,))", "@kernel(block=(THREADS,), verify=False)"))
+
+
+def test_the_examples_become_candidates(tmp_path: Path) -> None:
+    for name, kernel in [("gemm", "gemm"), ("gemm_sm80", "gemm_sm80"), ("flash_attention", "attention")]:
+        candidate = extract_candidate((ROOT / "examples" / f"{name}.py").read_text(), kernel)
+        assert candidate.kernel == kernel and "numpy" not in candidate.text and "example_" not in candidate.text
+    gemm = extract_candidate((ROOT / "examples" / "gemm.py").read_text(), "gemm")
+    assert gemm.signature() == ("a: Tensor[bf16, 'M', 'K'], b: Tensor[bf16, 'N', 'K'], c: Tensor[f32, 'M', 'N'], "
+                                "M: int, N: int, K: int")
+    assert gemm.tagged == {"a", "b"}
+
+
+def test_loading_builds_the_kernel_without_running_module_code(tmp_path: Path) -> None:
+    text = set_constants(gemm_candidate(), {"BK": 8})
+    candidate = parse_candidate(text)
+    loaded = load_candidate(candidate, tmp_path / "candidate.py")
+    assert loaded.grid({"M": 64, "N": 32, "K": 16}) == (2, 4)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((32, 16)).astype(np.float32), rng.standard_normal((32, 16)).astype(np.float32)
+    c = np.zeros((32, 32), np.float32)
+    loaded.kernel[loaded.grid({"M": 32, "N": 32, "K": 16})](a, b, c, 32, 32, 16)
+    np.testing.assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
+    assert loaded.kernel.verify().proved
+
+
+def test_a_constant_that_fails_names_its_line(tmp_path: Path) -> None:
+    text = gemm_candidate().replace("BK = 4", "BK = 4 // 0")
+    with pytest.raises(CandidateError, match=r"candidate.py:\d+:\d+: this constant cannot be computed: "
+                                              "ZeroDivisionError"):
+        load_candidate(parse_candidate(text), tmp_path / "candidate.py")
+
+
+def test_set_constants_rewrites_tuple_assignments() -> None:
+    text = set_constants("BM, BN = 16, 16\nBK = 4\n", {"BN": 32, "BK": 8})
+    assert text == "BM, BN = 16, 32\nBK = 8\n"
+    with pytest.raises(CandidateError, match="no module constant STAGES"):
+        set_constants(text, {"STAGES": 2})
+
+
+def test_comprehensions_are_for_constants_only(tmp_path: Path) -> None:
+    text = gemm_candidate().replace("BK = 4\n", "BK = 4\nFREED = tuple((s + 1) % 3 for s in range(3))\n")
+    loaded = load_candidate(parse_candidate(text), tmp_path / "candidate.py")
+    assert loaded.namespace["FREED"] == (1, 2, 0)
+    inside = gemm_candidate().replace("    tid = thread_idx.x\n", "    tid = [thread_idx.x for q in range(2)]\n")
+    with pytest.raises(CandidateError, match="ListComp is not part of the language"):
+        parse_candidate(inside)

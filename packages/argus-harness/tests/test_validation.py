@@ -1,0 +1,80 @@
+"""The validator and the reward: interface rules, reward hacks seen in the text and in a run,
+poisoned outputs, the sandbox's limits, and the reward's order of outcomes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from argus.harness import Limits, TaskError, Validation, Validator, load_task, reward
+from argus.harness.kb import set_constants
+from harness_testing import DATA, gemm_candidate
+
+
+@pytest.fixture(scope="module")
+def validator(tmp_path_factory: pytest.TempPathFactory) -> Validator:
+    task = load_task(str(DATA / "gemm_task.py"))
+    made = Validator(task, tmp_path_factory.mktemp("validation"), device="cpu", limits=Limits(60, 4096))
+    made.probe()
+    return made
+
+
+def test_interface_keeps_inputs_and_output_precision(validator: Validator) -> None:
+    f16_input = gemm_candidate().replace('a: Tensor[f32, "M", "K"]', 'a: Tensor[f16, "M", "K"]').replace(
+        "from argus.dsl import Tensor", "from argus.dsl import f16, Tensor")
+    v = validator.validate(f16_input, "f16-input")
+    assert v.stage == "format" and "argument a is f16; the task passes f32" in v.format_error
+    bf16_output = gemm_candidate().replace('c: Tensor[f32, "M", "N"]', 'c: Tensor[bf16, "M", "N"]').replace(
+        "from argus.dsl import Tensor", "from argus.dsl import bf16, Tensor")
+    v = validator.validate(bf16_output, "bf16-output")
+    assert "output c is bf16, less precise than the task's f32" in v.format_error
+    assert reward(v, None).total == -1.0
+
+
+def test_hacks_visible_in_the_text(validator: Validator) -> None:
+    branch = gemm_candidate().replace("    tid = thread_idx.x\n", "    tid = thread_idx.x\n    if M == 32:\n"
+                                                                "        tid = thread_idx.x\n")
+    v = validator.validate(branch, "branch")
+    assert v.stage == "hacks" and "branch on a problem size against a constant" in v.hacks[0]
+    untagged = gemm_candidate().replace("    tag(a, lambda m, k: (k,))\n", "")
+    v = validator.validate(untagged, "untagged")
+    assert any("invariants dropped" in h and "to a" in h for h in v.hacks), v.hacks
+    assert reward(v, None).total == -1.0
+
+
+def test_a_zero_kernel_fails_the_tests_and_is_named_a_constant_output(validator: Validator) -> None:
+    zero = gemm_candidate().replace("= acc[i, j]", "= 0.0")
+    v = validator.validate(zero, "zero")
+    assert v.tests_passed == 0 and "differs from the reference" in v.test_failures[0]
+    assert any(h.startswith("constant output: c holds 0") for h in v.hacks)
+    assert not v.validated
+
+
+def test_an_output_left_unwritten_is_caught_by_the_poison(validator: Validator) -> None:
+    half = gemm_candidate().replace("            c[bm + tm * 2 + i, bn + tn * 2 + j] = acc[i, j]",
+                                    "            if tm < 4:\n                c[bm + tm * 2 + i, bn + tn * 2 + j] = acc[i, j]")
+    v = validator.validate(half, "half")
+    assert v.stage == "tests" and "never written (still NaN)" in v.test_failures[0], v.feedback()
+
+
+def test_reward_orders_the_outcomes(validator: Validator) -> None:
+    good = validator.validate(set_constants(gemm_candidate(), {"BK": 8}), "good")
+    assert good.validated and good.time_s is None  # the interpreter times nothing
+    refused = Validation(format_error="x")
+    violated = Validation(compiled=True, invariants="violated")
+    failing = Validation(compiled=True, invariants="proved", tests_passed=1, tests_total=2)
+    values = [reward(v, None).total for v in (refused, violated, failing, good)]
+    assert values == sorted(values) and values[0] == -1.0 and values[-1] == pytest.approx(0.8)
+    timed = Validation(compiled=True, invariants="proved", tests_passed=2, tests_total=2,
+                       profile={"ok": True, "time_s": 2e-3, "shape": {}})
+    assert reward(timed, 1e-3).parts["runtime"] == pytest.approx(-1.0)  # a validated 2x slowdown
+    assert reward(timed, 4e-3).parts["runtime"] == pytest.approx(1.0)
+
+
+def test_the_sandbox_limits_memory(tmp_path: Path) -> None:
+    path = tmp_path / "greedy.py"
+    path.write_text("import numpy as np\nARGUS_TASK = {'signature': 'x: Tensor[f32, \"n\"], n: int'}\n"
+                    "def get_inputs():\n    return [np.ones(1 << 31)]\ndef reference(x):\n    return x\n")
+    task = load_task(str(path))
+    with pytest.raises(TaskError, match="MemoryError"):
+        Validator(task, tmp_path / "run", device="cpu", limits=Limits(60, 1024)).probe()
