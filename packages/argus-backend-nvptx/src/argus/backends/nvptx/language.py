@@ -535,15 +535,19 @@ def _init(interp: Any, op: MbarrierInitOp, frame: Any, mask: np.ndarray) -> None
 def _arrive(interp: Any, op: MbarrierArriveOp, frame: Any, mask: np.ndarray) -> None:
     nbytes = I.scalars(frame, op.nbytes[0])[mask].tolist() if op.nbytes else None
     for i, (thread, key) in enumerate(_barrier_keys(interp, op, frame, mask)):
-        barrier = _find(interp, op, frame, key, thread)
-        _settle(frame, barrier)
-        if barrier.pending == 0:
-            raise interp.fault("barrier", f"thread {thread} arrives on a barrier whose phase already has its "
-                               f"{barrier.count} arrival(s)", op, frame, thread=thread)
-        barrier.pending -= 1
-        barrier.arrived.add(thread)
-        if nbytes is not None:
-            barrier.announced += int(nbytes[i])
+        _arrive_on(interp, op, frame, key, thread, 0 if nbytes is None else int(nbytes[i]))
+
+
+def _arrive_on(interp: Any, op: Any, frame: Any, key: tuple[int, int], thread: int, nbytes: int) -> None:
+    """`thread` arrives on the barrier at `key`, announcing `nbytes` more to land."""
+    barrier = _find(interp, op, frame, key, thread)
+    _settle(frame, barrier)
+    if barrier.pending == 0:
+        raise interp.fault("barrier", f"thread {thread} arrives on a barrier whose phase already has its "
+                           f"{barrier.count} arrival(s)", op, frame, thread=thread)
+    barrier.pending -= 1
+    barrier.arrived.add(thread)
+    barrier.announced += nbytes
 
 
 def _wait(interp: Any, op: MbarrierWaitOp, frame: Any, mask: np.ndarray) -> None:
@@ -715,13 +719,7 @@ def _arrive_cluster(interp: Any, op: MbarrierArriveClusterOp, frame: Any, mask: 
     threads = np.flatnonzero(mask)
     ranks = _cluster_ranks(interp, op, frame, threads, I.scalars(frame, op.rank)[mask].astype(np.int64))
     for thread, key in _barrier_keys(interp, op, frame, mask, ranks):
-        barrier = _find(interp, op, frame, key, thread)
-        _settle(frame, barrier)
-        if barrier.pending == 0:
-            raise interp.fault("barrier", f"thread {thread} arrives on a barrier whose phase already has its "
-                               f"{barrier.count} arrival(s)", op, frame, thread=thread)
-        barrier.pending -= 1
-        barrier.arrived.add(thread)
+        _arrive_on(interp, op, frame, key, thread, 0)
 
 
 def _cluster_rank(interp: Any, op: ClusterRankOp, frame: Any, mask: np.ndarray) -> None:
