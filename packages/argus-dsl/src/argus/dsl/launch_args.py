@@ -257,3 +257,11 @@ class ParamLayout:
         """Write `values` (as `marshal` gives them) into `buffer` at their offsets."""
         for code, offset, value in zip(self.codes, self.offsets, values):
             struct.pack_into(code, buffer, offset, value)
+
+
+def device_of(kernel: str, views: Sequence[DeviceArray | None], error: ErrorClass) -> int:
+    """The one device holding a launch's tensors (0 when there are none)."""
+    devices = {a.device for a in views if a is not None and a.device >= 0}
+    if len(devices) > 1:
+        raise error(f"{kernel}: tensor arguments are on several devices {sorted(devices)}")
+    return devices.pop() if devices else 0

@@ -5,7 +5,6 @@ around each launch, warm-up first, L2 overwritten before each timed launch, medi
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -56,40 +55,21 @@ def to_host(x: Any, like: Any) -> Any:
 
 
 def time_gpu(fn: Callable[[], Any], warmup: int = 3, repeat: int = 20, flush_l2: bool = True,
-             graph: bool = True) -> dict[str, float]:
-    """Median and minimum seconds of `fn` (which enqueues work on torch's current stream). With
-    `graph`, `fn` is captured once in a CUDA graph and the replays are timed: the GPU's time,
-    without the host's launch cost, for a candidate and a library alike."""
+             graph: bool = True) -> dict[str, Any]:
+    """Median and minimum seconds of `fn` (which enqueues work on torch's current stream), with
+    the SM clock and power before and after, by the protocol of `argus bench`. With `graph`,
+    `fn` is captured once in a CUDA graph and the replays are timed: the GPU's time, without
+    the host's launch cost, for a candidate and a library alike (work that cannot be captured
+    is timed launch by launch)."""
     import torch
+    from argus.backends.nvptx.bench import measure
 
-    fn()  # loads (and for a candidate, builds) outside any capture
-    torch.cuda.synchronize()
-    if graph:
-        try:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            captured = torch.cuda.CUDAGraph()
-            with torch.cuda.stream(side), torch.cuda.graph(captured):
-                fn()
-            torch.cuda.current_stream().wait_stream(side)
-            fn = captured.replay
-        except Exception:  # noqa: BLE001 - something that cannot be captured is timed directly
-            torch.cuda.synchronize()
-    scratch = None
-    if flush_l2:
-        l2 = torch.cuda.get_device_properties(0).L2_cache_size
-        scratch = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        if scratch is not None:
-            scratch.fill_(1)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1000.0)
-    return {"median_s": statistics.median(times), "min_s": min(times), "repeat": float(repeat)}
+    try:
+        timing = measure(fn, warmup=warmup, repeat=repeat, flush_l2=flush_l2, graph=graph)
+    except Exception:  # noqa: BLE001 - something that cannot be captured is timed directly
+        if not graph:
+            raise
+        torch.cuda.synchronize()
+        timing = measure(fn, warmup=warmup, repeat=repeat, flush_l2=flush_l2, graph=False)
+    return {"median_s": timing.median_s, "min_s": timing.min_s, "repeat": float(repeat),
+            "clocks": {"before": timing.clocks_before, "after": timing.clocks_after}}

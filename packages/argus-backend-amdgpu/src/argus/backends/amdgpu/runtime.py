@@ -230,12 +230,5 @@ class AmdgpuRuntime:
 
     def launch(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], stream: int | None = None) -> None:
         views = [device_array(x) for x in args]
-        self.load(kernel, _device_of(kernel, views)).launch(grid, args, stream=stream, views=views)
+        self.load(kernel, launch_args.device_of(kernel.kernel.name, views, HipError)).launch(grid, args, stream=stream, views=views)
 
-
-def _device_of(kernel: Any, views: Sequence[DeviceArray | None]) -> int:
-    """The one device holding a launch's tensors (0 when there are none)."""
-    devices = {a.device for a in views if a is not None and a.device >= 0}
-    if len(devices) > 1:
-        raise HipError(f"{kernel.kernel.name}: tensor arguments are on several HIP devices {sorted(devices)}")
-    return devices.pop() if devices else 0

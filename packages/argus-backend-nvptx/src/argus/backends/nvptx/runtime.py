@@ -269,7 +269,7 @@ class NvptxRuntime:
         """Find the binary of `kernel` (a `Specialization`) in the cache or start building it on
         a worker thread: LLVM and ptxas then run while the caller checks the kernel (both
         release the interpreter lock). `load` takes the result."""
-        device = _device_of(kernel, [device_array(x) for x in args])
+        device = launch_args.device_of(kernel.kernel.name, [device_array(x) for x in args], CudaError)
         target = self.arch or device_arch(device)
         if (kernel.key, device) in self._loaded or (kernel.key, target.name) in self._building:
             return
@@ -296,15 +296,8 @@ class NvptxRuntime:
 
     def launch(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], stream: int | None = None) -> None:
         views = [device_array(x) for x in args]
-        self.load(kernel, _device_of(kernel, views)).launch(grid, args, stream=stream, views=views)
+        self.load(kernel, launch_args.device_of(kernel.kernel.name, views, CudaError)).launch(grid, args, stream=stream, views=views)
 
-
-def _device_of(kernel: Any, views: Sequence[DeviceArray | None]) -> int:
-    """The one device holding a launch's tensors (0 when there are none)."""
-    devices = {a.device for a in views if a is not None and a.device >= 0}
-    if len(devices) > 1:
-        raise CudaError(f"{kernel.kernel.name}: tensor arguments are on several devices {sorted(devices)}")
-    return devices.pop() if devices else 0
 
 
 @functools.lru_cache(maxsize=1)
