@@ -144,6 +144,9 @@ class TagAnalysis:
         self.fact_origins: dict[tuple[str, Key], tuple[Any, ...]] = {}
         self.loop_facts: dict[int, list[tuple[str, Key]]] = {}
         """Per runtime loop's index symbol, its bounds: facts inside the loop only."""
+        self._floors: dict[tuple[int | None, tuple[Any, ...]], int] = {}
+        """Per fact container (a loop's symbol, None for the kernel's) and symbolic part e of its
+        facts ``e + k ≥ 0``: the least k among them. A bound with a larger k is implied."""
         self.values: dict[SSAValue, Any] = {}
         self.tags: dict[SSAValue, np.ndarray] = {}
         self.memories: list[TagMemory] = []
@@ -526,6 +529,8 @@ class TagAnalysis:
             high = int(rows.const.argmax())
             for fact, row in ((("ge0", (int(rows.const[low]), terms)), low),
                               (("ge0", sub_keys(add_keys(d.row(0), (-1, ())), (int(rows.const[high]), terms))), high)):
+                if self.implied(fact[1]):  # so are the same bounds in the loops' first and last iterations
+                    continue
                 point = int(points[row])
 
                 def where(point: int = point) -> tuple[str, ...]:
@@ -552,6 +557,19 @@ class TagAnalysis:
                 facts.append(fact)
         else:
             self.facts.add(fact)
+        kind, (k, part) = fact
+        if kind == "ge0" and part:
+            where = (scope[-1] if scope else None, part)
+            self._floors[where] = min(k, self._floors.get(where, k))
+
+    def implied(self, key: Key) -> bool:
+        """Whether the bound ``key ≥ 0`` follows from one already stated where the analysis is
+        (the same symbolic part, a constant no larger)."""
+        if not key[1]:
+            return False
+        scope = self.obligations.scope
+        least = self._floors.get((scope[-1] if scope else None, key[1]))
+        return least is not None and least <= key[0]
 
     def check_read(self, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray,
                    by_group: bool = False) -> None:
@@ -1800,6 +1818,7 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             a.obligations.rollback(mark)
             a.facts, a.replay_facts = set(facts_mark[0]), set(facts_mark[1])  # the pass's facts go too
             a.loop_facts = {k: list(v) for k, v in facts_mark[2].items()}
+            a._floors = {}  # some of the bounds it knew are gone
             if peelable and attempt == 0 and _loses_tags(base, back, new_entry):
                 return None
             if attempt == MAX_PASSES - 2:  # widen what still moves
