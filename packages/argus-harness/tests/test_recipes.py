@@ -3,10 +3,14 @@ the accepted format, with a launch grid read off their example problems."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from argus.harness import RecipeBook, extract_candidate, parse_candidate
+from argus.harness import PlannerConfig, RecipeBook, extract_candidate, load_task, parse_candidate
+from argus.harness.kb import failed_assumption
+from argus.harness.planners.search import SearchPlanner
+from argus.harness.planning import Observation, Plan
 from harness_testing import DATA, tile_recipe
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,3 +42,31 @@ def test_knowledge_base_recipes_instantiate_in_the_candidate_format() -> None:
         candidate = parse_candidate(recipe.instantiate(recipe.defaults()))
         made += candidate.grid is not None
     assert made == len(recipes)
+
+
+def test_a_kernels_assumptions_are_judged_at_a_shape_from_its_text() -> None:
+    text = tile_recipe().instantiate({"BM": 32, "BN": 16, "BK": 8})
+    assert failed_assumption(text, {"M": 48, "N": 32, "K": 16}) == "assume(M % BM == 0)"
+    assert failed_assumption(text, {"M": 64, "N": 32, "K": 12}) == "assume(K % BK == 0)"
+    assert failed_assumption(text, {"M": 64, "N": 32, "K": 16}) is None
+    assert failed_assumption(text, {"rows": 48}) is None  # sizes under other names: not judged here
+
+
+@pytest.mark.parametrize("constraints", [("M % BM == 0",), ()], ids=["by-constraint", "by-assumption"])
+def test_the_search_proposes_no_point_a_test_shape_cannot_run(tmp_path: Path, constraints: tuple[str, ...]) -> None:
+    """BM = 32 fits the timed shape (M = 64) but not the second test shape (M = 48): the
+    kernel assumes whole tiles, so that candidate could only fail its tests. The planner leaves
+    it out whether the recipe states the constraint or only its kernel assumes it."""
+    task = load_task(str(DATA / "gemm_task.py"), shapes=[{"M": 32, "N": 32, "K": 16}, {"M": 48, "N": 32, "K": 16}],
+                     bench_shape={"M": 64, "N": 64, "K": 16})
+    recipe = replace(tile_recipe(), constraints=constraints)
+    planner = SearchPlanner(PlannerConfig(task, tmp_path, RecipeBook([recipe], use_kb=False),
+                                          policy_path=tmp_path / "policy.json"))
+    proposed = []
+    for round_ in range(1, 6):  # each round's points count as tried, as after lowering them
+        observation = Observation(task, round_, 5, task.initial.text, None, None, None, [], "")
+        for proposal in planner.propose(observation):
+            planner.lower(Plan(proposal, proposal.parameters, ""), observation)
+            proposed.append((proposal.parameters["BM"], proposal.parameters["BN"], proposal.parameters["BK"]))
+    # every admissible point once, but the baseline's own (16, 16, 4), the kernel being improved
+    assert sorted(proposed) == [(16, 16, 8), (16, 32, 4), (16, 32, 8)]

@@ -13,7 +13,7 @@ TABLE_1 = {"software-pipelining", "split-k", "matrix-core-matmul", "stagger-k", 
            "bank-conflict-swizzle", "vectorized-loads", "loop-unrolling", "workgroup-swizzling", "oob-guarded-loads",
            "agprs", "instruction-scheduling"}
 HOPPER = {"wgmma", "tma-mbarrier-pipeline", "warp-specialization", "setmaxnreg", "persistent-tiles",
-          "cluster-multicast"}
+          "cluster-multicast", "async-warpgroup-gemm"}
 ATTENTION = {"online-softmax", "v-transpose", "gqa-packing", "causal-block-skipping"}
 MOE = {"moe-token-sorting", "fp8-requantization", "expert-parallel-grid"}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from argus.kb import KernelDescription, KnowledgeBase, Pack, Truth, UnknownNameError
+from argus.kb import KernelDescription, KnowledgeBase, Pack, Truth, UnknownNameError, describe_source
 from argus.kb.packs import BUILTIN
 from argus.kb.retrieval import terms
 
@@ -88,3 +88,34 @@ def test_an_entry_without_conditions_applies_but_earns_no_applies_bonus(tmp_path
     kb = KnowledgeBase.load([Pack("t", tmp_path)])
     (hit,) = kb.search(kernel=GEMM_SM90A)
     assert hit.applicability.truth is Truth.YES and hit.reasons == ("target nvptx:sm_90a +2", "family gemm +2")
+
+
+def test_the_two_warpgroup_gemm_applies_to_the_naive_example_kernel() -> None:
+    """A search that starts from examples/gemm.py (64x64 tiles, mma.sync) must be able to pick
+    the fast Hopper design, so its conditions must hold for that kernel; a kernel already on
+    asynchronous products, or a target without the warpgroup MMA, is not offered it."""
+    root = Path(__file__).resolve().parents[3]
+    naive = (root / "examples" / "gemm.py").read_text()
+    sizes = {"M": 4096, "N": 4096, "K": 4096}
+    entry = KB.get("async-warpgroup-gemm")
+    described = describe_source(naive, target="nvptx:sm_90a", family="gemm", sizes=sizes)
+    assert entry.applicability(described).truth is Truth.YES
+    assert "async-warpgroup-gemm" in ids(KB.search(kernel=described, kinds=["recipe"], include_unknown=False))
+    for target in ("nvptx:sm_90", "nvptx:sm_80"):
+        assert entry.applicability(describe_source(naive, target=target, family="gemm")).truth is Truth.NO
+    tma = describe_source((root / "examples" / "gemm_tma.py").read_text(), target="nvptx:sm_90a", family="gemm")
+    assert entry.applicability(tma).truth is Truth.NO
+
+
+def test_the_two_warpgroup_gemm_admits_only_points_that_fit() -> None:
+    """The constraints keep the accumulators in registers (no 256x256), the stages in shared
+    memory, and the tiles and rounds whole: at 4096 cubed only four stages divide K."""
+    space = KB.get("async-warpgroup-gemm").parameters
+    at = {"M": 4096, "N": 4096, "K": 4096}
+    points = list(space.points(at))
+    assert {(p["BM"], p["BN"]) for p in points} == {(128, 128), (256, 128), (128, 256)}
+    assert {p["STAGES"] for p in points} == {4} and space.admits(space.default(), at)
+    assert space.admits({**space.default(), "STAGES": 3}, {"M": 4096, "N": 4096, "K": 768})
+    assert not space.admits({**space.default(), "STAGES": 5}, {"M": 4096, "N": 4096, "K": 960})  # 240 KiB of stages
+    assert space.admits({**space.default(), "STAGES": 5, "BK": 32}, {"M": 4096, "N": 4096, "K": 960})
+    assert not space.admits(space.default(), {"M": 128, "N": 4096, "K": 4096})  # half a 256-row tile

@@ -176,6 +176,8 @@ MISTAKES = [
      "ahead = min(k0 + (s + STAGES) * BK, K - BK)"),
     ("tma-mbarrier-pipeline", "ahead = min(k0 + (s + STAGES - 1) * BK, K - BK)",
      "ahead = min(k0 + (s + STAGES) * BK, K - BK)"),
+    ("async-warpgroup-gemm", "ahead = min(k0 + (s + STAGES - 1) * BK, K - BK)",
+     "ahead = min(k0 + (s + STAGES) * BK, K - BK)"),
     ("vectorized-loads", "rx.view((1,), WIDE)[0] = xv[i]", "rx.view((1,), WIDE)[0] = xv[i + 1]"),
     ("matrix-core-matmul", "af[v] = a[bm + idx % BM, k0 + idx // BM]", "af[v] = a[bm + idx // BM, k0 + idx % BM]"),
     ("gqa-packing", "qf[j] = q[qt * rows + r % rows, hk * GQA + r // rows, idx // 16]",

@@ -133,7 +133,12 @@ class TemplateRecipe:
 
 def _evaluate(text: str, scope: Mapping[str, Any]) -> bool:
     """A constraint: integer arithmetic and comparisons over `scope`'s names."""
-    tree = ast.parse(text, mode="eval")
+    return bool(_arithmetic(ast.parse(text, mode="eval"), scope, text))
+
+
+def _arithmetic(tree: ast.Expression, scope: Mapping[str, Any], text: str) -> Any:
+    """The value of `tree` if it is only arithmetic and comparisons over constants and `scope`'s
+    names (`NameError` for a name `scope` lacks)."""
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Expression, ast.BinOp, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Name,
                                  ast.Constant, ast.Load, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)):
@@ -141,7 +146,52 @@ def _evaluate(text: str, scope: Mapping[str, Any]) -> bool:
     missing = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(scope)
     if missing:
         raise NameError(", ".join(sorted(missing)))
-    return bool(eval(compile(tree, "<constraint>", "eval"), {"__builtins__": {}}, dict(scope)))
+    return eval(compile(tree, "<constraint>", "eval"), {"__builtins__": {}}, dict(scope))
+
+
+def failed_assumption(text: str, sizes: Mapping[str, int]) -> str | None:
+    """The first ``assume(...)`` of the kernel in `text` that is false for `sizes`, judged from
+    the module's numeric constants; None when each holds or cannot be judged from the text.
+
+    A launch that breaks an assumption is refused (on the interpreter and on the GPU), so a
+    candidate whose tiles do not divide a test shape can only fail its tests: a planner skips it
+    instead of spending a round on it."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    scope: dict[str, Any] = {}
+    kernels = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                pairs = list(zip(target.elts, stmt.value.elts)) if isinstance(target, ast.Tuple) and isinstance(
+                    stmt.value, ast.Tuple) and len(target.elts) == len(stmt.value.elts) else [(target, stmt.value)]
+                for name, value in pairs:
+                    if isinstance(name, ast.Name):
+                        scope.pop(name.id, None)
+                        try:
+                            scope[name.id] = _arithmetic(ast.Expression(value), scope, ast.unparse(value))
+                        except (PlannerError, NameError, ArithmeticError, TypeError):
+                            pass  # not a number the text alone gives (an atom, a layout)
+        elif isinstance(stmt, ast.FunctionDef) and any(
+                isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "kernel"
+                for d in stmt.decorator_list):
+            kernels.append(stmt)
+    scope.update(sizes)
+    for fn in kernels:
+        for stmt in fn.body:
+            call = stmt.value if isinstance(stmt, ast.Expr) else None
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "assume"
+                    and len(call.args) == 1):
+                continue
+            condition = ast.Expression(call.args[0])
+            try:
+                if not _arithmetic(condition, scope, ast.unparse(call.args[0])):
+                    return ast.unparse(call)
+            except (PlannerError, NameError, ArithmeticError, TypeError):
+                continue
+    return None
 
 
 #: Module constants a search may move besides a recipe's declared parameters (tile shapes,
@@ -215,13 +265,18 @@ class KbRecipe:
         return {**dict(self.entry.parameters.default()), **self.written}
 
     def admits(self, point: Mapping[str, Any], sizes: Mapping[str, int]) -> bool:
+        """In the domains, and no constraint false; a constraint over a size this task does not
+        give is left undecided (the others still count)."""
         if any(point.get(n) not in v for n, v in self._parameters.items()):
             return False
-        declared = {n: point[n] for n in self.entry.parameters.names}
-        try:
-            return bool(self.entry.parameters.admits(declared, {**dict(sizes), **{n: point[n] for n in self.extra}}))
-        except Exception:  # noqa: BLE001 - a constraint over a size this task does not give
-            return True
+        scope = {**dict(sizes), **{n: point[n] for n in self._parameters}}
+        for constraint in self.entry.parameters.constraints:
+            try:
+                if not constraint.evaluate(scope):
+                    return False
+            except (ValueError, KeyError, ArithmeticError):
+                continue  # a size this task does not give: this constraint cannot be judged here
+        return True
 
     def instantiate(self, point: Mapping[str, Any]) -> str:
         if not self.template:

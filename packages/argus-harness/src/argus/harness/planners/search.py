@@ -4,10 +4,11 @@ and their parameters (tile shapes, stages, swizzles, vector widths, warps, ...).
 Each round it proposes points of the applicable recipes' parameter spaces, scored by the bandit
 (`bandit`): neighbours of the best validated point (one parameter moved to an adjacent value),
 and fresh points drawn by Thompson sampling per parameter. Points already tried in the run are
-not proposed again. Its lowering agent instantiates the recipe's code at the chosen point. Its
-ICRL step credits the round's reward to the arms it used (policy evaluation), writes what the
-standings say (critique) and renders them as its policy text (θ), which persists with the
-bandit across runs and tasks.
+not proposed again, nor points a shape of the task cannot run (the recipe's constraints, or its
+kernel's assumptions, false at a test shape or the bench shape). Its lowering agent
+instantiates the recipe's code at the chosen point. Its ICRL step credits the round's reward to
+the arms it used (policy evaluation), writes what the standings say (critique) and renders them
+as its policy text (θ), which persists with the bandit across runs and tasks.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..bandit import Bandit, default_path
 from ..candidate import parse_candidate
 from ..errors import CandidateError
 from ..interface import check_interface
-from ..kb import Recipe, points
+from ..kb import Recipe, failed_assumption, points
 from ..planning import Lowered, Observation, Plan, PlannerConfig, PlannerPlugin, PolicyUpdate, Proposal
 
 PROPOSALS = 8
@@ -58,8 +59,17 @@ class SearchPlanner:
         return list(self.known.values())
 
     def _sizes(self) -> dict[str, int]:
-        shape = self.task.bench_shape or self.task.shapes[-1]
-        return {**{k.upper(): v for k, v in shape.items()}, **shape}
+        return _named(self.task.bench_shape or self.task.shapes[-1])
+
+    def _shapes(self) -> list[dict[str, int]]:
+        """Every shape a candidate must run at: the test shapes and the timed one."""
+        shapes = list(self.task.shapes) + ([self.task.bench_shape] if self.task.bench_shape else [])
+        return [_named(shape) for shape in shapes]
+
+    def _admitted(self, recipe: Recipe, point: dict[str, Any]) -> bool:
+        """A point the recipe's constraints admit at every shape: one whose tiles do not divide a
+        test shape would only fail its tests."""
+        return all(recipe.admits(point, sizes) for sizes in self._shapes())
 
     def propose(self, obs: Observation) -> list[Proposal]:
         rng = random.Random(f"{self.config.seed}:{obs.round}:propose")
@@ -69,7 +79,7 @@ class SearchPlanner:
 
         def offer(recipe: Recipe, point: dict[str, Any], how: str) -> None:
             key = _key(recipe.id, point)
-            if key in self.tried or key in found or not recipe.admits(point, sizes):
+            if key in self.tried or key in found or not self._admitted(recipe, point):
                 return
             score = self.bandit.sample(self.context, f"recipe:{recipe.id}", rng)
             if point:
@@ -110,10 +120,12 @@ class SearchPlanner:
         ranked = []
         seen = self.texts | {obs.current}
         for proposal in sorted(found.values(), key=lambda p: -p.score):
-            try:  # a point whose kernel is one already tried (the baseline's, say), or that does not
-                # take the task's arguments, is no proposal
+            try:  # a point whose kernel is one already tried (the baseline's, say), does not take the
+                # task's arguments, or assumes what a shape breaks (whole tiles), is no proposal
                 text = recipes[proposal.optimization].instantiate(proposal.parameters)
                 check_interface(parse_candidate(text), self.task.interface, ())
+                if any(failed_assumption(text, shape) for shape in self._shapes()):
+                    text = ""
             except CandidateError:
                 text = ""
             if text in seen or not text:
@@ -201,6 +213,12 @@ class SearchPlanner:
 
     def spent(self) -> dict[str, Any]:
         return {}
+
+
+def _named(shape: dict[str, int]) -> dict[str, int]:
+    """A task shape's sizes under the names kernels give them too (``m`` of an example problem
+    is a kernel's ``M``)."""
+    return {**{k.upper(): v for k, v in shape.items()}, **shape}
 
 
 def _key(ident: str, point: dict[str, Any]) -> str:
