@@ -349,19 +349,17 @@ class TagAnalysis:
                    mask: np.ndarray) -> np.ndarray:
         """Byte indices (active threads, bytes) of one element per active thread of a tile
         (remembered per op, like global tags)."""
-        inputs = [offset] if offset is not None else coords or []
+        inputs = [tile, mask, *([offset] if offset is not None else coords or [])]
         memo = self._addresses.get(op)
-        if memo is not None and _same_objects(memo[3], [tile, mask, *inputs]):
-            self.refault(memo[2])
-            return memo[1]
-        fingerprint = (mask.tobytes(), id(tile.layout), None if tile.base is None else tile.base.tobytes(),
-                       *(_fingerprint(c) for c in inputs))
-        if memo is not None and memo[0] == fingerprint:
-            self.refault(memo[2])
-            return memo[1]
+        # a later pass over a loop body: the same objects, or equal ones (compared only then:
+        # most ops are visited once, and values are never changed in place)
+        if memo is not None and (_same_objects(memo[2], inputs)
+                                 or _address_fingerprint(memo[2]) == _address_fingerprint(inputs)):
+            self.refault(memo[1])
+            return memo[0]  # type: ignore[no-any-return]
         mark = len(self._faults)
         idx = self._tile_bytes(op, tile, coords, offset, mask)
-        self._addresses[op] = (fingerprint, idx, self._faults[mark:], [tile, mask, *inputs])
+        self._addresses[op] = (idx, self._faults[mark:], inputs)
         return idx
 
     def _tile_bytes(self, op: Operation, tile: TileValue, coords: list[Affine] | None, offset: Affine | None,
@@ -892,6 +890,13 @@ def _same_objects(xs: list[Any], ys: list[Any]) -> bool:
 
 def _fingerprint(v: Affine) -> tuple[Any, ...]:
     return (v.const.tobytes(), *((a, t.tobytes()) for a, t in sorted(v.terms.items())))
+
+
+def _address_fingerprint(inputs: list[Any]) -> tuple[Any, ...]:
+    """What an access's addresses depend on: the tile's layout and base, the threads, the coordinates."""
+    tile, mask, *values = inputs
+    return (mask.tobytes(), id(tile.layout), None if tile.base is None else tile.base.tobytes(),
+            None if tile.segment is None else tile.segment.tobytes(), *(_fingerprint(c) for c in values))
 
 
 def _component(key: Key) -> Any:
