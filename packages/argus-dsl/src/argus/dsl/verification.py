@@ -40,8 +40,12 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     or refute them with a replayed counterexample."""
     op: D.KernelOp = compiled.op
     claim = f"the tag assertions of {name} hold for every launch" + (f" of grid {tuple(grid)}" if grid else "")
-    asserts = [o for o in op.walk() if isinstance(o, D.TagAssertOp)]
-    if not asserts and not any(isinstance(o, D.TagOp) for o in op.walk()):
+    asserts, tagged = [], False
+    for o in op.walk():
+        if isinstance(o, D.TagAssertOp):
+            asserts.append(o)
+        tagged = tagged or isinstance(o, D.TagOp)
+    if not asserts and not tagged:
         return proved(claim, "the kernel states no tag assertions and tags nothing")
     chosen = find_solver(solver) if solver else None  # a solver asked for by name must exist, used or not
     started = time.perf_counter()
