@@ -92,10 +92,31 @@ def test_the_cdna_gemm_runs_on_mfma_with_128_bit_loads(target: str) -> None:
 def test_the_cdna_attention_chains_its_products_in_registers(target: str) -> None:
     module = load_module(EXAMPLES / "attention_cdna.py")
     problem = module.example_attention_cdna(np.random.default_rng(0))
+    d = problem.constants["D"]
     binary = build(module.attention_cdna, target, **problem.constants)
-    assert binary.assembly.count("v_mfma_f32_16x16x16_bf16") == 2 * problem.constants["D"] // 16  # per key tile
+    products = 2 * (module.KT // 16) * (d // 16)  # Sᵀ and Oᵀ over one tile of keys
+    assert binary.assembly.count("v_mfma_f32_16x16x16_bf16") == products
     assert "ds_bpermute_b32" in binary.assembly  # the per-query reductions over the four lane groups
-    assert binary.resources.scratch_bytes == 0 and binary.resources.lds_bytes == 0
+    assert binary.resources.scratch_bytes == 0
+    assert binary.resources.lds_bytes == 2 * module.KT * d * 2  # the tiles of K and of Vᵀ
+
+
+@pytest.mark.parametrize("target", sorted(CHIPS))
+def test_the_cdna_attention_stages_its_tiles_in_lds_with_128_bit_accesses(target: str) -> None:
+    module = load_module(EXAMPLES / "attention_cdna.py")
+    problem = module.example_attention_cdna(np.random.default_rng(0))
+    d = problem.constants["D"]
+    binary = build(module.attention_cdna, target, **problem.constants)
+    asm = binary.assembly
+    per_tile = 2 * module.KT * d * 2 // 16 // module.THREADS  # 16-byte pieces of K and V per thread
+    assert asm.count("buffer_load_dwordx4") == 2 * per_tile  # the first tile's, then each next one's
+    assert not re.search(r"buffer_load_(dword|dwordx2|dwordx3|short|ushort)\b", asm)
+    assert asm.count("ds_write_b128") == per_tile // 2  # K as loaded
+    assert asm.count("ds_write_b64") == per_tile  # V transposed, four keys (half a piece) per store
+    # every fragment one 128-bit read for two products: K's for Sᵀ, Vᵀ's for Oᵀ
+    assert asm.count("ds_read_b128") == (module.KT // 16) * (d // 16) and "ds_read_b64" not in asm
+    assert asm.count("s_barrier") == 2  # the tiles are written, then read, then free again
+    assert binary.resources.scratch_bytes == 0 and binary.resources.vgpr_spills == 0
 
 
 def test_a_kernel_that_asks_for_agprs_accumulates_there(tmp_path: Path) -> None:
@@ -172,3 +193,12 @@ def test_a_launch_says_what_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ArgusError, match=r"vector_add: launching on amdgpu:gfx942 needs .*ld\.lld"):
         module.vector_add.launch(problem.grid, problem.args, {}, target="amdgpu:gfx942")
     assert runtime.availability() is not None
+
+
+def test_a_kernel_with_clusters_is_refused_at_its_line() -> None:
+    @kernel(block=(64,), warp_size=64, cluster=(2, 1, 1))
+    def clustered(x: Tensor[f32, 64]):
+        x[thread_idx.x] = 1.0
+
+    with pytest.raises(CodegenError, match=r"test_compile\.py:\d+:\d+: thread-block clusters are an NVIDIA"):
+        build(clustered)

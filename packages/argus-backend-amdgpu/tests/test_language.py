@@ -252,3 +252,19 @@ def test_the_checker_follows_row_moves() -> None:
 
     assert rotated(5).verify().verdict is Verdict.PROVED
     assert rotated(4).verify().verdict is Verdict.VIOLATED
+
+
+def test_a_launch_reading_past_the_end_agrees_with_the_proof() -> None:
+    """A sequence of 160 keys: the last tile's protected loads read zeros past the end. The
+    shadow-tag run takes their tags from the tag function, as the proof does, so both agree."""
+    from pathlib import Path
+
+    from argus.dsl.cli import load_module
+    from argus.dsl.shadow import check_launch
+    from argus.verify import Verdict
+
+    module = load_module(Path(__file__).resolve().parents[3] / "examples" / "attention_cdna.py")
+    problem = module.example_attention_cdna(np.random.default_rng(0), seq=160)
+    assert module.attention_cdna.verify(**problem.constants).verdict is Verdict.PROVED
+    result = check_launch(module.attention_cdna, problem.grid, *problem.args, **problem.constants)
+    assert result.verdict is Verdict.PROVED, result.text()

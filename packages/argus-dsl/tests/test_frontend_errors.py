@@ -136,3 +136,19 @@ def test_a_kernel_can_be_generic_over_a_constexpr_dtype():
         generic_copy[1](x, out, T=dtype)
         assert np.array_equal(out, x)
     assert "!argus.tensor<i32, [32]>" in generic_copy.mlir(T=i32)
+
+
+def _tile_rows(layout_name: str) -> int:
+    """A compile-time helper with a bug: it asks for an attribute strings do not have."""
+    return layout_name.rows  # type: ignore[attr-defined]
+
+
+@kernel(block=(32,))
+def helper_fails(out: Tensor[f32, 32]):
+    out[thread_idx.x % _tile_rows("A")] = 1.0
+
+
+def test_a_compile_time_helper_that_fails_is_reported_at_its_call() -> None:
+    err = compile_error(helper_fails)
+    assert err.location is not None and err.location.line == line_of(helper_fails, "_tile_rows(")
+    assert "failed at compile time: AttributeError" in str(err)

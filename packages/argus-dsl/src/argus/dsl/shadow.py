@@ -56,6 +56,8 @@ class ShadowInterpreter(Interpreter):
         self.loops: list[scf.ForOp] = []
         self.findings: list[dict[str, Any]] = []
         self.alive: list[Memory] = []
+        self.tag_functions: dict[Any, tuple[D.TagOp, TensorValue]] = {}
+        """Per tensor buffer, the tag function last applied to it and the tensor it was applied to."""
 
     # ---- bookkeeping -----------------------------------------------------------------
     def run_op(self, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
@@ -98,10 +100,7 @@ class ShadowInterpreter(Interpreter):
 
     def memory_tags(self, target: TensorValue | TileValue, frame: _Frame) -> TagMemory:
         if isinstance(target, TensorValue):
-            buffer = target.array
-            while buffer.base is not None and isinstance(buffer.base, np.ndarray):
-                buffer = buffer.base
-            key: Any = ("global", buffer.__array_interface__["data"][0])
+            key: Any = _buffer_key(target)
             nbytes = target.array.nbytes
             memory = self.memories.get(key)
             if memory is None:
@@ -117,6 +116,29 @@ class ShadowInterpreter(Interpreter):
             self.alive.append(target.memory)  # keeps the id from being reused by a later block's memory
         return memory
 
+    def tags_past_the_end(self, tensor: TensorValue, byte_indices: np.ndarray, threads: np.ndarray,
+                          frame: _Frame) -> np.ndarray:
+        """Tags (rows, bytes) of bytes a protected load reads outside `tensor`'s buffer (as zero),
+        one row per thread of `threads`: its tag function's, at the element each byte would
+        belong to were the tensor longer — what the static checker takes them to be (zero data
+        pairs with anything). ⊥ for a tensor without a tag function."""
+        found = self.tag_functions.get(_buffer_key(tensor))
+        if found is None:
+            return np.zeros(byte_indices.shape, np.int64)
+        op, root = found
+        width = root.dtype.nbytes
+        flat = byte_indices.reshape(-1) // width  # root elements, row-major; rows past the last allowed
+        coords, rest = [], flat
+        for n in reversed(root.array.shape[1:]):
+            coords.append(rest % n)
+            rest = rest // n
+        coords = [rest, *reversed(coords)]
+        # a tensor's tag function gives every thread the same tags (the checker requires it)
+        components = _evaluate_tag_function(self, op, frame, coords, threads[:1])  # (1, bytes)
+        rows = np.stack([c[0] for c in components], axis=-1) if components else np.zeros((flat.size, 0), np.int64)
+        ids = self.table.rows_to_ids(rows, width)  # (bytes, width)
+        return ids[np.arange(flat.size), byte_indices.reshape(-1) % width].reshape(byte_indices.shape)  # type: ignore[no-any-return]
+
     def element_bytes(self, target: TensorValue | TileValue, threads: np.ndarray) -> np.ndarray:
         """Byte indices (threads, elements, bytes) of every element of a tensor or tile."""
         nbytes = target.dtype.nbytes
@@ -131,6 +153,14 @@ class ShadowInterpreter(Interpreter):
         if isinstance(target, TensorValue):
             return list(np.unravel_index(np.arange(target.array.size), target.array.shape, order="F"))
         return tile_coordinates(target.layout)
+
+
+def _buffer_key(tensor: TensorValue) -> tuple[str, int]:
+    """A tensor's memory, whatever view of it an argument or a view op gives."""
+    buffer = tensor.array
+    while buffer.base is not None and isinstance(buffer.base, np.ndarray):
+        buffer = buffer.base
+    return ("global", buffer.__array_interface__["data"][0])
 
 
 def _width(ssa: SSAValue) -> int:
@@ -301,6 +331,8 @@ def _tag(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, mask: np.ndarray) -> 
     threads = np.flatnonzero(mask)
     if threads.size == 0:
         return
+    if isinstance(target, TensorValue):
+        s.tag_functions[_buffer_key(target)] = (op, target)
     coords = s.coordinates(target)
     components = _evaluate_tag_function(s, op, frame, coords, threads)  # list of (threads, elements)
     elements = coords[0].size if coords else 1

@@ -456,13 +456,20 @@ def _interpret_buffer_store(interp: Any, op: Any, frame: Any, mask: np.ndarray) 
 
 
 def _shadow_buffer_load(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
-    """Shadow tags: the tensor's where the element is inside it, none (⊥, a constant zero) outside."""
+    """Shadow tags: the tensor's where the element is inside it; outside (zero data), those its
+    tag function gives there, as the static checker takes them."""
     tensor = I.value_of(frame, op.tensor)
-    inside, offsets = _inside(tensor, _offsets(op, frame, tensor, mask), mask)
+    every = _offsets(op, frame, tensor, mask)
+    inside, offsets = _inside(tensor, every, mask)
     threads = np.flatnonzero(inside)
-    tags = np.zeros((frame.threads, tensor.dtype.nbytes), np.int64)
+    nbytes = tensor.dtype.nbytes
+    tags = np.zeros((frame.threads, nbytes), np.int64)
     if threads.size:
-        tags[threads] = s.memory_tags(tensor, frame).read(I.byte_indices(offsets, tensor.dtype.nbytes), threads)
+        tags[threads] = s.memory_tags(tensor, frame).read(I.byte_indices(offsets, nbytes), threads)
+    outside = np.flatnonzero(mask & ~inside)
+    if outside.size:
+        beyond = every[~inside[np.flatnonzero(mask)]]
+        tags[outside] = s.tags_past_the_end(tensor, I.byte_indices(beyond, nbytes), outside, frame)
     s.tags[op.result] = tags
 
 

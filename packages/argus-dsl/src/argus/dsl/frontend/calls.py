@@ -29,7 +29,7 @@ from .. import dialect as D
 from .. import lang
 from ..atoms import CopyAtom, MMAAtom
 from ..dtypes import DTYPES, DType, boolean, i32
-from ..errors import ArgusSyntaxError, ArgusTypeError
+from ..errors import ArgusError, ArgusSyntaxError, ArgusTypeError
 from ..types import mlir_type
 from .expressions import _is_static_callable
 from .limits import MAX_LOCAL_BYTES, MAX_SHARED_BYTES
@@ -70,8 +70,10 @@ class Calls:
                 raise self.type_error(node, f"{describe(fn)} runs at compile time; its arguments must be compile-time values")
             try:
                 return fn(*args, **kwargs)
-            except (LayoutError, ValueError, TypeError, ArithmeticError) as err:
-                raise self.type_error(node, f"{describe(fn)} failed at compile time: {err}") from None
+            except ArgusError:
+                raise
+            except Exception as err:  # noqa: BLE001 - whatever a helper raises is the kernel's error at this line
+                raise self.type_error(node, f"{describe(fn)} failed at compile time: {type(err).__name__}: {err}") from None
         raise self.type_error(node, f"{describe(fn)} is not callable in a kernel")
 
     def inline(self, node: ast.Call, fn: lang.DeviceFunction) -> Any:
