@@ -41,6 +41,9 @@ def test_argus_optimize_offline_on_the_interpreter(tmp_path: Path, capsys) -> No
     report = (out / "report.md").read_text()
     assert "checked for correctness on the interpreter only" in report
     assert "| 3 | tile-shape |" in report and "## Final kernel" in report
+    page = (out / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<td>tile-shape</td>" in page and "<pre><code>" in page
+    assert "<svg" not in page  # nothing was timed: nothing to draw
     assert (out / "best.py").read_text() == records[0]["text"]  # nothing timed: the baseline stays
     # the policy persists across runs and tasks: a new run's planner starts from it
     task = load_task(str(DATA / "gemm_task.py"))

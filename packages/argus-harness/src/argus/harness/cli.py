@@ -2,7 +2,8 @@
 
 A plugin of the ``argus.commands`` group: installing argus-harness adds the verb to ``argus``
 without argus-dsl knowing about it. Progress is one line per round; the report is written to
-``DIR/report.md``. Running the same command again with the same ``--out`` resumes the run.
+``DIR/report.md`` (and ``DIR/report.html``, the same with the trajectory drawn). Running the
+same command again with the same ``--out`` resumes the run.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     records = optimizer.run()
     meta = {**meta, "rounds": max(args.rounds, meta.get("rounds", 0)), "device": validator.device}
     (args.out / "report.md").write_text(report.render(task, meta, records))
+    (args.out / "report.html").write_text(report.render_html(task, meta, records))
     best = optimizer.best
     print(f"best kernel: round {best.round if best else '-'}; report: {args.out / 'report.md'}", flush=True)
     return 0

@@ -1,6 +1,6 @@
-"""The run report (Markdown): the trajectory round by round — throughput, speedup over the
-reference, what failed and where — the invariant violations and hacks caught, the tokens spent,
-and the final kernel.
+"""The run report (Markdown, and the same as an HTML page with a chart of the trajectory): the
+trajectory round by round — throughput, speedup over the reference, what failed and where — the
+invariant violations and hacks caught, the tokens spent, and the final kernel.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from . import webpage
 from .task import Task
 
 
@@ -105,6 +106,38 @@ def render(task: Task, meta: dict[str, Any], records: list[dict[str, Any]]) -> s
     if best is not None:
         lines += ["", "## Final kernel", "", "```python", best["text"].rstrip(), "```"]
     return "\n".join(lines) + "\n"
+
+
+def render_html(task: Task, meta: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    """The report as a standalone HTML page, with the trajectory drawn."""
+    return webpage.page(render(task, meta, records), f"Argus optimization report: {task.name}",
+                        trajectory_svg(task, records))
+
+
+def trajectory_svg(task: Task, records: list[dict[str, Any]], width: int = 640, height: int = 180) -> str:
+    """Each round's validated time at the bench shape as a bar (TFLOP/s for a GEMM, else the
+    speedup over the first timed kernel), the kept ones dark; empty when nothing was timed."""
+    work = flops(task, task.bench_shape)
+    times = [((r.get("validation") or {}).get("profile") or {}).get("time_s")
+             if (r.get("validation") or {}).get("validated") else None for r in records]
+    timed = [t for t in times if t]
+    if not timed:
+        return ""
+    first = timed[0]
+    values = [(work / t / 1e12 if work else first / t) if t else 0.0 for t in times]
+    unit = "TFLOP/s" if work else "speedup over the first timed kernel"
+    top = max(values) or 1.0
+    step = (width - 40) / max(len(values), 1)
+    bars = []
+    for i, (r, v) in enumerate(zip(records, values)):
+        h = (height - 40) * v / top
+        colour = "#0969da" if r.get("kept") else "#9ab8e0"
+        bars.append(f'<rect x="{30 + i * step:.1f}" y="{height - 20 - h:.1f}" width="{max(step - 2, 1):.1f}" '
+                    f'height="{h:.1f}" fill="{colour}"><title>round {r["round"]}: {v:.2f}</title></rect>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+            f'aria-label="{unit} per round"><text x="30" y="14" font-size="12">{unit} per round (best {top:.1f}; '
+            f'dark: kept)</text>{"".join(bars)}<line x1="28" y1="{height - 20}" x2="{width - 8}" '
+            f'y2="{height - 20}" stroke="#57606a"/></svg>')
 
 
 def _shape(shape: dict[str, int] | None) -> str:
