@@ -127,3 +127,10 @@ def test_clusters_before_hopper_are_refused_at_the_kernel(tmp_path: Path) -> Non
     module = variant(tmp_path)
     with pytest.raises(CodegenError, match=r"gemm_tma_variant_\d+\.py:\d+:\d+: thread-block clusters need nvptx:sm_90"):
         compiler.build(module.gemm_tma_cluster.compile(), arch("sm_80"), assemble=False)
+
+
+def test_a_multicast_to_a_block_the_cluster_lacks_is_refused_at_its_line(tmp_path: Path) -> None:
+    module = variant(tmp_path, ("bars, s, 0b11)", "bars, s, 0b111)"))
+    with pytest.raises(CodegenError, match=r"gemm_tma_variant_\d+\.py:\d+:\d+: the copy lands in block rank 2, but "
+                                           r"the kernel's clusters have 2 block"):
+        compiler.build(module.gemm_tma_cluster.specialize(), arch("sm_90a"), assemble=False)

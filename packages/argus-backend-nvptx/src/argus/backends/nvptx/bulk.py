@@ -174,6 +174,12 @@ def _tma_load(t: Translator, op: TmaLoadOp) -> None:
         copy += ";"
     else:  # the blocks it lands in: a 16-bit mask of cluster ranks
         _require(t, op, "clusters", "a multicast bulk copy")
+        blocks = 1
+        for d in t.kernel.cluster_dims:
+            blocks *= d
+        if op.multicast.data >> blocks:
+            raise CodegenError(f"the copy lands in block rank {op.multicast.data.bit_length() - 1}, but the kernel's "
+                               f"clusters have {blocks} block(s) (declare @kernel(..., cluster=...))", t.where(op))
         copy = f"{{ .reg .b16 m; mov.b16 m, {op.multicast.data}; {copy}, m; }}"
     _asm(t, copy, [("i32", destination), ("i64", descriptor), *(("i32", c) for c in coords),
                          ("i32", _barrier(t, op))])
