@@ -371,17 +371,23 @@ class TagAnalysis:
             assert coords is not None
             table, sizes = _offset_table(tile.layout)
             sizes = sizes if len(coords) > 1 else [table.size]
-            cs = np.stack([self.concrete_offsets(op, c, "tile coordinate") for c in coords])[:, active]
-            extent = np.asarray(sizes)[:, None]
-            bad = (cs < 0) | (cs >= extent)
-            if bad.any():
-                axis, row = (int(x[0]) for x in np.nonzero(bad))
-                self.out_of_bounds(op, int(active[row]), tuple(int(x) for x in cs[:, row]),
-                                   f"{'shared' if not tile.memory.per_thread else 'register'} tile {tile.layout}, "  # type: ignore[attr-defined]
-                                   f"mode {axis} has size {sizes[axis]}")
-                cs = np.clip(cs, 0, extent - 1)
-            flat = _colex_strides(tuple(sizes)) @ cs  # mode 0 fastest, as tiles number their elements
-            offsets = tile.offsets(flat, active)
+            values = [self.concrete_offsets(op, c, "tile coordinate") for c in coords]
+            if active is not self.tid:
+                values = [v[active] for v in values]
+            flat, reported = None, False
+            for axis, (v, n, stride) in enumerate(zip(values, sizes, _colex_strides(tuple(sizes)).tolist())):
+                bad = (v < 0) | (v >= n)
+                if bad.any():
+                    if not reported:  # the first offender is reported; the others read inside, as clipped
+                        row = int(np.flatnonzero(bad)[0])
+                        self.out_of_bounds(op, int(active[row]), tuple(int(w[row]) for w in values),
+                                           f"{'shared' if not tile.memory.per_thread else 'register'} tile "  # type: ignore[attr-defined]
+                                           f"{tile.layout}, mode {axis} has size {n}")
+                        reported = True
+                    v = np.clip(v, 0, n - 1)
+                term = v * stride if stride != 1 else v  # mode 0 fastest, as tiles number their elements
+                flat = term if flat is None else flat + term
+            offsets = tile.offsets(np.zeros(active.size, np.int64) if flat is None else flat, active)
         nbytes = tile.dtype.nbytes
         return offsets[:, None] * nbytes + np.arange(nbytes) if nbytes > 1 else offsets[:, None]
 
@@ -1174,12 +1180,18 @@ def _access(a: TagAnalysis, op: Any) -> tuple[SSAValue, tuple[SSAValue, ...] | N
     """(memory operand, coordinate operands, offset operand, the other operand or result) of a
     load or store, read from the IR once."""
     parts = a._ops.get(op)
-    if parts is None:
-        memory = op.source if isinstance(op, (D.LoadOp, D.LoadAtOp)) else op.target
-        coords = tuple(op.coords) if isinstance(op, (D.LoadOp, D.StoreOp)) else None
-        offset = op.offset if isinstance(op, (D.LoadAtOp, D.StoreAtOp)) else None
-        other = op.result if isinstance(op, (D.LoadOp, D.LoadAtOp)) else op.value
-        parts = a._ops[op] = (memory, coords, offset, other)
+    if parts is None:  # by position (the ops' operand order), which is cheaper than the named accessors
+        operands, results = a.shape(op)
+        kind = type(op)
+        if kind is D.LoadOp:
+            parts = (operands[0], operands[1:], None, results[0])
+        elif kind is D.StoreOp:
+            parts = (operands[1], operands[2:], None, operands[0])
+        elif kind is D.LoadAtOp:
+            parts = (operands[0], None, operands[1], results[0])
+        else:
+            parts = (operands[1], None, operands[2], operands[0])
+        a._ops[op] = parts
     return parts
 
 
