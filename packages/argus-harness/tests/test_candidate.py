@@ -91,3 +91,18 @@ def test_comprehensions_are_for_constants_only(tmp_path: Path) -> None:
     inside = gemm_candidate().replace("    tid = thread_idx.x\n", "    tid = [thread_idx.x for q in range(2)]\n")
     with pytest.raises(CandidateError, match="ListComp is not part of the language"):
         parse_candidate(inside)
+
+
+@pytest.mark.parametrize("text", ["X = " + "-" * 100_000 + "1\n", "X = " + "+".join(["1"] * 200_000) + "\n"],
+                         ids=["deep", "long"])
+def test_text_past_the_parsers_limits_is_refused_not_raised(text: str) -> None:
+    with pytest.raises(CandidateError, match="candidate.py:1:1: the text cannot be parsed"):
+        parse_candidate(text)
+
+
+def test_constants_compare_and_combine_as_python_does_or_are_refused(tmp_path: Path) -> None:
+    guarded = gemm_candidate().replace("BK = 4\n", "BK = 4\nSAFE = 0 and 1 // 0\n")
+    assert load_candidate(parse_candidate(guarded), tmp_path / "guarded.py").namespace["SAFE"] == 0
+    membership = gemm_candidate().replace("BK = 4\n", "BK = 4\nWIDE = BK in (4, 8)\n")
+    with pytest.raises(CandidateError, match=r"membership.py:\d+:\d+: the comparison In is not accepted"):
+        load_candidate(parse_candidate(membership), tmp_path / "membership.py")

@@ -79,3 +79,12 @@ def test_a_run_killed_with_sigkill_resumes_without_losing_a_round(tmp_path: Path
     applied = json.loads(policy.read_text())["applied"]
     assert len(applied) == 4 and len(set(applied)) == 4  # each round credited to the policy once
     assert (out / "report.md").is_file()
+
+
+def test_limits_that_would_not_hold_are_refused(tmp_path: Path, capsys) -> None:
+    from argus.harness.cli import main
+
+    for option, value in (("--memory-mb", "0"), ("--timeout", "0"), ("--seeds", "0")):
+        assert main([*_command(tmp_path / "run", tmp_path / "policy.json", 1), option, value]) == 2
+        assert f"error: {option} takes a number >= " in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

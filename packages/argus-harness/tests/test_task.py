@@ -35,6 +35,9 @@ def test_numpy_form_reads_sizes_and_settings() -> None:
     ("ARGUS_TASK = {'kernel': 'missing.py:k'}\ndef reference(a):\n    return a\ndef get_inputs():\n    return []\n",
      "is not FILE.py:KERNEL of an existing file"),
     ("ARGUS_TASK = dict(kernel=1)\n", "ARGUS_TASK must be a literal dict"),
+    ("ARGUS_TASK = {[1]: 2}\n", "task.py:1: ARGUS_TASK must be a literal dict"),
+    ("ARGUS_TASK = {'atol': '1e-3'}\n", "task.py:1: ARGUS_TASK 'atol' is a number, got '1e-3'"),
+    ("ARGUS_TASK = {'shapes': {'m': 4}}\n", "ARGUS_TASK 'shapes' is a list of size dicts"),
     ("def f(:\n", "the task file is not Python"),
 ])
 def test_bad_task_files_say_what_is_accepted(tmp_path: Path, text: str, message: str) -> None:

@@ -78,3 +78,24 @@ def test_the_sandbox_limits_memory(tmp_path: Path) -> None:
     task = load_task(str(path))
     with pytest.raises(TaskError, match="MemoryError"):
         Validator(task, tmp_path / "run", device="cpu", limits=Limits(60, 1024)).probe()
+
+
+def test_the_worker_never_sees_the_endpoints_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from argus.harness.sandbox import LIMITS_VARIABLE, worker_environment
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://example.invalid/v1")
+    env = worker_environment(tmp_path / "candidate", Limits(10, 512))
+    assert "OPENAI_API_KEY" not in env and "OPENAI_BASE_URL" not in env
+    assert env[LIMITS_VARIABLE] == "15,512" and "PATH" in env
+
+
+def test_the_selector_survives_scores_that_are_not_numbers() -> None:
+    import random
+
+    from argus.harness import Proposal
+    from argus.harness.selector import select
+
+    proposals = [Proposal("a", score=float("nan")), Proposal("b", score=float("inf")), Proposal("c", score=0.5)]
+    plan = select(proposals, random.Random(0))
+    assert plan.proposal.optimization == "c" and plan.probabilities[2] > 0.99

@@ -102,3 +102,19 @@ def test_the_built_in_pack_is_there_without_an_installed_entry_point(installed) 
 def test_a_pack_directory_must_exist(tmp_path: Path) -> None:
     with pytest.raises(PackError, match="pack nowhere: .* is not a directory of entry files"):
         KnowledgeBase.load([packs.Pack("nowhere", tmp_path / "missing")])
+
+
+def test_an_installed_pack_without_its_directory_is_set_aside(installed) -> None:
+    installed(BUILTIN_EP, ("vendor", "vendor_kb:PACK"))
+    vendor = __import__("vendor_kb").PACK
+    for f in Path(vendor.directory).iterdir():
+        f.unlink()
+    Path(vendor.directory).rmdir()
+    kb = KnowledgeBase.load()
+    assert kb.packs == ("argus",) and "is not a directory of entry files" in kb.unavailable["vendor"]
+
+
+def test_an_entry_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "broken.md").write_bytes(b"---\nid: caf\xe9\n---\n")
+    with pytest.raises(EntryError, match=r"broken.md:1: cannot read the entry: .*utf-8"):
+        KnowledgeBase.load([packs.Pack("local", tmp_path)])

@@ -83,6 +83,9 @@ def parse_candidate(text: str, filename: str = "candidate.py") -> Candidate:
     except SyntaxError as err:
         raise CandidateError(f"not Python syntax: {err.msg}",
                              SourceLocation(filename, err.lineno or 1, err.offset or 1)) from None
+    except (RecursionError, MemoryError, ValueError) as err:  # nesting or size past the parser's limits
+        raise CandidateError(f"the text cannot be parsed ({type(err).__name__}): expressions nest too deeply or "
+                             "it is far too long for a kernel module", SourceLocation(filename, 1, 1)) from None
     return _Checker(filename).module(tree, text)
 
 
@@ -113,7 +116,8 @@ class _Checker:
                 self.expression(stmt.value, lambdas=False, constant=True)
             elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None and isinstance(stmt.target, ast.Name):
                 self.bind(stmt.target, top=True)
-                self.expression(stmt.value, lambdas=False)
+                self.annotation(stmt.annotation)
+                self.expression(stmt.value, lambdas=False, constant=True)
             elif isinstance(stmt, ast.FunctionDef):
                 kind = self.decorator(stmt)
                 if stmt.name in self.globals:

@@ -9,16 +9,16 @@ same command again with the same ``--out`` resumes the run.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from argus.dsl.cli import Command, CommandError
+from argus.dsl.cli import Command, CommandError, load_module
+from argus.dsl.errors import ArgusError
 
-from . import report
+from . import prompts, report
 from .kb import RecipeBook
 from .loop import Optimizer
 from .planning import PlannerConfig, default_planner, planner_plugin
@@ -41,19 +41,10 @@ def parse_shape(text: str) -> dict[str, int]:
 
 def load_recipes(path: Path) -> list[Any]:
     """The RECIPES list of a Python file (the user's own code, like a task file)."""
-    if not path.is_file():
-        raise CommandError(f"--recipes: no such file: {path}")
-    spec = importlib.util.spec_from_file_location(f"argus_recipes_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise CommandError(f"--recipes: cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.resolve().parent))
     try:
-        spec.loader.exec_module(module)
-    except Exception as err:  # noqa: BLE001 - the user's file: say what failed
-        raise CommandError(f"--recipes: importing {path} failed: {type(err).__name__}: {err}") from None
-    finally:
-        sys.path.pop(0)
+        module = load_module(path)
+    except ArgusError as err:
+        raise CommandError(f"--recipes: {err}") from None
     recipes = getattr(module, "RECIPES", None)
     if not isinstance(recipes, (list, tuple)) or not all(hasattr(r, "instantiate") for r in recipes):
         raise CommandError(f"--recipes: {path} must define RECIPES, a list of argus.harness.TemplateRecipe")
@@ -86,8 +77,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.rounds < 0:
-        raise CommandError(f"--rounds is a count of rounds, got {args.rounds}")
+    for option, value, least in (("--rounds", args.rounds, 0), ("--seeds", args.seeds, 1),
+                                 ("--timeout", args.timeout, 1), ("--memory-mb", args.memory_mb, 64)):
+        if value < least:
+            raise CommandError(f"{option} takes a number >= {least}, got {value}")
     task = load_task(args.task, target=args.target, family=args.family,
                      shapes=[parse_shape(s) for s in args.shape] or None,
                      bench_shape=parse_shape(args.bench_shape) if args.bench_shape else None)
@@ -96,13 +89,20 @@ def _run(args: argparse.Namespace) -> int:
     store = RunStore(args.out)
     meta = store.open({"task": str(task.path.resolve()) + (f":{task.example}" if task.example else ""),
                        "planner": name, "target": task.target, "rounds": args.rounds, "run_id": uuid.uuid4().hex[:12],
-                       "started": time.strftime("%Y-%m-%d %H:%M:%S"), "task_description": task.describe()})
+                       "started": time.strftime("%Y-%m-%d %H:%M:%S"), "task_description": task.describe(),
+                       **({"prompts": prompts.VERSION} if name == "llm" else {})})
     validator = Validator(task, args.out, device=args.device, seeds=args.seeds,
                           limits=Limits(seconds=args.timeout, memory_mb=args.memory_mb))
     print(f"argus optimize: {task.name} ({task.form}, family {task.family}) for {task.target} with the {name} "
           f"planner, {args.rounds} round(s); candidates run on {validator.device}", flush=True)
     validator.probe()
     book = RecipeBook(load_recipes(args.recipes) if args.recipes else (), use_kb=not args.no_kb)
+    offered = book.recipes(task.target, task.family)
+    if book.unavailable:
+        print(f"warning: {book.unavailable}", file=sys.stderr, flush=True)
+    if not offered and name == "search":
+        print(f"warning: no recipe serves {task.target}/{task.family}: the search planner has nothing to propose",
+              file=sys.stderr, flush=True)
     planner = plugin.create(PlannerConfig(task, args.out, book, seed=args.seed, policy_path=args.policy,
                                           model=args.model, options={"run_id": meta["run_id"]}))
     optimizer = Optimizer(task, planner, validator, store, args.rounds, seed=args.seed,
@@ -122,8 +122,6 @@ OPTIMIZE = Command("optimize", "optimize a kernel for a task: planner, selector,
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m argus.harness.cli TASK ...``: the command without the ``argus`` front."""
-    from argus.dsl.errors import ArgusError
-
     parser = argparse.ArgumentParser(prog="argus optimize", description=OPTIMIZE.help)
     _configure(parser)
     args = parser.parse_args(argv)

@@ -22,8 +22,8 @@ def extract_candidate(text: str, kernel: str, filename: str = "kernel.py") -> Ca
     except SyntaxError as err:
         raise CandidateError(f"not Python syntax: {err.msg}", SourceLocation(filename, err.lineno or 1, 1)) from None
     functions = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
-    if kernel not in functions or not _decorated(functions[kernel], "kernel"):
-        found = sorted(n for n, f in functions.items() if _decorated(f, "kernel"))
+    if kernel not in functions or not decorated(functions[kernel], "kernel"):
+        found = sorted(n for n, f in functions.items() if decorated(f, "kernel"))
         raise CandidateError(f"{filename} has no top-level @kernel function {kernel!r}; its kernels: "
                              f"{', '.join(found) or 'none (a kernel built inside a function cannot be a candidate)'}")
     assigned = {}
@@ -41,7 +41,7 @@ def extract_candidate(text: str, kernel: str, filename: str = "kernel.py") -> Ca
             continue
         seen.add(name)
         node: ast.stmt | None = functions.get(name) if name in functions and (
-            name == "grid" or _decorated(functions[name], "kernel") or _decorated(functions[name], "device")) else None
+            name == "grid" or decorated(functions[name], "kernel") or decorated(functions[name], "device")) else None
         node = node or assigned.get(name)
         if node is None or node in needed:
             continue
@@ -109,7 +109,13 @@ class _Rename(ast.NodeTransformer):
         return ast.Name(self.renames.get(name.id, name.id), name.ctx)
 
 
-def _decorated(fn: ast.FunctionDef, name: str) -> bool:
+def kernel_functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    """The module's top-level ``@kernel`` functions, in order."""
+    return [s for s in tree.body if isinstance(s, ast.FunctionDef) and decorated(s, "kernel")]
+
+
+def decorated(fn: ast.FunctionDef, name: str) -> bool:
+    """Whether `fn` carries the decorator `name` (``@name`` or ``@name(...)``)."""
     for deco in fn.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
         if isinstance(target, ast.Name) and target.id == name:

@@ -16,8 +16,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from argus.kb.expressions import Expression, ExpressionError
+
 from .errors import CandidateError, PlannerError
-from .extract import extract_candidate
+from .extract import extract_candidate, kernel_functions
 
 
 class Recipe(Protocol):
@@ -43,25 +45,30 @@ class Recipe(Protocol):
         """DSL code showing the recipe (a few-shot example for a model)."""
 
 
-def set_constants(text: str, values: Mapping[str, Any], filename: str = "recipe.py") -> str:
-    """`text` with each module-level constant named in `values` given that value (also inside
-    tuple assignments such as ``BM, BN = 64, 64``)."""
-    tree = ast.parse(text, filename=filename)
-    edits: list[tuple[int, int, int, int, str]] = []
-    found: set[str] = set()
+def module_assignments(tree: ast.Module) -> Iterator[tuple[ast.Name, ast.expr]]:
+    """Each module-level ``NAME = value``, also inside tuple assignments (``BM, BN = 64, 64``)."""
     for stmt in tree.body:
         if not isinstance(stmt, ast.Assign):
             continue
         for target in stmt.targets:
-            if isinstance(target, ast.Name) and target.id in values:
-                edits.append(_span(stmt.value, repr(values[target.id])))
-                found.add(target.id)
+            if isinstance(target, ast.Name):
+                yield target, stmt.value
             elif isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple) and \
                     len(target.elts) == len(stmt.value.elts):
                 for name, value in zip(target.elts, stmt.value.elts):
-                    if isinstance(name, ast.Name) and name.id in values:
-                        edits.append(_span(value, repr(values[name.id])))
-                        found.add(name.id)
+                    if isinstance(name, ast.Name):
+                        yield name, value
+
+
+def set_constants(text: str, values: Mapping[str, Any], filename: str = "recipe.py") -> str:
+    """`text` with each module-level constant named in `values` given that value (also inside
+    tuple assignments such as ``BM, BN = 64, 64``)."""
+    edits: list[tuple[int, int, int, int, str]] = []
+    found: set[str] = set()
+    for name, value in module_assignments(ast.parse(text, filename=filename)):
+        if name.id in values:
+            edits.append(_span(value, repr(values[name.id])))
+            found.add(name.id)
     missing = sorted(set(values) - found)
     if missing:
         raise CandidateError(f"{filename}: no module constant {', '.join(missing)} to set")
@@ -78,14 +85,11 @@ def _span(node: ast.expr, new: str) -> tuple[int, int, int, int, str]:
     return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, new
 
 
-def _kernel_name(text: str) -> str:
-    for stmt in ast.parse(text).body:
-        if isinstance(stmt, ast.FunctionDef):
-            for deco in stmt.decorator_list:
-                head = deco.func if isinstance(deco, ast.Call) else deco
-                if isinstance(head, ast.Name) and head.id == "kernel":
-                    return stmt.name
-    raise CandidateError("the recipe's code defines no top-level @kernel function")
+def _kernel_name(text: str, filename: str) -> str:
+    kernels = kernel_functions(ast.parse(text, filename=filename))
+    if not kernels:
+        raise CandidateError(f"{filename}: the recipe's code defines no top-level @kernel function")
+    return kernels[0].name
 
 
 @dataclass(frozen=True)
@@ -101,8 +105,19 @@ class TemplateRecipe:
     summary: str = ""
     invariants: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
-    """Python expressions over the parameters and sizes that a point must satisfy."""
+    """Integer expressions over the parameters and sizes that a point must satisfy (the
+    knowledge base's expression language: ``M % BM == 0``, ``BM * BK <= 4096``)."""
     default: dict[str, Any] = field(default_factory=dict)
+    _checks: tuple[Expression, ...] = field(init=False, repr=False, compare=False, default=())
+
+    def __post_init__(self) -> None:
+        checks = []
+        for text in self.constraints:
+            try:
+                checks.append(Expression.parse(text))
+            except ExpressionError as err:
+                raise PlannerError(f"recipe {self.id}: constraint {err}") from None
+        object.__setattr__(self, "_checks", tuple(checks))
 
     @property
     def parameters(self) -> dict[str, tuple[Any, ...]]:
@@ -112,46 +127,51 @@ class TemplateRecipe:
         return {name: self.default.get(name, values[0]) for name, values in self.values.items()}
 
     def admits(self, point: Mapping[str, Any], sizes: Mapping[str, int]) -> bool:
+        """In the domains, and no constraint false (one over a size this task does not give is
+        left undecided)."""
         if any(point.get(n) not in v for n, v in self.values.items()):
             return False
-        scope = {**sizes, **point}
-        for text in self.constraints:
-            try:
-                if not _evaluate(text, scope):
-                    return False
-            except (NameError, KeyError):
-                continue  # a size the task does not give: the constraint cannot be judged here
-        return True
+        return _meets(self._checks, {**sizes, **point})
 
     def instantiate(self, point: Mapping[str, Any]) -> str:
-        text = set_constants(self.template, dict(point), f"{self.id}.py")
-        return extract_candidate(text, _kernel_name(text), f"{self.id}.py").text
+        return _instantiate(self.id, self.template, point)
 
     def example(self) -> str:
         return self.template
 
 
-def _evaluate(text: str, scope: Mapping[str, Any]) -> bool:
-    """A constraint: integer arithmetic and comparisons over `scope`'s names."""
-    return bool(_arithmetic(ast.parse(text, mode="eval"), scope, text))
+def _instantiate(ident: str, template: str, point: Mapping[str, Any]) -> str:
+    """The candidate of a recipe's kernel file `template` with its constants set to `point`."""
+    filename = f"{ident}.py"
+    text = set_constants(template, dict(point), filename)
+    return extract_candidate(text, _kernel_name(text, filename), filename).text
 
 
-def _arithmetic(tree: ast.Expression, scope: Mapping[str, Any], text: str) -> Any:
-    """The value of `tree` if it is only arithmetic and comparisons over constants and `scope`'s
-    names (`NameError` for a name `scope` lacks)."""
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Expression, ast.BinOp, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Name,
-                                 ast.Constant, ast.Load, ast.operator, ast.cmpop, ast.boolop, ast.unaryop)):
-            raise PlannerError(f"constraint {text!r}: only arithmetic and comparisons are accepted")
-    missing = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - set(scope)
-    if missing:
-        raise NameError(", ".join(sorted(missing)))
-    return eval(compile(tree, "<constraint>", "eval"), {"__builtins__": {}}, dict(scope))
+def _meets(constraints: Iterable[Expression], scope: Mapping[str, Any]) -> bool:
+    """False when a constraint is false in `scope`; one that cannot be judged there (a size
+    the task does not give, a division by zero) does not count."""
+    for constraint in constraints:
+        try:
+            if not constraint.evaluate(scope):
+                return False
+        except ExpressionError:
+            continue
+    return True
+
+
+def _integer(value: ast.expr, scope: Mapping[str, Any]) -> int | None:
+    """The value of an integer expression over `scope`'s names, or None when the text alone
+    does not give one (an atom, a layout, a float)."""
+    try:
+        result = Expression.parse(ast.unparse(value)).evaluate(scope)
+    except (ExpressionError, RecursionError):
+        return None
+    return result if isinstance(result, int) else None
 
 
 def failed_assumption(text: str, sizes: Mapping[str, int]) -> str | None:
     """The first ``assume(...)`` of the kernel in `text` that is false for `sizes`, judged from
-    the module's numeric constants; None when each holds or cannot be judged from the text.
+    the module's integer constants; None when each holds or cannot be judged from the text.
 
     A launch that breaks an assumption is refused (on the interpreter and on the GPU), so a
     candidate whose tiles do not divide a test shape can only fail its tests: a planner skips it
@@ -161,36 +181,21 @@ def failed_assumption(text: str, sizes: Mapping[str, int]) -> str | None:
     except SyntaxError:
         return None
     scope: dict[str, Any] = {}
-    kernels = []
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                pairs = list(zip(target.elts, stmt.value.elts)) if isinstance(target, ast.Tuple) and isinstance(
-                    stmt.value, ast.Tuple) and len(target.elts) == len(stmt.value.elts) else [(target, stmt.value)]
-                for name, value in pairs:
-                    if isinstance(name, ast.Name):
-                        scope.pop(name.id, None)
-                        try:
-                            scope[name.id] = _arithmetic(ast.Expression(value), scope, ast.unparse(value))
-                        except (PlannerError, NameError, ArithmeticError, TypeError):
-                            pass  # not a number the text alone gives (an atom, a layout)
-        elif isinstance(stmt, ast.FunctionDef) and any(
-                isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "kernel"
-                for d in stmt.decorator_list):
-            kernels.append(stmt)
+    for name, value in module_assignments(tree):
+        scope.pop(name.id, None)
+        number = _integer(value, scope)
+        if number is not None:
+            scope[name.id] = number
     scope.update(sizes)
-    for fn in kernels:
+    for fn in kernel_functions(tree):
         for stmt in fn.body:
             call = stmt.value if isinstance(stmt, ast.Expr) else None
             if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "assume"
                     and len(call.args) == 1):
                 continue
-            condition = ast.Expression(call.args[0])
-            try:
-                if not _arithmetic(condition, scope, ast.unparse(call.args[0])):
-                    return ast.unparse(call)
-            except (PlannerError, NameError, ArithmeticError, TypeError):
-                continue
+            held = _integer(call.args[0], scope)
+            if held is not None and not held:
+                return ast.unparse(call)
     return None
 
 
@@ -208,33 +213,21 @@ def tunables(text: str, declared: Mapping[str, Any]) -> dict[str, tuple[int, ...
         tree = ast.parse(text)
     except SyntaxError:
         return found
-    for stmt in tree.body:
-        if not isinstance(stmt, ast.Assign):
-            continue
-        for target in stmt.targets:
-            pairs = [(target, stmt.value)]
-            if isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple):
-                pairs = list(zip(target.elts, stmt.value.elts))
-            for name, value in pairs:
-                if (isinstance(name, ast.Name) and name.id in TUNABLES and name.id not in declared
-                        and isinstance(value, ast.Constant) and type(value.value) is int):
-                    low, high = TUNABLES[name.id]
-                    v = value.value
-                    found[name.id] = tuple(x for x in (v // 2, v, v * 2) if x == v or low <= x <= high)
+    for name, value in module_assignments(tree):
+        if (name.id in TUNABLES and name.id not in declared and isinstance(value, ast.Constant)
+                and type(value.value) is int):
+            low, high = TUNABLES[name.id]
+            v = value.value
+            found[name.id] = tuple(x for x in (v // 2, v, v * 2) if x == v or low <= x <= high)
     return found
 
 
-def _written(text: str, names: Mapping[str, Any]) -> dict[str, int]:
-    scope: dict[str, int] = {}
-    for stmt in ast.parse(text).body if names else []:
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                pairs = list(zip(target.elts, stmt.value.elts)) if isinstance(target, ast.Tuple) and isinstance(
-                    stmt.value, ast.Tuple) else [(target, stmt.value)]
-                for name, value in pairs:
-                    if isinstance(name, ast.Name) and name.id in names and isinstance(value, ast.Constant):
-                        scope[name.id] = value.value
-    return scope
+def _written(text: str, names: Mapping[str, Any]) -> dict[str, Any]:
+    """The values `text` gives the module constants in `names`, where it writes them as literals."""
+    if not names:
+        return {}
+    return {name.id: value.value for name, value in module_assignments(ast.parse(text))
+            if name.id in names and isinstance(value, ast.Constant)}
 
 
 class KbRecipe:
@@ -269,20 +262,12 @@ class KbRecipe:
         give is left undecided (the others still count)."""
         if any(point.get(n) not in v for n, v in self._parameters.items()):
             return False
-        scope = {**dict(sizes), **{n: point[n] for n in self._parameters}}
-        for constraint in self.entry.parameters.constraints:
-            try:
-                if not constraint.evaluate(scope):
-                    return False
-            except (ValueError, KeyError, ArithmeticError):
-                continue  # a size this task does not give: this constraint cannot be judged here
-        return True
+        return _meets(self.entry.parameters.constraints, {**dict(sizes), **{n: point[n] for n in self._parameters}})
 
     def instantiate(self, point: Mapping[str, Any]) -> str:
         if not self.template:
             raise CandidateError(f"recipe {self.id} has no DSL code to instantiate")
-        text = set_constants(self.template, dict(point), f"{self.id}.py")
-        return extract_candidate(text, _kernel_name(text), f"{self.id}.py").text
+        return _instantiate(self.id, self.template, point)
 
     def example(self) -> str:
         before = self.entry.snippet("before")
@@ -290,8 +275,8 @@ class KbRecipe:
 
 
 class RecipeBook:
-    """The recipes a run may use: those of the knowledge base (when `argus.kb` is installed) and
-    any given directly."""
+    """The recipes a run may use: those of the knowledge base (unless `use_kb` is false) and
+    any given directly. `unavailable` says why the knowledge base gave none, if it did not."""
 
     def __init__(self, extra: Iterable[Recipe] = (), use_kb: bool = True) -> None:
         self.extra = list(extra)
@@ -301,42 +286,47 @@ class RecipeBook:
 
     def _knowledge_base(self) -> Any:
         if self._kb is None and self.use_kb:
-            try:
-                from argus.kb import KnowledgeBase
+            from argus.kb import KbError, KnowledgeBase
 
+            try:
                 self._kb = KnowledgeBase.load()
-            except Exception as err:  # noqa: BLE001 - no knowledge base: the given recipes only
-                self.unavailable = f"{type(err).__name__}: {err}"
+            except KbError as err:  # a damaged entry or pack: the given recipes only, and say why
+                self.unavailable = f"the knowledge base cannot be loaded: {err}"
                 self.use_kb = False
         return self._kb
 
     def recipes(self, target: str, family: str, kernel: str = "", sizes: Mapping[str, int] | None = None
                 ) -> list[Recipe]:
         """Recipes for `target` and `family` that may apply to `kernel` (the ones whose conditions
-        are known to fail are left out), knowledge-base ranking first."""
+        are known to fail are left out), knowledge-base ranking first. A family the knowledge
+        base does not name gets its recipes for any family."""
         found: list[Recipe] = [r for r in self.extra if _covers(r.targets, target) and
                                ("any" in r.families or family in r.families)]
         kb = self._knowledge_base()
-        if kb is not None:
-            try:
-                from argus.kb import describe_source
+        if kb is None:
+            return found
+        from argus.kb import KbError, describe_source
+        from argus.kb.targets import check_pattern
+        from argus.kb.vocabulary import FAMILIES
 
-                description = describe_source(kernel, target=target, family=family, sizes=dict(sizes or {})) \
-                    if kernel else None
-                hits = kb.search("", target=target, family=family, kinds=["recipe"], kernel=description)
-                for hit in hits:
-                    entry = hit.entry
-                    if entry.dsl_gap is None and entry.snippet("after") is not None:
-                        found.append(KbRecipe(entry))
-            except Exception as err:  # noqa: BLE001 - an unknown family or a changed API: given recipes only
-                self.unavailable = f"{type(err).__name__}: {err}"
+        # a target or family the knowledge base does not name (the interpreter, say) gets the
+        # recipes written for any target or any family
+        on = target if check_pattern(target) is None else None
+        known = family if family in FAMILIES else None
+        try:
+            description = describe_source(kernel, target=on, family=known, sizes=dict(sizes or {}),
+                                          language=kb.language) if kernel else None
+            hits = kb.search("", target=on, family=known, kinds=["recipe"], kernel=description)
+        except KbError as err:  # a kernel it cannot read
+            self.unavailable = f"the knowledge base could not judge the kernel: {err}"
+            return found
+        for hit in hits:
+            entry = hit.entry
+            if (on is None and "any" not in entry.targets) or (known is None and "any" not in entry.families):
+                continue
+            if entry.dsl_gap is None and entry.snippet("after") is not None:
+                found.append(KbRecipe(entry))
         return found
-
-    def get(self, ident: str, target: str, family: str) -> Recipe | None:
-        for recipe in self.recipes(target, family):
-            if recipe.id == ident:
-                return recipe
-        return None
 
 
 def _covers(patterns: Sequence[str], target: str) -> bool:

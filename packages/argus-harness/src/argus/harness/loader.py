@@ -193,17 +193,21 @@ class Evaluator:
             return _BINARY[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp):
             return _UNARY[type(node.op)](self._value(node.operand))
-        if isinstance(node, ast.BoolOp):
-            values = [self._value(v) for v in node.values]
-            result = values[0]
-            for v in values[1:]:
-                result = (result and v) if isinstance(node.op, ast.And) else (result or v)
+        if isinstance(node, ast.BoolOp):  # short-circuits, as Python does
+            result = self._value(node.values[0])
+            for v in node.values[1:]:
+                if (not result) if isinstance(node.op, ast.And) else result:
+                    break
+                result = self._value(v)
             return result
         if isinstance(node, ast.Compare):
             left = self._value(node.left)
             for op, comparator in zip(node.ops, node.comparators):
+                if type(op) not in _COMPARE:
+                    raise self.error(node, f"the comparison {type(op).__name__} is not accepted in a constant; "
+                                           "accepted: == != < <= > >=")
                 right = self._value(comparator)
-                if type(op) not in _COMPARE or not _COMPARE[type(op)](left, right):
+                if not _COMPARE[type(op)](left, right):
                     return False
                 left = right
             return True
@@ -216,7 +220,9 @@ class Evaluator:
         if isinstance(node, ast.Slice):
             return slice(*(self._value(p) if p is not None else None for p in (node.lower, node.upper, node.step)))
         if isinstance(node, ast.Dict):
-            return {self._value(k): self._value(v) for k, v in zip(node.keys, node.values) if k is not None}
+            if any(k is None for k in node.keys):
+                raise self.error(node, "a constant dict lists its keys: {KEY: value, ...} (no ** unpacking)")
+            return {self._value(k): self._value(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
         if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
             return tuple(self._comprehension(node.elt, node.generators))
         if isinstance(node, ast.Call):

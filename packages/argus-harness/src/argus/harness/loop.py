@@ -54,6 +54,8 @@ class Optimizer:
             self._account(record)
         if self.records:
             self.planner.restore(self.records[1:])
+            if self.best is not None:  # a kill between a round's record and best.py leaves the file behind
+                self.store.save_best(self.best.text)
             self.progress(f"resuming {self.store.directory}: rounds 0-{len(self.records) - 1} are on disk")
 
     def _account(self, record: dict[str, Any]) -> None:

@@ -6,14 +6,14 @@ kernel never writes cannot pass.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from argus.dsl import from_storage, to_storage
+from argus.dsl.cli import load_module
+from argus.dsl.errors import ArgusError
 from argus.dsl.dtypes import DType, dtype_named
 from argus.dsl.interpreter import storage_dtype
 
@@ -50,18 +50,10 @@ def task_module(task: Task) -> Any:
     """The task file imported once per worker process (it is the user's own code)."""
     key = str(task.path.resolve())
     if key not in _MODULES:
-        spec = importlib.util.spec_from_file_location(f"argus_task_{task.path.stem}", task.path)
-        if spec is None or spec.loader is None:
-            raise TaskError(f"cannot import {task.path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, str(task.path.resolve().parent))
         try:
-            spec.loader.exec_module(module)
-        except Exception as err:  # noqa: BLE001 - the user's file: say what failed
-            raise TaskError(f"importing the task {task.path} failed: {type(err).__name__}: {err}") from None
-        finally:
-            sys.path.pop(0)
-        _MODULES[key] = module
+            _MODULES[key] = load_module(task.path)
+        except ArgusError as err:
+            raise TaskError(f"the task cannot be imported: {err}") from None
     return _MODULES[key]
 
 

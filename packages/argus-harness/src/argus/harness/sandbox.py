@@ -25,6 +25,9 @@ LIMITS_VARIABLE = "ARGUS_SANDBOX_LIMITS"
 
 @dataclass(frozen=True)
 class Limits:
+    """What one candidate may spend: wall-clock seconds (the CPU-time limit is 5 s more), and
+    memory in MB (address space without a GPU, resident memory with one)."""
+
     seconds: float = 300.0
     """Wall clock for one candidate, compile to profile."""
     memory_mb: int = 8192
@@ -47,10 +50,7 @@ def run_worker(request: dict[str, Any], directory: Path, limits: Limits) -> Outc
     request_path, result_path = directory / "request.json", directory / "result.json"
     result_path.unlink(missing_ok=True)
     request_path.write_text(json.dumps(request))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and Path(p).exists())
-    env.setdefault("ARGUS_CACHE_DIR", str(directory.parent / "cache"))
-    env[LIMITS_VARIABLE] = f"{int(limits.seconds) + 5},{0 if limits.gpu else limits.memory_mb}"
+    env = worker_environment(directory, limits)
     started = time.monotonic()
     with open(directory / "worker.log", "w") as log:
         child = subprocess.Popen([sys.executable, "-m", "argus.harness.worker", str(request_path), str(result_path)],
@@ -69,6 +69,20 @@ def run_worker(request: dict[str, Any], directory: Path, limits: Limits) -> Outc
         return Outcome(json.loads(result_path.read_text()), None, seconds, stderr)
     except json.JSONDecodeError as err:
         return Outcome(None, f"the worker's result is unreadable: {err}", seconds, stderr)
+
+
+#: Variables the worker never needs and must not see: the endpoint's credentials.
+PRIVATE_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+
+
+def worker_environment(directory: Path, limits: Limits) -> dict[str, str]:
+    """The worker's environment: this one without the endpoint's credentials, with this
+    process's import path, a compile cache next to the run, and the limits to apply."""
+    env = {k: v for k, v in os.environ.items() if k not in PRIVATE_VARIABLES}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and Path(p).exists())
+    env.setdefault("ARGUS_CACHE_DIR", str(directory.parent / "cache"))
+    env[LIMITS_VARIABLE] = f"{int(limits.seconds) + 5},{0 if limits.gpu else limits.memory_mb}"
+    return env
 
 
 def apply_limits() -> None:

@@ -44,24 +44,32 @@ class RunStore:
         return meta
 
     def rounds(self) -> list[dict[str, Any]]:
-        """The finished rounds, in order; a last line cut short by a kill is removed."""
+        """The finished rounds, in order. Only the last line can be cut short (by a kill while
+        it was written): it is removed, and that round is done again. A damaged line before
+        the last is an error, never a reason to drop the rounds after it."""
         if not self.rounds_path.is_file():
             return []
         raw = self.rounds_path.read_bytes()
-        records, good = [], 0
-        for line in raw.split(b"\n"):
-            if not line.strip():
-                good += len(line) + 1
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-            good += len(line) + 1
+        lines = raw.split(b"\n")
+        records: list[dict[str, Any]] = []
+        good = 0
+        for number, line in enumerate(lines, 1):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except (json.JSONDecodeError, UnicodeDecodeError) as err:
+                    if any(rest.strip() for rest in lines[number:]):
+                        raise StoreError(f"{self.rounds_path}:{number}: a damaged round record ({err}) with "
+                                         "finished rounds after it; repair or remove the line") from None
+                    break
+            good += len(line) + (number < len(lines))
         if good < len(raw):
             with open(self.rounds_path, "r+b") as f:
-                f.truncate(min(good, len(raw)))
-        numbers = [r.get("round") for r in records]
+                f.truncate(good)
+        elif raw and not raw.endswith(b"\n"):  # the last record is whole but its newline was not written
+            with open(self.rounds_path, "ab") as f:
+                f.write(b"\n")
+        numbers = [r.get("round") if isinstance(r, dict) else None for r in records]
         if numbers != list(range(len(records))):
             raise StoreError(f"{self.rounds_path} holds rounds {numbers}; expected 0, 1, 2, ... in order")
         return records

@@ -24,9 +24,13 @@ from typing import Any
 
 from .candidate import Candidate, Parameter, parse_candidate
 from .errors import CandidateError, SourceLocation, TaskError
-from .extract import extract_candidate
+from .extract import decorated, extract_candidate
 
 TASK_KEYS = ("kernel", "signature", "family", "target", "shapes", "bench_shape", "atol", "rtol")
+_SETTING_TYPES = (("kernel", str, "text (FILE.py:KERNEL)"), ("signature", str, "text (the kernel's parameters)"),
+                  ("family", str, "text"), ("target", str, "text (interp, nvptx:sm_90a, ...)"),
+                  ("shapes", list, "a list of size dicts"), ("bench_shape", dict, "a dict of sizes"),
+                  ("atol", (int, float), "a number"), ("rtol", (int, float), "a number"))
 _FAMILIES = (("attention", "attention"), ("softmax", "softmax"), ("gemm", "gemm"), ("matmul", "gemm"),
              ("moe", "moe"), ("transpose", "transpose"), ("add", "elementwise"))
 
@@ -80,7 +84,7 @@ def load_task(spec: str, *, target: str | None = None, family: str | None = None
     defs = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.ClassDef))}
     settings = _settings(tree, path)
     target = target or settings.get("target") or "interp"
-    kernels = [n for n, d in defs.items() if isinstance(d, ast.FunctionDef) and _is_kernel(d)]
+    kernels = [n for n, d in defs.items() if isinstance(d, ast.FunctionDef) and decorated(d, "kernel")]
     if name or (not ({"Model", "reference"} & defs.keys()) and kernels):
         name = name or (kernels[0] if len(kernels) == 1 else "")
         if not name:
@@ -147,25 +151,23 @@ def _settings(tree: ast.Module, path: Path) -> dict[str, Any]:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ARGUS_TASK" for t in stmt.targets):
             try:
                 value = ast.literal_eval(stmt.value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 raise TaskError(f"{path}:{stmt.lineno}: ARGUS_TASK must be a literal dict (numbers, strings, lists, "
                                 "dicts)") from None
             if not isinstance(value, dict):
                 raise TaskError(f"{path}:{stmt.lineno}: ARGUS_TASK must be a dict")
-            unknown = sorted(set(value) - set(TASK_KEYS))
+            unknown = sorted(set(value) - set(TASK_KEYS), key=str)
             if unknown:
                 raise TaskError(f"{path}:{stmt.lineno}: ARGUS_TASK keys {unknown} are not known; accepted: "
                                 f"{', '.join(TASK_KEYS)}")
+            for key, kinds, what in _SETTING_TYPES:
+                if key in value and (not isinstance(value[key], kinds) or isinstance(value[key], bool)):
+                    raise TaskError(f"{path}:{stmt.lineno}: ARGUS_TASK {key!r} is {what}, got {value[key]!r}")
+            for key in ("atol", "rtol"):
+                if key in value and value[key] < 0:
+                    raise TaskError(f"{path}:{stmt.lineno}: ARGUS_TASK {key!r} is a tolerance >= 0, got {value[key]!r}")
             return value
     return {}
-
-
-def _is_kernel(fn: ast.FunctionDef) -> bool:
-    for deco in fn.decorator_list:
-        target = deco.func if isinstance(deco, ast.Call) else deco
-        if isinstance(target, ast.Name) and target.id == "kernel":
-            return True
-    return False
 
 
 def _initial(text: str, name: str, path: Path) -> Candidate:

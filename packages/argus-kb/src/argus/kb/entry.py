@@ -144,7 +144,7 @@ def read_entry(path: str | PurePath, text: str | None = None, *, pack: str = "",
         try:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as err:
-            raise EntryError(path, 0, f"cannot read the entry: {err}") from None
+            raise EntryError(path, 1, f"cannot read the entry: {err}") from None
     return _Reader(split(text, path), str(path), pack, language).entry()
 
 

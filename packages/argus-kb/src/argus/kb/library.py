@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from importlib.resources.abc import Traversable
+from pathlib import Path
 
 from .description import KernelDescription
 from .entry import Entry, read_entry
@@ -77,21 +79,27 @@ class KnowledgeBase:
         """The entries of `packs`, or of every available pack (the built-in one and the
         installed add-ons of the ``argus.kb`` entry-point group)."""
         unavailable: dict[str, str] = {}
+        chosen: list[Pack] = []
         if packs is None:
-            chosen: list[Pack] = []
             for name, found in sorted(discover().items()):
                 try:
                     chosen.append(found.load())
                 except PackError as err:
                     unavailable[name] = str(err)
-            packs = chosen
+        discovered = packs is None
         entries = []
         language = LANGUAGE
-        for pack in packs:
+        for pack in chosen if discovered else packs:
+            try:
+                files = pack.files()
+            except PackError as err:  # an installed pack without its directory: set aside, like one that fails to import
+                if not discovered:
+                    raise
+                unavailable[pack.name] = str(err)
+                continue
             language |= pack.language
-            for f in pack.files():
-                entries.append(read_entry(str(f), f.read_text(encoding="utf-8"), pack=pack.name,
-                                          language=LANGUAGE | pack.language))
+            for f in files:
+                entries.append(read_entry(str(f), _text(f), pack=pack.name, language=LANGUAGE | pack.language))
         return cls(tuple(entries), unavailable, language)
 
     @property
@@ -142,6 +150,14 @@ def check_filters(target: str | None, family: str | None, kinds: Sequence[str] |
     for k in kinds or ():
         if k not in KINDS:
             raise UnknownNameError(f"unknown kind {k!r}; known: {', '.join(KINDS)}")
+
+
+def _text(file: Traversable | Path) -> str:
+    """An entry file's text; one that cannot be read is an `EntryError` naming it."""
+    try:
+        return file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise EntryError(str(file), 1, f"cannot read the entry: {err}") from None
 
 
 def _close(name: str, known: Iterable[str]) -> str:
