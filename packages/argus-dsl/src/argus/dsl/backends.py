@@ -58,6 +58,8 @@ class Runtime(Protocol):
 
     # Optional: ``prepare(kernel, args)`` is called once per specialization before the kernel's
     # tag assertions are checked, so that a runtime can start building its binary meanwhile.
+    # Optional: ``measure(fn, *, warmup, repeat, flush_l2, graph)`` times `fn` (which enqueues
+    # work on the device) by the runtime's protocol: a result with ``median_s`` and ``min_s``.
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The GPU side of validation, used only where torch sees a CUDA device: moving arguments to the
-GPU and back, and timing by one protocol for candidates and references alike (CUDA events
-around each launch, warm-up first, L2 overwritten before each timed launch, median kept).
+GPU and back, and timing candidates and references alike by the target runtime's protocol
+(asked through argus.dsl's backend interface: the harness names no GPU backend).
 """
 
 from __future__ import annotations
@@ -54,22 +54,24 @@ def to_host(x: Any, like: Any) -> Any:
     return x.cpu().numpy()
 
 
-def time_gpu(fn: Callable[[], Any], warmup: int = 3, repeat: int = 20, flush_l2: bool = True,
+def time_gpu(fn: Callable[[], Any], target: str, warmup: int = 3, repeat: int = 20, flush_l2: bool = True,
              graph: bool = True) -> dict[str, Any]:
-    """Median and minimum seconds of `fn` (which enqueues work on torch's current stream), with
-    the SM clock and power before and after, by the protocol of `argus bench`. With `graph`,
-    `fn` is captured once in a CUDA graph and the replays are timed: the GPU's time, without
-    the host's launch cost, for a candidate and a library alike (work that cannot be captured
-    is timed launch by launch)."""
-    import torch
-    from argus.backends.nvptx.bench import measure
+    """Median and minimum seconds of `fn` (which enqueues work on the device), by the protocol of
+    `target`'s runtime (for NVIDIA, `argus bench`'s: CUDA events, clocks recorded). With `graph`,
+    `fn` is captured once in a CUDA graph and the replays are timed: the GPU's time, without the
+    host's launch cost, for a candidate and a library alike (work that cannot be captured is
+    timed launch by launch)."""
+    from argus.dsl.backends import parse_target, runtime_for
 
+    runtime = runtime_for(parse_target(target))
+    measure = getattr(runtime, "measure", None)
+    if measure is None:
+        raise RuntimeError(f"the runtime of {target} cannot time work on its device")
     try:
         timing = measure(fn, warmup=warmup, repeat=repeat, flush_l2=flush_l2, graph=graph)
     except Exception:  # noqa: BLE001 - something that cannot be captured is timed directly
         if not graph:
             raise
-        torch.cuda.synchronize()
         timing = measure(fn, warmup=warmup, repeat=repeat, flush_l2=flush_l2, graph=False)
     return {"median_s": timing.median_s, "min_s": timing.min_s, "repeat": float(repeat),
-            "clocks": {"before": timing.clocks_before, "after": timing.clocks_after}}
+            "clocks": {"before": getattr(timing, "clocks_before", {}), "after": getattr(timing, "clocks_after", {})}}

@@ -227,7 +227,7 @@ def _profile(request: dict[str, Any], task: Any, candidate: Any, loaded: Any, pa
     def timed(c: Any) -> dict[str, float]:
         grid = loaded.grid({**c.sizes, "SMS": sms}) if loaded.grid_node is not None else c.grid
         device = [gpu.to_device(a) for a in c.args]
-        return gpu.time_gpu(lambda: loaded.kernel.launch(grid, device, {}, target=target),
+        return gpu.time_gpu(lambda: loaded.kernel.launch(grid, device, {}, target=target), target,
                             **request.get("timing", {}))
 
     mine = timed(case)
@@ -252,7 +252,7 @@ def _profile(request: dict[str, Any], task: Any, candidate: Any, loaded: Any, pa
         model = module.Model(*module.get_init_inputs()).cuda()
         inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in case.torch_inputs]
         with torch.no_grad():
-            reference = gpu.time_gpu(lambda: model(*inputs), **request.get("timing", {}))
+            reference = gpu.time_gpu(lambda: model(*inputs), target, **request.get("timing", {}))
         profile["reference_time_s"] = reference["median_s"]
     return profile
 

@@ -294,6 +294,13 @@ class NvptxRuntime:
             found = self._loaded[(kernel.key, device)] = LoadedKernel(binary, device)
         return found
 
+    def measure(self, fn: Any, *, warmup: int = 5, repeat: int = 50, flush_l2: bool = False,
+                graph: bool = False) -> Any:
+        """Time `fn` by `argus bench`'s protocol (CUDA events, clocks recorded)."""
+        from .bench import measure
+
+        return measure(fn, warmup=warmup, repeat=repeat, flush_l2=flush_l2, graph=graph)
+
     def launch(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], stream: int | None = None) -> None:
         views = [device_array(x) for x in args]
         self.load(kernel, launch_args.device_of(kernel.kernel.name, views, CudaError)).launch(grid, args, stream=stream, views=views)
