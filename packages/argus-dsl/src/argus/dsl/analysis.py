@@ -127,13 +127,13 @@ class TagAnalysis:
         self.warp = kernel.warp_size.data
         self.cluster = kernel.cluster_dims
         self.block_threads = int(np.prod(self.block_dims))
-        self.n = self.block_threads * int(np.prod(self.cluster))
+        self.blocks = int(np.prod(self.cluster))
+        """Blocks analysed together: the cluster's (1 without clusters)."""
+        self.n = self.block_threads * self.blocks
         self.tid = np.arange(self.n)
         self.local_ids = self.tid % self.block_threads
         """Each thread's index within its block (the cluster's blocks are enumerated together)."""
         self.ranks = self.tid // self.block_threads
-        self.segment_bytes: dict[int, int] = {}
-        """In a cluster, per shared memory (by id): the bytes of each block's segment."""
         self.everyone = np.ones(self.n, bool)
         self.relevant = relevant_ops(kernel)
         self.space = Space()
@@ -248,12 +248,12 @@ class TagAnalysis:
         mask `blocks` (its own block's only, [0], without a mask)."""
         if blocks is None:
             return [0]
-        size = self.n // self.block_threads
+        size = self.blocks
         ranks = [r for r in range(16) if blocks >> r & 1]
         if ranks[-1] >= size:
             raise self.undecidable(op, f"a multicast copy lands in block rank {ranks[-1]} of a cluster of {size} "
                                        "block(s)")
-        stride = self.segment_bytes.get(id(tile.memory), 0)
+        stride = tile.memory.tags.shape[-1] // size  # one segment per block of the cluster
         own = thread // self.block_threads
         return [(r - own) * stride for r in ranks]
 
@@ -1134,10 +1134,9 @@ def _alloc(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     footprint = (int(np.max(t.layout.offsets())) + 1 if t.layout.size() else 0) * t.dtype.nbytes
     shared = isinstance(op, D.MakeSharedOp)
     name = f"{'shared' if shared else 'local'} {op.result.name_hint or len(a.memories)}"
-    if shared and a.n > a.block_threads:  # a cluster: one segment per block, each block's threads in theirs
+    if shared and a.blocks > 1:  # a cluster: one segment per block, each block's threads in theirs
         stride = segment_stride(footprint)
-        memory = TagMemory.shared(name, stride * (a.n // a.block_threads))
-        a.segment_bytes[id(memory)] = stride
+        memory = TagMemory.shared(name, stride * a.blocks)
         a.values[op.result] = TileValue(memory, t.layout, t.dtype, segment=a.ranks * stride)  # type: ignore[arg-type]
     else:
         memory = TagMemory.shared(name, footprint) if shared else TagMemory.registers(name, a.n, footprint)
@@ -1499,7 +1498,7 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
             value = v if isinstance(v, Affine) or v is None else a.values.get(v)
             if isinstance(value, Affine) and not _uniform(value):
                 clusters = (" (in a kernel with clusters, the blocks of a cluster are checked together: not the "
-                            "block index either)") if a.n > a.block_threads else ""
+                            "block index either)") if a.blocks > 1 else ""
                 raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
                                         f"block indices, sizes and loop indices, not thread indices{clusters}",
                                         a.where(op))

@@ -57,8 +57,6 @@ class Memory:
     reader: np.ndarray | None = None
     busy: np.ndarray | None = None
     """Registers a product started with matmul_async is still computing (made on first use)."""
-    segment_bytes: int = 0
-    """In a cluster: the bytes of each block's segment of a shared tile's memory."""
 
     @classmethod
     def shared(cls, name: str, nbytes: int) -> Memory:
@@ -139,11 +137,11 @@ class _Frame:
     thread_ids: np.ndarray
     block_index: tuple[int, int, int]
     """The (first) block."""
+    block_threads: int
+    """Threads per block (all of them but in a cluster)."""
     shared: list[Memory] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     """Per-block (per-cluster) state of intrinsics (e.g. the phases of a target's memory barriers)."""
-    block_threads: int = 0
-    """Threads per block (all of them but in a cluster)."""
     blocks_of: np.ndarray | None = None
     """In a cluster: each thread's block, (3, threads)."""
 
@@ -151,6 +149,15 @@ class _Frame:
     def local_ids(self) -> np.ndarray:
         """Each thread's index within its block."""
         return self.thread_ids % self.block_threads if self.blocks_of is not None else self.thread_ids
+
+    @property
+    def blocks(self) -> int:
+        """Blocks run together: the cluster's (1 without clusters)."""
+        return self.threads // self.block_threads
+
+    def segment_bytes(self, data: np.ndarray) -> int:
+        """The bytes of each block's segment of a shared memory holding `data` (one per block)."""
+        return int(data.shape[-1]) // self.blocks
 
     @property
     def ranks(self) -> np.ndarray:
@@ -203,8 +210,7 @@ class Interpreter:
         if blocks is not None:  # the clusters holding them
             order = list(dict.fromkeys(tuple(b - b % c for b, c in zip(block, cluster)) for block in blocks))
         for bx, by, bz in order:
-            frame = _Frame({p: v for p, v in zip(params, bound)}, threads * size, tid, (bx, by, bz),
-                           block_threads=threads)
+            frame = _Frame({p: v for p, v in zip(params, bound)}, threads * size, tid, (bx, by, bz), threads)
             if size > 1:
                 ranks = tid // threads
                 frame.blocks_of = np.stack([origin + (ranks // step) % extent for origin, step, extent in
@@ -462,8 +468,7 @@ def _make_shared(interp: Interpreter, op: D.MakeSharedOp, frame: _Frame, mask: n
         frame.values[op.result] = TileValue(memory, t.layout, t.dtype)
     else:  # one segment per block of the cluster, each block's threads in their own
         stride = segment_stride(nbytes)
-        memory = Memory.shared(f"shared#{len(frame.shared)}", stride * (frame.threads // frame.block_threads))
-        memory.segment_bytes = stride
+        memory = Memory.shared(f"shared#{len(frame.shared)}", stride * frame.blocks)
         frame.values[op.result] = TileValue(memory, t.layout, t.dtype, segment=frame.ranks * stride)
     frame.shared.append(memory)
 
@@ -519,7 +524,7 @@ def shuffle_sources(interp: Interpreter, op: D.ShuffleOp, frame: _Frame) -> np.n
     t = frame.thread_ids
     lane = frame.local_ids % w
     base = t - lane
-    last = t - frame.local_ids + (frame.block_threads or frame.threads) - 1  # the block's last thread
+    last = t - frame.local_ids + frame.block_threads - 1  # the block's last thread
     arg = _scalar_array(frame, op.lane).astype(np.int64)
     src = {"xor": lane ^ arg, "idx": arg, "down": lane + arg, "up": lane - arg}[op.mode.data]
     outside = (src < 0) | (src >= w)
@@ -666,7 +671,7 @@ def _check_vectors(interp: Interpreter, op: Operation, frame: _Frame, atom: Copy
 
 def _atom_threads(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, group: int, name: str) -> np.ndarray:
     """The active threads of an atom, which must come in whole groups of `group` threads."""
-    if (frame.block_threads or frame.threads) % group:
+    if frame.block_threads % group:
         raise interp.fault("atom-threads", f"atom {name} needs the block size to be a multiple of {group} threads", op, frame)
     active = mask.reshape(-1, group)
     partial = active.any(axis=1) & ~active.all(axis=1)
@@ -883,7 +888,7 @@ def _assume(interp: Interpreter, op: D.AssumeOp, frame: _Frame, mask: np.ndarray
 
 
 def _sync(interp: Interpreter, op: D.SyncThreadsOp, frame: _Frame, mask: np.ndarray) -> None:
-    size = frame.block_threads or frame.threads
+    size = frame.block_threads
     for start in range(0, frame.threads, size):  # per block: all of its threads, or none (in a cluster)
         here = mask[start:start + size]
         if not here.all() and (frame.blocks_of is None or here.any()):
@@ -1020,7 +1025,7 @@ def _checked_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: 
     """Element offsets given directly (lowered IR): inside the tensor or the tile's footprint."""
     limit = target.array.size if isinstance(target, TensorValue) else target.memory.data.shape[-1] // target.dtype.nbytes
     if isinstance(target, TileValue) and target.segment is not None:  # in the thread's block's segment
-        limit = target.memory.segment_bytes // target.dtype.nbytes
+        limit = frame.segment_bytes(target.memory.data) // target.dtype.nbytes
     bad = (offsets < 0) | (offsets >= limit)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])

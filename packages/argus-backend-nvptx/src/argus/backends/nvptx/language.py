@@ -478,12 +478,12 @@ def _block_shift(tile: Any, frame: Any, threads: np.ndarray, ranks: np.ndarray) 
     """Bytes from each thread's own block's segment of `tile`'s memory to block `ranks`'s."""
     if tile.segment is None:
         return np.zeros(threads.size, np.int64)
-    return (ranks - frame.ranks[threads]) * tile.memory.segment_bytes  # type: ignore[no-any-return]
+    return (ranks - frame.ranks[threads]) * frame.segment_bytes(tile.memory.data)  # type: ignore[no-any-return]
 
 
 def _cluster_ranks(interp: Any, op: Any, frame: Any, threads: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     """`ranks`, checked to name blocks of the cluster."""
-    size = frame.threads // frame.block_threads
+    size = frame.blocks
     bad = (ranks < 0) | (ranks >= size)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
@@ -582,7 +582,7 @@ def _multicast_ranks(interp: Any, op: TmaLoadOp, frame: Any) -> list[int] | None
         return None
     blocks = op.multicast.data
     ranks = [r for r in range(16) if blocks >> r & 1]
-    size = frame.threads // frame.block_threads
+    size = frame.blocks
     if ranks[-1] >= size:
         raise interp.fault("out-of-bounds", f"a multicast copy lands in block rank {ranks[-1]} of a cluster of {size} "
                            "block(s)", op, frame)
