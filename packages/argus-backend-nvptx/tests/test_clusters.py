@@ -123,6 +123,22 @@ def test_the_code_declares_the_cluster_and_uses_its_instructions(tmp_path: Path)
         assert instruction in ptx, instruction
 
 
+def test_a_collective_instruction_after_a_branch_is_not_copied_into_its_paths(tmp_path: Path) -> None:
+    """Every thread must execute the same instance of an ``.aligned`` instruction: LLVM must not
+    copy the cluster barrier after ``if tid == 0: init barriers`` into both paths (the GPU then
+    waits forever). The example has two cluster_sync calls, so two barriers; and every
+    collective instruction is a convergent call."""
+    module = variant(tmp_path)
+    binary = compiler.build(module.gemm_tma_cluster.compile(), arch("sm_90a"), assemble=False)
+    assert binary.ptx.count("barrier.cluster.wait.aligned") == 2
+    groups = dict(re.findall(r"^attributes (#\d+) = \{(.*)\}$", binary.llvm, re.M))
+    calls = [line for line in binary.llvm.splitlines() if "asm sideeffect" in line and ".aligned" in line]
+    assert len(calls) > 10
+    for line in calls:
+        group = re.search(r"(#\d+)$", line)
+        assert group and "convergent" in groups[group.group(1)], line
+
+
 def test_clusters_before_hopper_are_refused_at_the_kernel(tmp_path: Path) -> None:
     module = variant(tmp_path)
     with pytest.raises(CodegenError, match=r"gemm_tma_variant_\d+\.py:\d+:\d+: thread-block clusters need nvptx:sm_90"):

@@ -88,3 +88,20 @@ def test_the_cache_key_follows_everything_the_compile_reads(tmp_path):
     assert _key(tmp_path, "a", scale=3.0) != base  # a global it reads
     assert _key(tmp_path, "a", width=4.0) != base  # a value it closes over
     assert _key(tmp_path, "b") != base  # another file: its locations differ
+
+
+def test_a_changed_compiler_package_gives_other_keys(tmp_path, monkeypatch):
+    """A backend includes its own code in its keys: editing it must not reuse what the old
+    code compiled."""
+    from argus.dsl import cache
+
+    package = tmp_path / "fake_backend"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "lower.py").write_text("RULE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = cache.code_digest("fake_backend")
+    assert cache.code_digest("fake_backend") == before
+    (package / "lower.py").write_text("RULE = 2\n")
+    cache.code_digest.cache_clear()
+    assert cache.code_digest("fake_backend") != before

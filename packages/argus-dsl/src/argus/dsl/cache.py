@@ -20,14 +20,16 @@ from pathlib import Path
 from typing import Any
 
 
-@lru_cache(maxsize=1)
-def _compiler_digest() -> str:
-    """A hash of this package's code and the checker's: a changed compiler or checker never
-    reuses old entries."""
-    import argus.verify
+@lru_cache(maxsize=None)
+def code_digest(*packages: str) -> str:
+    """A hash of the Python code of `packages` (importable names): a key that includes the
+    digest of the code that compiles never reuses entries an older compiler wrote. A backend
+    adds its own package to its keys."""
+    import importlib
 
     h = hashlib.sha256()
-    for root in (Path(__file__).parent, Path(argus.verify.__file__).parent):
+    for name in packages:
+        root = Path(importlib.import_module(name).__file__ or "").parent
         for path in sorted(root.rglob("*.py")):
             h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -35,7 +37,7 @@ def _compiler_digest() -> str:
 
 @lru_cache(maxsize=1)
 def _versions() -> str:
-    found = [f"compiler={_compiler_digest()}"]
+    found = [f"compiler={code_digest('argus.dsl', 'argus.verify')}"]
     for dist in ("argus-dsl", "argus-layout", "xdsl"):
         try:
             found.append(f"{dist}={version(dist)}")

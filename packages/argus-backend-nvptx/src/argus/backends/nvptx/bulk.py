@@ -114,10 +114,12 @@ def _barrier(t: Translator, op: Any) -> str:
     return _shared_address(t, op.barriers, element, op)
 
 
-def _asm(t: Translator, text: str, operands: list[tuple[str, str]]) -> None:
+def _asm(t: Translator, text: str, operands: list[tuple[str, str]], collective: bool = False) -> None:
+    """`text` as inline assembly; a `collective` instruction (``.aligned``: every thread executes
+    the same instance) is marked convergent, so that LLVM never copies it into divergent paths."""
     constraints = ",".join([{"i32": "r", "i64": "l"}[ty] for ty, _ in operands] + ["~{memory}"])
     args = ", ".join(f"{ty} {v}" for ty, v in operands)
-    t.emit(f'call void asm sideeffect "{text}", "{constraints}"({args})')
+    t.emit(f'call void asm sideeffect "{text}", "{constraints}"({args})' + (" convergent" if collective else ""))
 
 
 def _init(t: Translator, op: MbarrierInitOp) -> None:
@@ -194,7 +196,7 @@ def _cluster_sync(t: Translator, op: ClusterSyncOp) -> None:
     _require(t, op, "clusters", "cluster_sync")
     if t.async_shared:  # as before syncthreads: the threads' writes become visible to the async proxy
         t.emit('call void asm sideeffect "fence.proxy.async.shared::cta;", "~{memory}"()')
-    _asm(t, "barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned;", [])
+    _asm(t, "barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned;", [], collective=True)
 
 
 def _arrive_cluster(t: Translator, op: MbarrierArriveClusterOp) -> None:
@@ -224,7 +226,7 @@ def _setmaxnreg(t: Translator, op: SetMaxRegistersOp) -> None:
         raise CodegenError("setmaxnreg needs the kernel's register count at entry: declare "
                            "@kernel(..., max_registers=N)", t.where(op))
     change = "inc" if op.increase.data else "dec"
-    _asm(t, f"setmaxnreg.{change}.sync.aligned.u32 {op.registers.data};", [])
+    _asm(t, f"setmaxnreg.{change}.sync.aligned.u32 {op.registers.data};", [], collective=True)
 
 
 RULES.update({SetMaxRegistersOp: _setmaxnreg, MbarrierInitOp: _init, MbarrierArriveOp: _arrive, MbarrierWaitOp: _wait,

@@ -69,7 +69,7 @@ def cached(key: str, target: Arch, *, assemble: bool | None = None) -> Binary | 
 
 
 def _disk_key(source: str, target: Arch) -> str:
-    return cache.cache_key("argus-nvptx", source, target.name, _tool_version())
+    return cache.cache_key("argus-nvptx", source, target.name, _tool_version(), cache.code_digest(__package__))
 
 
 def _want_cubin(assemble: bool | None) -> bool:

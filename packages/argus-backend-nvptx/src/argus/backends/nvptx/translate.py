@@ -154,7 +154,7 @@ def _warpgroup_mma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
     if started and t.wgmma_group is not None:  # a synchronous group before it finishes first
         _wait_wgmma(t)
     if not t.wgmma_streak:
-        t.emit('call void asm sideeffect "wgmma.fence.sync.aligned;", "~{memory}"()')
+        t.emit('call void asm sideeffect "wgmma.fence.sync.aligned;", "~{memory}"() convergent')
     t.wgmma_streak = True
     if not started and t.wgmma_group is None:
         t.wgmma_group = {}
@@ -163,7 +163,8 @@ def _warpgroup_mma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
     struct_ty = "{ " + ", ".join(["float"] * count) + " }"
     constraints = ",".join(["=f"] * count + [str(i) for i in range(count)] + ["l", "l", "r"])
     args = ", ".join([f"float {v}" for v in values] + [f"i64 {d}" for d in descriptors] + ["i32 1"])
-    result = t.let(f'call {struct_ty} asm sideeffect "{wgmma_text(atom, 2 * count)}", "{constraints}"({args})')
+    result = t.let(f'call {struct_ty} asm sideeffect "{wgmma_text(atom, 2 * count)}", "{constraints}"({args})'
+                   ' convergent')
     for i, pointer in enumerate(pointers):
         t.store(ty, t.let(f"extractvalue {struct_ty} {result}, {i}"), memory, pointer)
         if started:  # the accumulator by allocation and offset: its pointer here may not reach the wait
@@ -171,14 +172,14 @@ def _warpgroup_mma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
         else:
             t.wgmma_group[pointer] = ty  # type: ignore[index]
     if started:
-        t.emit('call void asm sideeffect "wgmma.commit_group.sync.aligned;", "~{memory}"()')
+        t.emit('call void asm sideeffect "wgmma.commit_group.sync.aligned;", "~{memory}"() convergent')
 
 
 def _mma_wait(t: Translator, op: D.MmaWaitOp) -> None:
     """matmul_wait: the warpgroup MMAs started asynchronously, all but the last `pending`."""
     if not t.started:
         return  # every product ran synchronously
-    t.emit(f'call void asm sideeffect "wgmma.wait_group.sync.aligned {op.pending.data};", "~{{memory}}"()')
+    t.emit(f'call void asm sideeffect "wgmma.wait_group.sync.aligned {op.pending.data};", "~{{memory}}"() convergent')
     _pin(t, {t.element_pointer(Memory(base, 0), ty, str(offset)): ty for (base, offset), ty in t.started.items()})
 
 
@@ -187,8 +188,8 @@ def _wait_wgmma(t: Translator) -> None:
     use of them is scheduled before it)."""
     group = t.wgmma_group or {}
     t.wgmma_group = None
-    t.emit('call void asm sideeffect "wgmma.commit_group.sync.aligned;", "~{memory}"()')
-    t.emit('call void asm sideeffect "wgmma.wait_group.sync.aligned 0;", "~{memory}"()')
+    t.emit('call void asm sideeffect "wgmma.commit_group.sync.aligned;", "~{memory}"() convergent')
+    t.emit('call void asm sideeffect "wgmma.wait_group.sync.aligned 0;", "~{memory}"() convergent')
     _pin(t, group)
 
 
@@ -269,7 +270,8 @@ def _inline(t: Translator, instruction: Instruction, out_ty: str, outs: int, reg
     struct_ty = "{ " + ", ".join([out_ty] * outs) + " }"
     constraints = ",".join(["=f" if out_ty == "float" else "=r"] * outs + [_constraint(ty) for ty, _ in registers])
     args = ", ".join(f"{ty} {v}" for ty, v in registers)
-    result = t.let(f'call {struct_ty} asm sideeffect "{instruction.text}", "{constraints}"({args})')
+    convergent = " convergent" if ".aligned" in instruction.text else ""  # warp-collective: never duplicated
+    result = t.let(f'call {struct_ty} asm sideeffect "{instruction.text}", "{constraints}"({args}){convergent}')
     return [t.let(f"extractvalue {struct_ty} {result}, {i}") for i in range(outs)]
 
 
