@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from argus.harness import PlannerConfig, RecipeBook, extract_candidate, load_task, parse_candidate
 from argus.harness.kb import failed_assumption
+from argus.harness.loader import load_candidate
 from argus.harness.planners.search import SearchPlanner
 from argus.harness.planning import Observation, Plan
 from harness_testing import DATA, tile_recipe
@@ -30,15 +31,19 @@ def test_the_grid_of_an_example_problem_becomes_the_candidates() -> None:
     assert "def grid(M, N, K):\n    return (N // BN, M // BM)" in extract_candidate(text, "gemm").text
 
 
-def test_knowledge_base_recipes_instantiate_in_the_candidate_format() -> None:
+def test_knowledge_base_recipes_instantiate_in_the_candidate_format(tmp_path: Path) -> None:
+    """Every GEMM recipe becomes a candidate whose kernel builds and whose grid, with every
+    constant it names, evaluates at a shape."""
     book = RecipeBook()
     recipes = book.recipes("nvptx:sm_90a", "gemm")
     assert recipes and not book.unavailable, book.unavailable
-    made = 0
     for recipe in recipes:
         candidate = parse_candidate(recipe.instantiate(recipe.defaults()))
-        made += candidate.grid is not None
-    assert made == len(recipes)
+        assert candidate.grid is not None, recipe.id
+        loaded = load_candidate(candidate, tmp_path / f"{recipe.id}.py")
+        assert loaded.grid_node is not None, recipe.id
+        grid = loaded.grid({a.arg: 1024 for a in loaded.grid_node.args.args})
+        assert 1 <= len(grid) <= 3 and all(d >= 1 for d in grid), (recipe.id, grid)
 
 
 def test_a_kernels_assumptions_are_judged_at_a_shape_from_its_text() -> None:

@@ -99,3 +99,12 @@ def test_the_selector_survives_scores_that_are_not_numbers() -> None:
     proposals = [Proposal("a", score=float("nan")), Proposal("b", score=float("inf")), Proposal("c", score=0.5)]
     plan = select(proposals, random.Random(0))
     assert plan.proposal.optimization == "c" and plan.probabilities[2] > 0.99
+
+
+def test_a_run_directory_given_relative_to_the_working_directory_works(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`argus optimize --out runs/x`: the worker runs inside the candidate's folder, so the
+    folder it is handed must not be relative to where the user stood."""
+    monkeypatch.chdir(tmp_path)
+    task = load_task(str(DATA / "gemm_task.py"))
+    assert Validator(task, Path("runs") / "x", device="cpu", limits=Limits(60, 4096)).probe()

@@ -32,9 +32,13 @@ def extract_candidate(text: str, kernel: str, filename: str = "kernel.py") -> Ca
             for target in stmt.targets:
                 for name in _names(target):
                     assigned[name] = stmt
+    # a grid read off the example problem needs the constants it names (BLOCKS, BM, ...) too
+    grid = "" if "grid" in functions else _grid_from_example(functions.get(f"example_{kernel}"),
+                                                               functions[kernel], set(assigned))
     needed: list[ast.stmt] = []
     seen: set[str] = set()
     wanted = [kernel] + (["grid"] if "grid" in functions else [])
+    wanted += [n.id for n in ast.walk(ast.parse(grid)) if isinstance(n, ast.Name)] if grid else []
     while wanted:
         name = wanted.pop()
         if name in seen:
@@ -67,10 +71,8 @@ def extract_candidate(text: str, kernel: str, filename: str = "kernel.py") -> Ca
         if stmt in needed:
             first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
             out.append("\n".join(lines[first - 1:stmt.end_lineno]))
-    if "grid" not in functions:
-        grid = _grid_from_example(functions.get(f"example_{kernel}"), functions[kernel], set(assigned))
-        if grid:
-            out.append(grid)
+    if grid:
+        out.append(grid)
     return parse_candidate("\n\n".join(out) + "\n", filename)
 
 

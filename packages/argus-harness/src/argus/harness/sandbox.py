@@ -46,6 +46,7 @@ class Outcome:
 
 def run_worker(request: dict[str, Any], directory: Path, limits: Limits) -> Outcome:
     """Run ``argus.harness.worker`` on `request` in `directory` under `limits`."""
+    directory = directory.resolve()  # the worker runs in it: a relative path would not name it there
     directory.mkdir(parents=True, exist_ok=True)
     request_path, result_path = directory / "request.json", directory / "result.json"
     result_path.unlink(missing_ok=True)
