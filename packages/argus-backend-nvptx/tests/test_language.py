@@ -258,6 +258,24 @@ def test_setmaxnreg_needs_the_count_at_entry_and_sm_90a(monkeypatch: pytest.Monk
         kernel(block=(32,), max_registers=300)
 
 
+def test_a_warpgroup_asking_for_more_registers_than_the_block_has_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """256 threads at 128 registers: with the other warpgroup down to 40, at most 216 remain,
+    so setmaxnreg(232, True) would wait forever on the GPU."""
+    from argus.backends.nvptx import compiler
+    from argus.backends.nvptx.errors import CodegenError
+    from argus.backends.nvptx.targets import arch
+
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    with pytest.raises(CodegenError, match=r"test_language\.py:\d+:\d+: setmaxnreg\(232, True\) can never get its "
+                       r"registers.*at most 216 per thread remain"):
+        compiler.build(_roles(128).compile(), arch("sm_90a"), assemble=False)
+
+
+def test_the_interpreter_faults_where_the_gpu_would_wait_for_registers_forever() -> None:
+    with pytest.raises(KernelFault, match=r"deadlock.*setmaxnreg\(232, True\) can never get its registers"):
+        _roles(128)[(1,)](np.zeros(256, np.float32))
+
+
 def test_register_counts_are_checked() -> None:
     @kernel(block=(128,), max_registers=168)
     def wrong(y: Tensor[f32, 128]):

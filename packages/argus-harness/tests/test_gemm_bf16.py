@@ -60,4 +60,4 @@ def test_the_search_proposes_the_two_warpgroup_gemm_and_the_validator_accepts_it
     validation = validator.validate(lowered.text, "async-warpgroup-gemm")
     assert validation.validated, validation.feedback()
     assert validation.invariants == "proved" and validation.tests_passed == validation.tests_total == 2
-    assert "matmul_async" in lowered.text and "c.view((M, N // 2), u64)" in lowered.text
+    assert "matmul_async" in lowered.text and "c.view((M, N // 4), u128)" in lowered.text

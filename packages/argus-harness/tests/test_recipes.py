@@ -7,12 +7,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from argus.harness import PlannerConfig, RecipeBook, extract_candidate, load_task, parse_candidate
+from argus.harness import PlannerConfig, RecipeBook, TemplateRecipe, extract_candidate, load_task, parse_candidate
 from argus.harness.kb import failed_assumption
 from argus.harness.loader import load_candidate
 from argus.harness.planners.search import SearchPlanner
 from argus.harness.planning import Observation, Plan
-from harness_testing import DATA, tile_recipe
+from harness_testing import DATA, gemm_template, tile_recipe
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -44,6 +44,17 @@ def test_knowledge_base_recipes_instantiate_in_the_candidate_format(tmp_path: Pa
         assert loaded.grid_node is not None, recipe.id
         grid = loaded.grid({a.arg: 1024 for a in loaded.grid_node.args.args})
         assert 1 <= len(grid) <= 3 and all(d >= 1 for d in grid), (recipe.id, grid)
+
+
+def test_a_constraint_may_name_a_constant_of_the_recipes_code() -> None:
+    """``setmaxnreg``'s exchange must balance against the kernel's REGS, which the code fixes
+    and no point sets: a point that takes more than is given back is never proposed (on the
+    GPU it would wait for registers forever)."""
+    template = "REGS = 128\nSHARE = 2 * REGS\nGIVE = 40\nTAKE = 216\n" + gemm_template()
+    recipe = TemplateRecipe("regs", "registers", template, {"GIVE": (40, 56), "TAKE": (216, 240)},
+                            constraints=("GIVE + TAKE <= SHARE",))
+    assert recipe.admits({"GIVE": 40, "TAKE": 216}, {})
+    assert not recipe.admits({"GIVE": 56, "TAKE": 240}, {})
 
 
 def test_a_kernels_assumptions_are_judged_at_a_shape_from_its_text() -> None:

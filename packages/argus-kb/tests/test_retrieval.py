@@ -109,13 +109,14 @@ def test_the_two_warpgroup_gemm_applies_to_the_naive_example_kernel() -> None:
 
 def test_the_two_warpgroup_gemm_admits_only_points_that_fit() -> None:
     """The constraints keep the accumulators in registers (no 256x256), the stages in shared
-    memory, and the tiles and rounds whole: at 4096 cubed only four stages divide K."""
+    memory, room for 128 rows of C in f32 in the B stages, and the tiles and rounds whole: at
+    4096 cubed only four stages divide K."""
     space = KB.get("async-warpgroup-gemm").parameters
     at = {"M": 4096, "N": 4096, "K": 4096}
     points = list(space.points(at))
     assert {(p["BM"], p["BN"]) for p in points} == {(128, 128), (256, 128), (128, 256)}
     assert {p["STAGES"] for p in points} == {4} and space.admits(space.default(), at)
-    assert space.admits({**space.default(), "STAGES": 3}, {"M": 4096, "N": 4096, "K": 768})
-    assert not space.admits({**space.default(), "STAGES": 5}, {"M": 4096, "N": 4096, "K": 960})  # 240 KiB of stages
-    assert space.admits({**space.default(), "STAGES": 5, "BK": 32}, {"M": 4096, "N": 4096, "K": 960})
+    assert space.admits({**space.default(), "STAGES": 5, "BM": 128}, {"M": 4096, "N": 4096, "K": 1280})
+    assert not space.admits({**space.default(), "STAGES": 5}, {"M": 4096, "N": 4096, "K": 1280})  # 240 KiB of stages
+    assert not space.admits({**space.default(), "STAGES": 3}, {"M": 4096, "N": 4096, "K": 768})  # C needs 4 stages
     assert not space.admits(space.default(), {"M": 128, "N": 4096, "K": 4096})  # half a 256-row tile

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import functools
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -127,11 +128,7 @@ class TemplateRecipe:
         return {name: self.default.get(name, values[0]) for name, values in self.values.items()}
 
     def admits(self, point: Mapping[str, Any], sizes: Mapping[str, int]) -> bool:
-        """In the domains, and no constraint false (one over a size this task does not give is
-        left undecided)."""
-        if any(point.get(n) not in v for n, v in self.values.items()):
-            return False
-        return _meets(self._checks, {**sizes, **point})
+        return _admitted(self.values, self._checks, _parsed(self.template), point, sizes)
 
     def instantiate(self, point: Mapping[str, Any]) -> str:
         return _instantiate(self.id, self.template, point)
@@ -145,6 +142,26 @@ def _instantiate(ident: str, template: str, point: Mapping[str, Any]) -> str:
     filename = f"{ident}.py"
     text = set_constants(template, dict(point), filename)
     return extract_candidate(text, _kernel_name(text, filename), filename).text
+
+
+def _admitted(domains: Mapping[str, tuple[Any, ...]], constraints: Iterable[Expression], tree: ast.Module | None,
+              point: Mapping[str, Any], sizes: Mapping[str, int]) -> bool:
+    """A point in the domains whose constraints hold, judged with the recipe code's integer
+    constants at that point (a constraint may name ``REGS``, which no point sets), then the
+    sizes; a constraint over a size this task does not give is left undecided."""
+    if any(point.get(n) not in v for n, v in domains.items()):
+        return False
+    chosen = {n: point[n] for n in domains}
+    constants = module_integers(tree, chosen) if tree is not None else {}
+    return _meets(constraints, {**constants, **dict(sizes), **chosen})
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(template: str) -> ast.Module | None:
+    try:
+        return ast.parse(template) if template else None
+    except SyntaxError:
+        return None
 
 
 def _meets(constraints: Iterable[Expression], scope: Mapping[str, Any]) -> bool:
@@ -169,6 +186,19 @@ def _integer(value: ast.expr, scope: Mapping[str, Any]) -> int | None:
     return result if isinstance(result, int) else None
 
 
+def module_integers(tree: ast.Module, overrides: Mapping[str, Any] | None = None) -> dict[str, int]:
+    """The module constants of `tree` whose values are integers computed from the text alone,
+    in order (``STAGE_BYTES = (BM + BN) * BK * 2`` after ``BM``, ``BN`` and ``BK``); a name in
+    `overrides` takes that value where it is assigned, and what is computed from it follows."""
+    scope: dict[str, Any] = {}
+    for name, value in module_assignments(tree):
+        scope.pop(name.id, None)
+        number = overrides[name.id] if overrides and name.id in overrides else _integer(value, scope)
+        if isinstance(number, int):
+            scope[name.id] = number
+    return scope
+
+
 def failed_assumption(text: str, sizes: Mapping[str, int]) -> str | None:
     """The first ``assume(...)`` of the kernel in `text` that is false for `sizes`, judged from
     the module's integer constants; None when each holds or cannot be judged from the text.
@@ -180,13 +210,7 @@ def failed_assumption(text: str, sizes: Mapping[str, int]) -> str | None:
         tree = ast.parse(text)
     except SyntaxError:
         return None
-    scope: dict[str, Any] = {}
-    for name, value in module_assignments(tree):
-        scope.pop(name.id, None)
-        number = _integer(value, scope)
-        if number is not None:
-            scope[name.id] = number
-    scope.update(sizes)
+    scope = {**module_integers(tree), **sizes}
     for fn in kernel_functions(tree):
         for stmt in fn.body:
             call = stmt.value if isinstance(stmt, ast.Expr) else None
@@ -258,11 +282,7 @@ class KbRecipe:
         return {**dict(self.entry.parameters.default()), **self.written}
 
     def admits(self, point: Mapping[str, Any], sizes: Mapping[str, int]) -> bool:
-        """In the domains, and no constraint false; a constraint over a size this task does not
-        give is left undecided (the others still count)."""
-        if any(point.get(n) not in v for n, v in self._parameters.items()):
-            return False
-        return _meets(self.entry.parameters.constraints, {**dict(sizes), **{n: point[n] for n in self._parameters}})
+        return _admitted(self._parameters, self.entry.parameters.constraints, _parsed(self.template), point, sizes)
 
     def instantiate(self, point: Mapping[str, Any]) -> str:
         if not self.template:

@@ -13,6 +13,7 @@ rows). Anything else is refused with the reason.
 
 from __future__ import annotations
 
+
 from typing import Any
 
 from argus.dsl import dialect as D
@@ -30,6 +31,7 @@ from .language import (
     NamedBarrierOp,
     SetMaxRegistersOp,
     TmaLoadOp,
+    register_shortfall,
 )
 from .translate import RULES, Param, Translator, ident
 
@@ -225,8 +227,16 @@ def _setmaxnreg(t: Translator, op: SetMaxRegistersOp) -> None:
     if t.kernel.max_registers is None:
         raise CodegenError("setmaxnreg needs the kernel's register count at entry: declare "
                            "@kernel(..., max_registers=N)", t.where(op))
+    if op.increase.data:
+        _check_exchange(t, op)
     change = "inc" if op.increase.data else "dec"
     _asm(t, f"setmaxnreg.{change}.sync.aligned.u32 {op.registers.data};", [], collective=True)
+
+
+def _check_exchange(t: Translator, op: SetMaxRegistersOp) -> None:
+    shortfall = register_shortfall(t.kernel, op)
+    if shortfall:
+        raise CodegenError(shortfall, t.where(op))
 
 
 RULES.update({SetMaxRegistersOp: _setmaxnreg, MbarrierInitOp: _init, MbarrierArriveOp: _arrive, MbarrierWaitOp: _wait,

@@ -40,6 +40,7 @@ included; the checker follows the tags across the blocks the same way.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -735,13 +736,37 @@ def _cluster_sync(interp: Any, op: ClusterSyncOp, frame: Any, mask: np.ndarray) 
     I.order_threads(frame, np.flatnonzero(mask))
 
 
+def register_shortfall(kernel: D.KernelOp, op: SetMaxRegistersOp) -> str:
+    """Why a growing setmaxnreg can never be served, or "". A warpgroup growing its registers
+    waits until the block's pool (its threads × the count at entry) has them free; when even the
+    other warpgroups at the least any setmaxnreg of the kernel gives back to cannot free enough,
+    the GPU waits forever."""
+    if not op.increase.data or kernel.max_registers is None:
+        return ""
+    entry = kernel.max_registers.data
+    groups = math.prod(kernel.block_dims) // 128
+    given_back = [o.registers.data for o in kernel.walk() if isinstance(o, SetMaxRegistersOp) and not o.increase.data]
+    least = min(given_back + [entry])
+    wanted = op.registers.data
+    room = groups * entry - (groups - 1) * least
+    if wanted <= room:
+        return ""
+    return (f"setmaxnreg({wanted}, True) can never get its registers: the block's {groups} warpgroup(s) hold "
+            f"{groups} × 128 × {entry} (max_registers) in all, and with the other(s) at the least this kernel gives "
+            f"back to ({least}) at most {room} per thread remain for this one; the GPU would wait forever")
+
+
 def _setmaxnreg(interp: Any, op: SetMaxRegistersOp, frame: Any, mask: np.ndarray) -> None:
-    """Registers are not modelled; what is checked is that whole warpgroups call it."""
+    """Registers are modelled as far as the pool goes: whole warpgroups must call it, and a
+    warpgroup must not ask for more than the block can ever give it (a deadlock on the GPU)."""
     for start in range(0, mask.size, 128):
         group = mask[start:start + 128]
         if group.any() and not group.all():
             raise interp.fault("divergent-setmaxnreg", f"setmaxnreg is called by {int(group.sum())} of the 128 "
                                f"threads of warpgroup {start // 128}; the whole warpgroup must call it", op, frame)
+    shortfall = register_shortfall(interp.kernel, op)
+    if shortfall:
+        raise interp.fault("deadlock", shortfall, op, frame)
 
 
 def _elect(interp: Any, op: ElectOneOp, frame: Any, mask: np.ndarray) -> None:
