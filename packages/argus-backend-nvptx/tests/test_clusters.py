@@ -90,6 +90,17 @@ def test_a_partner_copying_the_wrong_slice_is_refuted_with_a_replayed_witness(tm
     assert "must pair up" in result.text() and "reproduced" in result.text()
 
 
+def test_a_tile_too_large_for_the_stages_is_refuted_on_the_plainest_launch(tmp_path: Path) -> None:
+    """128×256 tiles with three 128×64 stages: C in bf16 (64 KiB) does not fit in the A stages
+    (48 KiB) it is staged through. The witness is block 0 of one cluster on a 1-D grid, not a
+    block of whatever grid the solver picked first."""
+    result = variant(tmp_path).build_cluster(128, 256, 64, 3).verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    w = result.witnesses[0]
+    assert w["kind"] == "out-of-bounds" and w["block"] == (0, 0, 0), w
+    assert w["replayed"].endswith("in block (0, 0, 0) of grid (2, 1, 1)"), w["replayed"]
+
+
 def test_a_stage_waiting_for_a_partner_that_never_arrives_deadlocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # "free" expects an arrival from a third block, which the cluster does not have
     module = variant(tmp_path, ("nv.mbarrier_init(free, s, 2)", "nv.mbarrier_init(free, s, 3)"))

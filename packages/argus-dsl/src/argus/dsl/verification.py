@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from argus.verify.affine import Space
+from argus.verify.affine import Space, add_keys, sub_keys
 from argus.verify.obligations import Candidate
 from argus.verify.results import Result, proved, unknown, violated
 from argus.verify.solvers import Query
@@ -30,6 +30,9 @@ from .interpreter import storage_dtype
 
 #: Largest tensor (bytes) a replay allocates; a witness needing more is reported unreplayed.
 REPLAY_BYTES = 1 << 28
+#: Replayed witnesses reported per finding (assertion line and kind); further candidates of
+#: the same finding are not replayed.
+WITNESSES_PER_FINDING = 2
 #: Sizes tried first for a small witness (every size symbol at most this).
 SMALL = 256
 
@@ -85,17 +88,25 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
         return proved(claim, f"static tag analysis: every assertion holds ({method})")
     witnesses: list[dict[str, Any]] = []
     unconfirmed: list[str] = []
+    shown: dict[tuple[str, str], int] = {}
+    masked: set[tuple[str, str]] = set()
     for c in candidates:
+        if shown.get((c.site, c.kind), 0) >= WITNESSES_PER_FINDING or (c.site, c.kind) in masked:
+            continue  # enough replayed witnesses of this finding (each replay runs a block), or it hides
+            # behind one: its replay stopped at a finding already shown, earlier in the kernel
         model = _small_model(analysis, c, engine, facts, base_model, timeout_ms) if engine else c.model
         c.model = model
         w = c.witness(analysis.table, analysis.space)
         if replay:
-            confirmed, note = replay_witness(compiled, analysis, c, w)
+            confirmed, note, stopped_at = replay_witness(compiled, analysis, c, w)
             w["replayed"] = note
             if confirmed:
                 witnesses.append(w)
+                shown[(c.site, c.kind)] = shown.get((c.site, c.kind), 0) + 1
             else:
                 unconfirmed.append(f"{c.site}: a candidate counterexample ({c.kind}) did not replay: {note}")
+                if stopped_at in shown:
+                    masked.add((c.site, c.kind))
         else:
             witnesses.append(w)
     if witnesses:
@@ -173,14 +184,35 @@ def _small_model(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any]
         for extra in (in_bounds + bounds, bounds):
             answer = engine.solve(Query(space, facts + extra, [c.condition]), timeout_ms)
             if answer.status == "sat":
-                return answer.model
+                return _tidy(analysis, c, engine, facts + extra, answer.model, timeout_ms)
     answer = engine.solve(Query(space, facts + in_bounds, [c.condition]), timeout_ms)
     return answer.model if answer.status == "sat" else c.model or base
 
 
-def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witness: dict[str, Any]) -> tuple[bool, str]:
-    """Run the witness's block on the interpreter with shadow tags; True when the same assertion
-    fails there the same way."""
+def _tidy(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any], model: dict[int, int],
+          timeout_ms: int) -> dict[int, int]:
+    """The model with as many block indices at 0 (z, then y, then x) and grid dims just large
+    enough for the block as the finding allows: a 1-D kernel's witness names block (5, 0, 0)
+    of grid (6, 1, 1), not block (5, 255, 255) of grid (238, 256, 256)."""
+    space = analysis.space
+    pins: list[Any] = []
+    block = [(0, ((s, 1),)) for s in analysis.block_symbols]
+    grid = [(0, ((s, 1),)) for s in analysis.grid_symbols]
+    wanted = [("eq0", b) for b in reversed(block)] + [("ge0", sub_keys(add_keys(b, (1, ())), g))
+                                                       for b, g in zip(block, grid)]
+    for pin in wanted:
+        answer = engine.solve(Query(space, facts + pins + [pin], [c.condition]), timeout_ms)
+        if answer.status == "sat":
+            pins.append(pin)
+            model = answer.model
+    return model
+
+
+def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witness: dict[str, Any]
+                   ) -> tuple[bool, str, tuple[str, str] | None]:
+    """Run the witness's block on the interpreter with shadow tags: whether the same assertion
+    fails there the same way, what happened, and (site, kind) of the fault that stopped the
+    replay before it got there, if one did."""
     from .shadow import ShadowInterpreter
 
     op: D.KernelOp = compiled.op
@@ -188,27 +220,28 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     try:
         args = _replay_arguments(op, analysis, model)
     except ValueError as err:
-        return False, str(err)
+        return False, str(err), None
     grid = analysis.walk.grid_of(model)
     block = witness.get("block") or analysis.walk.block_of(0, model)
     if any(not 0 <= b < g for b, g in zip(block, grid)):  # whole clusters, holding the block
         grid = tuple(max(g, -(-(b + 1) // c) * c) for b, g, c in zip(block, grid, analysis.walk.cluster))
     shadow = ShadowInterpreter(op, compiled.locations)
     stopped: ArgusError | None = None
+    stopped_at: tuple[str, str] | None = None
     try:
         shadow.launch(grid, args, blocks=[(block[0], block[1], block[2])])
     except KernelFault as err:
         if err.kind == candidate.kind and str(err.location) == candidate.site:
-            return True, f"the interpreter faults the same way in block {block} of grid {grid}"
-        stopped = err
+            return True, f"the interpreter faults the same way in block {block} of grid {grid}", None
+        stopped, stopped_at = err, (str(err.location), err.kind)
     except ArgusError as err:
         stopped = err
     for finding in shadow.findings:  # findings before a fault still count
         if finding.get("assertion") == candidate.site and finding.get("kind") == candidate.kind:
-            return True, f"reproduced in block {block} of grid {grid}"
+            return True, f"reproduced in block {block} of grid {grid}", None
     if stopped is not None:
-        return False, f"the replay stopped: {stopped}"
-    return False, f"block {block} of grid {grid} runs without this finding under shadow tags"
+        return False, f"the replay stopped: {stopped}", stopped_at
+    return False, f"block {block} of grid {grid} runs without this finding under shadow tags", None
 
 
 def _replay_arguments(op: D.KernelOp, analysis: Analysis, model: dict[int, int]) -> list[Any]:
