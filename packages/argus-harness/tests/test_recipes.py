@@ -99,3 +99,11 @@ def test_the_interpreter_gets_the_recipes_written_for_any_target() -> None:
     recipes = book.recipes("interp", "gemm", (ROOT / "examples" / "gemm.py").read_text(), {"M": 256})
     assert not book.unavailable and recipes
     assert all("any" in r.targets for r in recipes)
+
+
+def test_a_recipe_whose_code_is_written_for_another_target_is_not_offered() -> None:
+    """matrix-core-matmul covers NVIDIA and AMD, but its code is AMD's (TARGETS, wave64): an
+    NVIDIA task would only see it refused at launch."""
+    book = RecipeBook()
+    assert "matrix-core-matmul" not in {r.id for r in book.recipes("nvptx:sm_90a", "gemm")}
+    assert "matrix-core-matmul" in {r.id for r in book.recipes("amdgpu:gfx942", "gemm")}

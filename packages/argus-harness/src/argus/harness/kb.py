@@ -272,6 +272,8 @@ class KbRecipe:
         self.written = _written(self.template, self.extra)
         """The values the recipe's code gives the extra tunables."""
         self._parameters = {**declared, **self.extra}
+        self.code_targets = _code_targets(self.template)
+        """The targets the recipe's code says it runs on (its ``TARGETS``), () when it does not say."""
 
     @property
     def parameters(self) -> dict[str, tuple[Any, ...]]:
@@ -345,8 +347,24 @@ class RecipeBook:
             if (on is None and "any" not in entry.targets) or (known is None and "any" not in entry.families):
                 continue
             if entry.dsl_gap is None and entry.snippet("after") is not None:
-                found.append(KbRecipe(entry))
+                recipe = KbRecipe(entry)
+                if on is not None and recipe.code_targets and not _covers(recipe.code_targets, target):
+                    continue  # the entry covers the target, but its code is written for another
+                found.append(recipe)
         return found
+
+
+def _code_targets(text: str) -> tuple[str, ...]:
+    """The module's ``TARGETS = ("nvptx:sm_90a", ...)``, or () where it writes none."""
+    tree = _parsed(text)
+    for name, value in module_assignments(tree) if tree is not None else ():
+        if name.id == "TARGETS":
+            try:
+                found = ast.literal_eval(value)
+            except ValueError:
+                return ()
+            return tuple(found) if isinstance(found, (tuple, list)) and all(isinstance(x, str) for x in found) else ()
+    return ()
 
 
 def _covers(patterns: Sequence[str], target: str) -> bool:
