@@ -170,6 +170,8 @@ class TagAnalysis:
         self._shapes_of: dict[Operation, Any] = {}
         self._captured: dict[Operation, tuple[SSAValue, ...]] = {}
         self._bounds: dict[Operation, Any] = {}
+        self._bounded: dict[tuple[Any, ...], Any] = {}
+        """The symbolic coordinates (by identity) whose bounds are stated, per extent, threads and loops."""
         self._iterations: dict[Key, list[Key]] = {}
         self._shapes: dict[tuple[Any, ...], dict[tuple[int, ...], int]] = {}
         """Per op, its operands and result last time: a later pass over a loop body reuses them."""
@@ -516,6 +518,7 @@ class TagAnalysis:
 
     def _in_bounds(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
         points = self.active(active)
+        scope = self.obligations.scope
         for axis, (c, d) in enumerate(zip(coords, ref.dims)):
             if c.concrete and d.concrete:  # numbers on both sides: only an overrun to report
                 values, extent = c.const[points], int(d.const[0])
@@ -525,31 +528,43 @@ class TagAnalysis:
                     self.out_of_bounds(op, int(points[row]), tuple(int(x.const[points[row]]) for x in coords),
                                        f"tensor {ref.name!r}, mode {axis} has size {extent}")
                 continue
-            rows = c.take(points)
-            if any(arr.min() != arr.max() for arr in rows.terms.values()):
+            # one coordinate value bounded by one extent, for the same threads in the same loops,
+            # states the same facts: the copies a static loop unrolls share many coordinates
+            seen = (id(c), id(d), id(active), scope)
+            if seen in self._bounded:
                 continue
-            terms = tuple((a, int(arr[0])) for a, arr in sorted(rows.terms.items()))
-            low = int(rows.const.argmin())
-            high = int(rows.const.argmax())
-            for fact, row in ((("ge0", (int(rows.const[low]), terms)), low),
-                              (("ge0", sub_keys(add_keys(d.row(0), (-1, ())), (int(rows.const[high]), terms))), high)):
-                if self.implied(fact[1]):  # so are the same bounds in the loops' first and last iterations
-                    continue
-                point = int(points[row])
+            faults = len(self._faults)
+            self._bound_axis(op, ref, coords, axis, points)
+            if len(self._faults) == faults:  # an overrun is reported at every access that makes it
+                self._bounded[seen] = (c, d, active)  # kept alive, so that no other value takes an id
 
-                def where(point: int = point) -> tuple[str, ...]:
-                    return tuple(self.space.describe(x.row(point)) for x in coords)
+    def _bound_axis(self, op: Operation, ref: GlobalRef, coords: list[Affine], axis: int, points: np.ndarray) -> None:
+        """The facts that coordinate `axis` of the access is within its extent, for `points`."""
+        rows = coords[axis].take(points)
+        if any(arr.min() != arr.max() for arr in rows.terms.values()):
+            return
+        terms = tuple((a, int(arr[0])) for a, arr in sorted(rows.terms.items()))
+        low = int(rows.const.argmin())
+        high = int(rows.const.argmax())
+        extent = ref.dims[axis].row(0)
+        for fact, row in ((("ge0", (int(rows.const[low]), terms)), low),
+                          (("ge0", sub_keys(add_keys(extent, (-1, ())), (int(rows.const[high]), terms))), high)):
+            if self.implied(fact[1]):  # so are the same bounds in the loops' first and last iterations
+                continue
+            point = int(points[row])
 
-                for key in self.every_iteration(fact[1]):
-                    if key[1] and key == fact[1]:
-                        self.add_fact(("ge0", key))
-                    elif key[1]:
-                        self.replay_facts.add(("ge0", key))
-                        self.fact_origins.setdefault(("ge0", key), (op, int(points[row]), where,
-                                                                    f"tensor {ref.name!r}, mode {axis}"))
-                    elif key[0] < 0:  # out of bounds in every launch
-                        self.out_of_bounds(op, int(points[row]), where, f"tensor {ref.name!r}, mode {axis}")
-                        break
+            def where(point: int = point) -> tuple[str, ...]:
+                return tuple(self.space.describe(x.row(point)) for x in coords)
+
+            for key in self.every_iteration(fact[1]):
+                if key[1] and key == fact[1]:
+                    self.add_fact(("ge0", key))
+                elif key[1]:
+                    self.replay_facts.add(("ge0", key))
+                    self.fact_origins.setdefault(("ge0", key), (op, point, where, f"tensor {ref.name!r}, mode {axis}"))
+                elif key[0] < 0:  # out of bounds in every launch
+                    self.out_of_bounds(op, point, where, f"tensor {ref.name!r}, mode {axis}")
+                    break
 
     def add_fact(self, fact: tuple[str, Key]) -> None:
         """A fact of the domain where the analysis is: inside a runtime loop, of that loop only
@@ -1835,6 +1850,7 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             a.facts, a.replay_facts = set(facts_mark[0]), set(facts_mark[1])  # the pass's facts go too
             a.loop_facts = {k: list(v) for k, v in facts_mark[2].items()}
             a._floors = {}  # some of the bounds it knew are gone
+            a._bounded = {}
             if peelable and attempt == 0 and _loses_tags(base, back, new_entry):
                 return None
             if attempt == MAX_PASSES - 2:  # widen what still moves
