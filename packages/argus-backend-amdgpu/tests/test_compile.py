@@ -202,3 +202,23 @@ def test_a_kernel_with_clusters_is_refused_at_its_line() -> None:
 
     with pytest.raises(CodegenError, match=r"test_compile\.py:\d+:\d+: thread-block clusters are an NVIDIA"):
         build(clustered)
+
+
+def test_a_second_build_comes_from_the_disk_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel built once loads from the cache, in this process or another, without its IR
+    being lowered or LLVM run again; another chip is another entry."""
+    monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path))
+    module = load_module(EXAMPLES / "vector_add.py")
+    compiled = module.vector_add.specialize()
+    first = compiler.build(compiled, chip("gfx942"), key="vector-add-test")
+
+    def no_lowering(*args: Any) -> None:
+        raise AssertionError("the cached build was lowered again")
+
+    monkeypatch.setattr(compiler, "lowered", no_lowering)
+    again = compiler.build(compiled, chip("gfx942"), key="vector-add-test")
+    assert (again.abi, again.llvm, again.assembly, again.resources) == (first.abi, first.llvm, first.assembly,
+                                                                         first.resources)
+    assert compiler.cached("vector-add-test", chip("gfx942")) is not None
+    assert compiler.cached("vector-add-test", chip("gfx950")) is None
+    assert compiler.cached("another-kernel", chip("gfx942")) is None

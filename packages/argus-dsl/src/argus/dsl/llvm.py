@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from argus.layout import ComposedLayout, Layout
 from xdsl.dialects import arith, math, scf
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from . import assumptions
 from . import dialect as D
 from .assumptions import LaunchCondition, launch_conditions
 from .atoms import CopyAtom, MMAAtom
@@ -79,6 +80,18 @@ class KernelABI:
     a kernel may declare statically)."""
     conditions: tuple[LaunchCondition, ...] = ()
     """The kernel's assumptions a launch is checked against (see argus.dsl.assumptions)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """What a backend's disk cache stores, so that a cached kernel launches without its IR."""
+        return {"name": self.name, "arguments": list(self.arguments), "params": [asdict(p) for p in self.params],
+                "block": list(self.block), "shared_bytes": self.shared_bytes,
+                "conditions": assumptions.to_json(self.conditions)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> KernelABI:
+        params = tuple(Param(**{**p, "box": tuple(p.get("box", ()))}) for p in data["params"])
+        return cls(data["name"], tuple(data["arguments"]), params, tuple(data["block"]),  # type: ignore[arg-type]
+                   data.get("shared_bytes", 0), assumptions.from_json(data.get("conditions", [])))
 
 
 @dataclass

@@ -1,12 +1,18 @@
-"""Compiling a kernel for an AMD chip: the stages.
+"""Compiling a kernel for an AMD chip: the stages, and the on-disk cache of them.
 
     canonical argus IR ──lower layouts──► lowered IR ──translate──► LLVM IR ──O3──► LLVM IR
         ──AMDGPU──► assembly (with the code-object metadata: registers, LDS, scratch)
         ──AMDGPU──► relocatable code object ──ld.lld──► HSACO (when ld.lld is installed)
+
+A build is cached under the key of the kernel's IR (or its specialization), the chip, llvmlite's
+version and this package's code, so a second process loads the LLVM IR and assembly without
+running the front end or LLVM's optimizer.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,13 +42,49 @@ class Binary:
         return toolchain.link(toolchain.to_object(self.llvm, self.chip))
 
 
-def build(compiled: Any, target: Chip) -> Binary:
-    """`compiled` (an `argus.dsl.kernel.CompiledKernel`) for `target`, up to its assembly."""
+def build(compiled: Any, target: Chip, *, key: str | None = None) -> Binary:
+    """`compiled` (an `argus.dsl.kernel.CompiledKernel`) for `target`, up to its assembly, or the
+    same from the cache. `key` names the kernel's specialization
+    (`argus.dsl.kernel.Specialization.key`); without one, its IR does."""
+    disk = _disk_key(key if key is not None else compiled.mlir(), target)
+    binary = _load(disk, target)
+    if binary is not None:
+        return binary
     module, locations = lowered(compiled)
     text, abi = translate(module.ops.first, target, locations)
     optimized = toolchain.optimize(text, target)
     assembly = toolchain.to_assembly(optimized, target)
+    cache.store(disk, "abi.json", json.dumps(abi.to_json()).encode())
+    cache.store(disk, "ll", optimized.encode())
+    cache.store(disk, "s", assembly.encode())
     return Binary(abi, target, optimized, assembly, toolchain.resources(assembly))
+
+
+def cached(key: str, target: Chip) -> Binary | None:
+    """The binary built earlier for the specialization `key`, or None: no IR is needed."""
+    return _load(_disk_key(key, target), target)
+
+
+def _disk_key(source: str, target: Chip) -> str:
+    return cache.cache_key("argus-amdgpu", source, target.name, _tool_version(), cache.code_digest(__package__))
+
+
+def _load(key: str, target: Chip) -> Binary | None:
+    abi, ll, assembly = cache.load(key, "abi.json"), cache.load(key, "ll"), cache.load(key, "s")
+    if abi is None or ll is None or assembly is None:
+        return None
+    text = assembly.decode()
+    return Binary(KernelABI.from_json(json.loads(abi)), target, ll.decode(), text, toolchain.resources(text))
+
+
+@functools.lru_cache(maxsize=1)
+def _tool_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"llvmlite={version('llvmlite')}"
+    except Exception:  # noqa: BLE001 - a missing llvmlite fails later, with its own message
+        return "llvmlite=?"
 
 
 class AmdgpuCompiler:

@@ -224,7 +224,7 @@ class AmdgpuRuntime:
             if self.chip is not None and self.chip != target:
                 raise HipError(f"{kernel.kernel.name}: the target is amdgpu:{self.chip.name} but HIP device {device} "
                                f"is a {target.name} ({target.product}); name amdgpu:{target.name} or just amdgpu")
-            binary = compiler.build(kernel.compiled(), target)
+            binary = compiler.cached(kernel.key, target) or compiler.build(kernel.compiled(), target, key=kernel.key)
             found = self._loaded[(kernel.key, device)] = LoadedKernel(binary, device)
         return found
 

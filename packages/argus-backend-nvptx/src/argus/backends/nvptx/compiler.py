@@ -12,10 +12,9 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import asdict, dataclass, replace
-from functools import lru_cache
 from typing import Any
 
-from argus.dsl import assumptions, cache
+from argus.dsl import cache
 from argus.dsl.backends import Target
 from argus.dsl.lowering import lowered
 
@@ -23,7 +22,7 @@ from . import bulk, copies, matrices  # noqa: F401  # the code of the language's
 from . import toolchain
 from .occupancy import occupancy
 from .targets import Arch, arch
-from .translate import KernelABI, Param, translate
+from .translate import KernelABI, translate
 
 
 @dataclass
@@ -52,7 +51,7 @@ def build(compiled: Any, target: Arch, *, assemble: bool | None = None, key: str
     text, abi = translate(module.ops.first, target, locations)
     optimized = toolchain.optimize(text, target)
     binary = Binary(abi, target, optimized, toolchain.to_ptx(optimized, target))
-    cache.store(key, "abi.json", json.dumps(_abi_json(abi)).encode())
+    cache.store(key, "abi.json", json.dumps(abi.to_json()).encode())
     cache.store(key, "ptx", binary.ptx.encode())
     cache.store(key, "ll", binary.llvm.encode())
     if want_cubin:
@@ -80,7 +79,7 @@ def _load(key: str, target: Arch, want_cubin: bool) -> Binary | None:
     abi, ptx, ll = cache.load(key, "abi.json"), cache.load(key, "ptx"), cache.load(key, "ll")
     if abi is None or ptx is None or ll is None:
         return None
-    binary = Binary(_abi_from_json(json.loads(abi)), target, ll.decode(), ptx.decode())
+    binary = Binary(KernelABI.from_json(json.loads(abi)), target, ll.decode(), ptx.decode())
     if want_cubin:
         cubin, report = cache.load(key, "cubin"), cache.load(key, "resources.json")
         if cubin is None or report is None:
@@ -89,18 +88,6 @@ def _load(key: str, target: Arch, want_cubin: bool) -> Binary | None:
     return binary
 
 
-def _abi_json(abi: KernelABI) -> dict[str, Any]:
-    return {"name": abi.name, "arguments": list(abi.arguments), "params": [asdict(p) for p in abi.params],
-            "block": list(abi.block), "shared_bytes": abi.shared_bytes, "conditions": assumptions.to_json(abi.conditions)}
-
-
-def _abi_from_json(data: dict[str, Any]) -> KernelABI:
-    params = tuple(Param(**{**p, "box": tuple(p.get("box", ()))}) for p in data["params"])
-    return KernelABI(data["name"], tuple(data["arguments"]), params, tuple(data["block"]),  # type: ignore[arg-type]
-                     data.get("shared_bytes", 0), assumptions.from_json(data.get("conditions", [])))
-
-
-@lru_cache(maxsize=1)
 @functools.lru_cache(maxsize=1)
 def _tool_version() -> str:
     try:
