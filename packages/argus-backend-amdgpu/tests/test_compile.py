@@ -222,3 +222,8 @@ def test_a_second_build_comes_from_the_disk_cache(tmp_path: Path, monkeypatch: p
     assert compiler.cached("vector-add-test", chip("gfx942")) is not None
     assert compiler.cached("vector-add-test", chip("gfx950")) is None
     assert compiler.cached("another-kernel", chip("gfx942")) is None
+    # the linked code object is kept with it: linking runs once
+    links = []
+    monkeypatch.setattr(toolchain, "link", lambda obj: links.append(obj) or b"HSACO" + obj[:8])
+    code = again.hsaco()
+    assert compiler.cached("vector-add-test", chip("gfx942")).hsaco() == code and len(links) == 1  # type: ignore[union-attr]

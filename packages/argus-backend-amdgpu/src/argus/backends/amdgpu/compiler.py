@@ -37,9 +37,16 @@ class Binary:
     llvm: str
     assembly: str
     resources: toolchain.Resources
+    key: str = ""
+    """Its disk-cache entry ("" when not cached), where the linked code object is kept too."""
 
     def hsaco(self) -> bytes:
-        return toolchain.link(toolchain.to_object(self.llvm, self.chip))
+        code = cache.load(self.key, "hsaco") if self.key else None
+        if code is None:
+            code = toolchain.link(toolchain.to_object(self.llvm, self.chip))
+            if self.key:
+                cache.store(self.key, "hsaco", code)
+        return code
 
 
 def build(compiled: Any, target: Chip, *, key: str | None = None) -> Binary:
@@ -57,7 +64,7 @@ def build(compiled: Any, target: Chip, *, key: str | None = None) -> Binary:
     cache.store(disk, "abi.json", json.dumps(abi.to_json()).encode())
     cache.store(disk, "ll", optimized.encode())
     cache.store(disk, "s", assembly.encode())
-    return Binary(abi, target, optimized, assembly, toolchain.resources(assembly))
+    return Binary(abi, target, optimized, assembly, toolchain.resources(assembly), disk)
 
 
 def cached(key: str, target: Chip) -> Binary | None:
@@ -74,7 +81,7 @@ def _load(key: str, target: Chip) -> Binary | None:
     if abi is None or ll is None or assembly is None:
         return None
     text = assembly.decode()
-    return Binary(KernelABI.from_json(json.loads(abi)), target, ll.decode(), text, toolchain.resources(text))
+    return Binary(KernelABI.from_json(json.loads(abi)), target, ll.decode(), text, toolchain.resources(text), key)
 
 
 @functools.lru_cache(maxsize=1)
