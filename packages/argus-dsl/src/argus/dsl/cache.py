@@ -35,6 +35,16 @@ def code_digest(*packages: str) -> str:
     return h.hexdigest()[:16]
 
 
+@lru_cache(maxsize=None)
+def installed_version(distribution: str) -> str:
+    """``name=version`` of an installed distribution (``name=?`` when it is not installed), for
+    the keys of a backend whose output depends on a tool (llvmlite's LLVM)."""
+    try:
+        return f"{distribution}={version(distribution)}"
+    except PackageNotFoundError:
+        return f"{distribution}=?"
+
+
 @lru_cache(maxsize=1)
 def _versions() -> str:
     found = [f"compiler={code_digest('argus.dsl', 'argus.verify')}"]

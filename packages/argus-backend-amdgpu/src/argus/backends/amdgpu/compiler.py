@@ -11,7 +11,6 @@ running the front end or LLVM's optimizer.
 
 from __future__ import annotations
 
-import functools
 import json
 import tempfile
 from dataclasses import dataclass
@@ -73,7 +72,8 @@ def cached(key: str, target: Chip) -> Binary | None:
 
 
 def _disk_key(source: str, target: Chip) -> str:
-    return cache.cache_key("argus-amdgpu", source, target.name, _tool_version(), cache.code_digest(__package__))
+    return cache.cache_key("argus-amdgpu", source, target.name, cache.installed_version("llvmlite"),
+                           cache.code_digest(__name__.rpartition(".")[0]))
 
 
 def _load(key: str, target: Chip) -> Binary | None:
@@ -82,16 +82,6 @@ def _load(key: str, target: Chip) -> Binary | None:
         return None
     text = assembly.decode()
     return Binary(KernelABI.from_json(json.loads(abi)), target, ll.decode(), text, toolchain.resources(text), key)
-
-
-@functools.lru_cache(maxsize=1)
-def _tool_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return f"llvmlite={version('llvmlite')}"
-    except Exception:  # noqa: BLE001 - a missing llvmlite fails later, with its own message
-        return "llvmlite=?"
 
 
 class AmdgpuCompiler:

@@ -9,7 +9,6 @@ so a second process loads the PTX (and cubin) without running LLVM.
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -68,7 +67,8 @@ def cached(key: str, target: Arch, *, assemble: bool | None = None) -> Binary | 
 
 
 def _disk_key(source: str, target: Arch) -> str:
-    return cache.cache_key("argus-nvptx", source, target.name, _tool_version(), cache.code_digest(__package__))
+    return cache.cache_key("argus-nvptx", source, target.name, cache.installed_version("llvmlite"),
+                           cache.code_digest(__name__.rpartition(".")[0]))
 
 
 def _want_cubin(assemble: bool | None) -> bool:
@@ -86,16 +86,6 @@ def _load(key: str, target: Arch, want_cubin: bool) -> Binary | None:
             return None
         binary.cubin, binary.resources = cubin, toolchain.Resources(**json.loads(report))
     return binary
-
-
-@functools.lru_cache(maxsize=1)
-def _tool_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return f"llvmlite={version('llvmlite')}"
-    except Exception:  # noqa: BLE001 - a missing llvmlite fails later, with its own message
-        return "llvmlite=?"
 
 
 class NvptxCompiler:
