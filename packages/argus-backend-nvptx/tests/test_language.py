@@ -3,6 +3,7 @@ and bulk tensor copies, through variants of the TMA GEMM example."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -206,6 +207,11 @@ def test_elect_and_named_barriers_assemble_for_hopper(monkeypatch: pytest.Monkey
     assert "elect.sync" in binary.ptx
     halves = compiler.build(_halves(False).compile(), arch("sm_80"), assemble=False)
     assert "bar.sync 1, 64;" in halves.ptx and "bar.sync 2, 64;" in halves.ptx
+    # both are warp-collective: convergent calls, which LLVM never copies into divergent paths
+    for built, word in ((binary, "elect.sync"), (halves, "bar.sync")):
+        groups = dict(re.findall(r"^attributes (#\d+) = \{(.*)\}$", built.llvm, re.M))
+        calls = [line for line in built.llvm.splitlines() if word in line and "asm sideeffect" in line]
+        assert calls and all("convergent" in groups[re.search(r"(#\d+)$", c).group(1)] for c in calls)  # type: ignore[union-attr]
     with pytest.raises(CodegenError, match="elect_one needs nvptx:sm_90"):
         compiler.build(leaders.compile(), arch("sm_80"), assemble=False)
 
@@ -274,6 +280,46 @@ def test_a_warpgroup_asking_for_more_registers_than_the_block_has_is_refused(mon
 def test_the_interpreter_faults_where_the_gpu_would_wait_for_registers_forever() -> None:
     with pytest.raises(KernelFault, match=r"deadlock.*setmaxnreg\(232, True\) can never get its registers"):
         _roles(128)[(1,)](np.zeros(256, np.float32))
+
+
+def _three_groups(consumer: int):
+    @kernel(block=(384,), max_registers=168)
+    def trio(y: Tensor[f32, 384]):
+        if thread_idx.x < 128:  # one producer, two consumers
+            nv.setmaxnreg(40, False)
+            y[thread_idx.x] = 1.0
+        else:
+            nv.setmaxnreg(consumer, True)
+            y[thread_idx.x] = 2.0
+
+    return trio
+
+
+def test_two_growing_warpgroups_must_fit_in_the_block_together() -> None:
+    """384 threads at 168: 40 + 232 + 232 = 504 registers per thread fit the pool exactly; two
+    consumers at 240 (520) wait forever on the GPU, although either alone would be served."""
+    y = np.zeros(384, np.float32)
+    _three_groups(232)[(1,)](y)
+    assert y.tolist() == [1.0] * 128 + [2.0] * 256
+    with pytest.raises(KernelFault, match=r"deadlock.*hold 520 registers per thread in all.*3 × 168"):
+        _three_groups(240)[(1,)](np.zeros(384, np.float32))
+
+
+def test_setmaxnreg_in_a_block_without_whole_warpgroups_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from argus.backends.nvptx import compiler
+    from argus.backends.nvptx.errors import CodegenError
+    from argus.backends.nvptx.targets import arch
+
+    @kernel(block=(64,), max_registers=128)
+    def half(y: Tensor[f32, 64]):
+        nv.setmaxnreg(40, False)
+        y[thread_idx.x] = 1.0
+
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+    with pytest.raises(KernelFault, match="divergent-setmaxnreg.*whole warpgroups.*64 threads"):
+        half[(1,)](np.zeros(64, np.float32))
+    with pytest.raises(CodegenError, match="whole warpgroups.*64 threads"):
+        compiler.build(half.compile(), arch("sm_90a"), assemble=False)
 
 
 def test_register_counts_are_checked() -> None:

@@ -107,3 +107,15 @@ def test_a_recipe_whose_code_is_written_for_another_target_is_not_offered() -> N
     book = RecipeBook()
     assert "matrix-core-matmul" not in {r.id for r in book.recipes("nvptx:sm_90a", "gemm")}
     assert "matrix-core-matmul" in {r.id for r in book.recipes("amdgpu:gfx942", "gemm")}
+
+
+def test_an_example_constant_named_like_a_size_neither_decides_a_constraint_nor_joins_the_candidate() -> None:
+    """A recipe's module may set ``M = 48`` for its example; the task's M is another thing: a
+    constraint over M stays undecided when the task gives no M, and the candidate's grid takes
+    M as its parameter without the module's M."""
+    template = gemm_template() + "\nM = 48\n"
+    recipe = TemplateRecipe("sized", "sized", template, {"BM": (16, 32)}, constraints=("M % BM == 0",))
+    assert recipe.admits({"BM": 32}, {})  # 48 % 32 != 0, but the task's M is unknown here
+    assert not recipe.admits({"BM": 32}, {"M": 48}) and recipe.admits({"BM": 16}, {"M": 48})
+    candidate = recipe.instantiate({"BM": 32})
+    assert "M = 48" not in candidate and "def grid(" in candidate

@@ -47,7 +47,7 @@ def installed_version(distribution: str) -> str:
 
 @lru_cache(maxsize=1)
 def _versions() -> str:
-    found = [f"compiler={code_digest('argus.dsl', 'argus.verify')}"]
+    found = [f"compiler={code_digest('argus.dsl', 'argus.verify', 'argus.layout')}"]
     for dist in ("argus-dsl", "argus-layout", "xdsl"):
         try:
             found.append(f"{dist}={version(dist)}")

@@ -89,7 +89,8 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     witnesses: list[dict[str, Any]] = []
     unconfirmed: list[str] = []
     shown: dict[tuple[str, str], int] = {}
-    masked: set[tuple[str, str]] = set()
+    masked: dict[tuple[str, str], tuple[str, str]] = {}
+    """Findings whose replay stops at a finding already shown, earlier in the kernel."""
     for c in candidates:
         if shown.get((c.site, c.kind), 0) >= WITNESSES_PER_FINDING or (c.site, c.kind) in masked:
             continue  # enough replayed witnesses of this finding (each replay runs a block), or it hides
@@ -106,12 +107,15 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
             else:
                 unconfirmed.append(f"{c.site}: a candidate counterexample ({c.kind}) did not replay: {note}")
                 if stopped_at in shown:
-                    masked.add((c.site, c.kind))
+                    masked[(c.site, c.kind)] = stopped_at
         else:
             witnesses.append(w)
     if witnesses:
-        return violated(claim, "counterexample(s) found statically and reproduced on the interpreter with shadow tags",
-                        *witnesses)
+        behind = "".join(f"; also found, not replayed: {site} ({kind}), whose replay stops first at the reported "
+                         f"{at} ({what})" for (site, kind), (at, what) in masked.items()
+                         if (site, kind) not in shown)
+        return violated(claim, "counterexample(s) found statically and reproduced on the interpreter with shadow tags"
+                        + behind, *witnesses)
     reasons = undecided + [f"{u}: this assertion is never reached by any thread" for u in unreached]
     if unconfirmed:
         more = f" ({len(unconfirmed) - 1} more)" if len(unconfirmed) > 1 else ""

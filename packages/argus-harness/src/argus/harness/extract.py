@@ -38,7 +38,11 @@ def extract_candidate(text: str, kernel: str, filename: str = "kernel.py") -> Ca
     needed: list[ast.stmt] = []
     seen: set[str] = set()
     wanted = [kernel] + (["grid"] if "grid" in functions else [])
-    wanted += [n.id for n in ast.walk(ast.parse(grid)) if isinstance(n, ast.Name)] if grid else []
+    if grid:  # its parameters are the kernel's sizes, not module constants of the same name
+        made = ast.parse(grid).body[0]
+        assert isinstance(made, ast.FunctionDef)
+        wanted += [n.id for n in ast.walk(made) if isinstance(n, ast.Name) and n.id not in
+                   {a.arg for a in made.args.args}]
     while wanted:
         name = wanted.pop()
         if name in seen:
@@ -50,14 +54,17 @@ def extract_candidate(text: str, kernel: str, filename: str = "kernel.py") -> Ca
         if node is None or node in needed:
             continue
         needed.append(node)
-        wanted.extend(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+        # a function's parameters are its own (a kernel's size M), not the module's constants
+        own = {a.arg for a in node.args.args} if isinstance(node, ast.FunctionDef) else set()
+        wanted.extend(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in own)
         if isinstance(node, ast.FunctionDef):
-            for n in ast.walk(node):
-                if isinstance(n, ast.Constant) and isinstance(n.value, str):  # string annotations
+            for arg in node.args.args:  # annotations written as strings name module values too
+                if isinstance(arg.annotation, ast.Constant) and isinstance(arg.annotation.value, str):
                     try:
-                        wanted.extend(x.id for x in ast.walk(ast.parse(n.value, mode="eval")) if isinstance(x, ast.Name))
+                        parsed = ast.parse(arg.annotation.value, mode="eval")
                     except SyntaxError:
-                        pass
+                        continue
+                    wanted.extend(x.id for x in ast.walk(parsed) if isinstance(x, ast.Name))
     lines = text.splitlines()
     out: list[str] = []
     if ast.get_docstring(tree, clean=False) is not None:

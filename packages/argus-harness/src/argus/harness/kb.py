@@ -153,7 +153,22 @@ def _admitted(domains: Mapping[str, tuple[Any, ...]], constraints: Iterable[Expr
         return False
     chosen = {n: point[n] for n in domains}
     constants = module_integers(tree, chosen) if tree is not None else {}
+    for size in _size_names(tree) if tree is not None else ():
+        constants.pop(size, None)  # an example's M = 64 is not the task's M: a size the task lacks stays unknown
     return _meets(constraints, {**constants, **dict(sizes), **chosen})
+
+
+def _size_names(tree: ast.Module) -> frozenset[str]:
+    """The names the module's kernels give their sizes and scalar arguments (``"M"`` in
+    ``Tensor[bf16, "M", "K"]``, ``M: int``)."""
+    names: set[str] = set()
+    for fn in kernel_functions(tree):
+        for arg in fn.args.args:
+            names.add(arg.arg)
+            for node in ast.walk(arg.annotation) if arg.annotation is not None else ():
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                    names.add(node.value)
+    return frozenset(names)
 
 
 @functools.lru_cache(maxsize=256)
@@ -348,7 +363,8 @@ class RecipeBook:
                 continue
             if entry.dsl_gap is None and entry.snippet("after") is not None:
                 recipe = KbRecipe(entry)
-                if on is not None and recipe.code_targets and not _covers(recipe.code_targets, target):
+                if on is not None and "*" not in target and recipe.code_targets and \
+                        not _covers(recipe.code_targets, target):
                     continue  # the entry covers the target, but its code is written for another
                 found.append(recipe)
         return found
@@ -361,7 +377,7 @@ def _code_targets(text: str) -> tuple[str, ...]:
         if name.id == "TARGETS":
             try:
                 found = ast.literal_eval(value)
-            except ValueError:
+            except (ValueError, TypeError, SyntaxError, RecursionError):
                 return ()
             return tuple(found) if isinstance(found, (tuple, list)) and all(isinstance(x, str) for x in found) else ()
     return ()

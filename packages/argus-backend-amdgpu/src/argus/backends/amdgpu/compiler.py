@@ -11,6 +11,7 @@ running the front end or LLVM's optimizer.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 from dataclasses import dataclass
@@ -40,11 +41,13 @@ class Binary:
     """Its disk-cache entry ("" when not cached), where the linked code object is kept too."""
 
     def hsaco(self) -> bytes:
-        code = cache.load(self.key, "hsaco") if self.key else None
+        # kept per linker: another ld.lld may link the same object differently
+        stage = f"{hashlib.sha256(str(toolchain.find_linker()).encode()).hexdigest()[:12]}.hsaco"
+        code = cache.load(self.key, stage) if self.key else None
         if code is None:
             code = toolchain.link(toolchain.to_object(self.llvm, self.chip))
             if self.key:
-                cache.store(self.key, "hsaco", code)
+                cache.store(self.key, stage, code)
         return code
 
 

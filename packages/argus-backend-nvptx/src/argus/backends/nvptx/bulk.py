@@ -211,14 +211,14 @@ def _arrive_cluster(t: Translator, op: MbarrierArriveClusterOp) -> None:
 def _elect(t: Translator, op: ElectOneOp) -> None:
     _require(t, op, "tma", "elect_one")  # elect.sync is sm_90's
     text = "{ .reg .pred p; .reg .b32 m; activemask.b32 m; elect.sync _|p, m; selp.b32 $0, 1, 0, p; }"
-    word = t.let(f'call i32 asm sideeffect "{text}", "=r"()')
+    word = t.let(f'call i32 asm sideeffect "{text}", "=r"() convergent')  # one election per warp, never per path
     t.define(op.result, f"trunc i32 {word} to i1")
 
 
 def _named_barrier(t: Translator, op: NamedBarrierOp) -> None:
     if t.async_shared:  # as before syncthreads: the threads' writes become visible to the async proxy
         t.emit('call void asm sideeffect "fence.proxy.async.shared::cta;", "~{memory}"()')
-    _asm(t, f"bar.sync {op.id.data}, {op.threads.data};", [])
+    _asm(t, f"bar.sync {op.id.data}, {op.threads.data};", [], collective=True)  # bar.sync is barrier.sync.aligned
 
 
 def _setmaxnreg(t: Translator, op: SetMaxRegistersOp) -> None:
@@ -227,8 +227,7 @@ def _setmaxnreg(t: Translator, op: SetMaxRegistersOp) -> None:
     if t.kernel.max_registers is None:
         raise CodegenError("setmaxnreg needs the kernel's register count at entry: declare "
                            "@kernel(..., max_registers=N)", t.where(op))
-    if op.increase.data:
-        _check_exchange(t, op)
+    _check_exchange(t, op)
     change = "inc" if op.increase.data else "dec"
     _asm(t, f"setmaxnreg.{change}.sync.aligned.u32 {op.registers.data};", [], collective=True)
 

@@ -737,16 +737,19 @@ def _cluster_sync(interp: Any, op: ClusterSyncOp, frame: Any, mask: np.ndarray) 
 
 
 def register_shortfall(kernel: D.KernelOp, op: SetMaxRegistersOp) -> str:
-    """Why a growing setmaxnreg can never be served, or "". A warpgroup growing its registers
-    waits until the block's pool (its threads × the count at entry) has them free; when even the
-    other warpgroups at the least any setmaxnreg of the kernel gives back to cannot free enough,
-    the GPU waits forever."""
+    """Why this setmaxnreg can never run as written, or "". It needs whole warpgroups (a block of
+    a multiple of 128 threads). A warpgroup growing its registers waits until the block's pool
+    (its threads × the count at entry) has them free; when even the other warpgroups at the
+    least any setmaxnreg of the kernel gives back to cannot free enough, the GPU waits forever."""
+    threads = math.prod(kernel.block_dims)
+    if threads % 128:
+        return (f"setmaxnreg needs whole warpgroups (128 threads each); the block has {threads} threads, not a "
+                "multiple of 128")
     if not op.increase.data or kernel.max_registers is None:
         return ""
     entry = kernel.max_registers.data
-    groups = math.prod(kernel.block_dims) // 128
-    given_back = [o.registers.data for o in kernel.walk() if isinstance(o, SetMaxRegistersOp) and not o.increase.data]
-    least = min(given_back + [entry])
+    groups = threads // 128
+    least = min(_given_back(kernel) + [entry])
     wanted = op.registers.data
     room = groups * entry - (groups - 1) * least
     if wanted <= room:
@@ -756,17 +759,44 @@ def register_shortfall(kernel: D.KernelOp, op: SetMaxRegistersOp) -> str:
             f"back to ({least}) at most {room} per thread remain for this one; the GPU would wait forever")
 
 
+def _given_back(kernel: D.KernelOp) -> list[int]:
+    """The counts the kernel's shrinking setmaxnreg calls go down to."""
+    return [o.registers.data for o in kernel.walk() if isinstance(o, SetMaxRegistersOp) and not o.increase.data]
+
+
 def _setmaxnreg(interp: Any, op: SetMaxRegistersOp, frame: Any, mask: np.ndarray) -> None:
-    """Registers are modelled as far as the pool goes: whole warpgroups must call it, and a
-    warpgroup must not ask for more than the block can ever give it (a deadlock on the GPU)."""
+    """Registers are modelled as far as the pool goes: whole warpgroups must call it, and the
+    warpgroups of a block must not hold more than the block got at launch once every one that
+    has not called setmaxnreg yet gives back all it may (more: the GPU waits forever)."""
+    kernel = interp.kernel
+    shortfall = register_shortfall(kernel, op)
+    if shortfall and math.prod(kernel.block_dims) % 128:
+        raise interp.fault("divergent-setmaxnreg", shortfall, op, frame)
     for start in range(0, mask.size, 128):
         group = mask[start:start + 128]
         if group.any() and not group.all():
             raise interp.fault("divergent-setmaxnreg", f"setmaxnreg is called by {int(group.sum())} of the 128 "
                                f"threads of warpgroup {start // 128}; the whole warpgroup must call it", op, frame)
-    shortfall = register_shortfall(interp.kernel, op)
     if shortfall:
         raise interp.fault("deadlock", shortfall, op, frame)
+    if kernel.max_registers is None:
+        return  # the code generator refuses it; the interpreter has no pool to model
+    entry, per_block = kernel.max_registers.data, frame.block_threads // 128
+    held = frame.state.setdefault("nvptx.registers", {})  # (block, warpgroup) -> registers per thread
+    calling = [start // 128 for start in range(0, mask.size, 128) if mask[start]]
+    for g in calling:
+        held[g] = op.registers.data
+    if not op.increase.data:
+        return
+    least = min(_given_back(kernel) + [entry])
+    for block in sorted({g // per_block for g in calling}):
+        groups = range(block * per_block, (block + 1) * per_block)
+        total = sum(held.get(g, least) for g in groups)
+        if total > per_block * entry:
+            counts = ", ".join(f"{g % per_block}: {held.get(g, f'≥ {least}')}" for g in groups)
+            raise interp.fault("deadlock", f"setmaxnreg({op.registers.data}, True): the block's warpgroups would hold "
+                               f"{total} registers per thread in all ({counts}) and it has {per_block} × {entry} "
+                               "(max_registers); the GPU would wait forever for them", op, frame)
 
 
 def _elect(interp: Any, op: ElectOneOp, frame: Any, mask: np.ndarray) -> None:
