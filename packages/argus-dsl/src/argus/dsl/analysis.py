@@ -1402,6 +1402,11 @@ def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at
     pair of the product."""
     m, n, k = atom.shape
     groups = at.shape[0]
+    site = f"{a.where(op)} (operands of {atom.name} must pair up)"
+    first = at[:, :1]  # (groups, 1, k, bytes): every A[m, k] and B[n, k] the same tag as A[0, k]
+    if (first > TOP).all() and (at == first).all() and (bt == first).all():
+        a.obligations.held(site)  # the usual case, decided here: one tag per k on both sides
+        return
     tagged_a: np.ndarray = np.all(at > TOP, axis=-1)  # (groups, m, k)
     tagged_b: np.ndarray = np.all(bt > TOP, axis=-1)  # (groups, n, k)
     a0, b0 = tagged_a.argmax(axis=1), tagged_b.argmax(axis=1)  # (groups, k): a tagged row, if any
@@ -1415,7 +1420,6 @@ def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at
     nbytes = at.shape[-1]
     lhs = np.where(keep, lhs, 2).reshape(groups, -1, nbytes)
     rhs = np.where(keep, rhs, 2).reshape(groups, -1, nbytes)
-    site = f"{a.where(op)} (operands of {atom.name} must pair up)"
     pairs = _PairIndex(m, n, k, a0, b0)
     describe = _describer(a, op, site, threads[::atom.threads], mma=pairs, group=atom.threads)
     a.obligations.compare(site, lhs, rhs, True, describe)
