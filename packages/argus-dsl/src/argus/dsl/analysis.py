@@ -641,8 +641,18 @@ class TagAnalysis:
             element = self.table.element_id
             if not comps:
                 return self.table.bytes_of(np.full(self.n, element(()), np.int64), nbytes)
+            rows = np.stack([c.const for c in comps], axis=1)
+            if len(rows) <= 512:  # a lookup per point: cheaper than finding the distinct rows first
+                def ident(key: tuple[int, ...]) -> int:
+                    found = known.get(key)
+                    if found is None:
+                        found = known[key] = element(tuple((v, part) if part else v for v, part in zip(key, parts)))
+                    return found
+
+                ids = np.fromiter(map(ident, map(tuple, rows.tolist())), np.int64, len(rows))
+                return self.table.bytes_of(ids, nbytes)
             # one lookup per distinct row of constants (a tile's elements share few)
-            unique, inverse = _unique_rows(np.stack([c.const for c in comps], axis=1))
+            unique, inverse = _unique_rows(rows)
             ids = np.empty(len(unique), np.int64)
             for i, row in enumerate(unique.tolist()):
                 key = tuple(row)
