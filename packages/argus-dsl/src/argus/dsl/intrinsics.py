@@ -66,6 +66,28 @@ class IntrinsicBuilder:
             raise self.error(f"expected a tensor parameter, got {describe(value)}", self.node.args[index])
         return value
 
+    def coordinates(self, value: Any, index: int, rank: int, what: str) -> list[SSAValue]:
+        """Argument `index`: one coordinate, or a tuple of `rank` of them, into `what`."""
+        coords = list(value) if isinstance(value, tuple) else [value]
+        if len(coords) != rank:
+            raise self.error(f"{what} has {rank} mode(s); give {rank} coordinate(s)", self.node.args[index])
+        return [self.scalar(c, index=index) for c in coords]
+
+    def same_elements(self, tile: TileRef, tensor: TensorRef, index: int = 0) -> None:
+        """Refuse a copy between a tile and a tensor of different element types."""
+        if tile.type.dtype != tensor.type.dtype:
+            raise self.error(f"the tile holds {tile.type.dtype}, tensor {tensor.name!r} {tensor.type.dtype}",
+                             self.node.args[index])
+
+    def element_copy(self, args: list[Any]) -> tuple[TileRef, TensorRef, list[SSAValue]]:
+        """The arguments ``(tile, tile_coords, tensor, tensor_coords)`` of a copy of one element
+        per thread from a tensor into a shared tile: the two, of one element type, and the
+        coordinates into both."""
+        tile, tensor = self.tile(args[0], 0, "shared"), self.tensor(args[2], 2)
+        self.same_elements(tile, tensor)
+        return tile, tensor, [*self.coordinates(args[1], 1, tile.type.layout.rank, "the tile"),
+                              *self.coordinates(args[3], 3, len(tensor.type.shape), f"tensor {tensor.name!r}")]
+
     def emit(self, op: Operation) -> Operation:
         """Append `op` at the call's position (it gets the call's source location)."""
         return self._fe.emit(op)  # type: ignore[no-any-return]

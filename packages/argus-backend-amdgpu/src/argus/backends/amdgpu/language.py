@@ -288,23 +288,11 @@ LDS_LOAD_BYTES = (4, 16)
 AGPR_LOAD_BYTES = (4, 8, 16)
 
 
-def _coordinates(b: IntrinsicBuilder, value: Any, index: int, rank: int, what: str) -> list[Any]:
-    coords = list(value) if isinstance(value, tuple) else [value]
-    if len(coords) != rank:
-        raise b.error(f"{what} has {rank} mode(s); give {rank} coordinate(s)", b.argument(index))
-    return [b.scalar(c, index=index) for c in coords]
-
-
 def _build_buffer_load_lds(b: IntrinsicBuilder, args: list[Any]) -> None:
-    tile = b.tile(args[0], 0, "shared")
-    tensor = b.tensor(args[2], 2)
-    if tile.type.dtype != tensor.type.dtype:
-        raise b.error(f"the tile holds {tile.type.dtype}, tensor {tensor.name!r} {tensor.type.dtype}", b.argument(0))
+    tile, tensor, coords = b.element_copy(args)
     if tile.type.dtype.nbytes not in LDS_LOAD_BYTES:
         raise b.error(f"a buffer load into LDS moves 4 bytes per lane, or 16 on gfx950 (view the tensor and the tile "
                       f"as u32, i32 or f32, or u128), not {tile.type.dtype}", b.argument(0))
-    coords = [*_coordinates(b, args[1], 1, tile.type.layout.rank, "the tile"),
-              *_coordinates(b, args[3], 3, len(tensor.type.shape), f"tensor {tensor.name!r}")]
     b.emit(BufferLoadLdsOp.create(operands=[tile.ssa, tensor.ssa, *coords]))
 
 

@@ -263,8 +263,7 @@ def _tma_load_op(b: IntrinsicBuilder, args: list[Any]) -> TmaLoadOp:
     if tile.type.layout.rank != rank:
         raise b.error(f"the destination tile has {tile.type.layout.rank} modes; a box of {tensor.name!r} has {rank}",
                       b.argument(0))
-    if tile.type.dtype != tensor.type.dtype:
-        raise b.error(f"the tile holds {tile.type.dtype}, tensor {tensor.name!r} {tensor.type.dtype}", b.argument(0))
+    b.same_elements(tile, tensor)
     if not 1 <= rank <= 5:
         raise b.error(f"bulk copies move boxes of 1 to 5 dims, not {rank}", b.argument(1))
     bars = _barriers(b, args[3], 3)
@@ -315,23 +314,11 @@ def _build_setmaxnreg(b: IntrinsicBuilder, args: list[Any]) -> None:
                                                 "increase": builtin.IntAttr(int(args[1]))}))
 
 
-def _coordinates(b: IntrinsicBuilder, value: Any, index: int, rank: int, what: str) -> list[Any]:
-    coords = list(value) if isinstance(value, tuple) else [value]
-    if len(coords) != rank:
-        raise b.error(f"{what} has {rank} mode(s); give {rank} coordinate(s)", b.argument(index))
-    return [b.scalar(c, index=index) for c in coords]
-
-
 def _build_cp_async(b: IntrinsicBuilder, args: list[Any]) -> None:
-    tile = b.tile(args[0], 0, "shared")
-    tensor = b.tensor(args[2], 2)
-    if tile.type.dtype != tensor.type.dtype:
-        raise b.error(f"the tile holds {tile.type.dtype}, tensor {tensor.name!r} {tensor.type.dtype}", b.argument(0))
+    tile, tensor, coords = b.element_copy(args)
     if tile.type.dtype.nbytes not in (4, 8, 16):
         raise b.error(f"an asynchronous copy moves one element of 4, 8 or 16 bytes (view the tensor and the tile "
                       f"as u32, u64 or u128), not {tile.type.dtype}", b.argument(0))
-    coords = [*_coordinates(b, args[1], 1, tile.type.layout.rank, "the tile"),
-              *_coordinates(b, args[3], 3, len(tensor.type.shape), f"tensor {tensor.name!r}")]
     b.emit(CpAsyncOp.create(operands=[tile.ssa, tensor.ssa, *coords]))
 
 
