@@ -38,11 +38,8 @@ def extract_candidate(text: str, kernel: str, filename: str = "kernel.py") -> Ca
     needed: list[ast.stmt] = []
     seen: set[str] = set()
     wanted = [kernel] + (["grid"] if "grid" in functions else [])
-    if grid:  # its parameters are the kernel's sizes, not module constants of the same name
-        made = ast.parse(grid).body[0]
-        assert isinstance(made, ast.FunctionDef)
-        wanted += [n.id for n in ast.walk(made) if isinstance(n, ast.Name) and n.id not in
-                   {a.arg for a in made.args.args}]
+    if grid:
+        wanted += _names_used(ast.parse(grid).body[0])
     while wanted:
         name = wanted.pop()
         if name in seen:
@@ -54,9 +51,7 @@ def extract_candidate(text: str, kernel: str, filename: str = "kernel.py") -> Ca
         if node is None or node in needed:
             continue
         needed.append(node)
-        # a function's parameters are its own (a kernel's size M), not the module's constants
-        own = {a.arg for a in node.args.args} if isinstance(node, ast.FunctionDef) else set()
-        wanted.extend(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in own)
+        wanted.extend(_names_used(node))
         if isinstance(node, ast.FunctionDef):
             for arg in node.args.args:  # annotations written as strings name module values too
                 if isinstance(arg.annotation, ast.Constant) and isinstance(arg.annotation.value, str):
@@ -81,6 +76,13 @@ def extract_candidate(text: str, kernel: str, filename: str = "kernel.py") -> Ca
     if grid:
         out.append(grid)
     return parse_candidate("\n\n".join(out) + "\n", filename)
+
+
+def _names_used(node: ast.stmt) -> list[str]:
+    """The names `node` reads; a function's parameters are its own (a kernel's or a grid's size
+    M), not module constants of the same name."""
+    own = {a.arg for a in node.args.args} if isinstance(node, ast.FunctionDef) else set()
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id not in own]
 
 
 def _grid_from_example(example: ast.FunctionDef | None, kernel: ast.FunctionDef, constants: set[str]) -> str:

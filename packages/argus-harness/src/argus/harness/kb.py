@@ -158,6 +158,7 @@ def _admitted(domains: Mapping[str, tuple[Any, ...]], constraints: Iterable[Expr
     return _meets(constraints, {**constants, **dict(sizes), **chosen})
 
 
+@functools.lru_cache(maxsize=256)
 def _size_names(tree: ast.Module) -> frozenset[str]:
     """The names the module's kernels give their sizes and scalar arguments (``"M"`` in
     ``Tensor[bf16, "M", "K"]``, ``M: int``)."""

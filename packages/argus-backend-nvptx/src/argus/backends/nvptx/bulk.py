@@ -33,7 +33,7 @@ from .language import (
     TmaLoadOp,
     register_shortfall,
 )
-from .translate import RULES, Param, Translator, ident
+from .translate import RULES, Param, Translator, convergent, ident, inline_asm
 
 MAX_BOX = 256
 
@@ -116,34 +116,26 @@ def _barrier(t: Translator, op: Any) -> str:
     return _shared_address(t, op.barriers, element, op)
 
 
-def _asm(t: Translator, text: str, operands: list[tuple[str, str]], collective: bool = False) -> None:
-    """`text` as inline assembly; a `collective` instruction (``.aligned``: every thread executes
-    the same instance) is marked convergent, so that LLVM never copies it into divergent paths."""
-    constraints = ",".join([{"i32": "r", "i64": "l"}[ty] for ty, _ in operands] + ["~{memory}"])
-    args = ", ".join(f"{ty} {v}" for ty, v in operands)
-    t.emit(f'call void asm sideeffect "{text}", "{constraints}"({args})' + (" convergent" if collective else ""))
-
-
 def _init(t: Translator, op: MbarrierInitOp) -> None:
     _require(t, op, "mbarrier.tx", "a memory barrier")
-    _asm(t, "mbarrier.init.shared::cta.b64 [$0], $1;", [("i32", _barrier(t, op)), ("i32", t.value(op.count))])
-    _asm(t, "fence.mbarrier_init.release.cluster;", [])
+    inline_asm(t, "mbarrier.init.shared::cta.b64 [$0], $1;", [("i32", _barrier(t, op)), ("i32", t.value(op.count))])
+    inline_asm(t, "fence.mbarrier_init.release.cluster;", [])
 
 
 def _arrive(t: Translator, op: MbarrierArriveOp) -> None:
     _require(t, op, "mbarrier.tx", "a memory barrier")
     address = _barrier(t, op)
     if op.nbytes:
-        _asm(t, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", [("i32", address),
+        inline_asm(t, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", [("i32", address),
                                                                             ("i32", t.value(op.nbytes[0]))])
     else:
-        _asm(t, "mbarrier.arrive.shared::cta.b64 _, [$0];", [("i32", address)])
+        inline_asm(t, "mbarrier.arrive.shared::cta.b64 _, [$0];", [("i32", address)])
 
 
 def _wait(t: Translator, op: MbarrierWaitOp) -> None:
     _require(t, op, "mbarrier.tx", "a memory barrier")
     parity = t.let(f"and i32 {t.value(op.parity)}, 1")
-    _asm(t, "{ .reg .pred p; LAB_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1; "
+    inline_asm(t, "{ .reg .pred p; LAB_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1; "
             "@!p bra LAB_WAIT; }", [("i32", _barrier(t, op)), ("i32", parity)])
 
 
@@ -185,7 +177,7 @@ def _tma_load(t: Translator, op: TmaLoadOp) -> None:
             raise CodegenError(f"the copy lands in block rank {op.multicast.data.bit_length() - 1}, but the kernel's "
                                f"clusters have {blocks} block(s) (declare @kernel(..., cluster=...))", t.where(op))
         copy = f"{{ .reg .b16 m; mov.b16 m, {op.multicast.data}; {copy}, m; }}"
-    _asm(t, copy, [("i32", destination), ("i64", descriptor), *(("i32", c) for c in coords),
+    inline_asm(t, copy, [("i32", destination), ("i64", descriptor), *(("i32", c) for c in coords),
                          ("i32", _barrier(t, op))])
 
 
@@ -197,13 +189,13 @@ def _cluster_rank(t: Translator, op: ClusterRankOp) -> None:
 def _cluster_sync(t: Translator, op: ClusterSyncOp) -> None:
     _require(t, op, "clusters", "cluster_sync")
     if t.async_shared:  # as before syncthreads: the threads' writes become visible to the async proxy
-        t.emit('call void asm sideeffect "fence.proxy.async.shared::cta;", "~{memory}"()')
-    _asm(t, "barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned;", [], collective=True)
+        inline_asm(t, "fence.proxy.async.shared::cta;")
+    inline_asm(t, "barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned;", [])
 
 
 def _arrive_cluster(t: Translator, op: MbarrierArriveClusterOp) -> None:
     _require(t, op, "clusters", "an arrival on another block's barrier")
-    _asm(t, "{ .reg .b32 r; mapa.shared::cluster.u32 r, $0, $1; "
+    inline_asm(t, "{ .reg .b32 r; mapa.shared::cluster.u32 r, $0, $1; "
             "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r]; }",
          [("i32", _barrier(t, op)), ("i32", t.value(op.rank))])
 
@@ -211,14 +203,14 @@ def _arrive_cluster(t: Translator, op: MbarrierArriveClusterOp) -> None:
 def _elect(t: Translator, op: ElectOneOp) -> None:
     _require(t, op, "tma", "elect_one")  # elect.sync is sm_90's
     text = "{ .reg .pred p; .reg .b32 m; activemask.b32 m; elect.sync _|p, m; selp.b32 $0, 1, 0, p; }"
-    word = t.let(f'call i32 asm sideeffect "{text}", "=r"() convergent')  # one election per warp, never per path
+    word = t.let(f'call i32 asm sideeffect "{text}", "=r"(){convergent(text)}')
     t.define(op.result, f"trunc i32 {word} to i1")
 
 
 def _named_barrier(t: Translator, op: NamedBarrierOp) -> None:
     if t.async_shared:  # as before syncthreads: the threads' writes become visible to the async proxy
-        t.emit('call void asm sideeffect "fence.proxy.async.shared::cta;", "~{memory}"()')
-    _asm(t, f"bar.sync {op.id.data}, {op.threads.data};", [], collective=True)  # bar.sync is barrier.sync.aligned
+        inline_asm(t, "fence.proxy.async.shared::cta;")
+    inline_asm(t, f"bar.sync {op.id.data}, {op.threads.data};", [])
 
 
 def _setmaxnreg(t: Translator, op: SetMaxRegistersOp) -> None:
@@ -227,15 +219,11 @@ def _setmaxnreg(t: Translator, op: SetMaxRegistersOp) -> None:
     if t.kernel.max_registers is None:
         raise CodegenError("setmaxnreg needs the kernel's register count at entry: declare "
                            "@kernel(..., max_registers=N)", t.where(op))
-    _check_exchange(t, op)
-    change = "inc" if op.increase.data else "dec"
-    _asm(t, f"setmaxnreg.{change}.sync.aligned.u32 {op.registers.data};", [], collective=True)
-
-
-def _check_exchange(t: Translator, op: SetMaxRegistersOp) -> None:
     shortfall = register_shortfall(t.kernel, op)
     if shortfall:
         raise CodegenError(shortfall, t.where(op))
+    change = "inc" if op.increase.data else "dec"
+    inline_asm(t, f"setmaxnreg.{change}.sync.aligned.u32 {op.registers.data};", [])
 
 
 RULES.update({SetMaxRegistersOp: _setmaxnreg, MbarrierInitOp: _init, MbarrierArriveOp: _arrive, MbarrierWaitOp: _wait,

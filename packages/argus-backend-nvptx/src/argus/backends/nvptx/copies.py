@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .errors import CodegenError
 from .language import CpAsyncAtOp, CpAsyncCommitOp, CpAsyncWaitOp
-from .translate import RULES, Translator, element_type
+from .translate import RULES, Translator, element_type, inline_asm
 
 
 def _cp_async(t: Translator, op: CpAsyncAtOp) -> None:
@@ -26,16 +26,15 @@ def _cp_async(t: Translator, op: CpAsyncAtOp) -> None:
                                 t.value(op.tensor_offset))
     source = t.let(f"ptrtoint ptr addrspace(1) {pointer} to i64")
     cache = "cg" if nbytes == 16 else "ca"
-    t.emit(f'call void asm sideeffect "cp.async.{cache}.shared.global [$0], [$1], {nbytes};", "r,l,~{{memory}}"'
-           f"(i32 {destination}, i64 {source})")
+    inline_asm(t, f"cp.async.{cache}.shared.global [$0], [$1], {nbytes};", [("i32", destination), ("i64", source)])
 
 
 def _commit(t: Translator, op: CpAsyncCommitOp) -> None:
-    t.emit('call void asm sideeffect "cp.async.commit_group;", "~{memory}"()')
+    inline_asm(t, "cp.async.commit_group;")
 
 
 def _wait(t: Translator, op: CpAsyncWaitOp) -> None:
-    t.emit(f'call void asm sideeffect "cp.async.wait_group {op.pending.data};", "~{{memory}}"()')
+    inline_asm(t, f"cp.async.wait_group {op.pending.data};")
 
 
 RULES.update({CpAsyncAtOp: _cp_async, CpAsyncCommitOp: _commit, CpAsyncWaitOp: _wait})

@@ -40,6 +40,7 @@ included; the checker follows the tags across the blocks the same way.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -736,7 +737,7 @@ def register_shortfall(kernel: D.KernelOp, op: SetMaxRegistersOp) -> str:
         return ""
     entry = kernel.max_registers.data
     groups = threads // 128
-    least = min(_given_back(kernel) + [entry])
+    least = min((*_given_back(kernel), entry))
     wanted = op.registers.data
     room = groups * entry - (groups - 1) * least
     if wanted <= room:
@@ -746,9 +747,10 @@ def register_shortfall(kernel: D.KernelOp, op: SetMaxRegistersOp) -> str:
             f"back to ({least}) at most {room} per thread remain for this one; the GPU would wait forever")
 
 
-def _given_back(kernel: D.KernelOp) -> list[int]:
-    """The counts the kernel's shrinking setmaxnreg calls go down to."""
-    return [o.registers.data for o in kernel.walk() if isinstance(o, SetMaxRegistersOp) and not o.increase.data]
+@functools.lru_cache(maxsize=64)
+def _given_back(kernel: D.KernelOp) -> tuple[int, ...]:
+    """The counts the kernel's shrinking setmaxnreg calls go down to (walked once per kernel)."""
+    return tuple(o.registers.data for o in kernel.walk() if isinstance(o, SetMaxRegistersOp) and not o.increase.data)
 
 
 def _setmaxnreg(interp: Any, op: SetMaxRegistersOp, frame: Any, mask: np.ndarray) -> None:
@@ -775,7 +777,7 @@ def _setmaxnreg(interp: Any, op: SetMaxRegistersOp, frame: Any, mask: np.ndarray
         held[g] = op.registers.data
     if not op.increase.data:
         return
-    least = min(_given_back(kernel) + [entry])
+    least = min((*_given_back(kernel), entry))
     for block in sorted({g // per_block for g in calling}):
         groups = range(block * per_block, (block + 1) * per_block)
         total = sum(held.get(g, least) for g in groups)

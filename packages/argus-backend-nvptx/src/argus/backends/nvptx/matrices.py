@@ -14,7 +14,7 @@ from typing import Any
 from argus.dsl import dialect as D
 
 from .errors import CodegenError
-from .translate import COOPERATIVE_COPIES, Translator
+from .translate import COOPERATIVE_COPIES, Translator, convergent
 
 _WORDS = 4
 
@@ -44,7 +44,7 @@ def _ldmatrix(t: Translator, op: D.CopyOp, name: str) -> None:
     trans = ".trans" if name.endswith("_trans") else ""
     text = f"ldmatrix.sync.aligned.m8n8.x4{trans}.shared.b16 {{$0, $1, $2, $3}}, [$4];"
     words = t.let(f'call {{ i32, i32, i32, i32 }} asm sideeffect "{text}", "=r,=r,=r,=r,r,~{{memory}}"(i32 {address})'
-                  ' convergent')
+                  f'{convergent(text)}')
     for j in range(_WORDS):
         word = t.let(f"extractvalue {{ i32, i32, i32, i32 }} {words}, {j}")
         pointer = t.let(f"getelementptr inbounds i32, ptr {first}, i32 {j}")
@@ -63,7 +63,7 @@ def _stmatrix(t: Translator, op: D.CopyOp, name: str) -> None:
     trans = ".trans" if name.endswith("_trans") else ""
     text = f"stmatrix.sync.aligned.m8n8.x4{trans}.shared.b16 [$0], {{$1, $2, $3, $4}};"
     args = ", ".join(f"i32 {w}" for w in [address, *words])
-    t.emit(f'call void asm sideeffect "{text}", "r,r,r,r,r,~{{memory}}"({args}) convergent')
+    t.emit(f'call void asm sideeffect "{text}", "r,r,r,r,r,~{{memory}}"({args}){convergent(text)}')
 
 
 COOPERATIVE_COPIES.update({"ldmatrix_x4": _ldmatrix, "ldmatrix_x4_trans": _ldmatrix,

@@ -10,7 +10,7 @@ fill: their intrinsics' rules (`RULES`) and the cooperative copy atoms (`COOPERA
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from argus.dsl import dialect as D
@@ -29,6 +29,25 @@ from .warpgroup import NotDescribable, descriptor_form, runs_as_wgmma, wgmma_tex
 
 _SREG = {"thread": "tid", "block": "ctaid", "grid": "nctaid"}
 
+
+
+#: What marks a warp-collective PTX instruction: every thread of the warp (or warpgroup, or
+#: cluster) must execute the same instance of it.
+_COLLECTIVE = (".aligned", "bar.sync", "elect.sync")
+
+
+def convergent(ptx: str) -> str:
+    """The call attribute inline PTX `ptx` needs: ``convergent`` for a collective instruction,
+    which LLVM then never copies into divergent paths (a copy per path hangs a barrier)."""
+    return " convergent" if any(mark in ptx for mark in _COLLECTIVE) else ""
+
+
+def inline_asm(t: Translator, text: str, operands: Sequence[tuple[str, str]] = ()) -> None:
+    """`text` as a statement of inline PTX on `operands` ((i32 or i64, value) pairs), clobbering
+    memory; a collective instruction is a convergent call."""
+    constraints = ",".join([{"i32": "r", "i64": "l"}[ty] for ty, _ in operands] + ["~{memory}"])
+    args = ", ".join(f"{ty} {v}" for ty, v in operands)
+    t.emit(f'call void asm sideeffect "{text}", "{constraints}"({args}){convergent(text)}')
 
 class Translator(LLVMTranslator):
     """Translates one lowered kernel for an NVIDIA architecture."""
@@ -78,7 +97,7 @@ class Translator(LLVMTranslator):
 
     def barrier(self, op: Operation) -> None:
         if self.async_shared:  # the threads' shared writes become visible to the async proxy (wgmma)
-            self.emit('call void asm sideeffect "fence.proxy.async.shared::cta;", "~{memory}"()')
+            inline_asm(self, "fence.proxy.async.shared::cta;")
         self.call("void", "llvm.nvvm.barrier.cta.sync.aligned.all", [("i32", "0")])
 
     def shuffle_word(self, op: D.ShuffleOp, kind: str, word: str, lane: str) -> str:
@@ -154,7 +173,7 @@ def _warpgroup_mma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
     if started and t.wgmma_group is not None:  # a synchronous group before it finishes first
         _wait_wgmma(t)
     if not t.wgmma_streak:
-        t.emit('call void asm sideeffect "wgmma.fence.sync.aligned;", "~{memory}"() convergent')
+        inline_asm(t, "wgmma.fence.sync.aligned;")
     t.wgmma_streak = True
     if not started and t.wgmma_group is None:
         t.wgmma_group = {}
@@ -163,8 +182,8 @@ def _warpgroup_mma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
     struct_ty = "{ " + ", ".join(["float"] * count) + " }"
     constraints = ",".join(["=f"] * count + [str(i) for i in range(count)] + ["l", "l", "r"])
     args = ", ".join([f"float {v}" for v in values] + [f"i64 {d}" for d in descriptors] + ["i32 1"])
-    result = t.let(f'call {struct_ty} asm sideeffect "{wgmma_text(atom, 2 * count)}", "{constraints}"({args})'
-                   ' convergent')
+    text = wgmma_text(atom, 2 * count)
+    result = t.let(f'call {struct_ty} asm sideeffect "{text}", "{constraints}"({args}){convergent(text)}')
     for i, pointer in enumerate(pointers):
         t.store(ty, t.let(f"extractvalue {struct_ty} {result}, {i}"), memory, pointer)
         if started:  # the accumulator by allocation and offset: its pointer here may not reach the wait
@@ -172,14 +191,14 @@ def _warpgroup_mma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
         else:
             t.wgmma_group[pointer] = ty  # type: ignore[index]
     if started:
-        t.emit('call void asm sideeffect "wgmma.commit_group.sync.aligned;", "~{memory}"() convergent')
+        inline_asm(t, "wgmma.commit_group.sync.aligned;")
 
 
 def _mma_wait(t: Translator, op: D.MmaWaitOp) -> None:
     """matmul_wait: the warpgroup MMAs started asynchronously, all but the last `pending`."""
     if not t.started:
         return  # every product ran synchronously
-    t.emit(f'call void asm sideeffect "wgmma.wait_group.sync.aligned {op.pending.data};", "~{{memory}}"() convergent')
+    inline_asm(t, f"wgmma.wait_group.sync.aligned {op.pending.data};")
     _pin(t, {t.element_pointer(Memory(base, 0), ty, str(offset)): ty for (base, offset), ty in t.started.items()})
 
 
@@ -188,8 +207,8 @@ def _wait_wgmma(t: Translator) -> None:
     use of them is scheduled before it)."""
     group = t.wgmma_group or {}
     t.wgmma_group = None
-    t.emit('call void asm sideeffect "wgmma.commit_group.sync.aligned;", "~{memory}"() convergent')
-    t.emit('call void asm sideeffect "wgmma.wait_group.sync.aligned 0;", "~{memory}"() convergent')
+    inline_asm(t, "wgmma.commit_group.sync.aligned;")
+    inline_asm(t, "wgmma.wait_group.sync.aligned 0;")
     _pin(t, group)
 
 
@@ -270,8 +289,8 @@ def _inline(t: Translator, instruction: Instruction, out_ty: str, outs: int, reg
     struct_ty = "{ " + ", ".join([out_ty] * outs) + " }"
     constraints = ",".join(["=f" if out_ty == "float" else "=r"] * outs + [_constraint(ty) for ty, _ in registers])
     args = ", ".join(f"{ty} {v}" for ty, v in registers)
-    convergent = " convergent" if ".aligned" in instruction.text else ""  # warp-collective: never duplicated
-    result = t.let(f'call {struct_ty} asm sideeffect "{instruction.text}", "{constraints}"({args}){convergent}')
+    result = t.let(f'call {struct_ty} asm sideeffect "{instruction.text}", "{constraints}"({args})'
+                   f'{convergent(instruction.text)}')
     return [t.let(f"extractvalue {struct_ty} {result}, {i}") for i in range(outs)]
 
 
@@ -293,4 +312,5 @@ def translate(kernel: D.KernelOp, arch: Arch, locations: dict[Operation, SourceL
     return Translator(kernel, arch, locations).translate()
 
 
-__all__ = ["COOPERATIVE_COPIES", "RULES", "KernelABI", "Param", "Translator", "element_type", "ident", "translate"]
+__all__ = ["COOPERATIVE_COPIES", "RULES", "KernelABI", "Param", "Translator", "convergent", "element_type", "ident",
+           "inline_asm", "translate"]
