@@ -37,8 +37,8 @@ from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, join, resize
 from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
 
+from . import batching, tag_liveness
 from . import dialect as D
-from . import tag_liveness
 from .atoms import CopyAtom, MMAAtom
 from .dialect import layout_from_text
 from .dtypes import DType
@@ -116,13 +116,35 @@ class Analysis:
     """The analysis itself (where each fact came from)."""
 
 
+class Preparation:
+    """What walking one kernel's IR needs that is the same for every check of it: the ops that
+    can affect a check (`tag_liveness`), and per block, the runs of ops whose copies are checked
+    together (`batching`). A compiled kernel keeps its own."""
+
+    def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation]) -> None:
+        self.relevant = {id(op) for op in relevant_ops(kernel)}
+        """The ops that can affect a check, by identity (the IR holds them; ids hash in C)."""
+        self.locations = locations
+        self._steps: dict[int, list[Any]] = {}
+
+    def steps(self, block: Block) -> list[Any]:
+        """A block's relevant ops, runs of copies as `batching.Run` steps."""
+        found = self._steps.get(id(block))
+        if found is None:
+            relevant = self.relevant
+            found = self._steps[id(block)] = batching.plan(
+                [op for op in block.ops if id(op) in relevant], _runnable, _batchable, self.locations.get)
+        return found
+
+
 class TagAnalysis:
     """Walks a kernel once (loops to a fixpoint), collecting tag obligations."""
 
     def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation] | None = None,
-                 grid: tuple[int, ...] | None = None) -> None:
+                 grid: tuple[int, ...] | None = None, preparation: Preparation | None = None) -> None:
         self.kernel = kernel
         self.locations = locations or {}
+        self.preparation = preparation or Preparation(kernel, self.locations)
         self.block_dims = _pad3(tuple(kernel.block_dims))
         self.warp = kernel.warp_size.data
         self.cluster = kernel.cluster_dims
@@ -130,13 +152,17 @@ class TagAnalysis:
         self.blocks = int(np.prod(self.cluster))
         """Blocks analysed together: the cluster's (1 without clusters)."""
         self.n = self.block_threads * self.blocks
+        self.threads = self.n
+        """Threads enumerated (`n` counts points, which copies of an unrolled op multiply)."""
         self.tid = np.arange(self.n)
         self.local_ids = self.tid % self.block_threads
         """Each thread's index within its block (the cluster's blocks are enumerated together)."""
         self.ranks = self.tid // self.block_threads
         self.everyone = np.ones(self.n, bool)
-        self.relevant = {id(op) for op in relevant_ops(kernel)}
-        """The ops that can affect a check, by identity (the IR holds them; ids hash in C)."""
+        self.thread_ids = self.tid
+        """Each point's thread: the points are the threads, except while copies of an unrolled
+        loop's op run together (`batching`), when point p is thread p mod n of copy p // n."""
+        self.footprint: batching.Footprint | None = None
         self.space = Space()
         self.table = TagTable(self.space)
         self.obligations = Obligations(self.table, self.space)
@@ -164,6 +190,7 @@ class TagAnalysis:
         self._loads: dict[Operation, tuple[Any, ...]] = {}
         self._addresses: dict[Operation, tuple[Any, ...]] = {}
         self._zeros: dict[int, np.ndarray] = {}
+        self._zeros_of: dict[int, dict[int, np.ndarray]] = {self.n: self._zeros}
         self._fragments: dict[int, tuple[TileValue, bytes, np.ndarray]] = {}
         self._faults: list[tuple[Any, ...]] = []
         self._results: dict[Operation, Any] = {}
@@ -269,15 +296,23 @@ class TagAnalysis:
 
     # ---- walking ---------------------------------------------------------------------
     def run_block(self, block: Block, mask: np.ndarray) -> None:
-        relevant = self.relevant
-        for op in block.ops:
-            if id(op) not in relevant:
+        for op in self.preparation.steps(block):
+            if type(op) is batching.Run:
+                batching.execute(self, op, mask, _rule_of)
                 continue
             rule = _RULES.get(type(op))
             if rule is None:
                 self.computed(op)
                 continue
             rule(self, op, mask)
+
+    def copies(self, count: int) -> Any:
+        """A context in which the analysis runs over `count` copies of its threads."""
+        return batching.copies_of(self, count)
+
+    def thread_of(self, points: np.ndarray) -> np.ndarray:
+        """The threads of points (themselves, unless copies run together)."""
+        return points if self.thread_ids is self.tid else self.thread_ids[points]
 
     def where(self, op: Operation) -> SourceLocation | None:
         return self.locations.get(op)
@@ -390,7 +425,7 @@ class TagAnalysis:
                     v = np.clip(v, 0, n - 1)
                 term = v * stride if stride != 1 else v  # mode 0 fastest, as tiles number their elements
                 flat = term if flat is None else flat + term
-            offsets = tile.offsets(np.zeros(active.size, np.int64) if flat is None else flat, active)
+            offsets = tile.offsets(np.zeros(active.size, np.int64) if flat is None else flat, self.thread_of(active))
         nbytes = tile.dtype.nbytes
         return offsets[:, None] * nbytes + np.arange(nbytes) if nbytes > 1 else offsets[:, None]
 
@@ -543,6 +578,10 @@ class TagAnalysis:
         """The facts that coordinate `axis` of the access is within its extent, for `points`."""
         rows = coords[axis].take(points)
         if any(arr.min() != arr.max() for arr in rows.terms.values()):
+            copy = points // self.threads  # copies of an op run together: each copy's own form
+            if copy[0] != copy[-1]:
+                for c in np.unique(copy):
+                    self._bound_axis(op, ref, coords, axis, points[copy == c])
             return
         terms = tuple((a, int(arr[0])) for a, arr in sorted(rows.terms.items()))
         low = int(rows.const.argmin())
@@ -562,9 +601,10 @@ class TagAnalysis:
                     self.add_fact(("ge0", key))
                 elif key[1]:
                     self.replay_facts.add(("ge0", key))
-                    self.fact_origins.setdefault(("ge0", key), (op, point, where, f"tensor {ref.name!r}, mode {axis}"))
+                    self.fact_origins.setdefault(("ge0", key), (op, point % self.threads, where,
+                                                                f"tensor {ref.name!r}, mode {axis}"))
                 elif key[0] < 0:  # out of bounds in every launch
-                    self.out_of_bounds(op, point, where, f"tensor {ref.name!r}, mode {axis}")
+                    self.out_of_bounds(op, point % self.threads, where, f"tensor {ref.name!r}, mode {axis}")
                     break
 
     def add_fact(self, fact: tuple[str, Key]) -> None:
@@ -685,7 +725,7 @@ class TagAnalysis:
         `points[i]` is the thread whose values evaluation i sees (default: i itself); `frozen`
         holds the values variables had when a tensor's tag function was set."""
         n = len(coords[0]) if coords else self.n
-        threads = np.arange(n) % self.n if points is None else points
+        threads = self.thread_of(np.arange(n) % self.n) if points is None else points
         env: dict[SSAValue, Affine] = dict(zip(op.body.block.args, coords))
         sp = self.space
 
@@ -1082,13 +1122,14 @@ def _int_op(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
 
 
 def _select(a: TagAnalysis, op: arith.SelectOp, mask: np.ndarray) -> None:
-    cond = a.values.get(op.cond)
+    cond = a.values.get(a.shape(op)[0][0])
     a.values[op.result] = None
     _select_tags(a, op, cond if isinstance(cond, Affine) else None)
 
 
 def _select_tags(a: TagAnalysis, op: arith.SelectOp, cond: Affine | None) -> None:
-    lhs, rhs = a.tags_of(op.lhs), a.tags_of(op.rhs)
+    _, lhs_ssa, rhs_ssa = a.shape(op)[0]  # operands through `shape`: copies run together substitute them
+    lhs, rhs = a.tags_of(lhs_ssa), a.tags_of(rhs_ssa)
     if cond is not None and cond.concrete:
         a.tags[op.result] = np.where((cond.const != 0)[:, None], lhs, rhs)
     else:
@@ -1105,7 +1146,7 @@ def _constant(a: TagAnalysis, op: arith.ConstantOp, mask: np.ndarray) -> None:
 
 
 def _cast(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
-    source = op.operands[0]
+    source = a.shape(op)[0][0]
     value = a.values.get(source) if _is_int(source) and _is_int(op.results[0]) else None
     if isinstance(op, arith.TruncIOp) and isinstance(value, Affine):  # wraps: exact for numbers only
         dtype = dtype_of_mlir(op.results[0].type)
@@ -1233,8 +1274,11 @@ def _load(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     idx = a.tile_bytes(op, tile, None if coord_ssa is None else [a.int_value(c, op) for c in coord_ssa],
                        None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
     active = a.active(mask)
-    read = tile.memory.read(idx, active)  # type: ignore[attr-defined]
-    a.check_read(op, tile.memory, idx, active)  # type: ignore[arg-type]
+    threads = a.thread_of(active)
+    if a.footprint is not None:
+        a.footprint.access(tile.memory, idx, threads, active, write=False)  # type: ignore[arg-type]
+    read = tile.memory.read(idx, threads)  # type: ignore[attr-defined]
+    a.check_read(op, tile.memory, idx, threads)  # type: ignore[arg-type]
     if active is a.tid:
         a.tags[result] = read
         return
@@ -1259,8 +1303,11 @@ def _store(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     idx = a.tile_bytes(op, tile, None if coord_ssa is None else [a.int_value(c, op) for c in coord_ssa],
                        None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
     active = a.active(mask)
+    threads = a.thread_of(active)
+    if a.footprint is not None:
+        a.footprint.access(tile.memory, idx, threads, active, write=True)  # type: ignore[arg-type]
     tags = resize(a.tags_of(value), tile.dtype.nbytes)
-    tile.memory.write(idx, tags if active is a.tid else tags[active], active, a.site(op))  # type: ignore[attr-defined]
+    tile.memory.write(idx, tags if active is a.tid else tags[active], threads, a.site(op))  # type: ignore[attr-defined]
 
 
 def _atomic(a: TagAnalysis, op: D.AtomicOp, mask: np.ndarray) -> None:
@@ -1281,22 +1328,22 @@ def _atomic(a: TagAnalysis, op: D.AtomicOp, mask: np.ndarray) -> None:
 
 def _same_bytes(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     a.values[op.result] = None
-    a.tags[op.result] = a.tags_of(op.operands[0]).copy()
+    a.tags[op.result] = a.tags_of(a.shape(op)[0][0]).copy()
 
 
 def _concat(a: TagAnalysis, op: D.ConcatOp, mask: np.ndarray) -> None:
     a.values[op.result] = None
-    a.tags[op.result] = np.concatenate([a.tags_of(v) for v in op.values], axis=-1)
+    a.tags[op.result] = np.concatenate([a.tags_of(v) for v in a.shape(op)[0]], axis=-1)
 
 
 def _extract(a: TagAnalysis, op: D.ExtractOp, mask: np.ndarray) -> None:
     start = op.byte.data
     a.values[op.result] = None
-    a.tags[op.result] = a.tags_of(op.value)[:, start:start + _width(op.result)].copy()
+    a.tags[op.result] = a.tags_of(a.shape(op)[0][0])[:, start:start + _width(op.result)].copy()
 
 
 def _byte_perm(a: TagAnalysis, op: D.BytePermOp, mask: np.ndarray) -> None:
-    both = np.concatenate([a.tags_of(op.a), a.tags_of(op.b)], axis=-1)
+    both = np.concatenate([a.tags_of(v) for v in a.shape(op)[0]], axis=-1)
     a.values[op.result] = None
     a.tags[op.result] = both[:, [i.data for i in op.selector.data]]
 
@@ -2008,3 +2055,34 @@ _RULES: dict[type, Rule] = {
     D.TagAssertOp: _assert, scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _nothing,
     math.FmaOp: _float_op,
 }
+
+
+def _rule_of(op: Operation) -> Rule:
+    return _RULES.get(type(op)) or _computed
+
+
+def _computed(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    a.computed(op)
+
+
+#: Rules of ops that may sit in a straight run whose copies run together (`batching`): they
+#: compute values or access tiles and global tensors, and report nothing but faults.
+_RUN_RULES: set[Any] = {_int_op, _constant, _cast, _float_op, _load, _store, _same_bytes, _concat, _extract,
+                        _byte_perm, _view, _dim, _computed}
+#: Rules whose op may run over several copies' points at once (values computed per point;
+#: tiles read and written per thread).
+_COPY_RULES: set[Any] = {_int_op, _float_op, _load, _store, _same_bytes, _concat, _extract, _byte_perm, _computed}
+_EXACT_CASTS = (arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp, arith.UIToFPOp, arith.ExtSIOp, arith.ExtUIOp)
+
+
+def _runnable(op: Operation) -> bool:
+    return _rule_of(op) in _RUN_RULES and not op.regions
+
+
+def _batchable(op: Operation) -> bool:
+    rule = _rule_of(op)
+    if rule is _cast:
+        return isinstance(op, _EXACT_CASTS)
+    if rule is _load:  # an integer loaded is an opaque value per load
+        return not _is_int(op.results[0])
+    return rule in _COPY_RULES and not op.regions

@@ -40,6 +40,13 @@ class CompiledKernel:
     def op(self) -> Any:
         return self.module.ops.first
 
+    @functools.cached_property
+    def preparation(self) -> Any:
+        """What every check of this IR starts from (`argus.dsl.analysis.Preparation`)."""
+        from .analysis import Preparation  # the checker loads only when it runs
+
+        return Preparation(self.op, self.locations)
+
     def mlir(self) -> str:
         return str(self.module)
 

@@ -53,7 +53,8 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     chosen = find_solver(solver) if solver else None  # a solver asked for by name must exist, used or not
     started = time.perf_counter()
     try:
-        analysis = TagAnalysis(op, compiled.locations, tuple(grid) if grid else None).run()
+        analysis = TagAnalysis(op, compiled.locations, tuple(grid) if grid else None,
+                               getattr(compiled, "preparation", None)).run()
     except Undecidable as err:
         return unknown(claim, f"{err.location}: {err.reason}" if err.location else err.reason)
     reached = set(analysis.obligations.pending)

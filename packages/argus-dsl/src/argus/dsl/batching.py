@@ -1,0 +1,521 @@
+"""Checking the copies of an unrolled loop together.
+
+A ``static_range`` body unrolls into copies of its statements: ops of one source location and
+kind that differ in their constants (and in what common-subexpression elimination let them
+share). The analysis enumerates threads, so each copy of an op costs a full rule over every
+thread; a flash-attention check used to run its 96 global loads one after the other.
+
+Here a straight run of arithmetic and memory ops is cut into *groups* — ops of one source
+location, kind and types — and each group runs as one op over ``points = copies × threads``
+(point ``c·n + t`` is thread t of copy c): its operands are gathered from the copies' values,
+its results scattered back to them. Groups run in an order that keeps every value computed
+before its use; a group whose copies depend on each other (an accumulation) runs op by op.
+
+Reordering can change what memory holds, so every tile access of a run is recorded; when two
+accesses to one byte, one of them a write, ran in another order than the program's, the run
+is undone and walked again op by op. So is a run in which anything was reported (a fault, a
+race): findings come from the plain walk, whose witnesses name one thread and one copy.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from argus.verify.affine import Affine
+from argus.verify.memory import TagMemory
+from xdsl.ir import Operation, SSAValue
+
+from . import dialect as D
+
+if TYPE_CHECKING:
+    from .analysis import TagAnalysis
+
+
+
+_MEMORY_TYPES = (D.TileType, D.TensorType)
+
+
+@dataclass
+class Group:
+    """Ops run as one: copies of one statement, in program order."""
+
+    ops: list[Operation]
+    positions: list[int]
+    """Each op's place in its run (program order)."""
+    operands: tuple[_Operand, ...] = ()
+    """What the first op reads while it runs for every copy: its operands, over all copies."""
+    pieces: list[list[Piece]] = field(default_factory=list)
+    """Per operand, where its copies' values come from, in runs of copies."""
+    scatter: list[bool] = field(default_factory=list)
+    """Per result: whether something reads the copies' values one by one."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Consecutive copies' values of an operand: one SSA value every copy of the piece reads
+    (`value`, `count` copies), or copies `start:stop` of an earlier group's result."""
+
+    count: int
+    value: SSAValue | None = None
+    group: int = -1
+    result: int = 0
+    start: int = 0
+
+
+class _Operand:
+    """An operand gathered over copies; it stands for an SSA value (rules read its type)."""
+
+    __slots__ = ("type",)
+
+    def __init__(self, type: Any) -> None:
+        self.type = type
+
+
+@dataclass
+class Run:
+    """A straight run of ops and the order its groups run in."""
+
+    ops: list[Operation]
+    groups: list[Group]
+
+
+def plan(ops: list[Operation], runnable: Callable[[Operation], bool], batchable: Callable[[Operation], bool],
+         location: Callable[[Operation], Any]) -> list[Operation | Run]:
+    """A block's ops, with each straight run of `runnable` ops that has copies to run together
+    replaced by its `Run`. `batchable` ops with one `location` may run as one group."""
+    out: list[Operation | Run] = []
+    current: list[Operation] = []
+
+    def flush() -> None:
+        run = _plan_run(current, batchable, location) if len(current) > 1 else None
+        out.extend(current if run is None else [run])
+        current.clear()
+
+    for op in ops:
+        if runnable(op):
+            current.append(op)
+        else:
+            flush()
+            out.append(op)
+    flush()
+    return out
+
+
+def _plan_run(ops: list[Operation], batchable: Callable[[Operation], bool],
+              location: Callable[[Operation], Any]) -> Run | None:
+    places: dict[Any, int] = {}  # source locations, numbered (they hash slowly)
+    kinds = [(places.setdefault(where, len(places)), type(op))
+             if (where := location(op)) is not None and batchable(op) else None for op in ops]
+    named = [k for k in kinds if k is not None]
+    if len(set(named)) == len(named):  # every op is alone in its kind
+        return None
+    place = {id(op): i for i, op in enumerate(ops)}
+    operands = [tuple(op.operands) for op in ops]
+    sources = [[j for v in vs if (j := place.get(id(v.owner))) is not None] for vs in operands]
+    by_key: dict[Any, list[int]] = {}
+    members: list[list[int]] = []
+    levels = [0] * len(ops)
+    for i, kind in enumerate(kinds):
+        if kind is None:
+            members.append([i])
+            continue
+        # one source location may hold several ops of a kind (``a + b + c``): they are told
+        # apart by how many of them feed each other
+        level = levels[i] = max((levels[j] + 1 for j in sources[i] if kinds[j] == kind), default=0)
+        found = by_key.get((kind, level))
+        if found is None:
+            found = by_key[(kind, level)] = []
+            members.append(found)
+        found.append(i)
+    if all(len(m) == 1 for m in members):
+        return None
+    members = [piece for m in members for piece in _alike(ops, m)]
+    groups = []
+    produced: dict[SSAValue, tuple[int, int, int]] = {}
+    """A result of a copy of a group: (group, result, copy)."""
+    for m in _schedule(sources, members):
+        group = Group([ops[i] for i in m], m)
+        if len(m) > 1:
+            columns = list(zip(*(operands[i] for i in m)))
+            group.pieces = [_pieces(column, produced) for column in columns]
+            group.operands = tuple(_Operand(column[0].type) for column in columns)
+            for c, i in enumerate(m):
+                for r, result in enumerate(ops[i].results):
+                    produced[result] = (len(groups), r, c)
+        groups.append(group)
+    if all(len(g.ops) == 1 for g in groups):
+        return None
+    _mark_scattered(groups, place)
+    return Run(list(ops), groups)
+
+
+def _signature(op: Operation) -> tuple[Any, ...]:
+    """What copies of one op must share besides their kind: the types of their values (that of
+    a tile or tensor operand is its memory's, which the run compares itself) and properties."""
+    return (tuple(r.type for r in op.results),
+            tuple(t for v in op.operands if not isinstance(t := v.type, _MEMORY_TYPES)), op.properties, op.attributes)
+
+
+def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:
+    """Ops of one location and kind, split where their types or properties differ (a helper
+    function's lines, called on tiles of different types; extracts of different bytes)."""
+    if len(positions) == 1:
+        return [positions]
+    first = _signature(ops[positions[0]])
+    if all(_signature(ops[i]) == first for i in positions[1:]):
+        return [positions]
+    parts: list[tuple[tuple[Any, ...], list[int]]] = []
+    for i in positions:
+        signature = _signature(ops[i])
+        for known, part in parts:
+            if known == signature:
+                part.append(i)
+                break
+        else:
+            parts.append((signature, [i]))
+    return [part for _, part in parts]
+
+
+def _pieces(column: tuple[SSAValue, ...], produced: dict[SSAValue, tuple[int, int, int]]) -> list[Piece]:
+    first = column[0]
+    if first not in produced and all(v is first for v in column):
+        return [Piece(len(column), first)]
+    out: list[Piece] = []
+    for v in column:
+        source = produced.get(v)
+        last = out[-1] if out else None
+        if source is None:
+            if last is not None and last.value is v:
+                out[-1] = Piece(last.count + 1, v)
+            else:
+                out.append(Piece(1, v))
+        elif last is not None and last.value is None and (last.group, last.result) == source[:2] \
+                and last.start + last.count == source[2]:
+            out[-1] = Piece(last.count + 1, None, last.group, last.result, last.start)
+        else:
+            out.append(Piece(1, None, *source))
+    return out
+
+
+def _mark_scattered(groups: list[Group], place: dict[int, int]) -> None:
+    """Which results of each group its copies' own values must be set for: those read by
+    anything but a later group (which takes them from the group's results over all copies)."""
+    group_of = {i: g for g, group in enumerate(groups) for i in group.positions}
+    for group in groups:
+        if len(group.ops) > 1:
+            group.scatter = [any((i := place.get(id(use.operation))) is None or len(groups[group_of[i]].ops) == 1
+                                 for op in group.ops for use in op.results[r].uses)
+                             for r in range(len(group.ops[0].results))]
+
+
+def _schedule(sources: list[list[int]], groups: list[list[int]]) -> list[list[int]]:
+    """The groups in an order where each value is computed before its uses, the program's
+    order where it is free; groups on a dependence cycle (copies that depend on each other)
+    are run op by op. `sources[i]`: the ops (by place) whose values op i reads."""
+    while True:
+        group_of = {i: g for g, members in enumerate(groups) for i in members}
+        edges: list[set[int]] = [set() for _ in groups]
+        for g, members in enumerate(groups):
+            for i in members:
+                for j in sources[i]:
+                    edges[group_of[j]].add(g)
+        cyclic = _on_cycles(edges)
+        if not cyclic:
+            break
+        groups = [piece for g, members in enumerate(groups)
+                  for piece in ([[i] for i in members] if g in cyclic else [members])]
+    needs = [0] * len(groups)
+    for targets in edges:
+        for g in targets:
+            needs[g] += 1
+    ready = [(groups[g][0], g) for g in range(len(groups)) if needs[g] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, g = heapq.heappop(ready)
+        order.append(groups[g])
+        for h in edges[g]:
+            needs[h] -= 1
+            if needs[h] == 0:
+                heapq.heappush(ready, (groups[h][0], h))
+    return order
+
+
+def _on_cycles(edges: list[set[int]]) -> set[int]:
+    """The nodes on a cycle of the graph (a self-loop included), by Tarjan's algorithm."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    out: set[int] = set()
+    counter = 0
+    for root in range(len(edges)):
+        if root in index:
+            continue
+        work = [(root, iter(edges[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            advanced = False
+            for nxt in successors:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(edges[nxt])))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == node:
+                        break
+                if len(component) > 1 or node in edges[node]:
+                    out.update(component)
+    return out
+
+
+class Footprint:
+    """The tile accesses of a run, to tell whether running it in groups kept every byte's
+    accesses in program order; and the memories as they were, to undo the run if not."""
+
+    def __init__(self) -> None:
+        self.step = 0
+        self.origin: np.ndarray = np.zeros(0, np.int64)
+        """Per point of the op running: the place in the run of the copy it belongs to."""
+        self.memories: dict[int, list[tuple[np.ndarray, np.ndarray, int, bool]]] = {}
+        """Per memory, its accesses: (bytes per point, each point's copy's place, step, write)."""
+        self.saved: list[tuple[TagMemory, tuple[Any, ...]]] = []
+
+    def access(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray, write: bool) -> None:
+        """Record an access (before it happens: a memory is saved on its first write)."""
+        records = self.memories.get(id(memory))
+        if records is None:
+            records = self.memories[id(memory)] = []
+        if (write or memory.fresh is not None) and not any(m is memory for m, _ in self.saved):
+            self.saved.append((memory, _save(memory)))
+        where = threads[:, None] * memory.tags.shape[-1] + idx if memory.per_thread else idx
+        origin = self.origin[points]
+        records.append((where, origin, self.step, write))
+
+    def in_order(self) -> bool:
+        """Whether every byte written in the run saw its accesses in program order."""
+        return all(_in_order(records) for records in self.memories.values())
+
+    def undo(self) -> None:
+        for memory, saved in self.saved:
+            _restore(memory, saved)
+
+
+def _in_order(records: list[tuple[np.ndarray, np.ndarray, int, bool]]) -> bool:
+    """Whether one memory's accesses kept program order on every byte written."""
+    writes = [r for r in records if r[3]]
+    if not writes:
+        return True
+    if len(records) == 1:  # one op's writes: in order unless two copies write one byte
+        where, origin, _, _ = records[0]
+        if origin[0] == origin[-1]:
+            return True
+        flat = where.reshape(-1)
+        return bool(np.unique(flat).size == flat.size)
+    keys = np.concatenate([r[0].reshape(-1) for r in records])
+    origin = np.concatenate([np.broadcast_to(r[1][:, None], r[0].shape).reshape(-1) for r in records])
+    step = np.concatenate([np.full(r[0].size, r[2]) for r in records])
+    write = np.concatenate([np.full(r[0].size, r[3]) for r in records])
+    written = np.isin(keys, np.concatenate([r[0].reshape(-1) for r in writes]))
+    keys, origin, step, write = keys[written], origin[written], step[written], write[written]
+    order = np.lexsort((origin, keys))
+    keys, origin, step, write = keys[order], origin[order], step[order], write[order]
+    same = (keys[1:] == keys[:-1]) & (origin[1:] != origin[:-1])
+    later_first = step[1:] < step[:-1]
+    together = (step[1:] == step[:-1]) & (write[1:] | write[:-1])  # two copies' writes of one byte in one op
+    return not (same & (later_first | together)).any()
+
+
+def _save(memory: TagMemory) -> tuple[Any, ...]:
+    return (memory.tags.copy(), memory.site.copy(), memory.writer.copy(), memory.epoch_writer.copy(),
+            len(memory.conflicts), None if memory.fresh is None else memory.fresh.copy(),
+            None if memory.exposed is None else memory.exposed.copy())
+
+
+def _restore(memory: TagMemory, saved: tuple[Any, ...]) -> None:
+    memory.tags, memory.site, memory.writer, memory.epoch_writer, conflicts, memory.fresh, memory.exposed = saved
+    del memory.conflicts[conflicts:]
+
+
+def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Operation], Any]) -> None:
+    """Run `run` group by group; walk it again op by op if that changed any byte's order of
+    accesses, reported anything, or failed."""
+    footprint = Footprint()
+    mark = a.obligations.mark()
+    faults = len(a._faults)
+    a.footprint = footprint
+    n = a.n
+    tiled: dict[Any, Any] = {}
+    results: list[list[tuple[Any, Any]]] = []
+    try:
+        for step, group in enumerate(run.groups):
+            footprint.step = step
+            if len(group.ops) == 1:
+                footprint.origin = np.full(n, group.positions[0], np.int64)
+                rule_of(group.ops[0])(a, group.ops[0], mask)
+                results.append([])
+            else:
+                results.append(_run_group(a, group, mask, rule_of, tiled, results))
+        fine = footprint.in_order() and a.obligations.mark() == mark and len(a._faults) == faults
+    except Exception:
+        fine = False
+    finally:
+        a.footprint = None
+    if fine:
+        return
+    footprint.undo()
+    a.obligations.rollback(mark)
+    del a._faults[faults:]
+    for op in run.ops:
+        rule_of(op)(a, op, mask)
+
+
+def _run_group(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable[[Operation], Any],
+               tiled: dict[Any, Any], earlier: list[list[tuple[Any, Any]]]) -> list[tuple[Any, Any]]:
+    """Run a group's first op over every copy's points; its results over all copies."""
+    ops = group.ops
+    copies, n = len(ops), a.n
+    first = ops[0]
+    operands, results = a.shape(first)
+    for stand_in, pieces in zip(group.operands, group.pieces):
+        value, tags = _gather(a, pieces, n, tiled, earlier)
+        a.values[stand_in] = value
+        if tags is not None:
+            a.tags[stand_in] = tags
+    a._shapes_of[first] = (group.operands, results)  # the rule reads the stand-ins
+    a._ops.pop(first, None)
+    a.footprint.origin = np.repeat(np.asarray(group.positions, np.int64), n)  # type: ignore[union-attr]
+    try:
+        with a.copies(copies):
+            rule_of(first)(a, first, a.everyone if mask is a.everyone else np.tile(mask, copies))
+            out = [(a.values.get(r), a.tags.get(r)) for r in results]
+    finally:
+        del a._shapes_of[first]
+        a._ops.pop(first, None)
+        for stand_in in group.operands:
+            a.values.pop(stand_in, None)
+            a.tags.pop(stand_in, None)
+    for r, (value, tags) in enumerate(out):
+        if not group.scatter[r]:
+            continue
+        for c, op in enumerate(ops):
+            part = slice(c * n, (c + 1) * n)
+            result = op.results[r]
+            a.values[result] = _part(value, part)
+            if tags is None:
+                a.tags.pop(result, None)
+            else:
+                a.tags[result] = tags[part]
+    return out
+
+
+def _gather(a: TagAnalysis, pieces: list[Piece], n: int, tiled: dict[Any, Any],
+            earlier: list[list[tuple[Any, Any]]]) -> tuple[Any, np.ndarray | None]:
+    """An operand's value and tags over every copy's points, from its pieces."""
+    if len(pieces) == 1 and pieces[0].value is not None:  # one value for every copy
+        v = pieces[0].value
+        tags = a.tags.get(v)
+        return _tile(a.values.get(v), pieces[0].count, tiled), None if tags is None else _tile(tags, pieces[0].count, tiled)
+    values, tags = [], []
+    for piece in pieces:
+        if piece.value is not None:
+            values.append(_tile(a.values.get(piece.value), piece.count, tiled))
+            tags.append(a.tags.get(piece.value))
+            if tags[-1] is not None and piece.count > 1:
+                tags[-1] = _tile(tags[-1], piece.count, tiled)
+            continue
+        value, t = earlier[piece.group][piece.result]
+        part = slice(piece.start * n, (piece.start + piece.count) * n)
+        values.append(_part(value, part))
+        tags.append(None if t is None else t[part])
+    if all(isinstance(x, Affine) for x in values):
+        atoms = {t for x in values for t in x.terms}
+        value = Affine(np.concatenate([x.const for x in values]),
+                       {t: np.concatenate([x.terms[t] if t in x.terms else np.zeros(len(x), np.int64) for x in values])
+                        for t in atoms})
+    elif all(x is values[0] for x in values):
+        value = values[0]
+    else:
+        raise _NotUniform()
+    if all(t is None for t in tags):
+        return value, None
+    counts = [p.count for p in pieces]
+    width = next(t for t in tags if t is not None).shape[1]
+    return value, np.concatenate([np.zeros((c * n, width), np.int64) if t is None else t for t, c in zip(tags, counts)])
+
+
+def _part(value: Any, part: slice) -> Any:
+    """Some copies' share of a value over all copies (a symbol none of them depends on dropped)."""
+    if not isinstance(value, Affine):
+        return value
+    terms = {}
+    for t, x in value.terms.items():
+        x = x[part]
+        if x.any():
+            terms[t] = x
+    return Affine(value.const[part], terms)
+
+
+def _tile(value: Any, copies: int, tiled: dict[Any, Any]) -> Any:
+    """A value (or tags) every copy reads, over every copy's points."""
+    from .analysis import GlobalRef  # the analysis imports this module
+
+    if copies == 1 or not isinstance(value, (Affine, GlobalRef, np.ndarray)):
+        return value  # tiles (their per-thread parts are read per thread), floats, nothing
+    known = tiled.get((id(value), copies))
+    if known is not None and known[0] is value:
+        return known[1]
+    if isinstance(value, np.ndarray):
+        out: Any = np.tile(value, (copies, 1))
+    elif isinstance(value, Affine):
+        out = Affine(np.tile(value.const, copies), {t: np.tile(c, copies) for t, c in value.terms.items()})
+    else:
+        out = GlobalRef(value.name, value.dtype, [_tile(d, copies, tiled) for d in value.dims],
+                        None if value.root is None else _tile(value.root, copies, tiled))
+    tiled[(id(value), copies)] = (value, out)
+    return out
+
+
+class _NotUniform(Exception):
+    """Copies of one op read different memories or tensors: the run is walked op by op."""
+
+
+@contextmanager
+def copies_of(a: TagAnalysis, copies: int) -> Iterator[None]:
+    """The analysis over `copies` × its threads' points: point p is thread p mod n."""
+    saved = (a.n, a.tid, a.everyone, a.thread_ids, a._zeros)
+    n = a.n
+    a.n = n * copies
+    a.tid = np.arange(a.n)
+    a.everyone = np.ones(a.n, bool)
+    a.thread_ids = np.tile(a.thread_ids, copies)
+    a._zeros = a._zeros_of.setdefault(a.n, {})
+    try:
+        yield
+    finally:
+        a.n, a.tid, a.everyone, a.thread_ids, a._zeros = saved
