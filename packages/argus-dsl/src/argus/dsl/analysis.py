@@ -121,10 +121,12 @@ class Preparation:
     can affect a check (`tag_liveness`), and per block, the runs of ops whose copies are checked
     together (`batching`). A compiled kernel keeps its own."""
 
-    def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation]) -> None:
+    def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation], batch: bool = True) -> None:
         self.relevant = {id(op) for op in relevant_ops(kernel)}
         """The ops that can affect a check, by identity (the IR holds them; ids hash in C)."""
         self.locations = locations
+        self.batch = batch
+        """Whether copies of an unrolled loop's ops run together (off: every op on its own)."""
         self._steps: dict[int, list[Any]] = {}
 
     def steps(self, block: Block) -> list[Any]:
@@ -132,8 +134,9 @@ class Preparation:
         found = self._steps.get(id(block))
         if found is None:
             relevant = self.relevant
-            found = self._steps[id(block)] = batching.plan(
-                [op for op in block.ops if id(op) in relevant], _runnable, _batchable, self.locations.get)
+            ops = [op for op in block.ops if id(op) in relevant]
+            found = self._steps[id(block)] = batching.plan(ops, _runnable, _batchable, self.locations.get) \
+                if self.batch else ops
         return found
 
 
