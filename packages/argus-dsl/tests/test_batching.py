@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from argus.dsl import Tensor, bf16, block_idx, i32, kernel, make_local, static_range, tag
 from argus.dsl import batching, thread_idx
-from argus.dsl.analysis import Preparation
+from argus.dsl.analysis import Preparation, TagAnalysis
 from argus.dsl.verification import verify_kernel
 from argus.verify import Verdict
 
@@ -60,11 +60,23 @@ def _groups(compiled: Any) -> list[batching.Group]:
     return out
 
 
+def _domain(compiled: Any) -> dict[tuple[str, str], int]:
+    """The facts an analysis leaves, as the least constant per kind and symbolic part (a fact
+    ``e + k ≥ 0`` with a larger k follows from one with a smaller)."""
+    analysis = TagAnalysis(compiled.op, compiled.locations, None, compiled.preparation).run()
+    least: dict[tuple[str, str], int] = {}
+    for kind, (k, part), *rest in analysis.facts:
+        key = (kind + "".join(map(str, rest)), analysis.space.describe((0, part)))
+        least[key] = min(k, least.get(key, k)) if kind == "ge0" else k
+    return least
+
+
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_every_example_checks_the_same_with_copies_together(name: str, tmp_path: Path) -> None:
     compiled = _example(tmp_path, name)
     together, alone = verify_kernel(compiled, name), verify_kernel(_one_by_one(compiled), name)
     assert together.verdict is alone.verdict is Verdict.PROVED
+    assert _domain(compiled) == _domain(_one_by_one(compiled))  # the same launches considered
     assert max(len(g.ops) for g in _groups(compiled)) >= 4  # the unrolled loops did run together
 
 

@@ -193,7 +193,10 @@ class TagAnalysis:
         self._loads: dict[Operation, tuple[Any, ...]] = {}
         self._addresses: dict[Operation, tuple[Any, ...]] = {}
         self._zeros: dict[int, np.ndarray] = {}
-        self._zeros_of: dict[int, dict[int, np.ndarray]] = {self.n: self._zeros}
+        self._points: dict[int, tuple[Any, ...]] = {}
+        """Per count of copies run together: the points' count, ids, mask, threads, zero tags."""
+        self._tiled: dict[tuple[int, int], tuple[Any, Any]] = {}
+        """Values every copy reads, repeated per copy (by the value's identity and the count)."""
         self._fragments: dict[int, tuple[TileValue, bytes, np.ndarray]] = {}
         self._faults: list[tuple[Any, ...]] = []
         self._results: dict[Operation, Any] = {}

@@ -49,22 +49,35 @@ class Group:
     """Each op's place in its run (program order)."""
     operands: tuple[_Operand, ...] = ()
     """What the first op reads while it runs for every copy: its operands, over all copies."""
-    pieces: list[list[Piece]] = field(default_factory=list)
-    """Per operand, where its copies' values come from, in runs of copies."""
+    gathers: list[Gather] = field(default_factory=list)
+    """Per operand, where its copies' values come from."""
     scatter: list[bool] = field(default_factory=list)
     """Per result: whether something reads the copies' values one by one."""
+    origins: dict[int, np.ndarray] = field(default_factory=dict)
+    """Per thread count, each point's copy's place in the run."""
 
 
-@dataclass(frozen=True)
-class Piece:
-    """Consecutive copies' values of an operand: one SSA value every copy of the piece reads
-    (`value`, `count` copies), or copies `start:stop` of an earlier group's result."""
+@dataclass
+class Gather:
+    """An operand over every copy's points: the concatenation of its `sources` (an SSA value: one
+    copy's worth of points; a (group, result): all that group's copies), then for copy c the
+    `rows[c]`-th copy's worth of it. One value read by every copy is `shared` instead."""
 
-    count: int
-    value: SSAValue | None = None
-    group: int = -1
-    result: int = 0
-    start: int = 0
+    shared: SSAValue | None
+    sources: tuple[Any, ...] = ()
+    rows: tuple[int, ...] = ()
+    indices: dict[int, np.ndarray | None] = field(default_factory=dict)
+    """Per thread count, the points to take from the concatenation (None: all, in order)."""
+
+    def index(self, n: int) -> np.ndarray | None:
+        found = self.indices.get(n, False)
+        if found is False:
+            rows = np.asarray(self.rows, np.int64)
+            slots = sum(1 if isinstance(s, SSAValue) else s[2] for s in self.sources)
+            found = None if slots == len(rows) and (rows == np.arange(len(rows))).all() else \
+                (rows[:, None] * n + np.arange(n)).reshape(-1)
+            self.indices[n] = found
+        return found  # type: ignore[return-value]
 
 
 class _Operand:
@@ -136,17 +149,17 @@ def _plan_run(ops: list[Operation], batchable: Callable[[Operation], bool],
         return None
     members = [piece for m in members for piece in _alike(ops, m)]
     groups = []
-    produced: dict[SSAValue, tuple[int, int, int]] = {}
-    """A result of a copy of a group: (group, result, copy)."""
+    produced: dict[SSAValue, tuple[int, int, int, int]] = {}
+    """A result of a copy of a group: (group, result, the group's copies, which copy)."""
     for m in _schedule(sources, members):
         group = Group([ops[i] for i in m], m)
         if len(m) > 1:
             columns = list(zip(*(operands[i] for i in m)))
-            group.pieces = [_pieces(column, produced) for column in columns]
+            group.gathers = [_gather_plan(column, produced) for column in columns]
             group.operands = tuple(_Operand(column[0].type) for column in columns)
             for c, i in enumerate(m):
                 for r, result in enumerate(ops[i].results):
-                    produced[result] = (len(groups), r, c)
+                    produced[result] = (len(groups), r, len(m), c)
         groups.append(group)
     if all(len(g.ops) == 1 for g in groups):
         return None
@@ -181,25 +194,26 @@ def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:
     return [part for _, part in parts]
 
 
-def _pieces(column: tuple[SSAValue, ...], produced: dict[SSAValue, tuple[int, int, int]]) -> list[Piece]:
+def _gather_plan(column: tuple[SSAValue, ...], produced: dict[SSAValue, tuple[int, int, int, int]]) -> Gather:
+    """Where the values of an operand's copies (`column`) come from. `produced`: for a result of
+    a group's copy, (group, result, copies of the group, which copy)."""
     first = column[0]
     if first not in produced and all(v is first for v in column):
-        return [Piece(len(column), first)]
-    out: list[Piece] = []
+        return Gather(first)
+    sources: list[Any] = []
+    slot_of: dict[Any, int] = {}
+    slots = 0
+    rows = []
     for v in column:
-        source = produced.get(v)
-        last = out[-1] if out else None
-        if source is None:
-            if last is not None and last.value is v:
-                out[-1] = Piece(last.count + 1, v)
-            else:
-                out.append(Piece(1, v))
-        elif last is not None and last.value is None and (last.group, last.result) == source[:2] \
-                and last.start + last.count == source[2]:
-            out[-1] = Piece(last.count + 1, None, last.group, last.result, last.start)
-        else:
-            out.append(Piece(1, None, *source))
-    return out
+        found = produced.get(v)
+        key = v if found is None else found[:2]
+        start = slot_of.get(key)
+        if start is None:
+            start = slot_of[key] = slots
+            sources.append(v if found is None else found[:3])
+            slots += 1 if found is None else found[2]
+        rows.append(start + (0 if found is None else found[3]))
+    return Gather(None, tuple(sources), tuple(rows))
 
 
 def _mark_scattered(groups: list[Group], place: dict[int, int]) -> None:
@@ -370,7 +384,6 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
     faults = len(a._faults)
     a.footprint = footprint
     n = a.n
-    tiled: dict[Any, Any] = {}
     results: list[list[tuple[Any, Any]]] = []
     try:
         for step, group in enumerate(run.groups):
@@ -380,7 +393,7 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
                 rule_of(group.ops[0])(a, group.ops[0], mask)
                 results.append([])
             else:
-                results.append(_run_group(a, group, mask, rule_of, tiled, results))
+                results.append(_run_group(a, group, mask, rule_of, results))
         fine = footprint.in_order() and a.obligations.mark() == mark and len(a._faults) == faults
     except Exception:
         fine = False
@@ -396,23 +409,27 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
 
 
 def _run_group(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable[[Operation], Any],
-               tiled: dict[Any, Any], earlier: list[list[tuple[Any, Any]]]) -> list[tuple[Any, Any]]:
+               earlier: list[list[tuple[Any, Any]]]) -> list[tuple[Any, Any]]:
     """Run a group's first op over every copy's points; its results over all copies."""
     ops = group.ops
     copies, n = len(ops), a.n
     first = ops[0]
     operands, results = a.shape(first)
-    for stand_in, pieces in zip(group.operands, group.pieces):
-        value, tags = _gather(a, pieces, n, tiled, earlier)
+    for stand_in, gather in zip(group.operands, group.gathers):
+        value, tags = _gather(a, gather, copies, earlier)
         a.values[stand_in] = value
         if tags is not None:
             a.tags[stand_in] = tags
     a._shapes_of[first] = (group.operands, results)  # the rule reads the stand-ins
     a._ops.pop(first, None)
-    a.footprint.origin = np.repeat(np.asarray(group.positions, np.int64), n)  # type: ignore[union-attr]
+    origin = group.origins.get(n)
+    if origin is None:
+        origin = group.origins[n] = np.repeat(np.asarray(group.positions, np.int64), n)
+    a.footprint.origin = origin  # type: ignore[union-attr]
+    everyone = mask is a.everyone
     try:
         with a.copies(copies):
-            rule_of(first)(a, first, a.everyone if mask is a.everyone else np.tile(mask, copies))
+            rule_of(first)(a, first, a.everyone if everyone else np.tile(mask, copies))
             out = [(a.values.get(r), a.tags.get(r)) for r in results]
     finally:
         del a._shapes_of[first]
@@ -434,51 +451,61 @@ def _run_group(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable
     return out
 
 
-def _gather(a: TagAnalysis, pieces: list[Piece], n: int, tiled: dict[Any, Any],
-            earlier: list[list[tuple[Any, Any]]]) -> tuple[Any, np.ndarray | None]:
-    """An operand's value and tags over every copy's points, from its pieces."""
-    if len(pieces) == 1 and pieces[0].value is not None:  # one value for every copy
-        v = pieces[0].value
-        tags = a.tags.get(v)
-        return _tile(a.values.get(v), pieces[0].count, tiled), None if tags is None else _tile(tags, pieces[0].count, tiled)
-    values, tags = [], []
-    for piece in pieces:
-        if piece.value is not None:
-            values.append(_tile(a.values.get(piece.value), piece.count, tiled))
-            tags.append(a.tags.get(piece.value))
-            if tags[-1] is not None and piece.count > 1:
-                tags[-1] = _tile(tags[-1], piece.count, tiled)
-            continue
-        value, t = earlier[piece.group][piece.result]
-        part = slice(piece.start * n, (piece.start + piece.count) * n)
-        values.append(_part(value, part))
-        tags.append(None if t is None else t[part])
+def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tuple[Any, Any]]]
+            ) -> tuple[Any, np.ndarray | None]:
+    """An operand's value and tags over every copy's points."""
+    tiled = a._tiled
+    if gather.shared is not None:  # one value for every copy
+        tags = a.tags.get(gather.shared)
+        return _tile(a.values.get(gather.shared), copies, tiled), None if tags is None else _tile(tags, copies, tiled)
+    n = a.n
+    values, tags, sizes = [], [], []
+    for source in gather.sources:
+        if isinstance(source, SSAValue):
+            values.append(a.values.get(source))
+            tags.append(a.tags.get(source))
+            sizes.append(n)
+        else:
+            value, t = earlier[source[0]][source[1]]
+            values.append(value)
+            tags.append(t)
+            sizes.append(source[2] * n)
+    index = gather.index(n)
     if all(isinstance(x, Affine) for x in values):
-        atoms = {t for x in values for t in x.terms}
-        value = Affine(np.concatenate([x.const for x in values]),
-                       {t: np.concatenate([x.terms[t] if t in x.terms else np.zeros(len(x), np.int64) for x in values])
-                        for t in atoms})
+        value = values[0] if len(values) == 1 else _concatenate(values)
+        if index is not None:
+            value = _without_zero_terms(value.take(index))
     elif all(x is values[0] for x in values):
         value = values[0]
     else:
         raise _NotUniform()
     if all(t is None for t in tags):
         return value, None
-    counts = [p.count for p in pieces]
     width = next(t for t in tags if t is not None).shape[1]
-    return value, np.concatenate([np.zeros((c * n, width), np.int64) if t is None else t for t, c in zip(tags, counts)])
+    both = np.concatenate([np.zeros((size, width), np.int64) if t is None else t for size, t in zip(sizes, tags)]) \
+        if len(tags) > 1 else tags[0]
+    return value, both if index is None else both[index]
+
+
+def _concatenate(values: list[Affine]) -> Affine:
+    atoms = {t for x in values for t in x.terms}
+    return Affine(np.concatenate([x.const for x in values]),
+                  {t: np.concatenate([x.terms[t] if t in x.terms else np.zeros(len(x), np.int64) for x in values])
+                   for t in atoms})
 
 
 def _part(value: Any, part: slice) -> Any:
-    """Some copies' share of a value over all copies (a symbol none of them depends on dropped)."""
-    if not isinstance(value, Affine):
+    """Some copies' share of a value over all copies."""
+    return _without_zero_terms(Affine(value.const[part], {t: x[part] for t, x in value.terms.items()})) \
+        if isinstance(value, Affine) else value
+
+
+def _without_zero_terms(value: Affine) -> Affine:
+    """The value without the symbols none of its points depends on (a form's terms are nonzero
+    somewhere: a symbol with zero coefficients everywhere would make a number look symbolic)."""
+    if all(x.any() for x in value.terms.values()):
         return value
-    terms = {}
-    for t, x in value.terms.items():
-        x = x[part]
-        if x.any():
-            terms[t] = x
-    return Affine(value.const[part], terms)
+    return Affine(value.const, {t: x for t, x in value.terms.items() if x.any()})
 
 
 def _tile(value: Any, copies: int, tiled: dict[Any, Any]) -> Any:
@@ -509,12 +536,11 @@ class _NotUniform(Exception):
 def copies_of(a: TagAnalysis, copies: int) -> Iterator[None]:
     """The analysis over `copies` × its threads' points: point p is thread p mod n."""
     saved = (a.n, a.tid, a.everyone, a.thread_ids, a._zeros)
-    n = a.n
-    a.n = n * copies
-    a.tid = np.arange(a.n)
-    a.everyone = np.ones(a.n, bool)
-    a.thread_ids = np.tile(a.thread_ids, copies)
-    a._zeros = a._zeros_of.setdefault(a.n, {})
+    points = a._points.get(copies)
+    if points is None:
+        n = a.n * copies
+        points = a._points[copies] = (n, np.arange(n), np.ones(n, bool), np.tile(a.thread_ids, copies), {})
+    a.n, a.tid, a.everyone, a.thread_ids, a._zeros = points
     try:
         yield
     finally:
