@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -122,12 +122,25 @@ class Preparation:
     together (`batching`). A compiled kernel keeps its own."""
 
     def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation], batch: bool = True) -> None:
-        self.relevant = {id(op) for op in relevant_ops(kernel)}
-        """The ops that can affect a check, by identity (the IR holds them; ids hash in C)."""
+        self.kernel = kernel
         self.locations = locations
         self.batch = batch
         """Whether copies of an unrolled loop's ops run together (off: every op on its own)."""
         self._steps: dict[int, list[Any]] = {}
+
+    @cached_property
+    def relevant(self) -> set[int]:
+        """The ops that can affect a check, by identity (the IR holds them; ids hash in C)."""
+        return {id(op) for op in relevant_ops(self.kernel)}
+
+    @cached_property
+    def assertions(self) -> list[D.TagAssertOp]:
+        return [o for o in self.kernel.walk() if isinstance(o, D.TagAssertOp)]
+
+    @cached_property
+    def tags_something(self) -> bool:
+        """Whether the kernel applies a tag function (with no assertion, MMA pairing is checked)."""
+        return any(isinstance(o, D.TagOp) for o in self.kernel.walk())
 
     def steps(self, block: Block) -> list[Any]:
         """A block's relevant ops, runs of copies as `batching.Run` steps."""
@@ -1972,6 +1985,9 @@ class _Renamer:
         self.symbol = symbol
         self.replacement = replacement
         self.memo: dict[int, int] = {}
+        self.shift = np.zeros(0, np.int64)
+        """Per element id: what renaming adds to it (where `done`)."""
+        self.done = np.zeros(0, bool)
 
     def state(self, state: State) -> State:
         return State([(self.ids(t), *rest) for t, *rest in state.memories],
@@ -1983,15 +1999,23 @@ class _Renamer:
             return tags
         known = tags[concrete]
         element = (known - 2) // BYTES
-        present = np.zeros(int(element.max()) + 1, bool)  # element ids are small: no sort needed
+        size = int(element.max()) + 1
+        if size > len(self.shift):  # element ids are small: a table of shifts, filled as needed
+            grown = np.zeros(max(size, 2 * len(self.shift)), np.int64)
+            grown[:len(self.shift)] = self.shift
+            done = np.zeros(len(grown), bool)
+            done[:len(self.done)] = self.done
+            self.shift, self.done = grown, done
+        present = np.zeros(size, bool)
         present[element] = True
-        shift = np.zeros(len(present), np.int64)
-        for e in np.flatnonzero(present):
-            shift[e] = self.element(int(e)) - int(e)
+        for e in np.flatnonzero(present & ~self.done[:size]).tolist():
+            self.shift[e] = self.element(e) - e
+            self.done[e] = True
+        shift = self.shift[element]
         if not shift.any():
             return tags
         out = tags.copy()
-        out[concrete] = known + shift[element] * BYTES
+        out[concrete] = known + shift * BYTES
         return out
 
     def element(self, e: int) -> int:

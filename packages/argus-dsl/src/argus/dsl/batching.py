@@ -350,7 +350,9 @@ def _in_order(records: list[tuple[np.ndarray, np.ndarray, int, bool]]) -> bool:
         if origin[0] == origin[-1]:
             return True
         flat = where.reshape(-1)
-        return bool(np.unique(flat).size == flat.size)
+        seen = np.zeros(int(flat.max()) + 1, bool)
+        seen[flat] = True
+        return int(np.count_nonzero(seen)) == flat.size
     keys = np.concatenate([r[0].reshape(-1) for r in records])
     origin = np.concatenate([np.broadcast_to(r[1][:, None], r[0].shape).reshape(-1) for r in records])
     step = np.concatenate([np.full(r[0].size, r[2]) for r in records])

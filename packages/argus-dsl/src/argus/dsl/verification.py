@@ -24,7 +24,7 @@ from argus.verify.solvers import Query
 from argus.verify.solvers import solver as find_solver
 
 from . import dialect as D
-from .analysis import Analysis, TagAnalysis, Undecidable
+from .analysis import Analysis, Preparation, TagAnalysis, Undecidable
 from .errors import ArgusError, KernelFault
 from .interpreter import storage_dtype
 
@@ -43,18 +43,14 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     or refute them with a replayed counterexample."""
     op: D.KernelOp = compiled.op
     claim = f"the tag assertions of {name} hold for every launch" + (f" of grid {tuple(grid)}" if grid else "")
-    asserts, tagged = [], False
-    for o in op.walk():
-        if isinstance(o, D.TagAssertOp):
-            asserts.append(o)
-        tagged = tagged or isinstance(o, D.TagOp)
-    if not asserts and not tagged:
+    preparation = getattr(compiled, "preparation", None) or Preparation(op, compiled.locations)
+    asserts = preparation.assertions
+    if not asserts and not preparation.tags_something:
         return proved(claim, "the kernel states no tag assertions and tags nothing")
     chosen = find_solver(solver) if solver else None  # a solver asked for by name must exist, used or not
     started = time.perf_counter()
     try:
-        analysis = TagAnalysis(op, compiled.locations, tuple(grid) if grid else None,
-                               getattr(compiled, "preparation", None)).run()
+        analysis = TagAnalysis(op, compiled.locations, tuple(grid) if grid else None, preparation).run()
     except Undecidable as err:
         return unknown(claim, f"{err.location}: {err.reason}" if err.location else err.reason)
     reached = set(analysis.obligations.pending)
