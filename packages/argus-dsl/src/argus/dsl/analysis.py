@@ -325,10 +325,6 @@ class TagAnalysis:
                 continue
             rule(self, op, mask)
 
-    def copies(self, count: int) -> Any:
-        """A context in which the analysis runs over `count` copies of its threads."""
-        return batching.copies_of(self, count)
-
     def thread_of(self, points: np.ndarray) -> np.ndarray:
         """The threads of points (themselves, unless copies run together)."""
         return points if self.thread_ids is self.tid else self.thread_ids[points]
@@ -961,9 +957,20 @@ def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.array(list(seen), np.int64).reshape(len(seen), rows.shape[1]), inverse
     low = rows.min(axis=0)
     spans = rows.max(axis=0) - low + 1
-    if float(np.prod(spans.astype(np.float64))) < 2.0**62:
+    total = float(np.prod(spans.astype(np.float64)))
+    if total < 2.0**62:
         weights = np.cumprod(np.concatenate([[1], spans[:0:-1]]))[::-1]
         codes = (rows - low) @ weights
+        if total <= 4 * len(rows) + 4096:  # codes in a small range: a table instead of a sort
+            present = np.zeros(int(total), bool)
+            present[codes] = True
+            distinct = np.flatnonzero(present)
+            number = np.zeros(int(total), np.int64)
+            number[distinct] = np.arange(distinct.size)
+            inverse = number[codes]
+            first = np.zeros(distinct.size, np.int64)
+            first[inverse[::-1]] = np.arange(len(rows) - 1, -1, -1)
+            return rows[first], inverse
         _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
         return rows[first], np.reshape(inverse, -1)
     unique, inverse = np.unique(rows, axis=0, return_inverse=True)
@@ -1985,6 +1992,7 @@ class _Renamer:
         self.symbol = symbol
         self.replacement = replacement
         self.memo: dict[int, int] = {}
+        self.components: dict[Key, Any] = {}
         self.shift = np.zeros(0, np.int64)
         """Per element id: what renaming adds to it (where `done`)."""
         self.done = np.zeros(0, bool)
@@ -2022,9 +2030,15 @@ class _Renamer:
         new = self.memo.get(e)
         if new is None:
             tag = self.a.table.tags[e]
-            renamed = tuple(_component(self.a.space.substitute(v, self.symbol, self.replacement))
-                            if isinstance(v, tuple) else v for v in tag)
-            new = self.memo[e] = self.a.table.element_id(renamed)
+            renamed = tuple(self.component(v) if isinstance(v, tuple) else v for v in tag)
+            new = self.memo[e] = e if renamed == tag else self.a.table.element_id(renamed)
+        return new
+
+    def component(self, key: Key) -> Any:
+        """A symbolic component of a tag, renamed (components recur across elements)."""
+        new = self.components.get(key)
+        if new is None:
+            new = self.components[key] = _component(self.a.space.substitute(key, self.symbol, self.replacement))
         return new
 
     def value(self, v: Affine | None) -> Affine | None:

@@ -20,8 +20,7 @@ race): findings come from the plain walk, whose witnesses name one thread and on
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -416,41 +415,55 @@ def _run_group(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable
     ops = group.ops
     copies, n = len(ops), a.n
     first = ops[0]
-    operands, results = a.shape(first)
+    results = tuple(first.results)
+    values, tags = a.values, a.tags
     for stand_in, gather in zip(group.operands, group.gathers):
-        value, tags = _gather(a, gather, copies, earlier)
-        a.values[stand_in] = value
-        if tags is not None:
-            a.tags[stand_in] = tags
+        value, t = _gather(a, gather, copies, earlier)
+        values[stand_in] = value
+        if t is not None:
+            tags[stand_in] = t
     a._shapes_of[first] = (group.operands, results)  # the rule reads the stand-ins
     a._ops.pop(first, None)
     origin = group.origins.get(n)
     if origin is None:
         origin = group.origins[n] = np.repeat(np.asarray(group.positions, np.int64), n)
     a.footprint.origin = origin  # type: ignore[union-attr]
-    everyone = mask is a.everyone
+    points = _points(a, copies)
+    saved = (a.n, a.tid, a.everyone, a.thread_ids, a._zeros)
+    full = mask is a.everyone
+    a.n, a.tid, a.everyone, a.thread_ids, a._zeros = points
     try:
-        with a.copies(copies):
-            rule_of(first)(a, first, a.everyone if everyone else np.tile(mask, copies))
-            out = [(a.values.get(r), a.tags.get(r)) for r in results]
+        rule_of(first)(a, first, points[2] if full else np.tile(mask, copies))
+        out = [(values.get(r), tags.get(r)) for r in results]
     finally:
+        a.n, a.tid, a.everyone, a.thread_ids, a._zeros = saved
         del a._shapes_of[first]
         a._ops.pop(first, None)
         for stand_in in group.operands:
-            a.values.pop(stand_in, None)
-            a.tags.pop(stand_in, None)
-    for r, (value, tags) in enumerate(out):
+            values.pop(stand_in, None)
+            tags.pop(stand_in, None)
+    for r, (value, t) in enumerate(out):
         if not group.scatter[r]:
             continue
         for c, op in enumerate(ops):
             part = slice(c * n, (c + 1) * n)
             result = op.results[r]
-            a.values[result] = _part(value, part)
-            if tags is None:
-                a.tags.pop(result, None)
+            values[result] = _part(value, part)
+            if t is None:
+                tags.pop(result, None)
             else:
-                a.tags[result] = tags[part]
+                tags[result] = t[part]
     return out
+
+
+def _points(a: TagAnalysis, copies: int) -> tuple[Any, ...]:
+    """The analysis's point arrays over `copies` × its threads (point p is thread p mod n): the
+    count, the ids, the everyone mask, each point's thread, the zero tags by width."""
+    found = a._points.get(copies)
+    if found is None:
+        count = a.n * copies
+        found = a._points[copies] = (count, np.arange(count), np.ones(count, bool), np.tile(a.thread_ids, copies), {})
+    return found
 
 
 def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tuple[Any, Any]]]
@@ -532,18 +545,3 @@ def _tile(value: Any, copies: int, tiled: dict[Any, Any]) -> Any:
 
 class _NotUniform(Exception):
     """Copies of one op read different memories or tensors: the run is walked op by op."""
-
-
-@contextmanager
-def copies_of(a: TagAnalysis, copies: int) -> Iterator[None]:
-    """The analysis over `copies` × its threads' points: point p is thread p mod n."""
-    saved = (a.n, a.tid, a.everyone, a.thread_ids, a._zeros)
-    points = a._points.get(copies)
-    if points is None:
-        n = a.n * copies
-        points = a._points[copies] = (n, np.arange(n), np.ones(n, bool), np.tile(a.thread_ids, copies), {})
-    a.n, a.tid, a.everyone, a.thread_ids, a._zeros = points
-    try:
-        yield
-    finally:
-        a.n, a.tid, a.everyone, a.thread_ids, a._zeros = saved
