@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from argus.verify.affine import Affine, Key, Space
+from argus.verify.affine import Affine, Key, Space, unique_rows
 
 N = 4
 """Points per value: enough for concrete and symbolic points to mix in one `Affine`."""
@@ -276,3 +276,12 @@ def test_symbol_bounds_become_constraints() -> None:
     sp = Space()
     s = sp.symbol("s", "size", 2, 9)
     assert ("ge0", (-2, ((s, 1),))) in sp.constraints and ("ge0", (9, ((s, -1),))) in sp.constraints
+
+
+@LAWS
+@given(st.integers(1, 3), st.integers(0, 3000), st.integers(0, 40), st.integers(0, 2**32 - 1))
+def test_distinct_rows_and_their_inverse_rebuild_the_rows(width: int, count: int, spread: int, seed: int) -> None:
+    rows = np.random.default_rng(seed).integers(-spread, spread + 1, (count, width))
+    unique, inverse = unique_rows(rows)
+    assert (unique[inverse] == rows).all()
+    assert len({tuple(r) for r in unique.tolist()}) == len(unique) == len({tuple(r) for r in rows.tolist()})

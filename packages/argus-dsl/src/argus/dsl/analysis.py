@@ -30,7 +30,7 @@ from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
-from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys
+from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys, unique_rows
 from argus.verify.memory import TagMemory
 from argus.verify.obligations import Obligations
 from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, join, resize
@@ -707,7 +707,7 @@ class TagAnalysis:
                 ids = np.fromiter(map(ident, map(tuple, rows.tolist())), np.int64, len(rows))
                 return self.table.bytes_of(ids, nbytes)
             # one lookup per distinct row of constants (a tile's elements share few)
-            unique, inverse = _unique_rows(rows)
+            unique, inverse = unique_rows(rows)
             ids = np.empty(len(unique), np.int64)
             for i, row in enumerate(unique.tolist()):
                 key = tuple(row)
@@ -946,35 +946,6 @@ def _width(ssa: SSAValue) -> int:
                 w = 1
         _WIDTHS[t] = w
     return w
-
-
-def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`np.unique(rows, axis=0, return_inverse=True)`, through one integer per row when the
-    columns' ranges allow (much faster than sorting rows)."""
-    if len(rows) <= 64:  # few rows: a dictionary is quicker than any sort
-        seen: dict[tuple[int, ...], int] = {}
-        inverse = np.fromiter((seen.setdefault(tuple(r), len(seen)) for r in rows.tolist()), np.int64, len(rows))
-        return np.array(list(seen), np.int64).reshape(len(seen), rows.shape[1]), inverse
-    low = rows.min(axis=0)
-    spans = rows.max(axis=0) - low + 1
-    total = float(np.prod(spans.astype(np.float64)))
-    if total < 2.0**62:
-        weights = np.cumprod(np.concatenate([[1], spans[:0:-1]]))[::-1]
-        codes = (rows - low) @ weights
-        if total <= 4 * len(rows) + 4096:  # codes in a small range: a table instead of a sort
-            present = np.zeros(int(total), bool)
-            present[codes] = True
-            distinct = np.flatnonzero(present)
-            number = np.zeros(int(total), np.int64)
-            number[distinct] = np.arange(distinct.size)
-            inverse = number[codes]
-            first = np.zeros(distinct.size, np.int64)
-            first[inverse[::-1]] = np.arange(len(rows) - 1, -1, -1)
-            return rows[first], inverse
-        _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-        return rows[first], np.reshape(inverse, -1)
-    unique, inverse = np.unique(rows, axis=0, return_inverse=True)
-    return unique, np.reshape(inverse, -1)
 
 
 @cache

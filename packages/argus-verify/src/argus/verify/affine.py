@@ -222,7 +222,7 @@ class Space:
         if len(atoms) <= 8:  # few atoms: distinct pairs of forms found with numpy
             k, zero = len(atoms), np.zeros(len(a), np.int64)
             columns = [a.const, *(a.terms.get(t, zero) for t in atoms), b.const, *(b.terms.get(t, zero) for t in atoms)]
-            unique, inverse = np.unique(np.stack(columns, axis=1)[points], axis=0, return_inverse=True)
+            unique, inverse = unique_rows(np.stack(columns, axis=1)[points])
             pairs = [((row[0], tuple((t, c) for t, c in zip(atoms, row[1:1 + k]) if c)),
                       (row[1 + k], tuple((t, c) for t, c in zip(atoms, row[2 + k:]) if c))) for row in unique.tolist()]
             inverse = np.reshape(inverse, -1)
@@ -351,6 +351,35 @@ class Space:
 
 
 # ---- keys --------------------------------------------------------------------------------------
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(rows, axis=0, return_inverse=True)`, through one integer per row when the
+    columns' ranges allow (much faster than sorting rows)."""
+    if len(rows) <= 64:  # few rows: a dictionary is quicker than any sort
+        seen: dict[tuple[int, ...], int] = {}
+        inverse = np.fromiter((seen.setdefault(tuple(r), len(seen)) for r in rows.tolist()), np.int64, len(rows))
+        return np.array(list(seen), np.int64).reshape(len(seen), rows.shape[1]), inverse
+    low = rows.min(axis=0)
+    spans = rows.max(axis=0) - low + 1
+    total = float(np.prod(spans.astype(np.float64)))
+    if total < 2.0**62:
+        weights = np.cumprod(np.concatenate([[1], spans[:0:-1]]))[::-1]
+        codes = (rows - low) @ weights
+        if total <= 4 * len(rows) + 4096:  # codes in a small range: a table instead of a sort
+            present = np.zeros(int(total), bool)
+            present[codes] = True
+            distinct = np.flatnonzero(present)
+            number = np.zeros(int(total), np.int64)
+            number[distinct] = np.arange(distinct.size)
+            inverse = number[codes]
+            first = np.zeros(distinct.size, np.int64)
+            first[inverse] = np.arange(len(rows))  # any row of each code: they are equal
+            return rows[first], inverse
+        _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+        return rows[first], np.reshape(inverse, -1)
+    unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return unique, np.reshape(inverse, -1)
 
 
 def _is_key(v: Any) -> bool:
