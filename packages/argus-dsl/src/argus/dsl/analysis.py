@@ -127,6 +127,11 @@ class Preparation:
         self.batch = batch
         """Whether copies of an unrolled loop's ops run together (off: every op on its own)."""
         self._steps: dict[int, list[Any]] = {}
+        self.atoms: dict[Operation, Any] = {}
+        """The atom of each MMA or copy op."""
+        self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
+        """Fragment byte indices by layout (its identity: layouts are shared per text), element
+        size, memory size, threads, base and segment."""
 
     @cached_property
     def relevant(self) -> set[int]:
@@ -202,7 +207,6 @@ class TagAnalysis:
         self.loops: list[LoopContext] = []
         self.guards = 0
         self.checking = True
-        self._atoms: dict[Operation, Any] = {}
         self._loads: dict[Operation, tuple[Any, ...]] = {}
         self._addresses: dict[Operation, tuple[Any, ...]] = {}
         self._zeros: dict[int, np.ndarray] = {}
@@ -1419,9 +1423,10 @@ def _copy(a: TagAnalysis, op: D.CopyOp, mask: np.ndarray) -> None:
 
 
 def _atom(a: TagAnalysis, op: Any, kind: Any) -> Any:
-    atom = a._atoms.get(op)
+    atoms = a.preparation.atoms
+    atom = atoms.get(op)
     if atom is None:
-        atom = a._atoms[op] = _atom_of(kind, op.atom)
+        atom = atoms[op] = _atom_of(kind, op.atom)
     return atom
 
 
@@ -1613,11 +1618,17 @@ def _fragment_bytes(a: TagAnalysis, tile: TileValue, threads: np.ndarray) -> np.
     memo = a._fragments.get(id(tile))
     if memo is not None and memo[0] is tile and memo[1] == key:
         return memo[2]
-    idx = _all_fragment_bytes(tile, threads)
     size = tile.memory.tags.shape[-1]  # type: ignore[attr-defined]
-    if idx.size and (idx.min() < 0 or idx.max() >= size):
-        raise Undecidable(f"a fragment reaches outside its {size}-byte tile (the interpreter reports where)", None)
-    idx.flags.writeable = False
+    # the same layout, base, segment and threads give the same bytes in every check of the kernel
+    shape = (id(tile.layout), tile.dtype.nbytes, size, key, None if tile.base is None else tile.base.tobytes(),
+             None if tile.segment is None else tile.segment.tobytes())
+    idx = a.preparation.fragments.get(shape)
+    if idx is None:
+        idx = _all_fragment_bytes(tile, threads)
+        if idx.size and (idx.min() < 0 or idx.max() >= size):
+            raise Undecidable(f"a fragment reaches outside its {size}-byte tile (the interpreter reports where)", None)
+        idx.flags.writeable = False
+        a.preparation.fragments[shape] = idx
     a._fragments[id(tile)] = (tile, key, idx)
     return idx
 
