@@ -701,7 +701,7 @@ class TagAnalysis:
             if not comps:
                 return self.table.bytes_of(np.full(self.n, element(()), np.int64), nbytes)
             rows = np.stack([c.const for c in comps], axis=1)
-            if len(rows) <= 512:  # a lookup per point: cheaper than finding the distinct rows first
+            if len(rows) <= 64:  # a lookup per point: cheaper than finding the distinct rows first
                 def ident(key: tuple[int, ...]) -> int:
                     found = known.get(key)
                     if found is None:

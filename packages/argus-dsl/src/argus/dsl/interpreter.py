@@ -569,16 +569,25 @@ def _partition(interp: Interpreter, op: D.PartitionOp, frame: _Frame, mask: np.n
     frame.values[op.result] = source.derived(t.layout, t.dtype, base)
 
 
+_COORDINATES: dict[int, tuple[Any, list[np.ndarray]]] = {}
+
+
 def tile_coordinates(layout: Layout | ComposedLayout) -> list[np.ndarray]:
-    """Per-mode coordinates of every element of a tile, in its value order (mode 0 fastest)."""
-    inner = layout.inner if isinstance(layout, ComposedLayout) else layout
-    sizes = [m.size() for m in inner] if inner.rank > 1 else [inner.size()]
-    flat = np.arange(int(np.prod(sizes)))
-    out = []
-    for n in sizes:
-        out.append(flat % n)
-        flat = flat // n
-    return out
+    """Per-mode coordinates of every element of a tile, in its value order (mode 0 fastest);
+    computed once per layout object (read-only)."""
+    entry = _COORDINATES.get(id(layout))
+    if entry is None:
+        inner = layout.inner if isinstance(layout, ComposedLayout) else layout
+        sizes = [m.size() for m in inner] if inner.rank > 1 else [inner.size()]
+        flat = np.arange(int(np.prod(sizes)))
+        out = []
+        for n in sizes:
+            mode = flat % n
+            mode.flags.writeable = False
+            out.append(mode)
+            flat = flat // n
+        entry = _COORDINATES[id(layout)] = (layout, out)
+    return list(entry[1])
 
 
 def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
