@@ -129,6 +129,7 @@ class Preparation:
         self._steps: dict[int, list[Any]] = {}
         self.atoms: dict[Operation, Any] = {}
         """The atom of each MMA or copy op."""
+        self._read: dict[Operation, Any] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
         """Fragment byte indices by layout (its identity: layouts are shared per text), element
         size, memory size, threads, base and segment."""
@@ -146,6 +147,13 @@ class Preparation:
     def tags_something(self) -> bool:
         """Whether the kernel applies a tag function (with no assertion, MMA pairing is checked)."""
         return any(isinstance(o, D.TagOp) for o in self.kernel.walk())
+
+    def read(self, op: Operation, reader: Callable[[Operation], Any]) -> Any:
+        """What `reader` reads off an op's attributes and types (once per kernel: the IR is fixed)."""
+        found = self._read.get(op)
+        if found is None:
+            found = self._read[op] = reader(op)
+        return found
 
     def steps(self, block: Block) -> list[Any]:
         """A block's relevant ops, runs of copies as `batching.Run` steps."""
@@ -1139,11 +1147,17 @@ def _select_tags(a: TagAnalysis, op: arith.SelectOp, cond: Affine | None) -> Non
 
 def _constant(a: TagAnalysis, op: arith.ConstantOp, mask: np.ndarray) -> None:
     value = a._results.get(op)
+    result = a.shape(op)[1][0]
     if value is None:
-        raw = op.value.value.data  # type: ignore[union-attr]
-        value = a._results[op] = (a.space.constant(int(raw), a.n) if _is_int(op.result) else None,)
-    a.values[op.result] = value[0]
-    a.tags.pop(op.result, None)
+        number = a.preparation.read(op, _integer_constant)
+        value = a._results[op] = (None if number is False else Affine(np.full(a.n, number, np.int64)),)
+    a.values[result] = value[0]
+    a.tags.pop(result, None)
+
+
+def _integer_constant(op: arith.ConstantOp) -> int | bool:
+    """An integer constant's value (False for a float)."""
+    return int(op.value.value.data) if _is_int(op.result) else False  # type: ignore[union-attr]
 
 
 def _cast(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
@@ -1198,30 +1212,41 @@ def _dim(a: TagAnalysis, op: D.DimOp, mask: np.ndarray) -> None:
 
 
 def _alloc(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
-    t: D.TileType = op.result.type
-    footprint = (int(np.max(t.layout.offsets())) + 1 if t.layout.size() else 0) * t.dtype.nbytes
-    shared = isinstance(op, D.MakeSharedOp)
+    layout, dtype, footprint, shared = a.preparation.read(op, _allocation)
     name = f"{'shared' if shared else 'local'} {op.result.name_hint or len(a.memories)}"
     if shared and a.blocks > 1:  # a cluster: one segment per block, each block's threads in theirs
         stride = segment_stride(footprint)
         memory = TagMemory.shared(name, stride * a.blocks)
-        a.values[op.result] = TileValue(memory, t.layout, t.dtype, segment=a.ranks * stride)  # type: ignore[arg-type]
+        a.values[op.result] = TileValue(memory, layout, dtype, segment=a.ranks * stride)  # type: ignore[arg-type]
     else:
         memory = TagMemory.shared(name, footprint) if shared else TagMemory.registers(name, a.n, footprint)
-        a.values[op.result] = TileValue(memory, t.layout, t.dtype)  # type: ignore[arg-type]
+        a.values[op.result] = TileValue(memory, layout, dtype)  # type: ignore[arg-type]
     a.memories.append(memory)
 
 
+def _allocation(op: Any) -> tuple[Any, DType, int, bool]:
+    """A tile allocation's layout, element type, size in bytes and whether it is shared."""
+    t: D.TileType = op.result.type
+    footprint = (int(np.max(t.layout.offsets())) + 1 if t.layout.size() else 0) * t.dtype.nbytes
+    return t.layout, t.dtype, footprint, isinstance(op, D.MakeSharedOp)
+
+
 def _view(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
-    source: TileValue = a.values[op.source]
+    operands, results = a.shape(op)
+    source: TileValue = a.values[operands[0]]
     memo = a._results.get(op)
     if memo is not None and memo[0] is source:  # one object per view, so accesses through it are remembered
-        a.values[op.result] = memo[1]
+        a.values[results[0]] = memo[1]
         return
+    layout, dtype, slice_ = a.preparation.read(op, _view_type)
+    view = source.derived(layout, dtype, source.base if slice_ else None)
+    a.values[results[0]] = view
+    a._results[op] = (source, view)
+
+
+def _view_type(op: Any) -> tuple[Any, DType, bool]:
     t: D.TileType = op.result.type
-    base = source.base if isinstance(op, D.SliceOp) else None
-    a.values[op.result] = source.derived(t.layout, t.dtype, base)
-    a._results[op] = (source, a.values[op.result])
+    return t.layout, t.dtype, isinstance(op, D.SliceOp)
 
 
 def _partition(a: TagAnalysis, op: D.PartitionOp, mask: np.ndarray) -> None:

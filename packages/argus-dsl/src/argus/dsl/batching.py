@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 
-_MEMORY_TYPES = (D.TileType, D.TensorType)
+_MEMORY_TYPES = {D.TileType, D.TensorType}
 
 
 @dataclass
@@ -170,7 +170,7 @@ def _signature(op: Operation) -> tuple[Any, ...]:
     """What copies of one op must share besides their kind: the types of their values (that of
     a tile or tensor operand is its memory's, which the run compares itself) and properties."""
     return (tuple(r.type for r in op.results),
-            tuple(t for v in op.operands if not isinstance(t := v.type, _MEMORY_TYPES)), op.properties, op.attributes)
+            tuple(t for v in op.operands if type(t := v.type) not in _MEMORY_TYPES), op.properties, op.attributes)
 
 
 def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:

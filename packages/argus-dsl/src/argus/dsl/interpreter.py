@@ -105,7 +105,7 @@ class TileValue:
 
     def derived(self, layout: Layout | ComposedLayout, dtype: DType, base: np.ndarray | None) -> TileValue:
         """A tile over the same memory (a view, slice or part), in the same block's segment."""
-        return dataclasses.replace(self, layout=layout, dtype=dtype, base=base)
+        return TileValue(self.memory, layout, dtype, base, self.segment)
 
     def in_block(self, segment: np.ndarray) -> TileValue:
         """The same tile in the segments `segment` (per thread, bytes) of a cluster's blocks."""
