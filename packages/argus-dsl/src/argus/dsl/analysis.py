@@ -1844,7 +1844,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     before = a.snapshot()
     scope = (len(before.memories), len(before.slots))
     last = add_keys(ub, (-1, ()))
-    nested = any(isinstance(inner, scf.ForOp) for inner in op.body.walk() if inner is not op)
+    nested = a.preparation.read(op, _holds_a_loop)
     symbol = _loop_symbol(a, name, lb, last, step, lb)
     after = _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True)
     if after is None:  # peel the first iteration
@@ -1863,6 +1863,10 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
                     rest)
     # after the loop: it ran (the state it leaves) or it did not (the state before it)
     a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol)
+
+
+def _holds_a_loop(op: scf.ForOp) -> bool:
+    return any(isinstance(inner, scf.ForOp) for inner in op.body.walk() if inner is not op)
 
 
 def _loop_symbol(a: TagAnalysis, name: str, lo: Key, hi: Key, step: int, start: Key,
