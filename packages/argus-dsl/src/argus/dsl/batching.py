@@ -525,10 +525,8 @@ def _without_zero_terms(value: Affine) -> Affine:
 
 def _tile(value: Any, copies: int, tiled: dict[Any, Any]) -> Any:
     """A value (or tags) every copy reads, over every copy's points."""
-    from .analysis import GlobalRef  # the analysis imports this module
-
-    if copies == 1 or not isinstance(value, (Affine, GlobalRef, np.ndarray)):
-        return value  # tiles (their per-thread parts are read per thread), floats, nothing
+    if copies == 1 or value is None:
+        return value
     known = tiled.get((id(value), copies))
     if known is not None and known[0] is value:
         return known[1]
@@ -537,6 +535,10 @@ def _tile(value: Any, copies: int, tiled: dict[Any, Any]) -> Any:
     elif isinstance(value, Affine):
         out = Affine(np.tile(value.const, copies), {t: np.tile(c, copies) for t, c in value.terms.items()})
     else:
+        from .analysis import GlobalRef  # the analysis imports this module
+
+        if not isinstance(value, GlobalRef):
+            return value  # tiles (their per-thread parts are read per thread)
         out = GlobalRef(value.name, value.dtype, [_tile(d, copies, tiled) for d in value.dims],
                         None if value.root is None else _tile(value.root, copies, tiled))
     tiled[(id(value), copies)] = (value, out)
