@@ -194,9 +194,16 @@ class Space:
         quotient, remainder = np.divmod(a.const, c)
         out = Affine(quotient, exact)
         if rest:
-            for r in np.unique(remainder).tolist():
-                atom = self.atom("floordiv", (int(r), rest), (c, ()))
-                out.terms.setdefault(atom, np.zeros(len(a), np.int64))[remainder == r] = 1
+            present = np.zeros(c, bool)  # remainders lie in [0, c): one quotient atom each
+            present[remainder] = True
+            found = np.flatnonzero(present)
+            onehot = np.zeros((found.size, len(a)), np.int64)
+            row = np.zeros(c, np.int64)
+            row[found] = np.arange(found.size)
+            onehot[row[remainder], np.arange(len(a))] = 1
+            for j, r in enumerate(found.tolist()):
+                atom = self.atom("floordiv", (r, rest), (c, ()))
+                out.terms[atom] = out.terms[atom] + onehot[j] if atom in out.terms else onehot[j]
         return out, c
 
     def binary(self, kind: str, a: Affine, b: Affine, concrete: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Affine:
