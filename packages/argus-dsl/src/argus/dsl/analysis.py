@@ -740,7 +740,7 @@ class TagAnalysis:
             else:
                 indices[:, j] = [seen.setdefault(_component(c.row(p)), len(seen)) for p in range(n)]
             values.append(list(seen))
-        unique, inverse = np.unique(indices, axis=0, return_inverse=True)
+        unique, inverse = unique_rows(indices)
         element = self.table.element_id
         ids = np.fromiter((element(tuple(values[j][i] for j, i in enumerate(row))) for row in unique.tolist()),
                           np.int64, len(unique))
@@ -1571,7 +1571,7 @@ def _distinct_rows(value: Affine, points: np.ndarray) -> list[Key]:
     atoms = sorted(value.terms)
     columns = np.stack([value.const, *(value.terms[t] for t in atoms)], axis=1)[points]
     return [(row[0], tuple((t, c) for t, c in zip(atoms, row[1:]) if c))
-            for row in np.unique(columns, axis=0).tolist()]
+            for row in unique_rows(columns)[0].tolist()]
 
 
 def _sync(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:

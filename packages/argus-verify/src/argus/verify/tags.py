@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from .affine import unique_rows
+
 BOTTOM = 0
 TOP = 1
 
@@ -60,7 +62,7 @@ class TagTable:
         each distinct row is interned once."""
         if rows.shape[0] == 0:
             return np.zeros((0, nbytes), np.int64)
-        unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+        unique, inverse = unique_rows(rows)
         ids = np.fromiter((self.element_id(tuple(int(v) for v in r)) for r in unique), np.int64, len(unique))
         return self.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
 
