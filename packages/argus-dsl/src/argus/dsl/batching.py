@@ -390,7 +390,7 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
         for step, group in enumerate(run.groups):
             footprint.step = step
             if len(group.ops) == 1:
-                footprint.origin = np.full(n, group.positions[0], np.int64)
+                footprint.origin = _origin(group, n)
                 rule_of(group.ops[0])(a, group.ops[0], mask)
                 results.append([])
             else:
@@ -424,10 +424,7 @@ def _run_group(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable
             tags[stand_in] = t
     a._shapes_of[first] = (group.operands, results)  # the rule reads the stand-ins
     a._ops.pop(first, None)
-    origin = group.origins.get(n)
-    if origin is None:
-        origin = group.origins[n] = np.repeat(np.asarray(group.positions, np.int64), n)
-    a.footprint.origin = origin  # type: ignore[union-attr]
+    a.footprint.origin = _origin(group, n)  # type: ignore[union-attr]
     points = _points(a, copies)
     saved = (a.n, a.tid, a.everyone, a.thread_ids, a._zeros)
     full = mask is a.everyone
@@ -454,6 +451,14 @@ def _run_group(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable
             else:
                 tags[result] = t[part]
     return out
+
+
+def _origin(group: Group, n: int) -> np.ndarray:
+    """Each point's copy's place in the run, for `n` threads."""
+    found = group.origins.get(n)
+    if found is None:
+        found = group.origins[n] = np.repeat(np.asarray(group.positions, np.int64), n)
+    return found
 
 
 def _points(a: TagAnalysis, copies: int) -> tuple[Any, ...]:
