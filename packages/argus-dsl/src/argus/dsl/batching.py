@@ -29,14 +29,10 @@ from argus.verify.affine import Affine
 from argus.verify.memory import TagMemory
 from xdsl.ir import Operation, SSAValue
 
-from . import dialect as D
 
 if TYPE_CHECKING:
     from .analysis import TagAnalysis
 
-
-
-_MEMORY_TYPES = {D.TileType, D.TensorType}
 
 
 @dataclass
@@ -167,10 +163,10 @@ def _plan_run(ops: list[Operation], batchable: Callable[[Operation], bool],
 
 
 def _signature(op: Operation) -> tuple[Any, ...]:
-    """What copies of one op must share besides their kind: the types of their values (that of
-    a tile or tensor operand is its memory's, which the run compares itself) and properties."""
-    return (tuple(r.type for r in op.results),
-            tuple(t for v in op.operands if type(t := v.type) not in _MEMORY_TYPES), op.properties, op.attributes)
+    """What copies of one op must share besides their kind: their results' types and their
+    properties (an operand's type follows from the op that makes it, and a tile or tensor
+    operand's memory is compared when the copies run)."""
+    return tuple(r.type for r in op.results), op.properties, op.attributes
 
 
 def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:

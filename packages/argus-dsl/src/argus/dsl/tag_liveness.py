@@ -31,46 +31,50 @@ def relevant_ops(kernel: D.KernelOp) -> set[Operation]:
     return walk.keep
 
 
+Live = set[int]
+"""SSA values, by identity (the IR holds them; ids hash in C)."""
+
+
 class _Liveness:
     def __init__(self) -> None:
         self.keep: set[Operation] = set()
-        self.roots: dict[SSAValue, SSAValue] = {}
-        self.data: dict[SSAValue, bool] = {}
-        self.written: set[SSAValue] = set()
+        self.roots: dict[int, int] = {}
+        self.data: dict[int, bool] = {}
+        self.written: Live = set()
         """Memories (their roots) and variables some op writes."""
 
-    def root(self, value: SSAValue) -> SSAValue:
+    def root(self, value: SSAValue) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
-        found = self.roots.get(value)
+        found = self.roots.get(id(value))
         if found is None:
-            found = value
-            while isinstance(found.owner, _VIEWS + (D.TensorViewOp,)):
-                found = found.owner.operands[0]
-            self.roots[value] = found
+            source = value
+            while isinstance(source.owner, _VIEWS + (D.TensorViewOp,)):
+                source = source.owner.operands[0]
+            found = self.roots[id(value)] = id(source)
         return found
 
     def is_data(self, value: SSAValue) -> bool:
         """A tile or tensor (memory), as opposed to a scalar value."""
-        known = self.data.get(value)
+        known = self.data.get(id(value))
         if known is None:
-            known = self.data[value] = isinstance(value.type, (D.TileType, D.TensorType))
+            known = self.data[id(value)] = isinstance(value.type, (D.TileType, D.TensorType))
         return known
 
-    def block(self, block: Block, live_out: set[SSAValue]) -> set[SSAValue]:
+    def block(self, block: Block, live_out: Live) -> Live:
         live = set(live_out)
         for op in reversed(list(block.ops)):
             rule = _RULES.get(type(op))
             if rule is not None:
                 rule(self, op, live)
-            elif any(r in live for r in op.results):  # a pure op: needed when its result is
+            elif any(id(r) in live for r in op.results):  # a pure op: needed when its result is
                 self.keep.add(op)
-                live.update(op.operands)
+                live.update(map(id, op.operands))
         return live
 
 
-def _for(w: _Liveness, op: scf.ForOp, live: set[SSAValue]) -> None:
+def _for(w: _Liveness, op: scf.ForOp, live: Live) -> None:
     after = set(live)
-    body_in: set[SSAValue] = set()
+    body_in: Live = set()
     while True:  # the body's live-in flows around the back edge
         new_in = w.block(op.body.block, after | body_in)
         if new_in <= body_in:
@@ -81,81 +85,81 @@ def _for(w: _Liveness, op: scf.ForOp, live: set[SSAValue]) -> None:
         if not ((body_in - after) & w.written):
             break
     live |= body_in
-    live.update((op.lb, op.ub, op.step))
+    live.update((id(op.lb), id(op.ub), id(op.step)))
     w.keep.add(op)
 
 
-def _if(w: _Liveness, op: scf.IfOp, live: set[SSAValue]) -> None:
+def _if(w: _Liveness, op: scf.IfOp, live: Live) -> None:
     branches = [w.block(r.block, live) for r in (op.true_region, op.false_region) if r.blocks]
     for b in branches:
         live |= b
-    live.add(op.cond)
+    live.add(id(op.cond))
     w.keep.add(op)
 
 
-def _tag(w: _Liveness, op: D.TagOp, live: set[SSAValue]) -> None:
+def _tag(w: _Liveness, op: D.TagOp, live: Live) -> None:
     target = w.root(op.target)
     w.written.add(target)
     tensor = isinstance(op.target.type, D.TensorType)
     if tensor or target in live:
         w.keep.add(op)
-        if op.target is target and not tensor and _local(target) and _covers_memory(op.target):
+        if id(op.target) == target and not tensor and _local(op.target) and _covers_memory(op.target):
             live.discard(target)  # every tag of the registers is overwritten here
-        live.update(op.captured())
+        live.update(map(id, op.captured()))
 
 
-def _reset(w: _Liveness, op: D.ResetTagsOp, live: set[SSAValue]) -> None:
+def _reset(w: _Liveness, op: D.ResetTagsOp, live: Live) -> None:
     w.written.add(w.root(op.target))
     if w.root(op.target) in live:
         w.keep.add(op)  # shared memory: earlier writes still race with later accesses, so they stay
 
 
-def _write(w: _Liveness, op: Operation, live: set[SSAValue]) -> None:
+def _write(w: _Liveness, op: Operation, live: Live) -> None:
     target = op.operands[1] if isinstance(op, (D.StoreOp, D.StoreAtOp, D.AtomicOp, D.CopyOp)) else op.operands[0]
     w.written.add(w.root(target))
-    reads = isinstance(op, D.AtomicOp) and op.results[0] in live
+    reads = isinstance(op, D.AtomicOp) and id(op.results[0]) in live
     if isinstance(target.type, D.TensorType):  # in-bounds facts: its coordinates matter, not its data
         w.keep.add(op)
-        live.update(op.operands[2:])
+        live.update(map(id, op.operands[2:]))
         if reads:
-            live.add(op.operands[0])
+            live.add(id(op.operands[0]))
         return
     from_shared = isinstance(op, D.CopyOp) and _shared(op.operands[0])
     if w.root(target) in live or reads or from_shared:
         w.keep.add(op)
-        live.update(op.operands)
+        live.update(map(id, op.operands))
         if isinstance(op, D.CopyOp):
             live.add(w.root(op.operands[0]))
 
 
-def _var_store(w: _Liveness, op: D.VarStoreOp, live: set[SSAValue]) -> None:
-    w.written.add(op.var)
-    if op.var in live:
+def _var_store(w: _Liveness, op: D.VarStoreOp, live: Live) -> None:
+    w.written.add(id(op.var))
+    if id(op.var) in live:
         w.keep.add(op)
-        live.update(op.operands)
+        live.update(map(id, op.operands))
 
 
-def _var_load(w: _Liveness, op: D.VarLoadOp, live: set[SSAValue]) -> None:
-    if op.results[0] in live:
+def _var_load(w: _Liveness, op: D.VarLoadOp, live: Live) -> None:
+    if id(op.results[0]) in live:
         w.keep.add(op)
-        live.add(op.var)
+        live.add(id(op.var))
 
 
-def _load(w: _Liveness, op: Operation, live: set[SSAValue]) -> None:
+def _load(w: _Liveness, op: Operation, live: Live) -> None:
     source = op.operands[0]
-    used = op.results[0] in live
+    used = id(op.results[0]) in live
     shared = _shared(source)
     if used or shared or isinstance(source.type, D.TensorType):  # in-bounds facts; races on shared reads
         w.keep.add(op)
-        live.update(op.operands[1:])
+        live.update(map(id, op.operands[1:]))
         if used or shared:  # a shared read races with the writes before it, so they matter too
             live.add(w.root(source))
 
 
-def _always(w: _Liveness, op: Operation, live: set[SSAValue]) -> None:
+def _always(w: _Liveness, op: Operation, live: Live) -> None:
     w.keep.add(op)
     # a view reads no data: its source matters only through what reads the view
-    live.update(v for v in op.operands if not w.is_data(v))
+    live.update(id(v) for v in op.operands if not w.is_data(v))
     if isinstance(op, (D.TagAssertOp, D.MmaOp)):
         live.add(w.root(op.operands[0]))
         live.add(w.root(op.operands[1]))
