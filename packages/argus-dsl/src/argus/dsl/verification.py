@@ -12,8 +12,10 @@
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -50,7 +52,8 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     chosen = find_solver(solver) if solver else None  # a solver asked for by name must exist, used or not
     started = time.perf_counter()
     try:
-        analysis = TagAnalysis(op, compiled.locations, tuple(grid) if grid else None, preparation).run()
+        with _no_collection():
+            analysis = TagAnalysis(op, compiled.locations, tuple(grid) if grid else None, preparation).run()
     except Undecidable as err:
         return unknown(claim, f"{err.location}: {err.reason}" if err.location else err.reason)
     reached = set(analysis.obligations.pending)
@@ -119,6 +122,20 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
         reasons.append(f"{len(unconfirmed)} candidate counterexample(s) did not replay, so none is reported; "
                        f"the first: {unconfirmed[0]}{more}")
     return unknown(claim, "; ".join(reasons))
+
+
+@contextmanager
+def _no_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused while the analysis runs: it allocates many small
+    objects, each collection would walk the kernel's whole IR, and what the analysis leaves
+    behind is collected afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _scoped(analysis: Analysis, scope: tuple[int, ...]) -> list[Any]:
