@@ -386,3 +386,19 @@ def test_a_malformed_grid_is_refused():
     for grid in ((1, 2, 3, 4), (0,), (1.5,)):
         with pytest.raises(ArgusLaunchError, match="1 to 3 positive ints"):
             staged.verify(grid=grid)
+
+
+def test_checking_leaves_the_garbage_collector_as_it_found_it(no_result_cache):
+    import gc
+
+    from argus.dsl.verification import verify_kernel
+
+    assert gc.isenabled()
+    assert verify_kernel(staged.specialize(), "staged").verdict is Verdict.PROVED
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert verify_kernel(misread.specialize(), "misread").verdict is Verdict.VIOLATED
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
