@@ -61,18 +61,19 @@ class Gather:
     shared: SSAValue | None
     sources: tuple[Any, ...] = ()
     rows: tuple[int, ...] = ()
-    indices: dict[int, np.ndarray | None] = field(default_factory=dict)
-    """Per thread count, the points to take from the concatenation (None: all, in order)."""
+    in_order: bool = False
+    """Whether the concatenation is the operand as it is (copy c is its c-th copy's worth)."""
+    indices: dict[int, np.ndarray] = field(default_factory=dict)
+    """Per thread count, the points to take from the concatenation."""
 
     def index(self, n: int) -> np.ndarray | None:
-        found = self.indices.get(n, False)
-        if found is False:
-            rows = np.asarray(self.rows, np.int64)
-            slots = sum(1 if isinstance(s, SSAValue) else s[2] for s in self.sources)
-            found = None if slots == len(rows) and (rows == np.arange(len(rows))).all() else \
-                (rows[:, None] * n + np.arange(n)).reshape(-1)
-            self.indices[n] = found
-        return found  # type: ignore[return-value]
+        """The points to take from the concatenation (None: all of them, in order)."""
+        if self.in_order:
+            return None
+        found = self.indices.get(n)
+        if found is None:
+            found = self.indices[n] = (np.asarray(self.rows, np.int64)[:, None] * n + np.arange(n)).reshape(-1)
+        return found
 
 
 class _Operand:
@@ -208,7 +209,7 @@ def _gather_plan(column: tuple[SSAValue, ...], produced: dict[SSAValue, tuple[in
             sources.append(v if found is None else found[:3])
             slots += 1 if found is None else found[2]
         rows.append(start + (0 if found is None else found[3]))
-    return Gather(None, tuple(sources), tuple(rows))
+    return Gather(None, tuple(sources), tuple(rows), slots == len(rows) and rows == list(range(slots)))
 
 
 def _mark_scattered(groups: list[Group], place: dict[int, int]) -> None:
