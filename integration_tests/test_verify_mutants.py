@@ -26,3 +26,18 @@ def test_mutant(mutant, tmp_path):
     else:
         assert result.verdict.value == "violated", result.text()
         assert all(str(w["replayed"]).startswith(("reproduced", "the interpreter")) for w in result.witnesses)
+
+
+def test_the_speed_benchmark_times_both_checks_of_proved_examples(tmp_path):
+    spec = importlib.util.spec_from_file_location("verify_speed", ROOT / "benchmarks" / "verify_speed.py")
+    assert spec is not None and spec.loader is not None
+    speed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(speed)
+    out = tmp_path / "speed.json"
+    assert speed.main(["--repeat", "1", "--json", str(out)]) == 0
+    import json
+
+    report = json.loads(out.read_text())
+    assert set(report) == {"gemm", "flash_attention"}
+    for row in report.values():
+        assert row["verdict"] == "proved" and row["check_ms"] > 0 and row["first_check_ms"] > 0

@@ -1,0 +1,70 @@
+"""How long the static tag checker takes on the GEMM and flash-attention examples.
+
+Two figures per example, CPU time of `verify_kernel`, median of `--repeat`: a check of the
+compiled kernel, and a kernel's first check (a fresh copy of the compiled kernel, so what every
+check of its IR shares is found again). To compare two versions of the checker side by side, run
+this file from one tree with ``PYTHONPATH`` naming each version's packages in turn, alternating:
+
+    python benchmarks/verify_speed.py [--repeat N] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+KERNELS = (("gemm", "gemm"), ("flash_attention", "attention"))
+
+
+def compiled(example: str, kernel: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"speed_{example}", EXAMPLES / f"{example}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    constants = getattr(module, f"example_{kernel}")(np.random.default_rng(0)).constants
+    return getattr(module, kernel).specialize(**constants)
+
+
+def cpu_ms(check: Any) -> float:
+    start = time.process_time()
+    check()
+    return (time.process_time() - start) * 1000
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=20, help="checks of each kind per example")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args(argv)
+    from argus.dsl.verification import verify_kernel
+
+    report: dict[str, Any] = {}
+    for example, kernel in KERNELS:
+        ir = compiled(example, kernel)
+        verdict = verify_kernel(ir, kernel).verdict.value
+        later, first = [], []
+        for _ in range(args.repeat):  # alternated, so that both see the same machine
+            later.append(cpu_ms(lambda: verify_kernel(ir, kernel)))
+            fresh = dataclasses.replace(ir)
+            first.append(cpu_ms(lambda: verify_kernel(fresh, kernel)))
+        report[example] = {"verdict": verdict, "check_ms": round(statistics.median(later), 2),
+                           "first_check_ms": round(statistics.median(first), 2)}
+        print(f"{example:16s} {verdict:8s} check {report[example]['check_ms']:7.2f} ms  "
+              f"first check {report[example]['first_check_ms']:7.2f} ms", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
