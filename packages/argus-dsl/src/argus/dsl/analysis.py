@@ -1934,6 +1934,8 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
                 a.track(scope)
             a.run_block(body, mask)
             exposed = a.untrack(scope) if tracking else None
+            if exposed is not None and (a.checking or not checking) and _carries_nothing(a, entry, exposed):
+                return a.snapshot(scope)  # the entry state of later iterations changes nothing this pass saw
             after = a.snapshot(scope)
             # the entry of a later iteration: what this iteration leaves, seen one step later
             a.restore(base)
@@ -1969,6 +1971,17 @@ def _loses_tags(base: State, back: State, joined: State) -> bool:
         if ((ours > TOP) & (theirs > TOP) & (both == TOP)).any():
             return True
     return False
+
+
+def _carries_nothing(a: TagAnalysis, entry: State, exposed: tuple[list[np.ndarray], list[bool]]) -> bool:
+    """Whether a pass read nothing before overwriting it and leaves no shared write unordered
+    that the pass's entry did not have: then no entry state of a later iteration can change
+    what it saw (`_reads_carried` without building that state)."""
+    memories, slots = exposed
+    if any(slots) or any(read.any() for read in memories):
+        return False
+    return all(np.array_equal(old, TagMemory.join_writers(old, m.epoch_writer))
+               for (_, _, old), m in zip(entry.memories, a.memories))
 
 
 def _reads_carried(entry: State, new_entry: State, exposed: tuple[list[np.ndarray], list[bool]]) -> bool:
