@@ -91,6 +91,9 @@ class Run:
 
     ops: list[Operation]
     groups: list[Group]
+    walked_again: int = 0
+    """How often the run was undone and walked op by op (what a check of a kernel that keeps
+    its copies apart costs; the tests hold the examples to none)."""
 
 
 def plan(ops: list[Operation], runnable: Callable[[Operation], bool], batchable: Callable[[Operation], bool],
@@ -399,6 +402,7 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
         a.footprint = None
     if fine:
         return
+    run.walked_again += 1
     footprint.undo()
     a.obligations.rollback(mark)
     del a._faults[faults:]
