@@ -54,10 +54,14 @@ class TagMemory:
 
     def read(self, idx: np.ndarray, threads: np.ndarray) -> np.ndarray:
         """Tags at byte indices `idx` (rows: one per thread in `threads`)."""
-        where = (threads[:, None], idx) if self.per_thread else idx
+        if self.per_thread:  # one flat index per (thread, byte): cheaper than a 2-D gather
+            flat = threads[:, None] * self.tags.shape[1] + idx
+            if self.fresh is not None and self.exposed is not None:
+                self.exposed.reshape(-1)[flat] |= ~self.fresh.reshape(-1)[flat]
+            return self.tags.reshape(-1)[flat]  # type: ignore[no-any-return]
         if self.fresh is not None and self.exposed is not None:
-            self.exposed[where] |= ~self.fresh[where]
-        return self.tags[where]
+            self.exposed[idx] |= ~self.fresh[idx]
+        return self.tags[idx]  # type: ignore[no-any-return]
 
     def track(self) -> None:
         """Start recording which bytes are written, and which are read before being written
@@ -73,21 +77,26 @@ class TagMemory:
 
     def write(self, idx: np.ndarray, ids: np.ndarray, threads: np.ndarray, site: int) -> None:
         """Thread `threads[r]` writes tags `ids[r]` at bytes `idx[r]`, at program point `site`."""
-        if self.fresh is not None:
-            self.fresh[(threads[:, None], idx) if self.per_thread else idx] = True
         if self.per_thread:
             if threads.size == self.tags.shape[0] and _one_range(idx) and threads[-1] == threads.size - 1:
                 # every thread (in order) writes the same run of its bytes: slices, not gathers
                 span = slice(int(idx[0, 0]), int(idx[0, -1]) + 1)
+                if self.fresh is not None:
+                    self.fresh[:, span] = True
                 self.tags[:, span] = ids
                 self.site[:, span] = site
                 self.writer[:, span] = threads[:, None]
                 return
-            rows = threads[:, None]
-            self.tags[rows, idx] = ids
-            self.site[rows, idx] = site
-            self.writer[rows, idx] = threads[:, None]
+            # one flat index per (thread, byte), cheaper than 2-D scatters (the arrays are contiguous)
+            flat = threads[:, None] * self.tags.shape[1] + idx
+            if self.fresh is not None:
+                self.fresh.reshape(-1)[flat] = True
+            self.tags.reshape(-1)[flat] = ids
+            self.site.reshape(-1)[flat] = site
+            self.writer.reshape(-1)[flat] = threads[:, None]
             return
+        if self.fresh is not None:
+            self.fresh[idx] = True
         owners = np.broadcast_to(threads[:, None], idx.shape).reshape(-1)
         flat, new = idx.reshape(-1), ids.reshape(-1)
         old_writer, old_tag, old_site = self.epoch_writer[flat], self.tags[flat], self.site[flat]
