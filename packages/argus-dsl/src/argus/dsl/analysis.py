@@ -843,14 +843,17 @@ class TagAnalysis:
     def snapshot(self, scope: tuple[int, int] | None = None) -> State:
         """The tags of every memory and variable that exists (or the first `scope` of them)."""
         k, v = scope or (len(self.memories), len(self.slots))
-        return State([(m.tags.copy(), m.site.copy(), m.epoch_writer.copy()) for m in self.memories[:k]],
+        # registers never race: their writers since the last barrier are not part of the state
+        return State([(m.tags.copy(), m.site.copy(), None if m.per_thread else m.epoch_writer.copy())
+                      for m in self.memories[:k]],
                       [(s.tags.copy(), s.value) for s in self.slots[:v]])
 
     def restore(self, state: State) -> None:
         for m, (tags, site, writers) in zip(self.memories, state.memories):
             m.tags[...] = tags
             m.site[...] = site
-            m.epoch_writer[...] = writers
+            if writers is not None:
+                m.epoch_writer[...] = writers
         for s, (tags, value) in zip(self.slots, state.slots):
             s.tags, s.value = tags.copy(), value
 
@@ -867,7 +870,8 @@ class TagAnalysis:
             else:
                 m.tags[...] = join(m.tags, tags)
             m.site[...] = np.where(m.site >= 0, m.site, site)
-            m.epoch_writer[...] = TagMemory.join_writers(m.epoch_writer, writers)
+            if writers is not None:
+                m.epoch_writer[...] = TagMemory.join_writers(m.epoch_writer, writers)
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
             s.tags = join(s.tags, tags)
             label = f"{carried or f'a value joined from two paths at {origin}'} (variable {i})"
@@ -929,7 +933,8 @@ class TagAnalysis:
 @dataclass
 class State:
     memories: list[tuple[np.ndarray, ...]]
-    """Per memory: its tags, the sites that wrote them, the writers since the last barrier."""
+    """Per memory: its tags, the sites that wrote them, the writers since the last barrier (shared
+    memories only: None for registers)."""
     slots: list[tuple[np.ndarray, Affine | None]]
 
     def same_as(self, other: State) -> bool:
@@ -1980,7 +1985,7 @@ def _carries_nothing(a: TagAnalysis, entry: State, exposed: tuple[list[np.ndarra
     memories, slots = exposed
     if any(slots) or any(read.any() for read in memories):
         return False
-    return all(np.array_equal(old, TagMemory.join_writers(old, m.epoch_writer))
+    return all(old is None or np.array_equal(old, TagMemory.join_writers(old, m.epoch_writer))
                for (_, _, old), m in zip(entry.memories, a.memories))
 
 
@@ -1990,7 +1995,7 @@ def _reads_carried(entry: State, new_entry: State, exposed: tuple[list[np.ndarra
     iteration's accesses)."""
     memories, slots = exposed
     for (old, _, old_writers), (new, _, new_writers), read in zip(entry.memories, new_entry.memories, memories):
-        if (read & (old != new)).any() or not np.array_equal(old_writers, new_writers):
+        if (read & (old != new)).any() or (old_writers is not None and not np.array_equal(old_writers, new_writers)):
             return True
     for (old_tags, old_value), (new_tags, new_value), read in zip(entry.slots, new_entry.slots, slots):
         if read and (not np.array_equal(old_tags, new_tags) or not _same_values([old_value], [new_value])):
