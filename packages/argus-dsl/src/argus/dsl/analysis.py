@@ -946,22 +946,28 @@ class State:
 # ---- helpers -----------------------------------------------------------------------------------
 
 
-_WIDTHS: dict[Any, int] = {}
-_INTS: dict[Any, bool] = {}
+_WIDTHS: dict[int, tuple[Any, int]] = {}
+_INTS: dict[int, tuple[Any, bool]] = {}
+"""By the type object's identity (an attribute hashes slowly; each entry keeps its type alive,
+so the tables start over past `_TYPES_KEPT` entries)."""
+_TYPES_KEPT = 1 << 16
 
 
 def _width(ssa: SSAValue) -> int:
     t = ssa.type
-    w = _WIDTHS.get(t)
-    if w is None:
-        if isinstance(t, D.VarType):
-            w = max(1, t.dtype.nbytes)
-        else:
-            try:
-                w = max(1, dtype_of_mlir(t).nbytes)
-            except TypeError:
-                w = 1
-        _WIDTHS[t] = w
+    known = _WIDTHS.get(id(t))
+    if known is not None and known[0] is t:
+        return known[1]
+    if isinstance(t, D.VarType):
+        w = max(1, t.dtype.nbytes)
+    else:
+        try:
+            w = max(1, dtype_of_mlir(t).nbytes)
+        except TypeError:
+            w = 1
+    if len(_WIDTHS) > _TYPES_KEPT:
+        _WIDTHS.clear()
+    _WIDTHS[id(t)] = (t, w)
     return w
 
 
@@ -991,15 +997,18 @@ def _component(key: Key) -> Any:
 
 def _is_int(ssa: SSAValue) -> bool:
     t = ssa.type
-    known = _INTS.get(t)
-    if known is None:
-        try:
-            dtype = dtype_of_mlir(t)
-            known = dtype.is_integer or dtype.kind == "bool"  # conditions are integers 0 and 1
-        except TypeError:
-            known = False
-        _INTS[t] = known
-    return known
+    known = _INTS.get(id(t))
+    if known is not None and known[0] is t:
+        return known[1]
+    try:
+        dtype = dtype_of_mlir(t)
+        integer = dtype.is_integer or dtype.kind == "bool"  # conditions are integers 0 and 1
+    except TypeError:
+        integer = False
+    if len(_INTS) > _TYPES_KEPT:
+        _INTS.clear()
+    _INTS[id(t)] = (t, integer)
+    return integer
 
 
 # ---- integer rules (shared with tag functions) --------------------------------------------------

@@ -229,7 +229,11 @@ class Space:
         if len(atoms) <= 8:  # few atoms: distinct pairs of forms found with numpy
             k, zero = len(atoms), np.zeros(len(a), np.int64)
             columns = [a.const, *(a.terms.get(t, zero) for t in atoms), b.const, *(b.terms.get(t, zero) for t in atoms)]
-            unique, inverse = unique_rows(np.stack(columns, axis=1)[points])
+            stacked = np.stack(columns, axis=1)[points]
+            if (stacked == stacked[0]).all():  # one form on each side for every point (sizes, blocks)
+                unique, inverse = stacked[:1], np.zeros(len(points), np.int64)
+            else:
+                unique, inverse = unique_rows(stacked)
             pairs = [((row[0], tuple((t, c) for t, c in zip(atoms, row[1:1 + k]) if c)),
                       (row[1 + k], tuple((t, c) for t, c in zip(atoms, row[2 + k:]) if c))) for row in unique.tolist()]
             inverse = np.reshape(inverse, -1)
