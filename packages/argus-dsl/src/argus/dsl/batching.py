@@ -99,7 +99,8 @@ class Run:
 def plan(ops: list[Operation], runnable: Callable[[Operation], bool], batchable: Callable[[Operation], bool],
          location: Callable[[Operation], Any]) -> list[Operation | Run]:
     """A block's ops, with each straight run of `runnable` ops that has copies to run together
-    replaced by its `Run`. `batchable` ops with one `location` may run as one group."""
+    replaced by its `Run`. `batchable` ops with one `location` (a source position: file, line,
+    column) may run as one group."""
     out: list[Operation | Run] = []
     current: list[Operation] = []
 
@@ -120,8 +121,7 @@ def plan(ops: list[Operation], runnable: Callable[[Operation], bool], batchable:
 
 def _plan_run(ops: list[Operation], batchable: Callable[[Operation], bool],
               location: Callable[[Operation], Any]) -> Run | None:
-    places: dict[Any, int] = {}  # source locations, numbered (they hash slowly)
-    kinds = [(places.setdefault(where, len(places)), type(op))
+    kinds = [((where.line, where.col, where.file), type(op))  # (a location object hashes slowly)
              if (where := location(op)) is not None and batchable(op) else None for op in ops]
     named = [k for k in kinds if k is not None]
     if len(set(named)) == len(named):  # every op is alone in its kind
@@ -148,8 +148,8 @@ def _plan_run(ops: list[Operation], batchable: Callable[[Operation], bool],
         return None
     members = [piece for m in members for piece in _alike(ops, m)]
     groups = []
-    produced: dict[SSAValue, tuple[int, int, int, int]] = {}
-    """A result of a copy of a group: (group, result, the group's copies, which copy)."""
+    produced: dict[int, tuple[int, int, int, int]] = {}
+    """A result (by identity) of a copy of a group: (group, result, the group's copies, which copy)."""
     for m in _schedule(sources, members):
         group = Group([ops[i] for i in m], m)
         if len(m) > 1:
@@ -158,7 +158,7 @@ def _plan_run(ops: list[Operation], batchable: Callable[[Operation], bool],
             group.operands = tuple(_Operand(column[0].type) for column in columns)
             for c, i in enumerate(m):
                 for r, result in enumerate(ops[i].results):
-                    produced[result] = (len(groups), r, len(m), c)
+                    produced[id(result)] = (len(groups), r, len(m), c)
         groups.append(group)
     if all(len(g.ops) == 1 for g in groups):
         return None
@@ -193,19 +193,19 @@ def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:
     return [part for _, part in parts]
 
 
-def _gather_plan(column: tuple[SSAValue, ...], produced: dict[SSAValue, tuple[int, int, int, int]]) -> Gather:
+def _gather_plan(column: tuple[SSAValue, ...], produced: dict[int, tuple[int, int, int, int]]) -> Gather:
     """Where the values of an operand's copies (`column`) come from. `produced`: for a result of
-    a group's copy, (group, result, copies of the group, which copy)."""
+    a group's copy, by identity, (group, result, copies of the group, which copy)."""
     first = column[0]
-    if first not in produced and all(v is first for v in column):
+    if id(first) not in produced and all(v is first for v in column):
         return Gather(first)
     sources: list[Any] = []
     slot_of: dict[Any, int] = {}
     slots = 0
     rows = []
     for v in column:
-        found = produced.get(v)
-        key = v if found is None else found[:2]
+        found = produced.get(id(v))
+        key = id(v) if found is None else found[:2]
         start = slot_of.get(key)
         if start is None:
             start = slot_of[key] = slots
