@@ -7,14 +7,17 @@ thread; a flash-attention check used to run its 96 global loads one after the ot
 
 Here a straight run of arithmetic and memory ops is cut into *groups* — ops of one source
 location, kind and types — and each group runs as one op over ``points = copies × threads``
-(point ``c·n + t`` is thread t of copy c): its operands are gathered from the copies' values,
-its results scattered back to them. Groups run in an order that keeps every value computed
-before its use; a group whose copies depend on each other (an accumulation) runs op by op.
+(point ``c·n + t`` is thread t of copy c): its operands are gathered from the copies' values
+(one `take` from their sources' concatenation, planned once), its results kept over all copies
+for the groups that read them and set for each copy only where something else reads them.
+Groups run in an order that keeps every value computed before its use; copies that depend on
+each other (an index accumulated over the loop: a cycle between groups) run op by op.
 
 Reordering can change what memory holds, so every tile access of a run is recorded; when two
 accesses to one byte, one of them a write, ran in another order than the program's, the run
 is undone and walked again op by op. So is a run in which anything was reported (a fault, a
-race): findings come from the plain walk, whose witnesses name one thread and one copy.
+race) or a rule failed: findings come from the plain walk, whose witnesses name one thread and
+one copy. The plan of each block is made once per compiled kernel (`analysis.Preparation`).
 """
 
 from __future__ import annotations
@@ -29,10 +32,8 @@ from argus.verify.affine import Affine
 from argus.verify.memory import TagMemory
 from xdsl.ir import Operation, SSAValue
 
-
 if TYPE_CHECKING:
     from .analysis import TagAnalysis
-
 
 
 @dataclass
@@ -335,6 +336,7 @@ class Footprint:
         return all(_in_order(records) for records in self.memories.values())
 
     def undo(self) -> None:
+        """The memories the run wrote (or tracked), as they were before it."""
         for memory, saved in self.saved:
             _restore(memory, saved)
 
