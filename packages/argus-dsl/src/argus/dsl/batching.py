@@ -481,9 +481,12 @@ def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tupl
     if gather.shared is not None:  # one value for every copy
         tags = a.tags.get(gather.shared)
         return _tile(a.values.get(gather.shared), copies, tiled), None if tags is None else _tile(tags, copies, tiled)
+    sources = gather.sources
+    if gather.in_order and len(sources) == 1 and not isinstance(sources[0], SSAValue):
+        return earlier[sources[0][0]][sources[0][1]]  # an earlier group's results, copy for copy
     n = a.n
     values, tags, sizes = [], [], []
-    for source in gather.sources:
+    for source in sources:
         if isinstance(source, SSAValue):
             values.append(a.values.get(source))
             tags.append(a.tags.get(source))
