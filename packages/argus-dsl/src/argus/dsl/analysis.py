@@ -1560,14 +1560,25 @@ def _atom_matrix(a: TagAnalysis, op: Operation, tile: TileValue, threads: np.nda
     tags = tile.memory.read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)  # type: ignore[attr-defined]
     groups, nbytes = threads.size // group, idx.shape[-1]
     ordered = tags.reshape(groups, group, -1, nbytes).transpose(0, 2, 1, 3).reshape(groups, -1, nbytes)
-    matrix = np.zeros((groups, rows * cols, nbytes), np.int64)
-    matrix[:, _layout_offsets(layout)] = ordered
+    offsets, inverse = _layout_offsets(layout, rows * cols)
+    if inverse is not None:  # the values cover the matrix once: one gather puts them in place
+        matrix = ordered[:, inverse]
+    else:
+        matrix = np.zeros((groups, rows * cols, nbytes), np.int64)
+        matrix[:, offsets] = ordered
     return matrix.reshape(groups, cols, rows, nbytes).transpose(0, 2, 1, 3)
 
 
 @cache
-def _layout_offsets(layout: Any) -> np.ndarray:
-    return layout.offsets()  # type: ignore[no-any-return]
+def _layout_offsets(layout: Any, size: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """An atom operand layout's offsets, and where each matrix position's value is when the
+    layout covers all `size` positions once (None otherwise)."""
+    offsets = np.asarray(layout.offsets(), np.int64)
+    if offsets.size != size or not np.array_equal(np.sort(offsets), np.arange(size)):
+        return offsets, None
+    inverse = np.empty(size, np.int64)
+    inverse[offsets] = np.arange(size)
+    return offsets, inverse
 
 
 def _assume(a: TagAnalysis, op: D.AssumeOp, mask: np.ndarray) -> None:
