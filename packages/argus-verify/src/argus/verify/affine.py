@@ -371,12 +371,14 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         seen: dict[tuple[int, ...], int] = {}
         inverse = np.fromiter((seen.setdefault(tuple(r), len(seen)) for r in rows.tolist()), np.int64, len(rows))
         return np.array(list(seen), np.int64).reshape(len(seen), rows.shape[1]), inverse
-    low = rows.min(axis=0)
-    spans = rows.max(axis=0) - low + 1
+    columns = rows.T.copy()  # contiguous columns: reductions along rows are slow in numpy
+    low = columns.min(axis=1)
+    spans = columns.max(axis=1) - low + 1
     total = float(np.prod(spans.astype(np.float64)))
     if total < 2.0**62:
-        weights = np.cumprod(np.concatenate([[1], spans[:0:-1]]))[::-1]
-        codes = (rows - low) @ weights
+        codes = columns[0] - low[0]  # mixed radix, one digit per column
+        for j in range(1, len(columns)):
+            codes = codes * spans[j] + (columns[j] - low[j])
         if total <= 4 * len(rows) + 4096:  # codes in a small range: a table instead of a sort
             present = np.zeros(int(total), bool)
             present[codes] = True
