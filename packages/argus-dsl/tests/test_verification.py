@@ -402,3 +402,23 @@ def test_checking_leaves_the_garbage_collector_as_it_found_it(no_result_cache):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@kernel(block=(32,), verify=False)
+def ragged_loop(x: Tensor[bf16, "n", 32], out: Tensor[bf16, "n", 32], n: int):
+    """A runtime loop whose bound differs from thread to thread and depends on a size."""
+    tag(x, lambda r, c: (r, c))
+    got = make_local((1,), bf16)
+    want = make_local((1,), bf16)
+    tag(want, lambda i: (0, thread_idx.x))
+    got[0] = x[0, thread_idx.x]
+    for i in range(0, n - thread_idx.x):
+        got[0] = x[0, thread_idx.x]
+    assert tag(got[...]) == tag(want[...]), "every thread keeps its element"
+    out[0, thread_idx.x] = got[0]
+
+
+def test_a_runtime_loop_whose_threads_disagree_on_its_bounds_is_unknown(no_result_cache):
+    result = ragged_loop.verify()
+    assert result.verdict is Verdict.UNKNOWN
+    assert "disagree on the bounds of this runtime loop" in result.reason

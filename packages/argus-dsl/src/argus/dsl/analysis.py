@@ -1832,12 +1832,16 @@ def _for(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray) -> None:
             return _for_concrete(a, op, mask, lb.const, ub.const, step.const, name)
     active = np.flatnonzero(mask)
     s = int(step.const[active[0]])
-    bounds = {(lb.row(int(p)), ub.row(int(p))) for p in active}
-    if len(bounds) != 1 or (step.const[mask] != s).any():
+    if not (_uniform_over(lb, active) and _uniform_over(ub, active)) or (step.const[mask] != s).any():
         raise a.undecidable(op, "the threads of a block disagree on the bounds of this runtime loop; the checker "
                                 "needs bounds every thread shares when they are symbolic")
-    (low, high), = bounds
-    _for_symbolic(a, op, mask, low, high, s, name)
+    first = int(active[0])
+    _for_symbolic(a, op, mask, lb.row(first), ub.row(first), s, name)
+
+
+def _uniform_over(value: Affine, points: np.ndarray) -> bool:
+    """Whether `value` has one form at all of `points`."""
+    return all(bool((x[points] == x[points[0]]).all()) for x in (value.const, *value.terms.values()))
 
 
 def _for_concrete(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: np.ndarray, ub: np.ndarray, step: np.ndarray,
