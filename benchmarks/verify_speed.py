@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import statistics
 import sys
@@ -27,10 +26,9 @@ KERNELS = (("gemm", "gemm"), ("flash_attention", "attention"))
 
 
 def compiled(example: str, kernel: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"speed_{example}", EXAMPLES / f"{example}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from argus.dsl.cli import load_module
+
+    module = load_module(EXAMPLES / f"{example}.py")
     constants = getattr(module, f"example_{kernel}")(np.random.default_rng(0)).constants
     return getattr(module, kernel).specialize(**constants)
 

@@ -4,7 +4,6 @@ one, on every example and on kernels made to defeat the grouping."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 from argus.dsl import Tensor, bf16, block_idx, i32, kernel, make_local, static_range, tag
 from argus.dsl import batching, thread_idx
 from argus.dsl.analysis import Preparation, TagAnalysis
+from argus.dsl.cli import load_module
 from argus.dsl.verification import verify_kernel
 from argus.verify import Verdict
 
@@ -29,10 +29,7 @@ def _example(folder: Path, name: str, edits: tuple[tuple[str, str], ...] = ()) -
         source = source.replace(old, new, 1)
     path = folder / f"batching_{name}.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location(path.stem.replace("-", "_"), path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(path)
     kernel_name = KERNELS[name]
     constants = getattr(module, f"example_{kernel_name}")(np.random.default_rng(0)).constants
     return getattr(module, kernel_name).specialize(**constants)

@@ -116,6 +116,9 @@ class Analysis:
     """The analysis itself (where each fact came from)."""
 
 
+_UNREAD = object()
+
+
 class Preparation:
     """What walking one kernel's IR needs that is the same for every check of it: the ops that
     can affect a check (`tag_liveness`), and per block, the runs of ops whose copies are checked
@@ -149,9 +152,10 @@ class Preparation:
         return any(isinstance(o, D.TagOp) for o in self.kernel.walk())
 
     def read(self, op: Operation, reader: Callable[[Operation], Any]) -> Any:
-        """What `reader` reads off an op's attributes and types (once per kernel: the IR is fixed)."""
-        found = self._read.get(op)
-        if found is None:
+        """What `reader` reads off an op's attributes and types (once per kernel: the IR is fixed;
+        one reader per kind of op)."""
+        found = self._read.get(op, _UNREAD)
+        if found is _UNREAD:
             found = self._read[op] = reader(op)
         return found
 
@@ -946,29 +950,35 @@ class State:
 # ---- helpers -----------------------------------------------------------------------------------
 
 
-_WIDTHS: dict[int, tuple[Any, int]] = {}
-_INTS: dict[int, tuple[Any, bool]] = {}
-"""By the type object's identity (an attribute hashes slowly; each entry keeps its type alive,
-so the tables start over past `_TYPES_KEPT` entries)."""
+_WIDTHS: dict[int, tuple[Any, Any]] = {}
+_INTS: dict[int, tuple[Any, Any]] = {}
 _TYPES_KEPT = 1 << 16
 
 
-def _width(ssa: SSAValue) -> int:
-    t = ssa.type
-    known = _WIDTHS.get(id(t))
+def _by_type(table: dict[int, tuple[Any, Any]], t: Any, compute: Callable[[Any], Any]) -> Any:
+    """`compute(t)`, remembered by the type object's identity (an attribute hashes slowly; each
+    entry keeps its type alive, so a table starts over past `_TYPES_KEPT` entries)."""
+    known = table.get(id(t))
     if known is not None and known[0] is t:
         return known[1]
+    if len(table) > _TYPES_KEPT:
+        table.clear()
+    value = compute(t)
+    table[id(t)] = (t, value)
+    return value
+
+
+def _width(ssa: SSAValue) -> int:
+    return _by_type(_WIDTHS, ssa.type, _bytes_of_type)  # type: ignore[no-any-return]
+
+
+def _bytes_of_type(t: Any) -> int:
     if isinstance(t, D.VarType):
-        w = max(1, t.dtype.nbytes)
-    else:
-        try:
-            w = max(1, dtype_of_mlir(t).nbytes)
-        except TypeError:
-            w = 1
-    if len(_WIDTHS) > _TYPES_KEPT:
-        _WIDTHS.clear()
-    _WIDTHS[id(t)] = (t, w)
-    return w
+        return max(1, t.dtype.nbytes)
+    try:
+        return max(1, dtype_of_mlir(t).nbytes)
+    except TypeError:
+        return 1
 
 
 @cache
@@ -996,19 +1006,15 @@ def _component(key: Key) -> Any:
 
 
 def _is_int(ssa: SSAValue) -> bool:
-    t = ssa.type
-    known = _INTS.get(id(t))
-    if known is not None and known[0] is t:
-        return known[1]
+    return _by_type(_INTS, ssa.type, _integer_type)  # type: ignore[no-any-return]
+
+
+def _integer_type(t: Any) -> bool:
     try:
         dtype = dtype_of_mlir(t)
-        integer = dtype.is_integer or dtype.kind == "bool"  # conditions are integers 0 and 1
     except TypeError:
-        integer = False
-    if len(_INTS) > _TYPES_KEPT:
-        _INTS.clear()
-    _INTS[id(t)] = (t, integer)
-    return integer
+        return False
+    return dtype.is_integer or dtype.kind == "bool"  # conditions are integers 0 and 1
 
 
 # ---- integer rules (shared with tag functions) --------------------------------------------------
@@ -1164,14 +1170,14 @@ def _constant(a: TagAnalysis, op: arith.ConstantOp, mask: np.ndarray) -> None:
     result = a.shape(op)[1][0]
     if value is None:
         number = a.preparation.read(op, _integer_constant)
-        value = a._results[op] = (None if number is False else Affine(np.full(a.n, number, np.int64)),)
+        value = a._results[op] = (None if number is None else Affine(np.full(a.n, number, np.int64)),)
     a.values[result] = value[0]
     a.tags.pop(result, None)
 
 
-def _integer_constant(op: arith.ConstantOp) -> int | bool:
-    """An integer constant's value (False for a float)."""
-    return int(op.value.value.data) if _is_int(op.result) else False  # type: ignore[union-attr]
+def _integer_constant(op: arith.ConstantOp) -> int | None:
+    """An integer constant's value (None for a float)."""
+    return int(op.value.value.data) if _is_int(op.result) else None  # type: ignore[union-attr]
 
 
 def _cast(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:

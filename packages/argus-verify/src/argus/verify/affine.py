@@ -229,11 +229,7 @@ class Space:
         if len(atoms) <= 8:  # few atoms: distinct pairs of forms found with numpy
             k, zero = len(atoms), np.zeros(len(a), np.int64)
             columns = [a.const, *(a.terms.get(t, zero) for t in atoms), b.const, *(b.terms.get(t, zero) for t in atoms)]
-            stacked = np.stack(columns, axis=1)[points]
-            if (stacked == stacked[0]).all():  # one form on each side for every point (sizes, blocks)
-                unique, inverse = stacked[:1], np.zeros(len(points), np.int64)
-            else:
-                unique, inverse = unique_rows(stacked)
+            unique, inverse = unique_rows(np.stack(columns, axis=1)[points])
             pairs = [((row[0], tuple((t, c) for t, c in zip(atoms, row[1:1 + k]) if c)),
                       (row[1 + k], tuple((t, c) for t, c in zip(atoms, row[2 + k:]) if c))) for row in unique.tolist()]
             inverse = np.reshape(inverse, -1)
@@ -367,6 +363,8 @@ class Space:
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`np.unique(rows, axis=0, return_inverse=True)`, through one integer per row when the
     columns' ranges allow (much faster than sorting rows)."""
+    if len(rows) and (rows == rows[0]).all():  # one row repeated (a size, a block index): the common case
+        return rows[:1], np.zeros(len(rows), np.int64)
     if len(rows) <= 64:  # few rows: a dictionary is quicker than any sort
         seen: dict[tuple[int, ...], int] = {}
         inverse = np.fromiter((seen.setdefault(tuple(r), len(seen)) for r in rows.tolist()), np.int64, len(rows))
