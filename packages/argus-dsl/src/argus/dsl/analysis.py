@@ -42,6 +42,7 @@ from . import dialect as D
 from .atoms import CopyAtom, MMAAtom
 from .dialect import layout_from_text
 from .dtypes import DType
+from .op_table import OpTable
 from .errors import SourceLocation, VerificationError
 from .interpreter import TileValue, _offset_table, _pad3, _redistribute, segment_stride, tile_coordinates
 from .interpreter import _fragment_bytes as _all_fragment_bytes
@@ -133,23 +134,30 @@ class Preparation:
         self.atoms: dict[Operation, Any] = {}
         """The atom of each MMA or copy op."""
         self._read: dict[Operation, Any] = {}
+        self._runnable_kinds: dict[type, bool] = {}
+        self._batchable_kinds: dict[type, bool] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
         """Fragment byte indices by layout (its identity: layouts are shared per text), element
         size, memory size, threads, base and segment."""
 
     @cached_property
+    def table(self) -> OpTable:
+        """The kernel's ops, read off the IR once for the walks below."""
+        return OpTable(self.kernel)
+
+    @cached_property
     def relevant(self) -> set[int]:
-        """The ops that can affect a check, by identity (the IR holds them; ids hash in C)."""
-        return {id(op) for op in relevant_ops(self.kernel)}
+        """The ops that can affect a check, by their number in `table`."""
+        return relevant_ops(self.kernel, self.table)
 
     @cached_property
     def assertions(self) -> list[D.TagAssertOp]:
-        return [o for o in self.kernel.walk() if isinstance(o, D.TagAssertOp)]
+        return self.table.of_kind(D.TagAssertOp)
 
     @cached_property
     def tags_something(self) -> bool:
         """Whether the kernel applies a tag function (with no assertion, MMA pairing is checked)."""
-        return any(isinstance(o, D.TagOp) for o in self.kernel.walk())
+        return bool(self.table.of_kind(D.TagOp))
 
     def read(self, op: Operation, reader: Callable[[Operation], Any]) -> Any:
         """What `reader` reads off an op's attributes and types (once per kernel: the IR is fixed;
@@ -163,10 +171,33 @@ class Preparation:
         """A block's relevant ops, runs of copies as `batching.Run` steps."""
         found = self._steps.get(id(block))
         if found is None:
-            relevant = self.relevant
-            ops = [op for op in block.ops if id(op) in relevant]
-            found = self._steps[id(block)] = batching.plan(ops, _runnable, _batchable, self.locations.get) \
-                if self.batch else ops
+            relevant, table = self.relevant, self.table
+            numbers = [j for j in table.block(block) if j in relevant]
+            found = self._steps[id(block)] = batching.plan(table, numbers, self._runnable, self._batchable,
+                                                           self.locations.get) \
+                if self.batch else [table.ops[j] for j in numbers]
+        return found
+
+    def holds_a_loop(self, op: scf.ForOp) -> bool:
+        found = self._read.get(op)
+        if found is None:
+            found = self._read[op] = self.table.holds(op.body.block, scf.ForOp)
+        return found  # type: ignore[no-any-return]
+
+    def _runnable(self, number: int) -> bool:
+        kind = self.table.kinds[number]
+        found = self._runnable_kinds.get(kind)
+        if found is None:
+            found = self._runnable_kinds[kind] = _runnable(self.table.ops[number])
+        return found
+
+    def _batchable(self, number: int) -> bool:
+        kind = self.table.kinds[number]
+        if _RULES.get(kind) is _load:  # whether it loads an integer depends on the op's type
+            return _batchable(self.table.ops[number])
+        found = self._batchable_kinds.get(kind)
+        if found is None:
+            found = self._batchable_kinds[kind] = _batchable(self.table.ops[number])
         return found
 
 
@@ -1879,7 +1910,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     before = a.snapshot()
     scope = (len(before.memories), len(before.slots))
     last = add_keys(ub, (-1, ()))
-    nested = a.preparation.read(op, _holds_a_loop)
+    nested = a.preparation.holds_a_loop(op)
     symbol = _loop_symbol(a, name, lb, last, step, lb)
     after = _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True)
     if after is None:  # peel the first iteration
@@ -1898,10 +1929,6 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
                     rest)
     # after the loop: it ran (the state it leaves) or it did not (the state before it)
     a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol)
-
-
-def _holds_a_loop(op: scf.ForOp) -> bool:
-    return any(isinstance(inner, scf.ForOp) for inner in op.body.walk() if inner is not op)
 
 
 def _loop_symbol(a: TagAnalysis, name: str, lo: Key, hi: Key, step: int, start: Key,

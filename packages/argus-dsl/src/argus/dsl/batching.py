@@ -32,6 +32,8 @@ from argus.verify.affine import Affine
 from argus.verify.memory import TagMemory
 from xdsl.ir import Operation, SSAValue
 
+from .op_table import OpTable
+
 if TYPE_CHECKING:
     from .analysis import TagAnalysis
 
@@ -97,39 +99,42 @@ class Run:
     its copies apart costs; the tests hold the examples to none)."""
 
 
-def plan(ops: list[Operation], runnable: Callable[[Operation], bool], batchable: Callable[[Operation], bool],
+def plan(table: OpTable, numbers: list[int], runnable: Callable[[int], bool], batchable: Callable[[int], bool],
          location: Callable[[Operation], Any]) -> list[Operation | Run]:
-    """A block's ops, with each straight run of `runnable` ops that has copies to run together
-    replaced by its `Run`. `batchable` ops with one `location` (a source position: file, line,
-    column) may run as one group."""
+    """A block's ops (their `numbers` in `table`), with each straight run of `runnable` ops that
+    has copies to run together replaced by its `Run`. `batchable` ops with one `location` (a
+    source position: file, line, column) may run as one group."""
     out: list[Operation | Run] = []
-    current: list[Operation] = []
+    current: list[int] = []
 
     def flush() -> None:
-        run = _plan_run(current, batchable, location) if len(current) > 1 else None
-        out.extend(current if run is None else [run])
+        run = _plan_run(table, current, batchable, location) if len(current) > 1 else None
+        out.extend([table.ops[j] for j in current] if run is None else [run])
         current.clear()
 
-    for op in ops:
-        if runnable(op):
-            current.append(op)
+    for j in numbers:
+        if runnable(j):
+            current.append(j)
         else:
             flush()
-            out.append(op)
+            out.append(table.ops[j])
     flush()
     return out
 
 
-def _plan_run(ops: list[Operation], batchable: Callable[[Operation], bool],
+def _plan_run(table: OpTable, numbers: list[int], batchable: Callable[[int], bool],
               location: Callable[[Operation], Any]) -> Run | None:
-    kinds = [((where.line, where.col, where.file), type(op))  # (a location object hashes slowly)
-             if (where := location(op)) is not None and batchable(op) else None for op in ops]
+    ops = [table.ops[j] for j in numbers]
+    kinds = [((where.line, where.col, where.file), table.kinds[j])  # (a location object hashes slowly)
+             if batchable(j) and (where := location(op)) is not None else None for j, op in zip(numbers, ops)]
     named = [k for k in kinds if k is not None]
     if len(set(named)) == len(named):  # every op is alone in its kind
         return None
-    place = {id(op): i for i, op in enumerate(ops)}
-    operands = [tuple(op.operands) for op in ops]
-    sources = [[j for v in vs if (j := place.get(id(v.owner))) is not None] for vs in operands]
+    place = {j: i for i, j in enumerate(numbers)}
+    operands = [table.operands[j] for j in numbers]
+    maker = table.maker
+    sources = [[p for v in vs if (m := maker.get(v)) is not None and (p := place.get(m)) is not None]
+               for vs in operands]
     by_key: dict[Any, list[int]] = {}
     members: list[list[int]] = []
     levels = [0] * len(ops)
@@ -155,15 +160,16 @@ def _plan_run(ops: list[Operation], batchable: Callable[[Operation], bool],
         group = Group([ops[i] for i in m], m)
         if len(m) > 1:
             columns = list(zip(*(operands[i] for i in m)))
-            group.gathers = [_gather_plan(column, produced) for column in columns]
-            group.operands = tuple(_Operand(column[0].type) for column in columns)
+            values = list(zip(*(table.operand_values[numbers[i]] for i in m)))
+            group.gathers = [_gather_plan(column, produced, v) for column, v in zip(columns, values)]
+            group.operands = tuple(_Operand(v[0].type) for v in values)
             for c, i in enumerate(m):
-                for r, result in enumerate(ops[i].results):
-                    produced[id(result)] = (len(groups), r, len(m), c)
+                for r, result in enumerate(table.results[numbers[i]]):
+                    produced[result] = (len(groups), r, len(m), c)
         groups.append(group)
     if all(len(g.ops) == 1 for g in groups):
         return None
-    _mark_scattered(groups, place)
+    _mark_scattered(table, groups, [table.results[j] for j in numbers], operands)
     return Run(list(ops), groups)
 
 
@@ -194,37 +200,46 @@ def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:
     return [part for _, part in parts]
 
 
-def _gather_plan(column: tuple[SSAValue, ...], produced: dict[int, tuple[int, int, int, int]]) -> Gather:
-    """Where the values of an operand's copies (`column`) come from. `produced`: for a result of
-    a group's copy, by identity, (group, result, copies of the group, which copy)."""
+def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[int, int, int, int]],
+                 values: tuple[SSAValue, ...]) -> Gather:
+    """Where the `values` of an operand's copies (`column`: their identities) come from.
+    `produced`: for a result of a group's copy, (group, result, copies of the group, which copy)."""
     first = column[0]
-    if id(first) not in produced and all(v is first for v in column):
-        return Gather(first)
+    if first not in produced and all(v == first for v in column):
+        return Gather(values[0])
     sources: list[Any] = []
     slot_of: dict[Any, int] = {}
     slots = 0
     rows = []
-    for v in column:
-        found = produced.get(id(v))
-        key = id(v) if found is None else found[:2]
+    for v, value in zip(column, values):
+        found = produced.get(v)
+        key = v if found is None else found[:2]
         start = slot_of.get(key)
         if start is None:
             start = slot_of[key] = slots
-            sources.append(v if found is None else found[:3])
+            sources.append(value if found is None else found[:3])
             slots += 1 if found is None else found[2]
         rows.append(start + (0 if found is None else found[3]))
     return Gather(None, tuple(sources), tuple(rows), slots == len(rows) and rows == list(range(slots)))
 
 
-def _mark_scattered(groups: list[Group], place: dict[int, int]) -> None:
+def _mark_scattered(table: OpTable, groups: list[Group], results: list[tuple[int, ...]],
+                    operands: list[tuple[int, ...]]) -> None:
     """Which results of each group its copies' own values must be set for: those read by
-    anything but a later group (which takes them from the group's results over all copies)."""
-    group_of = {i: g for g, group in enumerate(groups) for i in group.positions}
+    anything but a later group (which takes them from the group's results over all copies).
+    `results`, `operands`: per op of the run, by identity."""
+    gathered: dict[int, int] = {}
+    """Per value, how many operands of grouped copies name it."""
     for group in groups:
         if len(group.ops) > 1:
-            group.scatter = [any((i := place.get(id(use.operation))) is None or len(groups[group_of[i]].ops) == 1
-                                 for op in group.ops for use in op.results[r].uses)
-                             for r in range(len(group.ops[0].results))]
+            for i in group.positions:
+                for v in operands[i]:
+                    gathered[v] = gathered.get(v, 0) + 1
+    uses = table.uses
+    for group in groups:
+        if len(group.ops) > 1:
+            group.scatter = [any(uses.get(r, 0) > gathered.get(r, 0) for r in (results[i][k] for i in group.positions))
+                             for k in range(len(results[group.positions[0]]))]
 
 
 def _schedule(sources: list[list[int]], groups: list[list[int]]) -> list[list[int]]:

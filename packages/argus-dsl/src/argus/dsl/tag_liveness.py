@@ -15,64 +15,83 @@ kernel. Reads of shared memory always run, with the writes before them, since th
 from __future__ import annotations
 
 from xdsl.dialects import scf
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Operation
 
 from . import dialect as D
+from .op_table import OpTable
 
 _VIEWS = (D.ViewOp, D.SliceOp, D.PartitionOp)
 _ALWAYS = (D.MakeSharedOp, D.MakeLocalOp, D.VarOp, D.TensorViewOp, D.SyncThreadsOp, D.TagAssertOp, D.MmaOp, D.AssumeOp,
            scf.YieldOp, *_VIEWS)
+_SOURCES = frozenset((*_VIEWS, D.TensorViewOp))
+"""Ops whose result is a view of their first operand's memory."""
 
 
-def relevant_ops(kernel: D.KernelOp) -> set[Operation]:
-    """The ops the tag analysis must run; the others cannot change what any check sees."""
-    walk = _Liveness()
+def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> set[int]:
+    """The ops (by their number in `table`) the tag analysis must run; the others cannot change
+    what any check sees."""
+    walk = _Liveness(table or OpTable(kernel))
     walk.block(kernel.body.block, set())
     return walk.keep
 
 
 Live = set[int]
-"""SSA values, by identity (the IR holds them; ids hash in C)."""
+"""SSA values, by identity (see `op_table`)."""
 
 
 class _Liveness:
-    def __init__(self) -> None:
-        self.keep: set[Operation] = set()
+    def __init__(self, table: OpTable) -> None:
+        self.table = table
+        self.keep: set[int] = set()
         self.roots: dict[int, int] = {}
-        self.data: dict[int, bool] = {}
+        self.spaces: dict[int, str | None] = {}
         self.written: Live = set()
         """Memories (their roots) and variables some op writes."""
 
-    def root(self, value: SSAValue) -> int:
+    def root(self, value: int) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
-        found = self.roots.get(id(value))
+        found = self.roots.get(value)
         if found is None:
+            t = self.table
             source = value
-            while isinstance(source.owner, _VIEWS + (D.TensorViewOp,)):
-                source = source.owner.operands[0]
-            found = self.roots[id(value)] = id(source)
+            while (maker := t.maker.get(source)) is not None and t.kinds[maker] in _SOURCES:
+                source = t.operands[maker][0]
+            found = self.roots[value] = source
         return found
 
-    def is_data(self, value: SSAValue) -> bool:
-        """A tile or tensor (memory), as opposed to a scalar value."""
-        known = self.data.get(id(value))
-        if known is None:
-            known = self.data[id(value)] = isinstance(value.type, (D.TileType, D.TensorType))
-        return known
+    def space(self, i: int, k: int) -> str | None:
+        """Where the memory of op i's k-th operand lives ("shared", "local", ...), "tensor" for
+        a global tensor, None for a scalar."""
+        value = self.table.operands[i][k]
+        known = self.spaces.get(value, _UNKNOWN)
+        if known is _UNKNOWN:
+            t = self.table.operand_values[i][k].type
+            known = self.spaces[value] = t.space.data if isinstance(t, D.TileType) else \
+                "tensor" if isinstance(t, D.TensorType) else None
+        return known  # type: ignore[return-value]
 
-    def block(self, block: Block, live_out: Live) -> Live:
+    def block(self, block: object, live_out: Live) -> Live:
         live = set(live_out)
-        for op in reversed(list(block.ops)):
-            rule = _RULES.get(type(op))
+        t = self.table
+        kinds, operands, results, keep = t.kinds, t.operands, t.results, self.keep
+        for i in reversed(t.blocks[id(block)]):
+            rule = _RULES.get(kinds[i])
             if rule is not None:
-                rule(self, op, live)
-            elif any(id(r) in live for r in op.results):  # a pure op: needed when its result is
-                self.keep.add(op)
-                live.update(map(id, op.operands))
+                rule(self, i, live)
+                continue
+            for r in results[i]:  # a pure op: needed when its result is
+                if r in live:
+                    keep.add(i)
+                    live.update(operands[i])
+                    break
         return live
 
 
-def _for(w: _Liveness, op: scf.ForOp, live: Live) -> None:
+_UNKNOWN = object()
+
+
+def _for(w: _Liveness, i: int, live: Live) -> None:
+    op: scf.ForOp = w.table.ops[i]  # type: ignore[assignment]
     after = set(live)
     body_in: Live = set()
     while True:  # the body's live-in flows around the back edge
@@ -85,84 +104,102 @@ def _for(w: _Liveness, op: scf.ForOp, live: Live) -> None:
         if not ((body_in - after) & w.written):
             break
     live |= body_in
-    live.update((id(op.lb), id(op.ub), id(op.step)))
-    w.keep.add(op)
+    live.update(w.table.operands[i][:3])  # lower bound, upper bound, step
+    w.keep.add(i)
 
 
-def _if(w: _Liveness, op: scf.IfOp, live: Live) -> None:
+def _if(w: _Liveness, i: int, live: Live) -> None:
+    op: scf.IfOp = w.table.ops[i]  # type: ignore[assignment]
     branches = [w.block(r.block, live) for r in (op.true_region, op.false_region) if r.blocks]
     for b in branches:
         live |= b
-    live.add(id(op.cond))
-    w.keep.add(op)
+    live.add(w.table.operands[i][0])
+    w.keep.add(i)
 
 
-def _tag(w: _Liveness, op: D.TagOp, live: Live) -> None:
-    target = w.root(op.target)
+def _tag(w: _Liveness, i: int, live: Live) -> None:
+    op: D.TagOp = w.table.ops[i]  # type: ignore[assignment]
+    value = w.table.operands[i][0]
+    target = w.root(value)
     w.written.add(target)
-    tensor = isinstance(op.target.type, D.TensorType)
+    tensor = w.space(i, 0) == "tensor"
     if tensor or target in live:
-        w.keep.add(op)
-        if id(op.target) == target and not tensor and _local(op.target) and _covers_memory(op.target):
+        w.keep.add(i)
+        if value == target and w.space(i, 0) == "local" and _covers_memory(op.target):
             live.discard(target)  # every tag of the registers is overwritten here
         live.update(map(id, op.captured()))
 
 
-def _reset(w: _Liveness, op: D.ResetTagsOp, live: Live) -> None:
-    w.written.add(w.root(op.target))
-    if w.root(op.target) in live:
-        w.keep.add(op)  # shared memory: earlier writes still race with later accesses, so they stay
+def _reset(w: _Liveness, i: int, live: Live) -> None:
+    target = w.root(w.table.operands[i][0])
+    w.written.add(target)
+    if target in live:
+        w.keep.add(i)  # shared memory: earlier writes still race with later accesses, so they stay
 
 
-def _write(w: _Liveness, op: Operation, live: Live) -> None:
-    target = op.operands[1] if isinstance(op, (D.StoreOp, D.StoreAtOp, D.AtomicOp, D.CopyOp)) else op.operands[0]
-    w.written.add(w.root(target))
-    reads = isinstance(op, D.AtomicOp) and id(op.results[0]) in live
-    if isinstance(target.type, D.TensorType):  # in-bounds facts: its coordinates matter, not its data
-        w.keep.add(op)
-        live.update(map(id, op.operands[2:]))
+_TARGET_SECOND = frozenset((D.StoreOp, D.StoreAtOp, D.AtomicOp, D.CopyOp))
+"""Writes whose second operand is the memory written (the first is the value)."""
+_PAIRS = frozenset((D.TagAssertOp, D.MmaOp))
+"""Ops that read the data of their first two operands."""
+
+
+def _write(w: _Liveness, i: int, live: Live) -> None:
+    t = w.table
+    kind, operands = t.kinds[i], t.operands[i]
+    place = 1 if kind in _TARGET_SECOND else 0
+    target = operands[place]
+    root = w.root(target)
+    w.written.add(root)
+    reads = kind is D.AtomicOp and t.results[i][0] in live
+    if w.space(i, place) == "tensor":  # in-bounds facts: its coordinates matter, not its data
+        w.keep.add(i)
+        live.update(operands[2:])
         if reads:
-            live.add(id(op.operands[0]))
+            live.add(operands[0])
         return
-    from_shared = isinstance(op, D.CopyOp) and _shared(op.operands[0])
-    if w.root(target) in live or reads or from_shared:
-        w.keep.add(op)
-        live.update(map(id, op.operands))
-        if isinstance(op, D.CopyOp):
-            live.add(w.root(op.operands[0]))
+    copy = kind is D.CopyOp
+    if root in live or reads or (copy and w.space(i, 0) == "shared"):
+        w.keep.add(i)
+        live.update(operands)
+        if copy:
+            live.add(w.root(operands[0]))
 
 
-def _var_store(w: _Liveness, op: D.VarStoreOp, live: Live) -> None:
-    w.written.add(id(op.var))
-    if id(op.var) in live:
-        w.keep.add(op)
-        live.update(map(id, op.operands))
+def _var_store(w: _Liveness, i: int, live: Live) -> None:
+    var = w.table.operands[i][1]
+    w.written.add(var)
+    if var in live:
+        w.keep.add(i)
+        live.update(w.table.operands[i])
 
 
-def _var_load(w: _Liveness, op: D.VarLoadOp, live: Live) -> None:
-    if id(op.results[0]) in live:
-        w.keep.add(op)
-        live.add(id(op.var))
+def _var_load(w: _Liveness, i: int, live: Live) -> None:
+    if w.table.results[i][0] in live:
+        w.keep.add(i)
+        live.add(w.table.operands[i][0])
 
 
-def _load(w: _Liveness, op: Operation, live: Live) -> None:
-    source = op.operands[0]
-    used = id(op.results[0]) in live
-    shared = _shared(source)
-    if used or shared or isinstance(source.type, D.TensorType):  # in-bounds facts; races on shared reads
-        w.keep.add(op)
-        live.update(map(id, op.operands[1:]))
+def _load(w: _Liveness, i: int, live: Live) -> None:
+    operands = w.table.operands[i]
+    source = operands[0]
+    used = w.table.results[i][0] in live
+    space = w.space(i, 0)
+    shared = space == "shared"
+    if used or shared or space == "tensor":  # in-bounds facts; races on shared reads
+        w.keep.add(i)
+        live.update(operands[1:])
         if used or shared:  # a shared read races with the writes before it, so they matter too
             live.add(w.root(source))
 
 
-def _always(w: _Liveness, op: Operation, live: Live) -> None:
-    w.keep.add(op)
+def _always(w: _Liveness, i: int, live: Live) -> None:
+    w.keep.add(i)
+    operands = w.table.operands[i]
     # a view reads no data: its source matters only through what reads the view
-    live.update(id(v) for v in op.operands if not w.is_data(v))
-    if isinstance(op, (D.TagAssertOp, D.MmaOp)):
-        live.add(w.root(op.operands[0]))
-        live.add(w.root(op.operands[1]))
+    live.update(v for k, v in enumerate(operands) if w.space(i, k) is None)
+    if w.table.kinds[i] in _PAIRS:
+        live.add(w.root(operands[0]))
+        live.add(w.root(operands[1]))
 
 
 _RULES = {
@@ -173,16 +210,7 @@ _RULES = {
 }
 
 
-def _shared(value: SSAValue) -> bool:
-    return isinstance(value.type, D.TileType) and value.type.space.data == "shared"
-
-
-def _local(tile: SSAValue) -> bool:
-    """Registers, where a write never races (shared tiles keep their earlier writes live)."""
-    return bool(tile.type.space.data == "local")  # type: ignore[attr-defined]
-
-
-def _covers_memory(tile: SSAValue) -> bool:
+def _covers_memory(tile: object) -> bool:
     """Whether a tile (an allocation) is laid out over every element of its memory."""
     offsets = tile.type.layout.offsets()  # type: ignore[attr-defined]
     return len(offsets) > 0 and len({int(o) for o in offsets}) == int(max(offsets)) + 1

@@ -1,0 +1,87 @@
+"""A kernel's ops read off the IR once, as plain lists of integers.
+
+The checker's preparation — tag liveness (`tag_liveness`) and the plan of which copies of an
+unrolled loop run together (`batching`) — reads every op's kind, operands and results several
+times, and for each value who made it and how often it is used. Read through xDSL's objects,
+each of those reads costs about a microsecond; read once here, those walks run on integers.
+
+Ops are numbered in program order (an op before the ops of its regions); values are named by
+identity (the IR holds them, so an identity names one value while the kernel lives).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import chain
+from typing import Any
+
+from xdsl.ir import Block, Operation, SSAValue
+
+
+def _operand_tuple(op: Operation) -> tuple[SSAValue, ...]:
+    """An op's operands. xDSL keeps them as a tuple; its public `operands` wraps that tuple in a
+    new view object on every access, which would cost this walk more than everything else."""
+    found = getattr(op, "_operands", None)
+    return found if isinstance(found, tuple) else tuple(op.operands)
+
+
+class OpTable:
+    """Every op of a kernel, in program order, with what the preparation's walks read of it."""
+
+    def __init__(self, kernel: Operation) -> None:
+        self.ops: list[Operation] = []
+        self.kinds: list[type] = []
+        self.operand_values: list[tuple[SSAValue, ...]] = []
+        """Per op, its operands."""
+        self.operands: list[tuple[int, ...]] = []
+        """Per op, its operands by identity."""
+        self.results: list[tuple[int, ...]] = []
+        """Per op, its results by identity."""
+        self.maker: dict[int, int] = {}
+        """Per result (by identity), the number of the op that makes it."""
+        self.ends: list[int] = []
+        """Per op, the number after the last op of its regions (its own number plus one when it
+        has none): the ops inside it are those in between."""
+        self.blocks: dict[int, list[int]] = {}
+        """Per block (by identity), its ops' numbers in program order."""
+        for region in kernel.regions:
+            for block in region.blocks:
+                self._read(block)
+        self.uses: Counter[int] = Counter(chain.from_iterable(self.operands))
+        """Per value (by identity), how many operands name it."""
+
+    def _read(self, block: Block) -> None:
+        numbers: list[int] = []
+        self.blocks[id(block)] = numbers
+        maker = self.maker
+        for op in block.ops:
+            number = len(self.ops)
+            numbers.append(number)
+            self.ops.append(op)
+            self.kinds.append(type(op))
+            operands = _operand_tuple(op)
+            self.operand_values.append(operands)
+            self.operands.append(tuple(map(id, operands)))
+            results = tuple(map(id, op.results))
+            self.results.append(results)
+            for r in results:
+                maker[r] = number
+            self.ends.append(number + 1)
+            if op.regions:
+                for region in op.regions:
+                    for inner in region.blocks:
+                        self._read(inner)
+                self.ends[number] = len(self.ops)
+
+    def block(self, block: Block) -> list[int]:
+        """A block's ops' numbers, in program order."""
+        return self.blocks[id(block)]
+
+    def of_kind(self, kind: type) -> list[Any]:
+        """The ops of this kind, in program order."""
+        return [op for op, k in zip(self.ops, self.kinds) if k is kind]
+
+    def holds(self, block: Block, kind: type) -> bool:
+        """Whether an op of `kind` sits in `block` (in its ops' regions too, at any depth)."""
+        numbers = self.blocks[id(block)]
+        return bool(numbers) and kind in self.kinds[numbers[0]:self.ends[numbers[-1]]]
