@@ -15,7 +15,6 @@ kernel. Reads of shared memory always run, with the writes before them, since th
 from __future__ import annotations
 
 from xdsl.dialects import scf
-from xdsl.ir import Operation
 
 from . import dialect as D
 from .op_table import OpTable

@@ -1,0 +1,76 @@
+"""What a check prepares once per kernel: the op table read off the IR, and the ops tag
+liveness lets the analysis skip. The table must say what the IR says; skipping must not change
+any finding."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from argus.dsl.analysis import Preparation, TagAnalysis
+from argus.dsl.cli import load_module
+from argus.dsl.op_table import OpTable
+from argus.dsl.verification import verify_kernel
+from xdsl.dialects import scf
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+KERNELS = {"transpose": "transpose", "gemm": "gemm", "flash_attention": "attention", "gemm_sm90": "gemm_sm90",
+           "gemm_cdna": "gemm_cdna", "attention_cdna": "attention_cdna"}
+
+
+def _compiled(name: str) -> Any:
+    module = load_module(EXAMPLES / f"{name}.py")
+    kernel_name = KERNELS[name]
+    constants = getattr(module, f"example_{kernel_name}")(np.random.default_rng(0)).constants
+    return getattr(module, kernel_name).specialize(**constants)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_the_op_table_says_what_the_ir_says(name):
+    kernel = _compiled(name).op
+    table = OpTable(kernel)
+    walked = [op for op in kernel.walk() if op is not kernel]
+    assert table.ops == walked  # numbered in program order, an op before the ops of its regions
+    assert table.kinds == [type(op) for op in walked]
+    for number, op in enumerate(walked):
+        assert table.operands[number] == tuple(id(v) for v in op.operands)
+        assert table.operand_values[number] == tuple(op.operands)
+        assert table.results[number] == tuple(id(r) for r in op.results)
+        assert all(table.maker[id(r)] == number for r in op.results)
+        inside = [o for o in op.walk() if o is not op]
+        assert table.ops[number + 1:table.ends[number]] == inside
+    values = {id(v): v for op in walked for v in (*op.operands, *op.results)}
+    for ident, value in values.items():
+        assert table.uses.get(ident, 0) == len(list(value.uses)), value
+    for op in [kernel, *walked]:
+        for region in op.regions:
+            for block in region.blocks:
+                assert [table.ops[j] for j in table.block(block)] == list(block.ops)
+                assert table.holds(block, scf.ForOp) == any(isinstance(o, scf.ForOp) for b in [block]
+                                                            for top in b.ops for o in top.walk())
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_skipping_the_ops_no_check_depends_on_changes_no_finding(name):
+    """The analysis of the relevant ops only and of every op: the same verdict, the same domain
+    (the least constant of each bound) and the same obligations."""
+    compiled = _compiled(name)
+    everything = dataclasses.replace(compiled)
+    preparation = Preparation(compiled.op, compiled.locations)
+    preparation.__dict__["relevant"] = set(range(len(preparation.table.ops)))
+    everything.__dict__["preparation"] = preparation
+    assert len(compiled.preparation.relevant) < len(preparation.relevant)  # there is something to skip
+    assert verify_kernel(compiled, name).verdict == verify_kernel(everything, name).verdict
+
+    def analysed(kernel: Any) -> tuple[Any, ...]:
+        analysis = TagAnalysis(kernel.op, kernel.locations, None, kernel.preparation).run()
+        least: dict[tuple[str, str], int] = {}
+        for kind, (k, part), *rest in analysis.facts:
+            key = (kind + "".join(map(str, rest)), analysis.space.describe((0, part)))
+            least[key] = min(k, least.get(key, k)) if kind == "ge0" else k
+        return least, sorted(analysis.obligations.pending)
+
+    assert analysed(compiled) == analysed(everything)
