@@ -10,10 +10,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from argus.dsl import Tensor, f32, kernel, make_local, tag, thread_idx
 from argus.dsl.analysis import Preparation, TagAnalysis
+from argus.dsl.dialect import StoreOp
 from argus.dsl.cli import load_module
 from argus.dsl.op_table import OpTable
 from argus.dsl.verification import verify_kernel
+from argus.verify import Verdict
 from xdsl.dialects import scf
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -74,3 +77,23 @@ def test_skipping_the_ops_no_check_depends_on_changes_no_finding(name):
         return least, sorted(analysis.obligations.pending)
 
     assert analysed(compiled) == analysed(everything)
+
+
+@kernel(block=(32,), verify=False)
+def carried_through_the_back_edge(x: Tensor[f32, "n"], n: int):
+    tag(x, lambda i: (i,))
+    held = make_local((1,), f32)
+    want = make_local((1,), f32)
+    held[0] = x[thread_idx.x]
+    for it in range(1, n // 32):
+        tag(want, lambda i: (it * 32 - 32 + thread_idx.x,))
+        assert tag(held[...]) == tag(want[...])
+        held[0] = x[it * 32 + thread_idx.x]  # matters only to the next iteration's assertion
+
+
+def test_a_write_that_only_the_next_iteration_reads_is_kept():
+    compiled = carried_through_the_back_edge.specialize()
+    table = compiled.preparation.table
+    stores = [j for j, op in enumerate(table.ops) if isinstance(op, StoreOp)]
+    assert stores and all(j in compiled.preparation.relevant for j in stores)
+    assert verify_kernel(compiled, "carried").verdict is Verdict.PROVED

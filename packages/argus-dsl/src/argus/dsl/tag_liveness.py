@@ -44,8 +44,8 @@ class _Liveness:
         self.keep: set[int] = set()
         self.roots: dict[int, int] = {}
         self.spaces: dict[int, str | None] = {}
-        self.written: Live = set()
-        """Memories (their roots) and variables some op writes."""
+        self.skipped: Live = set()
+        """Memories and variables some op the analysis skips writes."""
 
     def root(self, value: int) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
@@ -99,8 +99,9 @@ def _for(w: _Liveness, i: int, live: Live) -> None:
             break
         body_in |= new_in
         # what is live at the top reaches the bottom through the back edge; it can change the
-        # body's ops only if the body writes it (values defined outside are never redefined)
-        if not ((body_in - after) & w.written):
+        # body's ops only if the body writes it (values defined outside are never redefined),
+        # in an op skipped so far (an op kept stays kept, and so keeps the same values live)
+        if not ((body_in - after) & w.skipped):
             break
     live |= body_in
     live.update(w.table.operands[i][:3])  # lower bound, upper bound, step
@@ -120,9 +121,10 @@ def _tag(w: _Liveness, i: int, live: Live) -> None:
     op: D.TagOp = w.table.ops[i]  # type: ignore[assignment]
     value = w.table.operands[i][0]
     target = w.root(value)
-    w.written.add(target)
     tensor = w.space(i, 0) == "tensor"
-    if tensor or target in live:
+    if not (tensor or target in live):
+        w.skipped.add(target)
+    else:
         w.keep.add(i)
         if value == target and w.space(i, 0) == "local" and _covers_memory(op.target):
             live.discard(target)  # every tag of the registers is overwritten here
@@ -131,9 +133,10 @@ def _tag(w: _Liveness, i: int, live: Live) -> None:
 
 def _reset(w: _Liveness, i: int, live: Live) -> None:
     target = w.root(w.table.operands[i][0])
-    w.written.add(target)
     if target in live:
         w.keep.add(i)  # shared memory: earlier writes still race with later accesses, so they stay
+    else:
+        w.skipped.add(target)
 
 
 _TARGET_SECOND = frozenset((D.StoreOp, D.StoreAtOp, D.AtomicOp, D.CopyOp))
@@ -148,7 +151,6 @@ def _write(w: _Liveness, i: int, live: Live) -> None:
     place = 1 if kind in _TARGET_SECOND else 0
     target = operands[place]
     root = w.root(target)
-    w.written.add(root)
     reads = kind is D.AtomicOp and t.results[i][0] in live
     if w.space(i, place) == "tensor":  # in-bounds facts: its coordinates matter, not its data
         w.keep.add(i)
@@ -162,14 +164,17 @@ def _write(w: _Liveness, i: int, live: Live) -> None:
         live.update(operands)
         if copy:
             live.add(w.root(operands[0]))
+    else:
+        w.skipped.add(root)
 
 
 def _var_store(w: _Liveness, i: int, live: Live) -> None:
     var = w.table.operands[i][1]
-    w.written.add(var)
     if var in live:
         w.keep.add(i)
         live.update(w.table.operands[i])
+    else:
+        w.skipped.add(var)
 
 
 def _var_load(w: _Liveness, i: int, live: Live) -> None:
