@@ -2130,15 +2130,17 @@ class _Renamer:
     def value(self, v: Affine | None) -> Affine | None:
         if v is None or self.symbol not in self.a.space.atoms_of((0, tuple((t, 1) for t in v.terms))) | set(v.terms):
             return v
-        n = len(v)
-        const = np.zeros(n, np.int64)
+        atoms = sorted(v.terms)
+        forms, inverse = unique_rows(np.stack([v.const, *(v.terms[t] for t in atoms)], axis=1))
+        const = np.zeros(len(forms), np.int64)
         terms: dict[int, np.ndarray] = {}
-        for p in range(n):
-            key = self.a.space.substitute(v.row(p), self.symbol, self.replacement)
+        for p, row in enumerate(forms.tolist()):  # once per distinct form: threads share few
+            key = self.a.space.substitute((row[0], tuple((t, c) for t, c in zip(atoms, row[1:]) if c)), self.symbol,
+                                          self.replacement)
             const[p] = key[0]
             for t, c in key[1]:
-                terms.setdefault(t, np.zeros(n, np.int64))[p] = c
-        return Affine(const, terms)
+                terms.setdefault(t, np.zeros(len(forms), np.int64))[p] = c
+        return Affine(const[inverse], {t: column[inverse] for t, column in terms.items()})
 
 
 def _nothing(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:

@@ -104,11 +104,13 @@ class TagMemory:
         # two threads write one byte with no barrier between: a race, unless both write the same
         # tagged datum (the same element of the same source)
         clash = (old_writer != -1) & (old_writer != owners) & ((old_tag != new) | (new <= TOP))
-        order = np.argsort(flat, kind="stable")
-        ordered = new[order]
-        same = np.flatnonzero((flat[order][1:] == flat[order][:-1])
-                              & ((ordered[1:] != ordered[:-1]) | (ordered[1:] <= TOP)))
         result = new.copy()
+        same = np.zeros(0, np.int64)
+        if np.bincount(flat).max(initial=0) > 1:  # some byte written twice by this access (sorting finds which)
+            order = np.argsort(flat, kind="stable")
+            ordered = new[order]
+            same = np.flatnonzero((flat[order][1:] == flat[order][:-1])
+                                  & ((ordered[1:] != ordered[:-1]) | (ordered[1:] <= TOP)))
         for k in same:
             a, b = order[k], order[k + 1]
             result[a] = result[b] = TOP
