@@ -254,3 +254,61 @@ def test_tags_of_different_lengths_are_never_equal(z3: Solver) -> None:
     s.compare("symbolic", [[(h,)]], [[(h, 0)]], equal=False)
     assert s.obligations.decide(z3, s.space.constraints) == []
     assert s.found() == []
+
+
+def _judged_point_by_point(s: Setup, lhs: np.ndarray, rhs: np.ndarray, equal: bool) -> tuple[Any, Any]:
+    """What comparing `lhs` and `rhs` must give, every suspect point judged on its own: the
+    violations found (in order, four at most) and the pairs left to the solver (first point each)."""
+    from argus.verify.obligations import _definitely_different
+    from argus.verify.tags import BYTES
+
+    tags = s.table.tags
+    concrete = ~(((lhs == BOTTOM) | (rhs == BOTTOM) | (lhs == TOP) | (rhs == TOP)).any(axis=-1))
+    shifted = ((lhs - 2) % BYTES != (rhs - 2) % BYTES).any(axis=-1)
+    suspect = concrete & (~(lhs == rhs).all(axis=-1) if equal else ~shifted)
+    lhs_el, rhs_el = (lhs - 2) // BYTES, (rhs - 2) // BYTES
+    violations: list[tuple[int, int, Any, Any]] = []
+    pairs: dict[Any, tuple[int, int]] = {}
+    for p, e in np.argwhere(suspect).tolist():
+        unit = tuple(dict.fromkeys((a, b) for a, b in zip(lhs_el[p, e].tolist(), rhs_el[p, e].tolist()) if a != b))
+        if equal:
+            wrong = next(((a, b) for a, b in unit if _definitely_different(tags[a], tags[b])), None)
+            if shifted[p, e] and wrong is None:
+                wrong = (int(lhs_el[p, e, 0]), int(rhs_el[p, e, 0]))
+            if wrong is not None:
+                violations.append((p, e, tags[wrong[0]], tags[wrong[1]]))
+            elif unit:
+                pairs.setdefault(unit, (p, e))
+            continue
+        if any(_definitely_different(tags[a], tags[b]) for a, b in unit):
+            continue
+        if not unit:
+            a = int(lhs_el[p, e, 0])
+            violations.append((p, e, tags[a], tags[a]))
+            continue
+        pairs.setdefault(unit, (p, e))
+    return violations[:4], pairs
+
+
+@LAWS
+@given(st.data(), st.booleans())
+def test_alike_comparisons_judged_once_give_what_judging_each_gives(data: Any, equal: bool) -> None:
+    """Comparisons are judged once per distinct pair of byte rows: the same violations, in the
+    same order, and the same pairs left to the solver as judging every point on its own."""
+    s = Setup()
+    h, g = s.key(s.var(s.h)), s.key(s.var(s.g))
+    pool = [(0,), (1,), (h,), (g,), (1, h), (h, 1), (g, g)]
+    points = data.draw(st.integers(1, 40))  # past 64 rows, distinct rows are found by sorting
+    elements = data.draw(st.integers(1, 3))
+    lhs = s.ids([[data.draw(st.sampled_from(pool)) for _ in range(elements)] for _ in range(points)])
+    rhs = s.ids([[data.draw(st.sampled_from(pool)) for _ in range(elements)] for _ in range(points)])
+    if data.draw(st.booleans()):  # some elements read with their bytes swapped
+        swap = np.array(data.draw(st.lists(st.booleans(), min_size=points * elements, max_size=points * elements)))
+        rhs = rhs.reshape(-1, NBYTES)
+        rhs[swap] = rhs[swap][:, ::-1]
+        rhs = rhs.reshape(points, elements, NBYTES)
+    s.obligations.compare("site", lhs, rhs, equal, describe)
+    violations, pairs = _judged_point_by_point(s, lhs, rhs, equal)
+    assert [(c.point, c.element, c.lhs, c.rhs) for c in s.obligations.candidates if c.kind == "violated"] == violations
+    got = {unit: (p, e) for (_, unit), (p, e, _) in s.obligations.pending["site"].pairs.items()}
+    assert got == pairs and list(got) == list(pairs)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .affine import Key, Space, sub_keys
+from .affine import Key, Space, sub_keys, unique_rows
 from .solvers import Answer, Comparison, Query, Solver
 from .tags import BOTTOM, BYTES, TOP, TagTable
 
@@ -120,29 +120,45 @@ class Obligations:
             suspect = concrete & ~_shifted(lhs, rhs)  # different byte positions can never be equal
         if not suspect.any():
             return
-        lhs_el, rhs_el = (lhs - 2) // BYTES, (rhs - 2) // BYTES
-        positions_differ = _shifted(lhs, rhs)
+        # the comparisons of one pair of elements are alike: each distinct pair of byte rows is
+        # judged once, its first point standing for it; findings keep the points' order
+        points = np.argwhere(suspect)
+        rows = np.concatenate([(lhs[suspect] - 2) // BYTES, (rhs[suspect] - 2) // BYTES,
+                               _shifted(lhs, rhs)[suspect][:, None]], axis=1)
+        forms, inverse = unique_rows(rows)
+        first = np.full(len(forms), len(rows))
+        np.minimum.at(first, inverse, np.arange(len(rows)))
         tags = self.table.tags
-        for p, e in np.argwhere(suspect):
+        nbytes = lhs.shape[-1]
+        found: dict[int, tuple[int, int]] = {}
+        """Per form found false in every launch: the pair of elements whose tags show it."""
+        for f in np.argsort(first).tolist():
+            row = forms[f].tolist()
+            lhs_el, rhs_el, shifted = row[:nbytes], row[nbytes:2 * nbytes], row[-1]
             # the element pairs its bytes come from (one, unless bytes were assembled from several)
-            unit = tuple(dict.fromkeys((a, b) for a, b in zip(lhs_el[p, e].tolist(), rhs_el[p, e].tolist()) if a != b))
-            where = (int(p), int(e), describe)
+            unit = tuple(dict.fromkeys((a, b) for a, b in zip(lhs_el, rhs_el) if a != b))
+            p, e = points[first[f]].tolist()
             if equal:
                 wrong = next(((a, b) for a, b in unit if _definitely_different(tags[a], tags[b])), None)
-                if positions_differ[p, e] and wrong is None:
-                    wrong = (int(lhs_el[p, e, 0]), int(rhs_el[p, e, 0]))
+                if shifted and wrong is None:
+                    wrong = (lhs_el[0], rhs_el[0])
                 if wrong is not None:
-                    self._add(Candidate(site, "violated", int(p), int(e), describe, {}, tags[wrong[0]], tags[wrong[1]]))
+                    found[f] = wrong
                 elif unit:
-                    pending.pairs.setdefault((self.scope, unit), where)
+                    pending.pairs.setdefault((self.scope, unit), (p, e, describe))
                 continue
             if any(_definitely_different(tags[a], tags[b]) for a, b in unit):
                 continue  # some byte differs in every launch: never equal
             if not unit:  # the same bytes: equal in every launch
-                a = int(lhs_el[p, e, 0])
-                self._add(Candidate(site, "violated", int(p), int(e), describe, {}, tags[a], tags[a]))
+                found[f] = (lhs_el[0], lhs_el[0])
                 continue
-            pending.pairs.setdefault((self.scope, unit), where)
+            pending.pairs.setdefault((self.scope, unit), (p, e, describe))
+        if found:
+            false = np.isin(inverse, list(found))
+            for s in np.flatnonzero(false)[:4].tolist():  # a site keeps at most four of a kind
+                a, b = found[int(inverse[s])]
+                p, e = points[s].tolist()
+                self._add(Candidate(site, "violated", p, e, describe, {}, tags[a], tags[b]))
 
     def conflict(self, site: str, point: int, element: int, describe: Describe) -> None:
         """Conflicting data (⊤) where a check needs tags: never a proof."""
