@@ -75,6 +75,39 @@ def test_a_tag_function_set_on_a_wider_view_tags_the_views_elements(refuted):
     refuted(tag_on_wide_view, (1,), to_storage(np.zeros(64), bf16))
 
 
+@kernel(block=(32,), verify=False)
+def reshaped_wide_view(x: Tensor[bf16, 8, 8]):
+    tag(x, lambda i, j: (8 * i + j,))
+    xv = x.view((16, 2), u32)  # rows of 8 bytes over rows of 16: coordinates go through the flat index
+    got = make_local((2,), bf16)
+    want = make_local((2,), bf16)
+    tag(want, lambda j: (2 * thread_idx.x + j,))
+    gv = got.view((1,), u32)
+    gv[0] = xv[thread_idx.x // 2, thread_idx.x % 2]
+    assert tag(got[...]) == tag(want[...])
+
+
+@kernel(block=(32,), verify=False)
+def narrow_view(x: Tensor[u32, 32]):
+    tag(x, lambda i: (i,))
+    xv = x.view((64,), bf16)  # the halves of each 4-byte element
+    got = make_local((2,), bf16)
+    want = make_local((1,), u32)
+    tag(want, lambda i: (thread_idx.x,))
+    got[0] = xv[2 * thread_idx.x]
+    got[1] = xv[2 * thread_idx.x + 1]
+    assert tag(got.view((1,), u32)[...]) == tag(want[...])
+
+
+@pytest.mark.parametrize("k, data", [(reshaped_wide_view, to_storage(np.zeros((8, 8)), bf16)),
+                                     (narrow_view, np.zeros(32, np.uint32))])
+def test_views_of_another_width_take_each_bytes_tag_from_its_element(k, data):
+    """Each byte of a view's element has the tag of the tensor element it lies in: proved, and
+    so in a launch."""
+    assert check_launch(k, (1,), data).verdict is Verdict.PROVED
+    assert k.verify().verdict is Verdict.PROVED
+
+
 # ---- tag functions of tensors set in loops, or using per-thread variables ---------------------
 
 

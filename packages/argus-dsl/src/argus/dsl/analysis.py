@@ -553,16 +553,20 @@ class TagAnalysis:
         same_rows = len(ref.dims) == len(root.dims) and all(
             v.row(0) == r.row(0) for v, r in zip(ref.dims[:-1], root.dims[:-1]))
         position = coords[-1] if same_rows else self.flat_index(ref, coords)
-        for b in range(width):
-            at = self.space.add(self.space.scale(position, width), self.space.constant(b, self.n))
-            element = self.space.floordiv(at, self.space.constant(root_width, self.n))
-            byte = self.space.mod(at, self.space.constant(root_width, self.n))
-            if not byte.concrete:
-                raise self.undecidable(op, f"which byte of {root.name!r} a narrower view reads depends on "
-                                           "runtime values")
-            root_coords = [*coords[:-1], element] if same_rows else self.unflatten(root, element)
-            ids = self.intern(self.evaluate_tag_function(entry[0], root_coords, frozen=entry[1]), root_width)
-            out[active, b] = ids[active, byte.const[active]]
+        # every byte of the view element at once: point b·n + p is byte b of point p's element
+        n = self.n
+        every = np.tile(np.arange(n), width)
+        bytes_ = self.space.constant(np.repeat(np.arange(width), n), n * width)
+        at = self.space.add(self.space.scale(position.take(every), width), bytes_)
+        element = self.space.floordiv(at, self.space.constant(root_width, n * width))
+        byte = self.space.mod(at, self.space.constant(root_width, n * width))
+        if not byte.concrete:
+            raise self.undecidable(op, f"which byte of {root.name!r} a narrower view reads depends on runtime values")
+        root_coords = [*(c.take(every) for c in coords[:-1]), element] if same_rows else \
+            self.unflatten(GlobalRef(root.name, root.dtype, [d.take(every) for d in root.dims]), element)
+        ids = self.intern(self.evaluate_tag_function(entry[0], root_coords, frozen=entry[1]), root_width)
+        picked = ids[np.arange(n * width), byte.const].reshape(width, n).T
+        out[active] = picked[active]
         return out
 
     def flat_index(self, ref: GlobalRef, coords: list[Affine]) -> Affine:
