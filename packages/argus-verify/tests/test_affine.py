@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from argus.verify.affine import Affine, Key, Space, unique_rows
+from argus.verify.affine import Affine, Key, Space, distinct_rows, unique_rows
 
 N = 4
 """Points per value: enough for concrete and symbolic points to mix in one `Affine`."""
@@ -285,3 +285,16 @@ def test_distinct_rows_and_their_inverse_rebuild_the_rows(width: int, count: int
     unique, inverse = unique_rows(rows)
     assert (unique[inverse] == rows).all()
     assert len({tuple(r) for r in unique.tolist()}) == len(unique) == len({tuple(r) for r in rows.tolist()})
+
+
+@LAWS
+@given(st.integers(1, 3), st.integers(0, 3000), st.integers(0, 40), st.integers(0, 2**32 - 1))
+def test_distinct_rows_come_in_order_of_first_appearance(width: int, count: int, spread: int, seed: int) -> None:
+    rows = np.random.default_rng(seed).integers(-spread, spread + 1, (count, width))
+    forms, inverse, first = distinct_rows(rows)
+    assert (forms[inverse] == rows).all() and (rows[first] == forms).all()
+    appearance: dict[tuple[int, ...], int] = {}
+    for i, r in enumerate(rows.tolist()):
+        appearance.setdefault(tuple(r), i)
+    assert [tuple(r) for r in forms.tolist()] == list(appearance)
+    assert first.tolist() == list(appearance.values())

@@ -30,7 +30,7 @@ from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
-from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys, unique_rows
+from argus.verify.affine import Affine, Key, Space, add_keys, distinct_rows, sub_keys, unique_rows
 from argus.verify.memory import TagMemory
 from argus.verify.obligations import Obligations
 from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, join, resize
@@ -776,8 +776,12 @@ class TagAnalysis:
             seen: dict[Any, int] = {}
             if c.concrete:
                 indices[:, j] = [seen.setdefault(v, len(seen)) for v in c.const.tolist()]
-            else:
-                indices[:, j] = [seen.setdefault(_component(c.row(p)), len(seen)) for p in range(n)]
+            else:  # once per distinct form
+                atoms = sorted(c.terms)
+                forms, inverse, _ = distinct_rows(np.stack([c.const, *(c.terms[t] for t in atoms)], axis=1))
+                places = [seen.setdefault(_component((row[0], tuple((t, k) for t, k in zip(atoms, row[1:]) if k))),
+                                          len(seen)) for row in forms.tolist()]
+                indices[:, j] = np.asarray(places, np.int64)[inverse]
             values.append(list(seen))
         unique, inverse = unique_rows(indices)
         element = self.table.element_id

@@ -360,6 +360,18 @@ class Space:
 # ---- keys --------------------------------------------------------------------------------------
 
 
+def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`unique_rows` in order of first appearance: the distinct rows, each row's place among
+    them, and where each first appears."""
+    unique, inverse = unique_rows(rows)
+    first = np.full(len(unique), len(rows))
+    np.minimum.at(first, inverse, np.arange(len(rows)))
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return unique[order], rank[inverse], first[order]
+
+
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`np.unique(rows, axis=0, return_inverse=True)`, through one integer per row when the
     columns' ranges allow (much faster than sorting rows)."""

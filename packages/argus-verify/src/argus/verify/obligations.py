@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .affine import Key, Space, sub_keys, unique_rows
+from .affine import Key, Space, distinct_rows, sub_keys
 from .solvers import Answer, Comparison, Query, Solver
 from .tags import BOTTOM, BYTES, TOP, TagTable
 
@@ -125,14 +125,12 @@ class Obligations:
         points = np.argwhere(suspect)
         rows = np.concatenate([(lhs[suspect] - 2) // BYTES, (rhs[suspect] - 2) // BYTES,
                                _shifted(lhs, rhs)[suspect][:, None]], axis=1)
-        forms, inverse = unique_rows(rows)
-        first = np.full(len(forms), len(rows))
-        np.minimum.at(first, inverse, np.arange(len(rows)))
+        forms, inverse, first = distinct_rows(rows)
         tags = self.table.tags
         nbytes = lhs.shape[-1]
         found: dict[int, tuple[int, int]] = {}
         """Per form found false in every launch: the pair of elements whose tags show it."""
-        for f in np.argsort(first).tolist():
+        for f in range(len(forms)):
             row = forms[f].tolist()
             lhs_el, rhs_el, shifted = row[:nbytes], row[nbytes:2 * nbytes], row[-1]
             # the element pairs its bytes come from (one, unless bytes were assembled from several)
