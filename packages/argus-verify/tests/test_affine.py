@@ -298,3 +298,14 @@ def test_distinct_rows_come_in_order_of_first_appearance(width: int, count: int,
         appearance.setdefault(tuple(r), i)
     assert [tuple(r) for r in forms.tolist()] == list(appearance)
     assert first.tolist() == list(appearance.values())
+
+
+def test_an_opaque_value_is_one_fresh_atom_per_point_made_when_first_read():
+    sp = Space()
+    x = sp.opaque("load", 3)
+    assert len(sp.atoms) == 0 and not x.concrete and x.symbolic_points().all()  # nothing made yet
+    y = sp.add(x, sp.constant(1, 3))
+    assert len(sp.atoms) == 3 and len(x.terms) == 3  # made once, on first use
+    assert [x.row(p) for p in range(3)] == [(0, ((a, 1),)) for a in sorted(x.terms)]
+    assert [y.row(p)[0] for p in range(3)] == [1, 1, 1]
+    assert len(sp.opaque("load", 3).terms.keys() & x.terms.keys()) == 0  # another value: other atoms

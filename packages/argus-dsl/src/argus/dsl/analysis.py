@@ -2086,7 +2086,8 @@ class _Renamer:
         self.symbol = symbol
         self.replacement = replacement
         self.memo: dict[int, int] = {}
-        self.components: dict[Key, Any] = {}
+        self.components: dict[tuple[Any, ...], Key] = {}
+        """Per symbolic part of a component, the part renamed."""
         self.shift = np.zeros(0, np.int64)
         """Per element id: what renaming adds to it (where `done`)."""
         self.done = np.zeros(0, bool)
@@ -2129,11 +2130,13 @@ class _Renamer:
         return new
 
     def component(self, key: Key) -> Any:
-        """A symbolic component of a tag, renamed (components recur across elements)."""
-        new = self.components.get(key)
-        if new is None:
-            new = self.components[key] = _component(self.a.space.substitute(key, self.symbol, self.replacement))
-        return new
+        """A symbolic component of a tag, renamed. Renaming adds to the constant what it makes
+        of the symbolic part, which components share (the elements of a tile differ in their
+        constants)."""
+        part = self.components.get(key[1])
+        if part is None:
+            part = self.components[key[1]] = self.a.space.substitute((0, key[1]), self.symbol, self.replacement)
+        return _component(add_keys((key[0], ()), part))
 
     def value(self, v: Affine | None) -> Affine | None:
         if v is None or self.symbol not in self.a.space.atoms_of((0, tuple((t, 1) for t in v.terms))) | set(v.terms):

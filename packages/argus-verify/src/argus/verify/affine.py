@@ -78,6 +78,33 @@ class Affine:
         return out
 
 
+class _Opaque(Affine):
+    """A value the checker cannot know, one fresh atom per point. The atoms are made when the
+    value is first read as a form: most integer data loaded is only moved, never computed on."""
+
+    __slots__ = ("_space", "_label", "_terms")
+
+    def __init__(self, space: Space, label: str, n: int) -> None:
+        self.const = np.zeros(n, np.int64)
+        self._space, self._label = space, label
+        self._terms: dict[int, np.ndarray] | None = None
+
+    @property  # type: ignore[override]
+    def terms(self) -> dict[int, np.ndarray]:
+        if self._terms is None:
+            sp, n = self._space, len(self.const)
+            own = np.eye(n, dtype=np.int64)
+            self._terms = {sp.atom("opaque", self._label, len(sp.atoms)): own[p] for p in range(n)}
+        return self._terms
+
+    @property
+    def concrete(self) -> bool:
+        return len(self.const) == 0
+
+    def symbolic_points(self) -> np.ndarray:
+        return np.ones(len(self.const), bool)
+
+
 def key_constant(key: Key) -> int | None:
     return key[0] if not key[1] else None
 
@@ -142,13 +169,7 @@ class Space:
 
     def opaque(self, label: str, n: int) -> Affine:
         """A value the checker cannot know (data read from memory): one fresh atom per point."""
-        const = np.zeros(n, np.int64)
-        terms: dict[int, np.ndarray] = {}
-        for p in range(n):
-            coef = np.zeros(n, np.int64)
-            coef[p] = 1
-            terms[self.atom("opaque", label, len(self.atoms))] = coef
-        return Affine(const, terms)
+        return _Opaque(self, label, n)
 
     # ---- arithmetic --------------------------------------------------------------------
     def add(self, a: Affine, b: Affine) -> Affine:

@@ -95,22 +95,29 @@ class TagMemory:
             self.site.reshape(-1)[flat] = site
             self.writer.reshape(-1)[flat] = threads[:, None]
             return
-        if self.fresh is not None:
-            self.fresh[idx] = True
         owners = np.broadcast_to(threads[:, None], idx.shape).reshape(-1)
         flat, new = idx.reshape(-1), ids.reshape(-1)
-        old_writer, old_tag, old_site = self.epoch_writer[flat], self.tags[flat], self.site[flat]
+        span = _span(flat)
+        at: slice | np.ndarray = flat if span is None else span  # a run of bytes (a whole tile): slices
+        if self.fresh is not None:
+            self.fresh[at] = True
+        old_writer = self.epoch_writer[at]
+        written = old_writer != -1
         # different data: different tags, or computed data (⊤) on both sides
         # two threads write one byte with no barrier between: a race, unless both write the same
         # tagged datum (the same element of the same source)
-        clash = (old_writer != -1) & (old_writer != owners) & ((old_tag != new) | (new <= TOP))
-        result = new.copy()
+        if written.any():
+            old_tag, old_site = self.tags[at], self.site[at]
+            clash = written & (old_writer != owners) & ((old_tag != new) | (new <= TOP))
+        else:  # nothing written since the last barrier (the common case): nothing to clash with
+            clash = written
         same = np.zeros(0, np.int64)
-        if np.bincount(flat).max(initial=0) > 1:  # some byte written twice by this access (sorting finds which)
+        if span is None and np.bincount(flat).max(initial=0) > 1:  # a byte written twice (sorting finds which)
             order = np.argsort(flat, kind="stable")
             ordered = new[order]
             same = np.flatnonzero((flat[order][1:] == flat[order][:-1])
                                   & ((ordered[1:] != ordered[:-1]) | (ordered[1:] <= TOP)))
+        result = new.copy() if same.size or clash.any() else new
         for k in same:
             a, b = order[k], order[k + 1]
             result[a] = result[b] = TOP
@@ -118,10 +125,10 @@ class TagMemory:
         for k in np.flatnonzero(clash):
             result[k] = TOP
             self.conflicts.append(WriteConflict(int(flat[k]), (int(old_writer[k]), int(owners[k])), (int(old_site[k]), site)))
-        self.tags[flat] = result
-        self.site[flat] = site
-        self.writer[flat] = owners
-        self.epoch_writer[flat] = owners
+        self.tags[at] = result
+        self.site[at] = site
+        self.writer[at] = owners
+        self.epoch_writer[at] = owners
 
     @staticmethod
     def join_writers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -156,3 +163,10 @@ def _one_range(idx: np.ndarray) -> bool:
     first = idx[0]
     return bool(first.size) and int(first[-1]) - int(first[0]) == first.size - 1 and \
         bool((np.diff(first) == 1).all()) and bool((idx == first).all())
+
+
+def _span(flat: np.ndarray) -> slice | None:
+    """The slice of `flat` when it is one run of consecutive indices."""
+    if not flat.size or int(flat[-1]) - int(flat[0]) != flat.size - 1 or not (np.diff(flat) == 1).all():
+        return None
+    return slice(int(flat[0]), int(flat[-1]) + 1)
