@@ -2,7 +2,8 @@
 
 Two figures per example, CPU time of `verify_kernel`, median of `--repeat`: a check of the
 compiled kernel, and a kernel's first check (a fresh copy of the compiled kernel, so what every
-check of its IR shares is found again). To compare two versions of the checker side by side, run
+check of its IR shares is found again). A full garbage collection before each check leaves
+every check the same start (a collection walks the whole heap, so caches are cold). To compare two versions of the checker side by side, run
 this file from one tree with ``PYTHONPATH`` naming each version's packages in turn, alternating:
 
     python benchmarks/verify_speed.py [--repeat N] [--json FILE]
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import statistics
 import sys
@@ -34,6 +36,7 @@ def compiled(example: str, kernel: str) -> Any:
 
 
 def cpu_ms(check: Any) -> float:
+    gc.collect()  # every check starts alike: no garbage of the one before left to collect, caches cold
     start = time.process_time()
     check()
     return (time.process_time() - start) * 1000

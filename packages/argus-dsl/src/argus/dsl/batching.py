@@ -23,8 +23,11 @@ one copy. The plan of each block is made once per compiled kernel (`analysis.Pre
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -177,7 +180,10 @@ def _signature(op: Operation) -> tuple[Any, ...]:
     """What copies of one op must share besides their kind: their results' types and their
     properties (an operand's type follows from the op that makes it, and a tile or tensor
     operand's memory is compared when the copies run)."""
-    return tuple(r.type for r in op.results), op.properties, op.attributes
+    return tuple(map(_type, op.results)), op.properties, op.attributes
+
+
+_type = attrgetter("type")
 
 
 def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:
@@ -205,8 +211,13 @@ def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[int, int, in
     """Where the `values` of an operand's copies (`column`: their identities) come from.
     `produced`: for a result of a group's copy, (group, result, copies of the group, which copy)."""
     first = column[0]
-    if first not in produced and all(v == first for v in column):
+    found = produced.get(first)
+    if found is None and all(v == first for v in column):
         return Gather(values[0])
+    if found is not None and found[2] == len(column) and found[3] == 0:  # one group's copies in order?
+        group, result, copies, _ = found
+        if all(produced.get(v) == (group, result, copies, c) for c, v in enumerate(column)):
+            return Gather(None, (found[:3],), tuple(range(copies)), True)
     sources: list[Any] = []
     slot_of: dict[Any, int] = {}
     slots = 0
@@ -228,13 +239,9 @@ def _mark_scattered(table: OpTable, groups: list[Group], results: list[tuple[int
     """Which results of each group its copies' own values must be set for: those read by
     anything but a later group (which takes them from the group's results over all copies).
     `results`, `operands`: per op of the run, by identity."""
-    gathered: dict[int, int] = {}
+    gathered = Counter(chain.from_iterable(operands[i] for group in groups if len(group.ops) > 1
+                                           for i in group.positions))
     """Per value, how many operands of grouped copies name it."""
-    for group in groups:
-        if len(group.ops) > 1:
-            for i in group.positions:
-                for v in operands[i]:
-                    gathered[v] = gathered.get(v, 0) + 1
     uses = table.uses
     for group in groups:
         if len(group.ops) > 1:
@@ -253,7 +260,10 @@ def _schedule(sources: list[list[int]], groups: list[list[int]]) -> list[list[in
             for i in members:
                 for j in sources[i]:
                     edges[group_of[j]].add(g)
-        cyclic = _on_cycles(edges)
+        # edges that all lead to groups starting later leave no cycle (the common case)
+        starts = [members[0] for members in groups]
+        forward = all(starts[h] > starts[g] for g, targets in enumerate(edges) for h in targets)
+        cyclic = set() if forward else _on_cycles(edges)
         if not cyclic:
             break
         groups = [piece for g, members in enumerate(groups)
