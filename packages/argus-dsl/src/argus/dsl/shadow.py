@@ -11,7 +11,7 @@ replayed, and how a kernel's assertions are tested on real launches.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,14 @@ from .interpreter import (
 from .types import dtype_of_mlir
 
 
+class Reached(Exception):
+    """The finding a shadow run was told to stop at (`ShadowInterpreter.stop_at`) showed."""
+
+    def __init__(self, finding: dict[str, Any]) -> None:
+        super().__init__(finding.get("assertion"))
+        self.finding = finding
+
+
 class ShadowInterpreter(Interpreter):
     """An interpreter that also carries tags and checks tag assertions as it goes."""
 
@@ -55,11 +63,18 @@ class ShadowInterpreter(Interpreter):
         self.site_ids: dict[Operation, int] = {}
         self.loops: list[scf.ForOp] = []
         self.findings: list[dict[str, Any]] = []
+        self.stop_at: Callable[[dict[str, Any]], bool] | None = None
+        """A finding to stop at (`Reached` is raised): a replayed witness is done once it shows."""
         self.alive: list[Memory] = []
         self.tag_functions: dict[Any, tuple[D.TagOp, TensorValue]] = {}
         """Per tensor buffer, the tag function last applied to it and the tensor it was applied to."""
 
     # ---- bookkeeping -----------------------------------------------------------------
+    def report(self, finding: dict[str, Any]) -> None:
+        self.findings.append(finding)
+        if self.stop_at is not None and self.stop_at(finding):
+            raise Reached(finding)
+
     def run_op(self, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
         if isinstance(op, scf.ForOp):
             self.loops.append(op)
@@ -283,7 +298,7 @@ def _mma(s: ShadowInterpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> 
     if wrong.any():
         g, mi, ni, ki = (int(x) for x in np.argwhere(wrong)[0])
         first = int(threads[g * atom.threads])
-        s.findings.append({
+        s.report({
             "assertion": f"{s.locations.get(op)} (operands of {atom.name} must pair up)", "kind": "violated",
             "block": frame.block_of(first), "thread": first, "threads": (first, first + atom.threads - 1),
             "loops": {(loop.body.block.args[0].name_hint or "i"): int(frame.values[loop.body.block.args[0]][first])
@@ -334,12 +349,12 @@ def _tag(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, mask: np.ndarray) -> 
     if isinstance(target, TensorValue):
         s.tag_functions[_buffer_key(target)] = (op, target)
     coords = s.coordinates(target)
-    components = _evaluate_tag_function(s, op, frame, coords, threads)  # list of (threads, elements)
+    per_thread = isinstance(target, TileValue) and target.memory.space == "local"
+    rows = threads if per_thread else threads[:1]  # shared data and tensors: one description, the first thread's
+    components = _evaluate_tag_function(s, op, frame, coords, rows)  # list of (rows, elements)
     elements = coords[0].size if coords else 1
     nbytes = target.dtype.nbytes
-    stacked = np.stack(components, axis=-1) if components else np.zeros((threads.size, elements, 0), np.int64)
-    per_thread = isinstance(target, TileValue) and target.memory.space == "local"
-    rows = threads if per_thread else threads[:1]
+    stacked = np.stack(components, axis=-1) if components else np.zeros((rows.size, elements, 0), np.int64)
     idx = s.element_bytes(target, rows)
     ids = s.table.rows_to_ids(stacked[:rows.size].reshape(-1, stacked.shape[-1]), nbytes).reshape(rows.size, -1, nbytes)
     memory = s.memory_tags(target, frame)
@@ -422,7 +437,7 @@ def _assert(s: ShadowInterpreter, op: D.TagAssertOp, frame: _Frame, mask: np.nda
     (_, lhs, lhs_sites), (_, rhs, rhs_sites) = sides
     where = s.locations.get(op)
     if lhs.shape != rhs.shape:
-        s.findings.append({"assertion": str(where), "kind": "shapes differ",
+        s.report({"assertion": str(where), "kind": "shapes differ",
                            "lhs elements": lhs.shape[1:], "rhs elements": rhs.shape[1:]})
         return
     for f in check(lhs, rhs, equal=op.kind.data == "eq", limit=4):
@@ -439,7 +454,7 @@ def _assert(s: ShadowInterpreter, op: D.TagAssertOp, frame: _Frame, mask: np.nda
         }
         if op.message.data:
             witness["message"] = op.message.data
-        s.findings.append(witness)
+        s.report(witness)
 
 
 def _site_text(s: ShadowInterpreter, sites: np.ndarray) -> str:

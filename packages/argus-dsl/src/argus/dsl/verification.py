@@ -231,7 +231,7 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     """Run the witness's block on the interpreter with shadow tags: whether the same assertion
     fails there the same way, what happened, and (site, kind) of the fault that stopped the
     replay before it got there, if one did."""
-    from .shadow import ShadowInterpreter
+    from .shadow import Reached, ShadowInterpreter
 
     op: D.KernelOp = compiled.op
     model = candidate.model
@@ -244,10 +244,13 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     if any(not 0 <= b < g for b, g in zip(block, grid)):  # whole clusters, holding the block
         grid = tuple(max(g, -(-(b + 1) // c) * c) for b, g, c in zip(block, grid, analysis.walk.cluster))
     shadow = ShadowInterpreter(op, compiled.locations)
+    shadow.stop_at = lambda f: f.get("assertion") == candidate.site and f.get("kind") == candidate.kind
     stopped: ArgusError | None = None
     stopped_at: tuple[str, str] | None = None
     try:
         shadow.launch(grid, args, blocks=[(block[0], block[1], block[2])])
+    except Reached:  # the finding showed: the rest of the block need not run
+        pass
     except KernelFault as err:
         if err.kind == candidate.kind and str(err.location) == candidate.site:
             return True, f"the interpreter faults the same way in block {block} of grid {grid}", None
