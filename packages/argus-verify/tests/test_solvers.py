@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -181,29 +182,34 @@ def _pool(sp: Space, s: dict[str, Affine]) -> list[Key]:
 comparisons = st.tuples(st.sampled_from(["ge0", "eq0", "ne0"]), st.integers(0, 12), st.integers(-4, 4))
 
 
+queries = st.tuples(st.lists(comparisons, min_size=1, max_size=2),
+                    st.lists(st.lists(comparisons, min_size=1, max_size=2), min_size=1, max_size=2))
+
+
 @settings(max_examples=25, deadline=None, derandomize=True, database=None)
-@given(facts=st.lists(comparisons, min_size=1, max_size=2),
-       alternatives=st.lists(st.lists(comparisons, min_size=1, max_size=2), min_size=1, max_size=2))
-def test_answers_agree_with_brute_force(engine: Solver, facts: list[tuple[str, int, int]],
-                                        alternatives: list[list[tuple[str, int, int]]]) -> None:
-    """sat exactly when some point of the box meets every fact and some alternative."""
+@given(asked=st.lists(queries, min_size=1, max_size=3))
+def test_answers_agree_with_brute_force(engine: Solver,
+                                        asked: list[tuple[list[tuple[str, int, int]], list[list[Any]]]]) -> None:
+    """sat exactly when some point of the box meets every fact and some alternative — for each
+    of several queries over one space, in turn (what earlier queries encoded changes nothing)."""
     sp = Space()
     s = {name: _symbol(sp, name, lo, hi) for name, (lo, hi) in BOX.items()}
     pool = _pool(sp, s)
+    atoms = {name: next(iter(a.terms)) for name, a in s.items()}
 
     def comparison(c: tuple[str, int, int]) -> Comparison:
         return (c[0], _minus(pool[c[1] % len(pool)], c[2]))
 
-    fs = sp.constraints + [comparison(c) for c in facts]
-    alts = [[comparison(c) for c in alt] for alt in alternatives]
-    atoms = {name: next(iter(a.terms)) for name, a in s.items()}
-    exists = False
-    for point in itertools.product(*(range(lo, hi + 1) for lo, hi in BOX.values())):
-        v = {atoms[name]: value for name, value in zip(BOX, point, strict=True)}
-        if all(_holds(sp, c, v) for c in fs) and any(all(_holds(sp, c, v) for c in alt) for alt in alts):
-            exists = True
-            break
-    assert _solve(engine, sp, fs, alts) == ("sat" if exists else "unsat")
+    for facts, alternatives in asked:
+        fs = sp.constraints + [comparison(c) for c in facts]
+        alts = [[comparison(c) for c in alt] for alt in alternatives]
+        exists = False
+        for point in itertools.product(*(range(lo, hi + 1) for lo, hi in BOX.values())):
+            v = {atoms[name]: value for name, value in zip(BOX, point, strict=True)}
+            if all(_holds(sp, c, v) for c in fs) and any(all(_holds(sp, c, v) for c in alt) for alt in alts):
+                exists = True
+                break
+        assert _solve(engine, sp, fs, alts) == ("sat" if exists else "unsat")
 
 
 # ---- choosing a plugin ---------------------------------------------------------------------------

@@ -23,6 +23,8 @@ class Encoder:
         self.side: list[Any] = []
         """Definitions of derived atoms (quotient bounds), asserted with the query."""
         self.variables: dict[int, Any] = {}
+        self.comparisons: dict[Comparison, Any] = {}
+        """Each comparison encoded once (the queries of one analysis share their facts)."""
 
     # primitives -------------------------------------------------------------------------
     def var(self, name: str) -> Any: raise NotImplementedError
@@ -90,14 +92,19 @@ class Encoder:
         raise NotImplementedError(f"no encoding for {a.kind}")
 
     def comparison(self, c: Comparison) -> Any:
-        kind, key = c
-        t, zero = self.key(key), self.num(0)
-        return {"ge0": lambda: self.le(zero, t), "eq0": lambda: self.eq(t, zero),
-                "ne0": lambda: self.neg(self.eq(t, zero))}[kind]()
+        term = self.comparisons.get(c)
+        if term is None:
+            kind, key = c
+            t, zero = self.key(key), self.num(0)
+            term = self.comparisons[c] = {"ge0": lambda: self.le(zero, t), "eq0": lambda: self.eq(t, zero),
+                                          "ne0": lambda: self.neg(self.eq(t, zero))}[kind]()
+        return term
 
 
 def encode(encoder: Encoder, query: Query) -> tuple[list[Any], list[Any]]:
-    """(facts, alternatives) as solver terms; derived-atom definitions are added to the facts."""
+    """(facts, alternatives) as solver terms; derived-atom definitions are added to the facts
+    (an encoder kept for one space's queries holds those of earlier queries too: each only
+    defines its own fresh variable, so they constrain nothing else)."""
     facts = [encoder.comparison(c) for c in query.facts]
     alternatives = [encoder.conj([encoder.comparison(c) for c in alt]) for alt in query.alternatives]
     return facts + encoder.side, alternatives

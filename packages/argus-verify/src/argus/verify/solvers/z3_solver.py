@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from . import Answer, Query
 from .encoding import Encoder, answer_from_model, encode
@@ -33,6 +34,10 @@ class _Z3Encoder(Encoder):
         return z3.BV2Int(out, is_signed=True)
 
 
+_ENCODERS: WeakKeyDictionary[Any, _Z3Encoder] = WeakKeyDictionary()
+"""Per symbol space, its encoder: the queries of one check share atoms and facts."""
+
+
 class Z3:
     name = "z3"
 
@@ -46,7 +51,9 @@ class Z3:
     def solve(self, query: Query, timeout_ms: int) -> Answer:
         import z3
 
-        encoder = _Z3Encoder(query.space, z3)
+        encoder = _ENCODERS.get(query.space)
+        if encoder is None:
+            encoder = _ENCODERS[query.space] = _Z3Encoder(query.space, z3)
         facts, alternatives = encode(encoder, query)
         s = z3.Solver()
         s.set("timeout", int(timeout_ms))
