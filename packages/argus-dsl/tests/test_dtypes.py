@@ -53,3 +53,19 @@ def test_every_storable_dtype_has_a_byte_size():
     for d in DTYPES.values():
         if d.kind != "bool":
             assert d.bits % 8 == 0 and d.nbytes * 8 == d.bits
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.tuples(st.integers(1, 5), st.integers(-6, 6)), min_size=1, max_size=3), st.booleans())
+def test_a_tiles_footprint_is_one_past_its_largest_offset(modes, swizzled):
+    """The memory a tile needs, from its layout's strides (or its offsets, when swizzled)."""
+    from argus.dsl.dialect import TileType
+    from argus.layout import ComposedLayout, Layout, Swizzle
+
+    shape = tuple(s for s, _ in modes)
+    stride = tuple(abs(d) if swizzled else d for _, d in modes)  # a swizzle takes offsets from 0 up
+    layout = Layout(shape, stride)
+    if swizzled:
+        layout = ComposedLayout(Swizzle(1, 0, 1), 0, layout)
+    t = TileType.of("shared", bf16, layout)
+    assert t.footprint == int(np.max(layout.offsets())) + 1

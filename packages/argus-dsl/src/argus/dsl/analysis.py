@@ -1286,7 +1286,7 @@ def _alloc(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
 def _allocation(op: Any) -> tuple[Any, DType, int, bool]:
     """A tile allocation's layout, element type, size in bytes and whether it is shared."""
     t: D.TileType = op.result.type
-    footprint = (int(np.max(t.layout.offsets())) + 1 if t.layout.size() else 0) * t.dtype.nbytes
+    footprint = t.footprint * t.dtype.nbytes
     return t.layout, t.dtype, footprint, isinstance(op, D.MakeSharedOp)
 
 

@@ -110,7 +110,11 @@ class TileType(ParametrizedAttribute, TypeAttribute):
     def footprint(self) -> int:
         """Elements of memory a tile of this type needs: one past its largest offset."""
         layout = self.layout
-        return int(np.max(layout.offsets())) + 1 if layout.size() else 0
+        if not layout.size():
+            return 0
+        if isinstance(layout, Layout):  # an affine map: its largest offset from the strides alone
+            return layout.codomain()[1] + 1
+        return int(np.max(layout.offsets())) + 1
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.space.data}, {self.element.data}, ")
