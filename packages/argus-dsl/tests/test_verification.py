@@ -422,3 +422,19 @@ def test_a_runtime_loop_whose_threads_disagree_on_its_bounds_is_unknown(no_resul
     result = ragged_loop.verify()
     assert result.verdict is Verdict.UNKNOWN
     assert "disagree on the bounds of this runtime loop" in result.reason
+
+
+@kernel(block=(32,), verify=False)
+def wrong_from_block_5(x: Tensor[f32, "n"], n: int):
+    tag(x, lambda i: (i,))
+    got = make_local((1,), f32)
+    want = make_local((1,), f32)
+    tag(want, lambda i: (block_idx.x * 32 + thread_idx.x + block_idx.x // 5,))  # one off from block 5 on
+    got[0] = x[block_idx.x * 32 + thread_idx.x]
+    assert tag(got[...]) == tag(want[...])
+
+
+def test_a_witness_names_the_smallest_block_that_shows_the_finding():
+    result = wrong_from_block_5.verify()
+    assert result.verdict is Verdict.VIOLATED
+    assert [w["block"] for w in result.witnesses] and all(w["block"] == (5, 0, 0) for w in result.witnesses)

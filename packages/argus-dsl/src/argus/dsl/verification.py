@@ -218,6 +218,9 @@ def _tidy(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any], model
     grid = [(0, ((s, 1),)) for s in analysis.grid_symbols]
     wanted = [("eq0", b) for b in reversed(block)] + [("ge0", sub_keys(add_keys(b, (1, ())), g))
                                                        for b, g in zip(block, grid)]
+    answer = engine.solve(Query(space, facts + wanted, [c.condition]), timeout_ms)
+    if answer.status == "sat":  # every pin at once (the usual case): one query instead of six
+        return answer.model
     for pin in wanted:
         answer = engine.solve(Query(space, facts + pins + [pin], [c.condition]), timeout_ms)
         if answer.status == "sat":
