@@ -291,11 +291,15 @@ def _mma(s: ShadowInterpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> 
     m, n, k = atom.shape
     a_tags = _atom_matrix(s, frame, _value(frame, op.a), threads, atom.threads, atom.a_layout, m, k)
     b_tags = _atom_matrix(s, frame, _value(frame, op.b), threads, atom.threads, atom.b_layout, n, k)
-    concrete_a = (a_tags > TOP).all(axis=-1)  # (groups, m, k)
-    concrete_b = (b_tags > TOP).all(axis=-1)  # (groups, n, k)
-    same = (a_tags[:, :, None] == b_tags[:, None]).all(axis=-1)  # (groups, m, n, k)
-    wrong = concrete_a[:, :, None] & concrete_b[:, None] & ~same
-    if wrong.any():
+    first = a_tags[:, :1]  # every A[m, k] and B[n, k] the same tag as A[0, k]: all pairs hold (the usual case)
+    uniform = bool((a_tags == first).all()) and bool((b_tags == first).all())
+    wrong = None
+    if not uniform:
+        concrete_a = (a_tags > TOP).all(axis=-1)  # (groups, m, k)
+        concrete_b = (b_tags > TOP).all(axis=-1)  # (groups, n, k)
+        same = (a_tags[:, :, None] == b_tags[:, None]).all(axis=-1)  # (groups, m, n, k)
+        wrong = concrete_a[:, :, None] & concrete_b[:, None] & ~same
+    if wrong is not None and wrong.any():
         g, mi, ni, ki = (int(x) for x in np.argwhere(wrong)[0])
         first = int(threads[g * atom.threads])
         s.report({
