@@ -6,7 +6,7 @@ check of its IR shares is found again). A full garbage collection before each ch
 every check the same start (a collection walks the whole heap, so caches are cold). To compare two versions of the checker side by side, run
 this file from one tree with ``PYTHONPATH`` naming each version's packages in turn, alternating:
 
-    python benchmarks/verify_speed.py [--repeat N] [--json FILE]
+    python benchmarks/verify_speed.py [--repeat N] [--json FILE] [--parts]
 """
 
 from __future__ import annotations
@@ -42,10 +42,27 @@ def cpu_ms(check: Any) -> float:
     return (time.process_time() - start) * 1000
 
 
+def preparation_parts(ir: Any, repeat: int) -> dict[str, float]:
+    """CPU time of each part of what a kernel's first check prepares, median of `repeat`."""
+    from argus.dsl.analysis import Preparation
+    from xdsl.dialects import scf
+
+    times: dict[str, list[float]] = {"table": [], "liveness": [], "plan": []}
+    for _ in range(repeat):
+        prep = Preparation(ir.op, ir.locations)
+        times["table"].append(cpu_ms(lambda: prep.table))
+        times["liveness"].append(cpu_ms(lambda: prep.relevant))
+        blocks = [prep.kernel.body.block] + [loop.body.block for loop in prep.table.of_kind(scf.ForOp)]
+        times["plan"].append(cpu_ms(lambda: [prep.steps(block) for block in blocks]))
+    return {name: round(statistics.median(ms), 2) for name, ms in times.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20, help="checks of each kind per example")
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--parts", action="store_true",
+                        help="also time what a first check prepares: the op table, tag liveness, the batching plan")
     args = parser.parse_args(argv)
     from argus.dsl.verification import verify_kernel
 
@@ -62,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
                            "first_check_ms": round(statistics.median(first), 2)}
         print(f"{example:16s} {verdict:8s} check {report[example]['check_ms']:7.2f} ms  "
               f"first check {report[example]['first_check_ms']:7.2f} ms", flush=True)
+        if args.parts:
+            report[example]["preparation_ms"] = parts = preparation_parts(ir, args.repeat)
+            print(" " * 26 + "  ".join(f"{name} {ms:.2f} ms" for name, ms in parts.items()), flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     return 0

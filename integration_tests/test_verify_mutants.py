@@ -34,10 +34,12 @@ def test_the_speed_benchmark_times_both_checks_of_proved_examples(tmp_path):
     speed = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(speed)
     out = tmp_path / "speed.json"
-    assert speed.main(["--repeat", "1", "--json", str(out)]) == 0
+    assert speed.main(["--repeat", "1", "--parts", "--json", str(out)]) == 0
     import json
 
     report = json.loads(out.read_text())
     assert set(report) == {"gemm", "flash_attention"}
     for row in report.values():
         assert row["verdict"] == "proved" and row["check_ms"] > 0 and row["first_check_ms"] > 0
+        assert set(row["preparation_ms"]) == {"table", "liveness", "plan"} and all(
+            ms > 0 for ms in row["preparation_ms"].values())
