@@ -309,3 +309,15 @@ def test_an_opaque_value_is_one_fresh_atom_per_point_made_when_first_read():
     assert [x.row(p) for p in range(3)] == [(0, ((a, 1),)) for a in sorted(x.terms)]
     assert [y.row(p)[0] for p in range(3)] == [1, 1, 1]
     assert len(sp.opaque("load", 3).terms.keys() & x.terms.keys()) == 0  # another value: other atoms
+
+
+@LAWS
+@given(st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=40))
+def test_the_forms_of_a_value_are_its_points_rows_once_each_in_order(points: list[tuple[int, int, int]]) -> None:
+    sp = Space()
+    a, b = (sp.symbol(name, "block", 0, 9) for name in "ab")
+    value = Affine(np.array([p[0] for p in points]), {a: np.array([p[1] for p in points]),
+                                                      b: np.array([p[2] for p in points])})
+    forms, inverse = value.forms()
+    assert [forms[i] for i in inverse.tolist()] == [value.row(p) for p in range(len(points))]
+    assert forms == list(dict.fromkeys(value.row(p) for p in range(len(points))))

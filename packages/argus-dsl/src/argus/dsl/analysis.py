@@ -30,7 +30,7 @@ from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
-from argus.verify.affine import Affine, Key, Space, add_keys, distinct_rows, sub_keys, unique_rows
+from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys, unique_rows
 from argus.verify.memory import TagMemory
 from argus.verify.obligations import Obligations
 from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, join, resize
@@ -179,10 +179,7 @@ class Preparation:
         return found
 
     def holds_a_loop(self, op: scf.ForOp) -> bool:
-        found = self._read.get(op)
-        if found is None:
-            found = self._read[op] = self.table.holds(op.body.block, scf.ForOp)
-        return found  # type: ignore[no-any-return]
+        return self.table.holds(op.body.block, scf.ForOp)
 
     def _runnable(self, number: int) -> bool:
         kind = self.table.kinds[number]
@@ -776,11 +773,9 @@ class TagAnalysis:
             seen: dict[Any, int] = {}
             if c.concrete:
                 indices[:, j] = [seen.setdefault(v, len(seen)) for v in c.const.tolist()]
-            else:  # once per distinct form
-                atoms = sorted(c.terms)
-                forms, inverse, _ = distinct_rows(np.stack([c.const, *(c.terms[t] for t in atoms)], axis=1))
-                places = [seen.setdefault(_component((row[0], tuple((t, k) for t, k in zip(atoms, row[1:]) if k))),
-                                          len(seen)) for row in forms.tolist()]
+            else:
+                forms, inverse = c.forms()
+                places = [seen.setdefault(_component(key), len(seen)) for key in forms]
                 indices[:, j] = np.asarray(places, np.int64)[inverse]
             values.append(list(seen))
         unique, inverse = unique_rows(indices)
@@ -2141,13 +2136,11 @@ class _Renamer:
     def value(self, v: Affine | None) -> Affine | None:
         if v is None or self.symbol not in self.a.space.atoms_of((0, tuple((t, 1) for t in v.terms))) | set(v.terms):
             return v
-        atoms = sorted(v.terms)
-        forms, inverse = unique_rows(np.stack([v.const, *(v.terms[t] for t in atoms)], axis=1))
+        forms, inverse = v.forms()
         const = np.zeros(len(forms), np.int64)
         terms: dict[int, np.ndarray] = {}
-        for p, row in enumerate(forms.tolist()):  # once per distinct form: threads share few
-            key = self.a.space.substitute((row[0], tuple((t, c) for t, c in zip(atoms, row[1:]) if c)), self.symbol,
-                                          self.replacement)
+        for p, form in enumerate(forms):
+            key = self.a.space.substitute(form, self.symbol, self.replacement)
             const[p] = key[0]
             for t, c in key[1]:
                 terms.setdefault(t, np.zeros(len(forms), np.int64))[p] = c

@@ -27,7 +27,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import chain
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -180,10 +179,7 @@ def _signature(op: Operation) -> tuple[Any, ...]:
     """What copies of one op must share besides their kind: their results' types and their
     properties (an operand's type follows from the op that makes it, and a tile or tensor
     operand's memory is compared when the copies run)."""
-    return tuple(map(_type, op.results)), op.properties, op.attributes
-
-
-_type = attrgetter("type")
+    return tuple(r.type for r in op.results), op.properties, op.attributes
 
 
 def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:
@@ -211,13 +207,8 @@ def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[int, int, in
     """Where the `values` of an operand's copies (`column`: their identities) come from.
     `produced`: for a result of a group's copy, (group, result, copies of the group, which copy)."""
     first = column[0]
-    found = produced.get(first)
-    if found is None and all(v == first for v in column):
+    if first not in produced and all(v == first for v in column):
         return Gather(values[0])
-    if found is not None and found[2] == len(column) and found[3] == 0:  # one group's copies in order?
-        group, result, copies, _ = found
-        if all(produced.get(v) == (group, result, copies, c) for c, v in enumerate(column)):
-            return Gather(None, (found[:3],), tuple(range(copies)), True)
     sources: list[Any] = []
     slot_of: dict[Any, int] = {}
     slots = 0

@@ -70,6 +70,13 @@ class Affine:
     def take(self, index: np.ndarray) -> Affine:
         return Affine(self.const[index], {a: c[index] for a, c in self.terms.items()})
 
+    def forms(self) -> tuple[list[Key], np.ndarray]:
+        """The distinct forms of the points as keys, in order of first appearance, and each
+        point's place among them (points share few forms: work per form, not per point)."""
+        atoms = sorted(self.terms)
+        rows, inverse, _ = distinct_rows(np.stack([self.const, *(self.terms[t] for t in atoms)], axis=1))
+        return [(row[0], tuple((t, c) for t, c in zip(atoms, row[1:]) if c)) for row in rows.tolist()], inverse
+
     def symbolic_points(self) -> np.ndarray:
         """Mask of the points whose value depends on a symbol."""
         out = np.zeros(len(self), bool)

@@ -160,9 +160,7 @@ class TagMemory:
 
 def _one_range(idx: np.ndarray) -> bool:
     """Whether every row of `idx` is the same run of consecutive indices."""
-    first = idx[0]
-    return bool(first.size) and int(first[-1]) - int(first[0]) == first.size - 1 and \
-        bool((np.diff(first) == 1).all()) and bool((idx == first).all())
+    return _span(idx[0]) is not None and bool((idx == idx[0]).all())
 
 
 def _span(flat: np.ndarray) -> slice | None:
