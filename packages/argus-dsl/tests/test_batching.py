@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from argus.dsl import Tensor, bf16, block_idx, i32, kernel, make_local, static_range, tag
+from argus.dsl import Tensor, bf16, block_idx, f32, i32, kernel, lane_id, make_local, matmul, static_range, tag, warp_mma_16x8x16
 from argus.dsl import batching, thread_idx
 from argus.dsl.analysis import Preparation, TagAnalysis
 from argus.dsl.cli import load_module
@@ -167,3 +167,104 @@ def test_copies_that_depend_on_each_other_run_one_by_one() -> None:
     assert _largest_group(chained.specialize(), "arith.addi") == 1  # copy i adds to copy i - 1's index
     assert _largest_group(chained.specialize(), "argus.store") == 4  # the stores do not depend on each other
     assert verify_kernel(chained.specialize(), "chained").verdict is Verdict.PROVED
+
+
+MMA = warp_mma_16x8x16(bf16, bf16, f32)
+MMA_BF16 = warp_mma_16x8x16(bf16, bf16, bf16)
+
+
+@kernel(block=(32,), verify=False)
+def into_two_accumulators(a: Tensor[bf16, 16, 32], b: Tensor[bf16, 8, 32], c: Tensor[f32, 16, 8]):
+    """Two products in a row into two accumulators, then an assertion on each (computed data)."""
+    tag(a, lambda m, k: (k,))
+    tag(b, lambda n, k: (k,))
+    lane = lane_id()
+    af = make_local((2, 8), bf16)
+    bf = make_local((2, 4), bf16)
+    acc = make_local((2, 4), f32)
+    want = make_local((4,), f32)
+    tag(want, lambda v: (v,))
+    for s in static_range(2):
+        for v in static_range(8):
+            idx = MMA.a_layout(lane, v)
+            af[s, v] = a[idx % 16, s * 16 + idx // 16]
+        for v in static_range(4):
+            idx = MMA.b_layout(lane, v)
+            bf[s, v] = b[idx % 8, s * 16 + idx // 8]
+            acc[s, v] = 0.0
+    matmul(af[0, :], bf[0, :], acc[0, :], MMA)
+    matmul(af[1, :], bf[1, :], acc[1, :], MMA)
+    assert tag(acc[0, :][...]) == tag(want[...]), "the first accumulator holds the inputs"
+    assert tag(acc[1, :][...]) == tag(want[...]), "the second accumulator holds the inputs"
+    c[lane % 16, lane % 8] = acc[0, 0]
+
+
+@kernel(block=(32,), verify=False)
+def product_feeds_product(a: Tensor[bf16, 16, 32], b: Tensor[bf16, 8, 32], c: Tensor[bf16, 16, 8]):
+    """A product's accumulator is part of the next product's operand, in one register tile: the
+    next product must read it after the write."""
+    tag(a, lambda m, k: (k,))
+    tag(b, lambda n, k: (k,))
+    lane = lane_id()
+    bf = make_local((2, 4), bf16)
+    both = make_local((2, 2, 4), bf16)
+    out = make_local((4,), bf16)
+    for v in static_range(8):
+        idx = MMA_BF16.a_layout(lane, v)
+        both[0, v // 4, v % 4] = a[idx % 16, idx // 16]
+        both[1, v // 4, v % 4] = 0.0
+    for s in static_range(2):
+        for v in static_range(4):
+            idx = MMA_BF16.b_layout(lane, v)
+            bf[s, v] = b[idx % 8, s * 16 + idx // 8]
+            out[v] = 0.0
+    matmul(both[0, :, :], bf[0, :], both[1, 0, :], MMA_BF16)
+    matmul(both[1, :, :], bf[1, :], out, MMA_BF16)
+    c[lane % 16, lane % 8] = out[0]
+
+
+def _products(compiled: Any) -> list[batching.Products]:
+    prep = compiled.preparation
+    blocks = [compiled.op.body.block] + [block for op in compiled.op.walk() for region in op.regions
+                                         for block in region.blocks]
+    return [step for block in blocks for step in prep.steps(block) if isinstance(step, batching.Products)]
+
+
+@pytest.mark.parametrize("name", ["gemm", "flash_attention"])
+def test_products_in_a_row_are_read_together(name: str, tmp_path: Path) -> None:
+    compiled = _example(tmp_path, name)
+    rows = _products(compiled)
+    assert rows and max(sum(op.name == "argus.mma" for op in row.ops) for row in rows) >= 2
+    assert not _products(_one_by_one(compiled))
+
+
+def test_products_in_a_row_find_what_one_by_one_finds() -> None:
+    compiled = into_two_accumulators.specialize()
+    assert _products(compiled), "the two products make a row"
+    together = verify_kernel(compiled, "into_two_accumulators")
+    alone = verify_kernel(_one_by_one(compiled), "into_two_accumulators")
+    assert together.verdict is alone.verdict is Verdict.VIOLATED, together.text()
+    assert _findings(together) == _findings(alone)
+    # each accumulator names the product that wrote it
+    first, second = (str(compiled.locations[op]) for op in _mma_ops(compiled))
+    written = {w["message"]: w["lhs written at"] for w in together.witnesses}
+    assert written == {"the first accumulator holds the inputs": first, "the second accumulator holds the inputs": second}
+
+
+def test_a_product_reads_what_the_product_before_it_wrote() -> None:
+    compiled = product_feeds_product.specialize()
+    assert _products(compiled), "the two products make a row"
+
+    def candidates(prepared: Any) -> list[tuple[str, str, int, int]]:
+        analysis = TagAnalysis(prepared.op, prepared.locations, None, prepared.preparation).run()
+        return [(c.site, c.kind, c.point, c.element) for c in analysis.obligations.candidates]
+
+    found = candidates(compiled)
+    assert found == candidates(_one_by_one(compiled))
+    # the second product's operand holds the first one's result (computed data), not unwritten bytes
+    second = [kind for site, kind, _, _ in found if site.startswith(str(compiled.locations[_mma_ops(compiled)[1]]))]
+    assert "conflicting" in second and "unwritten" not in second
+
+
+def _mma_ops(compiled: Any) -> list[Any]:
+    return [op for op in compiled.op.walk() if op.name == "argus.mma"]

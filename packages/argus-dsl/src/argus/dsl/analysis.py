@@ -173,8 +173,9 @@ class Preparation:
         if found is None:
             relevant, table = self.relevant, self.table
             numbers = [j for j in table.block(block) if j in relevant]
-            found = self._steps[id(block)] = batching.plan(table, numbers, self._runnable, self._batchable,
-                                                           self.locations.get) \
+            found = self._steps[id(block)] = batching.products(
+                batching.plan(table, numbers, self._runnable, self._batchable, self.locations.get),
+                lambda step: type(step) is D.MmaOp, lambda step: _RULES.get(type(step)) in (_view, _assert)) \
                 if self.batch else [table.ops[j] for j in numbers]
         return found
 
@@ -362,6 +363,9 @@ class TagAnalysis:
         for op in self.preparation.steps(block):
             if type(op) is batching.Run:
                 batching.execute(self, op, mask, _rule_of)
+                continue
+            if type(op) is batching.Products:
+                _products(self, op, mask)
                 continue
             rule = _RULES.get(type(op))
             if rule is None:
@@ -1528,9 +1532,97 @@ def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
         bt = _atom_matrix(a, op, a.values[op.b], threads, atom.threads, atom.b_layout, n, k)
         if a.checking:
             _pairing(a, op, atom, threads, at, bt)
-        idx = _fragment_bytes(a, c, threads)
-        c.memory.write(idx.reshape(threads.size, -1), np.full((threads.size, idx[0].size), TOP, np.int64),  # type: ignore[attr-defined]
-                       threads, a.site(op))
+        _accumulate(a, op, c, threads)
+
+
+def _accumulate(a: TagAnalysis, op: D.MmaOp, c: TileValue, threads: np.ndarray) -> None:
+    """The accumulator holds computed data (⊤) after a product."""
+    idx = _fragment_bytes(a, c, threads)
+    c.memory.write(idx.reshape(threads.size, -1), np.full((threads.size, idx[0].size), TOP, np.int64),  # type: ignore[attr-defined]
+                   threads, a.site(op))
+
+
+def _products(a: TagAnalysis, step: batching.Products, mask: np.ndarray) -> None:
+    """Products in a row with views and assertions between them (`batching.Products`): every
+    product's operands are read at once when the products share one atom and register operand
+    memories and none accumulates into memory another reads; otherwise one by one. The views
+    run first (they read no tags), the assertions in their place among the products."""
+    products = [op for op in step.ops if type(op) is D.MmaOp]
+    for op in step.ops:
+        if _RULES.get(type(op)) is _view:
+            _view(a, op, mask)
+    threads = np.flatnonzero(mask)
+    atom: MMAAtom = _atom(a, products[0], MMAAtom)
+    a_tiles, b_tiles, c_tiles = ([a.values[ssa] for ssa in column] for column in
+                                 zip(*((op.a, op.b, op.c) for op in products)))
+    read = {id(t.memory) for t in a_tiles} | {id(t.memory) for t in b_tiles}
+    together = (a.checking and threads.size > 0 and threads.size % atom.threads == 0
+                and atom.a_layout is not None and atom.b_layout is not None
+                and all(_atom(a, op, MMAAtom) is atom for op in products)
+                and all(t.memory is a_tiles[0].memory for t in a_tiles)
+                and all(t.memory is b_tiles[0].memory for t in b_tiles)
+                and not any(id(t.memory) in read for t in c_tiles))
+    m, n, k = atom.shape
+    if together:
+        try:
+            at = _fragment_matrix(a, a_tiles, threads, atom.threads, atom.a_layout, m, k)
+            bt = _fragment_matrix(a, b_tiles, threads, atom.threads, atom.b_layout, n, k)
+        except Undecidable:  # reported where it stands, one by one
+            together = False
+    if not together:
+        for op in step.ops:
+            if _RULES.get(type(op)) is not _view:
+                _rule_of(op)(a, op, mask)
+        return
+    alike = _one_tag_per_k(at, bt)
+    groups = threads.size // atom.threads
+    # the accumulators at once when nothing between the products reads them and no two overlap
+    accumulators = c_tiles[0].memory
+    apart = len(products) == len(step.ops) - sum(_RULES.get(type(op)) is _view for op in step.ops) \
+        and accumulators.per_thread and all(c.memory is accumulators for c in c_tiles)
+    product = iter(enumerate(zip(products, c_tiles)))
+    for op in step.ops:
+        if type(op) is not D.MmaOp:
+            if _RULES.get(type(op)) is not _view:
+                _rule_of(op)(a, op, mask)  # an assertion, where it stands among the products
+            continue
+        i, (_, c) = next(product)
+        if alike:
+            a.obligations.held(_pairing_site(a, op, atom))
+        else:
+            part = slice(i * groups, (i + 1) * groups)
+            _pairing(a, op, atom, threads, at[part], bt[part])
+        if not apart:
+            _accumulate(a, op, c, threads)
+    if apart and not _accumulate_apart(a, products, c_tiles, threads):
+        for op, c in zip(products, c_tiles):
+            _accumulate(a, op, c, threads)
+
+
+def _accumulate_apart(a: TagAnalysis, products: list[D.MmaOp], accumulators: list[TileValue], threads: np.ndarray) -> bool:
+    """`_accumulate` for every product at once, if their accumulators (in one register memory)
+    share no byte; whether they did."""
+    idx = np.concatenate([_fragment_bytes(a, c, threads) for c in accumulators])
+    rows = idx.reshape(len(products) * threads.size, -1)
+    each = rows.reshape(len(products), threads.size, -1)
+    firsts = each[:, 0]
+    if not (each == firsts[:, None]).all() or np.unique(firsts).size != firsts.size:
+        return False  # (fragments at the same bytes in every thread: the first thread's tell)
+    readers = np.tile(threads, len(products))
+    sites = np.repeat(np.asarray([a.site(op) for op in products], np.int64), threads.size)[:, None]
+    accumulators[0].memory.write(rows, np.full(rows.shape, TOP, np.int64), readers, sites)  # type: ignore[attr-defined]
+    return True
+
+
+def _pairing_site(a: TagAnalysis, op: Operation, atom: MMAAtom) -> str:
+    return f"{a.where(op)} (operands of {atom.name} must pair up)"
+
+
+def _one_tag_per_k(at: np.ndarray, bt: np.ndarray) -> bool:
+    """Whether every A[m, k] and B[n, k] of each group carries one tag per k (the usual case,
+    in which every pair pairs up)."""
+    first = at[:, :1]  # (groups, 1, k, bytes)
+    return bool((first > TOP).all() and (at == first).all() and (bt == first).all())
 
 
 def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at: np.ndarray, bt: np.ndarray) -> None:
@@ -1540,10 +1632,9 @@ def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at
     pair of the product."""
     m, n, k = atom.shape
     groups = at.shape[0]
-    site = f"{a.where(op)} (operands of {atom.name} must pair up)"
-    first = at[:, :1]  # (groups, 1, k, bytes): every A[m, k] and B[n, k] the same tag as A[0, k]
-    if (first > TOP).all() and (at == first).all() and (bt == first).all():
-        a.obligations.held(site)  # the usual case, decided here: one tag per k on both sides
+    site = _pairing_site(a, op, atom)
+    if _one_tag_per_k(at, bt):
+        a.obligations.held(site)  # decided here
         return
     tagged_a: np.ndarray = np.all(at > TOP, axis=-1)  # (groups, m, k)
     tagged_b: np.ndarray = np.all(bt > TOP, axis=-1)  # (groups, n, k)
@@ -1596,9 +1687,20 @@ def _atom_matrix(a: TagAnalysis, op: Operation, tile: TileValue, threads: np.nda
         a.check_read(op, tile.memory, idx, owners, by_group=True)  # type: ignore[arg-type]
         tags = tile.memory.read(idx, owners)  # type: ignore[attr-defined]
         return tags.reshape(owners.size, cols, rows, tile.dtype.nbytes).transpose(0, 2, 1, 3)  # type: ignore[no-any-return]
-    idx = _fragment_bytes(a, tile, threads)
-    tags = tile.memory.read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)  # type: ignore[attr-defined]
-    groups, nbytes = threads.size // group, idx.shape[-1]
+    return _fragment_matrix(a, [tile], threads, group, layout, rows, cols)
+
+
+def _fragment_matrix(a: TagAnalysis, tiles: list[TileValue], threads: np.ndarray, group: int, layout: Any, rows: int,
+                     cols: int) -> np.ndarray:
+    """An atom operand held in registers as a matrix (groups, rows, cols, bytes), of each of
+    `tiles` (one memory) in turn: the fragments `threads` hold, put in place by the `layout`."""
+    if len(tiles) == 1:
+        idx, readers = _fragment_bytes(a, tiles[0], threads), threads
+    else:
+        idx = np.concatenate([_fragment_bytes(a, tile, threads) for tile in tiles])
+        readers = np.tile(threads, len(tiles))
+    tags = tiles[0].memory.read(idx.reshape(readers.size, -1), readers).reshape(idx.shape)  # type: ignore[attr-defined]
+    groups, nbytes = readers.size // group, idx.shape[-1]
     ordered = tags.reshape(groups, group, -1, nbytes).transpose(0, 2, 1, 3).reshape(groups, -1, nbytes)
     offsets, inverse = _layout_offsets(layout, rows * cols)
     if inverse is not None:  # the values cover the matrix once: one gather puts them in place

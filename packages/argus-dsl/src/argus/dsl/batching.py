@@ -124,6 +124,47 @@ def plan(table: OpTable, numbers: list[int], runnable: Callable[[int], bool], ba
     return out
 
 
+@dataclass
+class Products:
+    """Matrix products in a row, with only views and assertions between them: their operands
+    are read together (`analysis._products`). Neither reads what a product writes unless it
+    reads an accumulator; reading every product's operands before any product writes its
+    accumulator changes nothing when no product reads another's (checked as they run)."""
+
+    ops: list[Operation]
+
+
+def products(steps: list[Any], product: Callable[[Any], bool], between: Callable[[Any], bool]) -> list[Any]:
+    """`steps` with each row of two or more `product` ops, and the ops that may stand `between`
+    them, as one `Products` step (those after the row's last product stay steps of their own)."""
+    out: list[Any] = []
+    row: list[Any] = []
+    count = 0
+
+    def flush() -> None:
+        nonlocal count
+        last = max((i for i, step in enumerate(row) if product(step)), default=-1)
+        if count > 1:
+            out.append(Products(row[:last + 1]))
+            out.extend(row[last + 1:])
+        else:
+            out.extend(row)
+        row.clear()
+        count = 0
+
+    for step in steps:
+        if product(step):
+            row.append(step)
+            count += 1
+        elif between(step) and row:
+            row.append(step)
+        else:
+            flush()
+            (row if between(step) else out).append(step)
+    flush()
+    return out
+
+
 def _plan_run(table: OpTable, numbers: list[int], batchable: Callable[[int], bool],
               location: Callable[[Operation], Any]) -> Run | None:
     ops = [table.ops[j] for j in numbers]
