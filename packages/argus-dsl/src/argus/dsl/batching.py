@@ -23,10 +23,8 @@ one copy. The plan of each block is made once per compiled kernel (`analysis.Pre
 from __future__ import annotations
 
 import heapq
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -168,7 +166,7 @@ def products(steps: list[Any], product: Callable[[Any], bool], between: Callable
 def _plan_run(table: OpTable, numbers: list[int], batchable: Callable[[int], bool],
               location: Callable[[Operation], Any]) -> Run | None:
     ops = [table.ops[j] for j in numbers]
-    kinds = [((where.line, where.col, where.file), table.kinds[j])  # (a location object hashes slowly)
+    kinds = [(where.line, where.col, where.file, table.kinds[j])  # (a location object hashes slowly)
              if batchable(j) and (where := location(op)) is not None else None for j, op in zip(numbers, ops)]
     named = [k for k in kinds if k is not None]
     if len(set(named)) == len(named):  # every op is alone in its kind
@@ -197,22 +195,33 @@ def _plan_run(table: OpTable, numbers: list[int], batchable: Callable[[int], boo
         return None
     members = [piece for m in members for piece in _alike(ops, m)]
     groups = []
-    produced: dict[int, tuple[int, int, int, int]] = {}
-    """A result (by identity) of a copy of a group: (group, result, the group's copies, which copy)."""
+    produced: dict[int, tuple[tuple[int, int], tuple[int, int, int], int]] = {}
+    """A result (by identity) of a copy of a group: ((group, result), (group, result, the group's
+    copies), which copy) — the pairs shared by the group's copies."""
+    gathered: dict[int, int] = {}
+    """Per result of a group's copy, how many operands of later groups take it from there."""
     for m in _schedule(sources, members):
         group = Group([ops[i] for i in m], m)
         if len(m) > 1:
             columns = list(zip(*(operands[i] for i in m)))
             values = list(zip(*(table.operand_values[numbers[i]] for i in m)))
-            group.gathers = [_gather_plan(column, produced, v) for column, v in zip(columns, values)]
+            group.gathers = [_gather_plan(column, produced, v, gathered) for column, v in zip(columns, values)]
             group.operands = tuple(_Operand(v[0].type) for v in values)
-            for c, i in enumerate(m):
-                for r, result in enumerate(table.results[numbers[i]]):
-                    produced[result] = (len(groups), r, len(m), c)
+            g = len(groups)
+            results = [table.results[numbers[i]] for i in m]
+            for r in range(len(results[0])):
+                key, source = (g, r), (g, r, len(m))
+                for c, result in enumerate(results):
+                    produced[result[r]] = (key, source, c)
         groups.append(group)
     if all(len(g.ops) == 1 for g in groups):
         return None
-    _mark_scattered(table, groups, [table.results[j] for j in numbers], operands)
+    uses = table.uses
+    for group in groups:  # copies' own values are set for results read by anything but a later group
+        if len(group.ops) > 1:
+            results = [table.results[numbers[i]] for i in group.positions]
+            group.scatter = [any(uses.get(result[k], 0) > gathered.get(result[k], 0) for result in results)
+                             for k in range(len(results[0]))]
     return Run(list(ops), groups)
 
 
@@ -243,12 +252,13 @@ def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:
     return [part for _, part in parts]
 
 
-def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[int, int, int, int]],
-                 values: tuple[SSAValue, ...]) -> Gather:
-    """Where the `values` of an operand's copies (`column`: their identities) come from.
-    `produced`: for a result of a group's copy, (group, result, copies of the group, which copy)."""
+def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[tuple[int, int], tuple[int, int, int], int]],
+                 values: tuple[SSAValue, ...], gathered: dict[int, int]) -> Gather:
+    """Where the `values` of an operand's copies (`column`: their identities) come from, counting
+    in `gathered` the results of groups' copies taken. `produced`: for a result of a group's
+    copy, ((group, result), (group, result, copies of the group), which copy)."""
     first = column[0]
-    if first not in produced and all(v == first for v in column):
+    if first not in produced and column.count(first) == len(column):
         return Gather(values[0])
     sources: list[Any] = []
     slot_of: dict[Any, int] = {}
@@ -256,29 +266,23 @@ def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[int, int, in
     rows = []
     for v, value in zip(column, values):
         found = produced.get(v)
-        key = v if found is None else found[:2]
+        if found is None:
+            start = slot_of.get(v)
+            if start is None:
+                start = slot_of[v] = slots
+                sources.append(value)
+                slots += 1
+            rows.append(start)
+            continue
+        gathered[v] = gathered.get(v, 0) + 1
+        key, source, copy = found
         start = slot_of.get(key)
         if start is None:
             start = slot_of[key] = slots
-            sources.append(value if found is None else found[:3])
-            slots += 1 if found is None else found[2]
-        rows.append(start + (0 if found is None else found[3]))
+            sources.append(source)
+            slots += source[2]
+        rows.append(start + copy)
     return Gather(None, tuple(sources), tuple(rows), slots == len(rows) and rows == list(range(slots)))
-
-
-def _mark_scattered(table: OpTable, groups: list[Group], results: list[tuple[int, ...]],
-                    operands: list[tuple[int, ...]]) -> None:
-    """Which results of each group its copies' own values must be set for: those read by
-    anything but a later group (which takes them from the group's results over all copies).
-    `results`, `operands`: per op of the run, by identity."""
-    gathered = Counter(chain.from_iterable(operands[i] for group in groups if len(group.ops) > 1
-                                           for i in group.positions))
-    """Per value, how many operands of grouped copies name it."""
-    uses = table.uses
-    for group in groups:
-        if len(group.ops) > 1:
-            group.scatter = [any(uses.get(r, 0) > gathered.get(r, 0) for r in (results[i][k] for i in group.positions))
-                             for k in range(len(results[group.positions[0]]))]
 
 
 def _schedule(sources: list[list[int]], groups: list[list[int]]) -> list[list[int]]:
@@ -292,29 +296,25 @@ def _schedule(sources: list[list[int]], groups: list[list[int]]) -> list[list[in
             for i in members:
                 for j in sources[i]:
                     edges[group_of[j]].add(g)
-        # edges that all lead to groups starting later leave no cycle (the common case)
-        starts = [members[0] for members in groups]
-        forward = all(starts[h] > starts[g] for g, targets in enumerate(edges) for h in targets)
-        cyclic = set() if forward else _on_cycles(edges)
-        if not cyclic:
-            break
+        needs = [0] * len(groups)
+        for targets in edges:
+            for g in targets:
+                needs[g] += 1
+        ready = [(groups[g][0], g) for g in range(len(groups)) if needs[g] == 0]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            _, g = heapq.heappop(ready)
+            order.append(groups[g])
+            for h in edges[g]:
+                needs[h] -= 1
+                if needs[h] == 0:
+                    heapq.heappush(ready, (groups[h][0], h))
+        if len(order) == len(groups):
+            return order
+        cyclic = _on_cycles(edges)  # what is left waits on a cycle: its groups run op by op
         groups = [piece for g, members in enumerate(groups)
                   for piece in ([[i] for i in members] if g in cyclic else [members])]
-    needs = [0] * len(groups)
-    for targets in edges:
-        for g in targets:
-            needs[g] += 1
-    ready = [(groups[g][0], g) for g in range(len(groups)) if needs[g] == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, g = heapq.heappop(ready)
-        order.append(groups[g])
-        for h in edges[g]:
-            needs[h] -= 1
-            if needs[h] == 0:
-                heapq.heappush(ready, (groups[h][0], h))
-    return order
 
 
 def _on_cycles(edges: list[set[int]]) -> set[int]:
