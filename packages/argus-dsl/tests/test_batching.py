@@ -129,15 +129,46 @@ def through_one_register_late(x: Tensor[bf16, "n", 4], out: Tensor[bf16, "n", 4]
     out[row, 0] = got[0]
 
 
-def test_copies_sharing_a_register_are_walked_again_op_by_op() -> None:
-    good = verify_kernel(through_one_register.specialize(), "through_one_register")
-    assert good.verdict is Verdict.PROVED, good.text()
-    late = through_one_register_late.specialize()
-    bad = verify_kernel(late, "through_one_register_late")
-    assert bad.verdict is Verdict.VIOLATED, bad.text()
-    # running the copies together reordered the register's accesses: walked again, op by op
-    assert any(run.walked_again for run in _runs(late))
-    assert _findings(bad) == _findings(verify_kernel(_one_by_one(late), "through_one_register_late"))
+@kernel(block=(32,), verify=False)
+def through_one_register_late_by_thread(x: Tensor[bf16, "n", 4], out: Tensor[bf16, "n", 4], n: int):
+    """The same, the register byte picked by the thread's index (which picks byte 0)."""
+    tag(x, lambda r, c: (r, c))
+    row = block_idx.x * 32 + thread_idx.x
+    zero = thread_idx.x // 32
+    tmp = make_local((1,), bf16)
+    got = make_local((4,), bf16)
+    want = make_local((4,), bf16)
+    tag(want, lambda c: (row, c))
+    tmp[zero] = x[row, 0]
+    for i in static_range(4):
+        got[i] = tmp[zero]
+        tmp[zero] = x[row, i]
+    assert tag(got[...]) == tag(want[...]), "each column lands in its place"
+    out[row, 0] = got[0]
+
+
+@pytest.mark.parametrize("fn, verdict", [(through_one_register, Verdict.PROVED),
+                                         (through_one_register_late, Verdict.VIOLATED)])
+def test_copies_sharing_a_register_read_what_program_order_leaves_there(fn: Any, verdict: Verdict) -> None:
+    compiled = fn.specialize()
+    result = verify_kernel(compiled, fn.name)
+    assert result.verdict is verdict, result.text()
+    # the copies' writes of the one register byte are kept per place in the run, and a read at
+    # constant coordinates waits for the writes before it: each read finds what program order
+    # leaves there
+    assert _largest_group(compiled, "argus.store") == 4
+    assert not any(run.walked_again for run in _runs(compiled))
+    assert _findings(result) == _findings(verify_kernel(_one_by_one(compiled), fn.name))
+
+
+def test_a_register_read_before_the_write_it_needs_is_walked_again_op_by_op() -> None:
+    compiled = through_one_register_late_by_thread.specialize()
+    result = verify_kernel(compiled, "through_one_register_late_by_thread")
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    # at coordinates computed from the thread's index, the reads of the register ran before
+    # the writes program order puts before them: walked again, op by op
+    assert any(run.walked_again for run in _runs(compiled))
+    assert _findings(result) == _findings(verify_kernel(_one_by_one(compiled), "through_one_register_late_by_thread"))
 
 
 @kernel(block=(32,), verify=False)
@@ -170,7 +201,6 @@ def test_copies_that_depend_on_each_other_run_one_by_one() -> None:
 
 
 MMA = warp_mma_16x8x16(bf16, bf16, f32)
-MMA_BF16 = warp_mma_16x8x16(bf16, bf16, bf16)
 
 
 @kernel(block=(32,), verify=False)
@@ -196,13 +226,16 @@ def into_two_accumulators(a: Tensor[bf16, 16, 32], b: Tensor[bf16, 8, 32], c: Te
     matmul(af[1, :], bf[1, :], acc[1, :], MMA)
     assert tag(acc[0, :][...]) == tag(want[...]), "the first accumulator holds the inputs"
     assert tag(acc[1, :][...]) == tag(want[...]), "the second accumulator holds the inputs"
-    c[lane % 16, lane % 8] = acc[0, 0]
+
+
+PRODUCT_FEEDS_PRODUCT = """
+from argus.dsl import Tensor, bf16, kernel, lane_id, make_local, matmul, static_range, tag, warp_mma_16x8x16
+
+MMA = warp_mma_16x8x16(bf16, bf16, bf16)
 
 
 @kernel(block=(32,), verify=False)
 def product_feeds_product(a: Tensor[bf16, 16, 32], b: Tensor[bf16, 8, 32], c: Tensor[bf16, 16, 8]):
-    """A product's accumulator is part of the next product's operand, in one register tile: the
-    next product must read it after the write."""
     tag(a, lambda m, k: (k,))
     tag(b, lambda n, k: (k,))
     lane = lane_id()
@@ -210,37 +243,57 @@ def product_feeds_product(a: Tensor[bf16, 16, 32], b: Tensor[bf16, 8, 32], c: Te
     both = make_local((2, 2, 4), bf16)
     out = make_local((4,), bf16)
     for v in static_range(8):
-        idx = MMA_BF16.a_layout(lane, v)
+        idx = MMA.a_layout(lane, v)
         both[0, v // 4, v % 4] = a[idx % 16, idx // 16]
         both[1, v // 4, v % 4] = 0.0
     for s in static_range(2):
         for v in static_range(4):
-            idx = MMA_BF16.b_layout(lane, v)
+            idx = MMA.b_layout(lane, v)
             bf[s, v] = b[idx % 8, s * 16 + idx // 8]
             out[v] = 0.0
-    matmul(both[0, :, :], bf[0, :], both[1, 0, :], MMA_BF16)
-    matmul(both[1, :, :], bf[1, :], out, MMA_BF16)
-    c[lane % 16, lane % 8] = out[0]
+    matmul(both[0, :, :], bf[0, :], both[1, 0, :], MMA)
+    matmul(both[1, :, :], bf[1, :], out, MMA)
+"""
 
 
-def _products(compiled: Any) -> list[batching.Products]:
-    prep = compiled.preparation
-    blocks = [compiled.op.body.block] + [block for op in compiled.op.walk() for region in op.regions
-                                         for block in region.blocks]
-    return [step for block in blocks for step in prep.steps(block) if isinstance(step, batching.Products)]
+def _product_feeds_product(folder: Path, stored: bool) -> Any:
+    """A product's accumulator is part of the next product's operand, in one register tile: the
+    next product must read it after the write. With nothing after them, the products make a
+    `Products` step; with a stretch of loads and stores after them too, a run (whose registers
+    sort out what each read sees)."""
+    path = folder / f"feeds_{stored}.py"
+    path.write_text(PRODUCT_FEEDS_PRODUCT + ("    c[lane % 16, lane % 8] = out[0]\n" if stored else ""))
+    return load_module(path).product_feeds_product.specialize()
 
 
-@pytest.mark.parametrize("name", ["gemm", "flash_attention"])
-def test_products_in_a_row_are_read_together(name: str, tmp_path: Path) -> None:
-    compiled = _example(tmp_path, name)
-    rows = _products(compiled)
-    assert rows and max(sum(op.name == "argus.mma" for op in row.ops) for row in rows) >= 2
-    assert not _products(_one_by_one(compiled))
+def _step_kinds(compiled: Any) -> set[type]:
+    return {type(step) for block in [compiled.op.body.block] for step in compiled.preparation.steps(block)}
 
 
-def test_products_in_a_row_find_what_one_by_one_finds() -> None:
+def test_products_between_loads_of_their_fragments_run_together(tmp_path: Path) -> None:
+    # flash attention loads the K (V) fragment anew before each product: each product joins
+    # two stretches of loads, so the products, their assertions and the loads run together
+    compiled = _example(tmp_path, "flash_attention")
+    verify_kernel(compiled, "attention")
+    assert _largest_group(compiled, "argus.mma") == 8
+    assert _largest_group(compiled, "argus.tag_assert") == 8
+    assert not any(run.walked_again for run in _runs(compiled))
+
+
+def test_products_after_their_fragments_are_one_step(tmp_path: Path) -> None:
+    # GEMM loads every fragment, then multiplies: the products make one `Products` step
+    compiled = _example(tmp_path, "gemm")
+    verify_kernel(compiled, "gemm")
+    blocks = [block for op in compiled.op.walk() for region in op.regions for block in region.blocks]
+    rows = [step for block in blocks for step in compiled.preparation.steps(block)
+            if isinstance(step, batching.Products)]
+    assert [sum(op.name == "argus.mma" for op in row.ops) for row in rows] == [8]
+    assert _largest_group(compiled, "argus.mma") == 1
+
+
+def test_products_side_by_side_find_what_one_by_one_finds() -> None:
     compiled = into_two_accumulators.specialize()
-    assert _products(compiled), "the two products make a row"
+    assert batching.Products in _step_kinds(compiled)
     together = verify_kernel(compiled, "into_two_accumulators")
     alone = verify_kernel(_one_by_one(compiled), "into_two_accumulators")
     assert together.verdict is alone.verdict is Verdict.VIOLATED, together.text()
@@ -251,9 +304,10 @@ def test_products_in_a_row_find_what_one_by_one_finds() -> None:
     assert written == {"the first accumulator holds the inputs": first, "the second accumulator holds the inputs": second}
 
 
-def test_a_product_reads_what_the_product_before_it_wrote() -> None:
-    compiled = product_feeds_product.specialize()
-    assert _products(compiled), "the two products make a row"
+@pytest.mark.parametrize("stored, step", [(False, batching.Products), (True, batching.Run)])
+def test_a_product_reads_what_the_product_before_it_wrote(stored: bool, step: type, tmp_path: Path) -> None:
+    compiled = _product_feeds_product(tmp_path, stored)
+    assert step in _step_kinds(compiled)
 
     def candidates(prepared: Any) -> list[tuple[str, str, int, int]]:
         analysis = TagAnalysis(prepared.op, prepared.locations, None, prepared.preparation).run()

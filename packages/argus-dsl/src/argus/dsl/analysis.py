@@ -136,6 +136,8 @@ class Preparation:
         self._read: dict[Operation, Any] = {}
         self._runnable_kinds: dict[type, bool] = {}
         self._batchable_kinds: dict[type, bool] = {}
+        self._constant_values: dict[int, Any] = {}
+        self._allocations: dict[int, int] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
         """Fragment byte indices by layout (its identity: layouts are shared per text), element
         size, memory size, threads, base and segment."""
@@ -173,23 +175,83 @@ class Preparation:
         if found is None:
             relevant, table = self.relevant, self.table
             numbers = [j for j in table.block(block) if j in relevant]
-            found = self._steps[id(block)] = batching.products(
-                batching.plan(table, numbers, self._runnable, self._batchable, self.locations.get),
-                lambda step: type(step) is D.MmaOp, lambda step: _RULES.get(type(step)) in (_view, _assert)) \
+            found = self._steps[id(block)] = batching.plan(table, numbers, self) \
                 if self.batch else [table.ops[j] for j in numbers]
         return found
 
     def holds_a_loop(self, op: scf.ForOp) -> bool:
         return self.table.holds(op.body.block, scf.ForOp)
 
-    def _runnable(self, number: int) -> bool:
+    def tiles(self, number: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """What an op reads of tiles, and what it writes, as keys (`batching.plan` makes a read
+        wait for the writes of its keys before it): ("whole", tile) what an assertion or a product
+        reads whole, which any write of the tile may change; ("element", view, coordinates) an
+        element at constant coordinates, which a store there writes; ("products", tile) any
+        element of a tile products write. Tiles are named by the op allocating them."""
+        kind = self.table.kinds[number]
+        if kind not in _TILE_ACCESSES:
+            return (), ()
+        operands = self.table.operands[number]
+        if kind is D.LoadOp:
+            coordinates = self._constants(operands[1:])
+            element = () if coordinates is None else (("element", operands[0], coordinates),)
+            return (("products", self._allocation(operands[0])), *element), ()
+        if kind is D.StoreOp or kind is D.StoreAtOp:
+            coordinates = self._constants(operands[2:]) if kind is D.StoreOp else None
+            element = () if coordinates is None else (("element", operands[1], coordinates),)
+            return (), (("whole", self._allocation(operands[1])), *element)
+        if kind is D.MmaOp:
+            written = self._allocation(operands[2])
+            return (("whole", self._allocation(operands[0])), ("whole", self._allocation(operands[1]))), \
+                (("whole", written), ("products", written))
+        return tuple(("whole", self._allocation(v)) for v in operands), ()
+
+    def _constants(self, values: tuple[int, ...]) -> tuple[int, ...] | None:
+        """The values (by identity) if integer constants make them all."""
+        table, known, out = self.table, self._constant_values, []
+        for value in values:
+            number = known.get(value, _UNREAD)
+            if number is _UNREAD:
+                maker = table.maker.get(value)
+                number = known[value] = None if maker is None or table.kinds[maker] is not arith.ConstantOp \
+                    else _integer_constant(table.ops[maker])
+            if number is None:
+                return None
+            out.append(number)
+        return tuple(out)
+
+    def _allocation(self, value: int) -> int:
+        """The op that allocates a tile (by identity), through the views of it (a value no op
+        makes, a kernel's argument: minus its identity)."""
+        found = self._allocations.get(value)
+        if found is None:
+            maker = self.table.maker.get(value)
+            found = -value if maker is None else \
+                self._allocation(self.table.operands[maker][0]) if _RULES.get(self.table.kinds[maker]) in (_view, _partition) \
+                else maker
+            self._allocations[value] = found
+        return found
+
+    def location(self, number: int) -> SourceLocation | None:
+        return self.locations.get(self.table.ops[number])
+
+    def whole(self, number: int) -> bool:
+        return _RULES.get(self.table.kinds[number]) in (_mma, _assert)
+
+    def view(self, number: int) -> bool:
+        return _RULES.get(self.table.kinds[number]) is _view
+
+    def product(self, number: int) -> bool:
+        return self.table.kinds[number] is D.MmaOp
+
+    def runnable(self, number: int) -> bool:
         kind = self.table.kinds[number]
         found = self._runnable_kinds.get(kind)
         if found is None:
             found = self._runnable_kinds[kind] = _runnable(self.table.ops[number])
         return found
 
-    def _batchable(self, number: int) -> bool:
+    def batchable(self, number: int) -> bool:
         kind = self.table.kinds[number]
         if _RULES.get(kind) is _load:  # whether it loads an integer depends on the op's type
             return _batchable(self.table.ops[number])
@@ -403,6 +465,26 @@ class TagAnalysis:
                 t = self._zeros[width] = np.zeros((self.n, width), np.int64)
                 t.flags.writeable = False
         return t
+
+    def read_tags(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray,
+                  sites: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+        """Tags at byte indices `idx` (rows: `threads`, those of `points`), and the sites that
+        wrote them if asked; in a run of copies, as program order leaves them (`batching`)."""
+        if self.footprint is not None:
+            return self.footprint.read(memory, idx, threads, points, sites)
+        tags = memory.read(idx, threads)
+        if not sites:
+            return tags, None
+        return tags, (memory.site.reshape(-1)[threads[:, None] * memory.tags.shape[1] + idx] if memory.per_thread
+                      else memory.site[idx])
+
+    def write_tags(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray,
+                   points: np.ndarray, site: int) -> None:
+        """Thread `threads[r]` (of `points[r]`) writes `tags[r]` at bytes `idx[r]`."""
+        if self.footprint is not None:
+            self.footprint.write(memory, idx, tags, threads, points, site)
+        else:
+            memory.write(idx, tags, threads, site)
 
     def shape(self, op: Operation) -> tuple[tuple[SSAValue, ...], tuple[SSAValue, ...]]:
         """An op's operands and results, read from the IR once."""
@@ -1297,7 +1379,8 @@ def _view(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
         a.values[results[0]] = memo[1]
         return
     layout, dtype, slice_ = a.preparation.read(op, _view_type)
-    view = source.derived(layout, dtype, source.base if slice_ else None)
+    view = source.map(lambda tile: tile.derived(layout, dtype, tile.base if slice_ else None)) \
+        if isinstance(source, batching.TileCopies) else source.derived(layout, dtype, source.base if slice_ else None)
     a.values[results[0]] = view
     a._results[op] = (source, view)
 
@@ -1359,9 +1442,7 @@ def _load(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
                        None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
     active = a.active(mask)
     threads = a.thread_of(active)
-    if a.footprint is not None:
-        a.footprint.access(tile.memory, idx, threads, active, write=False)  # type: ignore[arg-type]
-    read = tile.memory.read(idx, threads)  # type: ignore[attr-defined]
+    read, _ = a.read_tags(tile.memory, idx, threads, active)  # type: ignore[arg-type]
     a.check_read(op, tile.memory, idx, threads)  # type: ignore[arg-type]
     if active is a.tid:
         a.tags[result] = read
@@ -1388,10 +1469,8 @@ def _store(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
                        None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
     active = a.active(mask)
     threads = a.thread_of(active)
-    if a.footprint is not None:
-        a.footprint.access(tile.memory, idx, threads, active, write=True)  # type: ignore[arg-type]
     tags = resize(a.tags_of(value), tile.dtype.nbytes)
-    tile.memory.write(idx, tags if active is a.tid else tags[active], threads, a.site(op))  # type: ignore[attr-defined]
+    a.write_tags(tile.memory, idx, tags if active is a.tid else tags[active], threads, active, a.site(op))  # type: ignore[arg-type]
 
 
 def _atomic(a: TagAnalysis, op: D.AtomicOp, mask: np.ndarray) -> None:
@@ -1520,26 +1599,28 @@ def _atom_of(kind: Any, properties: Any) -> Any:
 
 
 def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
-    """Operands pair up: A[m, k] and B[n, k] carry equal tags wherever both are tagged."""
-    threads = np.flatnonzero(mask)
+    """Operands pair up: A[m, k] and B[n, k] carry equal tags wherever both are tagged. (Copies
+    of an unrolled loop's product run together: each copy's operands may be tiles of their own.)"""
+    points = np.flatnonzero(mask)
     atom: MMAAtom = _atom(a, op, MMAAtom)
-    c: TileValue = a.values[op.c]
-    if threads.size:
-        if threads.size % atom.threads:
-            raise a.undecidable(op, f"{atom.name} needs whole groups of {atom.threads} threads")
-        m, n, k = atom.shape
-        at = _atom_matrix(a, op, a.values[op.a], threads, atom.threads, atom.a_layout, m, k)
-        bt = _atom_matrix(a, op, a.values[op.b], threads, atom.threads, atom.b_layout, n, k)
-        if a.checking:
-            _pairing(a, op, atom, threads, at, bt)
-        _accumulate(a, op, c, threads)
+    if not points.size:
+        return
+    if (points.size // (a.n // a.threads)) % atom.threads:
+        raise a.undecidable(op, f"{atom.name} needs whole groups of {atom.threads} threads")
+    first, second, accumulator = (a.values[v] for v in a.shape(op)[0][:3])
+    m, n, k = atom.shape
+    at = _atom_matrix(a, op, first, points, atom.threads, atom.a_layout, m, k)
+    bt = _atom_matrix(a, op, second, points, atom.threads, atom.b_layout, n, k)
+    if a.checking:
+        _pairing(a, op, atom, a.thread_of(points), at, bt)
+    _accumulate(a, op, accumulator, points)
 
 
-def _accumulate(a: TagAnalysis, op: D.MmaOp, c: TileValue, threads: np.ndarray) -> None:
+def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarray) -> None:
     """The accumulator holds computed data (⊤) after a product."""
-    idx = _fragment_bytes(a, c, threads)
-    c.memory.write(idx.reshape(threads.size, -1), np.full((threads.size, idx[0].size), TOP, np.int64),  # type: ignore[attr-defined]
-                   threads, a.site(op))
+    idx = _point_fragments(a, accumulator, points).reshape(points.size, -1)
+    a.write_tags(_memory_of(accumulator), idx, np.full(idx.shape, TOP, np.int64), a.thread_of(points), points,
+                 a.site(op))
 
 
 def _products(a: TagAnalysis, step: batching.Products, mask: np.ndarray) -> None:
@@ -1614,6 +1695,28 @@ def _accumulate_apart(a: TagAnalysis, products: list[D.MmaOp], accumulators: lis
     return True
 
 
+def _point_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> np.ndarray:
+    """Byte indices (points, values, bytes) of each point's fragment of `value`: a tile, or a
+    tile per copy (`batching.TileCopies`, while copies run together)."""
+    if not isinstance(value, batching.TileCopies):
+        return _fragment_bytes(a, value, a.thread_of(points))
+    n = a.threads
+    if points.size == a.n:  # every point: each copy's threads are all threads
+        return np.concatenate([_fragment_bytes(a, tile, a.thread_ids[:n]) for tile in value.tiles])
+    parts = np.split(points, np.flatnonzero(np.diff(points // n)) + 1)  # each copy's points (in order)
+    return np.concatenate([_fragment_bytes(a, value.tiles[int(part[0]) // n], part % n) for part in parts])
+
+
+def _memory_of(value: Any) -> TagMemory:
+    """The memory of a tile, or of every tile of a tile per copy (which must share one)."""
+    if isinstance(value, batching.TileCopies):
+        memory = value.tiles[0].memory
+        if any(tile.memory is not memory for tile in value.tiles):
+            raise batching.NotUniform()
+        return memory  # type: ignore[no-any-return]
+    return value.memory  # type: ignore[no-any-return]
+
+
 def _pairing_site(a: TagAnalysis, op: Operation, atom: MMAAtom) -> str:
     return f"{a.where(op)} (operands of {atom.name} must pair up)"
 
@@ -1633,8 +1736,9 @@ def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at
     m, n, k = atom.shape
     groups = at.shape[0]
     site = _pairing_site(a, op, atom)
+    copies = a.n // a.threads
     if _one_tag_per_k(at, bt):
-        a.obligations.held(site)  # decided here
+        a.obligations.held(site, copies)  # decided here
         return
     tagged_a: np.ndarray = np.all(at > TOP, axis=-1)  # (groups, m, k)
     tagged_b: np.ndarray = np.all(bt > TOP, axis=-1)  # (groups, n, k)
@@ -1651,7 +1755,7 @@ def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at
     rhs = np.where(keep, rhs, 2).reshape(groups, -1, nbytes)
     pairs = _PairIndex(m, n, k, a0, b0)
     describe = _describer(a, op, site, threads[::atom.threads], mma=pairs, group=atom.threads)
-    a.obligations.compare(site, lhs, rhs, True, describe)
+    a.obligations.compare(site, lhs, rhs, True, describe, count=copies)
     # conflicting data (⊤, e.g. joined from two paths) where the other operand holds data
     # (tagged or conflicting too): no proof
     data_a, data_b = (at != BOTTOM).any(axis=(1, 3)), (bt != BOTTOM).any(axis=(1, 3))  # (groups, k)
@@ -1678,29 +1782,37 @@ class _PairIndex:
         return {"m": int(self.a0[group, kk]), "n": row - self.m, "k": kk}
 
 
-def _atom_matrix(a: TagAnalysis, op: Operation, tile: TileValue, threads: np.ndarray, group: int, layout: Any, rows: int, cols: int) -> np.ndarray:
+def _atom_matrix(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray, group: int, layout: Any, rows: int,
+                 cols: int) -> np.ndarray:
+    """An atom operand as matrices (groups of `group` points, rows, cols, bytes)."""
+    threads = a.thread_of(points)
     if layout is None:  # read whole from a shared tile, colexicographically
+        tile: TileValue = value
         owners = threads[::group]
         idx = _shared_operand_bytes(tile, owners, rows * cols)
         if idx.size and (idx.min() < 0 or idx.max() >= tile.memory.tags.shape[-1]):  # type: ignore[attr-defined]
             raise Undecidable("a shared operand reaches outside its tile (the interpreter reports where)", None)
         a.check_read(op, tile.memory, idx, owners, by_group=True)  # type: ignore[arg-type]
-        tags = tile.memory.read(idx, owners)  # type: ignore[attr-defined]
+        tags, _ = a.read_tags(tile.memory, idx, owners, points[::group])  # type: ignore[arg-type]
         return tags.reshape(owners.size, cols, rows, tile.dtype.nbytes).transpose(0, 2, 1, 3)  # type: ignore[no-any-return]
-    return _fragment_matrix(a, [tile], threads, group, layout, rows, cols)
+    idx = _point_fragments(a, value, points)
+    tags = a.read_tags(_memory_of(value), idx.reshape(points.size, -1), threads, points)[0].reshape(idx.shape)
+    return _arranged(tags, group, layout, rows, cols)
 
 
 def _fragment_matrix(a: TagAnalysis, tiles: list[TileValue], threads: np.ndarray, group: int, layout: Any, rows: int,
                      cols: int) -> np.ndarray:
-    """An atom operand held in registers as a matrix (groups, rows, cols, bytes), of each of
-    `tiles` (one memory) in turn: the fragments `threads` hold, put in place by the `layout`."""
-    if len(tiles) == 1:
-        idx, readers = _fragment_bytes(a, tiles[0], threads), threads
-    else:
-        idx = np.concatenate([_fragment_bytes(a, tile, threads) for tile in tiles])
-        readers = np.tile(threads, len(tiles))
+    """`_atom_matrix` of register fragments, for each of `tiles` (one memory) in turn, outside a run."""
+    idx = np.concatenate([_fragment_bytes(a, tile, threads) for tile in tiles])
+    readers = np.tile(threads, len(tiles))
     tags = tiles[0].memory.read(idx.reshape(readers.size, -1), readers).reshape(idx.shape)  # type: ignore[attr-defined]
-    groups, nbytes = readers.size // group, idx.shape[-1]
+    return _arranged(tags, group, layout, rows, cols)
+
+
+def _arranged(tags: np.ndarray, group: int, layout: Any, rows: int, cols: int) -> np.ndarray:
+    """Fragment tags (points, values, bytes) as matrices (groups of `group` points, rows, cols,
+    bytes), each value put in place by the atom's operand `layout`."""
+    groups, nbytes = tags.shape[0] // group, tags.shape[-1]
     ordered = tags.reshape(groups, group, -1, nbytes).transpose(0, 2, 1, 3).reshape(groups, -1, nbytes)
     offsets, inverse = _layout_offsets(layout, rows * cols)
     if inverse is not None:  # the values cover the matrix once: one gather puts them in place
@@ -1839,22 +1951,21 @@ def _uniform(value: Affine) -> bool:
 
 
 def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
-    threads = np.flatnonzero(mask)
-    if threads.size == 0 or not a.checking:
+    points = np.flatnonzero(mask)
+    if points.size == 0 or not a.checking:
         return
+    threads = a.thread_of(points)
     sides = []
-    for ssa in (op.lhs, op.rhs):
+    for ssa in a.shape(op)[0]:
         target = a.values[ssa]
         if isinstance(target, GlobalRef):
             sides.append(_tensor_side(a, op, target, threads))
             continue
-        idx = _fragment_bytes(a, target, threads)
-        tags = target.memory.read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)
-        sites = (target.memory.site[threads[:, None], idx.reshape(threads.size, -1)] if target.memory.per_thread
-                 else target.memory.site[idx.reshape(threads.size, -1)]).reshape(idx.shape)
-        sides.append((target, tags, sites))
+        idx = _point_fragments(a, target, points)
+        tags, sites = a.read_tags(_memory_of(target), idx.reshape(points.size, -1), threads, points, sites=True)
+        sides.append((target, tags.reshape(idx.shape), sites.reshape(idx.shape)))  # type: ignore[union-attr]
     (lt, lhs, lsites), (_, rhs, rsites) = sides
-    coordinates = tile_coordinates(lt.layout) if isinstance(lt, TileValue) else lt
+    coordinates = lt if isinstance(lt, list) else tile_coordinates(_layout_of(lt))
     if lhs.shape != rhs.shape:
         raise VerificationError(f"the two sides of this tag assertion have {lhs.shape[1]} and {rhs.shape[1]} "
                                 "elements; they are compared element by element", a.where(op))
@@ -1865,7 +1976,17 @@ def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
     site = str(a.where(op))
     describe = _describer(a, op, site, threads, coordinates=coordinates, sites=(lsites, rsites),
                           message=op.message.data)
-    a.obligations.compare(site, lhs, rhs, op.kind.data == "eq", describe)
+    a.obligations.compare(site, lhs, rhs, op.kind.data == "eq", describe, count=a.n // a.threads)
+
+
+def _layout_of(value: Any) -> Any:
+    """The layout of a tile, or of a tile per copy (whose tiles must share one shape)."""
+    if isinstance(value, batching.TileCopies):
+        layout = value.tiles[0].layout
+        if any(tile.layout.shape != layout.shape for tile in value.tiles):
+            raise batching.NotUniform()
+        return layout
+    return value.layout
 
 
 def _tensor_side(a: TagAnalysis, op: D.TagAssertOp, ref: GlobalRef, threads: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray]:
@@ -2306,10 +2427,12 @@ def _computed(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
 #: Rules of ops that may sit in a straight run whose copies run together (`batching`): they
 #: compute values or access tiles and global tensors, and report nothing but faults.
 _RUN_RULES: set[Any] = {_int_op, _constant, _cast, _float_op, _load, _store, _same_bytes, _concat, _extract,
-                        _byte_perm, _view, _dim, _computed}
+                        _byte_perm, _view, _dim, _computed, _mma, _assert}
 #: Rules whose op may run over several copies' points at once (values computed per point;
 #: tiles read and written per thread).
-_COPY_RULES: set[Any] = {_int_op, _float_op, _load, _store, _same_bytes, _concat, _extract, _byte_perm, _computed}
+_COPY_RULES: set[Any] = {_int_op, _float_op, _load, _store, _same_bytes, _concat, _extract, _byte_perm, _computed,
+                         _view, _mma, _assert}
+_TILE_ACCESSES = (D.LoadOp, D.StoreOp, D.StoreAtOp, D.MmaOp, D.TagAssertOp)
 _EXACT_CASTS = (arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp, arith.UIToFPOp, arith.ExtSIOp, arith.ExtUIOp)
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from argus.verify.affine import Affine
@@ -89,6 +89,29 @@ class _Operand:
 
 
 @dataclass
+class Products:
+    """Matrix products in a row, with only views and assertions between them, outside a run:
+    their operands are read together (`analysis._products`). Neither reads what a product
+    writes unless it reads an accumulator; reading every product's operands before any product
+    writes its accumulator changes nothing when no product reads another's (checked as they
+    run)."""
+
+    ops: list[Operation]
+
+
+@dataclass(frozen=True)
+class TileCopies:
+    """An operand that is another tile in each copy of a group (a slice per iteration of an
+    unrolled loop). Only the rules that know it take it (`analysis._point_fragments`); on any
+    other it fails, and the run is walked op by op."""
+
+    tiles: tuple[Any, ...]
+
+    def map(self, fn: Callable[[Any], Any]) -> TileCopies:
+        return TileCopies(tuple(map(fn, self.tiles)))
+
+
+@dataclass
 class Run:
     """A straight run of ops and the order its groups run in."""
 
@@ -99,21 +122,63 @@ class Run:
     its copies apart costs; the tests hold the examples to none)."""
 
 
-def plan(table: OpTable, numbers: list[int], runnable: Callable[[int], bool], batchable: Callable[[int], bool],
-         location: Callable[[Operation], Any]) -> list[Operation | Run]:
-    """A block's ops (their `numbers` in `table`), with each straight run of `runnable` ops that
-    has copies to run together replaced by its `Run`. `batchable` ops with one `location` (a
-    source position: file, line, column) may run as one group."""
+class Planner(Protocol):
+    """What the plan asks of each op (by its number in the table)."""
+
+    def runnable(self, number: int) -> bool:
+        """Whether the op may be part of a run."""
+
+    def batchable(self, number: int) -> bool:
+        """Whether copies of the op may run as one group."""
+
+    def location(self, number: int) -> Any:
+        """The op's source position (file, line, column), or None."""
+
+    def tiles(self, number: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """What the op reads and writes of tiles, as keys: a read waits for the writes of its
+        keys before it in program order."""
+
+    def whole(self, number: int) -> bool:
+        """Whether the op reads tiles whole (an assertion, a product)."""
+
+    def product(self, number: int) -> bool:
+        """Whether the op is a matrix product."""
+
+    def view(self, number: int) -> bool:
+        """Whether the op is a view of a tile (it reads no tags)."""
+
+
+def plan(table: OpTable, numbers: list[int], planner: Planner) -> list[Operation | Run]:
+    """A block's ops (their `numbers` in `table`), with each straight run of runnable ops that
+    has copies to run together replaced by its `Run`.
+
+    Ops that read tiles whole (assertions, products) and the views between them make a
+    cluster; a run holds the clusters between its stretches of other ops only if that joins
+    two or more such stretches (an unrolled loop whose every iteration loads a fragment and
+    multiplies it: its fragment register is reused, which the run's registers sort out).
+    Otherwise each stretch is a run of its own, and so is each cluster, or a `Products` step
+    if it holds two products or more: it then reads what was written before it, directly."""
     out: list[Operation | Run] = []
     current: list[int] = []
 
+    def add(numbers: list[int]) -> None:
+        run = _plan_run(table, numbers, planner) if len(numbers) > 1 else None
+        out.extend([table.ops[j] for j in numbers] if run is None else [run])
+
     def flush() -> None:
-        run = _plan_run(table, current, batchable, location) if len(current) > 1 else None
-        out.extend([table.ops[j] for j in current] if run is None else [run])
+        pieces = _pieces(current, planner)
+        if sum(len(piece) > 1 for piece, cluster in pieces if not cluster) > 1:
+            add(current)
+        else:
+            for piece, cluster in pieces:
+                if cluster and sum(map(planner.product, piece)) > 1:
+                    out.append(Products([table.ops[j] for j in piece]))
+                else:
+                    add(piece)
         current.clear()
 
     for j in numbers:
-        if runnable(j):
+        if planner.runnable(j):
             current.append(j)
         else:
             flush()
@@ -122,52 +187,41 @@ def plan(table: OpTable, numbers: list[int], runnable: Callable[[int], bool], ba
     return out
 
 
-@dataclass
-class Products:
-    """Matrix products in a row, with only views and assertions between them: their operands
-    are read together (`analysis._products`). Neither reads what a product writes unless it
-    reads an accumulator; reading every product's operands before any product writes its
-    accumulator changes nothing when no product reads another's (checked as they run)."""
-
-    ops: list[Operation]
-
-
-def products(steps: list[Any], product: Callable[[Any], bool], between: Callable[[Any], bool]) -> list[Any]:
-    """`steps` with each row of two or more `product` ops, and the ops that may stand `between`
-    them, as one `Products` step (those after the row's last product stay steps of their own)."""
-    out: list[Any] = []
-    row: list[Any] = []
-    count = 0
-
-    def flush() -> None:
-        nonlocal count
-        last = max((i for i, step in enumerate(row) if product(step)), default=-1)
-        if count > 1:
-            out.append(Products(row[:last + 1]))
-            out.extend(row[last + 1:])
+def _pieces(numbers: list[int], planner: Planner) -> list[tuple[list[int], bool]]:
+    """A run's ops cut into stretches and clusters (ops reading tiles whole, and the views
+    between them), in order: (ops, whether a cluster)."""
+    pieces: list[tuple[list[int], bool]] = []
+    stretch: list[int] = []
+    cluster: list[int] = []
+    views: list[int] = []  # after a cluster's last op: the cluster's if another follows
+    for j in numbers:
+        if planner.whole(j):
+            if stretch:
+                pieces.append((stretch, False))
+                stretch = []
+            cluster.extend(views)
+            views.clear()
+            cluster.append(j)
+        elif cluster and planner.view(j):
+            views.append(j)
         else:
-            out.extend(row)
-        row.clear()
-        count = 0
-
-    for step in steps:
-        if product(step):
-            row.append(step)
-            count += 1
-        elif between(step) and row:
-            row.append(step)
-        else:
-            flush()
-            (row if between(step) else out).append(step)
-    flush()
-    return out
+            if cluster:
+                pieces.append((cluster, True))
+                cluster = []
+            stretch.extend(views)
+            views.clear()
+            stretch.append(j)
+    if cluster:
+        pieces.append((cluster, True))
+    if stretch or views:
+        pieces.append((stretch + views, False))
+    return pieces
 
 
-def _plan_run(table: OpTable, numbers: list[int], batchable: Callable[[int], bool],
-              location: Callable[[Operation], Any]) -> Run | None:
+def _plan_run(table: OpTable, numbers: list[int], planner: Planner) -> Run | None:
     ops = [table.ops[j] for j in numbers]
     kinds = [(where.line, where.col, where.file, table.kinds[j])  # (a location object hashes slowly)
-             if batchable(j) and (where := location(op)) is not None else None for j, op in zip(numbers, ops)]
+             if planner.batchable(j) and (where := planner.location(j)) is not None else None for j in numbers]
     named = [k for k in kinds if k is not None]
     if len(set(named)) == len(named):  # every op is alone in its kind
         return None
@@ -193,6 +247,7 @@ def _plan_run(table: OpTable, numbers: list[int], batchable: Callable[[int], boo
         found.append(i)
     if all(len(m) == 1 for m in members):
         return None
+    _wait_for_writes(sources, [planner.tiles(j) for j in numbers])
     members = [piece for m in members for piece in _alike(ops, m)]
     groups = []
     produced: dict[int, tuple[tuple[int, int], tuple[int, int, int], int]] = {}
@@ -223,6 +278,19 @@ def _plan_run(table: OpTable, numbers: list[int], batchable: Callable[[int], boo
             group.scatter = [any(uses.get(result[k], 0) > gathered.get(result[k], 0) for result in results)
                              for k in range(len(results[0]))]
     return Run(list(ops), groups)
+
+
+def _wait_for_writes(sources: list[list[int]], tiles: list[tuple[tuple[Any, ...], tuple[Any, ...]]]) -> None:
+    """Make each op that reads tiles wait for the ops before it that write what it reads (`tiles`:
+    per op, the keys it reads and writes): its group then runs after theirs. (A run's registers
+    give every read what program order leaves there, whatever order the groups run in, as long
+    as each write program order puts before a read ran before it.)"""
+    writers: dict[Any, list[int]] = {}
+    for i, (reads, writes) in enumerate(tiles):
+        for key in reads:
+            sources[i].extend(writers.get(key, ()))
+        for key in writes:
+            writers.setdefault(key, []).append(i)
 
 
 def _signature(op: Operation) -> tuple[Any, ...]:
@@ -366,36 +434,251 @@ def _on_cycles(edges: list[set[int]]) -> set[int]:
 
 
 class Footprint:
-    """The tile accesses of a run, to tell whether running it in groups kept every byte's
-    accesses in program order; and the memories as they were, to undo the run if not."""
+    """The tile accesses of a run. A register memory's are kept in a `_Journal`, so that a read
+    sees what program order leaves there however the copies ran; a shared memory's are recorded
+    to tell whether running the copies in groups kept every byte's accesses in program order.
+    The memories as they were are kept too, to undo the run if not."""
 
-    def __init__(self) -> None:
+    def __init__(self, places: int) -> None:
         self.step = 0
+        self.places = places
+        """How many ops the run has (a place in the run is below)."""
         self.origin: np.ndarray = np.zeros(0, np.int64)
         """Per point of the op running: the place in the run of the copy it belongs to."""
         self.memories: dict[int, list[tuple[np.ndarray, np.ndarray, int, bool]]] = {}
-        """Per memory, its accesses: (bytes per point, each point's copy's place, step, write)."""
+        """Per shared memory, its accesses: (bytes per point, each point's copy's place, step, write)."""
+        self.journals: dict[int, _Journal] = {}
+        """Per register memory, its accesses."""
         self.saved: list[tuple[TagMemory, tuple[Any, ...]]] = []
 
-    def access(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray, write: bool) -> None:
-        """Record an access (before it happens: a memory is saved on its first write)."""
+    def read(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray,
+             sites: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """The tags at `idx` (rows: `threads`, of `points`) as program order leaves them, and
+        the sites that wrote them if asked."""
+        if memory.per_thread:
+            return self._journal(memory).read(idx, threads, self.origin[points], self.step, sites)
+        self._access(memory, idx, points, write=False)
+        tags = memory.read(idx, threads)
+        return tags, memory.site[idx] if sites else None
+
+    def write(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray, points: np.ndarray,
+              site: int) -> None:
+        if memory.per_thread:
+            self._journal(memory).write(idx, tags, threads, self.origin[points], self.step, site)
+            return
+        self._access(memory, idx, points, write=True)
+        memory.write(idx, tags, threads, site)
+
+    def _keep(self, memory: TagMemory) -> tuple[Any, ...]:
+        """The memory as it was before the run (saved at its first write, or its first read
+        while a loop tracks which bytes are read before being written)."""
+        for kept, saved in self.saved:
+            if kept is memory:
+                return saved
+        saved = _save(memory)
+        self.saved.append((memory, saved))
+        return saved
+
+    def _journal(self, memory: TagMemory) -> _Journal:
+        journal = self.journals.get(id(memory))
+        if journal is None:
+            journal = self.journals[id(memory)] = _Journal(self, memory)
+        return journal
+
+    def _access(self, memory: TagMemory, idx: np.ndarray, points: np.ndarray, write: bool) -> None:
         records = self.memories.get(id(memory))
         if records is None:
             records = self.memories[id(memory)] = []
-        if (write or memory.fresh is not None) and not any(m is memory for m, _ in self.saved):
-            self.saved.append((memory, _save(memory)))
-        where = threads[:, None] * memory.tags.shape[-1] + idx if memory.per_thread else idx
-        origin = self.origin[points]
-        records.append((where, origin, self.step, write))
+        if write or memory.fresh is not None:
+            self._keep(memory)
+        records.append((idx, self.origin[points], self.step, write))
 
     def in_order(self) -> bool:
-        """Whether every byte written in the run saw its accesses in program order."""
-        return all(_in_order(records) for records in self.memories.values())
+        """Whether every shared byte written in the run saw its accesses in program order, and
+        every register read saw every write program order puts before it."""
+        return all(_in_order(records) for records in self.memories.values()) and \
+            all(journal.complete() for journal in self.journals.values())
+
+    def finish(self) -> None:
+        """Leave each register byte as its last write in program order left it."""
+        for journal in self.journals.values():
+            journal.finish()
 
     def undo(self) -> None:
         """The memories the run wrote (or tracked), as they were before it."""
         for memory, saved in self.saved:
             _restore(memory, saved)
+
+
+class _Journal:
+    """A register memory's accesses in a run. Copies run together out of program order, and a
+    register is often reused by every copy (a fragment loaded anew per step of an unrolled
+    loop), so each write is kept with its place in the run: a read takes, per byte, the write
+    of the latest place before its own, or the byte as it was before the run. A read that ran
+    before a write program order puts before it could not see it (`complete`): the run is then
+    walked op by op. Writes also go through to the memory, which is left as program order
+    leaves it (`finish`)."""
+
+    def __init__(self, footprint: Footprint, memory: TagMemory) -> None:
+        self.footprint = footprint
+        self.memory = memory
+        self.width = memory.tags.shape[1]
+        self.writes: list[tuple[np.ndarray, np.ndarray, int, np.ndarray, int]] = []
+        """(bytes by thread, place, step, tags, site) per write, flat."""
+        self.reads: list[tuple[np.ndarray, np.ndarray, int]] = []
+        """(bytes by thread, place, step) per read, flat."""
+        self.pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
+        """Writes not yet made (`write`)."""
+        self.place: np.ndarray | None = None
+        self.step = np.zeros(0, np.int64)
+        self.indexed = 0
+        """How many writes `place` and `step` hold (`_places`)."""
+        self._rewritten: bool | None = False
+        """Whether some byte was written twice (None: not known yet)."""
+        self.last = -1
+        """The latest place written."""
+        self._sorted: tuple[np.ndarray, ...] | None = None
+
+    def read(self, idx: np.ndarray, threads: np.ndarray, places: np.ndarray, step: int,
+             sites: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        memory = self.memory
+        rows = idx.reshape(threads.size, -1)
+        keys = (threads[:, None] * self.width + rows).reshape(-1)
+        at = np.repeat(places, rows.shape[1])
+        self.reads.append((keys, at, step))
+        if memory.fresh is not None:
+            self.footprint._keep(memory)
+        self._write_through()
+        if not self.writes or (self.last < at.min() and not self.rewritten()):
+            # nothing written, or each byte once and before this read in program order: the
+            # memory holds what the read is to see
+            tags = memory.read(rows, threads)
+            return tags.reshape(idx.shape), memory.site.reshape(-1)[keys].reshape(idx.shape) if sites else None
+        before = self.footprint._keep(memory)
+        if not self.rewritten():  # a byte's write, if any, is what the memory holds now
+            written = self._places()[0][keys]  # type: ignore[index]
+            seen = (written >= 0) & (written < at)
+            new_tags, new_sites = memory.tags.reshape(-1), memory.site.reshape(-1)
+            found: Any = keys
+        else:
+            composite, ordered_keys, new_tags, new_sites = self._index()
+            found = np.searchsorted(composite, keys * self.footprint.places + at) - 1
+            seen = (found >= 0) & (ordered_keys[np.maximum(found, 0)] == keys)
+        if seen.all():
+            return new_tags[found].reshape(idx.shape), new_sites[found].reshape(idx.shape) if sites else None
+        tags = np.where(seen, new_tags[found], before[0].reshape(-1)[keys])
+        if memory.exposed is not None:  # bytes read before any write since the loop's tracking began
+            missed = keys[~seen]
+            memory.exposed.reshape(-1)[missed] |= ~before[5].reshape(-1)[missed]
+        written_at = np.where(seen, new_sites[found], before[1].reshape(-1)[keys]).reshape(idx.shape) if sites else None
+        return tags.reshape(idx.shape), written_at
+
+    def write(self, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray, places: np.ndarray, step: int,
+              site: int) -> None:
+        """Keep the write, and make it: at once once the memory has been read in the run, else
+        when it is first read or the run ends (a memory only written needs no copy to undo)."""
+        if self.reads:
+            self.footprint._keep(self.memory)
+            self.memory.write(idx, tags, threads, site)
+        else:
+            self.pending.append((idx, tags, threads, site))
+        rows = idx.reshape(threads.size, -1)
+        keys = (threads[:, None] * self.width + rows).reshape(-1)
+        self.writes.append((keys, np.repeat(places, rows.shape[1]), step,
+                            np.broadcast_to(tags, rows.shape).reshape(-1), site))
+        self.last = max(self.last, int(places.max()))
+        self._sorted = None
+        if self._rewritten is False:
+            self._rewritten = None
+
+    def _write_through(self, undoable: bool = True) -> None:
+        """Make the writes kept for later (`undoable`: keep the memory as it was, first)."""
+        if self.pending:
+            if undoable:
+                self.footprint._keep(self.memory)
+            for idx, tags, threads, site in self.pending:
+                self.memory.write(idx, tags, threads, site)
+            self.pending.clear()
+
+    def rewritten(self) -> bool:
+        """Whether some byte was written twice in the run (reads then search the writes by byte
+        and place)."""
+        if self._rewritten is None:
+            if len(self.writes) == 1:  # one op's copies: whether two of them wrote one byte
+                self._rewritten = bool(np.bincount(self.writes[0][0]).max() > 1)
+            else:
+                self._rewritten = self._places() is None
+        return self._rewritten
+
+    def _places(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per byte (by thread), the place of its write in the run (-1: none) and the write's
+        step, if no byte was written twice."""
+        if self.place is None:
+            self.place = np.full(self.memory.tags.size, -1, np.int64)
+            self.step = np.zeros(self.memory.tags.size, np.int64)
+        for keys, at, step, _, _ in self.writes[self.indexed:]:
+            if (self.place[keys] >= 0).any():
+                return None
+            self.place[keys] = at
+            self.step[keys] = step
+            if not (self.place[keys] == at).all():  # two copies of the op wrote one byte
+                return None
+        self.indexed = len(self.writes)
+        return self.place, self.step
+
+    def _index(self) -> tuple[np.ndarray, ...]:
+        """The writes by byte, then place: (byte·places + place, byte, tags, site)."""
+        if self._sorted is None:
+            keys = np.concatenate([w[0] for w in self.writes])
+            at = np.concatenate([w[1] for w in self.writes])
+            composite = keys * self.footprint.places + at
+            order = np.argsort(composite, kind="stable")
+            tags = np.concatenate([w[3] for w in self.writes])
+            sites = np.concatenate([np.full(w[0].size, w[4], np.int64) for w in self.writes])
+            self._sorted = (composite[order], keys[order], tags[order], sites[order])
+        return self._sorted
+
+    def complete(self) -> bool:
+        """Whether every read ran after every write program order puts before it (a rule reads
+        before it writes: a write of the same step ran after)."""
+        if not self.reads or not self.writes:
+            return True
+        if max(w[2] for w in self.writes) < min(r[2] for r in self.reads):
+            return True  # every write ran before every read
+        if not self.rewritten():
+            place, steps = self._places()  # type: ignore[misc]
+            return not any(((place[keys] >= 0) & (place[keys] < at) & (steps[keys] >= step)).any()
+                           for keys, at, step in self.reads)
+        keys = np.concatenate([w[0] for w in self.writes])
+        at = np.concatenate([w[1] for w in self.writes])
+        steps = np.concatenate([np.full(w[0].size, w[2], np.int64) for w in self.writes])
+        order = np.lexsort((at, keys))
+        keys, at, steps = keys[order], at[order], steps[order]
+        span = int(steps.max()) + 1
+        latest = np.maximum.accumulate(keys * span + steps) - keys * span  # per byte, the latest step so far
+        composite = keys * self.footprint.places + at
+        for read_keys, read_at, read_step in self.reads:
+            wanted = read_keys * self.footprint.places + read_at
+            found = np.maximum(np.searchsorted(composite, wanted) - 1, 0)
+            if ((keys[found] == read_keys) & (composite[found] < wanted) & (latest[found] >= read_step)).any():
+                return False
+        return True
+
+    def finish(self) -> None:
+        """Each byte written more than once gets its last write in program order (the writes
+        went through in the order the groups ran)."""
+        self._write_through(undoable=False)  # (the run stands)
+        if not self.writes or (len(self.writes) == 1 and self.writes[0][1][0] == self.writes[0][1][-1]):
+            return  # (one copy of one op)
+        if not self.rewritten():
+            return
+        _, keys, tags, sites = self._index()
+        last = np.ones(keys.size, bool)
+        last[:-1] = keys[1:] != keys[:-1]
+        memory, keys = self.memory, keys[last]
+        memory.tags.reshape(-1)[keys] = tags[last]
+        memory.site.reshape(-1)[keys] = sites[last]
+        memory.writer.reshape(-1)[keys] = keys // self.width
 
 
 def _in_order(records: list[tuple[np.ndarray, np.ndarray, int, bool]]) -> bool:
@@ -439,8 +722,9 @@ def _restore(memory: TagMemory, saved: tuple[Any, ...]) -> None:
 def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Operation], Any]) -> None:
     """Run `run` group by group; walk it again op by op if that changed any byte's order of
     accesses, reported anything, or failed."""
-    footprint = Footprint()
+    footprint = Footprint(len(run.ops))
     mark = a.obligations.mark()
+    compared = a.obligations.compared
     faults = len(a._faults)
     a.footprint = footprint
     n = a.n
@@ -454,16 +738,20 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
                 results.append([])
             else:
                 results.append(_run_group(a, group, mask, rule_of, results))
-        fine = footprint.in_order() and a.obligations.mark() == mark and len(a._faults) == faults
+        # findings come from the plain walk; comparisons left to decide are kept (their
+        # witnesses are described per point, as the plain walk would)
+        fine = footprint.in_order() and len(a.obligations.candidates) == mark[0] and len(a._faults) == faults
     except Exception:
         fine = False
     finally:
         a.footprint = None
     if fine:
+        footprint.finish()
         return
     run.walked_again += 1
     footprint.undo()
     a.obligations.rollback(mark)
+    a.obligations.compared = compared
     del a._faults[faults:]
     for op in run.ops:
         rule_of(op)(a, op, mask)
@@ -505,7 +793,7 @@ def _run_group(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable
         for c, op in enumerate(ops):
             part = slice(c * n, (c + 1) * n)
             result = op.results[r]
-            values[result] = _part(value, part)
+            values[result] = value.tiles[c] if isinstance(value, TileCopies) else _part(value, part)
             if t is None:
                 tags.pop(result, None)
             else:
@@ -558,16 +846,33 @@ def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tupl
         value = values[0] if len(values) == 1 else _concatenate(values)
         if index is not None:
             value = _without_zero_terms(value.take(index))
-    elif all(x is values[0] for x in values):
+    elif all(x is values[0] for x in values) and not isinstance(values[0], TileCopies):
         value = values[0]
     else:
-        raise _NotUniform()
+        value = _tiles(values, sizes, n, gather.rows)
     if all(t is None for t in tags):
         return value, None
     width = next(t for t in tags if t is not None).shape[1]
     both = np.concatenate([np.zeros((size, width), np.int64) if t is None else t for size, t in zip(sizes, tags)]) \
         if len(tags) > 1 else tags[0]
     return value, both if index is None else both[index]
+
+
+def _tiles(values: list[Any], sizes: list[int], n: int, rows: tuple[int, ...]) -> Any:
+    """Each copy's tile, from its sources' tiles (`sizes`: their points): one tile if all are
+    the same, else a `TileCopies`."""
+    from .analysis import GlobalRef  # the analysis imports this module
+
+    listed: list[Any] = []
+    for value, size in zip(values, sizes):
+        if isinstance(value, TileCopies):
+            listed.extend(value.tiles)
+        elif value is None or isinstance(value, (Affine, GlobalRef)):
+            raise NotUniform()
+        else:
+            listed.extend([value] * (size // n))
+    tiles = tuple(listed[r] for r in rows)
+    return tiles[0] if all(tile is tiles[0] for tile in tiles) else TileCopies(tiles)
 
 
 def _concatenate(values: list[Affine]) -> Affine:
@@ -613,5 +918,5 @@ def _tile(value: Any, copies: int, tiled: dict[Any, Any]) -> Any:
     return out
 
 
-class _NotUniform(Exception):
+class NotUniform(Exception):
     """Copies of one op read different memories or tensors: the run is walked op by op."""

@@ -93,16 +93,17 @@ class Obligations:
             for extra in list(pairs)[keep:]:
                 del pairs[extra]
 
-    def held(self, site: str) -> None:
-        """A comparison at `site` whose sides the caller found to be the same concrete tags:
-        counted and the site reached, with nothing to decide."""
-        self.compared += 1
+    def held(self, site: str, count: int = 1) -> None:
+        """A comparison at `site` whose sides the caller found to be the same concrete tags
+        (`count` of them, made at once): counted and the site reached, with nothing to decide."""
+        self.compared += count
         self.pending.setdefault(site, _Pending(site, True, self.scope))
 
     def compare(self, site: str, lhs: np.ndarray, rhs: np.ndarray, equal: bool, describe: Describe,
-                limit: int = 4) -> None:
-        """``tag(lhs) == tag(rhs)`` (or ``!=``) for arrays of byte ids (points, elements, bytes)."""
-        self.compared += 1
+                limit: int = 4, count: int = 1) -> None:
+        """``tag(lhs) == tag(rhs)`` (or ``!=``) for arrays of byte ids (points, elements, bytes);
+        `count` comparisons made at once (copies of an unrolled loop's assertion)."""
+        self.compared += count
         pending = self.pending.setdefault(site, _Pending(site, equal, self.scope))
         if equal and lhs.shape == rhs.shape and np.array_equal(lhs, rhs) and (lhs > TOP).all():
             return  # the same concrete tags on both sides: nothing to decide (the common case)
