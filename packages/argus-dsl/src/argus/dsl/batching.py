@@ -51,8 +51,8 @@ class Group:
     """Per operand, where its copies' values come from."""
     scatter: list[bool] = field(default_factory=list)
     """Per result: whether something reads the copies' values one by one."""
-    origins: dict[int, np.ndarray] = field(default_factory=dict)
-    """Per thread count, each point's copy's place in the run."""
+    places: np.ndarray | None = None
+    """`positions` as an array (made when the group first touches a tile)."""
 
 
 @dataclass
@@ -443,8 +443,10 @@ class Footprint:
         self.step = 0
         self.places = places
         """How many ops the run has (a place in the run is below)."""
-        self.origin: np.ndarray = np.zeros(0, np.int64)
-        """Per point of the op running: the place in the run of the copy it belongs to."""
+        self.group: Group | None = None
+        """The group running (its copies' places in the run)."""
+        self.threads = 1
+        """Threads per copy: point p belongs to copy p // threads."""
         self.memories: dict[int, list[tuple[np.ndarray, np.ndarray, int, bool]]] = {}
         """Per shared memory, its accesses: (bytes per point, each point's copy's place, step, write)."""
         self.journals: dict[int, _Journal] = {}
@@ -456,7 +458,7 @@ class Footprint:
         """The tags at `idx` (rows: `threads`, of `points`) as program order leaves them, and
         the sites that wrote them if asked."""
         if memory.per_thread:
-            return self._journal(memory).read(idx, threads, self.origin[points], self.step, sites)
+            return self._journal(memory).read(idx, threads, self.place_of(points), self.step, sites)
         self._access(memory, idx, points, write=False)
         tags = memory.read(idx, threads)
         return tags, memory.site[idx] if sites else None
@@ -464,10 +466,18 @@ class Footprint:
     def write(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray, points: np.ndarray,
               site: int) -> None:
         if memory.per_thread:
-            self._journal(memory).write(idx, tags, threads, self.origin[points], self.step, site)
+            self._journal(memory).write(idx, tags, threads, self.place_of(points), self.step, site)
             return
         self._access(memory, idx, points, write=True)
         memory.write(idx, tags, threads, site)
+
+    def place_of(self, points: np.ndarray) -> np.ndarray:
+        """Each point's copy's place in the run."""
+        group = self.group
+        assert group is not None
+        if group.places is None:
+            group.places = np.asarray(group.positions, np.int64)
+        return group.places[points // self.threads]  # type: ignore[no-any-return]
 
     def _keep(self, memory: TagMemory) -> tuple[Any, ...]:
         """The memory as it was before the run (saved at its first write, or its first read
@@ -491,7 +501,7 @@ class Footprint:
             records = self.memories[id(memory)] = []
         if write or memory.fresh is not None:
             self._keep(memory)
-        records.append((idx, self.origin[points], self.step, write))
+        records.append((idx, self.place_of(points), self.step, write))
 
     def in_order(self) -> bool:
         """Whether every shared byte written in the run saw its accesses in program order, and
@@ -733,7 +743,7 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
         for step, group in enumerate(run.groups):
             footprint.step = step
             if len(group.ops) == 1:
-                footprint.origin = _origin(group, n)
+                footprint.group, footprint.threads = group, n
                 rule_of(group.ops[0])(a, group.ops[0], mask)
                 results.append([])
             else:
@@ -772,7 +782,7 @@ def _run_group(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable
             tags[stand_in] = t
     a._shapes_of[first] = (group.operands, results)  # the rule reads the stand-ins
     a._ops.pop(first, None)
-    a.footprint.origin = _origin(group, n)  # type: ignore[union-attr]
+    a.footprint.group, a.footprint.threads = group, n  # type: ignore[union-attr]
     points = _points(a, copies)
     saved = (a.n, a.tid, a.everyone, a.thread_ids, a._zeros)
     full = mask is a.everyone
@@ -799,14 +809,6 @@ def _run_group(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable
             else:
                 tags[result] = t[part]
     return out
-
-
-def _origin(group: Group, n: int) -> np.ndarray:
-    """Each point's copy's place in the run, for `n` threads."""
-    found = group.origins.get(n)
-    if found is None:
-        found = group.origins[n] = np.repeat(np.asarray(group.positions, np.int64), n)
-    return found
 
 
 def _points(a: TagAnalysis, copies: int) -> tuple[Any, ...]:

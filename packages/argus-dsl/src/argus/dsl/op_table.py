@@ -30,15 +30,6 @@ class OpTable:
 
     def __init__(self, kernel: Operation) -> None:
         self.ops: list[Operation] = []
-        self.kinds: list[type] = []
-        self.operand_values: list[tuple[SSAValue, ...]] = []
-        """Per op, its operands."""
-        self.operands: list[tuple[int, ...]] = []
-        """Per op, its operands by identity."""
-        self.results: list[tuple[int, ...]] = []
-        """Per op, its results by identity."""
-        self.maker: dict[int, int] = {}
-        """Per result (by identity), the number of the op that makes it."""
         self.ends: list[int] = []
         """Per op, the number after the last op of its regions (its own number plus one when it
         has none): the ops inside it are those in between."""
@@ -46,32 +37,35 @@ class OpTable:
         """Per block (by identity), its ops' numbers in program order."""
         for region in kernel.regions:
             for block in region.blocks:
-                self._read(block)
+                self._collect(block)
+        ops = self.ops
+        self.kinds: list[type] = list(map(type, ops))
+        self.operand_values: list[tuple[SSAValue, ...]] = list(map(_operand_tuple, ops))
+        """Per op, its operands."""
+        self.operands: list[tuple[int, ...]] = [tuple(map(id, values)) for values in self.operand_values]
+        """Per op, its operands by identity."""
+        self.results: list[tuple[int, ...]] = [tuple(map(id, op.results)) for op in ops]
+        """Per op, its results by identity."""
+        self.maker: dict[int, int] = {r: number for number, results in enumerate(self.results) for r in results}
+        """Per result (by identity), the number of the op that makes it."""
         self.uses: Counter[int] = Counter(chain.from_iterable(self.operands))
         """Per value (by identity), how many operands name it."""
 
-    def _read(self, block: Block) -> None:
+    def _collect(self, block: Block) -> None:
+        """The block's ops in program order, each followed by the ops of its regions."""
         numbers: list[int] = []
         self.blocks[id(block)] = numbers
-        maker = self.maker
+        ops, ends = self.ops, self.ends
         for op in block.ops:
-            number = len(self.ops)
+            number = len(ops)
             numbers.append(number)
-            self.ops.append(op)
-            self.kinds.append(type(op))
-            operands = _operand_tuple(op)
-            self.operand_values.append(operands)
-            self.operands.append(tuple(map(id, operands)))
-            results = tuple(map(id, op.results))
-            self.results.append(results)
-            for r in results:
-                maker[r] = number
-            self.ends.append(number + 1)
+            ops.append(op)
+            ends.append(number + 1)
             if op.regions:
                 for region in op.regions:
                     for inner in region.blocks:
-                        self._read(inner)
-                self.ends[number] = len(self.ops)
+                        self._collect(inner)
+                ends[number] = len(ops)
 
     def block(self, block: Block) -> list[int]:
         """A block's ops' numbers, in program order."""
