@@ -134,8 +134,7 @@ class Preparation:
         self.atoms: dict[Operation, Any] = {}
         """The atom of each MMA or copy op."""
         self._read: dict[Operation, Any] = {}
-        self._runnable_kinds: dict[type, bool] = {}
-        self._batchable_kinds: dict[type, bool] = {}
+        self._kinds: dict[type, tuple[bool, bool, bool, bool, bool | None]] = {}
         self._constant_values: dict[int, Any] = {}
         self._allocations: dict[int, int] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
@@ -235,29 +234,32 @@ class Preparation:
     def location(self, number: int) -> SourceLocation | None:
         return self.locations.get(self.table.ops[number])
 
+    def runnable(self, number: int) -> bool:
+        return self._roles(number)[0]
+
     def whole(self, number: int) -> bool:
-        return _RULES.get(self.table.kinds[number]) in (_mma, _assert)
+        return self._roles(number)[1]
 
     def view(self, number: int) -> bool:
-        return _RULES.get(self.table.kinds[number]) is _view
+        return self._roles(number)[2]
 
     def product(self, number: int) -> bool:
-        return self.table.kinds[number] is D.MmaOp
-
-    def runnable(self, number: int) -> bool:
-        kind = self.table.kinds[number]
-        found = self._runnable_kinds.get(kind)
-        if found is None:
-            found = self._runnable_kinds[kind] = _runnable(self.table.ops[number])
-        return found
+        return self._roles(number)[3]
 
     def batchable(self, number: int) -> bool:
+        found = self._roles(number)[4]
+        return _batchable(self.table.ops[number]) if found is None else found
+
+    def _roles(self, number: int) -> tuple[bool, bool, bool, bool, bool | None]:
+        """What the plan asks of an op, the same for every op of its kind: whether it may run in
+        a run, reads tiles whole, is a view, is a product, and whether its copies may run as one
+        group (None: it depends on the op — whether a load reads an integer)."""
         kind = self.table.kinds[number]
-        if _RULES.get(kind) is _load:  # whether it loads an integer depends on the op's type
-            return _batchable(self.table.ops[number])
-        found = self._batchable_kinds.get(kind)
+        found = self._kinds.get(kind)
         if found is None:
-            found = self._batchable_kinds[kind] = _batchable(self.table.ops[number])
+            op, rule = self.table.ops[number], _RULES.get(kind)
+            found = self._kinds[kind] = (_runnable(op), rule in (_mma, _assert), rule is _view, kind is D.MmaOp,
+                                         None if rule is _load else _batchable(op))
         return found
 
 

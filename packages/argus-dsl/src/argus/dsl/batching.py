@@ -13,11 +13,15 @@ for the groups that read them and set for each copy only where something else re
 Groups run in an order that keeps every value computed before its use; copies that depend on
 each other (an index accumulated over the loop: a cycle between groups) run op by op.
 
-Reordering can change what memory holds, so every tile access of a run is recorded; when two
-accesses to one byte, one of them a write, ran in another order than the program's, the run
-is undone and walked again op by op. So is a run in which anything was reported (a fault, a
-race) or a rule failed: findings come from the plain walk, whose witnesses name one thread and
-one copy. The plan of each block is made once per compiled kernel (`analysis.Preparation`).
+Reordering can change what memory holds. A register write is kept with its place in the run
+(`_Journal`), so a read sees what program order leaves there whatever order the groups ran in
+— registers reused by every copy (a fragment loaded anew for each product) need that — and the
+plan makes a read of a tile wait for the writes before it. Shared memory accesses are recorded:
+when two accesses to one shared byte, one of them a write, ran in another order than the
+program's, or a register read ran before a write it needed, the run is undone and walked again
+op by op. So is a run in which anything was reported (a fault, a race) or a rule failed:
+findings come from the plain walk, whose witnesses name one thread and one copy. The plan of
+each block is made once per compiled kernel (`analysis.Preparation`).
 """
 
 from __future__ import annotations
@@ -91,10 +95,9 @@ class _Operand:
 @dataclass
 class Products:
     """Matrix products in a row, with only views and assertions between them, outside a run:
-    their operands are read together (`analysis._products`). Neither reads what a product
-    writes unless it reads an accumulator; reading every product's operands before any product
-    writes its accumulator changes nothing when no product reads another's (checked as they
-    run)."""
+    their operands are read together (`analysis._products`). Views and assertions write
+    nothing, so reading every product's operands before any product writes its accumulator
+    changes nothing when no product reads another's accumulator (checked as they run)."""
 
     ops: list[Operation]
 
@@ -439,10 +442,10 @@ class Footprint:
     to tell whether running the copies in groups kept every byte's accesses in program order.
     The memories as they were are kept too, to undo the run if not."""
 
-    def __init__(self, places: int) -> None:
+    def __init__(self, length: int) -> None:
         self.step = 0
-        self.places = places
-        """How many ops the run has (a place in the run is below)."""
+        self.length = length
+        """How many ops the run has (every place in the run is below)."""
         self.group: Group | None = None
         """The group running (its copies' places in the run)."""
         self.threads = 1
@@ -572,7 +575,7 @@ class _Journal:
             found: Any = keys
         else:
             composite, ordered_keys, new_tags, new_sites = self._index()
-            found = np.searchsorted(composite, keys * self.footprint.places + at) - 1
+            found = np.searchsorted(composite, keys * self.footprint.length + at) - 1
             seen = (found >= 0) & (ordered_keys[np.maximum(found, 0)] == keys)
         if seen.all():
             return new_tags[found].reshape(idx.shape), new_sites[found].reshape(idx.shape) if sites else None
@@ -641,7 +644,7 @@ class _Journal:
         if self._sorted is None:
             keys = np.concatenate([w[0] for w in self.writes])
             at = np.concatenate([w[1] for w in self.writes])
-            composite = keys * self.footprint.places + at
+            composite = keys * self.footprint.length + at
             order = np.argsort(composite, kind="stable")
             tags = np.concatenate([w[3] for w in self.writes])
             sites = np.concatenate([np.full(w[0].size, w[4], np.int64) for w in self.writes])
@@ -666,9 +669,9 @@ class _Journal:
         keys, at, steps = keys[order], at[order], steps[order]
         span = int(steps.max()) + 1
         latest = np.maximum.accumulate(keys * span + steps) - keys * span  # per byte, the latest step so far
-        composite = keys * self.footprint.places + at
+        composite = keys * self.footprint.length + at
         for read_keys, read_at, read_step in self.reads:
-            wanted = read_keys * self.footprint.places + read_at
+            wanted = read_keys * self.footprint.length + read_at
             found = np.maximum(np.searchsorted(composite, wanted) - 1, 0)
             if ((keys[found] == read_keys) & (composite[found] < wanted) & (latest[found] >= read_step)).any():
                 return False
