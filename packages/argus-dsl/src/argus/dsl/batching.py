@@ -256,30 +256,34 @@ def _plan_run(table: OpTable, numbers: list[int], planner: Planner) -> Run | Non
     produced: dict[int, tuple[tuple[int, int], tuple[int, int, int], int]] = {}
     """A result (by identity) of a copy of a group: ((group, result), (group, result, the group's
     copies), which copy) — the pairs shared by the group's copies."""
-    gathered: dict[int, int] = {}
-    """Per result of a group's copy, how many operands of later groups take it from there."""
+    taken: dict[Any, int] = {}
+    """Per result of a group's copy, how many operands of later groups take it from there; per
+    (group, result), how many take all its copies in order."""
+    columns_of: dict[tuple[int, int], tuple[int, ...]] = {}
+    """Per (group, result), the result's copies in order."""
     for m in _schedule(sources, members):
         group = Group([ops[i] for i in m], m)
         if len(m) > 1:
             columns = list(zip(*(operands[i] for i in m)))
             values = list(zip(*(table.operand_values[numbers[i]] for i in m)))
-            group.gathers = [_gather_plan(column, produced, v, gathered) for column, v in zip(columns, values)]
+            group.gathers = [_gather_plan(column, produced, v, taken, columns_of) for column, v in zip(columns, values)]
             group.operands = tuple(_Operand(v[0].type) for v in values)
             g = len(groups)
             results = [table.results[numbers[i]] for i in m]
-            for r in range(len(results[0])):
+            for r, column in enumerate(zip(*results)):
                 key, source = (g, r), (g, r, len(m))
-                for c, result in enumerate(results):
-                    produced[result[r]] = (key, source, c)
+                columns_of[key] = column
+                for c, result in enumerate(column):
+                    produced[result] = (key, source, c)
         groups.append(group)
     if all(len(g.ops) == 1 for g in groups):
         return None
     uses = table.uses
-    for group in groups:  # copies' own values are set for results read by anything but a later group
+    for g, group in enumerate(groups):  # copies' own values are set for results read by anything but a later group
         if len(group.ops) > 1:
             results = [table.results[numbers[i]] for i in group.positions]
-            group.scatter = [any(uses.get(result[k], 0) > gathered.get(result[k], 0) for result in results)
-                             for k in range(len(results[0]))]
+            group.scatter = [any(uses.get(result[k], 0) > taken.get(result[k], 0) + taken.get((g, k), 0)
+                                 for result in results) for k in range(len(results[0]))]
     return Run(list(ops), groups)
 
 
@@ -324,13 +328,20 @@ def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:
 
 
 def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[tuple[int, int], tuple[int, int, int], int]],
-                 values: tuple[SSAValue, ...], gathered: dict[int, int]) -> Gather:
+                 values: tuple[SSAValue, ...], taken: dict[Any, int],
+                 columns_of: dict[tuple[int, int], tuple[int, ...]]) -> Gather:
     """Where the `values` of an operand's copies (`column`: their identities) come from, counting
-    in `gathered` the results of groups' copies taken. `produced`: for a result of a group's
-    copy, ((group, result), (group, result, copies of the group), which copy)."""
+    in `taken` the results of groups' copies taken. `produced`: for a result of a group's copy,
+    ((group, result), (group, result, copies of the group), which copy); `columns_of`: per
+    (group, result), its copies in order."""
     first = column[0]
-    if first not in produced and column.count(first) == len(column):
-        return Gather(values[0])
+    found = produced.get(first)
+    if found is None:
+        if column.count(first) == len(column):
+            return Gather(values[0])
+    elif found[2] == 0 and columns_of[found[0]] == column:  # an earlier group's result, copy for copy
+        taken[found[0]] = taken.get(found[0], 0) + 1
+        return Gather(None, (found[1],), tuple(range(len(column))), True)
     sources: list[Any] = []
     slot_of: dict[Any, int] = {}
     slots = 0
@@ -345,7 +356,7 @@ def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[tuple[int, i
                 slots += 1
             rows.append(start)
             continue
-        gathered[v] = gathered.get(v, 0) + 1
+        taken[v] = taken.get(v, 0) + 1
         key, source, copy = found
         start = slot_of.get(key)
         if start is None:
