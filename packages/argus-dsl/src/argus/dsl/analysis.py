@@ -1629,12 +1629,36 @@ def _products(a: TagAnalysis, step: batching.Products, mask: np.ndarray) -> None
     """Products in a row with views and assertions between them (`batching.Products`): every
     product's operands are read at once when the products share one atom and register operand
     memories and none accumulates into memory another reads; otherwise one by one. The views
-    run first (they read no tags), the assertions in their place among the products."""
-    products = [op for op in step.ops if type(op) is D.MmaOp]
+    run first (they read no tags), the assertions in their place among the products. Products
+    go in batches of at most `PRODUCT_ROWS` threads' fragments (larger arrays cost more per
+    element than they save in calls)."""
     for op in step.ops:
         if _RULES.get(type(op)) is _view:
             _view(a, op, mask)
     threads = np.flatnonzero(mask)
+    batch, ops, count = max(1, PRODUCT_ROWS // max(threads.size, 1)), [], 0
+    for op in step.ops:
+        ops.append(op)
+        count += type(op) is D.MmaOp
+        if count == batch:
+            _product_batch(a, ops, threads, mask)
+            ops, count = [], 0
+    if ops:
+        _product_batch(a, ops, threads, mask)
+
+
+#: The most threads' fragments (products × threads) read at once by `_products`.
+PRODUCT_ROWS = 1024
+
+
+def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, mask: np.ndarray) -> None:
+    """`_products` for a batch of them (its views already ran)."""
+    products = [op for op in ops if type(op) is D.MmaOp]
+    if not products:
+        for op in ops:
+            if _RULES.get(type(op)) is not _view:
+                _rule_of(op)(a, op, mask)
+        return
     atom: MMAAtom = _atom(a, products[0], MMAAtom)
     a_tiles, b_tiles, c_tiles = ([a.values[ssa] for ssa in column] for column in
                                  zip(*((op.a, op.b, op.c) for op in products)))
@@ -1653,18 +1677,14 @@ def _products(a: TagAnalysis, step: batching.Products, mask: np.ndarray) -> None
         except Undecidable:  # reported where it stands, one by one
             together = False
     if not together:
-        for op in step.ops:
+        for op in ops:
             if _RULES.get(type(op)) is not _view:
                 _rule_of(op)(a, op, mask)
         return
     alike = _one_tag_per_k(at, bt)
     groups = threads.size // atom.threads
-    # the accumulators at once when nothing between the products reads them and no two overlap
-    accumulators = c_tiles[0].memory
-    apart = len(products) == len(step.ops) - sum(_RULES.get(type(op)) is _view for op in step.ops) \
-        and accumulators.per_thread and all(c.memory is accumulators for c in c_tiles)
     product = iter(enumerate(zip(products, c_tiles)))
-    for op in step.ops:
+    for op in ops:
         if type(op) is not D.MmaOp:
             if _RULES.get(type(op)) is not _view:
                 _rule_of(op)(a, op, mask)  # an assertion, where it stands among the products
@@ -1675,26 +1695,7 @@ def _products(a: TagAnalysis, step: batching.Products, mask: np.ndarray) -> None
         else:
             part = slice(i * groups, (i + 1) * groups)
             _pairing(a, op, atom, threads, at[part], bt[part])
-        if not apart:
-            _accumulate(a, op, c, threads)
-    if apart and not _accumulate_apart(a, products, c_tiles, threads):
-        for op, c in zip(products, c_tiles):
-            _accumulate(a, op, c, threads)
-
-
-def _accumulate_apart(a: TagAnalysis, products: list[D.MmaOp], accumulators: list[TileValue], threads: np.ndarray) -> bool:
-    """`_accumulate` for every product at once, if their accumulators (in one register memory)
-    share no byte; whether they did."""
-    idx = np.concatenate([_fragment_bytes(a, c, threads) for c in accumulators])
-    rows = idx.reshape(len(products) * threads.size, -1)
-    each = rows.reshape(len(products), threads.size, -1)
-    firsts = each[:, 0]
-    if not (each == firsts[:, None]).all() or np.unique(firsts).size != firsts.size:
-        return False  # (fragments at the same bytes in every thread: the first thread's tell)
-    readers = np.tile(threads, len(products))
-    sites = np.repeat(np.asarray([a.site(op) for op in products], np.int64), threads.size)[:, None]
-    accumulators[0].memory.write(rows, np.full(rows.shape, TOP, np.int64), readers, sites)  # type: ignore[attr-defined]
-    return True
+        _accumulate(a, op, c, threads)  # (each its own: a tile's run of register bytes is written as a slice)
 
 
 def _point_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> np.ndarray:

@@ -156,9 +156,10 @@ def plan(table: OpTable, numbers: list[int], planner: Planner) -> list[Operation
     has copies to run together replaced by its `Run`.
 
     Ops that read tiles whole (assertions, products) and the views between them make a
-    cluster; a run holds the clusters between its stretches of other ops only if that joins
-    two or more such stretches (an unrolled loop whose every iteration loads a fragment and
-    multiplies it: its fragment register is reused, which the run's registers sort out).
+    cluster; a run holds the clusters between its stretches of other ops only if copies of one
+    statement sit in two of its stretches (an unrolled loop whose every iteration loads a
+    fragment and multiplies it: its fragment register is reused, which the run's registers sort
+    out).
     Otherwise each stretch is a run of its own, and so is each cluster, or a `Products` step
     if it holds two products or more: it then reads what was written before it, directly."""
     out: list[Operation | Run] = []
@@ -170,7 +171,7 @@ def plan(table: OpTable, numbers: list[int], planner: Planner) -> list[Operation
 
     def flush() -> None:
         pieces = _pieces(current, planner)
-        if sum(len(piece) > 1 for piece, cluster in pieces if not cluster) > 1:
+        if _copies_apart([piece for piece, cluster in pieces if not cluster], table, planner):
             add(current)
         else:
             for piece, cluster in pieces:
@@ -188,6 +189,19 @@ def plan(table: OpTable, numbers: list[int], planner: Planner) -> list[Operation
             out.append(table.ops[j])
     flush()
     return out
+
+
+def _copies_apart(stretches: list[list[int]], table: OpTable, planner: Planner) -> bool:
+    """Whether copies of one statement sit in two of the `stretches` (an unrolled loop's body
+    cut by its assertions or products)."""
+    seen: dict[Any, int] = {}
+    for s, stretch in enumerate(stretches):
+        for j in stretch:
+            if planner.batchable(j) and (where := planner.location(j)) is not None:
+                key = (where.line, where.col, where.file, table.kinds[j])
+                if seen.setdefault(key, s) != s:
+                    return True
+    return False
 
 
 def _pieces(numbers: list[int], planner: Planner) -> list[tuple[list[int], bool]]:
