@@ -165,20 +165,26 @@ def plan(table: OpTable, numbers: list[int], planner: Planner) -> list[Operation
     out: list[Operation | Run] = []
     current: list[int] = []
 
-    def add(numbers: list[int]) -> None:
-        run = _plan_run(table, numbers, planner) if len(numbers) > 1 else None
+    def add(numbers: list[int], kinds: dict[int, Any]) -> None:
+        run = _plan_run(table, numbers, planner, [kinds[j] for j in numbers]) if len(numbers) > 1 else None
         out.extend([table.ops[j] for j in numbers] if run is None else [run])
 
     def flush() -> None:
-        pieces = _pieces(current, planner)
-        if _copies_apart([piece for piece, cluster in pieces if not cluster], table, planner):
-            add(current)
+        if len(current) > 1:
+            kinds = {j: (where.line, where.col, where.file, table.kinds[j])  # (a location object hashes slowly)
+                     if planner.batchable(j) and (where := planner.location(j)) is not None else None
+                     for j in current}
+            pieces = _pieces(current, planner)
+            if len(pieces) > 1 and _copies_apart([piece for piece, cluster in pieces if not cluster], kinds):
+                add(current, kinds)
+            else:
+                for piece, cluster in pieces:
+                    if cluster and sum(map(planner.product, piece)) > 1:
+                        out.append(Products([table.ops[j] for j in piece]))
+                    else:
+                        add(piece, kinds)
         else:
-            for piece, cluster in pieces:
-                if cluster and sum(map(planner.product, piece)) > 1:
-                    out.append(Products([table.ops[j] for j in piece]))
-                else:
-                    add(piece)
+            out.extend(table.ops[j] for j in current)
         current.clear()
 
     for j in numbers:
@@ -191,16 +197,15 @@ def plan(table: OpTable, numbers: list[int], planner: Planner) -> list[Operation
     return out
 
 
-def _copies_apart(stretches: list[list[int]], table: OpTable, planner: Planner) -> bool:
-    """Whether copies of one statement sit in two of the `stretches` (an unrolled loop's body
-    cut by its assertions or products)."""
+def _copies_apart(stretches: list[list[int]], kinds: dict[int, Any]) -> bool:
+    """Whether copies of one statement (ops of one `kinds` entry) sit in two of the `stretches`
+    (an unrolled loop's body cut by its assertions or products)."""
     seen: dict[Any, int] = {}
     for s, stretch in enumerate(stretches):
         for j in stretch:
-            if planner.batchable(j) and (where := planner.location(j)) is not None:
-                key = (where.line, where.col, where.file, table.kinds[j])
-                if seen.setdefault(key, s) != s:
-                    return True
+            key = kinds[j]
+            if key is not None and seen.setdefault(key, s) != s:
+                return True
     return False
 
 
@@ -235,10 +240,10 @@ def _pieces(numbers: list[int], planner: Planner) -> list[tuple[list[int], bool]
     return pieces
 
 
-def _plan_run(table: OpTable, numbers: list[int], planner: Planner) -> Run | None:
+def _plan_run(table: OpTable, numbers: list[int], planner: Planner, kinds: list[Any]) -> Run | None:
+    """The run of `numbers` (ops of one `kinds` entry may run as one group), or None if no op
+    has copies to run with."""
     ops = [table.ops[j] for j in numbers]
-    kinds = [(where.line, where.col, where.file, table.kinds[j])  # (a location object hashes slowly)
-             if planner.batchable(j) and (where := planner.location(j)) is not None else None for j in numbers]
     named = [k for k in kinds if k is not None]
     if len(set(named)) == len(named):  # every op is alone in its kind
         return None
