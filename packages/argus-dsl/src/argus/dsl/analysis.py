@@ -1655,10 +1655,7 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
     """`_products` for a batch of them (its views already ran)."""
     products = [op for op in ops if type(op) is D.MmaOp]
     if not products:
-        for op in ops:
-            if _RULES.get(type(op)) is not _view:
-                _rule_of(op)(a, op, mask)
-        return
+        return _one_by_one(a, ops, mask)
     atom: MMAAtom = _atom(a, products[0], MMAAtom)
     a_tiles, b_tiles, c_tiles = ([a.values[ssa] for ssa in column] for column in
                                  zip(*((op.a, op.b, op.c) for op in products)))
@@ -1677,10 +1674,7 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
         except Undecidable:  # reported where it stands, one by one
             together = False
     if not together:
-        for op in ops:
-            if _RULES.get(type(op)) is not _view:
-                _rule_of(op)(a, op, mask)
-        return
+        return _one_by_one(a, ops, mask)
     alike = _one_tag_per_k(at, bt)
     groups = threads.size // atom.threads
     product = iter(enumerate(zip(products, c_tiles)))
@@ -1696,6 +1690,13 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
             part = slice(i * groups, (i + 1) * groups)
             _pairing(a, op, atom, threads, at[part], bt[part])
         _accumulate(a, op, c, threads)  # (each its own: a tile's run of register bytes is written as a slice)
+
+
+def _one_by_one(a: TagAnalysis, ops: list[Operation], mask: np.ndarray) -> None:
+    """The products and assertions of `ops`, each on its own (the views already ran)."""
+    for op in ops:
+        if _RULES.get(type(op)) is not _view:
+            _rule_of(op)(a, op, mask)
 
 
 def _point_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> np.ndarray:
@@ -2428,7 +2429,8 @@ def _computed(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
 
 
 #: Rules of ops that may sit in a straight run whose copies run together (`batching`): they
-#: compute values or access tiles and global tensors, and report nothing but faults.
+#: compute values, access tiles and global tensors, or compare tags (assertions, products);
+#: what they report the plain walk finds again.
 _RUN_RULES: set[Any] = {_int_op, _constant, _cast, _float_op, _load, _store, _same_bytes, _concat, _extract,
                         _byte_perm, _view, _dim, _computed, _mma, _assert}
 #: Rules whose op may run over several copies' points at once (values computed per point;
