@@ -604,7 +604,7 @@ class _Journal:
             new_tags, new_sites = memory.tags.reshape(-1), memory.site.reshape(-1)
             found: Any = keys
         else:
-            composite, ordered_keys, new_tags, new_sites = self._index()
+            composite, ordered_keys, new_tags, new_sites, _ = self._index()
             found = np.searchsorted(composite, keys * self.footprint.length + at) - 1
             seen = (found >= 0) & (ordered_keys[np.maximum(found, 0)] == keys)
         if seen.all():
@@ -670,7 +670,7 @@ class _Journal:
         return self.place, self.step
 
     def _index(self) -> tuple[np.ndarray, ...]:
-        """The writes by byte, then place: (byte·places + place, byte, tags, site)."""
+        """The writes by byte, then place: (byte·places + place, byte, tags, site, step)."""
         if self._sorted is None:
             keys = np.concatenate([w[0] for w in self.writes])
             at = np.concatenate([w[1] for w in self.writes])
@@ -678,7 +678,8 @@ class _Journal:
             order = np.argsort(composite, kind="stable")
             tags = np.concatenate([w[3] for w in self.writes])
             sites = np.concatenate([np.full(w[0].size, w[4], np.int64) for w in self.writes])
-            self._sorted = (composite[order], keys[order], tags[order], sites[order])
+            steps = np.concatenate([np.full(w[0].size, w[2], np.int64) for w in self.writes])
+            self._sorted = (composite[order], keys[order], tags[order], sites[order], steps[order])
         return self._sorted
 
     def complete(self) -> bool:
@@ -692,14 +693,9 @@ class _Journal:
             place, steps = self._places()  # type: ignore[misc]
             return not any(((place[keys] >= 0) & (place[keys] < at) & (steps[keys] >= step)).any()
                            for keys, at, step in self.reads)
-        keys = np.concatenate([w[0] for w in self.writes])
-        at = np.concatenate([w[1] for w in self.writes])
-        steps = np.concatenate([np.full(w[0].size, w[2], np.int64) for w in self.writes])
-        order = np.lexsort((at, keys))
-        keys, at, steps = keys[order], at[order], steps[order]
+        composite, keys, _, _, steps = self._index()
         span = int(steps.max()) + 1
         latest = np.maximum.accumulate(keys * span + steps) - keys * span  # per byte, the latest step so far
-        composite = keys * self.footprint.length + at
         for read_keys, read_at, read_step in self.reads:
             wanted = read_keys * self.footprint.length + read_at
             found = np.maximum(np.searchsorted(composite, wanted) - 1, 0)
@@ -715,7 +711,7 @@ class _Journal:
             return  # (one copy of one op)
         if not self.rewritten():
             return
-        _, keys, tags, sites = self._index()
+        _, keys, tags, sites, _ = self._index()
         last = np.ones(keys.size, bool)
         last[:-1] = keys[1:] != keys[:-1]
         memory, keys = self.memory, keys[last]
