@@ -322,3 +322,53 @@ def test_a_product_reads_what_the_product_before_it_wrote(stored: bool, step: ty
 
 def _mma_ops(compiled: Any) -> list[Any]:
     return [op for op in compiled.op.walk() if op.name == "argus.mma"]
+
+
+def _random_groups(rng: np.random.Generator, size: int) -> tuple[list[list[int]], list[list[int]]]:
+    """Ops 0..size-1 reading earlier ops (`sources`), grouped at random (each group in order)."""
+    sources = [sorted({int(j) for j in rng.integers(0, i, rng.integers(0, 3))}) if i else [] for i in range(size)]
+    label = rng.integers(0, max(1, size // 2), size)
+    groups = [[i for i in range(size) if label[i] == g] for g in np.unique(label)]
+    return sources, sorted(groups, key=lambda g: -len(g))  # not in program order
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_groups_run_after_the_groups_they_read_and_in_program_order_where_free(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    sources, groups = _random_groups(rng, int(rng.integers(1, 16)))
+    order = batching._schedule(sources, groups)
+    assert sorted(i for g in order for i in g) == list(range(len(sources)))  # every op, once
+    assert all(g in groups or len(g) == 1 for g in order)  # a group runs whole, or op by op
+    ran_at = {i: k for k, g in enumerate(order) for i in g}
+    assert all(ran_at[j] < ran_at[i] for i in range(len(sources)) for j in sources[i])  # what it reads ran before
+    assert batching._schedule(sources, groups[::-1]) == order  # whatever order the groups come in
+    group_of = {i: g for g in groups for i in g}
+    if all(group_of[j][0] < g[0] for g in groups for i in g for j in sources[i]):
+        assert order == sorted(groups)  # nothing waits for a group beginning after it: program order
+
+
+def test_a_group_waits_for_a_group_beginning_after_it() -> None:
+    assert batching._schedule([[], [], [1]], [[0, 2], [1]]) == [[1], [0, 2]]
+    assert batching._schedule([[], [0]], [[0, 1]]) == [[0], [1]]  # a copy reads another: op by op
+
+
+def _role(whole: bool = False, view: bool = False) -> batching.Role:
+    return batching.Role(runnable=True, whole=whole, view=view, product=whole, tiles=whole)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_run_is_cut_into_alternating_stretches_and_clusters(seed: int) -> None:
+    """Clusters begin and end with an op reading tiles whole and hold only such ops and views;
+    stretches hold none; the pieces cover the ops in order."""
+    rng = np.random.default_rng(seed)
+    roles = [_role(*[(True, False), (False, True), (False, False)][int(k)]) for k in rng.integers(0, 3, 12)]
+    lo, hi = sorted(int(x) for x in rng.integers(0, len(roles) + 1, 2))
+    pieces = batching._pieces(roles, lo, hi)
+    assert [i for a, b, _ in pieces for i in range(a, b)] == list(range(lo, hi))
+    assert all(b > a for a, b, _ in pieces)
+    for (a, b, cluster), after in zip(pieces, pieces[1:] + [None]):
+        if cluster:
+            assert roles[a].whole and roles[b - 1].whole and all(r.whole or r.view for r in roles[a:b])
+        else:
+            assert not any(r.whole for r in roles[a:b])
+        assert after is None or after[2] != cluster

@@ -134,7 +134,7 @@ class Preparation:
         self.atoms: dict[Operation, Any] = {}
         """The atom of each MMA or copy op."""
         self._read: dict[Operation, Any] = {}
-        self._kinds: dict[type, tuple[bool, bool, bool, bool, bool | None]] = {}
+        self._kinds: dict[type, tuple[batching.Role, bool | None]] = {}
         self._constant_values: dict[int, Any] = {}
         self._allocations: dict[int, int] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
@@ -231,36 +231,36 @@ class Preparation:
             self._allocations[value] = found
         return found
 
-    def location(self, number: int) -> SourceLocation | None:
-        return self.locations.get(self.table.ops[number])
+    def roles(self, numbers: list[int]) -> tuple[list[batching.Role], list[Any]]:
+        """What the plan asks of each op (by its number in `table`): its kind's `batching.Role`,
+        and the key its copies share — source position and kind — where copies of it may run
+        as one group (None where the op runs alone)."""
+        table, by_kind, locations = self.table, self._kinds, self.locations
+        kinds, ops = table.kinds, table.ops
+        roles, keys = [], []
+        for j in numbers:
+            kind = kinds[j]
+            found = by_kind.get(kind)
+            if found is None:
+                found = by_kind[kind] = self._role(ops[j])
+            role, copies = found
+            roles.append(role)
+            key = None
+            if role.runnable and (copies or (copies is None and _batchable(ops[j]))):
+                where = locations.get(ops[j])
+                if where is not None:
+                    key = (where.line, where.col, where.file, kind)  # (a location object hashes slowly)
+            keys.append(key)
+        return roles, keys
 
-    def runnable(self, number: int) -> bool:
-        return self._roles(number)[0]
-
-    def whole(self, number: int) -> bool:
-        return self._roles(number)[1]
-
-    def view(self, number: int) -> bool:
-        return self._roles(number)[2]
-
-    def product(self, number: int) -> bool:
-        return self._roles(number)[3]
-
-    def batchable(self, number: int) -> bool:
-        found = self._roles(number)[4]
-        return _batchable(self.table.ops[number]) if found is None else found
-
-    def _roles(self, number: int) -> tuple[bool, bool, bool, bool, bool | None]:
-        """What the plan asks of an op, the same for every op of its kind: whether it may run in
-        a run, reads tiles whole, is a view, is a product, and whether its copies may run as one
-        group (None: it depends on the op — whether a load reads an integer)."""
-        kind = self.table.kinds[number]
-        found = self._kinds.get(kind)
-        if found is None:
-            op, rule = self.table.ops[number], _RULES.get(kind)
-            found = self._kinds[kind] = (_runnable(op), rule in (_mma, _assert), rule is _view, kind is D.MmaOp,
-                                         None if rule is _load else _batchable(op))
-        return found
+    @staticmethod
+    def _role(op: Operation) -> tuple[batching.Role, bool | None]:
+        """The role of an op's kind, and whether copies of it may run as one group (None: it
+        depends on the op — whether a load reads an integer)."""
+        kind, rule = type(op), _RULES.get(type(op))
+        role = batching.Role(_runnable(op), rule in (_mma, _assert), rule is _view, kind is D.MmaOp,
+                             kind in _TILE_ACCESSES)
+        return role, None if rule is _load else _batchable(op)
 
 
 class TagAnalysis:

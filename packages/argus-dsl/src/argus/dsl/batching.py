@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 from argus.verify.affine import Affine
@@ -125,30 +125,31 @@ class Run:
     its copies apart costs; the tests hold the examples to none)."""
 
 
+class Role(NamedTuple):
+    """What the plan asks of an op, the same for every op of its kind."""
+
+    runnable: bool
+    """Whether it may be part of a run."""
+    whole: bool
+    """Whether it reads tiles whole (an assertion, a product)."""
+    view: bool
+    """Whether it is a view of a tile (it reads no tags)."""
+    product: bool
+    """Whether it is a matrix product."""
+    tiles: bool
+    """Whether it reads or writes tiles (`Planner.tiles` says which)."""
+
+
 class Planner(Protocol):
     """What the plan asks of each op (by its number in the table)."""
 
-    def runnable(self, number: int) -> bool:
-        """Whether the op may be part of a run."""
-
-    def batchable(self, number: int) -> bool:
-        """Whether copies of the op may run as one group."""
-
-    def location(self, number: int) -> Any:
-        """The op's source position (file, line, column), or None."""
+    def roles(self, numbers: list[int]) -> tuple[list[Role], list[Any]]:
+        """Per op, its `Role`, and the key its copies share where they may run as one group
+        (ops of one source position and kind; None where the op runs alone)."""
 
     def tiles(self, number: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         """What the op reads and writes of tiles, as keys: a read waits for the writes of its
         keys before it in program order."""
-
-    def whole(self, number: int) -> bool:
-        """Whether the op reads tiles whole (an assertion, a product)."""
-
-    def product(self, number: int) -> bool:
-        """Whether the op is a matrix product."""
-
-    def view(self, number: int) -> bool:
-        """Whether the op is a view of a tile (it reads no tags)."""
 
 
 def plan(table: OpTable, numbers: list[int], planner: Planner) -> list[Operation | Run]:
@@ -162,114 +163,116 @@ def plan(table: OpTable, numbers: list[int], planner: Planner) -> list[Operation
     out).
     Otherwise each stretch is a run of its own, and so is each cluster, or a `Products` step
     if it holds two products or more: it then reads what was written before it, directly."""
+    roles, keys = planner.roles(numbers)
+    ops = table.ops
     out: list[Operation | Run] = []
-    current: list[int] = []
 
-    def add(numbers: list[int], kinds: dict[int, Any]) -> None:
-        run = _plan_run(table, numbers, planner, [kinds[j] for j in numbers]) if len(numbers) > 1 else None
-        out.extend([table.ops[j] for j in numbers] if run is None else [run])
+    def add(lo: int, hi: int) -> None:
+        run = _plan_run(table, numbers[lo:hi], roles[lo:hi], keys[lo:hi], planner) if hi - lo > 1 else None
+        out.extend([ops[j] for j in numbers[lo:hi]] if run is None else [run])
 
-    def flush() -> None:
-        if len(current) > 1:
-            kinds = {j: (where.line, where.col, where.file, table.kinds[j])  # (a location object hashes slowly)
-                     if planner.batchable(j) and (where := planner.location(j)) is not None else None
-                     for j in current}
-            pieces = _pieces(current, planner)
-            if len(pieces) > 1 and _copies_apart([piece for piece, cluster in pieces if not cluster], kinds):
-                add(current, kinds)
+    def straight(lo: int, hi: int) -> None:
+        pieces = _pieces(roles, lo, hi)
+        if len(pieces) > 1 and _copies_apart([(a, b) for a, b, cluster in pieces if not cluster], keys):
+            add(lo, hi)
+            return
+        for a, b, cluster in pieces:
+            if cluster and sum(role.product for role in roles[a:b]) > 1:
+                out.append(Products([ops[j] for j in numbers[a:b]]))
             else:
-                for piece, cluster in pieces:
-                    if cluster and sum(map(planner.product, piece)) > 1:
-                        out.append(Products([table.ops[j] for j in piece]))
-                    else:
-                        add(piece, kinds)
-        else:
-            out.extend(table.ops[j] for j in current)
-        current.clear()
+                add(a, b)
 
-    for j in numbers:
-        if planner.runnable(j):
-            current.append(j)
-        else:
-            flush()
-            out.append(table.ops[j])
-    flush()
+    start = 0
+    for i, role in enumerate(roles):
+        if not role.runnable:
+            straight(start, i)
+            out.append(ops[numbers[i]])
+            start = i + 1
+    straight(start, len(roles))
     return out
 
 
-def _copies_apart(stretches: list[list[int]], kinds: dict[int, Any]) -> bool:
-    """Whether copies of one statement (ops of one `kinds` entry) sit in two of the `stretches`
-    (an unrolled loop's body cut by its assertions or products)."""
+def _copies_apart(stretches: list[tuple[int, int]], keys: list[Any]) -> bool:
+    """Whether copies of one statement (ops of one entry of `keys`) sit in two of the
+    `stretches` (ranges of ops: an unrolled loop's body cut by its assertions or products)."""
     seen: dict[Any, int] = {}
-    for s, stretch in enumerate(stretches):
-        for j in stretch:
-            key = kinds[j]
+    for s, (lo, hi) in enumerate(stretches):
+        for key in keys[lo:hi]:
             if key is not None and seen.setdefault(key, s) != s:
                 return True
     return False
 
 
-def _pieces(numbers: list[int], planner: Planner) -> list[tuple[list[int], bool]]:
-    """A run's ops cut into stretches and clusters (ops reading tiles whole, and the views
-    between them), in order: (ops, whether a cluster)."""
-    pieces: list[tuple[list[int], bool]] = []
-    stretch: list[int] = []
-    cluster: list[int] = []
-    views: list[int] = []  # after a cluster's last op: the cluster's if another follows
-    for j in numbers:
-        if planner.whole(j):
-            if stretch:
-                pieces.append((stretch, False))
-                stretch = []
-            cluster.extend(views)
-            views.clear()
-            cluster.append(j)
-        elif cluster and planner.view(j):
-            views.append(j)
+def _pieces(roles: list[Role], lo: int, hi: int) -> list[tuple[int, int, bool]]:
+    """The ops `lo:hi` cut into stretches and clusters (ops reading tiles whole, and the views
+    between them), in order: (first, end, whether a cluster)."""
+    pieces: list[tuple[int, int, bool]] = []
+    start = lo  # of the piece being made
+    cluster = False
+    views = None  # after a cluster's last op: where the views begin (the cluster's if another follows)
+    for i in range(lo, hi):
+        role = roles[i]
+        if role.whole:
+            if not cluster:
+                if i > start:
+                    pieces.append((start, i, False))
+                start, cluster = i, True
+            views = None
+        elif cluster and role.view:
+            if views is None:
+                views = i
+        elif cluster:
+            end = i if views is None else views
+            pieces.append((start, end, True))
+            start, cluster, views = end, False, None
+    if start < hi:
+        if cluster and views is not None:
+            pieces.append((start, views, True))
+            pieces.append((views, hi, False))
         else:
-            if cluster:
-                pieces.append((cluster, True))
-                cluster = []
-            stretch.extend(views)
-            views.clear()
-            stretch.append(j)
-    if cluster:
-        pieces.append((cluster, True))
-    if stretch or views:
-        pieces.append((stretch + views, False))
+            pieces.append((start, hi, cluster))
     return pieces
 
 
-def _plan_run(table: OpTable, numbers: list[int], planner: Planner, kinds: list[Any]) -> Run | None:
-    """The run of `numbers` (ops of one `kinds` entry may run as one group), or None if no op
+def _plan_run(table: OpTable, numbers: list[int], roles: list[Role], keys: list[Any], planner: Planner) -> Run | None:
+    """The run of `numbers` (ops of one entry of `keys` may run as one group), or None if no op
     has copies to run with."""
-    ops = [table.ops[j] for j in numbers]
-    named = [k for k in kinds if k is not None]
-    if len(set(named)) == len(named):  # every op is alone in its kind
+    ids: dict[Any, int] = {}
+    named = [None if key is None else ids.setdefault(key, len(ids)) for key in keys]
+    if len(ids) == len(keys) - named.count(None):  # every op is alone in its kind
         return None
-    place = {j: i for i, j in enumerate(numbers)}
+    made: dict[int, int] = {}
+    """Per value (by identity) made in the run, the place of the op making it."""
+    results = table.results
+    for i, j in enumerate(numbers):
+        for r in results[j]:
+            made[r] = i
     operands = [table.operands[j] for j in numbers]
-    maker = table.maker
-    sources = [[p for v in vs if (m := maker.get(v)) is not None and (p := place.get(m)) is not None]
-               for vs in operands]
-    by_key: dict[Any, list[int]] = {}
+    sources = [[p for v in vs if (p := made.get(v)) is not None] for vs in operands]
+    by_key: dict[int, list[int]] = {}
     members: list[list[int]] = []
-    levels = [0] * len(ops)
-    for i, kind in enumerate(kinds):
-        if kind is None:
+    levels = [0] * len(numbers)
+    count = len(ids)
+    for i, key in enumerate(named):
+        if key is None:
             members.append([i])
             continue
         # one source location may hold several ops of a kind (``a + b + c``): they are told
         # apart by how many of them feed each other
-        level = levels[i] = max((levels[j] + 1 for j in sources[i] if kinds[j] == kind), default=0)
-        found = by_key.get((kind, level))
+        level = 0
+        for s in sources[i]:
+            if named[s] == key and levels[s] >= level:
+                level = levels[s] + 1
+        levels[i] = level
+        found = by_key.get(key + level * count)
         if found is None:
-            found = by_key[(kind, level)] = []
+            found = by_key[key + level * count] = []
             members.append(found)
         found.append(i)
-    if all(len(m) == 1 for m in members):
+    if len(members) == len(numbers):  # no op has a copy at its level
         return None
-    _wait_for_writes(sources, [planner.tiles(j) for j in numbers])
+    _wait_for_writes(sources, [(i, planner.tiles(j)) for i, (j, role) in enumerate(zip(numbers, roles)) if role.tiles])
+    ops = [table.ops[j] for j in numbers]
     members = [piece for m in members for piece in _alike(ops, m)]
     groups = []
     produced: dict[int, tuple[tuple[int, int], tuple[int, int, int], int]] = {}
@@ -288,8 +291,7 @@ def _plan_run(table: OpTable, numbers: list[int], planner: Planner, kinds: list[
             group.gathers = [_gather_plan(column, produced, v, taken, columns_of) for column, v in zip(columns, values)]
             group.operands = tuple(_Operand(v[0].type) for v in values)
             g = len(groups)
-            results = [table.results[numbers[i]] for i in m]
-            for r, column in enumerate(zip(*results)):
+            for r, column in enumerate(zip(*(results[numbers[i]] for i in m))):
                 key, source = (g, r), (g, r, len(m))
                 columns_of[key] = column
                 for c, result in enumerate(column):
@@ -300,19 +302,21 @@ def _plan_run(table: OpTable, numbers: list[int], planner: Planner, kinds: list[
     uses = table.uses
     for g, group in enumerate(groups):  # copies' own values are set for results read by anything but a later group
         if len(group.ops) > 1:
-            results = [table.results[numbers[i]] for i in group.positions]
+            copies = [results[numbers[i]] for i in group.positions]
             group.scatter = [any(uses.get(result[k], 0) > taken.get(result[k], 0) + taken.get((g, k), 0)
-                                 for result in results) for k in range(len(results[0]))]
-    return Run(list(ops), groups)
+                                 for result in copies) for k in range(len(copies[0]))]
+    return Run(ops, groups)
 
 
-def _wait_for_writes(sources: list[list[int]], tiles: list[tuple[tuple[Any, ...], tuple[Any, ...]]]) -> None:
+def _wait_for_writes(sources: list[list[int]], tiles: list[tuple[int, tuple[tuple[Any, ...], tuple[Any, ...]]]]
+                     ) -> None:
     """Make each op that reads tiles wait for the ops before it that write what it reads (`tiles`:
-    per op, the keys it reads and writes): its group then runs after theirs. (A run's registers
-    give every read what program order leaves there, whatever order the groups run in, as long
-    as each write program order puts before a read ran before it.)"""
+    the ops accessing tiles, in order, with the keys each reads and writes): its group then runs
+    after theirs. (A run's registers give every read what program order leaves there, whatever
+    order the groups run in, as long as each write program order puts before a read ran before
+    it.)"""
     writers: dict[Any, list[int]] = {}
-    for i, (reads, writes) in enumerate(tiles):
+    for i, (reads, writes) in tiles:
         for key in reads:
             sources[i].extend(writers.get(key, ()))
         for key in writes:
@@ -391,7 +395,13 @@ def _schedule(sources: list[list[int]], groups: list[list[int]]) -> list[list[in
     order where it is free; groups on a dependence cycle (copies that depend on each other)
     are run op by op. `sources[i]`: the ops (by place) whose values op i reads."""
     while True:
-        group_of = {i: g for g, members in enumerate(groups) for i in members}
+        group_of = [0] * len(sources)
+        for g, members in enumerate(groups):
+            for i in members:
+                group_of[i] = g
+        # each group waiting only for groups that begin before it (the common case): program order
+        if all(groups[group_of[j]][0] < members[0] for members in groups for i in members for j in sources[i]):
+            return sorted(groups)
         edges: list[set[int]] = [set() for _ in groups]
         for g, members in enumerate(groups):
             for i in members:
