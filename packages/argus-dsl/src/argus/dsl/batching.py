@@ -323,31 +323,35 @@ def _wait_for_writes(sources: list[list[int]], tiles: list[tuple[int, tuple[tupl
             writers.setdefault(key, []).append(i)
 
 
-def _signature(op: Operation) -> tuple[Any, ...]:
-    """What copies of one op must share besides their kind: their results' types and their
-    properties (an operand's type follows from the op that makes it, and a tile or tensor
-    operand's memory is compared when the copies run)."""
-    return tuple(r.type for r in op.results), op.properties, op.attributes
-
-
 def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:
     """Ops of one location and kind, split where their types or properties differ (a helper
     function's lines, called on tiles of different types; extracts of different bytes)."""
     if len(positions) == 1:
         return [positions]
-    first = _signature(ops[positions[0]])
-    if all(_signature(ops[i]) == first for i in positions[1:]):
+    first = ops[positions[0]]
+    if all(_same_signature(ops[i], first) for i in positions[1:]):
         return [positions]
-    parts: list[tuple[tuple[Any, ...], list[int]]] = []
+    parts: list[list[int]] = []
     for i in positions:
-        signature = _signature(ops[i])
-        for known, part in parts:
-            if known == signature:
+        for part in parts:
+            if _same_signature(ops[i], ops[part[0]]):
                 part.append(i)
                 break
         else:
-            parts.append((signature, [i]))
-    return [part for _, part in parts]
+            parts.append([i])
+    return parts
+
+
+def _same_signature(op: Operation, other: Operation) -> bool:
+    """Whether two ops of one kind share what copies must share besides their kind: their
+    results' types and their properties (an operand's type follows from the op that makes it,
+    and a tile or tensor operand's memory is compared when the copies run)."""
+    if op.properties != other.properties or op.attributes != other.attributes:
+        return False
+    ours, theirs = op.results, other.results
+    if len(ours) == 1:  # most ops
+        return len(theirs) == 1 and ours[0].type == theirs[0].type
+    return len(ours) == len(theirs) and all(r.type == s.type for r, s in zip(ours, theirs))
 
 
 def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[tuple[int, int], tuple[int, int, int], int]],

@@ -53,27 +53,19 @@ class OpTable:
 
     def _collect(self, block: Block) -> None:
         """The block's ops in program order, each followed by the ops of its regions."""
+        numbers: list[int] = []
+        self.blocks[id(block)] = numbers
         ops, ends = self.ops, self.ends
-        listed = list(block.ops)
-        numbers = self.blocks[id(block)] = []
-        nested = [k for k, op in enumerate(listed) if op.regions]
-        done = 0  # ops of `listed` numbered so far
-        for k in [*nested, len(listed)]:  # straight stretches are numbered at once
-            first = len(ops)
-            ops.extend(listed[done:k])
-            numbers.extend(range(first, len(ops)))
-            ends.extend(range(first + 1, len(ops) + 1))
-            if k == len(listed):
-                break
+        for op in block.ops:
             number = len(ops)
             numbers.append(number)
-            ops.append(listed[k])
+            ops.append(op)
             ends.append(number + 1)
-            for region in listed[k].regions:
-                for inner in region.blocks:
-                    self._collect(inner)
-            ends[number] = len(ops)
-            done = k + 1
+            if op.regions:
+                for region in op.regions:
+                    for inner in region.blocks:
+                        self._collect(inner)
+                ends[number] = len(ops)
 
     def block(self, block: Block) -> list[int]:
         """A block's ops' numbers, in program order."""
