@@ -593,10 +593,9 @@ def tile_coordinates(layout: Layout | ComposedLayout) -> list[np.ndarray]:
 def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
     """Byte indices (threads, values, nbytes) of each thread's fragment elements, in value order."""
     count = _offset_table(tile.layout)[0].size
-    flat = np.broadcast_to(np.arange(count), (threads.size, count)).reshape(-1)
-    owners = np.repeat(threads, count)
-    offsets = tile.offsets(flat, owners).reshape(threads.size, count)
-    return offsets[..., None] * tile.dtype.nbytes + np.arange(tile.dtype.nbytes)
+    offsets = tile.offsets(np.arange(count)[None, :], threads[:, None])  # (threads or 1, values)
+    nbytes = tile.dtype.nbytes
+    return np.broadcast_to(offsets[..., None] * nbytes + np.arange(nbytes), (threads.size, count, nbytes)).copy()
 
 
 def _fragment_in_tile(interp: Interpreter, op: Operation, frame: _Frame, tile: TileValue, threads: np.ndarray,
