@@ -235,7 +235,7 @@ class Preparation:
         """What the plan asks of each op (by its number in `table`): its kind's `batching.Role`,
         and the key its copies share — source position and kind — where copies of it may run
         as one group (None where the op runs alone)."""
-        table, by_kind, locations = self.table, self._kinds, self.locations
+        table, by_kind, locations = self.table, self._kinds, self._locations
         kinds, ops = table.kinds, table.ops
         roles, keys = [], []
         for j in numbers:
@@ -247,11 +247,16 @@ class Preparation:
             roles.append(role)
             key = None
             if role.runnable and (copies or (copies is None and _batchable(ops[j]))):
-                where = locations.get(ops[j])
+                where = locations.get(id(ops[j]))
                 if where is not None:
                     key = (where.line, where.col, where.file, kind)  # (a location object hashes slowly)
             keys.append(key)
         return roles, keys
+
+    @cached_property
+    def _locations(self) -> dict[int, SourceLocation]:
+        """`locations` by the op's identity (an op hashes in Python, an identity in C)."""
+        return {id(op): where for op, where in self.locations.items()}
 
     @staticmethod
     def _role(op: Operation) -> tuple[batching.Role, bool | None]:

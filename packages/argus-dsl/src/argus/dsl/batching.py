@@ -328,30 +328,26 @@ def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:
     function's lines, called on tiles of different types; extracts of different bytes)."""
     if len(positions) == 1:
         return [positions]
-    first = ops[positions[0]]
-    if all(_same_signature(ops[i], first) for i in positions[1:]):
+    signatures = [_signature(ops[i]) for i in positions]
+    first = signatures[0]
+    if all(signature == first for signature in signatures):
         return [positions]
-    parts: list[list[int]] = []
-    for i in positions:
-        for part in parts:
-            if _same_signature(ops[i], ops[part[0]]):
+    parts: list[tuple[Any, list[int]]] = []
+    for i, signature in zip(positions, signatures):
+        for known, part in parts:
+            if known == signature:
                 part.append(i)
                 break
         else:
-            parts.append([i])
-    return parts
+            parts.append((signature, [i]))
+    return [part for _, part in parts]
 
 
-def _same_signature(op: Operation, other: Operation) -> bool:
-    """Whether two ops of one kind share what copies must share besides their kind: their
-    results' types and their properties (an operand's type follows from the op that makes it,
-    and a tile or tensor operand's memory is compared when the copies run)."""
-    if op.properties != other.properties or op.attributes != other.attributes:
-        return False
-    ours, theirs = op.results, other.results
-    if len(ours) == 1:  # most ops
-        return len(theirs) == 1 and ours[0].type == theirs[0].type
-    return len(ours) == len(theirs) and all(r.type == s.type for r, s in zip(ours, theirs))
+def _signature(op: Operation) -> tuple[Any, ...]:
+    """What copies of one op must share besides their kind: their results' types and their
+    properties (an operand's type follows from the op that makes it, and a tile or tensor
+    operand's memory is compared when the copies run)."""
+    return [r.type for r in op.results], op.properties, op.attributes
 
 
 def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[tuple[int, int], tuple[int, int, int], int]],
