@@ -3,10 +3,12 @@
 Two figures per example, CPU time of `verify_kernel`, median of `--repeat`: a check of the
 compiled kernel, and a kernel's first check (a fresh copy of the compiled kernel, so what every
 check of its IR shares is found again). A full garbage collection before each check leaves
-every check the same start (a collection walks the whole heap, so caches are cold). To compare two versions of the checker side by side, run
-this file from one tree with ``PYTHONPATH`` naming each version's packages in turn, alternating:
+every check the same start (a collection walks the whole heap, so caches are cold). `--parts`
+times what a first check prepares; `--steps N` lists the analysis's N costliest steps (runs of
+copies, products, single ops). To compare two versions of the checker side by side, run this
+file from one tree with ``PYTHONPATH`` naming each version's packages in turn, alternating:
 
-    python benchmarks/verify_speed.py [--repeat N] [--json FILE] [--parts]
+    python benchmarks/verify_speed.py [--repeat N] [--json FILE] [--parts] [--steps N]
 """
 
 from __future__ import annotations
@@ -57,12 +59,42 @@ def preparation_parts(ir: Any, repeat: int) -> dict[str, float]:
     return {name: round(statistics.median(ms), 2) for name, ms in times.items()}
 
 
+def step_times(ir: Any, repeat: int, shown: int) -> list[tuple[str, float]]:
+    """The analysis's costliest steps (wall time, ms, median of `repeat` walks of a prepared
+    kernel): which runs of copies, products and single ops a check spends its time on."""
+    from argus.dsl import batching
+    from argus.dsl.analysis import TagAnalysis
+
+    def label(step: Any) -> str:
+        if isinstance(step, batching.Run):
+            first = ir.locations.get(step.ops[0])
+            return f"run of {len(step.ops)} ops in {len(step.groups)} groups from {first}"
+        if isinstance(step, batching.Products):
+            return f"{len(step.ops)} products and views from {ir.locations.get(step.ops[0])}"
+        return f"{step.name} at {ir.locations.get(step)}"
+
+    walks: dict[str, list[float]] = {}
+    for _ in range(repeat):
+        analysis = TagAnalysis(ir.op, ir.locations, None, ir.preparation)
+        analysis.step_times = {}
+        gc.collect()
+        analysis.run()
+        for step, seconds in analysis.step_times.values():
+            walks.setdefault(label(step), []).append(seconds * 1000)
+    medians = {name: statistics.median(ms + [0.0] * (repeat - len(ms))) for name, ms in walks.items()}
+    ranked = sorted(medians.items(), key=lambda item: -item[1])
+    rest = sum(ms for _, ms in ranked[shown:])
+    return [(name, round(ms, 3)) for name, ms in ranked[:shown]] + [("every other step", round(rest, 3))]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20, help="checks of each kind per example")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--parts", action="store_true",
                         help="also time what a first check prepares: the op table, tag liveness, the batching plan")
+    parser.add_argument("--steps", type=int, metavar="N", default=0,
+                        help="also list the N steps of the analysis that take longest (runs of copies, products, ops)")
     args = parser.parse_args(argv)
     from argus.dsl.verification import verify_kernel
 
@@ -82,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.parts:
             report[example]["preparation_ms"] = parts = preparation_parts(ir, args.repeat)
             print(" " * 26 + "  ".join(f"{name} {ms:.2f} ms" for name, ms in parts.items()), flush=True)
+        if args.steps:
+            report[example]["steps_ms"] = steps = step_times(ir, args.repeat, args.steps)
+            for name, ms in steps:
+                print(f"{' ' * 26}{ms:7.3f} ms  {name}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     return 0

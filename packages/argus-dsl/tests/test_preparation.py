@@ -97,3 +97,20 @@ def test_a_write_that_only_the_next_iteration_reads_is_kept():
     stores = [j for j, op in enumerate(table.ops) if isinstance(op, StoreOp)]
     assert stores and all(j in compiled.preparation.relevant for j in stores)
     assert verify_kernel(compiled, "carried").verdict is Verdict.PROVED
+
+
+@pytest.mark.parametrize("name", ["gemm", "flash_attention"])
+def test_a_timed_walk_times_every_step_of_the_plan_and_finds_the_same(name):
+    compiled = _compiled(name)
+    preparation = compiled.preparation
+    timed = TagAnalysis(compiled.op, compiled.locations, None, preparation)
+    timed.step_times = {}
+    found = timed.run()
+    blocks = [compiled.op.body.block] + [loop.body.block for loop in preparation.table.of_kind(scf.ForOp)]
+    steps = [s for block in blocks for s in preparation.steps(block) if not isinstance(s, scf.ForOp)]
+    assert set(timed.step_times) == {id(s) for s in steps}  # each step once (a loop's steps inside it)
+    assert all(step is s for s in steps for step, _ in [timed.step_times[id(s)]])
+    assert all(seconds > 0 for _, seconds in timed.step_times.values())
+    plain = TagAnalysis(compiled.op, compiled.locations, None, preparation).run()
+    assert sorted(found.obligations.pending) == sorted(plain.obligations.pending)
+    assert found.facts == plain.facts

@@ -24,6 +24,7 @@ block plus its block's place in the cluster. Shared tiles hold one segment per b
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -294,6 +295,9 @@ class TagAnalysis:
         """Each point's thread: the points are the threads, except while copies of an unrolled
         loop's op run together (`batching`), when point p is thread p mod n of copy p // n."""
         self.footprint: batching.Footprint | None = None
+        self.step_times: dict[int, tuple[Any, float]] | None = None
+        """Where set, per step of the walk (by identity: an op, or a `batching` step), the step and
+        its wall time in seconds, summed over passes over loop bodies (`verify_speed.py --steps`)."""
         self.space = Space()
         self.table = TagTable(self.space)
         self.obligations = Obligations(self.table, self.space)
@@ -429,18 +433,29 @@ class TagAnalysis:
 
     # ---- walking ---------------------------------------------------------------------
     def run_block(self, block: Block, mask: np.ndarray) -> None:
-        for op in self.preparation.steps(block):
-            if type(op) is batching.Run:
-                batching.execute(self, op, mask, _rule_of)
+        times = self.step_times
+        for step in self.preparation.steps(block):
+            if times is None:
+                self.run_step(step, mask)
                 continue
-            if type(op) is batching.Products:
-                _products(self, op, mask)
-                continue
-            rule = _RULES.get(type(op))
+            start = time.perf_counter()
+            self.run_step(step, mask)
+            if not isinstance(step, (scf.ForOp, scf.IfOp)):  # a loop's or branch's steps are timed inside
+                seconds = times.get(id(step), (step, 0.0))[1]
+                times[id(step)] = (step, seconds + time.perf_counter() - start)
+
+    def run_step(self, step: Operation | batching.Run | batching.Products, mask: np.ndarray) -> None:
+        """One step of a block's plan: an op, a run of copies, or products side by side."""
+        if type(step) is batching.Run:
+            batching.execute(self, step, mask, _rule_of)
+        elif type(step) is batching.Products:
+            _products(self, step, mask)
+        else:
+            rule = _RULES.get(type(step))
             if rule is None:
-                self.computed(op)
-                continue
-            rule(self, op, mask)
+                self.computed(step)
+            else:
+                rule(self, step, mask)
 
     def thread_of(self, points: np.ndarray) -> np.ndarray:
         """The threads of points (themselves, unless copies run together)."""
