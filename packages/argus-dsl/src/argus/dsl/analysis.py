@@ -265,7 +265,7 @@ class Preparation:
         depends on the op — whether a load reads an integer)."""
         kind, rule = type(op), _RULES.get(type(op))
         role = batching.Role(_runnable(op), rule in (_mma, _assert), rule is _view, kind is D.MmaOp,
-                             kind in _TILE_ACCESSES)
+                             kind in _TILE_ACCESSES, 0 if rule is _store else -1)  # a store moves its value's tags
         return role, None if rule is _load else _batchable(op)
 
 

@@ -70,6 +70,9 @@ class Gather:
     rows: tuple[int, ...] = ()
     in_order: bool = False
     """Whether the concatenation is the operand as it is (copy c is its c-th copy's worth)."""
+    tags_only: bool = False
+    """Whether the op only moves the operand's data (a store's value): its tags are gathered,
+    not its value (unknown integer data gathered over copies is one unknown per point)."""
     indices: dict[int, np.ndarray] = field(default_factory=dict)
     """Per thread count, the points to take from the concatenation."""
 
@@ -138,6 +141,8 @@ class Role(NamedTuple):
     """Whether it is a matrix product."""
     tiles: bool
     """Whether it reads or writes tiles (`Planner.tiles` says which)."""
+    moved: int = -1
+    """The operand whose data it only moves, whose value it never reads (-1: none)."""
 
 
 class Planner(Protocol):
@@ -289,6 +294,9 @@ def _plan_run(table: OpTable, numbers: list[int], roles: list[Role], keys: list[
             columns = list(zip(*(operands[i] for i in m)))
             values = list(zip(*(table.operand_values[numbers[i]] for i in m)))
             group.gathers = [_gather_plan(column, produced, v, taken, columns_of) for column, v in zip(columns, values)]
+            moved = roles[m[0]].moved
+            if moved >= 0:
+                group.gathers[moved].tags_only = True
             group.operands = tuple(_Operand(v[0].type) for v in values)
             g = len(groups)
             for r, column in enumerate(zip(*(results[numbers[i]] for i in m))):
@@ -866,7 +874,8 @@ def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tupl
     tiled = a._tiled
     if gather.shared is not None:  # one value for every copy
         tags = a.tags.get(gather.shared)
-        return _tile(a.values.get(gather.shared), copies, tiled), None if tags is None else _tile(tags, copies, tiled)
+        value = None if gather.tags_only else _tile(a.values.get(gather.shared), copies, tiled)
+        return value, None if tags is None else _tile(tags, copies, tiled)
     sources = gather.sources
     if gather.in_order and len(sources) == 1 and not isinstance(sources[0], SSAValue):
         return earlier[sources[0][0]][sources[0][1]]  # an earlier group's results, copy for copy
@@ -883,7 +892,9 @@ def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tupl
             tags.append(t)
             sizes.append(source[2] * n)
     index = gather.index(n)
-    if all(isinstance(x, Affine) for x in values):
+    if gather.tags_only:
+        value = None
+    elif all(isinstance(x, Affine) for x in values):
         value = values[0] if len(values) == 1 else _concatenate(values)
         if index is not None:
             value = _without_zero_terms(value.take(index))
