@@ -321,7 +321,8 @@ class TagAnalysis:
         self.loops: list[LoopContext] = []
         self.guards = 0
         self.checking = True
-        self._loads: dict[Operation, tuple[Any, ...]] = {}
+        self._remembered: dict[Operation, tuple[list[Any], Any, Any]] = {}
+        """Per op, what `remembered` computed last and from which inputs."""
         self._addresses: dict[Operation, tuple[Any, ...]] = {}
         self._zeros: dict[int, np.ndarray] = {}
         self._points: dict[int, tuple[Any, ...]] = {}
@@ -616,17 +617,29 @@ class TagAnalysis:
             raise self.undecidable(op, f"the kernel reads tensor {name!r}, which it also writes; the checker "
                                        "takes global tensors as read-only or write-only")
         self.read_globals.add(name)
-        entry = self.tag_functions.get((ref.root or ref).name)
-        tag_op = entry[0] if entry else None
-        captured = _captured_values(self, tag_op) if tag_op else ()
-        frozen = list(entry[1].values()) if entry else []
-        inputs = [ref, active, tag_op, *coords, *(self.values.get(v) for v in captured), *frozen]
-        memo = self._loads.get(op)
-        if memo is not None and _same_objects(memo[2], inputs):  # the same tag function of the same values
-            return memo[1]
-        tags = self._global_tags(op, ref, coords, active)
-        self._loads[op] = (None, tags, inputs)
-        return tags
+        inputs = [ref, active, *coords, *self.tag_function_inputs(name)]
+        return self.remembered(op, inputs, lambda: self._global_tags(op, ref, coords, active))
+
+    def tag_function_inputs(self, name: str) -> list[Any]:
+        """What the tag function of global tensor `name` reads: the tag op, the values it
+        captures and the variables frozen for it (as objects: `remembered` compares them)."""
+        entry = self.tag_functions.get(name)
+        if entry is None:
+            return [None]
+        tag_op, frozen = entry
+        return [tag_op, *(self.values.get(v) for v in _captured_values(self, tag_op)), *frozen.values()]
+
+    def remembered(self, op: Operation, inputs: list[Any], compute: Callable[[], Any], equal: Any = None) -> Any:
+        """`compute()`, or what it gave at `op` last time if `inputs` are the same objects (and
+        `equal`, say the active threads, compares equal): a later pass over a loop body reads
+        the same values (the IR is fixed, and values are never changed in place), so a rule
+        that only reads them finds the same result."""
+        memo = self._remembered.get(op)
+        if memo is not None and _same_objects(memo[0], inputs) and memo[1] == equal:
+            return memo[2]
+        found = compute()
+        self._remembered[op] = (inputs, equal, found)
+        return found
 
     def refault(self, faults: list[tuple[Any, ...]]) -> None:
         """Report again the faults a remembered access found (a new pass over a loop body)."""

@@ -835,29 +835,35 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
     box = [int(tile.layout[i].size()) for i in range(tile.layout.rank)]
     a.in_bounds(op, ref, coords, mask)
     a.in_bounds(op, ref, [a.space.add(c, a.space.constant(n - 1, a.n)) for c, n in zip(coords, box)], mask)
-    grid = np.meshgrid(*(np.arange(n) for n in box), indexing="ij")
-    within = [g.reshape(-1, order="F") for g in grid]
+    threads = tuple(a.active(mask).tolist())
+    boxes = a.remembered(op, [ref, tile, *coords, *a.tag_function_inputs(name)],
+                         lambda: [_tma_box(a, ref, tile, coords, box, p) for p in threads], equal=threads)
+    for p, idx, ids in boxes:
+        for shift in a.block_shifts(op, tile, p, None if op.multicast is None else op.multicast.data):
+            at = idx + shift
+            if at.min() < 0 or at.max() >= tile.memory.tags.shape[-1]:
+                raise a.undecidable(op, "the box reaches outside its shared tile (the interpreter reports where)")
+            tile.memory.write(at, ids, np.array([p]), a.site(op))
+            tile.memory.epoch_writer[at] = -1  # the barrier wait orders it for every reader
+
+
+def _tma_box(a: Any, ref: Any, tile: Any, coords: list[Any], box: list[int], p: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """Thread `p`'s box: the bytes of the tile it fills (a row) and their tags."""
+    within = [g.reshape(-1, order="F") for g in np.meshgrid(*(np.arange(n) for n in box), indexing="ij")]
     count = within[0].size
     nbytes = tile.dtype.nbytes
-    entry = a.tag_functions.get(name)
-    for p in a.active(mask).tolist():
-        elements = [a.space.constant(0, count) for _ in coords]
-        for i, (c, w) in enumerate(zip(coords, within)):
-            elements[i].const = c.const[p] + w
-            elements[i].terms = {t: np.full(count, v[p], np.int64) for t, v in c.terms.items() if v[p]}
-        if entry is None:
-            ids = np.zeros((count, nbytes), np.int64)
-        else:
-            comps = a.evaluate_tag_function(entry[0], elements, np.full(count, p), frozen=entry[1])
-            ids = a.intern(comps, nbytes)
-        owner = np.full(count, p)
-        own = I.byte_indices(tile.offsets(np.arange(count), owner), nbytes).reshape(1, -1)
-        for shift in a.block_shifts(op, tile, p, None if op.multicast is None else op.multicast.data):
-            idx = own + shift
-            if idx.min() < 0 or idx.max() >= tile.memory.tags.shape[-1]:
-                raise a.undecidable(op, "the box reaches outside its shared tile (the interpreter reports where)")
-            tile.memory.write(idx, ids.reshape(1, -1), np.array([p]), a.site(op))
-            tile.memory.epoch_writer[idx] = -1  # the barrier wait orders it for every reader
+    entry = a.tag_functions.get(ref.name)
+    elements = [a.space.constant(0, count) for _ in coords]
+    for i, (c, w) in enumerate(zip(coords, within)):
+        elements[i].const = c.const[p] + w
+        elements[i].terms = {t: np.full(count, v[p], np.int64) for t, v in c.terms.items() if v[p]}
+    if entry is None:
+        ids = np.zeros((count, nbytes), np.int64)
+    else:
+        comps = a.evaluate_tag_function(entry[0], elements, np.full(count, p), frozen=entry[1])
+        ids = a.intern(comps, nbytes)
+    own = I.byte_indices(tile.offsets(np.arange(count), np.full(count, p)), nbytes).reshape(1, -1)
+    return p, own, ids.reshape(1, -1)
 
 
 def _analyze_cp_async(a: Any, op: CpAsyncOp, mask: np.ndarray) -> None:
