@@ -291,15 +291,15 @@ def _plan_run(table: OpTable, numbers: list[int], roles: list[Role], keys: list[
     for m in _schedule(sources, members):
         group = Group([ops[i] for i in m], m)
         if len(m) > 1:
-            columns = list(zip(*(operands[i] for i in m)))
-            values = list(zip(*(table.operand_values[numbers[i]] for i in m)))
+            columns = list(zip(*[operands[i] for i in m]))
+            values = list(zip(*[table.operand_values[numbers[i]] for i in m]))
             group.gathers = [_gather_plan(column, produced, v, taken, columns_of) for column, v in zip(columns, values)]
             moved = roles[m[0]].moved
             if moved >= 0:
                 group.gathers[moved].tags_only = True
             group.operands = tuple(_Operand(v[0].type) for v in values)
             g = len(groups)
-            for r, column in enumerate(zip(*(results[numbers[i]] for i in m))):
+            for r, column in enumerate(zip(*[results[numbers[i]] for i in m])):
                 key, source = (g, r), (g, r, len(m))
                 columns_of[key] = column
                 for c, result in enumerate(column):
@@ -338,7 +338,7 @@ def _alike(ops: list[Operation], positions: list[int]) -> list[list[int]]:
         return [positions]
     signatures = [_signature(ops[i]) for i in positions]
     first = signatures[0]
-    if all(signature == first for signature in signatures):
+    if signatures.count(first) == len(signatures):  # (a count compares in C)
         return [positions]
     parts: list[tuple[Any, list[int]]] = []
     for i, signature in zip(positions, signatures):
