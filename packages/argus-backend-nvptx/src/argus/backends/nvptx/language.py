@@ -847,7 +847,8 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
             tile.memory.epoch_writer[at] = -1  # the barrier wait orders it for every reader
 
 
-def _tma_box(a: Any, ref: Any, tile: Any, coords: list[Any], box: list[int], p: int) -> tuple[int, np.ndarray, np.ndarray]:
+def _tma_box(a: Any, ref: Any, tile: Any, coords: list[Any], box: list[int],
+             p: int) -> tuple[int, np.ndarray, np.ndarray]:
     """Thread `p`'s box: the bytes of the tile it fills (a row) and their tags."""
     within = [g.reshape(-1, order="F") for g in np.meshgrid(*(np.arange(n) for n in box), indexing="ij")]
     count = within[0].size
