@@ -1292,12 +1292,7 @@ def _int_op(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
             a.tags.pop(results[0], None)
         return
     args = [x if isinstance(x, Affine) else a.int_value(v, op) for x, v in zip(args, operands)]
-    memo = a._results.get(op)
-    if memo is not None and _same_objects(memo[0], args):  # a later pass: the same operands
-        value = memo[1]
-    else:
-        value = _INT_RULES[type(op)](a.space, op, args)
-        a._results[op] = (args, value)
+    value = a.remembered(op, args, lambda: _INT_RULES[type(op)](a.space, op, args))  # a later pass: the same operands
     if isinstance(op, arith.SelectOp):
         a.values[op.result] = value
         _select_tags(a, op, args[0])

@@ -836,9 +836,12 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
     a.in_bounds(op, ref, coords, mask)
     a.in_bounds(op, ref, [a.space.add(c, a.space.constant(n - 1, a.n)) for c, n in zip(coords, box)], mask)
     threads = tuple(a.active(mask).tolist())
-    boxes = a.remembered(op, [ref, tile, *coords, *a.tag_function_inputs(name)],
-                         lambda: [_tma_box(a, ref, tile, coords, box, p) for p in threads], equal=threads)
-    for p, idx, ids in boxes:
+
+    def boxes() -> list[tuple[int, np.ndarray, np.ndarray]]:
+        within = [g.reshape(-1, order="F") for g in np.meshgrid(*(np.arange(n) for n in box), indexing="ij")]
+        return [_tma_box(a, ref, tile, coords, within, p) for p in threads]
+
+    for p, idx, ids in a.remembered(op, [ref, tile, *coords, *a.tag_function_inputs(name)], boxes, equal=threads):
         for shift in a.block_shifts(op, tile, p, None if op.multicast is None else op.multicast.data):
             at = idx + shift
             if at.min() < 0 or at.max() >= tile.memory.tags.shape[-1]:
@@ -847,10 +850,10 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
             tile.memory.epoch_writer[at] = -1  # the barrier wait orders it for every reader
 
 
-def _tma_box(a: Any, ref: Any, tile: Any, coords: list[Any], box: list[int],
+def _tma_box(a: Any, ref: Any, tile: Any, coords: list[Any], within: list[np.ndarray],
              p: int) -> tuple[int, np.ndarray, np.ndarray]:
-    """Thread `p`'s box: the bytes of the tile it fills (a row) and their tags."""
-    within = [g.reshape(-1, order="F") for g in np.meshgrid(*(np.arange(n) for n in box), indexing="ij")]
+    """Thread `p`'s box (`within`: each element's offset from the box's corner, per mode): the
+    bytes of the tile it fills (a row) and their tags."""
     count = within[0].size
     nbytes = tile.dtype.nbytes
     entry = a.tag_functions.get(ref.name)
