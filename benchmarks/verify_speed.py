@@ -9,6 +9,10 @@ copies, products, single ops). To compare two versions of the checker side by si
 file from one tree with ``PYTHONPATH`` naming each version's packages in turn, alternating:
 
     python benchmarks/verify_speed.py [--repeat N] [--json FILE] [--parts] [--steps N]
+                                      [--kernels EXAMPLE:KERNEL ...]
+
+Each run also times a fixed piece of plain Python (`machine_ms`): this container's speed moves
+by up to 2× between sittings, and figures taken in different sittings compare only through it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import numpy as np
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 KERNELS = (("gemm", "gemm"), ("flash_attention", "attention"))
+"""The examples the speed targets name; `--kernels` checks others (`gemm_tma:gemm_tma`)."""
 
 
 def compiled(example: str, kernel: str) -> Any:
@@ -35,6 +40,25 @@ def compiled(example: str, kernel: str) -> Any:
     module = load_module(EXAMPLES / f"{example}.py")
     constants = getattr(module, f"example_{kernel}")(np.random.default_rng(0)).constants
     return getattr(module, kernel).specialize(**constants)
+
+
+def machine_ms(repeat: int = 5) -> float:
+    """CPU time of a fixed loop of plain Python (least of `repeat`): how fast this machine runs
+    the interpreter right now, to compare figures taken in different sittings."""
+    def loop() -> None:
+        total = 0
+        for i in range(1_000_000):
+            total += i & 7
+    return round(min(cpu_ms(loop) for _ in range(repeat)), 1)
+
+
+def kernel_pair(text: str) -> tuple[str, str]:
+    """``EXAMPLE:KERNEL`` (an example file under examples/ and a kernel in it)."""
+    example, _, kernel = text.partition(":")
+    if not kernel or not (EXAMPLES / f"{example}.py").is_file():
+        known = ", ".join(sorted(p.stem for p in EXAMPLES.glob("*.py")))
+        raise argparse.ArgumentTypeError(f"expected EXAMPLE:KERNEL with EXAMPLE one of {known}; got {text!r}")
+    return example, kernel
 
 
 def cpu_ms(check: Any) -> float:
@@ -95,11 +119,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time what a first check prepares: the op table, tag liveness, the batching plan")
     parser.add_argument("--steps", type=int, metavar="N", default=0,
                         help="also list the N steps of the analysis that take longest (runs of copies, products, ops)")
+    parser.add_argument("--kernels", nargs="+", type=kernel_pair, default=list(KERNELS), metavar="EXAMPLE:KERNEL",
+                        help="the kernels to check (default: gemm:gemm flash_attention:attention)")
     args = parser.parse_args(argv)
     from argus.dsl.verification import verify_kernel
 
-    report: dict[str, Any] = {}
-    for example, kernel in KERNELS:
+    report: dict[str, Any] = {"machine_ms": machine_ms()}
+    print(f"machine: {report['machine_ms']} ms for a fixed loop of plain Python (compare sittings through it)",
+          flush=True)
+    for example, kernel in args.kernels:
         ir = compiled(example, kernel)
         verdict = verify_kernel(ir, kernel).verdict.value
         later, first = [], []

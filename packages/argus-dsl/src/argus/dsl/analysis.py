@@ -2164,7 +2164,8 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     iteration leaves (see the module docstring). When that join loses tags both sides have
     (a pipeline's prologue fills a stage with what iteration i then refills for i + 1, in
     another form), the first iteration is analysed on its own and the others from what it
-    leaves."""
+    leaves; their first walk records what it reads before writing, so that it is final when
+    the entry state later iterations see changes none of that (a pipeline: three walks)."""
     before = a.snapshot()
     scope = (len(before.memories), len(before.slots))
     last = add_keys(ub, (-1, ()))
@@ -2180,7 +2181,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         me: Key = (0, ((rest, 1),))
         base = _Renamer(a, first, add_keys(me, (-step, ()))).state(after_first)
         a.restore(before)
-        after = _fixpoint(a, op, mask, rest, base, step, scope, track=False, peelable=False)
+        after = _fixpoint(a, op, mask, rest, base, step, scope, track=not nested, peelable=False)
         assert after is not None
         a.restore(after)
         a.join_into(after_first, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}",
