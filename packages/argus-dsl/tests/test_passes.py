@@ -3,8 +3,10 @@ front end built only to carry names through runtime regions."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
-from argus.dsl import Tensor, f32, i32, kernel, thread_idx
+from argus.dsl import Tensor, f32, i32, kernel, static_range, thread_idx
 from argus.dsl import dialect as D
 
 
@@ -37,3 +39,20 @@ def test_the_program_computes_the_same():
     running_sum[(1,)](x, out, scratch, 5)
     np.testing.assert_allclose(out, x.sum(axis=0), rtol=1e-6)
     np.testing.assert_array_equal(scratch, [4, 4, 4, 4])
+
+
+@kernel(block=(4,))
+def folded_sums(x: Tensor[i32, 16], out: Tensor[i32, 16]):
+    t = thread_idx.x
+    for k in static_range(4):
+        out[4 * k + t] = x[4 * k + t]  # the passes rewrite c + t as t + c: a new op
+
+
+
+def test_an_op_the_passes_make_is_located_at_the_line_using_it():
+    compiled = folded_sums.compile()
+    line = 1 + next(i for i, text in enumerate(Path(__file__).read_text().splitlines()) if "the passes rewrite" in text)
+    used = [op for op in compiled.module.walk() if any(r.uses for r in op.results)]
+    assert all(op in compiled.locations for op in used), [op.name for op in used if op not in compiled.locations]
+    sums = [op for op in compiled.module.walk() if op.name == "arith.addi"]
+    assert sums and all(compiled.locations[op].line == line for op in sums)

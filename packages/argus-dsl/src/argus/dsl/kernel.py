@@ -193,7 +193,7 @@ class Kernel:
         canonicalize(module)
         module.verify()
         ops = list(module.walk())
-        compiled = CompiledKernel(module, {op: frontend.locations[op] for op in ops if op in frontend.locations})
+        compiled = CompiledKernel(module, _located(ops, frontend.locations))
         if cache.dumping() or cache.cache_dir() is not None:  # printing the IR is a good part of a compile
             text = compiled.mlir()
             cache.dump(self.name, key, "mlir", text)
@@ -364,3 +364,17 @@ def _hashable(value: Any) -> Any:
         return value
     except TypeError:
         return repr(value)
+
+
+def _located(ops: list[Operation], traced: dict[Operation, SourceLocation]) -> dict[Operation, SourceLocation]:
+    """Each op's source location: where the front-end traced it, or, for an op the passes made
+    (a folded constant, a re-associated sum), the location of the first op using its result —
+    so that copies of an unrolled statement stay copies (the checker runs them together) and
+    every op can be named by a line."""
+    located = {op: traced[op] for op in ops if op in traced}
+    for op in reversed(ops):  # users come after the values they use: a chain of made ops is located from its end
+        if op not in located:
+            user = next((use.operation for r in op.results for use in r.uses if use.operation in located), None)
+            if user is not None:
+                located[op] = located[user]
+    return located
