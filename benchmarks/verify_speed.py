@@ -12,7 +12,7 @@ file from one tree with ``PYTHONPATH`` naming each version's packages in turn, a
                                       [--kernels EXAMPLE:KERNEL ...]
 
 Each run also times a fixed piece of plain Python (`machine_ms`): this container's speed moves
-by up to 2× between sittings, and figures taken in different sittings compare only through it.
+by up to 2.5× between sittings, and figures taken in different sittings compare only through it.
 """
 
 from __future__ import annotations

@@ -48,7 +48,6 @@ def folded_sums(x: Tensor[i32, 16], out: Tensor[i32, 16]):
         out[4 * k + t] = x[4 * k + t]  # the passes rewrite c + t as t + c: a new op
 
 
-
 def test_an_op_the_passes_make_is_located_at_the_line_using_it():
     compiled = folded_sums.compile()
     line = 1 + next(i for i, text in enumerate(Path(__file__).read_text().splitlines()) if "the passes rewrite" in text)
