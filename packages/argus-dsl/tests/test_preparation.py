@@ -119,12 +119,10 @@ def test_a_timed_walk_times_every_step_of_the_plan_and_finds_the_same(name):
     assert found.facts == plain.facts
 
 
-def test_a_peeled_loop_is_walked_once_for_its_first_iteration_and_once_for_the_rest(monkeypatch):
-    """A pipeline's loop is walked once from the state before it (which shows that the join
-    of that state with what an iteration leaves loses tags: its first iteration is peeled),
-    once for the first iteration, and once for the others, whose walk, tracking what it reads
-    before writing, is final when the entry state later iterations see changes none of that."""
-    compiled = _compiled("gemm_sm80")
+
+def _loop_walks(monkeypatch, name: str) -> int:
+    """How many times checking an example walks its outermost runtime loop's body."""
+    compiled = _compiled(name)
     (loop,) = [op for op in compiled.preparation.table.of_kind(scf.ForOp) if op.parent_op() is compiled.op]
     walks = []
     run_block = TagAnalysis.run_block
@@ -134,5 +132,24 @@ def test_a_peeled_loop_is_walked_once_for_its_first_iteration_and_once_for_the_r
         return run_block(self, block, mask)
 
     monkeypatch.setattr(TagAnalysis, "run_block", counted)
-    assert verify_kernel(compiled, "gemm_sm80").verdict is Verdict.PROVED
-    assert sum(walks) == 3
+    assert verify_kernel(compiled, name).verdict is Verdict.PROVED
+    return sum(walks)
+
+
+def test_a_pipeline_is_peeled_at_once_and_walked_once_for_its_first_iteration_and_once_for_the_rest(monkeypatch):
+    """Its prologue fills the stage buffers the iterations refill (`fills_before`): the first
+    iteration is checked on its own with no walk to find that out, and the walk of the others,
+    tracking what it reads before writing, is final when the entry state later iterations see
+    changes none of that."""
+    compiled = _compiled("gemm_sm80")
+    (loop,) = [op for op in compiled.preparation.table.of_kind(scf.ForOp) if op.parent_op() is compiled.op]
+    assert compiled.preparation.fills_before(loop)
+    assert _loop_walks(monkeypatch, "gemm_sm80") == 2
+
+
+def test_a_loop_whose_tiles_nothing_fills_before_it_is_walked_once(monkeypatch):
+    """GEMM zeroes its accumulators before its loop (constants) and loads its tiles only in it."""
+    compiled = _compiled("gemm")
+    (loop,) = compiled.preparation.table.of_kind(scf.ForOp)
+    assert not compiled.preparation.fills_before(loop)
+    assert _loop_walks(monkeypatch, "gemm") == 1

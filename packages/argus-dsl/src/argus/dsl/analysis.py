@@ -138,6 +138,7 @@ class Preparation:
         self._kinds: dict[type, tuple[batching.Role, bool | None]] = {}
         self._constant_values: dict[int, Any] = {}
         self._allocations: dict[int, int] = {}
+        self._fills: dict[Operation, bool] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
         """Fragment byte indices by layout (its identity: layouts are shared per text), element
         size, memory size, threads, base and segment."""
@@ -181,6 +182,37 @@ class Preparation:
 
     def holds_a_loop(self, op: scf.ForOp) -> bool:
         return self.table.holds(op.body.block, scf.ForOp)
+
+    def fills_before(self, loop: scf.ForOp) -> bool:
+        """Whether some tile receives data both before a loop and in it (a pipeline: its
+        prologue fills the stage its first iteration reads, and each iteration refills one).
+        Joined with what an iteration leaves, the state before such a loop loses the tags the
+        prologue put there, so the checker peels its first iteration at once rather than
+        after a walk that finds that out (peeling is exact either way)."""
+        found = self._fills.get(loop)
+        if found is None:
+            table = self.table
+            number = next(j for j in table.block(loop.parent_block()) if table.ops[j] is loop)  # type: ignore[arg-type]
+            before = self._filled([j for j in range(number) if table.ends[j] <= number])  # not the ops holding it
+            found = self._fills[loop] = bool(before & self._filled(range(number + 1, table.ends[number])))
+        return found
+
+    def _filled(self, numbers: Any) -> set[int]:
+        """The tiles (by allocation) the ops `numbers` may put data in: stores of anything but a
+        constant, tag functions, and every tile a target's intrinsic names (a copy, a load of a
+        tensor box); products only accumulate what they compute."""
+        table, out = self.table, set()
+        kinds, operands, values = table.kinds, table.operands, table.operand_values
+        for j in numbers:
+            kind = kinds[j]
+            if kind in _WRITES_SECOND:
+                maker = table.maker.get(operands[j][0])
+                if maker is None or kinds[maker] is not arith.ConstantOp:
+                    out.add(self._allocation(operands[j][1]))
+            elif kind is D.TagOp or kind.__module__ not in _OWN_MODULES:
+                out.update(self._allocation(v) for v, value in zip(operands[j], values[j])
+                           if isinstance(value.type, D.TileType))
+        return out
 
     def tiles(self, number: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         """What an op reads of tiles, and what it writes, as keys (`batching.plan` makes a read
@@ -2165,13 +2197,16 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     (a pipeline's prologue fills a stage with what iteration i then refills for i + 1, in
     another form), the first iteration is analysed on its own and the others from what it
     leaves; their first walk records what it reads before writing, so that it is final when
-    the entry state later iterations see changes none of that (a pipeline: three walks)."""
+    the entry state later iterations see changes none of that. A loop whose tiles receive data
+    both before it and in it is peeled at once (`Preparation.fills_before`): a pipeline is
+    walked twice, once for its first iteration and once for the others."""
     before = a.snapshot()
     scope = (len(before.memories), len(before.slots))
     last = add_keys(ub, (-1, ()))
     nested = a.preparation.holds_a_loop(op)
     symbol = _loop_symbol(a, name, lb, last, step, lb)
-    after = _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True)
+    after = None if a.preparation.fills_before(op) else \
+        _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True)
     if after is None:  # peel the first iteration
         first = _loop_symbol(a, name, lb, lb, 1, lb, runs_until=last)
         a.restore(before)
@@ -2467,6 +2502,10 @@ _RUN_RULES: set[Any] = {_int_op, _constant, _cast, _float_op, _load, _store, _sa
 _COPY_RULES: set[Any] = {_int_op, _float_op, _load, _store, _same_bytes, _concat, _extract, _byte_perm, _computed,
                          _view, _mma, _assert}
 _TILE_ACCESSES = (D.LoadOp, D.StoreOp, D.StoreAtOp, D.MmaOp, D.TagAssertOp)
+_WRITES_SECOND = (D.StoreOp, D.StoreAtOp, D.CopyOp, D.AtomicOp)
+"""Writes of their first operand's data into their second operand's tile."""
+_OWN_MODULES = frozenset(("xdsl.dialects.arith", "xdsl.dialects.math", "xdsl.dialects.scf", D.__name__))
+"""Where the ops whose effect on tiles this module knows are defined (a target's intrinsics are not)."""
 _EXACT_CASTS = (arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp, arith.UIToFPOp, arith.ExtSIOp, arith.ExtUIOp)
 
 
