@@ -184,17 +184,21 @@ class Preparation:
         return self.table.holds(op.body.block, scf.ForOp)
 
     def fills_before(self, loop: scf.ForOp) -> bool:
-        """Whether some tile receives data both before a loop and in it (a pipeline: its
+        """Whether a shared tile receives data both before a loop and in it (a pipeline: its
         prologue fills the stage its first iteration reads, and each iteration refills one).
         Joined with what an iteration leaves, the state before such a loop loses the tags the
         prologue put there, so the checker peels its first iteration at once rather than
-        after a walk that finds that out (peeling is exact either way)."""
+        after a walk that finds that out (peeling is exact either way). Registers filled
+        before a loop and in it say less: data prefetched into them often carries tags the
+        loop index does not change (`attention_cdna`'s K and V), and there peeling only costs."""
         found = self._fills.get(loop)
         if found is None:
             table = self.table
             number = next(j for j in table.block(loop.parent_block()) if table.ops[j] is loop)  # type: ignore[arg-type]
             before = self._filled([j for j in range(number) if table.ends[j] <= number])  # not the ops holding it
-            found = self._fills[loop] = bool(before & self._filled(range(number + 1, table.ends[number])))
+            shared = {j for j in before & self._filled(range(number + 1, table.ends[number]))
+                      if j >= 0 and table.kinds[j] is D.MakeSharedOp}
+            found = self._fills[loop] = bool(shared)
         return found
 
     def _filled(self, numbers: Any) -> set[int]:
