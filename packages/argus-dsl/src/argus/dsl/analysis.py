@@ -139,6 +139,7 @@ class Preparation:
         self._constant_values: dict[int, Any] = {}
         self._allocations: dict[int, int] = {}
         self._fills: dict[Operation, bool] = {}
+        self._fill_kinds: dict[type, str] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
         """Fragment byte indices by layout (its identity: layouts are shared per text), element
         size, memory size, threads, base and segment."""
@@ -195,25 +196,30 @@ class Preparation:
         if found is None:
             table = self.table
             number = next(j for j in table.block(loop.parent_block()) if table.ops[j] is loop)  # type: ignore[arg-type]
-            before = self._filled([j for j in range(number) if table.ends[j] <= number])  # not the ops holding it
-            shared = {j for j in before & self._filled(range(number + 1, table.ends[number]))
+            before = {j for j in self._filled([j for j in range(number) if table.ends[j] <= number])  # not the ops holding it
                       if j >= 0 and table.kinds[j] is D.MakeSharedOp}
-            found = self._fills[loop] = bool(shared)
+            found = self._fills[loop] = bool(before and before & self._filled(range(number + 1, table.ends[number])))
         return found
 
     def _filled(self, numbers: Any) -> set[int]:
         """The tiles (by allocation) the ops `numbers` may put data in: stores of anything but a
         constant, tag functions, and every tile a target's intrinsic names (a copy, a load of a
         tensor box); products only accumulate what they compute."""
-        table, out = self.table, set()
+        table, out, fills = self.table, set(), self._fill_kinds
         kinds, operands, values = table.kinds, table.operands, table.operand_values
         for j in numbers:
             kind = kinds[j]
-            if kind in _WRITES_SECOND:
+            how = fills.get(kind)
+            if how is None:
+                how = fills[kind] = _STORES if kind in _WRITES_SECOND else \
+                    _ANY_TILE if kind is D.TagOp or kind.__module__ not in _OWN_MODULES else _NOTHING
+            if how is _NOTHING:
+                continue
+            if how is _STORES:
                 maker = table.maker.get(operands[j][0])
                 if maker is None or kinds[maker] is not arith.ConstantOp:
                     out.add(self._allocation(operands[j][1]))
-            elif kind is D.TagOp or kind.__module__ not in _OWN_MODULES:
+            else:
                 out.update(self._allocation(v) for v, value in zip(operands[j], values[j])
                            if isinstance(value.type, D.TileType))
         return out
@@ -2508,6 +2514,8 @@ _COPY_RULES: set[Any] = {_int_op, _float_op, _load, _store, _same_bytes, _concat
 _TILE_ACCESSES = (D.LoadOp, D.StoreOp, D.StoreAtOp, D.MmaOp, D.TagAssertOp)
 _WRITES_SECOND = (D.StoreOp, D.StoreAtOp, D.CopyOp, D.AtomicOp)
 """Writes of their first operand's data into their second operand's tile."""
+_STORES, _ANY_TILE, _NOTHING = "stores", "any tile", "nothing"
+"""How an op may put data in tiles (`Preparation.fills_before`)."""
 _OWN_MODULES = frozenset(("xdsl.dialects.arith", "xdsl.dialects.math", "xdsl.dialects.scf", D.__name__))
 """Where the ops whose effect on tiles this module knows are defined (a target's intrinsics are not)."""
 _EXACT_CASTS = (arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp, arith.UIToFPOp, arith.ExtSIOp, arith.ExtUIOp)
