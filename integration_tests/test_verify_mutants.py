@@ -38,8 +38,26 @@ def test_the_speed_benchmark_times_both_checks_of_proved_examples(tmp_path):
     import json
 
     report = json.loads(out.read_text())
+    assert report.pop("machine_ms") > 0  # the fixed loop that tells one sitting's speed from another's
     assert set(report) == {"gemm", "flash_attention"}
     for row in report.values():
         assert row["verdict"] == "proved" and row["check_ms"] > 0 and row["first_check_ms"] > 0
         assert set(row["preparation_ms"]) == {"table", "liveness", "plan"} and all(
             ms > 0 for ms in row["preparation_ms"].values())
+
+
+def test_the_speed_benchmark_checks_the_kernels_asked_for_and_names_the_examples_it_knows(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("verify_speed", ROOT / "benchmarks" / "verify_speed.py")
+    assert spec is not None and spec.loader is not None
+    speed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(speed)
+    out = tmp_path / "speed.json"
+    assert speed.main(["--repeat", "1", "--kernels", "gemm_cdna:gemm_cdna", "--json", str(out)]) == 0
+    import json
+
+    report = json.loads(out.read_text())
+    assert set(report) == {"machine_ms", "gemm_cdna"} and report["gemm_cdna"]["verdict"] == "proved"
+    with pytest.raises(SystemExit) as exit_:
+        speed.main(["--kernels", "gemm_cuda:gemm"])
+    assert exit_.value.code == 2
+    assert "gemm_cdna" in capsys.readouterr().err  # the examples it knows
