@@ -119,9 +119,9 @@ def test_a_timed_walk_times_every_step_of_the_plan_and_finds_the_same(name):
     assert found.facts == plain.facts
 
 
-
-def _loop_walks(monkeypatch, name: str) -> int:
-    """How many times checking an example walks its outermost runtime loop's body."""
+def _checked_loop(monkeypatch, name: str) -> tuple[bool, int]:
+    """Whether the preparation takes an example's outermost runtime loop for a pipeline
+    (`fills_before`), and how many times checking the example walks that loop's body."""
     compiled = _compiled(name)
     (loop,) = [op for op in compiled.preparation.table.of_kind(scf.ForOp) if op.parent_op() is compiled.op]
     walks = []
@@ -133,19 +133,15 @@ def _loop_walks(monkeypatch, name: str) -> int:
 
     monkeypatch.setattr(TagAnalysis, "run_block", counted)
     assert verify_kernel(compiled, name).verdict is Verdict.PROVED
-    return sum(walks)
+    return compiled.preparation.fills_before(loop), sum(walks)
 
 
 def test_a_pipeline_is_peeled_at_once_and_walked_once_for_its_first_iteration_and_once_for_the_rest(monkeypatch):
-    """Its prologue fills the stage buffers the iterations refill (`fills_before`): the first
-    iteration is checked on its own with no walk to find that out, and the walk of the others,
-    tracking what it reads before writing, is final when the entry state later iterations see
-    changes none of that."""
-    compiled = _compiled("gemm_sm80")
-    (loop,) = [op for op in compiled.preparation.table.of_kind(scf.ForOp) if op.parent_op() is compiled.op]
-    assert compiled.preparation.fills_before(loop)
-    assert _loop_walks(monkeypatch, "gemm_sm80") == 2
-
+    """Its prologue fills the stage buffers the iterations refill: the first iteration is
+    checked on its own with no walk to find that out, and the walk of the others, tracking what
+    it reads before writing, is final when the entry state later iterations see changes none
+    of that."""
+    assert _checked_loop(monkeypatch, "gemm_sm80") == (True, 2)
 
 
 @pytest.mark.parametrize("name, walks", [("gemm", 1), ("attention_cdna", 2)])
@@ -153,7 +149,4 @@ def test_a_loop_whose_shared_tiles_nothing_fills_before_it_is_not_peeled(monkeyp
     """GEMM zeroes its accumulators before its loop (constants) and loads its tiles only in it;
     `attention_cdna` prefetches K and V into registers before its loop and in it, with tags the
     loop index does not change: peeling would only cost (its loop settles in two walks)."""
-    compiled = _compiled(name)
-    (loop,) = [op for op in compiled.preparation.table.of_kind(scf.ForOp) if op.parent_op() is compiled.op]
-    assert not compiled.preparation.fills_before(loop)
-    assert _loop_walks(monkeypatch, name) == walks
+    assert _checked_loop(monkeypatch, name) == (False, walks)

@@ -25,7 +25,7 @@ block plus its block's place in the cluster. Shared tiles hold one segment per b
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
@@ -201,7 +201,7 @@ class Preparation:
             found = self._fills[loop] = bool(before and before & self._filled(range(number + 1, table.ends[number])))
         return found
 
-    def _filled(self, numbers: Any) -> set[int]:
+    def _filled(self, numbers: Iterable[int]) -> set[int]:
         """The tiles (by allocation) the ops `numbers` may put data in: stores of anything but a
         constant, tag functions, and every tile a target's intrinsic names (a copy, a load of a
         tensor box); products only accumulate what they compute."""
@@ -2207,9 +2207,9 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     (a pipeline's prologue fills a stage with what iteration i then refills for i + 1, in
     another form), the first iteration is analysed on its own and the others from what it
     leaves; their first walk records what it reads before writing, so that it is final when
-    the entry state later iterations see changes none of that. A loop whose tiles receive data
-    both before it and in it is peeled at once (`Preparation.fills_before`): a pipeline is
-    walked twice, once for its first iteration and once for the others."""
+    the entry state later iterations see changes none of that. A loop whose shared tiles
+    receive data both before it and in it is peeled at once (`Preparation.fills_before`): a
+    pipeline is walked twice, once for its first iteration and once for the others."""
     before = a.snapshot()
     scope = (len(before.memories), len(before.slots))
     last = add_keys(ub, (-1, ()))
