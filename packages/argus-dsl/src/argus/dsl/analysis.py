@@ -139,7 +139,6 @@ class Preparation:
         self._constant_values: dict[int, Any] = {}
         self._allocations: dict[int, int] = {}
         self._fills: dict[Operation, bool] = {}
-        self._fill_kinds: dict[type, str] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
         """Fragment byte indices by layout (its identity: layouts are shared per text), element
         size, memory size, threads, base and segment."""
@@ -205,14 +204,10 @@ class Preparation:
         """The tiles (by allocation) the ops `numbers` may put data in: stores of anything but a
         constant, tag functions, and every tile a target's intrinsic names (a copy, a load of a
         tensor box); products only accumulate what they compute."""
-        table, out, fills = self.table, set(), self._fill_kinds
+        table, out = self.table, set()
         kinds, operands, values = table.kinds, table.operands, table.operand_values
         for j in numbers:
-            kind = kinds[j]
-            how = fills.get(kind)
-            if how is None:
-                how = fills[kind] = _STORES if kind in _WRITES_SECOND else \
-                    _ANY_TILE if kind is D.TagOp or kind.__module__ not in _OWN_MODULES else _NOTHING
+            how = _how_it_fills(kinds[j])
             if how is _NOTHING:
                 continue
             if how is _STORES:
@@ -2518,6 +2513,14 @@ _STORES, _ANY_TILE, _NOTHING = "stores", "any tile", "nothing"
 """How an op may put data in tiles (`Preparation.fills_before`)."""
 _OWN_MODULES = frozenset(("xdsl.dialects.arith", "xdsl.dialects.math", "xdsl.dialects.scf", D.__name__))
 """Where the ops whose effect on tiles this module knows are defined (a target's intrinsics are not)."""
+
+
+@cache
+def _how_it_fills(kind: type) -> str:
+    """How ops of a kind may put data in tiles (`Preparation._filled`)."""
+    if kind in _WRITES_SECOND:
+        return _STORES
+    return _ANY_TILE if kind is D.TagOp or kind.__module__ not in _OWN_MODULES else _NOTHING
 _EXACT_CASTS = (arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp, arith.UIToFPOp, arith.ExtSIOp, arith.ExtUIOp)
 
 
