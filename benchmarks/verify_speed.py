@@ -3,12 +3,17 @@
 Two figures per example, CPU time of `verify_kernel`, median of `--repeat`: a check of the
 compiled kernel, and a kernel's first check (a fresh copy of the compiled kernel, so what every
 check of its IR shares is found again). A full garbage collection before each check leaves
-every check the same start (a collection walks the whole heap, so caches are cold). `--parts`
+every check the same start (a collection walks the whole heap, so caches are cold). `--cold N`
+adds a third: the first check in each of N new interpreters, right after compiling the kernel
+there, when nothing the checker keeps per process (parsed layouts, offset tables, atoms) is
+known yet — what `argus verify` or a build in a new process waits for. The kernel is compiled
+there as any build compiles it: traced, or read back from the kernel cache where that holds it
+(``ARGUS_CACHE_DIR=off`` always traces). `--parts`
 times what a first check prepares; `--steps N` lists the analysis's N costliest steps (runs of
 copies, products, single ops). To compare two versions of the checker side by side, run this
 file from one tree with ``PYTHONPATH`` naming each version's packages in turn, alternating:
 
-    python benchmarks/verify_speed.py [--repeat N] [--json FILE] [--parts] [--steps N]
+    python benchmarks/verify_speed.py [--repeat N] [--cold N] [--json FILE] [--parts] [--steps N]
                                       [--kernels EXAMPLE:KERNEL ...]
 
 Each run also times a fixed piece of plain Python (`machine_ms`): this container's speed moves
@@ -22,6 +27,7 @@ import dataclasses
 import gc
 import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -66,6 +72,24 @@ def cpu_ms(check: Any) -> float:
     start = time.process_time()
     check()
     return (time.process_time() - start) * 1000
+
+
+def cold_check_ms(example: str, kernel: str) -> float:
+    """CPU time of a kernel's first check in a new interpreter, after compiling it there."""
+    script = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import verify_speed; "
+              f"print(verify_speed.first_check_here({example!r}, {kernel!r}))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"the cold check of {example}:{kernel} failed:\n{done.stderr}")
+    return float(done.stdout.split()[-1])
+
+
+def first_check_here(example: str, kernel: str) -> float:
+    """CPU time of the first check of a kernel compiled in this interpreter (`cold_check_ms`)."""
+    from argus.dsl.verification import verify_kernel
+
+    ir = compiled(example, kernel)
+    return cpu_ms(lambda: verify_kernel(ir, kernel))
 
 
 def preparation_parts(ir: Any, repeat: int) -> dict[str, float]:
@@ -114,6 +138,8 @@ def step_times(ir: Any, repeat: int, shown: int) -> list[tuple[str, float]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20, help="checks of each kind per example")
+    parser.add_argument("--cold", type=int, metavar="N", default=0,
+                        help="also time the first check in each of N new interpreters (nothing kept per process)")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--parts", action="store_true",
                         help="also time what a first check prepares: the op table, tag liveness, the batching plan")
@@ -137,8 +163,12 @@ def main(argv: list[str] | None = None) -> int:
             first.append(cpu_ms(lambda: verify_kernel(fresh, kernel)))
         report[example] = {"verdict": verdict, "check_ms": round(statistics.median(later), 2),
                            "first_check_ms": round(statistics.median(first), 2)}
+        if args.cold:
+            report[example]["cold_check_ms"] = round(statistics.median(
+                cold_check_ms(example, kernel) for _ in range(args.cold)), 2)
+        cold = f"  in a new process {report[example]['cold_check_ms']:7.2f} ms" if args.cold else ""
         print(f"{example:16s} {verdict:8s} check {report[example]['check_ms']:7.2f} ms  "
-              f"first check {report[example]['first_check_ms']:7.2f} ms", flush=True)
+              f"first check {report[example]['first_check_ms']:7.2f} ms{cold}", flush=True)
         if args.parts:
             report[example]["preparation_ms"] = parts = preparation_parts(ir, args.repeat)
             print(" " * 26 + "  ".join(f"{name} {ms:.2f} ms" for name, ms in parts.items()), flush=True)

@@ -46,17 +46,18 @@ def test_the_speed_benchmark_times_both_checks_of_proved_examples(tmp_path):
             ms > 0 for ms in row["preparation_ms"].values())
 
 
-def test_the_speed_benchmark_checks_the_kernels_asked_for_and_names_the_examples_it_knows(tmp_path, capsys):
+def test_the_speed_benchmark_checks_the_kernels_asked_for_in_this_process_and_a_new_one_and_names_the_examples_it_knows(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("verify_speed", ROOT / "benchmarks" / "verify_speed.py")
     assert spec is not None and spec.loader is not None
     speed = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(speed)
     out = tmp_path / "speed.json"
-    assert speed.main(["--repeat", "1", "--kernels", "gemm_cdna:gemm_cdna", "--json", str(out)]) == 0
+    assert speed.main(["--repeat", "1", "--cold", "1", "--kernels", "gemm_cdna:gemm_cdna", "--json", str(out)]) == 0
     import json
 
     report = json.loads(out.read_text())
     assert set(report) == {"machine_ms", "gemm_cdna"} and report["gemm_cdna"]["verdict"] == "proved"
+    assert report["gemm_cdna"]["cold_check_ms"] > 0  # a first check in a new interpreter
     with pytest.raises(SystemExit) as exit_:
         speed.main(["--kernels", "gemm_cuda:gemm"])
     assert exit_.value.code == 2

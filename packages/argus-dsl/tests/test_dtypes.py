@@ -69,3 +69,27 @@ def test_a_tiles_footprint_is_one_past_its_largest_offset(modes, swizzled):
         layout = ComposedLayout(Swizzle(1, 0, 1), 0, layout)
     t = TileType.of("shared", bf16, layout)
     assert t.footprint == int(np.max(layout.offsets())) + 1
+
+
+
+@given(st.lists(st.tuples(st.integers(1, 5), st.integers(-6, 6)), min_size=1, max_size=3), st.booleans())
+def test_a_tile_types_layout_reads_back_as_the_layout_it_was_made_from(modes, swizzled):
+    """The layout a tile type gives back equals the one it was made from, and what parsing
+    the type's text gives (printed IR read in another process)."""
+    from argus.dsl.dialect import TileType
+    from argus.layout import ComposedLayout, Layout, Swizzle, parse
+
+    layout = Layout(tuple(s for s, _ in modes), tuple(abs(d) if swizzled else d for _, d in modes))
+    if swizzled:
+        layout = ComposedLayout(Swizzle(1, 0, 1), 0, layout)
+    t = TileType.of("shared", bf16, layout)
+    assert t.layout == layout and type(t.layout) is type(layout)
+    assert parse(t.layout_text.data) == layout
+
+
+def test_a_layout_the_front_end_printed_is_not_parsed_again_in_its_process():
+    from argus.dsl.dialect import TileType
+    from argus.layout import Layout
+
+    layout = Layout((7, 11, 13), (1, 7001, 77))  # a text no other test makes
+    assert TileType.of("local", bf16, layout).layout is layout

@@ -15,6 +15,7 @@ from argus.layout import (
     ComposedLayout,
     Layout,
     LayoutError,
+    LayoutParseError,
     Swizzle,
     blocked_product,
     coalesce,
@@ -840,6 +841,31 @@ def test_downcast_then_upcast_is_identity(layout, n):
 @given(layouts(max_rank=4, max_stride=1000, negative=True))
 def test_parse_of_str_round_trips_layouts(layout):
     assert parse(str(layout)) == layout
+
+
+@LAWS
+@given(st.one_of(layouts(max_rank=4, max_stride=1000, negative=True), composed_layouts()))
+def test_printed_layouts_read_the_same_by_the_quick_reader_and_the_general_parser(x):
+    from argus.layout.notation import NotationParser, _as_printed
+
+    text = str(x)
+    quick, general = _as_printed(text), NotationParser(text).layout()
+    if quick is None:  # only a layout composed after another layout is the general parser's alone
+        assert isinstance(x, ComposedLayout) and isinstance(x.outer, Layout) and general == x
+        return
+    assert quick == general == x
+    assert type(quick) is type(general)
+
+
+@pytest.mark.parametrize("text", ["((4)(8))", "(4,,8):(1,4)", "(0,4):(1,1)", "(4,8):(1)", "(-4,8):(1,4)",
+                                  "(4,8)):(1,4)", "((4,8):(1,4)", "(4,8,)", "4,", "(4,-)", "(4,(2,0)):(1,(4,8))"])
+def test_malformed_layout_texts_are_left_to_the_general_parser_which_says_where(text):
+    from argus.layout.notation import _as_printed
+
+    assert _as_printed(text) is None
+    with pytest.raises(LayoutParseError) as err:
+        parse(text)
+    assert "column" in str(err.value)
 
 
 @SOME

@@ -41,13 +41,13 @@ from xdsl.ir import Block, Operation, SSAValue
 from . import batching, tag_liveness
 from . import dialect as D
 from .atoms import CopyAtom, MMAAtom
-from .dialect import layout_from_text
 from .dtypes import DType
 from .op_table import OpTable
 from .errors import SourceLocation, VerificationError
 from .interpreter import TileValue, _offset_table, _pad3, _redistribute, segment_stride, tile_coordinates
 from .interpreter import _fragment_bytes as _all_fragment_bytes
 from .interpreter import _shared_operand_bytes
+from .layout_texts import layout_from_text
 from .tag_liveness import relevant_ops
 from .types import dtype_of_mlir
 

@@ -21,6 +21,7 @@ from argus.layout import Layout, parse
 
 from .dtypes import DType, dtype_named
 from .errors import ArgusTypeError
+from .layout_texts import layout_from_text, text_of
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class MMAAtom:
         return {
             "atom": self.name, "shape": f"{m}x{n}x{k}", "threads": str(self.threads),
             "a_layout": _layout_text(self.a_layout), "b_layout": _layout_text(self.b_layout),
-            "c_layout": str(self.c_layout),
+            "c_layout": text_of(self.c_layout),
             "types": f"{self.a_dtype},{self.b_dtype},{self.c_dtype}",
         }
 
@@ -76,18 +77,18 @@ class MMAAtom:
         m, n, k = (int(x) for x in props["shape"].split("x"))
         a, b, c = (dtype_named(t) for t in props["types"].split(","))
         return cls(props["atom"], (m, n, k), int(props["threads"]), _layout_of(props["a_layout"]),
-                   _layout_of(props["b_layout"]), parse(props["c_layout"]), a, b, c)  # type: ignore[arg-type]
+                   _layout_of(props["b_layout"]), layout_from_text(props["c_layout"]), a, b, c)  # type: ignore[arg-type]
 
 
 _SHARED = "shared"
 
 
 def _layout_text(layout: Layout | None) -> str:
-    return _SHARED if layout is None else str(layout)
+    return _SHARED if layout is None else text_of(layout)
 
 
 def _layout_of(text: str) -> Layout | None:
-    return None if text == _SHARED else parse(text)  # type: ignore[return-value]
+    return None if text == _SHARED else layout_from_text(text)  # type: ignore[no-any-return]
 
 
 def warp_mma_16x8x16(a_dtype: DType, b_dtype: DType, c_dtype: DType) -> MMAAtom:
@@ -256,14 +257,14 @@ class CopyAtom:
     def as_properties(self) -> dict[str, str]:
         props = {"atom": self.name, "vector_bytes": str(self.vector_bytes), "threads": str(self.threads)}
         if self.src_layout is not None and self.dst_layout is not None:
-            props |= {"src_layout": str(self.src_layout), "dst_layout": str(self.dst_layout)}
+            props |= {"src_layout": text_of(self.src_layout), "dst_layout": text_of(self.dst_layout)}
         return props
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> CopyAtom:
         src, dst = props.get("src_layout"), props.get("dst_layout")
         return cls(props["atom"], int(props["vector_bytes"]), int(props["threads"]),
-                   parse(src) if src else None, parse(dst) if dst else None)
+                   layout_from_text(src) if src else None, layout_from_text(dst) if dst else None)
 
 
 def copy_vector(nbytes: int) -> CopyAtom:

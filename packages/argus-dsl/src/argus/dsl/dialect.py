@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from argus.layout import ComposedLayout, Layout, parse
+from argus.layout import ComposedLayout, Layout
 from xdsl.dialects import arith, builtin, math, scf
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
@@ -39,6 +39,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, NoTerminator, Pure
 
 from .dtypes import DType, dtype_named
+from .layout_texts import layout_from_text, text_of
 
 MEMORY_SPACES = ("global", "shared", "local")
 
@@ -96,7 +97,7 @@ class TileType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def of(cls, space: str, dtype: DType, layout: Layout | ComposedLayout) -> TileType:
-        return cls(StringAttr(space), StringAttr(dtype.name), StringAttr(str(layout)))
+        return cls(StringAttr(space), StringAttr(dtype.name), StringAttr(text_of(layout)))
 
     @property
     def dtype(self) -> DType:
@@ -132,17 +133,6 @@ class TileType(ParametrizedAttribute, TypeAttribute):
             parser.parse_punctuation(",")
             text = parser.parse_str_literal()
         return [StringAttr(space), element, StringAttr(text)]
-
-
-_LAYOUTS: dict[str, Any] = {}
-
-
-def layout_from_text(text: str) -> Any:
-    """The layout object of a layout text, parsed once per text and shared."""
-    layout = _LAYOUTS.get(text)
-    if layout is None:
-        layout = _LAYOUTS[text] = parse(text)
-    return layout
 
 
 @irdl_attr_definition

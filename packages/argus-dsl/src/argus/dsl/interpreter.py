@@ -28,9 +28,9 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from . import dialect as D
 from .atoms import CopyAtom, MMAAtom
-from .dialect import layout_from_text
 from .dtypes import DType, boolean
 from .errors import ArgusLaunchError, KernelFault, SourceLocation
+from .layout_texts import layout_from_text
 from .types import dtype_of_mlir
 
 #: Iterations after which the interpreter calls a runtime loop runaway.

@@ -25,6 +25,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from . import dialect as D
+from .layout_texts import layout_from_text
 
 Index = SSAValue | int
 
@@ -138,7 +139,7 @@ def _partition_base(builder: _IndexBuilder, tile: SSAValue) -> Index:
     if isinstance(owner, D.SliceOp):
         return _partition_base(builder, owner.source)
     if isinstance(owner, D.PartitionOp):
-        selector = D.layout_from_text(owner.selector.data)
+        selector = layout_from_text(owner.selector.data)
         start = builder.layout(selector, [_constant_or_value(owner.index)])
         return builder.add(start, _partition_base(builder, owner.source))
     return 0

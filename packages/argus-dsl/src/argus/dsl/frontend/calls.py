@@ -36,6 +36,7 @@ from .limits import MAX_LOCAL_BYTES, MAX_SHARED_BYTES
 from .values import BoundMethod, TensorRef, TileRef, Value, describe
 from ..intrinsics import Intrinsic
 from ..intrinsics import call as intrinsic_call
+from ..layout_texts import text_of
 
 
 class Calls:
@@ -319,7 +320,7 @@ class Calls:
         index_value = self.materialize(self.convert(index, i32, node), node)
         t = D.TileType.of(tile.type.space.data, tile.type.dtype, part)
         op = D.PartitionOp.create(
-            operands=[tile.ssa, index_value.ssa], properties={"selector": builtin.StringAttr(str(selector))}, result_types=[t]
+            operands=[tile.ssa, index_value.ssa], properties={"selector": builtin.StringAttr(text_of(selector))}, result_types=[t]
         )
         return TileRef(self.emit(op).results[0], t, partitioned=True)
 

@@ -1,0 +1,32 @@
+"""Layouts as the IR spells them: CuTe notation, read back once per text.
+
+Tile types, atoms and selectors carry their layouts as text, so that printed IR reads back.
+Every consumer (the checker, the interpreter, the backends) needs the layout object again, and
+parsing one costs tens of microseconds — as much as checking a small kernel's op. So a text is
+parsed at most once per process, and a text made from a layout object (by the front end, in the
+same process) is known from the start: the object it was printed from is the one it parses to
+(printing and parsing are inverse, `argus.layout.notation`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from argus.layout import parse
+
+_LAYOUTS: dict[str, Any] = {}
+
+
+def layout_from_text(text: str) -> Any:
+    """The layout object of a layout text, parsed once per text and shared."""
+    layout = _LAYOUTS.get(text)
+    if layout is None:
+        layout = _LAYOUTS[text] = parse(text)
+    return layout
+
+
+def text_of(layout: Any) -> str:
+    """A layout's text in the IR; reading that text back gives this object."""
+    text = str(layout)
+    _LAYOUTS.setdefault(text, layout)
+    return text
