@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from argus.dsl import Tensor, f32, i32, kernel, static_range, thread_idx
+from argus.dsl import Tensor, constexpr, f32, i32, kernel, static_range, thread_idx
 from argus.dsl import dialect as D
 
 
@@ -55,3 +55,27 @@ def test_an_op_the_passes_make_is_located_at_the_line_using_it():
     assert all(op in compiled.locations for op in used), [op.name for op in used if op not in compiled.locations]
     sums = [op for op in compiled.module.walk() if op.name == "arith.addi"]
     assert sums and all(compiled.locations[op].line == line for op in sums)
+
+
+@kernel(block=(32,))
+def shifted_divisions(q: Tensor[i32, 5, 32], r: Tensor[i32, 5, 32], d: constexpr, k: constexpr):
+    t = thread_idx.x - 16  # negative values too: floor division rounds down
+    for i in static_range(4):
+        a = t + (i - 1) * k * d  # whole multiples of d: -kd, 0, kd, 2kd
+        q[i, thread_idx.x] = a // d
+        r[i, thread_idx.x] = a % d
+    b = t - k * d
+    q[4, thread_idx.x] = b // d
+    r[4, thread_idx.x] = b % d
+
+
+def test_divisions_of_a_sum_with_whole_multiples_share_one_division_and_compute_the_same():
+    t = np.arange(32) - 16
+    for d, k in ((3, 1), (16, 2), (5, 7)):
+        q, r = np.zeros((5, 32), np.int32), np.zeros((5, 32), np.int32)
+        shifted_divisions[(1,)](q, r, d, k)
+        shifted = np.stack([t + (i - 1) * k * d for i in range(4)] + [t - k * d])
+        np.testing.assert_array_equal(q, shifted // d)  # numpy's // and % round down, as Argus's do
+        np.testing.assert_array_equal(r, shifted % d)
+        ir = shifted_divisions.specialize(d=d, k=k)
+        assert sum(op.name == "arith.floordivsi" for op in ir.module.walk()) == 1  # t // d, for every copy

@@ -3,6 +3,9 @@
 The front-end already folds everything known at compile time (constexpr values, layouts,
 ``static_range`` bodies, which it unrolls). What remains is cleaning the IR it builds:
 
+- whole steps out of divisions: ``(x + k·d) // d`` is ``x // d + k`` and ``(x + k·d) % d`` is
+  ``x % d`` (floor division, index arithmetic that does not wrap), so the copies of an unrolled
+  loop over ``t + 128·i`` share one division of ``t``;
 - canonicalization (constant folding and MLIR's algebraic rewrites);
 - promotion of per-thread variables: a name assigned inside a runtime ``if`` or ``for`` is a
   variable (``argus.var``) so that its value can flow across the region's boundary, but most
@@ -19,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import builtin
-from xdsl.ir import Block, SSAValue
+from xdsl.dialects import arith, builtin
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.transforms.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
@@ -85,7 +88,100 @@ def _drop_dead(module: builtin.ModuleOp) -> None:
         var.erase()
 
 
-PIPELINE: tuple[ModulePass, ...] = (PromoteVariables(), CanonicalizePass(),
+@dataclass(frozen=True)
+class SplitWholeSteps(ModulePass):
+    """``(x ± k·d) // d`` → ``x // d ± k`` and ``(x ± k·d) % d`` → ``x % d`` for signed ints and a
+    positive constant d. (The front end spells ``a % d`` as ``a - (a // d) * d``; both forms are
+    rewritten, the remainder first, while its division still reads ``a``.)"""
+
+    name = "argus-split-whole-steps"
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        for inner in list(op.walk()):
+            if isinstance(inner, arith.SubiOp):
+                _remainder_of_steps(inner)
+        for inner in list(op.walk()):
+            if isinstance(inner, arith.FloorDivSIOp):
+                _quotient_of_steps(inner)
+
+
+def _whole_steps(value: SSAValue, d: int) -> tuple[SSAValue, int] | None:
+    """(x, k) when `value` is x plus or minus whole multiples of d, added by ops with constants
+    (``(t - 16) + 32`` is t + 1·16), x being no such sum itself; None when nothing is peeled."""
+    x, k = value, 0
+    while True:
+        maker = x.owner
+        step = None
+        if isinstance(maker, arith.AddiOp):
+            for rest, c in ((maker.lhs, maker.rhs), (maker.rhs, maker.lhs)):
+                constant = _int_constant(c)
+                if constant is not None and constant % d == 0:
+                    step = rest, constant // d
+                    break
+        elif isinstance(maker, arith.SubiOp):
+            constant = _int_constant(maker.rhs)
+            if constant is not None and constant % d == 0:
+                step = maker.lhs, -(constant // d)
+        if step is None:
+            return None if x is value else (x, k)
+        x, k = step[0], k + step[1]
+
+
+def _positive_constant(value: SSAValue) -> int | None:
+    constant = _int_constant(value)
+    return constant if constant is not None and constant > 0 else None
+
+
+def _int_constant(value: SSAValue) -> int | None:
+    """The integer an ``arith.constant`` makes, else None."""
+    maker = value.owner
+    if isinstance(maker, arith.ConstantOp) and isinstance(maker.value, builtin.IntegerAttr):
+        return int(maker.value.value.data)
+    return None
+
+
+def _quotient_of_steps(op: arith.FloorDivSIOp) -> None:
+    d = _positive_constant(op.rhs)
+    split = None if d is None else _whole_steps(op.lhs, d)
+    if split is None:
+        return
+    x, k = split
+    quotient = arith.FloorDivSIOp(x, op.rhs)
+    steps = arith.ConstantOp(builtin.IntegerAttr(k, op.result.type))
+    _replace(op, [quotient, steps, arith.AddiOp(quotient.result, steps.result)])
+
+
+def _remainder_of_steps(op: arith.SubiOp) -> None:
+    """``a - (a // d) * d`` with a = x + k·d: ``x - (x // d) * d``."""
+    a, product = op.lhs, op.rhs.owner
+    if not isinstance(product, arith.MuliOp):
+        return
+    quotient = product.lhs.owner
+    if not isinstance(quotient, arith.FloorDivSIOp) or quotient.lhs is not a:
+        return
+    d = _positive_constant(quotient.rhs)
+    if d is None or _int_constant(product.rhs) != d:
+        return
+    split = _whole_steps(a, d)
+    if split is None:
+        return
+    x = split[0]
+    new_quotient = arith.FloorDivSIOp(x, quotient.rhs)
+    new_product = arith.MuliOp(new_quotient.result, product.rhs)
+    _replace(op, [new_quotient, new_product, arith.SubiOp(x, new_product.result)])
+
+
+def _replace(op: Operation, new_ops: list[Operation]) -> None:
+    """`op` replaced by `new_ops` (the last one's result takes its uses); what only `op` used
+    is left to canonicalization, which drops dead pure ops."""
+    block = op.parent
+    assert block is not None
+    block.insert_ops_before(new_ops, op)
+    op.results[0].replace_all_uses_with(new_ops[-1].results[0])
+    block.erase_op(op)
+
+
+PIPELINE: tuple[ModulePass, ...] = (PromoteVariables(), SplitWholeSteps(), CanonicalizePass(),
                                     CommonSubexpressionElimination())
 
 
