@@ -93,3 +93,17 @@ def test_a_layout_the_front_end_printed_is_not_parsed_again_in_its_process():
 
     layout = Layout((7, 11, 13), (1, 7001, 77))  # a text no other test makes
     assert TileType.of("local", bf16, layout).layout is layout
+
+
+def test_equal_types_are_one_object():
+    """Copies of an unrolled statement are compared by their types: equal types are the same
+    object, so that comparison is an identity test."""
+    from argus.dsl.dialect import TileType
+    from argus.dsl.dtypes import u16
+    from argus.dsl.types import mlir_type
+    from argus.layout import Layout
+
+    assert mlir_type(i32) is mlir_type(i32) and mlir_type(u16) is mlir_type(u16)
+    layout = Layout((4, 8), (8, 1))
+    assert TileType.of("shared", bf16, layout) is TileType.of("shared", bf16, Layout((4, 8), (8, 1)))
+    assert TileType.of("shared", bf16, layout) is not TileType.of("local", bf16, layout)

@@ -97,7 +97,12 @@ class TileType(ParametrizedAttribute, TypeAttribute):
 
     @classmethod
     def of(cls, space: str, dtype: DType, layout: Layout | ComposedLayout) -> TileType:
-        return cls(StringAttr(space), StringAttr(dtype.name), StringAttr(text_of(layout)))
+        """The tile type (one object per type: see `types.mlir_type`)."""
+        key = (space, dtype.name, text_of(layout))
+        found = _TILE_TYPES.get(key)
+        if found is None:
+            found = _TILE_TYPES[key] = cls(StringAttr(space), StringAttr(dtype.name), StringAttr(key[2]))
+        return found
 
     @property
     def dtype(self) -> DType:
@@ -133,6 +138,9 @@ class TileType(ParametrizedAttribute, TypeAttribute):
             parser.parse_punctuation(",")
             text = parser.parse_str_literal()
         return [StringAttr(space), element, StringAttr(text)]
+
+
+_TILE_TYPES: dict[tuple[str, str, str], TileType] = {}
 
 
 @irdl_attr_definition

@@ -22,12 +22,19 @@ _FLOATS: dict[str, Attribute] = {
 
 
 def mlir_type(dtype: DType) -> Attribute:
-    """Integers (signed or not) become signless ``iN``; signedness lives in the ops chosen."""
+    """Integers (signed or not) become signless ``iN``; signedness lives in the ops chosen.
+    One object per type: ops of one type then share it, and comparing their types (the checker
+    compares the copies of an unrolled statement) is an identity test."""
     if dtype is boolean:
         return builtin.i1
     if dtype.kind == "float":
         return _FLOATS[dtype.name]
-    return builtin.IntegerType(dtype.bits)
+    return _integer_type(dtype.bits)
+
+
+@lru_cache(maxsize=None)
+def _integer_type(bits: int) -> Attribute:
+    return builtin.IntegerType(bits)
 
 
 @lru_cache(maxsize=None)
