@@ -3,14 +3,14 @@
 The front-end already folds everything known at compile time (constexpr values, layouts,
 ``static_range`` bodies, which it unrolls). What remains is cleaning the IR it builds:
 
-- whole steps out of divisions: ``(x + k·d) // d`` is ``x // d + k`` and ``(x + k·d) % d`` is
-  ``x % d`` (floor division, index arithmetic that does not wrap), so the copies of an unrolled
-  loop over ``t + 128·i`` share one division of ``t``;
-- canonicalization (constant folding and MLIR's algebraic rewrites);
 - promotion of per-thread variables: a name assigned inside a runtime ``if`` or ``for`` is a
   variable (``argus.var``) so that its value can flow across the region's boundary, but most
   of its reads follow a write in the same block and can use the written value directly, and a
   variable nobody reads is dead;
+- whole steps out of divisions: ``(x + k·d) // d`` is ``x // d + k`` and ``(x + k·d) % d`` is
+  ``x % d`` (floor division, index arithmetic that does not wrap), so the copies of an unrolled
+  loop over ``t + 128·i`` share one division of ``t`` (after promotion, which shows the sums);
+- canonicalization (constant folding and MLIR's algebraic rewrites);
 - common-subexpression elimination of pure ops, so each thread index, constant and repeated
   index computation appears once (promotion first: a load hides its equal value from it).
 
