@@ -864,7 +864,8 @@ def _points(a: TagAnalysis, copies: int) -> tuple[Any, ...]:
     found = a._points.get(copies)
     if found is None:
         count = a.n * copies
-        found = a._points[copies] = (count, np.arange(count), np.ones(count, bool), np.tile(a.thread_ids, copies), {})
+        found = a._points[copies] = (count, np.arange(count), np.ones(count, bool),
+                                     np.concatenate([a.thread_ids] * copies), {})
     return found
 
 
@@ -955,10 +956,12 @@ def _tile(value: Any, copies: int, tiled: dict[Any, Any]) -> Any:
     known = tiled.get((id(value), copies))
     if known is not None and known[0] is value:
         return known[1]
+    # (copies stacked by np.concatenate, which runs in C: np.tile is Python)
     if isinstance(value, np.ndarray):
-        out: Any = np.tile(value, (copies, 1))
+        out: Any = np.concatenate([value] * copies) if value.ndim == 2 else np.tile(value, (copies, 1))
     elif isinstance(value, Affine):
-        out = Affine(np.tile(value.const, copies), {t: np.tile(c, copies) for t, c in value.terms.items()})
+        out = Affine(np.concatenate([value.const] * copies),
+                     {t: np.concatenate([c] * copies) for t, c in value.terms.items()})
     else:
         from .analysis import GlobalRef  # the analysis imports this module
 

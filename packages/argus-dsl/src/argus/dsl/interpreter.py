@@ -595,7 +595,9 @@ def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
     count = _offset_table(tile.layout)[0].size
     offsets = tile.offsets(np.arange(count)[None, :], threads[:, None])  # (threads or 1, values)
     nbytes = tile.dtype.nbytes
-    return np.broadcast_to(offsets[..., None] * nbytes + np.arange(nbytes), (threads.size, count, nbytes)).copy()
+    out = np.empty((threads.size, count, nbytes), np.int64)
+    out[...] = offsets[..., None] * nbytes + np.arange(nbytes)  # (a broadcast in C)
+    return out
 
 
 def _fragment_in_tile(interp: Interpreter, op: Operation, frame: _Frame, tile: TileValue, threads: np.ndarray,

@@ -166,7 +166,9 @@ class Space:
     # ---- constructing values -----------------------------------------------------------
     @staticmethod
     def constant(values: Any, n: int) -> Affine:
-        return Affine(np.broadcast_to(np.asarray(values, dtype=np.int64), (n,)).copy())
+        out = np.empty(n, np.int64)
+        out[...] = values  # (a broadcast in C: numpy's broadcast_to is Python)
+        return Affine(out)
 
     def of_symbol(self, atom: int, n: int) -> Affine:
         return Affine(np.zeros(n, np.int64), {atom: np.ones(n, np.int64)})

@@ -95,7 +95,8 @@ class TagMemory:
             self.site.reshape(-1)[flat] = site
             self.writer.reshape(-1)[flat] = threads[:, None]
             return
-        owners = np.broadcast_to(threads[:, None], idx.shape).reshape(-1)
+        owners = np.repeat(threads, idx.shape[1]) if idx.ndim == 2 else \
+            np.broadcast_to(threads[:, None], idx.shape).reshape(-1)  # (np.repeat runs in C)
         flat, new = idx.reshape(-1), ids.reshape(-1)
         span = _span(flat)
         at: slice | np.ndarray = flat if span is None else span  # a run of bytes (a whole tile): slices
