@@ -26,6 +26,7 @@ from xdsl.pattern_rewriter import (
 
 from . import dialect as D
 from .layout_texts import layout_from_text
+from .passes import int_constant
 
 Index = SSAValue | int
 
@@ -127,10 +128,8 @@ class _IndexBuilder:
 
 
 def _constant_or_value(v: SSAValue) -> Index:
-    owner = v.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, builtin.IntegerAttr):
-        return owner.value.value.data
-    return v
+    constant = int_constant(v)
+    return v if constant is None else constant
 
 
 def _partition_base(builder: _IndexBuilder, tile: SSAValue) -> Index:

@@ -114,12 +114,12 @@ def _whole_steps(value: SSAValue, d: int) -> tuple[SSAValue, int] | None:
         step = None
         if isinstance(maker, arith.AddiOp):
             for rest, c in ((maker.lhs, maker.rhs), (maker.rhs, maker.lhs)):
-                constant = _int_constant(c)
+                constant = int_constant(c)
                 if constant is not None and constant % d == 0:
                     step = rest, constant // d
                     break
         elif isinstance(maker, arith.SubiOp):
-            constant = _int_constant(maker.rhs)
+            constant = int_constant(maker.rhs)
             if constant is not None and constant % d == 0:
                 step = maker.lhs, -(constant // d)
         if step is None:
@@ -128,12 +128,12 @@ def _whole_steps(value: SSAValue, d: int) -> tuple[SSAValue, int] | None:
 
 
 def _positive_constant(value: SSAValue) -> int | None:
-    constant = _int_constant(value)
+    constant = int_constant(value)
     return constant if constant is not None and constant > 0 else None
 
 
-def _int_constant(value: SSAValue) -> int | None:
-    """The integer an ``arith.constant`` makes, else None."""
+def int_constant(value: SSAValue) -> int | None:
+    """The integer an ``arith.constant`` makes, else None (the lowering reads indices with it too)."""
     maker = value.owner
     if isinstance(maker, arith.ConstantOp) and isinstance(maker.value, builtin.IntegerAttr):
         return int(maker.value.value.data)
@@ -160,7 +160,7 @@ def _remainder_of_steps(op: arith.SubiOp) -> None:
     if not isinstance(quotient, arith.FloorDivSIOp) or quotient.lhs is not a:
         return
     d = _positive_constant(quotient.rhs)
-    if d is None or _int_constant(product.rhs) != d:
+    if d is None or int_constant(product.rhs) != d:
         return
     split = _whole_steps(a, d)
     if split is None:
