@@ -176,8 +176,16 @@ class Preparation:
         if found is None:
             relevant, table = self.relevant, self.table
             numbers = [j for j in table.block(block) if j in relevant]
-            found = self._steps[id(block)] = batching.plan(table, numbers, self) \
-                if self.batch else [table.ops[j] for j in numbers]
+            if not self.batch:
+                found = self._steps[id(block)] = [table.ops[j] for j in numbers]
+                return found
+            kinds, ops = table.kinds, table.ops
+            constants = [j for j in numbers if kinds[j] is arith.ConstantOp]
+            if constants:
+                numbers = [j for j in numbers if kinds[j] is not arith.ConstantOp]
+            found = self._steps[id(block)] = ([batching.Constants(
+                [ops[j].results[0] for j in constants], [self.read(ops[j], _integer_constant) for j in constants])]
+                if constants else []) + batching.plan(table, numbers, self)
         return found
 
     def holds_a_loop(self, op: scf.ForOp) -> bool:
@@ -242,6 +250,15 @@ class Preparation:
             return (("whole", self._allocation(operands[0])), ("whole", self._allocation(operands[1]))), \
                 (("whole", written), ("products", written))
         return tuple(("whole", self._allocation(v)) for v in operands), ()
+
+    def arithmetic(self, number: int) -> Callable[..., np.ndarray] | None:
+        """The numpy function of an integer op with an integer result (`batching.Planner`)."""
+        function = _NUMPY.get(self.table.kinds[number])
+        return function if function is not None and _is_int(self.table.ops[number].results[0]) else None
+
+    def numbers(self, values: tuple[int, ...]) -> tuple[int, ...] | None:
+        """The values (by identity) if integer constants make them all (`batching.Planner`)."""
+        return self._constants(values)
 
     def _constants(self, values: tuple[int, ...]) -> tuple[int, ...] | None:
         """The values (by identity) if integer constants make them all."""
@@ -369,6 +386,8 @@ class TagAnalysis:
         self._fragments: dict[int, tuple[TileValue, bytes, np.ndarray]] = {}
         self._faults: list[tuple[Any, ...]] = []
         self._results: dict[Operation, Any] = {}
+        self._numbers: dict[int, Affine] = {}
+        """Per integer constant, its value at every thread (`set_constants`)."""
         self._ops: dict[Operation, Any] = {}
         self._shapes_of: dict[Operation, Any] = {}
         self._captured: dict[Operation, tuple[SSAValue, ...]] = {}
@@ -482,10 +501,13 @@ class TagAnalysis:
                 seconds = times.get(id(step), (step, 0.0))[1]
                 times[id(step)] = (step, seconds + time.perf_counter() - start)
 
-    def run_step(self, step: Operation | batching.Run | batching.Products, mask: np.ndarray) -> None:
+    def run_step(self, step: Operation | batching.Run | batching.Products | batching.Constants,
+                 mask: np.ndarray) -> None:
         """One step of a block's plan: an op, a run of copies, or products side by side."""
         if type(step) is batching.Run:
             batching.execute(self, step, mask, _rule_of)
+        elif type(step) is batching.Constants:
+            self.set_constants(step)
         elif type(step) is batching.Products:
             _products(self, step, mask)
         else:
@@ -494,6 +516,18 @@ class TagAnalysis:
                 self.computed(step)
             else:
                 rule(self, step, mask)
+
+    def set_constants(self, step: batching.Constants) -> None:
+        """A block's integer constants (`batching.Constants`): one value per number, shared (values
+        are never changed in place). Their tags stay ⊥: no rule tags a constant's result."""
+        values, known = self.values, self._numbers
+        for result, number in zip(step.results, step.numbers):
+            value = None
+            if number is not None:
+                value = known.get(number)
+                if value is None:
+                    value = known[number] = Affine(np.full(self.n, number, np.int64))
+            values[result] = value
 
     def thread_of(self, points: np.ndarray) -> np.ndarray:
         """The threads of points (themselves, unless copies run together)."""

@@ -57,6 +57,9 @@ class Group:
     """Per result: whether something reads the copies' values one by one."""
     places: np.ndarray | None = None
     """`positions` as an array (made when the group first touches a tile)."""
+    arithmetic: Callable[..., np.ndarray] | None = None
+    """For integer arithmetic, its numpy function: on numbers without tags the group computes
+    its result directly, without its op's rule (what that rule does with numbers)."""
 
 
 @dataclass
@@ -75,6 +78,17 @@ class Gather:
     not its value (unknown integer data gathered over copies is one unknown per point)."""
     indices: dict[int, np.ndarray] = field(default_factory=dict)
     """Per thread count, the points to take from the concatenation."""
+    numbers: np.ndarray | None = None
+    """Each copy's value where integer constants make them all (an element's coordinates in an
+    unrolled loop): the operand over every copy's points is then the same in every check."""
+    _spread: dict[int, Affine] = field(default_factory=dict)
+
+    def spread(self, n: int) -> Affine:
+        """`numbers` over every copy's points, `n` threads each (made once per thread count)."""
+        found = self._spread.get(n)
+        if found is None:
+            found = self._spread[n] = Affine(np.repeat(self.numbers, n))  # type: ignore[arg-type]
+        return found
 
     def index(self, n: int) -> np.ndarray | None:
         """The points to take from the concatenation (None: all of them, in order)."""
@@ -93,6 +107,17 @@ class _Operand:
 
     def __init__(self, type: Any) -> None:
         self.type = type
+
+
+@dataclass
+class Constants:
+    """A block's integer constants, set before its other steps. They read nothing and carry no
+    tags, so where they stand changes nothing; set together they cost a dictionary entry each
+    rather than a rule each (the copies of an unrolled loop hold dozens)."""
+
+    results: list[SSAValue]
+    numbers: list[int | None]
+    """Each constant's value (None: not an integer)."""
 
 
 @dataclass
@@ -155,6 +180,13 @@ class Planner(Protocol):
     def tiles(self, number: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         """What the op reads and writes of tiles, as keys: a read waits for the writes of its
         keys before it in program order."""
+
+    def numbers(self, values: tuple[int, ...]) -> tuple[int, ...] | None:
+        """The values (by identity) if integer constants make them all."""
+
+    def arithmetic(self, number: int) -> Callable[..., np.ndarray] | None:
+        """The numpy function computing the op's integer result from its operands' numbers, if it
+        is integer arithmetic."""
 
 
 def plan(table: OpTable, numbers: list[int], planner: Planner) -> list[Operation | Run]:
@@ -293,11 +325,12 @@ def _plan_run(table: OpTable, numbers: list[int], roles: list[Role], keys: list[
         if len(m) > 1:
             columns = list(zip(*[operands[i] for i in m]))
             values = list(zip(*[table.operand_values[numbers[i]] for i in m]))
-            group.gathers = [_gather_plan(column, produced, v, taken, columns_of) for column, v in zip(columns, values)]
+            group.gathers = [_gather_plan(column, produced, v, taken, columns_of, planner) for column, v in zip(columns, values)]
             moved = roles[m[0]].moved
             if moved >= 0:
                 group.gathers[moved].tags_only = True
             group.operands = tuple(_Operand(v[0].type) for v in values)
+            group.arithmetic = planner.arithmetic(numbers[m[0]])
             g = len(groups)
             for r, column in enumerate(zip(*[results[numbers[i]] for i in m])):
                 key, source = (g, r), (g, r, len(m))
@@ -360,7 +393,7 @@ def _signature(op: Operation) -> tuple[Any, ...]:
 
 def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[tuple[int, int], tuple[int, int, int], int]],
                  values: tuple[SSAValue, ...], taken: dict[Any, int],
-                 columns_of: dict[tuple[int, int], tuple[int, ...]]) -> Gather:
+                 columns_of: dict[tuple[int, int], tuple[int, ...]], planner: Planner) -> Gather:
     """Where the `values` of an operand's copies (`column`: their identities) come from, counting
     in `taken` the results of groups' copies taken. `produced`: for a result of a group's copy,
     ((group, result), (group, result, copies of the group), which copy); `columns_of`: per
@@ -370,6 +403,9 @@ def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[tuple[int, i
     if found is None:
         if column.count(first) == len(column):
             return Gather(values[0])
+        numbers = planner.numbers(column)
+        if numbers is not None:
+            return Gather(None, numbers=np.array(numbers, np.int64))
     elif found[2] == 0 and columns_of[found[0]] == column:  # an earlier group's result, copy for copy
         taken[found[0]] = taken.get(found[0], 0) + 1
         return Gather(None, (found[1],), tuple(range(len(column))), True)
@@ -819,11 +855,34 @@ def _run_group(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable
     """Run a group's first op over every copy's points; its results over all copies."""
     ops = group.ops
     copies, n = len(ops), a.n
-    first = ops[0]
+    values, tags = a.values, a.tags
+    gathered = [_gather(a, gather, copies, earlier) for gather in group.gathers]
+    if group.arithmetic is not None and all(type(x) is Affine and not x.terms and t is None for x, t in gathered):
+        out = [(Affine(group.arithmetic(*(x.const for x, _ in gathered))), None)]
+    else:
+        out = _run_rule(a, group, mask, rule_of, gathered)
+    for r, (value, t) in enumerate(out):
+        if not group.scatter[r]:
+            continue
+        for c, op in enumerate(ops):
+            part = slice(c * n, (c + 1) * n)
+            result = op.results[r]
+            values[result] = value.tiles[c] if isinstance(value, TileCopies) else _part(value, part)
+            if t is None:
+                tags.pop(result, None)
+            else:
+                tags[result] = t[part]
+    return out
+
+
+def _run_rule(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable[[Operation], Any],
+              gathered: list[tuple[Any, np.ndarray | None]]) -> list[tuple[Any, Any]]:
+    """The group's first op's rule over every copy's points, its operands stand-ins holding what
+    was gathered; its results over all copies."""
+    first, copies, n = group.ops[0], len(group.ops), a.n
     results = tuple(first.results)
     values, tags = a.values, a.tags
-    for stand_in, gather in zip(group.operands, group.gathers):
-        value, t = _gather(a, gather, copies, earlier)
+    for stand_in, (value, t) in zip(group.operands, gathered):
         values[stand_in] = value
         if t is not None:
             tags[stand_in] = t
@@ -844,17 +903,6 @@ def _run_group(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable
         for stand_in in group.operands:
             values.pop(stand_in, None)
             tags.pop(stand_in, None)
-    for r, (value, t) in enumerate(out):
-        if not group.scatter[r]:
-            continue
-        for c, op in enumerate(ops):
-            part = slice(c * n, (c + 1) * n)
-            result = op.results[r]
-            values[result] = value.tiles[c] if isinstance(value, TileCopies) else _part(value, part)
-            if t is None:
-                tags.pop(result, None)
-            else:
-                tags[result] = t[part]
     return out
 
 
@@ -878,12 +926,14 @@ def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tupl
         value = None if gather.tags_only else _tile(a.values.get(gather.shared), copies, tiled)
         return value, None if tags is None else _tile(tags, copies, tiled)
     sources = gather.sources
-    if gather.in_order and len(sources) == 1 and not isinstance(sources[0], SSAValue):
+    if gather.numbers is not None:  # constants: no tags
+        return gather.spread(a.n), None
+    if gather.in_order and len(sources) == 1 and type(sources[0]) is tuple:
         return earlier[sources[0][0]][sources[0][1]]  # an earlier group's results, copy for copy
     n = a.n
     values, tags, sizes = [], [], []
     for source in sources:
-        if isinstance(source, SSAValue):
+        if type(source) is not tuple:  # an SSA value
             values.append(a.values.get(source))
             tags.append(a.tags.get(source))
             sizes.append(n)
@@ -895,6 +945,9 @@ def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tupl
     index = gather.index(n)
     if gather.tags_only:
         value = None
+    elif all(type(x) is Affine and not x.terms for x in values):  # numbers only: one array to gather
+        const = values[0].const if len(values) == 1 else np.concatenate([x.const for x in values])
+        value = Affine(const if index is None else const[index])
     elif all(isinstance(x, Affine) for x in values):
         value = values[0] if len(values) == 1 else _concatenate(values)
         if index is not None:

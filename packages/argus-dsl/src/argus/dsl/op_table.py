@@ -12,6 +12,7 @@ identity (the IR holds them, so an identity names one value while the kernel liv
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from itertools import chain
 from typing import Any
 
@@ -23,6 +24,21 @@ def _operand_tuple(op: Operation) -> tuple[SSAValue, ...]:
     new view object on every access, which would cost this walk more than everything else."""
     found = getattr(op, "_operands", None)
     return found if isinstance(found, tuple) else tuple(op.operands)
+
+
+def _block_ops(block: Block) -> Iterator[Operation]:
+    """A block's ops in order, following xDSL's links between them directly (its public
+    iterator is a Python object whose every step costs as much as this whole loop body)."""
+    op = getattr(block, "_first_op", _UNLINKED)
+    if op is _UNLINKED:
+        yield from block.ops
+        return
+    while op is not None:
+        yield op
+        op = op._next_op  # type: ignore[union-attr]
+
+
+_UNLINKED = object()
 
 
 class OpTable:
@@ -53,19 +69,20 @@ class OpTable:
 
     def _collect(self, block: Block) -> None:
         """The block's ops in program order, each followed by the ops of its regions."""
-        numbers: list[int] = []
-        self.blocks[id(block)] = numbers
         ops, ends = self.ops, self.ends
-        for op in block.ops:
-            number = len(ops)
-            numbers.append(number)
+        start = len(ops)
+        for op in _block_ops(block):
             ops.append(op)
-            ends.append(number + 1)
             if op.regions:
+                number = len(ops) - 1
+                ends.append(0)
                 for region in op.regions:
                     for inner in region.blocks:
                         self._collect(inner)
                 ends[number] = len(ops)
+            else:
+                ends.append(len(ops))
+        self.blocks[id(block)] = _own_ops(ends, start, len(ops))
 
     def block(self, block: Block) -> list[int]:
         """A block's ops' numbers, in program order."""
@@ -79,3 +96,12 @@ class OpTable:
         """Whether an op of `kind` sits in `block` (in its ops' regions too, at any depth)."""
         numbers = self.blocks[id(block)]
         return bool(numbers) and kind in self.kinds[numbers[0]:self.ends[numbers[-1]]]
+
+
+def _own_ops(ends: list[int], start: int, stop: int) -> list[int]:
+    """The numbers of a block's own ops among `start:stop` (each op's regions follow it)."""
+    numbers, number = [], start
+    while number < stop:
+        numbers.append(number)
+        number = ends[number]
+    return numbers
