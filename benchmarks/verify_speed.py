@@ -119,8 +119,8 @@ def step_times(ir: Any, repeat: int, shown: int) -> list[tuple[str, float]]:
             return f"run of {len(step.ops)} ops in {len(step.groups)} groups from {first}"
         if isinstance(step, batching.Products):
             return f"{len(step.ops)} products and views from {ir.locations.get(step.ops[0])}"
-        if isinstance(step, batching.Constants):
-            return f"{len(step.results)} constants"
+        if isinstance(step, batching.Known):
+            return f"{len(step.results)} values known before the check"
         return f"{step.name} at {ir.locations.get(step)}"
 
     walks: dict[str, list[float]] = {}

@@ -173,8 +173,9 @@ def test_a_register_read_before_the_write_it_needs_is_walked_again_op_by_op() ->
 
 @kernel(block=(32,), verify=False)
 def chained(x: Tensor[i32, "n", 32], out: Tensor[i32, "n", 32], n: int):
-    """An index accumulated over an unrolled loop: each copy reads the one before."""
-    at = thread_idx.x
+    """An index accumulated over an unrolled loop: each copy reads the one before. (It starts
+    from the block's index: arithmetic on thread indices alone is known before the walk.)"""
+    at = thread_idx.x + block_idx.x
     for i in static_range(4):
         at = (at + 7) % 32
         out[block_idx.x, at] = x[block_idx.x, i]
@@ -182,9 +183,9 @@ def chained(x: Tensor[i32, "n", 32], out: Tensor[i32, "n", 32], n: int):
 
 @kernel(block=(32,), verify=False)
 def unchained(x: Tensor[i32, "n", 32], out: Tensor[i32, "n", 32], n: int):
-    """The same indices, each copy computing its own from the thread's index."""
+    """The same indices, each copy computing its own from the thread's and the block's index."""
     for i in static_range(4):
-        at = (thread_idx.x + 7 * (i + 1)) % 32  # (no copy adds a multiple of 32, which the passes drop)
+        at = (thread_idx.x + block_idx.x + 7 * (i + 1)) % 32  # (no copy adds a multiple of 32, which the passes drop)
         out[block_idx.x, at] = x[block_idx.x, i]
 
 

@@ -121,6 +121,39 @@ class Analysis:
 _UNREAD = object()
 
 
+class Launch:
+    """The threads a check enumerates: a block's (a cluster's blocks together), point p being
+    thread p of the block p // `block_threads` of the cluster."""
+
+    def __init__(self, kernel: D.KernelOp) -> None:
+        self.block_dims = _pad3(tuple(kernel.block_dims))
+        self.warp = kernel.warp_size.data
+        self.cluster = kernel.cluster_dims
+        self.block_threads = int(np.prod(self.block_dims))
+        self.blocks = int(np.prod(self.cluster))
+        self.n = self.block_threads * self.blocks
+        self.local_ids = np.arange(self.n) % self.block_threads
+        """Each thread's index within its block."""
+
+    def numbers(self, op: Operation) -> np.ndarray | None:
+        """Each thread's value of a thread index, lane, warp or block size (None for another op)."""
+        kind = type(op)
+        if kind is D.LaneIdOp:
+            return self.local_ids % self.warp
+        if kind is D.WarpIdOp:
+            return self.local_ids // self.warp
+        if kind is D.ThreadIdxOp:
+            bx, by, _ = self.block_dims
+            t = self.local_ids
+            return (t % bx, (t // bx) % by, t // (bx * by))["xyz".index(op.dim.data)]  # type: ignore[attr-defined]
+        if kind is D.BlockDimOp:
+            return np.full(self.n, self.block_dims["xyz".index(op.dim.data)], np.int64)  # type: ignore[attr-defined]
+        return None
+
+
+_THREAD_INDICES = (D.ThreadIdxOp, D.LaneIdOp, D.WarpIdOp, D.BlockDimOp)
+
+
 class Preparation:
     """What walking one kernel's IR needs that is the same for every check of it: the ops that
     can affect a check (`tag_liveness`), and per block, the runs of ops whose copies are checked
@@ -154,6 +187,68 @@ class Preparation:
         return relevant_ops(self.kernel, self.table)
 
     @cached_property
+    def launch(self) -> Launch:
+        """The threads every check enumerates."""
+        return Launch(self.kernel)
+
+    @property
+    def known(self) -> dict[int, Affine | None]:
+        """The values every check computes alike, by the number of the op making them: integer
+        constants, the thread indices of the launch's blocks, and integer arithmetic on those
+        alone (float constants: None). The same numbers in every check and every pass over a
+        loop, they are computed here once, with one numpy call per op, and set when a check
+        begins (`batching.Known`); the walk and its runs skip their ops."""
+        return self._known[0]
+
+    @cached_property
+    def _known(self) -> tuple[dict[int, Affine | None], dict[int, np.ndarray]]:
+        """`known`, and the numbers of each known integer value (by identity)."""
+        table, relevant, launch = self.table, self.relevant, self.launch
+        kinds, ops, operands, results = table.kinds, table.ops, table.operands, table.results
+        found: dict[int, Affine | None] = {}
+        numbers: dict[int, np.ndarray] = {}  # per known integer value (by identity), its numbers
+
+        def visit(block: Block) -> None:
+            for j in table.block(block):
+                kind = kinds[j]
+                if kind is scf.ForOp or kind is scf.IfOp:
+                    for region in ops[j].regions:
+                        for inner in region.blocks:
+                            visit(inner)
+                    continue
+                if j not in relevant:
+                    continue
+                if kind is arith.ConstantOp:
+                    number = self.read(ops[j], _integer_constant)
+                    if number is None:
+                        found[j] = None
+                        continue
+                    value = np.full(launch.n, number, np.int64)
+                elif kind in _THREAD_INDICES:
+                    value = launch.numbers(ops[j])
+                    if value is None:
+                        continue
+                else:
+                    function = _NUMPY.get(kind)
+                    if function is None or len(results[j]) != 1 or not _is_int(ops[j].results[0]):
+                        continue
+                    args = [numbers.get(v) for v in operands[j]]
+                    if any(arg is None for arg in args):
+                        continue
+                    value = function(*args)
+                numbers[results[j][0]] = value
+                found[j] = Affine(value)
+
+        visit(self.kernel.body.block)
+        return found, numbers
+
+    def fixed(self, values: tuple[int, ...]) -> Affine | None:
+        """An operand over every copy's points (`batching.Planner`), if every copy's value is known."""
+        numbers = self._known[1]
+        parts = [numbers.get(v) for v in values]
+        return None if any(part is None for part in parts) else Affine(np.concatenate(parts))  # type: ignore[arg-type]
+
+    @cached_property
     def assertions(self) -> list[D.TagAssertOp]:
         return self.table.of_kind(D.TagAssertOp)
 
@@ -179,13 +274,11 @@ class Preparation:
             if not self.batch:
                 found = self._steps[id(block)] = [table.ops[j] for j in numbers]
                 return found
-            kinds, ops = table.kinds, table.ops
-            constants = [j for j in numbers if kinds[j] is arith.ConstantOp]
-            if constants:
-                numbers = [j for j in numbers if kinds[j] is not arith.ConstantOp]
-            found = self._steps[id(block)] = ([batching.Constants(
-                [ops[j].results[0] for j in constants], [self.read(ops[j], _integer_constant) for j in constants])]
-                if constants else []) + batching.plan(table, numbers, self)
+            known = self.known
+            numbers = [j for j in numbers if j not in known]
+            lead = [batching.Known([table.ops[j].results[0] for j in known], list(known.values()))] \
+                if known and block is self.kernel.body.block else []
+            found = self._steps[id(block)] = lead + batching.plan(table, numbers, self)
         return found
 
     def holds_a_loop(self, op: scf.ForOp) -> bool:
@@ -255,10 +348,6 @@ class Preparation:
         """The numpy function of an integer op with an integer result (`batching.Planner`)."""
         function = _NUMPY.get(self.table.kinds[number])
         return function if function is not None and _is_int(self.table.ops[number].results[0]) else None
-
-    def numbers(self, values: tuple[int, ...]) -> tuple[int, ...] | None:
-        """The values (by identity) if integer constants make them all (`batching.Planner`)."""
-        return self._constants(values)
 
     def _constants(self, values: tuple[int, ...]) -> tuple[int, ...] | None:
         """The values (by identity) if integer constants make them all."""
@@ -331,17 +420,16 @@ class TagAnalysis:
         self.kernel = kernel
         self.locations = locations or {}
         self.preparation = preparation or Preparation(kernel, self.locations)
-        self.block_dims = _pad3(tuple(kernel.block_dims))
-        self.warp = kernel.warp_size.data
-        self.cluster = kernel.cluster_dims
-        self.block_threads = int(np.prod(self.block_dims))
-        self.blocks = int(np.prod(self.cluster))
+        self.launch = launch = self.preparation.launch
+        self.block_dims, self.warp, self.cluster = launch.block_dims, launch.warp, launch.cluster
+        self.block_threads = launch.block_threads
+        self.blocks = launch.blocks
         """Blocks analysed together: the cluster's (1 without clusters)."""
-        self.n = self.block_threads * self.blocks
+        self.n = launch.n
         self.threads = self.n
         """Threads enumerated (`n` counts points, which copies of an unrolled op multiply)."""
         self.tid = np.arange(self.n)
-        self.local_ids = self.tid % self.block_threads
+        self.local_ids = launch.local_ids
         """Each thread's index within its block (the cluster's blocks are enumerated together)."""
         self.ranks = self.tid // self.block_threads
         self.everyone = np.ones(self.n, bool)
@@ -386,8 +474,6 @@ class TagAnalysis:
         self._fragments: dict[int, tuple[TileValue, bytes, np.ndarray]] = {}
         self._faults: list[tuple[Any, ...]] = []
         self._results: dict[Operation, Any] = {}
-        self._numbers: dict[int, Affine] = {}
-        """Per integer constant, its value at every thread (`set_constants`)."""
         self._ops: dict[Operation, Any] = {}
         self._shapes_of: dict[Operation, Any] = {}
         self._captured: dict[Operation, tuple[SSAValue, ...]] = {}
@@ -501,13 +587,13 @@ class TagAnalysis:
                 seconds = times.get(id(step), (step, 0.0))[1]
                 times[id(step)] = (step, seconds + time.perf_counter() - start)
 
-    def run_step(self, step: Operation | batching.Run | batching.Products | batching.Constants,
+    def run_step(self, step: Operation | batching.Run | batching.Products | batching.Known,
                  mask: np.ndarray) -> None:
         """One step of a block's plan: an op, a run of copies, or products side by side."""
         if type(step) is batching.Run:
             batching.execute(self, step, mask, _rule_of)
-        elif type(step) is batching.Constants:
-            self.set_constants(step)
+        elif type(step) is batching.Known:
+            self.values.update(zip(step.results, step.values))
         elif type(step) is batching.Products:
             _products(self, step, mask)
         else:
@@ -516,18 +602,6 @@ class TagAnalysis:
                 self.computed(step)
             else:
                 rule(self, step, mask)
-
-    def set_constants(self, step: batching.Constants) -> None:
-        """A block's integer constants (`batching.Constants`): one value per number, shared (values
-        are never changed in place). Their tags stay ⊥: no rule tags a constant's result."""
-        values, known = self.values, self._numbers
-        for result, number in zip(step.results, step.numbers):
-            value = None
-            if number is not None:
-                value = known.get(number)
-                if value is None:
-                    value = known[number] = Affine(np.full(self.n, number, np.int64))
-            values[result] = value
 
     def thread_of(self, points: np.ndarray) -> np.ndarray:
         """The threads of points (themselves, unless copies run together)."""
@@ -1420,20 +1494,16 @@ def _index(kind: str) -> Rule:
     def rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
         axis = "xyz".index(op.dim.data)
         sp = a.space
-        if kind == "thread":
-            bx, by, _ = a.block_dims
-            t = a.local_ids
-            value = sp.constant((t % bx, (t // bx) % by, t // (bx * by))[axis], a.n)
+        if kind == "thread" or kind == "block_dim":
+            value = Affine(a.launch.numbers(op))  # type: ignore[arg-type]
         elif kind == "block":
             value = sp.of_symbol(a.block_symbols[axis], a.n)
             if a.cluster[axis] > 1:  # the cluster's first block, plus the block's place in it
                 cx, cy, _ = a.cluster
                 place = (a.ranks % cx, a.ranks // cx % cy, a.ranks // (cx * cy))[axis]
                 value = sp.add(sp.scale(value, a.cluster[axis]), sp.constant(place, a.n))
-        elif kind == "grid":
-            value = sp.scale(sp.of_symbol(a.grid_symbols[axis], a.n), a.cluster[axis])
         else:
-            value = sp.constant(a.block_dims[axis], a.n)
+            value = sp.scale(sp.of_symbol(a.grid_symbols[axis], a.n), a.cluster[axis])
         a.values[op.result] = value
         a.tags.pop(op.result, None)
 
@@ -1441,8 +1511,7 @@ def _index(kind: str) -> Rule:
 
 
 def _lane_or_warp(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
-    ids = a.local_ids % a.warp if isinstance(op, D.LaneIdOp) else a.local_ids // a.warp
-    a.values[op.results[0]] = a.space.constant(ids, a.n)
+    a.values[op.results[0]] = Affine(a.launch.numbers(op))  # type: ignore[arg-type]
     a.tags.pop(op.results[0], None)
 
 

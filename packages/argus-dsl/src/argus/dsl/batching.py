@@ -78,17 +78,9 @@ class Gather:
     not its value (unknown integer data gathered over copies is one unknown per point)."""
     indices: dict[int, np.ndarray] = field(default_factory=dict)
     """Per thread count, the points to take from the concatenation."""
-    numbers: np.ndarray | None = None
-    """Each copy's value where integer constants make them all (an element's coordinates in an
-    unrolled loop): the operand over every copy's points is then the same in every check."""
-    _spread: dict[int, Affine] = field(default_factory=dict)
-
-    def spread(self, n: int) -> Affine:
-        """`numbers` over every copy's points, `n` threads each (made once per thread count)."""
-        found = self._spread.get(n)
-        if found is None:
-            found = self._spread[n] = Affine(np.repeat(self.numbers, n))  # type: ignore[arg-type]
-        return found
+    fixed: Affine | None = None
+    """The operand over every copy's points where every copy's value is known before any check
+    (`analysis.Preparation.known`: an element's coordinates in an unrolled loop)."""
 
     def index(self, n: int) -> np.ndarray | None:
         """The points to take from the concatenation (None: all of them, in order)."""
@@ -110,14 +102,11 @@ class _Operand:
 
 
 @dataclass
-class Constants:
-    """A block's integer constants, set before its other steps. They read nothing and carry no
-    tags, so where they stand changes nothing; set together they cost a dictionary entry each
-    rather than a rule each (the copies of an unrolled loop hold dozens)."""
+class Known:
+    """Values every check computes alike (`analysis.Preparation.known`), set when it begins."""
 
     results: list[SSAValue]
-    numbers: list[int | None]
-    """Each constant's value (None: not an integer)."""
+    values: list[Any]
 
 
 @dataclass
@@ -181,8 +170,9 @@ class Planner(Protocol):
         """What the op reads and writes of tiles, as keys: a read waits for the writes of its
         keys before it in program order."""
 
-    def numbers(self, values: tuple[int, ...]) -> tuple[int, ...] | None:
-        """The values (by identity) if integer constants make them all."""
+    def fixed(self, values: tuple[int, ...]) -> Affine | None:
+        """An operand over every copy's points (copy c's value is `values[c]`, by identity), if
+        every copy's value is known before any check."""
 
     def arithmetic(self, number: int) -> Callable[..., np.ndarray] | None:
         """The numpy function computing the op's integer result from its operands' numbers, if it
@@ -403,9 +393,9 @@ def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[tuple[int, i
     if found is None:
         if column.count(first) == len(column):
             return Gather(values[0])
-        numbers = planner.numbers(column)
-        if numbers is not None:
-            return Gather(None, numbers=np.array(numbers, np.int64))
+        fixed = planner.fixed(column)
+        if fixed is not None:
+            return Gather(None, fixed=fixed)
     elif found[2] == 0 and columns_of[found[0]] == column:  # an earlier group's result, copy for copy
         taken[found[0]] = taken.get(found[0], 0) + 1
         return Gather(None, (found[1],), tuple(range(len(column))), True)
@@ -926,8 +916,8 @@ def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tupl
         value = None if gather.tags_only else _tile(a.values.get(gather.shared), copies, tiled)
         return value, None if tags is None else _tile(tags, copies, tiled)
     sources = gather.sources
-    if gather.numbers is not None:  # constants: no tags
-        return gather.spread(a.n), None
+    if gather.fixed is not None:  # known values: no tags
+        return gather.fixed, None
     if gather.in_order and len(sources) == 1 and type(sources[0]) is tuple:
         return earlier[sources[0][0]][sources[0][1]]  # an earlier group's results, copy for copy
     n = a.n

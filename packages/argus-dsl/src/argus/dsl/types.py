@@ -37,16 +37,19 @@ def _integer_type(bits: int) -> Attribute:
     return builtin.IntegerType(bits)
 
 
-@lru_cache(maxsize=None)
+_FLOAT_NAMES: dict[type, str] = {type(ft): name for name, ft in _FLOATS.items()}
+"""Each float type's name by its class (a class per float type: no attribute compared)."""
+
+
 def dtype_of_mlir(t: Attribute, signed: bool = True) -> DType:
     """The DSL type an interpreter holds an MLIR value as (integers as signed unless told)."""
-    if t == builtin.i1:
-        return boolean
-    for name, ft in _FLOATS.items():
-        if t == ft:
-            return dtype_named(name)  # type: ignore[return-value]
+    name = _FLOAT_NAMES.get(type(t))
+    if name is not None:
+        return dtype_named(name)  # type: ignore[return-value]
     if isinstance(t, builtin.IntegerType):
         width = t.width.data
+        if width == 1 and t == builtin.i1:
+            return boolean
         if width > 64:
             return dtype_named(f"u{width}")  # type: ignore[return-value]
         return dtype_named(f"{'i' if signed else 'u'}{width}")  # type: ignore[return-value]
