@@ -97,11 +97,12 @@ def preparation_parts(ir: Any, repeat: int) -> dict[str, float]:
     from argus.dsl.analysis import Preparation
     from xdsl.dialects import scf
 
-    times: dict[str, list[float]] = {"table": [], "liveness": [], "plan": []}
+    times: dict[str, list[float]] = {"table": [], "liveness": [], "known": [], "plan": []}
     for _ in range(repeat):
         prep = Preparation(ir.op, ir.locations)
         times["table"].append(cpu_ms(lambda: prep.table))
         times["liveness"].append(cpu_ms(lambda: prep.relevant))
+        times["known"].append(cpu_ms(lambda: prep.known))
         blocks = [prep.kernel.body.block] + [loop.body.block for loop in prep.table.of_kind(scf.ForOp)]
         times["plan"].append(cpu_ms(lambda: [prep.steps(block) for block in blocks]))
     return {name: round(statistics.median(ms), 2) for name, ms in times.items()}
@@ -144,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time the first check in each of N new interpreters (nothing kept per process)")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--parts", action="store_true",
-                        help="also time what a first check prepares: the op table, tag liveness, the batching plan")
+                        help="also time what a first check prepares: the op table, tag liveness, the values known "
+                             "before the walk, the batching plan")
     parser.add_argument("--steps", type=int, metavar="N", default=0,
                         help="also list the N steps of the analysis that take longest (runs of copies, products, ops)")
     parser.add_argument("--kernels", nargs="+", type=kernel_pair, default=list(KERNELS), metavar="EXAMPLE:KERNEL",

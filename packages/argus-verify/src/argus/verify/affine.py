@@ -223,7 +223,11 @@ class Space:
         rest = tuple(sorted((t, v) for t, v in terms.items() if v % c))
         quotient, remainder = np.divmod(a.const, c)
         out = Affine(quotient, exact)
-        if rest:
+        if rest and remainder.size and (remainder == remainder[0]).all():  # one remainder (a size): one atom
+            atom = self.atom("floordiv", (int(remainder[0]), rest), (c, ()))
+            ones = np.ones(len(a), np.int64)
+            out.terms[atom] = out.terms[atom] + ones if atom in out.terms else ones
+        elif rest:
             present = np.zeros(c, bool)  # remainders lie in [0, c): one quotient atom each
             present[remainder] = True
             found = np.flatnonzero(present)
@@ -254,6 +258,9 @@ class Space:
         plain = np.asarray(concrete(a.const, b.const), dtype=np.int64)
         if a.concrete and b.concrete:
             return Affine(plain)
+        if _uniform(a) and _uniform(b):  # one form at every point (a size, a block index): once
+            x, y = a.row(0), b.row(0)
+            return self.of_key(symbolic(x, y), len(a)) if x[1] or y[1] else Affine(plain)
         points = np.flatnonzero(a.symbolic_points() | b.symbolic_points())
         atoms = sorted(set(a.terms) | set(b.terms))
         if len(atoms) <= 8:  # few atoms: distinct pairs of forms found with numpy
@@ -433,6 +440,11 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return rows[first], np.reshape(inverse, -1)
     unique, inverse = np.unique(rows, axis=0, return_inverse=True)
     return unique, np.reshape(inverse, -1)
+
+
+def _uniform(v: Affine) -> bool:
+    """Whether every point of `v` has the same form (an unknown has its own at each point)."""
+    return len(v) > 0 and type(v) is not _Opaque and all(bool((x == x[0]).all()) for x in (v.const, *v.terms.values()))
 
 
 def _is_key(v: Any) -> bool:
