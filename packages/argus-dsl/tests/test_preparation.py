@@ -17,7 +17,7 @@ from argus.dsl.cli import load_module
 from argus.dsl.op_table import OpTable
 from argus.dsl.verification import verify_kernel
 from argus.verify import Verdict
-from xdsl.dialects import scf
+from xdsl.dialects import arith, scf
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 KERNELS = {"transpose": "transpose", "gemm": "gemm", "flash_attention": "attention", "gemm_sm90": "gemm_sm90",
@@ -80,6 +80,27 @@ def test_skipping_the_ops_no_check_depends_on_changes_no_finding(name):
         return least, sorted(analysis.obligations.pending)
 
     assert analysed(compiled) == analysed(everything)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_the_values_known_before_a_check_are_what_the_walk_computes(name):
+    """Integer constants, thread indices and integer arithmetic on those alone are computed once
+    per kernel: each is what an op-by-op walk computes, and none depends on anything else (a
+    block or loop index, a parameter, data)."""
+    compiled = _compiled(name)
+    known, table = compiled.preparation.known, compiled.preparation.table
+    assert any(value is not None and table.kinds[number] is not arith.ConstantOp for number, value in known.items())
+    made = {r: j for j in known for r in table.results[j]}
+    for number in known:
+        assert all(v in made for v in table.operands[number]), table.ops[number]
+    walk = TagAnalysis(compiled.op, compiled.locations, None, Preparation(compiled.op, compiled.locations, batch=False))
+    walk.run()
+    for number, value in known.items():
+        walked = walk.values.get(table.ops[number].results[0])
+        if value is None:  # a float constant
+            assert walked is None
+        else:
+            assert walked.concrete and np.array_equal(walked.const, value.const), table.ops[number]
 
 
 @kernel(block=(32,), verify=False)

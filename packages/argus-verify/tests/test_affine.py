@@ -51,19 +51,23 @@ class Program:
         return self.space.evaluate(a.row(p), self.values)
 
 
-def _linear(draw: Draw, prog: Program, coef: st.SearchStrategy[int]) -> Affine:
-    """A per-point affine combination of the symbols; some points may come out concrete."""
+def _linear(draw: Draw, prog: Program, coef: st.SearchStrategy[int], uniform: bool = False) -> Affine:
+    """A per-point affine combination of the symbols; some points may come out concrete. A
+    `uniform` one has the same form at every point (a size, a block index)."""
     sp = prog.space
-    consts = draw(st.lists(st.integers(-12, 12), min_size=N, max_size=N))
+    size = 1 if uniform else N
+    consts = draw(st.lists(st.integers(-12, 12), min_size=size, max_size=size)) * (N // size)
     out = sp.constant(consts, N)
     for s in prog.symbols:
-        cs = np.array(draw(st.lists(coef, min_size=N, max_size=N)), np.int64)
+        cs = np.array(draw(st.lists(coef, min_size=size, max_size=size)) * (N // size), np.int64)
         out = sp.add(out, sp.scale(sp.of_symbol(s, N), cs))
     return out
 
 
 def _divisor(draw: Draw, prog: Program, mode: str) -> Affine:
     """A divisor nonzero for every value of d ≥ 1: constants, or ±(d + c) per point."""
+    if mode == "one constant":  # the same positive divisor at every point
+        return prog.space.constant(draw(st.integers(1, 9)), N)
     consts, coefs = [], []
     for _ in range(N):
         kind = mode if mode != "mixed" else draw(st.sampled_from(["positive", "constant", "symbolic"]))
@@ -92,6 +96,7 @@ def _program(draw: st.DrawFn) -> Program:
     prog = Program(sp, [x, y, d], [], values)
     prog.pool = [_linear(draw, prog, st.integers(-2, 2)) for _ in range(3)]
     prog.pool.append(_linear(draw, prog, st.just(0)))  # a concrete operand
+    prog.pool.append(_linear(draw, prog, st.integers(-2, 2), uniform=True))  # one form at every point
     for _ in range(draw(st.integers(0, 3))):
         a, b = (draw(st.sampled_from(prog.pool)) for _ in range(2))
         kind = draw(st.sampled_from(sorted(BINARY) + sorted(DIVISION)))
@@ -135,7 +140,7 @@ def test_binary_operation_agrees_with_python_on_evaluated_operands(kind: str,
     _check(prog, build(prog.space, a, b), a, b, reference)
 
 
-@pytest.mark.parametrize("mode", ["positive", "constant", "symbolic", "mixed"])
+@pytest.mark.parametrize("mode", ["positive", "constant", "symbolic", "mixed", "one constant"])
 @pytest.mark.parametrize("kind", sorted(DIVISION))
 @LAWS
 @given(st.data())
