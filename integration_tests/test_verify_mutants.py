@@ -42,7 +42,7 @@ def test_the_speed_benchmark_times_both_checks_of_proved_examples(tmp_path):
     assert set(report) == {"gemm", "flash_attention"}
     for row in report.values():
         assert row["verdict"] == "proved" and row["check_ms"] > 0 and row["first_check_ms"] > 0
-        assert set(row["preparation_ms"]) == {"table", "liveness", "plan"} and all(
+        assert set(row["preparation_ms"]) == {"table", "liveness", "known", "plan"} and all(
             ms > 0 for ms in row["preparation_ms"].values())
 
 
