@@ -204,42 +204,38 @@ class Preparation:
     def _known(self) -> tuple[dict[int, Affine | None], dict[int, np.ndarray]]:
         """`known`, and the numbers of each known integer value (by identity)."""
         table, relevant, launch = self.table, self.relevant, self.launch
-        kinds, ops, operands, results = table.kinds, table.ops, table.operands, table.results
+        kinds, ops, operands, results, ends = table.kinds, table.ops, table.operands, table.results, table.ends
         found: dict[int, Affine | None] = {}
         numbers: dict[int, np.ndarray] = {}  # per known integer value (by identity), its numbers
-
-        def visit(block: Block) -> None:
-            for j in table.block(block):
-                kind = kinds[j]
-                if kind is scf.ForOp or kind is scf.IfOp:
-                    for region in ops[j].regions:
-                        for inner in region.blocks:
-                            visit(inner)
+        outside = 0  # ops before this number sit in a region the walk does not enter (a tag function)
+        for j, kind in enumerate(kinds):
+            if j < outside:
+                continue
+            if ends[j] > j + 1 and kind is not scf.ForOp and kind is not scf.IfOp:
+                outside = ends[j]
+                continue
+            if j not in relevant:
+                continue
+            if kind is arith.ConstantOp:
+                number = _integer_constant(ops[j])
+                if number is None:
+                    found[j] = None
                     continue
-                if j not in relevant:
+                value = np.full(launch.n, number, np.int64)
+            elif kind in _THREAD_INDICES:
+                value = launch.numbers(ops[j])
+                if value is None:
                     continue
-                if kind is arith.ConstantOp:
-                    number = self.read(ops[j], _integer_constant)
-                    if number is None:
-                        found[j] = None
-                        continue
-                    value = np.full(launch.n, number, np.int64)
-                elif kind in _THREAD_INDICES:
-                    value = launch.numbers(ops[j])
-                    if value is None:
-                        continue
-                else:
-                    function = _NUMPY.get(kind)
-                    if function is None or len(results[j]) != 1 or not _is_int(ops[j].results[0]):
-                        continue
-                    args = [numbers.get(v) for v in operands[j]]
-                    if any(arg is None for arg in args):
-                        continue
-                    value = function(*args)
-                numbers[results[j][0]] = value
-                found[j] = Affine(value)
-
-        visit(self.kernel.body.block)
+            else:
+                function = _NUMPY.get(kind)  # integer ops: known integer operands make an integer
+                if function is None:
+                    continue
+                args = [numbers.get(v) for v in operands[j]]
+                if any(arg is None for arg in args):
+                    continue
+                value = function(*args)
+            numbers[results[j][0]] = value
+            found[j] = Affine(value)
         return found, numbers
 
     def fixed(self, values: tuple[int, ...]) -> Affine | None:
