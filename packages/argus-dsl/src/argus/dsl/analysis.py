@@ -386,7 +386,7 @@ class Preparation:
             role, copies = found
             roles.append(role)
             key = None
-            if role.runnable and (copies or (copies is None and _batchable(ops[j]))):
+            if role.runnable and (copies or (copies is None and not _is_int(ops[j].results[0]))):  # (a load)
                 where = locations.get(id(ops[j]))
                 if where is not None:
                     key = (where.line, where.col, where.file, kind)  # (a location object hashes slowly)
@@ -405,7 +405,7 @@ class Preparation:
         kind, rule = type(op), _RULES.get(type(op))
         role = batching.Role(_runnable(op), rule in (_mma, _assert), rule is _view, kind is D.MmaOp,
                              kind in _TILE_ACCESSES, 0 if rule is _store else -1)  # a store moves its value's tags
-        return role, None if rule is _load else _batchable(op)
+        return role, None if rule is _load else _batchable(op)  # (a load's: unless it reads an integer)
 
 
 class TagAnalysis:

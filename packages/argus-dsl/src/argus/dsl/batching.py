@@ -315,7 +315,8 @@ def _plan_run(table: OpTable, numbers: list[int], roles: list[Role], keys: list[
         if len(m) > 1:
             columns = list(zip(*[operands[i] for i in m]))
             values = list(zip(*[table.operand_values[numbers[i]] for i in m]))
-            group.gathers = [_gather_plan(column, produced, v, taken, columns_of, planner) for column, v in zip(columns, values)]
+            group.gathers = [_gather_plan(column, produced, v, taken, columns_of, planner)
+                             for column, v in zip(columns, values)]
             moved = roles[m[0]].moved
             if moved >= 0:
                 group.gathers[moved].tags_only = True
