@@ -122,8 +122,8 @@ _UNREAD = object()
 
 
 class Launch:
-    """The threads a check enumerates: a block's (a cluster's blocks together), point p being
-    thread p of the block p // `block_threads` of the cluster."""
+    """The threads a check enumerates: a block's, or a cluster's blocks together (point p is
+    thread p mod `block_threads` of the cluster's block p // `block_threads`)."""
 
     def __init__(self, kernel: D.KernelOp) -> None:
         self.block_dims = _pad3(tuple(kernel.block_dims))

@@ -918,7 +918,7 @@ def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tupl
         return value, None if tags is None else _tile(tags, copies, tiled)
     sources = gather.sources
     if gather.fixed is not None:  # known values: no tags
-        return gather.fixed, None
+        return None if gather.tags_only else gather.fixed, None
     if gather.in_order and len(sources) == 1 and type(sources[0]) is tuple:
         return earlier[sources[0][0]][sources[0][1]]  # an earlier group's results, copy for copy
     n = a.n

@@ -28,7 +28,7 @@ def _operand_tuple(op: Operation) -> tuple[SSAValue, ...]:
 
 def _block_ops(block: Block) -> Iterator[Operation]:
     """A block's ops in order, following xDSL's links between them directly (its public
-    iterator is a Python object whose every step costs as much as this whole loop body)."""
+    iterator is a Python object whose steps double the cost of reading a block)."""
     op = getattr(block, "_first_op", _UNLINKED)
     if op is _UNLINKED:
         yield from block.ops

@@ -444,7 +444,9 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _uniform(v: Affine) -> bool:
     """Whether every point of `v` has the same form (an unknown has its own at each point)."""
-    return len(v) > 0 and type(v) is not _Opaque and all(bool((x == x[0]).all()) for x in (v.const, *v.terms.values()))
+    if not len(v) or type(v) is _Opaque:
+        return False
+    return all(bool((x == x[0]).all()) for x in (v.const, *v.terms.values()))
 
 
 def _is_key(v: Any) -> bool:
