@@ -444,6 +444,9 @@ class TagAnalysis:
         self.fact_origins: dict[tuple[str, Key], tuple[Any, ...]] = {}
         self.loop_facts: dict[int, list[tuple[str, Key]]] = {}
         """Per runtime loop's index symbol, its bounds: facts inside the loop only."""
+        self.elements_before: dict[int, int] = {}
+        """Per runtime loop's index symbol, how many element tags there were when it was made:
+        none of those mentions it (`_Renamer` leaves them as they are)."""
         self._floors: dict[tuple[int | None, tuple[Any, ...]], int] = {}
         """Per fact container (a loop's symbol, None for the kernel's) and symbolic part e of its
         facts ``e + k ≥ 0``: the least k among them. A bound with a larger k is implied."""
@@ -2338,6 +2341,7 @@ def _loop_symbol(a: TagAnalysis, name: str, lo: Key, hi: Key, step: int, start: 
     sp = a.space
     known = len(sp.constraints)
     symbol = sp.symbol(name, "loop", lo, hi)
+    a.elements_before[symbol] = len(a.table.tags)
     me: Key = (0, ((symbol, 1),))
     if step > 1:
         sp.require_zero(sp._mod(sub_keys(me, start), (step, ())))
@@ -2481,6 +2485,8 @@ class _Renamer:
         self.shift = np.zeros(0, np.int64)
         """Per element id: what renaming adds to it (where `done`)."""
         self.done = np.zeros(0, bool)
+        self.kept = a.elements_before.get(symbol, 0)
+        """Elements below this id were made before the symbol: renaming leaves them as they are."""
 
     def state(self, state: State) -> State:
         return State([(self.ids(t), *rest) for t, *rest in state.memories],
@@ -2498,6 +2504,7 @@ class _Renamer:
             grown[:len(self.shift)] = self.shift
             done = np.zeros(len(grown), bool)
             done[:len(self.done)] = self.done
+            done[:self.kept] = True
             self.shift, self.done = grown, done
         present = np.zeros(size, bool)
         present[element] = True
@@ -2526,6 +2533,8 @@ class _Renamer:
         part = self.components.get(key[1])
         if part is None:
             part = self.components[key[1]] = self.a.space.substitute((0, key[1]), self.symbol, self.replacement)
+        if part[0] == 0 and part[1] == key[1]:  # the symbol does not appear in it
+            return key
         return _component(add_keys((key[0], ()), part))
 
     def value(self, v: Affine | None) -> Affine | None:
