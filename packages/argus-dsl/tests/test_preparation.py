@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from argus.dsl import Tensor, f32, kernel, make_local, tag, thread_idx
-from argus.dsl.analysis import Preparation, TagAnalysis
+from argus.dsl.analysis import Preparation, TagAnalysis, _Renamer
 from argus.dsl.dialect import StoreOp
 from argus.dsl.cli import load_module
 from argus.dsl.op_table import OpTable
@@ -101,6 +101,34 @@ def test_the_values_known_before_a_check_are_what_the_walk_computes(name):
             assert walked is None
         else:
             assert walked.concrete and np.array_equal(walked.const, value.const), table.ops[number]
+
+
+def test_renaming_a_loops_state_leaves_the_tags_made_before_the_loop_as_they_are(monkeypatch):
+    """What a loop iteration leaves is renamed to the iteration before; tags made before the
+    loop's index existed cannot mention it, and renaming them is skipped: the state comes out as
+    renaming every tag makes it."""
+    compiled = _compiled("flash_attention")
+    renamed: list[tuple[Any, Any, Any]] = []
+    rename = _Renamer.state
+
+    def recorded(self: _Renamer, state: Any) -> Any:
+        out = rename(self, state)
+        renamed.append((self, state, out))
+        return out
+
+    monkeypatch.setattr(_Renamer, "state", recorded)
+    TagAnalysis(compiled.op, compiled.locations, None, compiled.preparation).run()
+    assert renamed  # its loop carries its softmax state to the next iteration
+    for renamer, state, out in renamed:
+        assert renamer.kept > 0  # Q's fragments were tagged before the loop
+        reading_all = _Renamer(renamer.a, renamer.symbol, renamer.replacement)
+        reading_all.kept = 0
+        expected = rename(reading_all, state)
+        assert any(not np.array_equal(a[0], b[0]) for a, b in zip(state.memories, expected.memories))  # it renames
+        for a, b in zip(out.memories, expected.memories):
+            assert np.array_equal(a[0], b[0])
+        for a, b in zip(out.slots, expected.slots):
+            assert np.array_equal(a[0], b[0])
 
 
 @kernel(block=(32,), verify=False)
