@@ -156,8 +156,9 @@ _THREAD_INDICES = (D.ThreadIdxOp, D.LaneIdOp, D.WarpIdOp, D.BlockDimOp)
 
 class Preparation:
     """What walking one kernel's IR needs that is the same for every check of it: the ops that
-    can affect a check (`tag_liveness`), and per block, the runs of ops whose copies are checked
-    together (`batching`). A compiled kernel keeps its own."""
+    can affect a check (`tag_liveness`), the values every check computes alike (`known`), and
+    per block, the runs of ops whose copies are checked together (`batching`). A compiled kernel
+    keeps its own."""
 
     def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation], batch: bool = True) -> None:
         self.kernel = kernel
