@@ -387,7 +387,8 @@ class Preparation:
             role, copies = found
             roles.append(role)
             key = None
-            if role.runnable and (copies or (copies is None and not _is_int(ops[j].results[0]))):  # (a load)
+            # a load's copies run together unless it reads an integer (an opaque value per load)
+            if role.runnable and (copies or (copies is None and not _is_int(ops[j].results[0]))):
                 where = locations.get(id(ops[j]))
                 if where is not None:
                     key = (where.line, where.col, where.file, kind)  # (a location object hashes slowly)
@@ -406,7 +407,7 @@ class Preparation:
         kind, rule = type(op), _RULES.get(type(op))
         role = batching.Role(_runnable(op), rule in (_mma, _assert), rule is _view, kind is D.MmaOp,
                              kind in _TILE_ACCESSES, 0 if rule is _store else -1)  # a store moves its value's tags
-        return role, None if rule is _load else _batchable(op)  # (a load's: unless it reads an integer)
+        return role, None if rule is _load else _batchable(op)
 
 
 class TagAnalysis:
@@ -2641,6 +2642,4 @@ def _batchable(op: Operation) -> bool:
     rule = _rule_of(op)
     if rule is _cast:
         return isinstance(op, _EXACT_CASTS)
-    if rule is _load:  # an integer loaded is an opaque value per load
-        return not _is_int(op.results[0])
     return rule in _COPY_RULES and not op.regions
