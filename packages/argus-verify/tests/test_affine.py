@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from argus.verify.affine import Affine, Key, Space, distinct_rows, unique_rows
+from argus.verify.affine import Affine, Key, Space, Uniform, distinct_rows, unique_rows
 
 N = 4
 """Points per value: enough for concrete and symbolic points to mix in one `Affine`."""
@@ -64,6 +64,17 @@ def _linear(draw: Draw, prog: Program, coef: st.SearchStrategy[int], uniform: bo
     return out
 
 
+def _uniform(draw: Draw, prog: Program) -> Uniform:
+    """One symbolic form at every point, kept as its key (what sizes and block indices are)."""
+    coefs = [(s, c) for s in prog.symbols if (c := draw(st.integers(-2, 2)))] or [(prog.symbols[0], 1)]
+    return Uniform((draw(st.integers(-12, 12)), tuple(coefs)), N)
+
+
+def _arrays(value: Affine) -> Affine:
+    """The same value as arrays of every point's form."""
+    return Affine(value.const.copy(), {t: c.copy() for t, c in value.terms.items()})
+
+
 def _divisor(draw: Draw, prog: Program, mode: str) -> Affine:
     """A divisor nonzero for every value of d ≥ 1: constants, or ±(d + c) per point."""
     if mode == "one constant":  # the same positive divisor at every point
@@ -97,6 +108,7 @@ def _program(draw: st.DrawFn) -> Program:
     prog.pool = [_linear(draw, prog, st.integers(-2, 2)) for _ in range(3)]
     prog.pool.append(_linear(draw, prog, st.just(0)))  # a concrete operand
     prog.pool.append(_linear(draw, prog, st.integers(-2, 2), uniform=True))  # one form at every point
+    prog.pool.append(_uniform(draw, prog))  # the same, kept as its key
     for _ in range(draw(st.integers(0, 3))):
         a, b = (draw(st.sampled_from(prog.pool)) for _ in range(2))
         kind = draw(st.sampled_from(sorted(BINARY) + sorted(DIVISION)))
@@ -151,6 +163,27 @@ def test_division_agrees_with_python_floor_semantics(kind: str, mode: str, data:
     b = _divisor(data.draw, prog, mode)
     build, reference = DIVISION[kind]
     _check(prog, build(prog.space, a, b), a, b, reference)
+
+
+@pytest.mark.parametrize("kind", sorted(BINARY) + sorted(DIVISION))
+@LAWS
+@given(st.data())
+def test_a_value_kept_as_one_key_computes_as_its_arrays_do(kind: str, data: st.DataObject) -> None:
+    """Arithmetic on `Uniform` values (one form at every point, computed once on keys) gives every
+    point the form the same arithmetic on their arrays gives, and stays one key."""
+    prog = data.draw(programs)
+    a = _uniform(data.draw, prog)
+    if kind in DIVISION:
+        b: Affine = data.draw(st.sampled_from([_divisor(data.draw, prog, "one constant"),
+                                               Uniform((data.draw(st.integers(0, 3)), ((prog.symbols[2], 1),)), N)]))
+        build, reference = DIVISION[kind]
+    else:
+        b = data.draw(st.sampled_from([_uniform(data.draw, prog), prog.space.constant(data.draw(st.integers(-5, 5)), N)]))
+        build, reference = BINARY[kind]
+    kept, spread = build(prog.space, a, b), build(prog.space, _arrays(a), _arrays(b))
+    assert [kept.row(p) for p in range(N)] == [spread.row(p) for p in range(N)]
+    assert type(kept) is Uniform or kept.concrete
+    _check(prog, kept, a, b, reference)
 
 
 @LAWS

@@ -31,7 +31,7 @@ from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
-from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys, unique_rows
+from argus.verify.affine import Affine, Key, Space, Uniform, add_keys, sub_keys, uniform, unique_rows
 from argus.verify.memory import TagMemory
 from argus.verify.obligations import Obligations
 from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, join, resize
@@ -2020,6 +2020,8 @@ def _assume(a: TagAnalysis, op: D.AssumeOp, mask: np.ndarray) -> None:
 
 def _distinct_rows(value: Affine, points: np.ndarray) -> list[Key]:
     """The distinct forms `value` takes at `points` (one, when every point agrees)."""
+    if type(value) is Uniform:
+        return [value.key] if points.size else []
     atoms = sorted(value.terms)
     columns = np.stack([value.const, *(value.terms[t] for t in atoms)], axis=1)[points]
     return [(row[0], tuple((t, c) for t, c in zip(atoms, row[1:]) if c))
@@ -2052,7 +2054,7 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
                 captured.append(slot.value if isinstance(slot, _Slot) else None)
         for v in captured:
             value = v if isinstance(v, Affine) or v is None else a.values.get(v)
-            if isinstance(value, Affine) and not _uniform(value):
+            if isinstance(value, Affine) and not uniform(value):
                 clusters = (" (in a kernel with clusters, the blocks of a cluster are checked together: not the "
                             "block index either)") if a.blocks > 1 else ""
                 raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
@@ -2116,11 +2118,6 @@ def _captured_values(a: TagAnalysis, op: D.TagOp) -> tuple[SSAValue, ...]:
     if found is None:
         found = a._captured[op] = tuple(op.captured())
     return found
-
-
-def _uniform(value: Affine) -> bool:
-    """The same form at every point."""
-    return bool((value.const == value.const[0]).all()) and all((t == t[0]).all() for t in value.terms.values())
 
 
 def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:

@@ -13,7 +13,9 @@ constant split off what divides exactly (``(16·k + r) // 16 = k + r // 16``) so
 quantities get equal forms, and a remainder is ``e - c·(e // c)``: affine in a quotient atom,
 which a solver encodes as bounded integers rather than with div/mod.
 
-Where every point is concrete the forms are plain numpy arrays and cost what numpy costs.
+Where every point is concrete the forms are plain numpy arrays and cost what numpy costs. A
+value with one symbolic form at every point (a size, a block index, a runtime loop's index,
+arithmetic on those) is a `Uniform`: its key, computed on once rather than point by point.
 Division by zero means what it means in the interpreter: ``x // 0 = x``, ``x % 0 = 0``.
 """
 
@@ -112,6 +114,57 @@ class _Opaque(Affine):
         return np.ones(len(self.const), bool)
 
 
+class Uniform(Affine):
+    """One symbolic form at every point: a size, a block index, a runtime loop's index, and
+    arithmetic on those alone. It is kept as its key, and its arrays are made when something
+    first reads them: `Space` computes on two such values once, on their keys, where numpy
+    would make and compare arrays of every point (a kernel's ``assume``s are a chain of them)."""
+
+    __slots__ = ("key", "_n", "_const", "_terms")
+
+    def __init__(self, key: Key, n: int) -> None:
+        self.key, self._n = key, n
+        self._const: np.ndarray | None = None
+        self._terms: dict[int, np.ndarray] | None = None
+
+    @property  # type: ignore[override]
+    def const(self) -> np.ndarray:
+        if self._const is None:
+            self._const = np.full(self._n, self.key[0], np.int64)
+        return self._const
+
+    @property  # type: ignore[override]
+    def terms(self) -> dict[int, np.ndarray]:
+        if self._terms is None:
+            self._terms = {a: np.full(self._n, c, np.int64) for a, c in self.key[1]}
+        return self._terms
+
+    @property
+    def concrete(self) -> bool:
+        return not self.key[1]
+
+    def __len__(self) -> int:
+        return self._n
+
+    def row(self, p: int) -> Key:
+        return self.key
+
+    def symbolic_points(self) -> np.ndarray:
+        return np.full(self._n, bool(self.key[1]))
+
+
+def uniform_key(value: Affine) -> Key | None:
+    """The form every point of `value` shares, if it is a `Uniform` or a number the same at
+    every point (a constant); None otherwise."""
+    if type(value) is Uniform:
+        return value.key
+    if value.terms or not len(value):
+        return None
+    const = value.const
+    first = int(const[0])
+    return (first, ()) if (const == first).all() else None
+
+
 def key_constant(key: Key) -> int | None:
     return key[0] if not key[1] else None
 
@@ -171,10 +224,11 @@ class Space:
         return Affine(out)
 
     def of_symbol(self, atom: int, n: int) -> Affine:
-        return Affine(np.zeros(n, np.int64), {atom: np.ones(n, np.int64)})
+        return Uniform((0, ((atom, 1),)), n)
 
-    def of_key(self, key: Key, n: int) -> Affine:
-        return Affine(np.full(n, key[0], np.int64), {a: np.full(n, c, np.int64) for a, c in key[1]})
+    @staticmethod
+    def of_key(key: Key, n: int) -> Affine:
+        return Uniform(key, n) if key[1] else Affine(np.full(n, key[0], np.int64))
 
     def opaque(self, label: str, n: int) -> Affine:
         """A value the checker cannot know (data read from memory): one fresh atom per point."""
@@ -182,16 +236,27 @@ class Space:
 
     # ---- arithmetic --------------------------------------------------------------------
     def add(self, a: Affine, b: Affine) -> Affine:
+        keys = _uniform_pair(a, b)
+        if keys is not None:
+            return self.of_key(add_keys(*keys), len(a))
         return Affine(a.const + b.const, _merge_terms(a.terms, b.terms, 1))
 
     def sub(self, a: Affine, b: Affine) -> Affine:
+        keys = _uniform_pair(a, b)
+        if keys is not None:
+            return self.of_key(sub_keys(*keys), len(a))
         return Affine(a.const - b.const, _merge_terms(a.terms, b.terms, -1))
 
     def scale(self, a: Affine, k: np.ndarray | int) -> Affine:
+        if type(a) is Uniform and (isinstance(k, int) or np.ndim(k) == 0):
+            return self.of_key(scale_key(a.key, int(k)), len(a))
         k = np.asarray(k, dtype=np.int64)
         return Affine(a.const * k, _clean({t: c * k for t, c in a.terms.items()}))
 
     def mul(self, a: Affine, b: Affine) -> Affine:
+        keys = _uniform_pair(a, b)
+        if keys is not None:
+            return self.of_key(self._product(*keys), len(a))
         if b.concrete:
             return self.scale(a, b.const)
         if a.concrete:
@@ -199,10 +264,16 @@ class Space:
         return self.lift(a, b, lambda x, y: self._product(x, y), np.multiply)
 
     def floordiv(self, a: Affine, b: Affine) -> Affine:
+        keys = _uniform_pair(a, b)
+        if keys is not None:
+            return self.of_key(self._floordiv(*keys), len(a))
         fast = self._by_constant(a, b)
         return fast[0] if fast is not None else self.lift(a, b, self._floordiv, _np_floordiv)
 
     def mod(self, a: Affine, b: Affine) -> Affine:
+        keys = _uniform_pair(a, b)
+        if keys is not None:
+            return self.of_key(self._mod(*keys), len(a))
         fast = self._by_constant(a, b)
         if fast is not None:
             quotient, c = fast
@@ -255,10 +326,13 @@ class Space:
              concrete: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Affine:
         """Apply an operation point by point: numpy where both forms are concrete, `symbolic`
         on canonical keys elsewhere (once per distinct pair of forms)."""
+        keys = _uniform_pair(a, b)
+        if keys is not None:
+            return self.of_key(symbolic(*keys), len(a))
         plain = np.asarray(concrete(a.const, b.const), dtype=np.int64)
         if a.concrete and b.concrete:
             return Affine(plain)
-        if _uniform(a) and _uniform(b):  # one form at every point (a size, a block index): once
+        if uniform(a) and uniform(b):  # one form at every point (a size, a block index): once
             x, y = a.row(0), b.row(0)
             return self.of_key(symbolic(x, y), len(a)) if x[1] or y[1] else Affine(plain)
         points = np.flatnonzero(a.symbolic_points() | b.symbolic_points())
@@ -442,8 +516,19 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return unique, np.reshape(inverse, -1)
 
 
-def _uniform(v: Affine) -> bool:
+def _uniform_pair(a: Affine, b: Affine) -> tuple[Key, Key] | None:
+    """The keys of two operands with one form each at every point, one of them a `Uniform`
+    (two numbers are numpy's)."""
+    if type(a) is not Uniform and type(b) is not Uniform:
+        return None
+    x, y = uniform_key(a), uniform_key(b)
+    return None if x is None or y is None else (x, y)
+
+
+def uniform(v: Affine) -> bool:
     """Whether every point of `v` has the same form (an unknown has its own at each point)."""
+    if type(v) is Uniform:
+        return True
     if not len(v) or type(v) is _Opaque:
         return False
     return all(bool((x == x[0]).all()) for x in (v.const, *v.terms.values()))
