@@ -11,10 +11,13 @@ there as any build compiles it: traced, or read back from the kernel cache where
 (``ARGUS_CACHE_DIR=off`` always traces). `--parts`
 times what a first check prepares; `--steps N` lists the analysis's N costliest steps (runs of
 copies, products, single ops). To compare two versions of the checker side by side, run this
-file from one tree with ``PYTHONPATH`` naming each version's packages in turn, alternating:
+file with ``--against TREE`` (another checkout): each round times this tree's checker and
+TREE's (which goes first alternates), each in a new interpreter whose ``PYTHONPATH`` names that tree's packages, and the table
+gives every round's medians side by side and their ratio (this tree over TREE), so that a drift
+of the machine between rounds shows as such rather than as a difference:
 
     python benchmarks/verify_speed.py [--repeat N] [--cold N] [--json FILE] [--parts] [--steps N]
-                                      [--kernels EXAMPLE:KERNEL ...]
+                                      [--kernels EXAMPLE:KERNEL ...] [--against TREE [--rounds N]]
 
 Each run also times a fixed piece of plain Python (`machine_ms`): this container's speed moves
 by up to 2.5× between sittings, and figures taken in different sittings compare only through it.
@@ -26,9 +29,11 @@ import argparse
 import dataclasses
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -140,6 +145,53 @@ def step_times(ir: Any, repeat: int, shown: int) -> list[tuple[str, float]]:
     return [(name, round(ms, 3)) for name, ms in ranked[:shown]] + [("every other step", round(rest, 3))]
 
 
+FIGURES = (("check_ms", "check"), ("first_check_ms", "first check"), ("cold_check_ms", "in a new process"))
+
+
+def tree_path(text: str) -> Path:
+    """A checkout of Argus: a folder with the packages' sources under packages/*/src."""
+    tree = Path(text).resolve()
+    if not list(tree.glob("packages/*/src")):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a checkout of Argus (no packages/*/src under it)")
+    return tree
+
+
+def timed_in(tree: Path, argv: list[str]) -> dict[str, Any]:
+    """This benchmark's report, run in a new interpreter on `tree`'s packages."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in sorted(tree.glob("packages/*/src")))}
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "report.json"
+        done = subprocess.run([sys.executable, __file__, *argv, "--json", str(out)], env=env, capture_output=True,
+                              text=True, check=False)
+        if done.returncode:
+            raise RuntimeError(f"the benchmark failed on {tree}:\n{done.stderr}")
+        return json.loads(out.read_text())  # type: ignore[no-any-return]
+
+
+def side_by_side(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
+    """Each round: this tree's figures, then those of `args.against`; printed as they come."""
+    here = Path(__file__).resolve().parents[1]
+    rounds: list[dict[str, Any]] = []
+    for r in range(args.rounds):
+        pair = {}  # each round in the other order than the one before: a tree is not always timed first
+        for side in (("this", "against") if r % 2 == 0 else ("against", "this")):
+            pair[side] = timed_in(here if side == "this" else args.against, argv)
+        rounds.append(pair)
+        print(f"round {r + 1}: machine {pair['this']['machine_ms']} / {pair['against']['machine_ms']} ms", flush=True)
+        for example, _ in args.kernels:
+            for key, name in FIGURES:
+                if key in pair["this"][example]:
+                    new, old = pair["this"][example][key], pair["against"][example][key]
+                    print(f"  {example:16s} {name:17s} {new:8.2f} ms  against {old:8.2f} ms  ({new / old:.3f})",
+                          flush=True)
+    print("median ratio over the rounds (this tree / the other):")
+    for example, _ in args.kernels:
+        ratios = {name: statistics.median(p["this"][example][key] / p["against"][example][key] for p in rounds)
+                  for key, name in FIGURES if key in rounds[0]["this"][example]}
+        print(f"  {example:16s} " + "  ".join(f"{name} {ratio:.3f}" for name, ratio in ratios.items()), flush=True)
+    return {"against": str(args.against), "rounds": rounds}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20, help="checks of each kind per example")
@@ -153,7 +205,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="also list the N steps of the analysis that take longest (runs of copies, products, ops)")
     parser.add_argument("--kernels", nargs="+", type=kernel_pair, default=list(KERNELS), metavar="EXAMPLE:KERNEL",
                         help="the kernels to check (default: gemm:gemm flash_attention:attention)")
+    parser.add_argument("--against", type=tree_path, metavar="TREE",
+                        help="time another checkout's checker too, alternating with this one's (new interpreters)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternations with --against")
     args = parser.parse_args(argv)
+    if args.against is not None:
+        report = side_by_side(args, [
+            "--repeat", str(args.repeat), "--cold", str(args.cold), "--steps", str(args.steps),
+            *(["--parts"] if args.parts else []), "--kernels", *(f"{e}:{k}" for e, k in args.kernels)])
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2))
+        return 0
     from argus.dsl.verification import verify_kernel
 
     report: dict[str, Any] = {"machine_ms": machine_ms()}
