@@ -204,19 +204,12 @@ class Preparation:
     @cached_property
     def _known(self) -> tuple[dict[int, Affine | None], dict[int, np.ndarray]]:
         """`known`, and the numbers of each known integer value (by identity)."""
-        table, relevant, launch = self.table, self.relevant, self.launch
-        kinds, ops, operands, results, ends = table.kinds, table.ops, table.operands, table.results, table.ends
+        table, launch = self.table, self.launch
+        kinds, ops, operands, results = table.kinds, table.ops, table.operands, table.results
         found: dict[int, Affine | None] = {}
         numbers: dict[int, np.ndarray] = {}  # per known integer value (by identity), its numbers
-        outside = 0  # ops before this number sit in a region the walk does not enter (a tag function)
-        for j, kind in enumerate(kinds):
-            if j < outside:
-                continue
-            if ends[j] > j + 1 and kind is not scf.ForOp and kind is not scf.IfOp:
-                outside = ends[j]
-                continue
-            if j not in relevant:
-                continue
+        for j in sorted(self.relevant):  # (in program order; none sits in a tag function's region)
+            kind = kinds[j]
             if kind is arith.ConstantOp:
                 number = _integer_constant(ops[j])
                 if number is None:
