@@ -188,6 +188,11 @@ def side_by_side(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     for example, _ in args.kernels:
         ratios = {name: statistics.median(p["this"][example][key] / p["against"][example][key] for p in rounds)
                   for key, name in FIGURES if key in rounds[0]["this"][example]}
+        parts = [part for part in rounds[0]["this"][example].get("preparation_ms", {})
+                 if part in rounds[0]["against"][example].get("preparation_ms", {})]
+        ratios.update({part: statistics.median(p["this"][example]["preparation_ms"][part] /
+                                               p["against"][example]["preparation_ms"][part] for p in rounds)
+                       for part in parts})
         print(f"  {example:16s} " + "  ".join(f"{name} {ratio:.3f}" for name, ratio in ratios.items()), flush=True)
     return {"against": str(args.against), "rounds": rounds}
 
