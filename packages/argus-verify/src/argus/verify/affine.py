@@ -158,7 +158,7 @@ def uniform_key(value: Affine) -> Key | None:
     every point (a constant); None otherwise."""
     if type(value) is Uniform:
         return value.key
-    if value.terms or not len(value):
+    if not len(value) or not value.concrete:  # (`concrete`: an unknown makes no atoms to answer)
         return None
     const = value.const
     first = int(const[0])
