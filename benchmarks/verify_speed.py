@@ -11,7 +11,7 @@ there as any build compiles it: traced, or read back from the kernel cache where
 (``ARGUS_CACHE_DIR=off`` always traces). `--parts`
 times what a first check prepares; `--steps N` lists the analysis's N costliest steps (runs of
 copies, products, single ops). To compare two versions of the checker side by side, run this
-file with ``--against TREE`` (another checkout): each round times this tree's checker and
+file with ``--against TREE`` (another checkout, or a revision of this repository): each round times this tree's checker and
 TREE's (which goes first alternates), each in a new interpreter whose ``PYTHONPATH`` names that tree's packages, and the table
 gives every round's medians side by side and their ratio (this tree over TREE), so that a drift
 of the machine between rounds shows as such rather than as a difference:
@@ -26,10 +26,12 @@ by up to 2.5× between sittings, and figures taken in different sittings compare
 from __future__ import annotations
 
 import argparse
+import atexit
 import dataclasses
 import gc
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -149,11 +151,20 @@ FIGURES = (("check_ms", "check"), ("first_check_ms", "first check"), ("cold_chec
 
 
 def tree_path(text: str) -> Path:
-    """A checkout of Argus: a folder with the packages' sources under packages/*/src."""
+    """A checkout of Argus (a folder with the packages' sources under packages/*/src), or a
+    revision of this repository, whose packages are then extracted into a temporary folder."""
     tree = Path(text).resolve()
-    if not list(tree.glob("packages/*/src")):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a checkout of Argus (no packages/*/src under it)")
-    return tree
+    if list(tree.glob("packages/*/src")):
+        return tree
+    root = Path(__file__).resolve().parents[1]
+    folder = Path(tempfile.mkdtemp(prefix="argus-against-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    archive = subprocess.run(["git", "-C", str(root), "archive", text, "packages"], capture_output=True, check=False)
+    if archive.returncode or subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout,
+                                            check=False).returncode:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a checkout of Argus (no packages/*/src under it) nor "
+                                         "a revision of this repository")
+    return folder
 
 
 def timed_in(tree: Path, argv: list[str]) -> dict[str, Any]:
@@ -211,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", nargs="+", type=kernel_pair, default=list(KERNELS), metavar="EXAMPLE:KERNEL",
                         help="the kernels to check (default: gemm:gemm flash_attention:attention)")
     parser.add_argument("--against", type=tree_path, metavar="TREE",
-                        help="time another checkout's checker too, alternating with this one's (new interpreters)")
+                        help="time another checkout's checker (or a revision's) too, alternating with this one's (new interpreters)")
     parser.add_argument("--rounds", type=int, default=3, help="alternations with --against")
     args = parser.parse_args(argv)
     if args.against is not None:
