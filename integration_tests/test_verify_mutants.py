@@ -62,3 +62,29 @@ def test_the_speed_benchmark_checks_the_kernels_asked_for_in_this_process_and_a_
         speed.main(["--kernels", "gemm_cuda:gemm"])
     assert exit_.value.code == 2
     assert "gemm_cdna" in capsys.readouterr().err  # the examples it knows
+
+
+def test_the_speed_benchmark_compares_this_checker_with_another_tree_round_by_round(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("verify_speed", ROOT / "benchmarks" / "verify_speed.py")
+    assert spec is not None and spec.loader is not None
+    speed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(speed)
+    out = tmp_path / "against.json"
+    assert speed.main(["--against", str(ROOT), "--rounds", "2", "--repeat", "1", "--parts",
+                       "--kernels", "gemm_cdna:gemm_cdna", "--json", str(out)]) == 0
+    import json
+
+    report = json.loads(out.read_text())
+    assert report["against"] == str(ROOT) and len(report["rounds"]) == 2
+    for pair in report["rounds"]:  # both trees timed in each round, each in its own interpreter
+        for side in ("this", "against"):
+            row = pair[side]["gemm_cdna"]
+            assert row["verdict"] == "proved" and row["check_ms"] > 0 and set(row["preparation_ms"]) >= {"plan"}
+    printed = capsys.readouterr().out
+    assert "round 2:" in printed and "median ratio" in printed and "first check" in printed
+    revision = speed.tree_path("HEAD")  # a revision: its packages, extracted
+    assert revision != ROOT and list(revision.glob("packages/*/src/argus"))
+    with pytest.raises(SystemExit) as exit_:
+        speed.main(["--against", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert "neither a checkout of Argus" in capsys.readouterr().err
