@@ -11,10 +11,11 @@ there as any build compiles it: traced, or read back from the kernel cache where
 (``ARGUS_CACHE_DIR=off`` always traces). `--parts`
 times what a first check prepares; `--steps N` lists the analysis's N costliest steps (runs of
 copies, products, single ops). To compare two versions of the checker side by side, run this
-file with ``--against TREE`` (another checkout, or a revision of this repository): each round times this tree's checker and
-TREE's (which goes first alternates), each in a new interpreter whose ``PYTHONPATH`` names that tree's packages, and the table
-gives every round's medians side by side and their ratio (this tree over TREE), so that a drift
-of the machine between rounds shows as such rather than as a difference:
+file with ``--against TREE`` (another checkout, or a revision of this repository): each round
+times this tree's checker and TREE's (which goes first alternates), each in a new interpreter
+whose ``PYTHONPATH`` names that tree's packages, and the table gives every round's medians side
+by side and their ratio (this tree over TREE), so that a drift of the machine between rounds
+shows as such rather than as a difference:
 
     python benchmarks/verify_speed.py [--repeat N] [--cold N] [--json FILE] [--parts] [--steps N]
                                       [--kernels EXAMPLE:KERNEL ...] [--against TREE [--rounds N]]
@@ -180,11 +181,12 @@ def timed_in(tree: Path, argv: list[str]) -> dict[str, Any]:
 
 
 def side_by_side(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
-    """Each round: this tree's figures, then those of `args.against`; printed as they come."""
+    """This tree's figures and those of `args.against`, round by round (which goes first
+    alternates), printed as they come, then the median ratio of each figure."""
     here = Path(__file__).resolve().parents[1]
     rounds: list[dict[str, Any]] = []
     for r in range(args.rounds):
-        pair = {}  # each round in the other order than the one before: a tree is not always timed first
+        pair: dict[str, Any] = {}
         for side in (("this", "against") if r % 2 == 0 else ("against", "this")):
             pair[side] = timed_in(here if side == "this" else args.against, argv)
         rounds.append(pair)
@@ -222,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", nargs="+", type=kernel_pair, default=list(KERNELS), metavar="EXAMPLE:KERNEL",
                         help="the kernels to check (default: gemm:gemm flash_attention:attention)")
     parser.add_argument("--against", type=tree_path, metavar="TREE",
-                        help="time another checkout's checker (or a revision's) too, alternating with this one's (new interpreters)")
+                        help="time another checkout's checker (or a revision's) too, alternating with this "
+                             "one's (each in a new interpreter)")
     parser.add_argument("--rounds", type=int, default=3, help="alternations with --against")
     args = parser.parse_args(argv)
     if args.against is not None:
