@@ -78,12 +78,17 @@ def test_every_example_checks_the_same_with_copies_together(name: str, tmp_path:
     assert not any(run.walked_again for run in _runs(compiled))  # and never had to be walked again
 
 
+FORGOTTEN_LOAD = (("for v in static_range(8):\n                idx = MMA.a_layout(lane, v)",
+                   "for v in static_range(7):\n                idx = MMA.a_layout(lane, v)"),)
+"""GEMM loading 7 of the 8 values of each A fragment: its products read a byte no store wrote."""
+
 MUTANTS = [
     ("flash_attention", ("sVt[d, key] = v[kj * TILE + key, hk, d]", "sVt[d, key] = v[kj * TILE + key + 1, hk, d]")),
     ("flash_attention", ("kf[v0, v1, j] = sK[j * 8 + t1, ks * 16 + 2 * t0 + v0 + 8 * v1]",
                          "kf[v0, v1, j] = sK[j * 8 + t1, ks * 16 + 2 * t0 + v1 + 8 * v0]")),
     ("gemm", ("sA[e // BK, e % BK] = a[bm + e // BK, k0 + e % BK]", "sA[e // BK, e % BK] = a[bm + e // BK, 2 * k0 + e % BK]")),
     ("gemm", ("idx = MMA.b_layout(lane, v)", "idx = MMA.b_layout(lane, (v + 2) % 4)")),
+    ("gemm", *FORGOTTEN_LOAD),
 ]
 
 
@@ -94,6 +99,17 @@ def test_a_broken_example_gives_the_same_witnesses_with_copies_together(name: st
     together, alone = verify_kernel(compiled, name), verify_kernel(_one_by_one(compiled), name)
     assert together.verdict is alone.verdict is Verdict.VIOLATED
     assert _findings(together) == _findings(alone)
+
+
+def test_a_product_reading_a_fragment_no_store_wrote_is_an_uninitialized_read(tmp_path: Path) -> None:
+    """Bytes without a tag may hold a constant; bytes no store wrote are a fault the interpreter
+    reports, and so does the checker, with a witness that replays."""
+    result = verify_kernel(_example(tmp_path, "gemm", FORGOTTEN_LOAD), "gemm")
+    assert result.verdict is Verdict.VIOLATED
+    (witness,) = result.witnesses  # one finding per product's line, however many products read the fragment
+    assert witness["kind"] == "uninitialized-read" and witness["operand"] == "a"
+    assert witness["assertion"].endswith("batching_gemm.py:78:17")  # the matmul
+    assert witness["replayed"].startswith("the interpreter faults the same way")
 
 
 @kernel(block=(32,), verify=False)

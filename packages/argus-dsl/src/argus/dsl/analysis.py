@@ -1773,8 +1773,8 @@ def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
         raise a.undecidable(op, f"{atom.name} needs whole groups of {atom.threads} threads")
     first, second, accumulator = (a.values[v] for v in a.shape(op)[0][:3])
     m, n, k = atom.shape
-    at = _atom_matrix(a, op, first, points, atom.threads, atom.a_layout, m, k)
-    bt = _atom_matrix(a, op, second, points, atom.threads, atom.b_layout, n, k)
+    at = _atom_matrix(a, op, first, points, atom.threads, atom.a_layout, m, k, "a")
+    bt = _atom_matrix(a, op, second, points, atom.threads, atom.b_layout, n, k, "b")
     if a.checking:
         _pairing(a, op, atom, a.thread_of(points), at, bt)
     _accumulate(a, op, accumulator, points)
@@ -1831,8 +1831,8 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
     m, n, k = atom.shape
     if together:
         try:
-            at = _fragment_matrix(a, a_tiles, threads, atom.threads, atom.a_layout, m, k)
-            bt = _fragment_matrix(a, b_tiles, threads, atom.threads, atom.b_layout, n, k)
+            at = _fragment_matrix(a, products, a_tiles, threads, atom.threads, atom.a_layout, m, k, "a")
+            bt = _fragment_matrix(a, products, b_tiles, threads, atom.threads, atom.b_layout, n, k, "b")
         except Undecidable:  # reported where it stands, one by one
             together = False
     if not together:
@@ -1949,8 +1949,9 @@ class _PairIndex:
 
 
 def _atom_matrix(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray, group: int, layout: Any, rows: int,
-                 cols: int) -> np.ndarray:
-    """An atom operand as matrices (groups of `group` points, rows, cols, bytes)."""
+                 cols: int, operand: str) -> np.ndarray:
+    """An atom operand (`operand`: "a" or "b") as matrices (groups of `group` points, rows, cols,
+    bytes)."""
     threads = a.thread_of(points)
     if layout is None:  # read whole from a shared tile, colexicographically
         tile: TileValue = value
@@ -1962,17 +1963,40 @@ def _atom_matrix(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray, 
         tags, _ = a.read_tags(tile.memory, idx, owners, points[::group])  # type: ignore[arg-type]
         return tags.reshape(owners.size, cols, rows, tile.dtype.nbytes).transpose(0, 2, 1, 3)  # type: ignore[no-any-return]
     idx = _point_fragments(a, value, points)
-    tags = a.read_tags(_memory_of(value), idx.reshape(points.size, -1), threads, points)[0].reshape(idx.shape)
+    memory = _memory_of(value)
+    tags = a.read_tags(memory, idx.reshape(points.size, -1), threads, points)[0].reshape(idx.shape)
+    if a.checking and (tags == BOTTOM).any():  # no tag: a constant stored there, or nothing ever
+        sites = a.read_tags(memory, idx.reshape(points.size, -1), threads, points, sites=True)[1]
+        _never_written(a, op, operand, sites.reshape(points.size, -1) < 0, threads)  # type: ignore[union-attr]
     return _arranged(tags, group, layout, rows, cols)
 
 
-def _fragment_matrix(a: TagAnalysis, tiles: list[TileValue], threads: np.ndarray, group: int, layout: Any, rows: int,
-                     cols: int) -> np.ndarray:
-    """`_atom_matrix` of register fragments, for each of `tiles` (one memory) in turn, outside a run."""
+def _fragment_matrix(a: TagAnalysis, products: list[Operation], tiles: list[TileValue], threads: np.ndarray,
+                     group: int, layout: Any, rows: int, cols: int, operand: str) -> np.ndarray:
+    """`_atom_matrix` of register fragments, for each of `tiles` (one memory) in turn, outside a
+    run (the `operand` of each of `products`)."""
     idx = np.concatenate([_fragment_bytes(a, tile, threads) for tile in tiles])
     readers = np.tile(threads, len(tiles))
-    tags = tiles[0].memory.read(idx.reshape(readers.size, -1), readers).reshape(idx.shape)  # type: ignore[attr-defined]
+    memory: TagMemory = tiles[0].memory  # type: ignore[attr-defined]
+    read = idx.reshape(readers.size, -1)
+    tags = memory.read(read, readers).reshape(idx.shape)
+    if a.checking and (tags == BOTTOM).any():  # no tag: a constant stored there, or nothing ever
+        flat = readers[:, None] * memory.tags.shape[1] + read
+        never = (memory.site.reshape(-1)[flat] < 0).reshape(len(tiles), threads.size, -1)
+        for op, rows_never in zip(products, never):
+            _never_written(a, op, operand, rows_never, threads)
     return _arranged(tags, group, layout, rows, cols)
+
+
+def _never_written(a: TagAnalysis, op: Operation, operand: str, never: np.ndarray, threads: np.ndarray) -> None:
+    """A product reading fragment bytes no store wrote (`never`: rows of `threads`): the first
+    such thread is reported as an uninitialized read, as the interpreter reports it."""
+    rows = np.flatnonzero(never.any(axis=1))
+    site = str(a.where(op))
+    if rows.size and not any(c.site == site and c.kind == "uninitialized-read" for c in a.obligations.candidates):
+        thread = int(threads[rows[0]]) % a.threads
+        a.obligations.fault(site, "uninitialized-read", thread, _describer(a, op, site, np.arange(a.threads)),
+                            {"operand": operand, "why": f"matmul reads fragment {operand}, which is not fully written"})
 
 
 def _arranged(tags: np.ndarray, group: int, layout: Any, rows: int, cols: int) -> np.ndarray:
