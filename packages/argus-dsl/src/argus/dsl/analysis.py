@@ -1763,8 +1763,9 @@ def _atom_of(kind: Any, properties: Any) -> Any:
 
 
 def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
-    """Operands pair up: A[m, k] and B[n, k] carry equal tags wherever both are tagged. (Copies
-    of an unrolled loop's product run together: each copy's operands may be tiles of their own.)"""
+    """Operands pair up: A[m, k] and B[n, k] carry equal tags wherever both are tagged; a register
+    fragment byte no store wrote is an uninitialized read. (Copies of an unrolled loop's product
+    run together: each copy's operands may be tiles of their own.)"""
     points = np.flatnonzero(mask)
     atom: MMAAtom = _atom(a, op, MMAAtom)
     if not points.size:
