@@ -28,11 +28,17 @@ def test_mutant(mutant, tmp_path):
         assert all(str(w["replayed"]).startswith(("reproduced", "the interpreter")) for w in result.witnesses)
 
 
-def test_the_speed_benchmark_times_both_checks_of_proved_examples(tmp_path):
+def _speed_benchmark():
+    """benchmarks/verify_speed.py, loaded as a module."""
     spec = importlib.util.spec_from_file_location("verify_speed", ROOT / "benchmarks" / "verify_speed.py")
     assert spec is not None and spec.loader is not None
     speed = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(speed)
+    return speed
+
+
+def test_the_speed_benchmark_times_both_checks_of_proved_examples(tmp_path):
+    speed = _speed_benchmark()
     out = tmp_path / "speed.json"
     assert speed.main(["--repeat", "1", "--parts", "--json", str(out)]) == 0
     import json
@@ -47,10 +53,7 @@ def test_the_speed_benchmark_times_both_checks_of_proved_examples(tmp_path):
 
 
 def test_the_speed_benchmark_checks_the_kernels_asked_for_in_this_process_and_a_new_one_and_names_the_examples_it_knows(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("verify_speed", ROOT / "benchmarks" / "verify_speed.py")
-    assert spec is not None and spec.loader is not None
-    speed = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(speed)
+    speed = _speed_benchmark()
     out = tmp_path / "speed.json"
     assert speed.main(["--repeat", "1", "--cold", "1", "--kernels", "gemm_cdna:gemm_cdna", "--json", str(out)]) == 0
     import json
@@ -65,10 +68,7 @@ def test_the_speed_benchmark_checks_the_kernels_asked_for_in_this_process_and_a_
 
 
 def test_the_speed_benchmark_compares_this_checker_with_another_tree_round_by_round(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("verify_speed", ROOT / "benchmarks" / "verify_speed.py")
-    assert spec is not None and spec.loader is not None
-    speed = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(speed)
+    speed = _speed_benchmark()
     out = tmp_path / "against.json"
     assert speed.main(["--against", str(ROOT), "--rounds", "2", "--repeat", "1", "--parts",
                        "--kernels", "gemm_cdna:gemm_cdna", "--json", str(out)]) == 0

@@ -1982,8 +1982,8 @@ def _fragment_matrix(a: TagAnalysis, products: list[Operation], tiles: list[Tile
     read = idx.reshape(readers.size, -1)
     tags = memory.read(read, readers).reshape(idx.shape)
     if a.checking and (tags == BOTTOM).any():  # no tag: a constant stored there, or nothing ever
-        flat = readers[:, None] * memory.tags.shape[1] + read
-        never = (memory.site.reshape(-1)[flat] < 0).reshape(len(tiles), threads.size, -1)
+        sites = a.read_tags(memory, read, readers, readers, sites=True)[1]
+        never = (sites < 0).reshape(len(tiles), threads.size, -1)  # type: ignore[operator]
         for op, rows_never in zip(products, never):
             _never_written(a, op, operand, rows_never, threads)
     return _arranged(tags, group, layout, rows, cols)
