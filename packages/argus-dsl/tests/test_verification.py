@@ -20,6 +20,7 @@ from argus.dsl import (
     f32,
     i32,
     kernel,
+    local_tile,
     make_local,
     make_shared,
     syncthreads,
@@ -205,6 +206,27 @@ def test_an_access_out_of_bounds_in_every_launch_is_reported():
     assert result.verdict is Verdict.VIOLATED
     w = result.witnesses[0]
     assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(overrun, 'a[0] = x')}:9")
+
+
+@kernel(block=(32,), verify=False)
+def part_overrun(x: Tensor[bf16, "n"], n: int):
+    tag(x, lambda i: (i,))
+    s = make_shared((32, 8), bf16)
+    a = make_local((1,), bf16)
+    s[thread_idx.x, 0] = x[thread_idx.x]
+    syncthreads()
+    row = local_tile(s, (1, 8), thread_idx.x + 1)  # thread 31 asks for part 32 of 32
+    a[0] = row[0, 0]
+    assert tag(a[...]) == tag(a[...])
+
+
+def test_a_part_outside_its_tile_is_reported_as_the_interpreter_reports_it():
+    result = part_overrun.verify()
+    assert result.verdict is Verdict.VIOLATED
+    [w] = result.witnesses  # (one finding, described once)
+    assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(part_overrun, 'local_tile(s')}:5")
+    assert (w["thread"], w["index"], w["extent"]) == (31, 32, "a tile of 32 parts")
+    assert w["replayed"].startswith("the interpreter faults the same way")
 
 
 def test_a_proof_is_never_vacuous(monkeypatch):

@@ -1559,6 +1559,10 @@ def _partition(a: TagAnalysis, op: D.PartitionOp, mask: np.ndarray) -> None:
     t: D.TileType = op.result.type  # type: ignore[assignment]
     table = _offset_table(layout_from_text(op.selector.data))[0]
     index = a.concrete_offsets(op, a.int_value(op.index, op), "partition index")
+    bad = mask & ((index < 0) | (index >= table.size))
+    if bad.any():  # the first offender is reported (as the interpreter faults); the others read inside, as clipped
+        point = int(np.flatnonzero(bad)[0])
+        a.out_of_bounds(op, point, int(index[point]), f"a tile of {table.size} parts")
     base = table[np.clip(index, 0, table.size - 1)]
     if source.base is not None:
         base = base + source.base
