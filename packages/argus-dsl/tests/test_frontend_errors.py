@@ -18,6 +18,7 @@ from argus.dsl import (
     kernel,
     make_local,
     make_shared,
+    static_range,
     thread_idx,
     u128,
 )
@@ -79,6 +80,13 @@ def good_view(out: Tensor[f32, 32]):
     s = make_shared((32,), i32)
 
 
+@kernel(block=(32,))
+def sub_tile_outside(out: Tensor[f32, 32]):
+    r = make_local((2, 4), f32)
+    for k in static_range(5):
+        v = r[:, k]  # k = 4 is past the last column
+
+
 @pytest.mark.parametrize(
     "k, error, marker, words",
     [
@@ -88,6 +96,7 @@ def good_view(out: Tensor[f32, 32]):
         (bad_view, ArgusTypeError, "r.view((3,), u128)", "same memory"),
         (int_division, ArgusTypeError, "thread_idx.x / 2", "use '//'"),
         (uses_lambda, ArgusSyntaxError, "f = lambda", "'Lambda' expressions are not part of the Argus language"),
+        (sub_tile_outside, ArgusTypeError, "r[:, k]", "coordinate 4 is outside mode 1 of this tile, which has 4"),
     ],
     ids=lambda v: getattr(v, "name", None) if hasattr(v, "fn") else None,
 )

@@ -17,6 +17,7 @@ from argus.layout import (
     Layout,
     LayoutError,
     Swizzle,
+    product,
     slice_and_offset,
 )
 from xdsl.dialects import arith, builtin
@@ -299,6 +300,10 @@ class Expressions:
             c = self.expr(item)
             if not isinstance(c, int) or isinstance(c, bool):
                 raise self.type_error(item, "the fixed coordinates of a sub-tile must be compile-time ints")
+            extent = product(layout.shape[len(crd)])
+            if not 0 <= c < extent:
+                raise self.type_error(item, f"coordinate {c} is outside mode {len(crd)} of this tile, which has "
+                                            f"{extent} element(s) there (0 to {extent - 1})")
             crd.append(c)
         try:
             if isinstance(layout, ComposedLayout):
