@@ -82,6 +82,13 @@ FORGOTTEN_LOAD = (("for v in static_range(8):\n                idx = MMA.a_layou
                    "for v in static_range(7):\n                idx = MMA.a_layout(lane, v)"),)
 """GEMM loading 7 of the 8 values of each A fragment: its products read a byte no store wrote."""
 
+FORGOTTEN_ZERO = (("for v in static_range(4):\n                acc[mi, ni, v] = 0.0",
+                   "for v in static_range(3):\n                acc[mi, ni, v] = 0.0"),)
+"""GEMM zeroing 3 of the 4 values of each accumulator fragment: its products read the fourth."""
+
+FORGOTTEN_STAGE = (("for i in static_range(BM * BK // THREADS):", "for i in static_range(BM * BK // THREADS - 1):"),)
+"""GEMM staging all but the last rows of its slices in shared memory: fragments load the rest."""
+
 MUTANTS = [
     ("flash_attention", ("sVt[d, key] = v[kj * TILE + key, hk, d]", "sVt[d, key] = v[kj * TILE + key + 1, hk, d]")),
     ("flash_attention", ("kf[v0, v1, j] = sK[j * 8 + t1, ks * 16 + 2 * t0 + v0 + 8 * v1]",
@@ -89,6 +96,8 @@ MUTANTS = [
     ("gemm", ("sA[e // BK, e % BK] = a[bm + e // BK, k0 + e % BK]", "sA[e // BK, e % BK] = a[bm + e // BK, 2 * k0 + e % BK]")),
     ("gemm", ("idx = MMA.b_layout(lane, v)", "idx = MMA.b_layout(lane, (v + 2) % 4)")),
     ("gemm", *FORGOTTEN_LOAD),
+    ("gemm", *FORGOTTEN_ZERO),
+    ("gemm", *FORGOTTEN_STAGE),
 ]
 
 
@@ -109,6 +118,25 @@ def test_a_product_reading_a_fragment_no_store_wrote_is_an_uninitialized_read(tm
     (witness,) = result.witnesses  # one finding per product's line, however many products read the fragment
     assert witness["kind"] == "uninitialized-read" and witness["operand"] == "a"
     assert witness["assertion"].endswith("batching_gemm.py:78:17")  # the matmul
+    assert witness["replayed"].startswith("the interpreter faults the same way")
+
+
+def test_a_product_whose_accumulator_is_not_all_zeroed_is_an_uninitialized_read(tmp_path: Path) -> None:
+    """A product adds to its accumulator, which a proved kernel must have written."""
+    result = verify_kernel(_example(tmp_path, "gemm", FORGOTTEN_ZERO), "gemm")
+    assert result.verdict is Verdict.VIOLATED
+    (witness,) = result.witnesses
+    assert witness["kind"] == "uninitialized-read" and witness["operand"] == "c"
+    assert witness["assertion"].endswith("batching_gemm.py:78:17")  # the matmul
+    assert witness["replayed"].startswith("the interpreter faults the same way")
+
+
+def test_a_load_of_shared_bytes_no_thread_wrote_is_an_uninitialized_read(tmp_path: Path) -> None:
+    result = verify_kernel(_example(tmp_path, "gemm", FORGOTTEN_STAGE), "gemm")
+    assert result.verdict is Verdict.VIOLATED
+    (witness, *_) = result.witnesses
+    assert witness["kind"] == "uninitialized-read" and witness["why"] == "reads shared bytes that no thread has written"
+    assert witness["assertion"].endswith("batching_gemm.py:71:17")  # the fragment load
     assert witness["replayed"].startswith("the interpreter faults the same way")
 
 

@@ -23,6 +23,7 @@ from argus.dsl import (
     local_tile,
     make_local,
     make_shared,
+    reset_tags,
     syncthreads,
     tag,
     thread_idx,
@@ -227,6 +228,24 @@ def test_a_part_outside_its_tile_is_reported_as_the_interpreter_reports_it():
     assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(part_overrun, 'local_tile(s')}:5")
     assert (w["thread"], w["index"], w["extent"]) == (31, 32, "a tile of 32 parts")
     assert w["replayed"].startswith("the interpreter faults the same way")
+
+
+@kernel(block=(32,), verify=False)
+def reread_after_reset(x: Tensor[bf16, "n"], out: Tensor[bf16, "n"], n: int):
+    tag(x, lambda i: (i,))
+    s = make_shared((32,), bf16)
+    s[thread_idx.x] = x[thread_idx.x]
+    syncthreads()
+    reset_tags(s)
+    out[thread_idx.x] = s[31 - thread_idx.x]  # written data whose tag is gone: no fault
+
+
+def test_reading_shared_data_whose_tag_was_reset_is_not_an_uninitialized_read():
+    assert reread_after_reset.verify().verdict is Verdict.PROVED
+    x = np.arange(32, dtype=np.float32).astype(np.uint16)  # (any bit patterns)
+    out = np.zeros(32, np.uint16)
+    reread_after_reset[1](x, out, 32)  # and the interpreter runs it without a fault
+    assert (out == x[::-1]).all()
 
 
 def test_a_proof_is_never_vacuous(monkeypatch):

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 from argus.verify.affine import Affine, Key, Space, Uniform, add_keys, sub_keys, uniform, unique_rows
-from argus.verify.memory import TagMemory
+from argus.verify.memory import NEVER, RESET, TagMemory
 from argus.verify.obligations import Obligations
 from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, join, resize
 from xdsl.dialects import arith, math, scf
@@ -640,6 +640,14 @@ class TagAnalysis:
         return tags, (memory.site.reshape(-1)[threads[:, None] * memory.tags.shape[1] + idx] if memory.per_thread
                       else memory.site[idx])
 
+    def written_by(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The sites that wrote bytes `idx` (rows: `threads`, of `points`), `NEVER` where nothing
+        did: whether a read finds them written (in a run of copies, as program order leaves them)."""
+        if self.footprint is not None:
+            return self.footprint.sites(memory, idx, threads, points)
+        return memory.site.reshape(-1)[threads[:, None] * memory.tags.shape[1] + idx] if memory.per_thread \
+            else memory.site[idx]
+
     def write_tags(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray,
                    points: np.ndarray, site: int) -> None:
         """Thread `threads[r]` (of `points[r]`) writes `tags[r]` at bytes `idx[r]`."""
@@ -1167,7 +1175,8 @@ class TagAnalysis:
                 m.tags[...] = self.inductive_join(m.tags, tags, loop, first)
             else:
                 m.tags[...] = join(m.tags, tags)
-            m.site[...] = np.where(m.site >= 0, m.site, site)
+            # a byte either path wrote stays written (the site of a path that put a tag there, if any)
+            m.site[...] = np.where(m.site >= 0, m.site, np.where(site >= 0, site, np.minimum(m.site, site)))
             if writers is not None:
                 m.epoch_writer[...] = TagMemory.join_writers(m.epoch_writer, writers)
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
@@ -1612,6 +1621,8 @@ def _load(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     threads = a.thread_of(active)
     read, _ = a.read_tags(tile.memory, idx, threads, active)  # type: ignore[arg-type]
     a.check_read(op, tile.memory, idx, threads)  # type: ignore[arg-type]
+    _check_written(a, op, tile.memory, idx, threads, active, read,  # type: ignore[arg-type]
+                   f"reads {_space(tile.memory)} bytes that no thread has written")  # type: ignore[arg-type]
     if active is a.tid:
         a.tags[result] = read
         return
@@ -1746,6 +1757,8 @@ def _copy(a: TagAnalysis, op: D.CopyOp, mask: np.ndarray) -> None:
     src_idx = _fragment_bytes(a, source, threads)
     tags = source.memory.read(src_idx.reshape(threads.size, -1), threads).reshape(src_idx.shape)
     a.check_read(op, source.memory, src_idx, threads)
+    _check_written(a, op, source.memory, src_idx.reshape(threads.size, -1), threads, threads, tags,
+                   f"copies from {_space(source.memory)} bytes that no thread has written")
     if atom.src_layout is not None:
         tags = _redistribute(tags, atom, threads.size)
     dst_idx = _fragment_bytes(a, target, threads)
@@ -1786,10 +1799,12 @@ def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
 
 
 def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarray) -> None:
-    """The accumulator holds computed data (⊤) after a product."""
+    """The product reads its accumulator, which must be written, and leaves computed data (⊤)."""
     idx = _point_fragments(a, accumulator, points).reshape(points.size, -1)
-    a.write_tags(_memory_of(accumulator), idx, np.full(idx.shape, TOP, np.int64), a.thread_of(points), points,
-                 a.site(op))
+    memory, threads = _memory_of(accumulator), a.thread_of(points)
+    _check_written(a, op, memory, idx, threads, points, None, "matmul reads fragment c, which is not fully written",
+                   "c")
+    a.write_tags(memory, idx, np.full(idx.shape, TOP, np.int64), threads, points, a.site(op))
 
 
 def _products(a: TagAnalysis, step: batching.Products, mask: np.ndarray) -> None:
@@ -1966,13 +1981,14 @@ def _atom_matrix(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray, 
             raise Undecidable("a shared operand reaches outside its tile (the interpreter reports where)", None)
         a.check_read(op, tile.memory, idx, owners, by_group=True)  # type: ignore[arg-type]
         tags, _ = a.read_tags(tile.memory, idx, owners, points[::group])  # type: ignore[arg-type]
+        _check_written(a, op, tile.memory, idx, owners, points[::group], tags,  # type: ignore[arg-type]
+                       f"matmul reads operand {operand} from shared memory, which is not fully written", operand)
         return tags.reshape(owners.size, cols, rows, tile.dtype.nbytes).transpose(0, 2, 1, 3)  # type: ignore[no-any-return]
     idx = _point_fragments(a, value, points)
     memory = _memory_of(value)
     tags = a.read_tags(memory, idx.reshape(points.size, -1), threads, points)[0].reshape(idx.shape)
-    if a.checking and (tags == BOTTOM).any():  # no tag: a constant stored there, or nothing ever
-        sites = a.read_tags(memory, idx.reshape(points.size, -1), threads, points, sites=True)[1]
-        _never_written(a, op, operand, sites.reshape(points.size, -1) < 0, threads)  # type: ignore[union-attr]
+    _check_written(a, op, memory, idx.reshape(points.size, -1), threads, points, tags,
+                   f"matmul reads fragment {operand}, which is not fully written", operand)
     return _arranged(tags, group, layout, rows, cols)
 
 
@@ -1986,22 +2002,40 @@ def _fragment_matrix(a: TagAnalysis, products: list[Operation], tiles: list[Tile
     read = idx.reshape(readers.size, -1)
     tags = memory.read(read, readers).reshape(idx.shape)
     if a.checking and (tags == BOTTOM).any():  # no tag: a constant stored there, or nothing ever
-        sites = a.read_tags(memory, read, readers, readers, sites=True)[1]
-        never = (sites < 0).reshape(len(tiles), threads.size, -1)  # type: ignore[operator]
+        never = (a.written_by(memory, read, readers, readers) == NEVER).reshape(len(tiles), threads.size, -1)
         for op, rows_never in zip(products, never):
-            _never_written(a, op, operand, rows_never, threads)
+            _unwritten(a, op, rows_never, threads, f"matmul reads fragment {operand}, which is not fully written",
+                       operand)
     return _arranged(tags, group, layout, rows, cols)
 
 
-def _never_written(a: TagAnalysis, op: Operation, operand: str, never: np.ndarray, threads: np.ndarray) -> None:
-    """A product reading fragment bytes no store wrote (`never`: rows of `threads`): the first
-    such thread is reported as an uninitialized read, as the interpreter reports it."""
+def _check_written(a: TagAnalysis, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray,
+                   points: np.ndarray, tags: np.ndarray | None, why: str, operand: str | None = None) -> None:
+    """`op` reads bytes `idx` (a row per thread of `threads`, of `points`); `tags`: what it read,
+    if known. A byte nothing wrote is an uninitialized read (only a byte without a tag can be
+    one: constants are stored without tags, and a reset tag leaves its byte written)."""
+    if not a.checking or (tags is not None and not (tags == BOTTOM).any()):
+        return
+    never = (a.written_by(memory, idx, threads, points) == NEVER).reshape(threads.size, -1)
+    _unwritten(a, op, never, threads, why, operand)
+
+
+def _unwritten(a: TagAnalysis, op: Operation, never: np.ndarray, threads: np.ndarray, why: str,
+               operand: str | None = None) -> None:
+    """`op` reads bytes nothing wrote (`never`: per row of `threads`, those bytes): the first such
+    thread is reported as an uninitialized read, as the interpreter reports it, once per op (a
+    product names its `operand`)."""
     rows = np.flatnonzero(never.any(axis=1))
     site = str(a.where(op))
     if rows.size and not any(c.site == site and c.kind == "uninitialized-read" for c in a.obligations.candidates):
         thread = int(threads[rows[0]]) % a.threads
         a.obligations.fault(site, "uninitialized-read", thread, _describer(a, op, site, np.arange(a.threads)),
-                            {"operand": operand, "why": f"matmul reads fragment {operand}, which is not fully written"})
+                            {**({"operand": operand} if operand else {}), "why": why})
+
+
+def _space(memory: TagMemory) -> str:
+    """Where a memory lives, as the interpreter names it."""
+    return "local" if memory.per_thread else "shared"
 
 
 def _arranged(tags: np.ndarray, group: int, layout: Any, rows: int, cols: int) -> np.ndarray:
@@ -2230,9 +2264,11 @@ def _describer(a: TagAnalysis, op: Operation, site: str, threads: np.ndarray, *,
             w["element"] = tuple(int(c[element]) for c in coordinates)
         if sites is not None:
             for side, arr in zip(("lhs", "rhs"), sites):
-                known = [int(x) for x in np.ravel(arr[point, element]) if x >= 0]
+                written = [int(x) for x in np.ravel(arr[point, element])]
+                known = [x for x in written if x >= 0]
                 loc = sources[known[0]] if known else None
-                w[f"{side} written at"] = str(loc) if loc is not None else "never written"
+                w[f"{side} written at"] = str(loc) if loc is not None else \
+                    "its tag was reset" if RESET in written else "never written"
         if message:
             w["message"] = message
         parameters = {space.describe_atom(s): space.atom_value(s, model) for s in space.symbols

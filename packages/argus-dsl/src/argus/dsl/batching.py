@@ -541,6 +541,14 @@ class Footprint:
         tags = memory.read(idx, threads)
         return tags, memory.site[idx] if sites else None
 
+    def sites(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """The sites that wrote bytes `idx` (rows: `threads`, of `points`) as program order leaves
+        them, to tell whether each was written at all (not a read of the data: see `_Journal.sites`;
+        a shared memory's accesses are recorded by the read of its data that goes with this)."""
+        if memory.per_thread:
+            return self._journal(memory).sites(idx, threads, self.place_of(points))
+        return memory.site[idx]  # type: ignore[no-any-return]
+
     def write(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray, points: np.ndarray,
               site: int) -> None:
         if memory.per_thread:
@@ -637,21 +645,11 @@ class _Journal:
         if memory.fresh is not None:
             self.footprint._keep(memory)
         self._write_through()
-        if not self.writes or (self.last < at.min() and not self.rewritten()):
-            # nothing written, or each byte once and before this read in program order: the
-            # memory holds what the read is to see
+        if self._as_it_is(at):
             tags = memory.read(rows, threads)
             return tags.reshape(idx.shape), memory.site.reshape(-1)[keys].reshape(idx.shape) if sites else None
         before = self.footprint._keep(memory)
-        if not self.rewritten():  # a byte's write, if any, is what the memory holds now
-            written = self._places()[0][keys]  # type: ignore[index]
-            seen = (written >= 0) & (written < at)
-            new_tags, new_sites = memory.tags.reshape(-1), memory.site.reshape(-1)
-            found: Any = keys
-        else:
-            composite, ordered_keys, new_tags, new_sites, _ = self._index()
-            found = np.searchsorted(composite, keys * self.footprint.length + at) - 1
-            seen = (found >= 0) & (ordered_keys[np.maximum(found, 0)] == keys)
+        new_tags, new_sites, found, seen = self._latest(keys, at)
         if seen.all():
             return new_tags[found].reshape(idx.shape), new_sites[found].reshape(idx.shape) if sites else None
         tags = np.where(seen, new_tags[found], before[0].reshape(-1)[keys])
@@ -660,6 +658,36 @@ class _Journal:
             memory.exposed.reshape(-1)[missed] |= ~before[5].reshape(-1)[missed]
         written_at = np.where(seen, new_sites[found], before[1].reshape(-1)[keys]).reshape(idx.shape) if sites else None
         return tags.reshape(idx.shape), written_at
+
+    def sites(self, idx: np.ndarray, threads: np.ndarray, places: np.ndarray) -> np.ndarray:
+        """The sites that wrote bytes `idx` (rows: `threads`, at `places`) as program order leaves
+        them, without counting as a read of their data (whether a byte was written at all, which
+        writes only ever make true, needs no order kept)."""
+        rows = idx.reshape(threads.size, -1)
+        keys = (threads[:, None] * self.width + rows).reshape(-1)
+        at = np.repeat(places, rows.shape[1])
+        self._write_through()
+        if self._as_it_is(at):
+            return self.memory.site.reshape(-1)[keys].reshape(idx.shape)  # type: ignore[no-any-return]
+        before = self.footprint._keep(self.memory)
+        _, new_sites, found, seen = self._latest(keys, at)
+        return np.where(seen, new_sites[found], before[1].reshape(-1)[keys]).reshape(idx.shape)  # type: ignore[no-any-return]
+
+    def _as_it_is(self, at: np.ndarray) -> bool:
+        """Whether the memory holds what reads at places `at` are to see: nothing was written in
+        the run, or each byte once and before them in program order."""
+        return not self.writes or (self.last < at.min() and not self.rewritten())
+
+    def _latest(self, keys: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any, np.ndarray]:
+        """Per byte (`keys`, read at places `at`), its latest write in the run before the read:
+        tags and sites to take at `found`, where `seen` (a byte not seen keeps its tag from before
+        the run)."""
+        if not self.rewritten():  # a byte's write, if any, is what the memory holds now
+            written = self._places()[0][keys]  # type: ignore[index]
+            return self.memory.tags.reshape(-1), self.memory.site.reshape(-1), keys, (written >= 0) & (written < at)
+        composite, ordered_keys, new_tags, new_sites, _ = self._index()
+        found = np.searchsorted(composite, keys * self.footprint.length + at) - 1
+        return new_tags, new_sites, found, (found >= 0) & (ordered_keys[np.maximum(found, 0)] == keys)
 
     def write(self, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray, places: np.ndarray, step: int,
               site: int) -> None:

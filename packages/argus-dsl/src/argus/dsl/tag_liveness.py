@@ -1,6 +1,7 @@
 """Which ops of a kernel can affect a tag check: backward liveness of memories and values.
 
-The checks are the tag assertions and the operand pairing of every `matmul`. An op matters
+The checks are the tag assertions, the operand pairing of every `matmul`, and reads of bytes
+nothing wrote (a product's accumulator included). An op matters
 when a check reads what it produces, directly or through memory: a store matters when the
 memory it writes is read later by something that matters, a value when an op that matters
 uses it. A tag function applied to a whole register tile overwrites every tag of it, so stores
@@ -204,6 +205,8 @@ def _always(w: _Liveness, i: int, live: Live) -> None:
     if w.table.kinds[i] in _PAIRS:
         live.add(w.root(operands[0]))
         live.add(w.root(operands[1]))
+        if w.table.kinds[i] is D.MmaOp:  # its accumulator must have been written (zeroed, say)
+            live.add(w.root(operands[2]))
 
 
 _RULES = {

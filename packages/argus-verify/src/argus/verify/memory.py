@@ -5,7 +5,8 @@ Shared buffers hold one tag per byte; registers one per byte per thread. Writes 
 different data to one shared byte with no barrier between them: that byte becomes ⊤ and the
 conflict is recorded. Each byte also remembers the program point (a caller-chosen integer,
 typically the index of a store's source location) and the thread of its last write, so a
-violation can name the line that wrote the wrong data.
+violation can name the line that wrote the wrong data; `NEVER` marks a byte nothing wrote (a
+read of it is a fault) and `RESET` one whose tag was reset since.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .tags import BOTTOM, TOP
+
+NEVER = -1
+"""The site of a byte nothing has written."""
+RESET = -2
+"""The site of a byte whose tag was reset: written, but no write since put a tag there."""
 
 
 @dataclass
@@ -147,7 +153,7 @@ class TagMemory:
         if self.fresh is not None:
             self.fresh.fill(True)
         self.tags.fill(BOTTOM)
-        self.site.fill(-1)
+        self.site[self.site != NEVER] = RESET  # (reading a byte never written stays a fault)
         self.writer.fill(-1)
 
     def relabel(self, idx: np.ndarray, ids: np.ndarray, site: int) -> None:
