@@ -1798,12 +1798,14 @@ def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
     _accumulate(a, op, accumulator, points)
 
 
-def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarray) -> None:
-    """The product reads its accumulator, which must be written, and leaves computed data (⊤)."""
+def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarray, written: bool = False) -> None:
+    """The product reads its accumulator, which must be written (unless known to be), and leaves
+    computed data (⊤)."""
     idx = _point_fragments(a, accumulator, points).reshape(points.size, -1)
     memory, threads = _memory_of(accumulator), a.thread_of(points)
-    _check_written(a, op, memory, idx, threads, points, None, "matmul reads fragment c, which is not fully written",
-                   "c")
+    if not written:
+        _check_written(a, op, memory, idx, threads, points, None, "matmul reads fragment c, which is not fully "
+                       "written", "c")
     a.write_tags(memory, idx, np.full(idx.shape, TOP, np.int64), threads, points, a.site(op))
 
 
@@ -1858,6 +1860,7 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
     if not together:
         return _one_by_one(a, ops, mask)
     alike = _one_tag_per_k(at, bt)
+    written = _all_written(a, c_tiles, threads)
     groups = threads.size // atom.threads
     product = iter(enumerate(zip(products, c_tiles)))
     for op in ops:
@@ -1871,7 +1874,18 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
         else:
             part = slice(i * groups, (i + 1) * groups)
             _pairing(a, op, atom, threads, at[part], bt[part])
-        _accumulate(a, op, c, threads)  # (each its own: a tile's run of register bytes is written as a slice)
+        _accumulate(a, op, c, threads, written)  # (each its own: a tile's run of register bytes is written as a slice)
+
+
+def _all_written(a: TagAnalysis, tiles: list[TileValue], threads: np.ndarray) -> bool:
+    """Whether every byte of every thread's fragment of `tiles` (register tiles of one memory)
+    was written: then products accumulating into them need not check one by one (outside runs)."""
+    memory: TagMemory = tiles[0].memory  # type: ignore[attr-defined]
+    if any(t.memory is not memory for t in tiles):  # type: ignore[attr-defined]
+        return False
+    idx = np.concatenate([_fragment_bytes(a, tile, threads) for tile in tiles]).reshape(len(tiles) * threads.size, -1)
+    readers = np.tile(threads, len(tiles))
+    return bool((a.written_by(memory, idx, readers, readers) != NEVER).all())
 
 
 def _one_by_one(a: TagAnalysis, ops: list[Operation], mask: np.ndarray) -> None:

@@ -36,7 +36,8 @@ def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> set[int]:
 
 
 Live = set[int]
-"""SSA values, by identity (see `op_table`)."""
+"""SSA values, by identity (see `op_table`), and memories whose writes matter only as writes
+(`_written`)."""
 
 
 class _Liveness:
@@ -160,13 +161,27 @@ def _write(w: _Liveness, i: int, live: Live) -> None:
             live.add(operands[0])
         return
     copy = kind is D.CopyOp
-    if root in live or reads or (copy and w.space(i, 0) == "shared"):
+    store = kind is D.StoreOp or kind is D.StoreAtOp
+    if root in live or reads or (copy and w.space(i, 0) == "shared") or (not store and _written(root) in live):
         w.keep.add(i)
         live.update(operands)
         if copy:
             live.add(w.root(operands[0]))
+    elif _written(root) in live:  # which bytes it writes matters, not its data
+        w.keep.add(i)
+        # its address, not its value (its tile is made by ops always kept: naming it here would
+        # make the memory's tags matter, since a memory is named by the value allocating it)
+        live.update(operands[2:])
     else:
         w.skipped.add(root)
+        w.skipped.add(_written(root))
+
+
+def _written(memory: int) -> int:
+    """What a read that needs the bytes of `memory` written (not their tags) keeps live: the
+    writes to it, without the data they write. (Identities are positive: the complement of the
+    memory's names this.)"""
+    return ~memory
 
 
 def _var_store(w: _Liveness, i: int, live: Live) -> None:
@@ -206,7 +221,7 @@ def _always(w: _Liveness, i: int, live: Live) -> None:
         live.add(w.root(operands[0]))
         live.add(w.root(operands[1]))
         if w.table.kinds[i] is D.MmaOp:  # its accumulator must have been written (zeroed, say)
-            live.add(w.root(operands[2]))
+            live.add(_written(w.root(operands[2])))
 
 
 _RULES = {
