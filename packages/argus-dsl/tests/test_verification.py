@@ -248,6 +248,25 @@ def test_reading_shared_data_whose_tag_was_reset_is_not_an_uninitialized_read():
     assert (out == x[::-1]).all()
 
 
+@kernel(block=(32,), verify=False)
+def far_past_the_end(x: Tensor[bf16, "n"], out: Tensor[bf16, "n"], n: int):
+    tag(x, lambda i: (i,))
+    a = make_local((1,), bf16)
+    b = make_local((1,), bf16)
+    a[0] = x[thread_idx.x]
+    b[0] = x[2 * n + thread_idx.x]  # past the end in every launch: its in-bounds fact has no launch
+    assert tag(a[...]) != tag(b[...])
+    out[thread_idx.x] = b[0]
+
+
+def test_an_access_no_launch_keeps_in_bounds_is_reported_rather_than_emptying_the_domain():
+    result = far_past_the_end.verify()
+    assert result.verdict is Verdict.VIOLATED
+    w = result.witnesses[0]
+    assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(far_past_the_end, 'b[0] = x')}:5")
+    assert w["index"] == ("2*n + 31",) and w["replayed"].startswith("the interpreter faults the same way")
+
+
 def test_a_proof_is_never_vacuous(monkeypatch):
     @kernel(block=(32,), verify=False)
     def empty_range(x: Tensor[bf16, "n"], n: int):

@@ -927,15 +927,16 @@ class TagAnalysis:
             def where(point: int = point) -> tuple[str, ...]:
                 return tuple(self.space.describe(x.row(point)) for x in coords)
 
+            origin = (op, point % self.threads, where, f"tensor {ref.name!r}, mode {axis}")
             for key in self.every_iteration(fact[1]):
                 if key[1] and key == fact[1]:
                     self.add_fact(("ge0", key))
+                    self.fact_origins.setdefault(("ge0", key), origin)
                 elif key[1]:
                     self.replay_facts.add(("ge0", key))
-                    self.fact_origins.setdefault(("ge0", key), (op, point % self.threads, where,
-                                                                f"tensor {ref.name!r}, mode {axis}"))
+                    self.fact_origins.setdefault(("ge0", key), origin)
                 elif key[0] < 0:  # out of bounds in every launch
-                    self.out_of_bounds(op, point % self.threads, where, f"tensor {ref.name!r}, mode {axis}")
+                    self.out_of_bounds(*origin)
                     break
 
     def add_fact(self, fact: tuple[str, Key]) -> None:

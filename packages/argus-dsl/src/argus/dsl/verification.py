@@ -72,6 +72,11 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
         everything = engine.solve(Query(analysis.space, facts + extra, [[]]), timeout_ms)
         empty = everything if everything.status == "sat" or not extra else \
             engine.solve(Query(analysis.space, facts, [[]]), timeout_ms)
+        if empty.status == "unsat":  # an access out of bounds in every launch, or contradictory assumptions
+            facts = _without_overruns(analysis, engine, timeout_ms)
+            everything = engine.solve(Query(analysis.space, facts + extra, [[]]), timeout_ms)
+            empty = everything if everything.status == "sat" or not extra else \
+                engine.solve(Query(analysis.space, facts, [[]]), timeout_ms)
         if empty.status == "unsat":
             return unknown(claim, "the domain is empty: the kernel's bounds and in-bounds facts contradict each "
                                   "other, so any proof would be vacuous")
@@ -171,6 +176,23 @@ def _tightest(facts: Any) -> list[Any]:
         if known is None or key[0] < known[0]:
             best[key[1]] = key
     return sorted(others) + sorted(("ge0", key) for key in best.values())
+
+
+def _without_overruns(analysis: Analysis, engine: Any, timeout_ms: int) -> list[Any]:
+    """The domain without the in-bounds facts of accesses out of bounds in every launch the
+    kernel's assumptions allow, each reported as an out-of-bounds finding (their facts left the
+    domain empty)."""
+    origins = analysis.walk.fact_origins
+    assumed = _tightest([f for f in analysis.facts if f not in origins])
+    if engine.solve(Query(analysis.space, assumed, [[]]), timeout_ms).status != "sat":
+        return _tightest(analysis.facts)  # the assumptions themselves contradict each other
+    kept = list(assumed)
+    for fact in sorted(f for f in analysis.facts if f in origins):
+        if engine.solve(Query(analysis.space, assumed + [fact], [[]]), timeout_ms).status == "unsat":
+            analysis.walk.out_of_bounds(*origins[fact])
+        else:
+            kept.append(fact)
+    return _tightest(kept)
 
 
 def _overruns(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int) -> None:
