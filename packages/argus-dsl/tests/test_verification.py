@@ -267,6 +267,28 @@ def test_an_access_no_launch_keeps_in_bounds_is_reported_rather_than_emptying_th
     assert w["index"] == ("2*n + 31",) and w["replayed"].startswith("the interpreter faults the same way")
 
 
+@kernel(block=(32,), verify=False)
+def divergent_barrier(x: Tensor[bf16, 32]):
+    tag(x, lambda i: (i,))
+    a = make_local((1,), bf16)
+    b = make_local((1,), bf16)
+    a[0] = x[thread_idx.x]
+    if thread_idx.x < 16:
+        syncthreads()  # not reached by every thread of the block (the checker does not look for this)
+    b[0] = x[(thread_idx.x + 1) % 32]
+    assert tag(a[...]) == tag(b[...])  # violated, found statically
+
+
+def test_a_fault_met_first_while_replaying_a_candidate_is_the_finding_reported():
+    result = divergent_barrier.verify()
+    assert result.verdict is Verdict.VIOLATED
+    [w] = result.witnesses
+    assert w["kind"] == "divergent-barrier" and w["assertion"].endswith(f":{_line(divergent_barrier, 'syncthreads()')}:9")
+    assert w["block"] == (0, 0, 0) and w["thread"] == 16
+    assert w["replayed"].startswith("the interpreter faults here first while replaying the candidate at")
+    assert "whose replay stops first at the reported" in result.reason  # the assertion's finding, named
+
+
 def test_a_proof_is_never_vacuous(monkeypatch):
     @kernel(block=(32,), verify=False)
     def empty_range(x: Tensor[bf16, "n"], n: int):

@@ -92,10 +92,14 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     if not candidates and not undecided and not unreached:
         return proved(claim, f"static tag analysis: every assertion holds ({method})")
     witnesses: list[dict[str, Any]] = []
-    unconfirmed: list[str] = []
+    unconfirmed: list[tuple[Candidate, str, tuple[str, str] | None]] = []
     shown: dict[tuple[str, str], int] = {}
     masked: dict[tuple[str, str], tuple[str, str]] = {}
     """Findings whose replay stops at a finding already shown, earlier in the kernel."""
+    met: dict[tuple[str, str], dict[str, Any]] = {}
+    """Faults the interpreter met first while replaying a candidate, as witnesses: a bug of the
+    kernel all the same, found and pinned down by the interpreter, reported where no candidate
+    found statically shows it."""
     for c in candidates:
         if shown.get((c.site, c.kind), 0) >= WITNESSES_PER_FINDING or (c.site, c.kind) in masked:
             continue  # enough replayed witnesses of this finding (each replay runs a block), or it hides
@@ -104,28 +108,40 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
         c.model = model
         w = c.witness(analysis.table, analysis.space)
         if replay:
-            confirmed, note, stopped_at = replay_witness(compiled, analysis, c, w)
+            confirmed, note, fault = replay_witness(compiled, analysis, c, w)
             w["replayed"] = note
             if confirmed:
                 witnesses.append(w)
                 shown[(c.site, c.kind)] = shown.get((c.site, c.kind), 0) + 1
-            else:
-                unconfirmed.append(f"{c.site}: a candidate counterexample ({c.kind}) did not replay: {note}")
-                if stopped_at in shown:
-                    masked[(c.site, c.kind)] = stopped_at
+                continue
+            stopped_at = None if fault is None else (str(fault.location), fault.kind)
+            if stopped_at in shown:
+                masked[(c.site, c.kind)] = stopped_at  # type: ignore[assignment]
+                continue
+            unconfirmed.append((c, f"{c.site}: a candidate counterexample ({c.kind}) did not replay: {note}",
+                                stopped_at))
+            if fault is not None and fault.kind not in NOT_THE_KERNELS:
+                met.setdefault(stopped_at, _fault_witness(fault, w, c))  # type: ignore[arg-type]
         else:
             witnesses.append(w)
+    met = {at: w for at, w in met.items() if at not in shown}
+    witnesses += met.values()
+    shown.update(dict.fromkeys(met, 1))
+    masked.update({(c.site, c.kind): at for c, _, at in unconfirmed if at in shown})  # type: ignore[misc]
+    unconfirmed = [item for item in unconfirmed if item[2] not in shown]
     if witnesses:
         behind = "".join(f"; also found, not replayed: {site} ({kind}), whose replay stops first at the reported "
                          f"{at} ({what})" for (site, kind), (at, what) in masked.items()
                          if (site, kind) not in shown)
-        return violated(claim, "counterexample(s) found statically and reproduced on the interpreter with shadow tags"
-                        + behind, *witnesses)
+        how = (["counterexample(s) found statically and reproduced on the interpreter with shadow tags"]
+               if len(witnesses) > len(met) else []) + \
+            [f"the interpreter met {site} ({kind}) first, replaying a candidate found statically" for site, kind in met]
+        return violated(claim, "; ".join(how) + behind, *witnesses)
     reasons = undecided + [f"{u}: this assertion is never reached by any thread" for u in unreached]
     if unconfirmed:
         more = f" ({len(unconfirmed) - 1} more)" if len(unconfirmed) > 1 else ""
         reasons.append(f"{len(unconfirmed)} candidate counterexample(s) did not replay, so none is reported; "
-                       f"the first: {unconfirmed[0]}{more}")
+                       f"the first: {unconfirmed[0][1]}{more}")
     return unknown(claim, "; ".join(reasons))
 
 
@@ -252,10 +268,10 @@ def _tidy(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any], model
 
 
 def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witness: dict[str, Any]
-                   ) -> tuple[bool, str, tuple[str, str] | None]:
+                   ) -> tuple[bool, str, KernelFault | None]:
     """Run the witness's block on the interpreter with shadow tags: whether the same assertion
-    fails there the same way, what happened, and (site, kind) of the fault that stopped the
-    replay before it got there, if one did."""
+    fails there the same way, what happened, and the fault that stopped the replay before it
+    got there, if one did."""
     from .shadow import Reached, ShadowInterpreter
 
     op: D.KernelOp = compiled.op
@@ -271,7 +287,7 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     shadow = ShadowInterpreter(op, compiled.locations)
     shadow.stop_at = lambda f: f.get("assertion") == candidate.site and f.get("kind") == candidate.kind
     stopped: ArgusError | None = None
-    stopped_at: tuple[str, str] | None = None
+    fault: KernelFault | None = None
     try:
         shadow.launch(grid, args, blocks=[(block[0], block[1], block[2])])
     except Reached:  # the finding showed: the rest of the block need not run
@@ -279,15 +295,30 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     except KernelFault as err:
         if err.kind == candidate.kind and str(err.location) == candidate.site:
             return True, f"the interpreter faults the same way in block {block} of grid {grid}", None
-        stopped, stopped_at = err, (str(err.location), err.kind)
+        stopped = fault = err
     except ArgusError as err:
         stopped = err
     for finding in shadow.findings:  # findings before a fault still count
         if finding.get("assertion") == candidate.site and finding.get("kind") == candidate.kind:
             return True, f"reproduced in block {block} of grid {grid}", None
     if stopped is not None:
-        return False, f"the replay stopped: {stopped}", stopped_at
+        return False, f"the replay stopped: {stopped}", fault
     return False, f"block {block} of grid {grid} runs without this finding under shadow tags", None
+
+
+NOT_THE_KERNELS = frozenset(("assumption", "runaway-loop", "unsupported", "tag-function"))
+"""Faults of a replay that are not bugs of the kernel: a launch outside its assumptions, the
+interpreter's own limits, a tag function the shadow tags cannot evaluate."""
+
+
+def _fault_witness(fault: KernelFault, witness: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
+    """A fault the interpreter met first while replaying `candidate` (its `witness`), as a
+    witness of its own: where, in which launch, and what the interpreter says."""
+    details = {k: v for k, v in fault.details.items() if k != "block"}
+    return {"assertion": str(fault.location), "kind": fault.kind, "block": fault.details.get("block"), **details,
+            "message": fault.message.removeprefix(f"{fault.kind}: "), "sizes": witness.get("sizes", {}),
+            "replayed": f"the interpreter faults here first while replaying the candidate at {candidate.site} "
+                        f"({candidate.kind}) in the launch above"}
 
 
 def _replay_arguments(op: D.KernelOp, analysis: Analysis, model: dict[int, int]) -> list[Any]:
