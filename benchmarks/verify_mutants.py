@@ -215,8 +215,11 @@ def main(argv: list[str] | None = None) -> int:
         module = load(m.example, m.edits, workdir, f"m{i}")
         result, seconds = check(module, m.kernel)
         verdict = result.verdict.value
-        replayed = verdict == "violated" and all(str(w.get("replayed", "")).startswith(("reproduced", "the interpreter"))
-                                                for w in result.witnesses)
+        notes = [str(w.get("replayed", "")) for w in result.witnesses]
+        # caught: every witness replays, and one was found statically (not only a fault the
+        # interpreter met first while replaying, which measures the interpreter, not the checker)
+        replayed = verdict == "violated" and all(n.startswith(("reproduced", "the interpreter")) for n in notes) \
+            and any(n.startswith(("reproduced", "the interpreter faults the same way")) for n in notes)
         outcome = ("proved" if verdict == "proved" else "false alarm" if verdict == "violated" else "unknown") \
             if m.equivalent else ("caught" if replayed else "missed" if verdict == "proved" else verdict)
         row = {"example": m.example, "operator": m.operator, "equivalent": m.equivalent, "edit": m.edits[-1][1].strip(),
