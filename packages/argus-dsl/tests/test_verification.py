@@ -289,6 +289,23 @@ def test_a_fault_met_first_while_replaying_a_candidate_is_the_finding_reported()
     assert "whose replay stops first at the reported" in result.reason  # the assertion's finding, named
 
 
+def test_an_assumption_no_launch_satisfies_is_named():
+    @kernel(block=(32,), verify=False)
+    def impossible(x: Tensor[bf16, "n"], n: int):
+        tag(x, lambda i: (i,))
+        assume(n % 32 < 0)  # a remainder is never negative
+        a = make_local((1,), bf16)
+        b = make_local((1,), bf16)
+        a[0] = x[thread_idx.x]
+        b[0] = x[thread_idx.x]
+        assert tag(a[...]) == tag(b[...])
+
+    result = impossible.verify()
+    assert result.verdict is Verdict.UNKNOWN
+    assert f"the assumption at {impossible.fn.__code__.co_filename}:{_line(impossible, 'assume(')}:5 holds in no " \
+           "launch" in result.reason
+
+
 def test_a_proof_is_never_vacuous(monkeypatch):
     @kernel(block=(32,), verify=False)
     def empty_range(x: Tensor[bf16, "n"], n: int):

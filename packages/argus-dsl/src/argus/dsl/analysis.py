@@ -437,6 +437,8 @@ class TagAnalysis:
         self.facts: set[tuple[str, Key]] = set()
         self.replay_facts: set[tuple[str, Key]] = set()
         self.fact_origins: dict[tuple[str, Key], tuple[Any, ...]] = {}
+        self.assumed: dict[tuple[str, Key], Operation] = {}
+        """The facts the kernel declares (`assume`), and the op declaring each."""
         self.loop_facts: dict[int, list[tuple[str, Key]]] = {}
         """Per runtime loop's index symbol, its bounds: facts inside the loop only."""
         self.elements_before: dict[int, int] = {}
@@ -2086,7 +2088,9 @@ def _assume(a: TagAnalysis, op: D.AssumeOp, mask: np.ndarray) -> None:
         return
     cond = a.int_value(op.cond, op)
     for row in _distinct_rows(cond, a.active(mask)):
-        a.add_fact(("eq0", (row[0] - 1, row[1])) if row[1] else ("ge0", (row[0] - 1, ())))
+        fact = ("eq0", (row[0] - 1, row[1])) if row[1] else ("ge0", (row[0] - 1, ()))
+        a.add_fact(fact)
+        a.assumed.setdefault(fact, op)
 
 
 def _distinct_rows(value: Affine, points: np.ndarray) -> list[Key]:

@@ -78,8 +78,8 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
             empty = everything if everything.status == "sat" or not extra else \
                 engine.solve(Query(analysis.space, facts, [[]]), timeout_ms)
         if empty.status == "unsat":
-            return unknown(claim, "the domain is empty: the kernel's bounds and in-bounds facts contradict each "
-                                  "other, so any proof would be vacuous")
+            return unknown(claim, f"the domain is empty: {_why_empty(analysis, engine, timeout_ms)}, so any proof "
+                                  "would be vacuous")
         if empty.status == "unknown":
             return unknown(claim, f"the solver could not decide the domain: {empty.reason}")
         undecided = analysis.obligations.decide(engine, facts, timeout_ms, lambda scope: _scoped(analysis, scope))
@@ -209,6 +209,20 @@ def _without_overruns(analysis: Analysis, engine: Any, timeout_ms: int) -> list[
         else:
             kept.append(fact)
     return _tightest(kept)
+
+
+def _why_empty(analysis: Analysis, engine: Any, timeout_ms: int) -> str:
+    """Why no launch satisfies the domain's facts: an assumption no launch satisfies (its line),
+    assumptions that contradict each other, or accesses whose in-bounds facts do together."""
+    walk = analysis.walk
+    given = [f for f in analysis.facts if f not in walk.fact_origins and f not in walk.assumed]
+    assumed = sorted(f for f in analysis.facts if f in walk.assumed)
+    for fact in assumed:
+        if engine.solve(Query(analysis.space, _tightest(given + [fact]), [[]]), timeout_ms).status == "unsat":
+            return f"the assumption at {walk.where(walk.assumed[fact])} holds in no launch"
+    if engine.solve(Query(analysis.space, _tightest(given + assumed), [[]]), timeout_ms).status == "unsat":
+        return "the kernel's assumptions contradict each other"
+    return "the kernel's bounds and in-bounds facts contradict each other"
 
 
 def _overruns(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int) -> None:
