@@ -86,6 +86,11 @@ FORGOTTEN_ZERO = (("for v in static_range(4):\n                acc[mi, ni, v] = 
                    "for v in static_range(3):\n                acc[mi, ni, v] = 0.0"),)
 """GEMM zeroing 3 of the 4 values of each accumulator fragment: its products read the fourth."""
 
+SCORES_NOT_ZEROED = (("for i in static_range(4):\n                    s_acc[p, t, i] = 0.0",
+                      "for i in static_range(0):\n                    s_acc[p, t, i] = 0.0"),)
+"""The CDNA attention no longer zeroing its scores in the loop: the first iteration's products add
+to registers nothing wrote (later ones would find the last iteration's scores)."""
+
 FORGOTTEN_STAGE = (("for i in static_range(BM * BK // THREADS):", "for i in static_range(BM * BK // THREADS - 1):"),)
 """GEMM staging all but the last rows of its slices in shared memory: fragments load the rest."""
 
@@ -128,6 +133,15 @@ def test_a_product_whose_accumulator_is_not_all_zeroed_is_an_uninitialized_read(
     (witness,) = result.witnesses
     assert witness["kind"] == "uninitialized-read" and witness["operand"] == "c"
     assert witness["assertion"].endswith("batching_gemm.py:78:17")  # the matmul
+    assert witness["replayed"].startswith("the interpreter faults the same way")
+
+
+def test_an_accumulator_a_loop_reads_before_any_iteration_wrote_it_is_an_uninitialized_read(tmp_path: Path) -> None:
+    """Later iterations find it written (by the one before); the first does not, and is reported."""
+    result = verify_kernel(_example(tmp_path, "attention_cdna", SCORES_NOT_ZEROED), "attention_cdna")
+    assert result.verdict is Verdict.VIOLATED
+    (witness, *_) = result.witnesses
+    assert witness["kind"] == "uninitialized-read" and witness["operand"] == "c" and witness["loops"] == {"k0": 0}
     assert witness["replayed"].startswith("the interpreter faults the same way")
 
 

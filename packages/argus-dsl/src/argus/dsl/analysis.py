@@ -2481,6 +2481,8 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             a.restore(base)
             back = rename.state(after)
             a.join_into(back, None, carried, symbol, first=lo)
+            for m, (_, site, _) in zip(a.memories, base.memories):  # the first of these iterations starts
+                m.site[site == NEVER] = NEVER  # from `base`: what that leaves unwritten, it reads unwritten
             new_entry = a.snapshot(scope)
             if new_entry.same_as(entry) or (exposed is not None and not _reads_carried(entry, new_entry, exposed)):
                 if a.checking or not checking:
