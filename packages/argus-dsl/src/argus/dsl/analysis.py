@@ -1624,8 +1624,8 @@ def _load(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     threads = a.thread_of(active)
     read, _ = a.read_tags(tile.memory, idx, threads, active)  # type: ignore[arg-type]
     a.check_read(op, tile.memory, idx, threads)  # type: ignore[arg-type]
-    _check_written(a, op, tile.memory, idx, threads, active, read,  # type: ignore[arg-type]
-                   f"reads {_space(tile.memory)} bytes that no thread has written")  # type: ignore[arg-type]
+    memory: TagMemory = tile.memory  # type: ignore[assignment]
+    _check_written(a, op, memory, idx, threads, active, read, f"reads {_space(memory)} bytes that no thread has written")
     if active is a.tid:
         a.tags[result] = read
         return
@@ -1807,8 +1807,8 @@ def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarra
     idx = _point_fragments(a, accumulator, points).reshape(points.size, -1)
     memory, threads = _memory_of(accumulator), a.thread_of(points)
     if not written:
-        _check_written(a, op, memory, idx, threads, points, None, "matmul reads fragment c, which is not fully "
-                       "written", "c")
+        why = "matmul reads fragment c, which is not fully written"
+        _check_written(a, op, memory, idx, threads, points, None, why, "c")
     a.write_tags(memory, idx, np.full(idx.shape, TOP, np.int64), threads, points, a.site(op))
 
 

@@ -1,13 +1,15 @@
 """Which ops of a kernel can affect a tag check: backward liveness of memories and values.
 
 The checks are the tag assertions, the operand pairing of every `matmul`, and reads of bytes
-nothing wrote (a product's accumulator included). An op matters
-when a check reads what it produces, directly or through memory: a store matters when the
-memory it writes is read later by something that matters, a value when an op that matters
-uses it. A tag function applied to a whole register tile overwrites every tag of it, so stores
-before it (the scores of an attention kernel, computed and then re-tagged as probabilities) do
-not matter (in shared memory they still do: they may race with later accesses). Control flow, barriers, allocations, views, tag functions of tensors and the
-coordinates of global accesses (they state the in-bounds facts of the domain) always matter.
+nothing wrote (a product's accumulator included). An op matters when a check reads what it
+produces, directly or through memory: a store matters when the memory it writes is read later
+by something that matters (only as a write, its data unneeded, when all that reads it needs is
+that it was written: an accumulator), a value when an op that matters uses it. A tag function
+applied to a whole register tile overwrites every tag of it, so stores before it (the scores of
+an attention kernel, computed and then re-tagged as probabilities) do not matter (in shared
+memory they still do: they may race with later accesses). Control flow, barriers, allocations,
+views, tag functions of tensors and the coordinates of global accesses (they state the
+in-bounds facts of the domain) always matter.
 
 The analysis skips the other ops: arithmetic on data whose tags reach no check is most of a
 kernel. Reads of shared memory always run, with the writes before them, since they may race.

@@ -67,16 +67,19 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     if not (settled and _sample(analysis.space, facts + _tightest(analysis.replay_facts))):
         engine = chosen or find_solver(None)
         extra = _tightest(analysis.replay_facts)
-        # one query answers the common case: the domain is not empty, and no access runs out of
-        # bounds in the first or last iteration of its loop in every launch
-        everything = engine.solve(Query(analysis.space, facts + extra, [[]]), timeout_ms)
-        empty = everything if everything.status == "sat" or not extra else \
-            engine.solve(Query(analysis.space, facts, [[]]), timeout_ms)
+
+        def domain(facts: list[Any]) -> tuple[Any, Any]:
+            """Whether launches satisfy `facts` and the replay facts (one query answers the common
+            case: no access runs out of bounds in the first or last iteration of its loop in every
+            launch), and whether some satisfy `facts`."""
+            everything = engine.solve(Query(analysis.space, facts + extra, [[]]), timeout_ms)
+            return everything, everything if everything.status == "sat" or not extra else \
+                engine.solve(Query(analysis.space, facts, [[]]), timeout_ms)
+
+        everything, empty = domain(facts)
         if empty.status == "unsat":  # an access out of bounds in every launch, or contradictory assumptions
             facts = _without_overruns(analysis, engine, timeout_ms)
-            everything = engine.solve(Query(analysis.space, facts + extra, [[]]), timeout_ms)
-            empty = everything if everything.status == "sat" or not extra else \
-                engine.solve(Query(analysis.space, facts, [[]]), timeout_ms)
+            everything, empty = domain(facts)
         if empty.status == "unsat":
             return unknown(claim, f"the domain is empty: {_why_empty(analysis, engine, timeout_ms)}, so any proof "
                                   "would be vacuous")
