@@ -115,42 +115,30 @@ def test_a_broken_example_gives_the_same_witnesses_with_copies_together(name: st
     assert _findings(together) == _findings(alone)
 
 
-def test_a_product_reading_a_fragment_no_store_wrote_is_an_uninitialized_read(tmp_path: Path) -> None:
-    """Bytes without a tag may hold a constant; bytes no store wrote are a fault the interpreter
-    reports, and so does the checker, with a witness that replays."""
-    result = verify_kernel(_example(tmp_path, "gemm", FORGOTTEN_LOAD), "gemm")
+UNWRITTEN = [
+    pytest.param("gemm", FORGOTTEN_LOAD, {"operand": "a"}, "78:17", id="a fragment partly loaded"),
+    pytest.param("gemm", FORGOTTEN_ZERO, {"operand": "c"}, "78:17", id="an accumulator partly zeroed"),
+    pytest.param("attention_cdna", SCORES_NOT_ZEROED, {"operand": "c", "loops": {"k0": 0}}, None,
+                 id="an accumulator a loop's first iteration reads"),
+    pytest.param("gemm", FORGOTTEN_STAGE, {"why": "reads shared bytes that no thread has written"}, "71:17",
+                 id="a shared stage partly filled"),
+]
+
+
+@pytest.mark.parametrize("name, edits, facts, line", UNWRITTEN)
+def test_bytes_nothing_wrote_are_reported_where_they_are_read(name: str, edits: tuple[tuple[str, str], ...],
+                                                              facts: dict[str, Any], line: str | None,
+                                                              tmp_path: Path) -> None:
+    """Bytes without a tag may hold a constant; bytes nothing wrote are a fault the interpreter
+    reports, and so does the checker, with a witness that replays: once per line that reads them
+    (however many products read a fragment), and in a loop's first iteration too (the writes of
+    later iterations must not hide it)."""
+    result = verify_kernel(_example(tmp_path, name, edits), KERNELS[name])
     assert result.verdict is Verdict.VIOLATED
-    (witness,) = result.witnesses  # one finding per product's line, however many products read the fragment
-    assert witness["kind"] == "uninitialized-read" and witness["operand"] == "a"
-    assert witness["assertion"].endswith("batching_gemm.py:78:17")  # the matmul
-    assert witness["replayed"].startswith("the interpreter faults the same way")
-
-
-def test_a_product_whose_accumulator_is_not_all_zeroed_is_an_uninitialized_read(tmp_path: Path) -> None:
-    """A product adds to its accumulator, which a proved kernel must have written."""
-    result = verify_kernel(_example(tmp_path, "gemm", FORGOTTEN_ZERO), "gemm")
-    assert result.verdict is Verdict.VIOLATED
-    (witness,) = result.witnesses
-    assert witness["kind"] == "uninitialized-read" and witness["operand"] == "c"
-    assert witness["assertion"].endswith("batching_gemm.py:78:17")  # the matmul
-    assert witness["replayed"].startswith("the interpreter faults the same way")
-
-
-def test_an_accumulator_a_loop_reads_before_any_iteration_wrote_it_is_an_uninitialized_read(tmp_path: Path) -> None:
-    """Later iterations find it written (by the one before); the first does not, and is reported."""
-    result = verify_kernel(_example(tmp_path, "attention_cdna", SCORES_NOT_ZEROED), "attention_cdna")
-    assert result.verdict is Verdict.VIOLATED
-    (witness, *_) = result.witnesses
-    assert witness["kind"] == "uninitialized-read" and witness["operand"] == "c" and witness["loops"] == {"k0": 0}
-    assert witness["replayed"].startswith("the interpreter faults the same way")
-
-
-def test_a_load_of_shared_bytes_no_thread_wrote_is_an_uninitialized_read(tmp_path: Path) -> None:
-    result = verify_kernel(_example(tmp_path, "gemm", FORGOTTEN_STAGE), "gemm")
-    assert result.verdict is Verdict.VIOLATED
-    (witness, *_) = result.witnesses
-    assert witness["kind"] == "uninitialized-read" and witness["why"] == "reads shared bytes that no thread has written"
-    assert witness["assertion"].endswith("batching_gemm.py:71:17")  # the fragment load
+    witness = result.witnesses[0]
+    assert witness["kind"] == "uninitialized-read" and facts.items() <= witness.items()
+    assert line is None or (witness["assertion"].endswith(f"batching_{name}.py:{line}")
+                            and len({w["assertion"] for w in result.witnesses}) == 1)
     assert witness["replayed"].startswith("the interpreter faults the same way")
 
 
