@@ -91,6 +91,11 @@ SCORES_NOT_ZEROED = (("for i in static_range(4):\n                    s_acc[p, t
 """The CDNA attention no longer zeroing its scores in the loop: the first iteration's products add
 to registers nothing wrote (later ones would find the last iteration's scores)."""
 
+PROBABILITIES_PARTLY_STORED = (("for i in static_range(4):\n                    w = exp2(",
+                                "for i in static_range(1):\n                    w = exp2("),)
+"""The CDNA attention storing one of every four probabilities before its tag function tags them
+all: the products read the other three, which a tag gave tags but nothing wrote."""
+
 FORGOTTEN_STAGE = (("for i in static_range(BM * BK // THREADS):", "for i in static_range(BM * BK // THREADS - 1):"),)
 """GEMM staging all but the last rows of its slices in shared memory: fragments load the rest."""
 
@@ -122,6 +127,8 @@ UNWRITTEN = [
                  id="an accumulator a loop's first iteration reads"),
     pytest.param("gemm", FORGOTTEN_STAGE, {"why": "reads shared bytes that no thread has written"}, "71:17",
                  id="a shared stage partly filled"),
+    pytest.param("attention_cdna", PROBABILITIES_PARTLY_STORED, {"operand": "b", "loops": {"k0": 0}}, None,
+                 id="a fragment partly stored, then tagged"),
 ]
 
 

@@ -2018,7 +2018,7 @@ def _fragment_matrix(a: TagAnalysis, products: list[Operation], tiles: list[Tile
     memory: TagMemory = tiles[0].memory  # type: ignore[attr-defined]
     read = idx.reshape(readers.size, -1)
     tags = memory.read(read, readers).reshape(idx.shape)
-    if a.checking and (tags == BOTTOM).any():  # no tag: a constant stored there, or nothing ever
+    if a.checking and (memory.tagged_unwritten or (tags == BOTTOM).any()):  # no tag: a constant, or nothing ever
         never = (a.written_by(memory, read, readers, readers) == NEVER).reshape(len(tiles), threads.size, -1)
         for op, rows_never in zip(products, never):
             _unwritten(a, op, rows_never, threads, f"matmul reads fragment {operand}, which is not fully written",
@@ -2030,8 +2030,9 @@ def _check_written(a: TagAnalysis, op: Operation, memory: TagMemory, idx: np.nda
                    points: np.ndarray, tags: np.ndarray | None, why: str, operand: str | None = None) -> None:
     """`op` reads bytes `idx` (a row per thread of `threads`, of `points`); `tags`: what it read,
     if known. A byte nothing wrote is an uninitialized read (only a byte without a tag can be
-    one: constants are stored without tags, and a reset tag leaves its byte written)."""
-    if not a.checking or (tags is not None and not (tags == BOTTOM).any()):
+    one: constants are stored without tags, and a reset tag leaves its byte written; unless a tag
+    function tagged bytes of the memory nothing wrote)."""
+    if not a.checking or (tags is not None and not memory.tagged_unwritten and not (tags == BOTTOM).any()):
         return
     never = (a.written_by(memory, idx, threads, points) == NEVER).reshape(threads.size, -1)
     _unwritten(a, op, never, threads, why, operand)
@@ -2159,10 +2160,16 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     comps = a.evaluate_tag_function(op, flat_coords, point)
     ids = a.intern(comps, tile.dtype.nbytes).reshape(rows.size, elements, -1)
     idx = _fragment_bytes(a, tile, rows)
-    if per_thread:
-        tile.memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, a.site(op))  # type: ignore[attr-defined]
+    memory: TagMemory = tile.memory  # type: ignore[assignment]
+    if per_thread:  # (tags, not data: a byte nothing wrote stays unwritten, tagged or not)
+        flat = rows[:, None] * memory.tags.shape[1] + idx.reshape(rows.size, -1)
+        never = memory.site.reshape(-1)[flat] == NEVER
+        memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, a.site(op))
+        if never.any():
+            memory.site.reshape(-1)[flat[never]] = NEVER
+            memory.tagged_unwritten = True
     else:
-        tile.memory.relabel(idx.reshape(-1), ids.reshape(-1), a.site(op))  # type: ignore[attr-defined]
+        memory.relabel(idx.reshape(-1), ids.reshape(-1), a.site(op))
 
 
 def _fragment_bytes(a: TagAnalysis, tile: TileValue, threads: np.ndarray) -> np.ndarray:

@@ -222,8 +222,10 @@ def _always(w: _Liveness, i: int, live: Live) -> None:
     if w.table.kinds[i] in _PAIRS:
         live.add(w.root(operands[0]))
         live.add(w.root(operands[1]))
-        if w.table.kinds[i] is D.MmaOp:  # its accumulator must have been written (zeroed, say)
-            live.add(_written(w.root(operands[2])))
+        if w.table.kinds[i] is D.MmaOp:  # it reads the data of every operand, which must have been
+            # written: its accumulator (zeroed, say), and its fragments, even where a tag function gave
+            # them the tags it compares (the stores before that function then still count as writes)
+            live.update(_written(w.root(v)) for v in operands[:3])
 
 
 _RULES = {

@@ -42,6 +42,9 @@ class TagMemory:
     """While tracking (`track`): bytes written since tracking began."""
     exposed: np.ndarray | None = None
     """While tracking: bytes read before any write since tracking began."""
+    tagged_unwritten: bool = False
+    """Whether a tag function ever tagged bytes nothing had written (expected tags, say): then a
+    byte with a tag is not known to be written."""
 
     @classmethod
     def shared(cls, name: str, nbytes: int) -> TagMemory:
@@ -158,11 +161,13 @@ class TagMemory:
 
     def relabel(self, idx: np.ndarray, ids: np.ndarray, site: int) -> None:
         """Set the tags of bytes of a shared buffer (a tag function): the data do not change, so
-        nothing is written and nothing races."""
+        nothing is written and nothing races (bytes nothing wrote stay unwritten)."""
         if self.fresh is not None:
             self.fresh[idx] = True
         self.tags[idx] = ids
-        self.site[idx] = site
+        never = self.site[idx] == NEVER  # (tags, not data: what nothing wrote stays unwritten)
+        self.site[idx] = np.where(never, NEVER, site)
+        self.tagged_unwritten |= bool(never.any())
 
 
 def _one_range(idx: np.ndarray) -> bool:
