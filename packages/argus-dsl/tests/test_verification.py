@@ -78,6 +78,7 @@ def test_a_violation_comes_with_a_replayed_witness():
     thread, row = w["thread"], w["block"][0]
     assert w["lhs tag"] == (row, 31 - thread) and w["rhs tag"] == (row, thread)
     assert w["lhs written at"].endswith(f":{_line(misread, 'got[0] = s[thread_idx.x]')}:5")
+    assert w["rhs written at"] == "never written (its tag from a tag function)"  # expected tags, no data
     assert w["assertion"].endswith(f":{_line(misread, 'assert tag')}:5")
     # the same launch, run with shadow tags, fails the same way
     n = w["sizes"]["n"]

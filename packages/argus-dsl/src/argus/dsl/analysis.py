@@ -2226,7 +2226,7 @@ def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
             raise VerificationError(f"the {side} side of this tag assertion carries no tags: no tag function reaches "
                                     "its data (tag the tensors it is loaded from, or the tile itself)", a.where(op))
     site = str(a.where(op))
-    describe = _describer(a, op, site, threads, coordinates=coordinates, sites=(lsites, rsites),
+    describe = _describer(a, op, site, threads, coordinates=coordinates, sites=(lsites, rsites), tags=(lhs, rhs),
                           message=op.message.data)
     a.obligations.compare(site, lhs, rhs, op.kind.data == "eq", describe, count=a.n // a.threads)
 
@@ -2269,7 +2269,8 @@ def _tensor_side(a: TagAnalysis, op: D.TagAssertOp, ref: GlobalRef, threads: np.
 
 
 def _describer(a: TagAnalysis, op: Operation, site: str, threads: np.ndarray, *, coordinates: list[np.ndarray] | None = None,
-               sites: tuple[np.ndarray, np.ndarray] | None = None, message: str = "",
+               sites: tuple[np.ndarray, np.ndarray] | None = None, tags: tuple[np.ndarray, np.ndarray] | None = None,
+               message: str = "",
                mma: _PairIndex | None = None, group: int = 1) -> Callable[..., dict[str, Any]]:
     loops = [(ctx.name, ctx.symbol, None if ctx.values is None else ctx.values.copy()) for ctx in a.loops]
     space = a.space
@@ -2289,12 +2290,13 @@ def _describer(a: TagAnalysis, op: Operation, site: str, threads: np.ndarray, *,
         elif coordinates is not None:
             w["element"] = tuple(int(c[element]) for c in coordinates)
         if sites is not None:
-            for side, arr in zip(("lhs", "rhs"), sites):
+            for k, (side, arr) in enumerate(zip(("lhs", "rhs"), sites)):
                 written = [int(x) for x in np.ravel(arr[point, element])]
                 known = [x for x in written if x >= 0]
                 loc = sources[known[0]] if known else None
-                w[f"{side} written at"] = str(loc) if loc is not None else \
-                    "its tag was reset" if RESET in written else "never written"
+                tagged = tags is not None and bool((tags[k][point, element] != BOTTOM).any())
+                w[f"{side} written at"] = str(loc) if loc is not None else "its tag was reset" if RESET in written \
+                    else "never written (its tag from a tag function)" if tagged else "never written"
         if message:
             w["message"] = message
         parameters = {space.describe_atom(s): space.atom_value(s, model) for s in space.symbols
