@@ -1888,7 +1888,8 @@ def _all_written(a: TagAnalysis, tiles: list[TileValue], threads: np.ndarray) ->
         return False
     idx = np.concatenate([_fragment_bytes(a, tile, threads) for tile in tiles]).reshape(len(tiles) * threads.size, -1)
     readers = np.tile(threads, len(tiles))
-    return bool((a.written_by(memory, idx, readers, readers) != NEVER).all())
+    never = _unwritten_bytes(a, memory, idx, readers, readers, None)
+    return never is None or not never.any()
 
 
 def _one_by_one(a: TagAnalysis, ops: list[Operation], mask: np.ndarray) -> None:
@@ -2018,9 +2019,9 @@ def _fragment_matrix(a: TagAnalysis, products: list[Operation], tiles: list[Tile
     memory: TagMemory = tiles[0].memory  # type: ignore[attr-defined]
     read = idx.reshape(readers.size, -1)
     tags = memory.read(read, readers).reshape(idx.shape)
-    if a.checking and (memory.tagged_unwritten or (tags == BOTTOM).any()):  # no tag: a constant, or nothing ever
-        never = (a.written_by(memory, read, readers, readers) == NEVER).reshape(len(tiles), threads.size, -1)
-        for op, rows_never in zip(products, never):
+    never = _unwritten_bytes(a, memory, read, readers, readers, tags)
+    if never is not None:
+        for op, rows_never in zip(products, never.reshape(len(tiles), threads.size, -1)):
             _unwritten(a, op, rows_never, threads, f"matmul reads fragment {operand}, which is not fully written",
                        operand)
     return _arranged(tags, group, layout, rows, cols)
@@ -2028,14 +2029,22 @@ def _fragment_matrix(a: TagAnalysis, products: list[Operation], tiles: list[Tile
 
 def _check_written(a: TagAnalysis, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray,
                    points: np.ndarray, tags: np.ndarray | None, why: str, operand: str | None = None) -> None:
-    """`op` reads bytes `idx` (a row per thread of `threads`, of `points`); `tags`: what it read,
-    if known. A byte nothing wrote is an uninitialized read (only a byte without a tag can be
-    one: constants are stored without tags, and a reset tag leaves its byte written; unless a tag
-    function tagged bytes of the memory nothing wrote)."""
+    """`op` reads bytes `idx` (a row per thread of `threads`, of `points`): a byte nothing wrote
+    is an uninitialized read."""
+    never = _unwritten_bytes(a, memory, idx, threads, points, tags)
+    if never is not None:
+        _unwritten(a, op, never, threads, why, operand)
+
+
+def _unwritten_bytes(a: TagAnalysis, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray,
+                     tags: np.ndarray | None) -> np.ndarray | None:
+    """Per row of `threads` (of `points`), which of bytes `idx` nothing wrote; None when that need
+    not be asked: not checking, or `tags` (what was read, if known) holds a tag on every byte
+    (constants are stored without tags, and a reset tag leaves its byte written; but a tag
+    function may tag bytes of the memory nothing wrote)."""
     if not a.checking or (tags is not None and not memory.tagged_unwritten and not (tags == BOTTOM).any()):
-        return
-    never = (a.written_by(memory, idx, threads, points) == NEVER).reshape(threads.size, -1)
-    _unwritten(a, op, never, threads, why, operand)
+        return None
+    return (a.written_by(memory, idx, threads, points) == NEVER).reshape(threads.size, -1)  # type: ignore[no-any-return]
 
 
 def _unwritten(a: TagAnalysis, op: Operation, never: np.ndarray, threads: np.ndarray, why: str,
