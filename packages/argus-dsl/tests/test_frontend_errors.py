@@ -87,6 +87,30 @@ def sub_tile_outside(out: Tensor[f32, 32]):
         v = r[:, k]  # k = 4 is past the last column
 
 
+@kernel(block=(32,))
+def register_outside(out: Tensor[f32, 32]):
+    r = make_local((4,), f32)
+    for k in static_range(5):
+        r[k] = 1.0  # k = 4 is past the last register
+
+
+@kernel(block=(32,))
+def mode_outside(out: Tensor[f32, 32]):
+    r = make_local((2, 4), f32)
+    r[1, 3] = 0.0
+    out[thread_idx.x] = r[1, 4]
+
+
+@kernel(block=(32,))
+def tensor_dim_outside(out: Tensor[f32, 32]):
+    out[32] = 1.0
+
+
+@kernel(block=(32,))
+def negative_coordinate(x: Tensor[f32, "m"], m: int):
+    x[-1] = 1.0  # no Python-style negative indexing: the interpreter faults
+
+
 @pytest.mark.parametrize(
     "k, error, marker, words",
     [
@@ -97,6 +121,10 @@ def sub_tile_outside(out: Tensor[f32, 32]):
         (int_division, ArgusTypeError, "thread_idx.x / 2", "use '//'"),
         (uses_lambda, ArgusSyntaxError, "f = lambda", "'Lambda' expressions are not part of the Argus language"),
         (sub_tile_outside, ArgusTypeError, "r[:, k]", "coordinate 4 is outside mode 1 of this tile, which has 4"),
+        (register_outside, ArgusTypeError, "r[k] = 1.0", "coordinate 4 is outside this tile, which has 4 element(s) (0 to 3)"),
+        (mode_outside, ArgusTypeError, "r[1, 4]", "coordinate 4 is outside mode 1 of this tile, which has 4"),
+        (tensor_dim_outside, ArgusTypeError, "out[32]", "coordinate 32 is outside dim 0 of this tensor, which has 32"),
+        (negative_coordinate, ArgusTypeError, "x[-1]", "coordinate -1 is negative: dim 0 of this tensor (m) starts at 0"),
     ],
     ids=lambda v: getattr(v, "name", None) if hasattr(v, "fn") else None,
 )

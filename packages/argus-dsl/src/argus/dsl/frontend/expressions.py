@@ -327,16 +327,36 @@ class Expressions:
             kind = "tensor" if isinstance(base, TensorRef) else "tile"
             raise self.type_error(node, f"this {kind} has rank {rank}; index it with {rank} coordinate(s)" + ("" if kind == "tensor" else " or one flat index"))
         coords = []
-        for item in items:
+        for mode, item in enumerate(items):
             c = self.expr(item)
             if isinstance(c, Value) and not c.dtype.is_integer:
                 raise self.type_error(item, f"coordinates are integers, got {c.dtype}")
             if isinstance(c, Value) and c.dtype != i32:
                 raise self.type_error(item, f"coordinates are i32, got {c.dtype}; convert with i32(x)")
-            if not isinstance(c, Value) and (not isinstance(c, int) or isinstance(c, bool)):
-                raise self.type_error(item, f"a coordinate must be an integer, got {describe(c)}")
+            if not isinstance(c, Value):
+                if not isinstance(c, int) or isinstance(c, bool):
+                    raise self.type_error(item, f"a coordinate must be an integer, got {describe(c)}")
+                self.check_constant_coordinate(item, base, mode, len(items), c)
             coords.append(self.materialize(c, item).ssa)
         return coords
+
+    def check_constant_coordinate(self, item: ast.expr, base: TensorRef | TileRef, mode: int, count: int,
+                                  c: int) -> None:
+        """A compile-time coordinate must lie inside its mode (of a tile, or a tensor's dim known
+        at compile time): outside, the access faults in every launch."""
+        if isinstance(base, TileRef):
+            shape = base.type.layout.shape
+            extent, what = (product(shape[mode]), f"mode {mode} of this tile") if count > 1 else \
+                (product(shape), "this tile")
+        else:
+            extent, what = base.type.shape[mode], f"dim {mode} of this tensor"
+            if not isinstance(extent, int):  # a size known at launch: only a negative coordinate is out in every launch
+                if c < 0:
+                    raise self.type_error(item, f"coordinate {c} is negative: {what} ({extent}) starts at 0")
+                return
+        if not 0 <= c < extent:
+            raise self.type_error(item, f"coordinate {c} is outside {what}, which has {extent} element(s) "
+                                        f"(0 to {extent - 1})")
 
     def convert(self, value: Any, dtype: DType, node: ast.AST, explicit: bool = False) -> Any:
         """Convert to `dtype`: compile-time numbers always; runtime values only when `explicit`
