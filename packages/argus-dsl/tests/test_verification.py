@@ -16,6 +16,7 @@ from argus.dsl import (
     VerificationError,
     bf16,
     block_idx,
+    constexpr,
     exp2,
     f32,
     i32,
@@ -24,6 +25,7 @@ from argus.dsl import (
     make_local,
     make_shared,
     reset_tags,
+    static_range,
     syncthreads,
     tag,
     thread_idx,
@@ -266,6 +268,46 @@ def test_an_access_no_launch_keeps_in_bounds_is_reported_rather_than_emptying_th
     w = result.witnesses[0]
     assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(far_past_the_end, 'b[0] = x')}:5")
     assert w["index"] == ("2*n + 31",) and w["replayed"].startswith("the interpreter faults the same way")
+
+
+@kernel(block=(32,), verify=False)
+def unchecked_registers(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int, store: constexpr, load: constexpr):
+    tag(x, lambda i: (i,))
+    scratch = make_local((4,), f32)  # nothing any check reads
+    for k in static_range(4):
+        scratch[k] = 0.0
+    scratch[thread_idx.x % store] = 1.0  # threads 4..7 (mod 8) store past the end when store = 8
+    a = make_local((1,), f32)
+    a[0] = x[thread_idx.x]
+    assert tag(a[...]) == tag(a[...])
+    out[thread_idx.x] = scratch[thread_idx.x % load]  # its data reach no check either
+
+
+@pytest.mark.parametrize("store, load, faulting", [(4, 4, None), (8, 4, "scratch[thread_idx.x % store] ="),
+                                                   (4, 8, "out[thread_idx.x] = scratch")])
+def test_a_tile_access_no_check_reads_is_still_held_inside_its_tile(store, load, faulting):
+    result = unchecked_registers.verify(store=store, load=load)
+    assert result.verdict is (Verdict.PROVED if faulting is None else Verdict.VIOLATED)
+    if faulting is not None:
+        w = result.witnesses[0]
+        assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(unchecked_registers, faulting)}:5")
+        assert w["index"] == (4,) and w["replayed"].startswith("the interpreter faults the same way")
+        with pytest.raises(KernelFault, match="out-of-bounds"):
+            unchecked_registers[1](np.zeros(32, np.float32), np.zeros(32, np.float32), 32, store=store, load=load)
+
+
+@kernel(block=(32,), verify=False)
+def data_indexed_registers(x: Tensor[f32, "n"], idx: Tensor[i32, "n"], n: int):
+    tag(x, lambda i: (i,))
+    scratch = make_local((4,), f32)
+    scratch[idx[thread_idx.x]] = 1.0  # a coordinate read from memory, in an access no check reads
+    a = make_local((1,), f32)
+    a[0] = x[thread_idx.x]
+    assert tag(a[...]) == tag(a[...])
+
+
+def test_an_unchecked_access_at_a_coordinate_read_from_memory_is_left_to_the_interpreter():
+    assert data_indexed_registers.verify().verdict is Verdict.PROVED
 
 
 @kernel(block=(32,), verify=False)

@@ -48,7 +48,7 @@ from .interpreter import TileValue, _offset_table, _pad3, _redistribute, segment
 from .interpreter import _fragment_bytes as _all_fragment_bytes
 from .interpreter import _shared_operand_bytes
 from .layout_texts import layout_from_text
-from .tag_liveness import relevant_ops
+from .tag_liveness import Liveness, relevant_ops
 from .types import dtype_of_mlir
 
 #: Iterations up to which a runtime loop with concrete bounds is unrolled by the analysis.
@@ -96,6 +96,14 @@ class LoopContext:
     symbol: int | None
     values: np.ndarray | None = None
     step: int = 1
+
+
+@dataclass
+class TileBounds:
+    """A step of a block's plan: a tile access no check depends on, walked only to check that
+    its coordinates lie inside the tile (`tag_liveness.Liveness.bounds_only`)."""
+
+    op: Operation
 
 
 @dataclass
@@ -170,7 +178,6 @@ class Preparation:
         """The atom of each MMA or copy op."""
         self._read: dict[Operation, Any] = {}
         self._kinds: dict[type, tuple[batching.Role, bool | None]] = {}
-        self._constant_values: dict[int, Any] = {}
         self._allocations: dict[int, int] = {}
         self._fills: dict[Operation, bool] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
@@ -183,9 +190,15 @@ class Preparation:
         return OpTable(self.kernel)
 
     @cached_property
-    def relevant(self) -> set[int]:
-        """The ops that can affect a check, by their number in `table`."""
+    def liveness(self) -> Liveness:
+        """The ops that can affect a check, by their number in `table`, and the tile accesses
+        walked only to check their coordinates."""
         return relevant_ops(self.kernel, self.table)
+
+    @property
+    def relevant(self) -> set[int]:
+        """The ops a check walks (`liveness`)."""
+        return self.liveness.relevant
 
     @cached_property
     def launch(self) -> Launch:
@@ -268,7 +281,12 @@ class Preparation:
             numbers = [j for j in numbers if j not in known]
             lead = [batching.Known([table.ops[j].results[0] for j in known], list(known.values()))] \
                 if known and block is self.kernel.body.block else []
-            found = self._steps[id(block)] = lead + batching.plan(table, numbers, self)
+            steps = batching.plan(table, numbers, self)
+            bounds = self.liveness.bounds_only
+            if bounds:  # (they run alone: `roles`)
+                only = {id(table.ops[j]) for j in bounds}
+                steps = [TileBounds(step) if id(step) in only else step for step in steps]
+            found = self._steps[id(block)] = lead + steps
         return found
 
     def holds_a_loop(self, op: scf.ForOp) -> bool:
@@ -316,18 +334,22 @@ class Preparation:
         reads whole, which any write of the tile may change; ("element", view, coordinates) an
         element at constant coordinates, which a store there writes; ("products", tile) any
         element of a tile products write. Tiles are named by the op allocating them."""
-        kind = self.table.kinds[number]
+        table = self.table
+        kind = table.kinds[number]
         if kind not in _TILE_ACCESSES:
             return (), ()
-        operands = self.table.operands[number]
+        operands = table.operands[number]
+        allocation = self._allocations.get
         if kind is D.LoadOp:
+            tile = operands[0]
             coordinates = self._constants(operands[1:])
-            element = () if coordinates is None else (("element", operands[0], coordinates),)
-            return (("products", self._allocation(operands[0])), *element), ()
+            read = ("products", allocation(tile) or self._allocation(tile))
+            return ((read, ("element", tile, coordinates)) if coordinates is not None else (read,)), ()
         if kind is D.StoreOp or kind is D.StoreAtOp:
+            tile = operands[1]
             coordinates = self._constants(operands[2:]) if kind is D.StoreOp else None
-            element = () if coordinates is None else (("element", operands[1], coordinates),)
-            return (), (("whole", self._allocation(operands[1])), *element)
+            written = ("whole", allocation(tile) or self._allocation(tile))
+            return (), ((written, ("element", tile, coordinates)) if coordinates is not None else (written,))
         if kind is D.MmaOp:
             written = self._allocation(operands[2])
             return (("whole", self._allocation(operands[0])), ("whole", self._allocation(operands[1]))), \
@@ -341,17 +363,15 @@ class Preparation:
 
     def _constants(self, values: tuple[int, ...]) -> tuple[int, ...] | None:
         """The values (by identity) if integer constants make them all."""
-        table, known, out = self.table, self._constant_values, []
-        for value in values:
-            number = known.get(value, _UNREAD)
-            if number is _UNREAD:
-                maker = table.maker.get(value)
-                number = known[value] = None if maker is None or table.kinds[maker] is not arith.ConstantOp \
-                    else _integer_constant(table.ops[maker])
-            if number is None:
-                return None
-            out.append(number)
-        return tuple(out)
+        numbers = tuple(map(self._integer_constants.get, values))
+        return None if None in numbers else numbers
+
+    @cached_property
+    def _integer_constants(self) -> dict[int, int]:
+        """The value of every integer constant of the kernel, by identity."""
+        table = self.table
+        return {table.results[j][0]: number for j, kind in enumerate(table.kinds)
+                if kind is arith.ConstantOp and (number := _integer_constant(table.ops[j])) is not None}
 
     def _allocation(self, value: int) -> int:
         """The op that allocates a tile (by identity), through the views of it (a value no op
@@ -371,8 +391,13 @@ class Preparation:
         as one group (None where the op runs alone)."""
         table, by_kind, locations = self.table, self._kinds, self._locations
         kinds, ops = table.kinds, table.ops
+        bounds = self.liveness.bounds_only
         roles, keys = [], []
         for j in numbers:
+            if j in bounds:
+                roles.append(_ALONE)
+                keys.append(None)
+                continue
             kind = kinds[j]
             found = by_kind.get(kind)
             if found is None:
@@ -592,6 +617,8 @@ class TagAnalysis:
             self.values.update(zip(step.results, step.values))
         elif type(step) is batching.Products:
             _products(self, step, mask)
+        elif type(step) is TileBounds:
+            _tile_bounds(self, step.op, mask)
         else:
             rule = _RULES.get(type(step))
             if rule is None:
@@ -1655,6 +1682,18 @@ def _store(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     a.write_tags(tile.memory, idx, tags if active is a.tid else tags[active], threads, active, a.site(op))  # type: ignore[arg-type]
 
 
+def _tile_bounds(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
+    """A load or store whose data no check needs: an out-of-bounds finding if a thread's
+    coordinates fall outside the tile. Coordinates computed from runtime values or data are
+    left to the interpreter (the checker enumerates register and shared addresses only where
+    an access matters)."""
+    memory_ssa, coord_ssa, offset_ssa, _ = _access(a, op)
+    coords = [a.int_value(c, op) for c in coord_ssa] if coord_ssa is not None else None
+    offset = a.int_value(offset_ssa, op) if offset_ssa is not None else None
+    if all(v.concrete for v in coords or [offset]):  # type: ignore[union-attr]
+        a.tile_bytes(op, a.values[memory_ssa], coords, offset, mask)
+
+
 def _atomic(a: TagAnalysis, op: D.AtomicOp, mask: np.ndarray) -> None:
     target = a.values[op.target]
     if isinstance(target, GlobalRef):
@@ -2711,6 +2750,8 @@ _RUN_RULES: set[Any] = {_int_op, _constant, _cast, _float_op, _load, _store, _sa
 _COPY_RULES: set[Any] = {_int_op, _float_op, _load, _store, _same_bytes, _concat, _extract, _byte_perm, _computed,
                          _view, _mma, _assert}
 _TILE_ACCESSES = (D.LoadOp, D.StoreOp, D.StoreAtOp, D.MmaOp, D.TagAssertOp)
+_ALONE = batching.Role(False, False, False, False, False)
+"""The role of an op walked on its own, outside runs (`TileBounds`)."""
 _WRITES_SECOND = (D.StoreOp, D.StoreAtOp, D.CopyOp, D.AtomicOp)
 """Writes of their first operand's data into their second operand's tile."""
 _STORES, _ANY_TILE, _NOTHING = "stores", "any tile", "nothing"

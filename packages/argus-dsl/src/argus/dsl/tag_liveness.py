@@ -13,11 +13,16 @@ in-bounds facts of the domain) always matter.
 
 The analysis skips the other ops: arithmetic on data whose tags reach no check is most of a
 kernel. Reads of shared memory always run, with the writes before them, since they may race.
+A tile access it would skip whose coordinates are not all constants (the front end rejects a
+constant outside its mode) is kept for its coordinates alone (`Liveness.bounds_only`): an
+access outside the tile faults whatever its data.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects import scf
+from typing import NamedTuple
+
+from xdsl.dialects import arith, scf
 
 from . import dialect as D
 from .op_table import OpTable
@@ -29,12 +34,20 @@ _SOURCES = frozenset((*_VIEWS, D.TensorViewOp))
 """Ops whose result is a view of their first operand's memory."""
 
 
-def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> set[int]:
-    """The ops (by their number in `table`) the tag analysis must run; the others cannot change
-    what any check sees."""
+class Liveness(NamedTuple):
+    """What the tag analysis must run of a kernel's ops (by their number in the `OpTable`)."""
+
+    relevant: set[int]
+    """The ops that can change what a check sees, and those of `bounds_only`."""
+    bounds_only: set[int]
+    """Tile accesses whose data no check needs: only their coordinates are checked."""
+
+
+def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> Liveness:
+    """The ops the tag analysis must run; the others cannot change what any check sees."""
     walk = _Liveness(table or OpTable(kernel))
     walk.block(kernel.body.block, set())
-    return walk.keep
+    return Liveness(walk.keep | walk.bounds, walk.bounds - walk.keep)
 
 
 Live = set[int]
@@ -50,6 +63,8 @@ class _Liveness:
         self.spaces: dict[int, str | None] = {}
         self.skipped: Live = set()
         """Memories and variables some op the analysis skips writes."""
+        self.bounds: set[int] = set()
+        """Tile accesses kept for their coordinates alone (`Liveness.bounds_only`)."""
 
     def root(self, value: int) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
@@ -143,6 +158,8 @@ def _reset(w: _Liveness, i: int, live: Live) -> None:
         w.skipped.add(target)
 
 
+_AT_OFFSET = frozenset((D.LoadAtOp, D.StoreAtOp))
+"""Tile accesses at a flat offset (not coordinates the front end checks)."""
 _TARGET_SECOND = frozenset((D.StoreOp, D.StoreAtOp, D.AtomicOp, D.CopyOp))
 """Writes whose second operand is the memory written (the first is the value)."""
 _PAIRS = frozenset((D.TagAssertOp, D.MmaOp))
@@ -177,6 +194,8 @@ def _write(w: _Liveness, i: int, live: Live) -> None:
     else:
         w.skipped.add(root)
         w.skipped.add(_written(root))
+        if store:
+            _bounds_only(w, i, live, operands[2:])
 
 
 def _written(memory: int) -> int:
@@ -212,6 +231,18 @@ def _load(w: _Liveness, i: int, live: Live) -> None:
         live.update(operands[1:])
         if used or shared:  # a shared read races with the writes before it, so they matter too
             live.add(w.root(source))
+    else:
+        _bounds_only(w, i, live, operands[1:])
+
+
+def _bounds_only(w: _Liveness, i: int, live: Live, coordinates: tuple[int, ...]) -> None:
+    """Keep a tile access the analysis would skip for its coordinates alone, unless they are
+    all constants (the front end checked those against the tile; an offset it did not)."""
+    t = w.table
+    if t.kinds[i] in _AT_OFFSET or any((maker := t.maker.get(v)) is None or t.kinds[maker] is not arith.ConstantOp
+                                       for v in coordinates):
+        w.bounds.add(i)
+        live.update(coordinates)
 
 
 def _always(w: _Liveness, i: int, live: Live) -> None:
