@@ -45,17 +45,17 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     or refute them with a replayed counterexample."""
     op: D.KernelOp = compiled.op
     claim = f"the tag assertions of {name} hold for every launch" + (f" of grid {tuple(grid)}" if grid else "")
-    preparation = getattr(compiled, "preparation", None) or Preparation(op, compiled.locations)
-    asserts = preparation.assertions
-    if not asserts and not preparation.tags_something:
-        return proved(claim, "the kernel states no tag assertions and tags nothing")
-    chosen = find_solver(solver) if solver else None  # a solver asked for by name must exist, used or not
     started = time.perf_counter()
-    try:
-        with _no_collection():
+    with _no_collection():
+        preparation = getattr(compiled, "preparation", None) or Preparation(op, compiled.locations)
+        asserts = preparation.assertions
+        if not asserts and not preparation.tags_something:
+            return proved(claim, "the kernel states no tag assertions and tags nothing")
+        chosen = find_solver(solver) if solver else None  # a solver asked for by name must exist, used or not
+        try:
             analysis = TagAnalysis(op, compiled.locations, tuple(grid) if grid else None, preparation).run()
-    except Undecidable as err:
-        return unknown(claim, f"{err.location}: {err.reason}" if err.location else err.reason)
+        except Undecidable as err:
+            return unknown(claim, f"{err.location}: {err.reason}" if err.location else err.reason)
     reached = set(analysis.obligations.pending)
     unreached = [str(compiled.locations.get(a)) for a in asserts if str(compiled.locations.get(a)) not in reached]
     facts = _tightest(analysis.facts)
@@ -150,9 +150,9 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
 
 @contextmanager
 def _no_collection() -> Iterator[None]:
-    """The cyclic garbage collector paused while the analysis runs: it allocates many small
-    objects, each collection would walk the kernel's whole IR, and what the analysis leaves
-    behind is collected afterwards."""
+    """The cyclic garbage collector paused while the preparation and the analysis run: they
+    allocate many small objects, each collection would walk the kernel's whole IR, and what
+    they leave behind is collected afterwards."""
     enabled = gc.isenabled()
     gc.disable()
     try:
