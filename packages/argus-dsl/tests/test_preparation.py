@@ -15,6 +15,7 @@ from argus.dsl.analysis import Preparation, TagAnalysis, _Renamer
 from argus.dsl.dialect import StoreOp
 from argus.dsl.cli import load_module
 from argus.dsl.op_table import OpTable
+from argus.dsl.tag_liveness import Liveness
 from argus.dsl.verification import verify_kernel
 from argus.verify import Verdict
 from xdsl.dialects import arith, scf
@@ -66,7 +67,7 @@ def test_skipping_the_ops_no_check_depends_on_changes_no_finding(name):
     compiled = _compiled(name)
     everything = dataclasses.replace(compiled)
     preparation = Preparation(compiled.op, compiled.locations)
-    preparation.__dict__["relevant"] = set(range(len(preparation.table.ops)))
+    preparation.__dict__["liveness"] = Liveness(set(range(len(preparation.table.ops))), set())
     everything.__dict__["preparation"] = preparation
     assert len(compiled.preparation.relevant) < len(preparation.relevant)  # there is something to skip
     assert verify_kernel(compiled, name).verdict == verify_kernel(everything, name).verdict

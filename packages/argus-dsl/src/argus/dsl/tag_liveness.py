@@ -65,6 +65,8 @@ class _Liveness:
         """Memories and variables some op the analysis skips writes."""
         self.bounds: set[int] = set()
         """Tile accesses kept for their coordinates alone (`Liveness.bounds_only`)."""
+        self.constants = {table.results[j][0] for j in range(len(table.ops)) if table.kinds[j] is arith.ConstantOp}
+        """The values constants make (by identity)."""
 
     def root(self, value: int) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
@@ -238,9 +240,7 @@ def _load(w: _Liveness, i: int, live: Live) -> None:
 def _bounds_only(w: _Liveness, i: int, live: Live, coordinates: tuple[int, ...]) -> None:
     """Keep a tile access the analysis would skip for its coordinates alone, unless they are
     all constants (the front end checked those against the tile; an offset it did not)."""
-    t = w.table
-    if t.kinds[i] in _AT_OFFSET or any((maker := t.maker.get(v)) is None or t.kinds[maker] is not arith.ConstantOp
-                                       for v in coordinates):
+    if w.table.kinds[i] in _AT_OFFSET or not w.constants.issuperset(coordinates):
         w.bounds.add(i)
         live.update(coordinates)
 
