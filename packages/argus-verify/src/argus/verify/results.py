@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+import linecache
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,8 +43,8 @@ class Result:
         lines = [f"{self.verdict.value}: {self.claim}"]
         if self.reason:
             lines.append(f"  {self.reason}")
-        for w in self.witnesses:
-            lines.append("  counterexample: " + ", ".join(f"{k} = {_show(v)}" for k, v in w.items()))
+        for number, w in enumerate(self.witnesses, 1):
+            lines.extend(_witness_lines(w, number if len(self.witnesses) > 1 else None))
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
@@ -73,6 +74,33 @@ def violated(claim: str, reason: str, *witnesses: dict[str, Any]) -> Result:
 
 def unknown(claim: str, reason: str) -> Result:
     return Result(claim, Verdict.UNKNOWN, reason)
+
+
+#: The longest witness printed on one line; a longer one gets a line per fact.
+ONE_LINE = 100
+
+
+def _witness_lines(witness: dict[str, Any], number: int | None) -> list[str]:
+    """A witness for people: on one line when short (a layout's two coordinates), else one fact
+    per line, after the line of source its `assertion` names (an assertion, a product, an
+    access), quoted where that file can be read. `number`: its place among several."""
+    facts = [f"{k} = {_show(v)}" for k, v in witness.items()]
+    head = "  counterexample" + (f" {number}" if number else "") + ":"
+    line = f"{head} " + ", ".join(facts)
+    if len(line) <= ONE_LINE:
+        return [line]
+    source = _source_line(witness.get("assertion"))
+    return [head, *([f"    | {source}"] if source else []), *(f"    {fact}" for fact in facts)]
+
+
+def _source_line(where: Any) -> str | None:
+    """The text of the line ``FILE:LINE:COL`` names, stripped (None when it cannot be read)."""
+    parts = str(where).rsplit(":", 2) if where is not None else []
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None
+    linecache.checkcache(parts[0])  # (the file may have changed since it was last read)
+    text = linecache.getline(parts[0], int(parts[1])).strip()
+    return text or None
 
 
 def _show(v: Any) -> str:
