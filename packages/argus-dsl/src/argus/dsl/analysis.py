@@ -339,16 +339,15 @@ class Preparation:
         if kind not in _TILE_ACCESSES:
             return (), ()
         operands = table.operands[number]
-        allocation = self._allocations.get
         if kind is D.LoadOp:
             tile = operands[0]
             coordinates = self._constants(operands[1:])
-            read = ("products", allocation(tile) or self._allocation(tile))
+            read = ("products", self._allocation(tile))
             return ((read, ("element", tile, coordinates)) if coordinates is not None else (read,)), ()
         if kind is D.StoreOp or kind is D.StoreAtOp:
             tile = operands[1]
             coordinates = self._constants(operands[2:]) if kind is D.StoreOp else None
-            written = ("whole", allocation(tile) or self._allocation(tile))
+            written = ("whole", self._allocation(tile))
             return (), ((written, ("element", tile, coordinates)) if coordinates is not None else (written,))
         if kind is D.MmaOp:
             written = self._allocation(operands[2])
@@ -1688,9 +1687,9 @@ def _tile_bounds(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     left to the interpreter (the checker enumerates register and shared addresses only where
     an access matters)."""
     memory_ssa, coord_ssa, offset_ssa, _ = _access(a, op)
-    coords = [a.int_value(c, op) for c in coord_ssa] if coord_ssa is not None else None
-    offset = a.int_value(offset_ssa, op) if offset_ssa is not None else None
-    if all(v.concrete for v in coords or [offset]):  # type: ignore[union-attr]
+    coords = None if coord_ssa is None else [a.int_value(c, op) for c in coord_ssa]
+    offset = None if offset_ssa is None else a.int_value(offset_ssa, op)
+    if all(v.concrete for v in [*(coords or ()), *(() if offset is None else (offset,))]):
         a.tile_bytes(op, a.values[memory_ssa], coords, offset, mask)
 
 
