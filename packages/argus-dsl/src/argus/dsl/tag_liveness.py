@@ -65,7 +65,7 @@ class _Liveness:
         """Memories and variables some op the analysis skips writes."""
         self.bounds: set[int] = set()
         """Tile accesses kept for their coordinates alone (`Liveness.bounds_only`)."""
-        self.constants = {table.results[j][0] for j in range(len(table.ops)) if table.kinds[j] is arith.ConstantOp}
+        self.constants = {results[0] for kind, results in zip(table.kinds, table.results) if kind is arith.ConstantOp}
         """The values constants make (by identity)."""
 
     def root(self, value: int) -> int:
