@@ -297,6 +297,24 @@ def test_a_tile_access_no_check_reads_is_still_held_inside_its_tile(store, load,
 
 
 @kernel(block=(32,), verify=False)
+def unread_shared(x: Tensor[f32, "n"], n: int):
+    tag(x, lambda i: (i,))
+    s = make_shared((32,), f32)  # written, never read
+    s[thread_idx.x + 1] = 1.0  # thread 31 stores past the end
+    a = make_local((1,), f32)
+    a[0] = x[thread_idx.x]
+    assert tag(a[...]) == tag(a[...])
+
+
+def test_a_shared_store_nothing_reads_is_still_held_inside_its_tile():
+    result = unread_shared.verify()
+    assert result.verdict is Verdict.VIOLATED
+    w = result.witnesses[0]
+    assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(unread_shared, 's[thread_idx.x + 1]')}:5")
+    assert (w["thread"], w["index"]) == (31, (32,))
+
+
+@kernel(block=(32,), verify=False)
 def data_indexed_registers(x: Tensor[f32, "n"], idx: Tensor[i32, "n"], n: int):
     tag(x, lambda i: (i,))
     scratch = make_local((4,), f32)
