@@ -271,6 +271,25 @@ def test_an_access_no_launch_keeps_in_bounds_is_reported_rather_than_emptying_th
 
 
 @kernel(block=(32,), verify=False)
+def clamped(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int, last: constexpr):
+    tag(x, lambda i: (i,))
+    a = make_local((1,), f32)
+    a[0] = x[min(thread_idx.x + n, n - last)]  # each thread its own unknown; last = 0 reads x[n]
+    assert tag(a[...]) == tag(a[...])
+    out[thread_idx.x] = a[0]
+
+
+@pytest.mark.parametrize("last, verdict", [(1, Verdict.PROVED), (0, Verdict.VIOLATED)])
+def test_a_coordinate_each_thread_computes_its_own_way_is_held_in_bounds(last, verdict):
+    result = clamped.verify(last=last)
+    assert result.verdict is verdict
+    if verdict is Verdict.VIOLATED:  # out of bounds in every launch: it was proved, with no in-bounds fact at all
+        w = result.witnesses[0]
+        assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(clamped, 'a[0] = x[min(')}:5")
+        assert w["replayed"].startswith("the interpreter faults the same way")
+
+
+@kernel(block=(32,), verify=False)
 def unchecked_registers(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int, store: constexpr, load: constexpr):
     tag(x, lambda i: (i,))
     scratch = make_local((4,), f32)  # nothing any check reads

@@ -934,38 +934,45 @@ class TagAnalysis:
                 self._bounded[seen] = (c, d, active)  # kept alive, so that no other value takes an id
 
     def _bound_axis(self, op: Operation, ref: GlobalRef, coords: list[Affine], axis: int, points: np.ndarray) -> None:
-        """The facts that coordinate `axis` of the access is within its extent, for `points`."""
+        """The facts that coordinate `axis` of the access is within its extent, for `points`:
+        two per symbolic part the points' coordinates have (its least and its greatest constant).
+        Points have different parts when copies of an op run together, or when each thread has
+        its own unknown (`min(row0 + ty, rows - 1)`)."""
         rows = coords[axis].take(points)
-        if any(arr.min() != arr.max() for arr in rows.terms.values()):
-            copy = points // self.threads  # copies of an op run together: each copy's own form
-            if copy[0] != copy[-1]:
-                for c in np.unique(copy):
-                    self._bound_axis(op, ref, coords, axis, points[copy == c])
-            return
-        terms = tuple((a, int(arr[0])) for a, arr in sorted(rows.terms.items()))
-        low = int(rows.const.argmin())
-        high = int(rows.const.argmax())
-        extent = ref.dims[axis].row(0)
-        for fact, row in ((("ge0", (int(rows.const[low]), terms)), low),
-                          (("ge0", sub_keys(add_keys(extent, (-1, ())), (int(rows.const[high]), terms))), high)):
-            if self.implied(fact[1]):  # so are the same bounds in the loops' first and last iterations
-                continue
-            point = int(points[row])
+        atoms = sorted(rows.terms)
+        if all(rows.terms[a].min() == rows.terms[a].max() for a in atoms):
+            parts = [(tuple((a, c) for a in atoms if (c := int(rows.terms[a][0]))), None)]
+        else:
+            unique, inverse = unique_rows(np.stack([rows.terms[a] for a in atoms], axis=1))
+            inverse = np.reshape(inverse, -1)
+            parts = [(tuple((a, c) for a, c in zip(atoms, row) if c), np.flatnonzero(inverse == u))
+                     for u, row in enumerate(unique.tolist())]
+        extent = add_keys(ref.dims[axis].row(0), (-1, ()))
+        for terms, members in parts:
+            const = rows.const if members is None else rows.const[members]
+            low, high = int(const.argmin()), int(const.argmax())
+            if members is not None:
+                low, high = int(members[low]), int(members[high])
+            for fact, row in ((("ge0", (int(rows.const[low]), terms)), low),
+                              (("ge0", sub_keys(extent, (int(rows.const[high]), terms))), high)):
+                if self.implied(fact[1]):  # so are the same bounds in the loops' first and last iterations
+                    continue
+                point = int(points[row])
 
-            def where(point: int = point) -> tuple[str, ...]:
-                return tuple(self.space.describe(x.row(point)) for x in coords)
+                def where(point: int = point) -> tuple[str, ...]:
+                    return tuple(self.space.describe(x.row(point)) for x in coords)
 
-            origin = (op, point % self.threads, where, f"tensor {ref.name!r}, mode {axis}")
-            for key in self.every_iteration(fact[1]):
-                if key[1] and key == fact[1]:
-                    self.add_fact(("ge0", key))
-                    self.fact_origins.setdefault(("ge0", key), origin)
-                elif key[1]:
-                    self.replay_facts.add(("ge0", key))
-                    self.fact_origins.setdefault(("ge0", key), origin)
-                elif key[0] < 0:  # out of bounds in every launch
-                    self.out_of_bounds(*origin)
-                    break
+                origin = (op, point % self.threads, where, f"tensor {ref.name!r}, mode {axis}")
+                for key in self.every_iteration(fact[1]):
+                    if key[1] and key == fact[1]:
+                        self.add_fact(("ge0", key))
+                        self.fact_origins.setdefault(("ge0", key), origin)
+                    elif key[1]:
+                        self.replay_facts.add(("ge0", key))
+                        self.fact_origins.setdefault(("ge0", key), origin)
+                    elif key[0] < 0:  # out of bounds in every launch
+                        self.out_of_bounds(*origin)
+                        break
 
     def add_fact(self, fact: tuple[str, Key]) -> None:
         """A fact of the domain where the analysis is: inside a runtime loop, of that loop only
