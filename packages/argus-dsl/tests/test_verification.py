@@ -187,9 +187,7 @@ def racy(x: Tensor[bf16, 64]):
 
 def test_write_conflicts_are_found_and_replayed_as_races():
     result = racy.verify()
-    assert result.verdict is Verdict.VIOLATED
-    w = result.witnesses[0]
-    assert w["kind"] == "data-race" and w["assertion"].endswith(f":{_line(racy, 's[thread_idx.x // 2]')}:5")
+    w = _finding(result, "data-race", racy, 's[thread_idx.x // 2]')
     assert w["replayed"].startswith("the interpreter faults the same way")
 
 
@@ -207,9 +205,7 @@ def overrun(x: Tensor[bf16, "n"], out: Tensor[bf16, "n"], n: int):
 
 def test_an_access_out_of_bounds_in_every_launch_is_reported():
     result = overrun.verify()
-    assert result.verdict is Verdict.VIOLATED
-    w = result.witnesses[0]
-    assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(overrun, 'a[0] = x')}:9")
+    _finding(result, "out-of-bounds", overrun, 'a[0] = x', col=9)
 
 
 @kernel(block=(32,), verify=False)
@@ -264,9 +260,7 @@ def far_past_the_end(x: Tensor[bf16, "n"], out: Tensor[bf16, "n"], n: int):
 
 def test_an_access_no_launch_keeps_in_bounds_is_reported_rather_than_emptying_the_domain():
     result = far_past_the_end.verify()
-    assert result.verdict is Verdict.VIOLATED
-    w = result.witnesses[0]
-    assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(far_past_the_end, 'b[0] = x')}:5")
+    w = _finding(result, "out-of-bounds", far_past_the_end, 'b[0] = x')
     assert w["index"] == ("2*n + 31",) and w["replayed"].startswith("the interpreter faults the same way")
 
 
@@ -284,8 +278,7 @@ def test_a_coordinate_each_thread_computes_its_own_way_is_held_in_bounds(last, v
     result = clamped.verify(last=last)
     assert result.verdict is verdict
     if verdict is Verdict.VIOLATED:  # out of bounds in every launch: it was proved, with no in-bounds fact at all
-        w = result.witnesses[0]
-        assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(clamped, 'a[0] = x[min(')}:5")
+        w = _finding(result, "out-of-bounds", clamped, "a[0] = x[min(")
         assert w["replayed"].startswith("the interpreter faults the same way")
 
 
@@ -308,8 +301,7 @@ def test_a_tile_access_no_check_reads_is_still_held_inside_its_tile(store, load,
     result = unchecked_registers.verify(store=store, load=load)
     assert result.verdict is (Verdict.PROVED if faulting is None else Verdict.VIOLATED)
     if faulting is not None:
-        w = result.witnesses[0]
-        assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(unchecked_registers, faulting)}:5")
+        w = _finding(result, "out-of-bounds", unchecked_registers, faulting)
         assert w["index"] == (4,) and w["replayed"].startswith("the interpreter faults the same way")
         with pytest.raises(KernelFault, match="out-of-bounds"):
             unchecked_registers[1](np.zeros(32, np.float32), np.zeros(32, np.float32), 32, store=store, load=load)
@@ -327,9 +319,7 @@ def unread_shared(x: Tensor[f32, "n"], n: int):
 
 def test_a_shared_store_nothing_reads_is_still_held_inside_its_tile():
     result = unread_shared.verify()
-    assert result.verdict is Verdict.VIOLATED
-    w = result.witnesses[0]
-    assert w["kind"] == "out-of-bounds" and w["assertion"].endswith(f":{_line(unread_shared, 's[thread_idx.x + 1]')}:5")
+    w = _finding(result, "out-of-bounds", unread_shared, 's[thread_idx.x + 1]')
     assert (w["thread"], w["index"]) == (31, (32,))
 
 
@@ -455,6 +445,15 @@ def _line(k, text: str) -> int:
     return start + next(i for i, line in enumerate(lines) if text in line)
 
 
+def _finding(result, kind: str, k, text: str, col: int = 5) -> dict:
+    """The first witness of a violated result, checked to be a `kind` finding at the line of
+    `k` containing `text` (column `col`)."""
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    w = result.witnesses[0]
+    assert w["kind"] == kind and w["assertion"].endswith(f":{_line(k, text)}:{col}"), w
+    return w
+
+
 def test_no_warning_for_proved_kernels():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -554,9 +553,7 @@ def no_barrier(x: Tensor[bf16, 32]):
 
 def test_reading_another_threads_write_before_a_barrier_is_a_race():
     result = no_barrier.verify()
-    assert result.verdict is Verdict.VIOLATED
-    w = result.witnesses[0]
-    assert w["kind"] == "data-race" and w["assertion"].endswith(f":{_line(no_barrier, 'got[0] = s[31')}:5")
+    _finding(result, "data-race", no_barrier, 'got[0] = s[31')
 
 
 def test_a_malformed_grid_is_refused():

@@ -2215,15 +2215,10 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     ids = a.intern(comps, tile.dtype.nbytes).reshape(rows.size, elements, -1)
     idx = _fragment_bytes(a, tile, rows)
     memory: TagMemory = tile.memory  # type: ignore[assignment]
-    if per_thread:  # (tags, not data: a byte nothing wrote stays unwritten, tagged or not)
-        flat = rows[:, None] * memory.tags.shape[1] + idx.reshape(rows.size, -1)
-        never = memory.site.reshape(-1)[flat] == NEVER
-        memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, a.site(op))
-        if never.any():
-            memory.site.reshape(-1)[flat[never]] = NEVER
-            memory.tagged_unwritten = True
+    if per_thread:
+        memory.relabel(idx.reshape(rows.size, -1), ids, a.site(op), rows)
     else:
-        memory.relabel(idx.reshape(-1), ids.reshape(-1), a.site(op))
+        memory.relabel(idx, ids, a.site(op))
 
 
 def _fragment_bytes(a: TagAnalysis, tile: TileValue, threads: np.ndarray) -> np.ndarray:

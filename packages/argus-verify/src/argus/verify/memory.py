@@ -159,14 +159,17 @@ class TagMemory:
         self.site[self.site != NEVER] = RESET  # (reading a byte never written stays a fault)
         self.writer.fill(-1)
 
-    def relabel(self, idx: np.ndarray, ids: np.ndarray, site: int) -> None:
-        """Set the tags of bytes of a shared buffer (a tag function): the data do not change, so
-        nothing is written and nothing races (bytes nothing wrote stay unwritten)."""
+    def relabel(self, idx: np.ndarray, ids: np.ndarray, site: int, threads: np.ndarray | None = None) -> None:
+        """Set the tags of bytes (a tag function): the data do not change, so nothing is written
+        and nothing races, and bytes nothing wrote stay unwritten. Registers: `idx` holds a row
+        of bytes per thread of `threads`."""
+        flat = idx.reshape(-1) if threads is None else (threads[:, None] * self.tags.shape[1] + idx).reshape(-1)
         if self.fresh is not None:
-            self.fresh[idx] = True
-        self.tags[idx] = ids
-        never = self.site[idx] == NEVER  # (tags, not data: what nothing wrote stays unwritten)
-        self.site[idx] = np.where(never, NEVER, site)
+            self.fresh.reshape(-1)[flat] = True
+        self.tags.reshape(-1)[flat] = ids.reshape(-1)
+        sites = self.site.reshape(-1)
+        never = sites[flat] == NEVER
+        sites[flat] = np.where(never, NEVER, site)
         self.tagged_unwritten |= bool(never.any())
 
 

@@ -300,10 +300,7 @@ class Expressions:
             c = self.expr(item)
             if not isinstance(c, int) or isinstance(c, bool):
                 raise self.type_error(item, "the fixed coordinates of a sub-tile must be compile-time ints")
-            extent = product(layout.shape[len(crd)])
-            if not 0 <= c < extent:
-                raise self.type_error(item, f"coordinate {c} is outside mode {len(crd)} of this tile, which has "
-                                            f"{extent} element(s) there (0 to {extent - 1})")
+            self.check_constant_coordinate(item, base, len(crd), len(items), c)
             crd.append(c)
         try:
             if isinstance(layout, ComposedLayout):
