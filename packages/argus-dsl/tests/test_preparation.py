@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from argus.dsl import Tensor, f32, kernel, make_local, tag, thread_idx
+from argus.dsl import Tensor, bf16, f32, kernel, make_local, matmul, static_range, tag, thread_idx, warp_mma_16x8x16
 from argus.dsl.analysis import Preparation, TagAnalysis, _Renamer
 from argus.dsl.dialect import StoreOp
 from argus.dsl.cli import load_module
@@ -150,6 +150,47 @@ def test_a_write_that_only_the_next_iteration_reads_is_kept():
     stores = [j for j, op in enumerate(table.ops) if isinstance(op, StoreOp)]
     assert stores and all(j in compiled.preparation.relevant for j in stores)
     assert verify_kernel(compiled, "carried").verdict is Verdict.PROVED
+
+
+def _accumulator_carried(shift: int) -> Any:
+    """A product after a loop makes its accumulator's bytes matter as writes before the loop's
+    first pass finds that the loop's own assertion reads their data in the next iteration."""
+    mma = warp_mma_16x8x16(bf16, bf16, f32)
+
+    @kernel(block=(32,), verify=False)
+    def accumulator_carried(x: Tensor[f32, "n"], n: int):
+        tag(x, lambda i: (i,))
+        acc = make_local((4,), f32)
+        staged = make_local((4,), f32)
+        want = make_local((4,), f32)
+        a = make_local((8,), bf16)
+        b = make_local((4,), bf16)
+        for v in static_range(4):
+            acc[v] = x[v]
+        for it in range(n // 8):
+            tag(want, lambda v: (v + it,))
+            assert tag(acc[...]) == tag(want[...])
+            for v in static_range(4):
+                staged[v] = x[v + it + shift]
+            for v in static_range(4):
+                acc[v] = staged[v]  # written here, read by the next iteration's assertion
+        for v in static_range(8):
+            a[v] = 0.0
+        for v in static_range(4):
+            b[v] = 0.0
+        matmul(a, b, acc, mma)
+
+    return accumulator_carried
+
+
+@pytest.mark.parametrize(("shift", "verdict"), [(1, Verdict.PROVED), (2, Verdict.VIOLATED)])
+def test_a_write_kept_only_as_a_write_is_kept_whole_when_the_next_iteration_reads_its_data(shift, verdict,
+                                                                                            no_result_cache):
+    compiled = _accumulator_carried(shift).specialize()
+    table = compiled.preparation.table
+    copies = [j for j, op in enumerate(table.ops) if isinstance(op, StoreOp)]
+    assert all(j in compiled.preparation.relevant for j in copies)
+    assert verify_kernel(compiled, "accumulator_carried").verdict is verdict
 
 
 @pytest.mark.parametrize("name", ["gemm", "flash_attention"])

@@ -328,42 +328,42 @@ class Preparation:
                            if isinstance(value.type, D.TileType))
         return out
 
-    def tiles(self, number: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        """What an op reads of tiles, and what it writes, as keys (`batching.plan` makes a read
-        wait for the writes of its keys before it): ("whole", tile) what an assertion or a product
-        reads whole, which any write of the tile may change; ("element", view, coordinates) an
-        element at constant coordinates, which a store there writes; ("products", tile) any
-        element of a tile products write. Tiles are named by the op allocating them."""
-        table = self.table
-        kind = table.kinds[number]
-        if kind not in _TILE_ACCESSES:
-            return (), ()
-        operands = table.operands[number]
-        if kind is D.LoadOp:
-            tile = operands[0]
-            coordinates = self._constants(operands[1:])
-            read = ("products", self._allocation(tile))
-            return ((read, ("element", tile, coordinates)) if coordinates is not None else (read,)), ()
-        if kind is D.StoreOp or kind is D.StoreAtOp:
-            tile = operands[1]
-            coordinates = self._constants(operands[2:]) if kind is D.StoreOp else None
-            written = ("whole", self._allocation(tile))
-            return (), ((written, ("element", tile, coordinates)) if coordinates is not None else (written,))
-        if kind is D.MmaOp:
-            written = self._allocation(operands[2])
-            return (("whole", self._allocation(operands[0])), ("whole", self._allocation(operands[1]))), \
-                (("whole", written), ("products", written))
-        return tuple(("whole", self._allocation(v)) for v in operands), ()
+    def tiles(self, numbers: list[int]) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
+        """Per op of `numbers` (ops accessing tiles), what it reads of tiles and what it writes, as
+        keys (`batching.plan` makes a read wait for the writes of its keys before it): ("whole",
+        tile) what an assertion or a product reads whole, which any write of the tile may change;
+        ("element", view, coordinates) an element at constant coordinates, which a store there
+        writes; ("products", tile) any element of a tile products write. Tiles are named by the op
+        allocating them."""
+        table, constant, allocation = self.table, self._integer_constants.get, self._allocation
+        kinds, operands_of = table.kinds, table.operands
+        out: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
+        for number in numbers:
+            kind, operands = kinds[number], operands_of[number]
+            if kind is D.LoadOp:
+                tile = operands[0]
+                coordinates = tuple(map(constant, operands[1:]))
+                read = ("products", allocation(tile))
+                out.append((((read, ("element", tile, coordinates)) if None not in coordinates else (read,)), ()))
+            elif kind is D.StoreOp or kind is D.StoreAtOp:
+                tile = operands[1]
+                coordinates = tuple(map(constant, operands[2:])) if kind is D.StoreOp else (None,)
+                written = ("whole", allocation(tile))
+                out.append(((), (written, ("element", tile, coordinates)) if None not in coordinates else (written,)))
+            elif kind is D.MmaOp:
+                written = allocation(operands[2])
+                out.append(((("whole", allocation(operands[0])), ("whole", allocation(operands[1]))),
+                            (("whole", written), ("products", written))))
+            elif kind in _TILE_ACCESSES:
+                out.append((tuple(("whole", allocation(v)) for v in operands), ()))
+            else:
+                out.append(((), ()))
+        return out
 
     def arithmetic(self, number: int) -> Callable[..., np.ndarray] | None:
         """The numpy function of an integer op with an integer result (`batching.Planner`)."""
         function = _NUMPY.get(self.table.kinds[number])
         return function if function is not None and _is_int(self.table.ops[number].results[0]) else None
-
-    def _constants(self, values: tuple[int, ...]) -> tuple[int, ...] | None:
-        """The values (by identity) if integer constants make them all."""
-        numbers = tuple(map(self._integer_constants.get, values))
-        return None if None in numbers else numbers
 
     @cached_property
     def _integer_constants(self) -> dict[int, int]:

@@ -166,8 +166,8 @@ class Planner(Protocol):
         """Per op, its `Role`, and the key its copies share where they may run as one group
         (ops of one source position and kind; None where the op runs alone)."""
 
-    def tiles(self, number: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        """What the op reads and writes of tiles, as keys: a read waits for the writes of its
+    def tiles(self, numbers: list[int]) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
+        """Per op, what it reads and writes of tiles, as keys: a read waits for the writes of its
         keys before it in program order."""
 
     def fixed(self, values: tuple[int, ...]) -> Affine | None:
@@ -298,7 +298,8 @@ def _plan_run(table: OpTable, numbers: list[int], roles: list[Role], keys: list[
         found.append(i)
     if len(members) == len(numbers):  # no op has a copy at its level
         return None
-    _wait_for_writes(sources, [(i, planner.tiles(j)) for i, (j, role) in enumerate(zip(numbers, roles)) if role.tiles])
+    accesses = [i for i, role in enumerate(roles) if role.tiles]
+    _wait_for_writes(sources, list(zip(accesses, planner.tiles([numbers[i] for i in accesses]))))
     ops = [table.ops[j] for j in numbers]
     members = [piece for m in members for piece in _alike(ops, m)]
     groups = []

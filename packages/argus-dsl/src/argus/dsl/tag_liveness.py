@@ -113,7 +113,12 @@ _UNKNOWN = object()
 def _for(w: _Liveness, i: int, live: Live) -> None:
     op: scf.ForOp = w.table.ops[i]  # type: ignore[assignment]
     after = set(live)
-    body_in: Live = set()
+    # what the body's products need written is live at its top whatever the rest of it does (a
+    # write never kills it), so it flows around the back edge: known before the first pass, it
+    # spares a second pass over the body only to carry it (an accumulator zeroed in the body)
+    t = w.table
+    body_in: Live = {_written(w.root(v)) for j in range(i + 1, t.ends[i]) if t.kinds[j] is D.MmaOp
+                     for v in t.operands[j][:3]}
     while True:  # the body's live-in flows around the back edge
         new_in = w.block(op.body.block, after | body_in)
         if new_in <= body_in:
@@ -190,6 +195,7 @@ def _write(w: _Liveness, i: int, live: Live) -> None:
             live.add(w.root(operands[0]))
     elif _written(root) in live:  # which bytes it writes matters, not its data
         w.keep.add(i)
+        w.skipped.add(root)  # (its data: should a loop's back edge make it matter, the loop walks again)
         # its address, not its value (its tile is made by ops always kept: naming it here would
         # make the memory's tags matter, since a memory is named by the value allocating it)
         live.update(operands[2:])
