@@ -1038,7 +1038,7 @@ class TagAnalysis:
 
     def intern(self, comps: list[Affine], nbytes: int) -> np.ndarray:
         """Byte ids (points, nbytes) of the tags whose components are `comps`."""
-        if all(all(t.min() == t.max() for t in c.terms.values()) for c in comps):
+        if all(type(c) is Uniform or all(t.min() == t.max() for t in c.terms.values()) for c in comps):
             # every point shares each component's symbolic part: only the constants vary, and
             # tags of one shape are looked up by their constants alone
             parts = tuple(tuple((a, int(t[0])) for a, t in sorted(c.terms.items())) for c in comps)
@@ -1058,15 +1058,11 @@ class TagAnalysis:
 
                 ids = np.fromiter(map(ident, map(tuple, rows.tolist())), np.int64, len(rows))
                 return self.table.bytes_of(ids, nbytes)
-            # one lookup per distinct row of constants (a tile's elements share few)
+            # one lookup per distinct row of constants (a tile's elements share few), the tags
+            # made column by column
             unique, inverse = unique_rows(rows)
-            ids = np.empty(len(unique), np.int64)
-            for i, row in enumerate(unique.tolist()):
-                key = tuple(row)
-                ident = known.get(key)
-                if ident is None:
-                    ident = known[key] = element(tuple((v, part) if part else v for v, part in zip(key, parts)))
-                ids[i] = ident
+            columns = [[(v, part) for v in column] if part else column for column, part in zip(unique.T.tolist(), parts)]
+            ids = np.fromiter(map(element, zip(*columns)), np.int64, len(unique))
             return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
         # component by component: each point's component as an index into its distinct values,
         # then one tag per distinct combination of indices

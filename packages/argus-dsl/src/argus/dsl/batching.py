@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
-from argus.verify.affine import Affine
+from argus.verify.affine import Affine, Uniform
 from argus.verify.memory import TagMemory
 from xdsl.ir import Operation, SSAValue
 
+from .interpreter import TileValue
 from .op_table import OpTable
 
 if TYPE_CHECKING:
@@ -1024,14 +1025,16 @@ def _without_zero_terms(value: Affine) -> Affine:
 
 def _tile(value: Any, copies: int, tiled: dict[Any, Any]) -> Any:
     """A value (or tags) every copy reads, over every copy's points."""
-    if copies == 1 or value is None:
-        return value
+    if copies == 1 or value is None or type(value) is TileValue:
+        return value  # (a tile's per-thread parts are read per thread)
     known = tiled.get((id(value), copies))
     if known is not None and known[0] is value:
         return known[1]
     # (copies stacked by np.concatenate, which runs in C: np.tile is Python)
     if isinstance(value, np.ndarray):
         out: Any = np.concatenate([value] * copies) if value.ndim == 2 else np.tile(value, (copies, 1))
+    elif type(value) is Uniform:  # one form at every point stays one (made into arrays only if read so)
+        out = Uniform(value.key, len(value) * copies)
     elif isinstance(value, Affine):
         out = Affine(np.concatenate([value.const] * copies),
                      {t: np.concatenate([c] * copies) for t, c in value.terms.items()})
@@ -1039,7 +1042,7 @@ def _tile(value: Any, copies: int, tiled: dict[Any, Any]) -> Any:
         from .analysis import GlobalRef  # the analysis imports this module
 
         if not isinstance(value, GlobalRef):
-            return value  # tiles (their per-thread parts are read per thread)
+            return value
         out = GlobalRef(value.name, value.dtype, [_tile(d, copies, tiled) for d in value.dims],
                         None if value.root is None else _tile(value.root, copies, tiled))
     tiled[(id(value), copies)] = (value, out)
