@@ -1880,7 +1880,8 @@ PRODUCT_ROWS = 1024
 
 
 def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, mask: np.ndarray) -> None:
-    """`_products` for a batch of them (its views already ran)."""
+    """`_products` for a batch of them (its views already ran). A fragment several products
+    read (a row of A against every column of B) is read once."""
     products = [op for op in ops if type(op) is D.MmaOp]
     if not products:
         return _one_by_one(a, ops, mask)
@@ -1897,15 +1898,20 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
     m, n, k = atom.shape
     if together:
         try:
-            at = _fragment_matrix(a, products, a_tiles, threads, atom.threads, atom.a_layout, m, k, "a")
-            bt = _fragment_matrix(a, products, b_tiles, threads, atom.threads, atom.b_layout, n, k, "b")
+            at, a_of = _fragment_matrix(a, products, a_tiles, threads, atom.threads, atom.a_layout, m, k, "a")
+            bt, b_of = _fragment_matrix(a, products, b_tiles, threads, atom.threads, atom.b_layout, n, k, "b")
         except Undecidable:  # reported where it stands, one by one
             together = False
     if not together:
         return _one_by_one(a, ops, mask)
-    alike = _one_tag_per_k(at, bt)
-    written = _all_written(a, c_tiles, threads)
     groups = threads.size // atom.threads
+    alike = _one_tag_per_k(at, bt, _product_rows(a_of, groups), _product_rows(b_of, groups))
+    written = _all_written(a, c_tiles, threads)
+    # with nothing but views between them, every product's accumulator is written at once when
+    # the accumulators are apart (each of its own bytes)
+    memory: TagMemory = c_tiles[0].memory  # type: ignore[attr-defined]
+    at_once = written is not None and len(ops) == len(products) + sum(_RULES.get(type(op)) is _view for op in ops) \
+        and np.bincount((written[1][:, None] * memory.tags.shape[1] + written[0]).reshape(-1)).max() == 1
     product = iter(enumerate(zip(products, c_tiles)))
     for op in ops:
         if type(op) is not D.MmaOp:
@@ -1916,21 +1922,33 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
         if alike:
             a.obligations.held(_pairing_site(a, op, atom))
         else:
-            part = slice(i * groups, (i + 1) * groups)
-            _pairing(a, op, atom, threads, at[part], bt[part])
-        _accumulate(a, op, c, threads, written)  # (each its own: a tile's run of register bytes is written as a slice)
+            _pairing(a, op, atom, threads, at[a_of[i] * groups:(a_of[i] + 1) * groups],
+                     bt[b_of[i] * groups:(b_of[i] + 1) * groups])
+        if not at_once:
+            _accumulate(a, op, c, threads, written is not None)
+    if at_once:
+        idx, readers = written  # type: ignore[misc]
+        sites = np.repeat(np.array([a.site(op) for op in products], np.int64), threads.size)[:, None]
+        memory.write(idx, np.full(idx.shape, TOP, np.int64), readers, sites)
 
 
-def _all_written(a: TagAnalysis, tiles: list[TileValue], threads: np.ndarray) -> bool:
+def _product_rows(tile_of: list[int], groups: int) -> np.ndarray:
+    """The rows of a matrix of distinct fragments (`groups` per fragment) that each product's
+    groups read, in product order."""
+    return (np.asarray(tile_of, np.int64)[:, None] * groups + np.arange(groups)).reshape(-1)
+
+
+def _all_written(a: TagAnalysis, tiles: list[TileValue], threads: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Whether every byte of every thread's fragment of `tiles` (register tiles of one memory)
-    was written: then products accumulating into them need not check one by one (outside runs)."""
+    was written: then products accumulating into them need not check one by one (outside runs).
+    If so, the fragments' bytes (a row per tile and thread) and the thread of each row."""
     memory: TagMemory = tiles[0].memory  # type: ignore[attr-defined]
     if any(t.memory is not memory for t in tiles):  # type: ignore[attr-defined]
-        return False
+        return None
     idx = np.concatenate([_fragment_bytes(a, tile, threads) for tile in tiles]).reshape(len(tiles) * threads.size, -1)
     readers = np.tile(threads, len(tiles))
     never = _unwritten_bytes(a, memory, idx, readers, readers, None)
-    return never is None or not never.any()
+    return (idx, readers) if never is None or not never.any() else None
 
 
 def _one_by_one(a: TagAnalysis, ops: list[Operation], mask: np.ndarray) -> None:
@@ -1966,11 +1984,16 @@ def _pairing_site(a: TagAnalysis, op: Operation, atom: MMAAtom) -> str:
     return f"{a.where(op)} (operands of {atom.name} must pair up)"
 
 
-def _one_tag_per_k(at: np.ndarray, bt: np.ndarray) -> bool:
+def _one_tag_per_k(at: np.ndarray, bt: np.ndarray, a_rows: np.ndarray | None = None,
+                   b_rows: np.ndarray | None = None) -> bool:
     """Whether every A[m, k] and B[n, k] of each group carries one tag per k (the usual case,
-    in which every pair pairs up)."""
+    in which every pair pairs up); group g pairs A's group `a_rows[g]` with B's `b_rows[g]`
+    (default: the same group)."""
     first = at[:, :1]  # (groups, 1, k, bytes)
-    return bool((first > TOP).all() and (at == first).all() and (bt == first).all())
+    if not ((first > TOP).all() and (at == first).all() and (bt == bt[:, :1]).all()):
+        return False
+    return bool(np.array_equal(first if a_rows is None else first[a_rows], bt[:, :1] if b_rows is None
+                               else bt[b_rows, :1]))
 
 
 def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at: np.ndarray, bt: np.ndarray) -> None:
@@ -2052,20 +2075,28 @@ def _atom_matrix(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray, 
 
 
 def _fragment_matrix(a: TagAnalysis, products: list[Operation], tiles: list[TileValue], threads: np.ndarray,
-                     group: int, layout: Any, rows: int, cols: int, operand: str) -> np.ndarray:
-    """`_atom_matrix` of register fragments, for each of `tiles` (one memory) in turn, outside a
-    run (the `operand` of each of `products`)."""
-    idx = np.concatenate([_fragment_bytes(a, tile, threads) for tile in tiles])
-    readers = np.tile(threads, len(tiles))
+                     group: int, layout: Any, rows: int, cols: int, operand: str) -> tuple[np.ndarray, list[int]]:
+    """`_atom_matrix` of register fragments (the `operand` of each of `products`, tiles of one
+    memory) outside a run: the matrices of the distinct tiles, in turn, and which of them each
+    product reads."""
+    # tiles of one memory with the same bytes (slices of one row, made anew for each product)
+    # share one array of byte indices (`_fragment_bytes`)
+    fragments = [_fragment_bytes(a, tile, threads) for tile in tiles]
+    distinct: dict[int, int] = {}
+    tile_of = [distinct.setdefault(id(bytes_), len(distinct)) for bytes_ in fragments]
+    unique = list({id(bytes_): bytes_ for bytes_ in fragments}.values())
+    idx = np.concatenate(unique)
+    readers = np.tile(threads, len(unique))
     memory: TagMemory = tiles[0].memory  # type: ignore[attr-defined]
     read = idx.reshape(readers.size, -1)
     tags = memory.read(read, readers).reshape(idx.shape)
     never = _unwritten_bytes(a, memory, read, readers, readers, tags)
     if never is not None:
-        for op, rows_never in zip(products, never.reshape(len(tiles), threads.size, -1)):
-            _unwritten(a, op, rows_never, threads, f"matmul reads fragment {operand}, which is not fully written",
+        per_tile = never.reshape(len(unique), threads.size, -1)
+        for op, which in zip(products, tile_of):
+            _unwritten(a, op, per_tile[which], threads, f"matmul reads fragment {operand}, which is not fully written",
                        operand)
-    return _arranged(tags, group, layout, rows, cols)
+    return _arranged(tags, group, layout, rows, cols), tile_of
 
 
 def _check_written(a: TagAnalysis, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray,

@@ -84,8 +84,9 @@ class TagMemory:
         self.fresh = self.exposed = None
         return exposed
 
-    def write(self, idx: np.ndarray, ids: np.ndarray, threads: np.ndarray, site: int) -> None:
-        """Thread `threads[r]` writes tags `ids[r]` at bytes `idx[r]`, at program point `site`."""
+    def write(self, idx: np.ndarray, ids: np.ndarray, threads: np.ndarray, site: int | np.ndarray) -> None:
+        """Thread `threads[r]` writes tags `ids[r]` at bytes `idx[r]`, at program point `site` (in
+        registers, `site[r]`: a program point per row, when several ops' writes are made at once)."""
         if self.per_thread:
             if threads.size == self.tags.shape[0] and _one_range(idx) and threads[-1] == threads.size - 1:
                 # every thread (in order) writes the same run of its bytes: slices, not gathers
