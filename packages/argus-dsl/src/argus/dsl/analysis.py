@@ -938,23 +938,31 @@ class TagAnalysis:
         two per symbolic part the points' coordinates have (its least and its greatest constant).
         Points have different parts when copies of an op run together, or when each thread has
         its own unknown (`min(row0 + ty, rows - 1)`)."""
-        rows = coords[axis].take(points)
-        atoms = sorted(rows.terms)
-        if all(rows.terms[a].min() == rows.terms[a].max() for a in atoms):
-            parts = [(tuple((a, c) for a in atoms if (c := int(rows.terms[a][0]))), None)]
+        value = coords[axis]
+        # per symbolic part: (the part, its least and greatest constant, the rows holding them)
+        bounds: list[tuple[Any, int, int, int, int]]
+        if type(value) is Uniform:  # one form at every point (a block index, a size)
+            bounds = [(value.key[1], value.key[0], value.key[0], 0, 0)]
         else:
-            unique, inverse = unique_rows(np.stack([rows.terms[a] for a in atoms], axis=1))
-            inverse = np.reshape(inverse, -1)
-            parts = [(tuple((a, c) for a, c in zip(atoms, row) if c), np.flatnonzero(inverse == u))
-                     for u, row in enumerate(unique.tolist())]
+            rows = value if points.size == len(value) else value.take(points)  # (all points: in order)
+            atoms = sorted(rows.terms)
+            if all(rows.terms[a].min() == rows.terms[a].max() for a in atoms):
+                parts = [(tuple((a, c) for a in atoms if (c := int(rows.terms[a][0]))), None)]
+            else:
+                unique, inverse = unique_rows(np.stack([rows.terms[a] for a in atoms], axis=1))
+                inverse = np.reshape(inverse, -1)
+                parts = [(tuple((a, c) for a, c in zip(atoms, row) if c), np.flatnonzero(inverse == u))
+                         for u, row in enumerate(unique.tolist())]
+            bounds = []
+            for terms, members in parts:
+                const = rows.const if members is None else rows.const[members]
+                low, high = int(const.argmin()), int(const.argmax())
+                if members is not None:
+                    low, high = int(members[low]), int(members[high])
+                bounds.append((terms, int(rows.const[low]), int(rows.const[high]), low, high))
         extent = add_keys(ref.dims[axis].row(0), (-1, ()))
-        for terms, members in parts:
-            const = rows.const if members is None else rows.const[members]
-            low, high = int(const.argmin()), int(const.argmax())
-            if members is not None:
-                low, high = int(members[low]), int(members[high])
-            for fact, row in ((("ge0", (int(rows.const[low]), terms)), low),
-                              (("ge0", sub_keys(extent, (int(rows.const[high]), terms))), high)):
+        for terms, least, greatest, low, high in bounds:
+            for fact, row in ((("ge0", (least, terms)), low), (("ge0", sub_keys(extent, (greatest, terms))), high)):
                 if self.implied(fact[1]):  # so are the same bounds in the loops' first and last iterations
                     continue
                 point = int(points[row])
