@@ -755,10 +755,10 @@ class TagAnalysis:
             values = [self.concrete_offsets(op, c, "tile coordinate") for c in coords]
             if active is not self.tid:
                 values = [v[active] for v in values]
-            flat, reported = None, False
-            for axis, (v, n, stride) in enumerate(zip(values, sizes, _colex_strides(tuple(sizes)).tolist())):
-                bad = (v < 0) | (v >= n)
-                if bad.any():
+            flat, reported, stride = None, False, 1
+            for axis, (v, n) in enumerate(zip(values, sizes)):
+                if v.size and (v.min() < 0 or v.max() >= n):
+                    bad = (v < 0) | (v >= n)
                     if not reported:  # the first offender is reported; the others read inside, as clipped
                         row = int(np.flatnonzero(bad)[0])
                         self.out_of_bounds(op, int(active[row]), tuple(int(w[row]) for w in values),
@@ -768,6 +768,7 @@ class TagAnalysis:
                     v = np.clip(v, 0, n - 1)
                 term = v * stride if stride != 1 else v  # mode 0 fastest, as tiles number their elements
                 flat = term if flat is None else flat + term
+                stride *= n
             offsets = tile.offsets(np.zeros(active.size, np.int64) if flat is None else flat, self.thread_of(active))
         nbytes = tile.dtype.nbytes
         return offsets[:, None] * nbytes + np.arange(nbytes) if nbytes > 1 else offsets[:, None]
@@ -1322,11 +1323,6 @@ def _bytes_of_type(t: Any) -> int:
         return max(1, dtype_of_mlir(t).nbytes)
     except TypeError:
         return 1
-
-
-@cache
-def _colex_strides(sizes: tuple[int, ...]) -> np.ndarray:
-    return np.concatenate([[1], np.cumprod(sizes[:-1])]).astype(np.int64)
 
 
 def _same_objects(xs: list[Any], ys: list[Any]) -> bool:

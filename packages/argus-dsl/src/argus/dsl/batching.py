@@ -381,7 +381,8 @@ def _signature(op: Operation) -> tuple[Any, ...]:
     """What copies of one op must share besides their kind: their results' types and their
     properties (an operand's type follows from the op that makes it, and a tile or tensor
     operand's memory is compared when the copies run)."""
-    return [r.type for r in op.results], op.properties, op.attributes
+    results = op.results
+    return tuple([r.type for r in results]) if results else (), op.properties, op.attributes
 
 
 def _gather_plan(column: tuple[int, ...], produced: dict[int, tuple[tuple[int, int], tuple[int, int, int], int]],
