@@ -787,13 +787,24 @@ class _Journal:
             return  # (one copy of one op)
         if not self.rewritten():
             return
-        _, keys, tags, sites, _ = self._index()
-        last = np.ones(keys.size, bool)
-        last[:-1] = keys[1:] != keys[:-1]
-        memory, keys = self.memory, keys[last]
-        memory.tags.reshape(-1)[keys] = tags[last]
-        memory.site.reshape(-1)[keys] = sites[last]
-        memory.writer.reshape(-1)[keys] = keys // self.width
+        memory = self.memory
+        if self._sorted is not None:  # (reads sorted the writes already)
+            _, keys, tags, sites, _ = self._sorted
+            last = np.ones(keys.size, bool)
+            last[:-1] = keys[1:] != keys[:-1]
+            keys = keys[last]
+            memory.tags.reshape(-1)[keys] = tags[last]
+            memory.site.reshape(-1)[keys] = sites[last]
+            memory.writer.reshape(-1)[keys] = keys // self.width
+            return
+        latest = np.full(memory.tags.size, -1, np.int64)  # per byte, the place of its last write
+        np.maximum.at(latest, np.concatenate([w[0] for w in self.writes]), np.concatenate([w[1] for w in self.writes]))
+        for keys, at, _, tags, site in self.writes:
+            last = at == latest[keys]
+            keys = keys[last]
+            memory.tags.reshape(-1)[keys] = tags[last]
+            memory.site.reshape(-1)[keys] = site
+            memory.writer.reshape(-1)[keys] = keys // self.width
 
 
 def _in_order(records: list[tuple[np.ndarray, np.ndarray, int, bool]]) -> bool:
