@@ -282,6 +282,51 @@ def into_two_accumulators(a: Tensor[bf16, 16, 32], b: Tensor[bf16, 8, 32], c: Te
     assert tag(acc[1, :][...]) == tag(want[...]), "the second accumulator holds the inputs"
 
 
+@kernel(block=(32,), verify=False)
+def one_row_against_two_columns(a: Tensor[bf16, 16, 16], b: Tensor[bf16, 16, 16], c: Tensor[f32, 16, 16]):
+    """One A fragment against two B fragments (the second read from the wrong K columns), the
+    accumulators zeroed before and checked after a barrier: the products alone make a step."""
+    tag(a, lambda m, k: (k,))
+    tag(b, lambda n, k: (k,))
+    lane = lane_id()
+    af = make_local((8,), bf16)
+    bf = make_local((2, 4), bf16)
+    acc = make_local((2, 4), f32)
+    want = make_local((4,), f32)
+    tag(want, lambda v: (v,))
+    for v in static_range(8):
+        idx = MMA.a_layout(lane, v)
+        af[v] = a[idx % 16, idx // 16]
+    for s in static_range(2):
+        for v in static_range(4):
+            idx = MMA.b_layout(lane, v)
+            bf[s, v] = b[s * 8 + idx % 8, (idx // 8 + 8 * s) % 16]
+            acc[s, v] = 0.0
+    matmul(af[:], bf[0, :], acc[0, :], MMA)
+    matmul(af[:], bf[1, :], acc[1, :], MMA)
+    syncthreads()
+    assert tag(acc[0, :][...]) == tag(want[...]), "the first accumulator holds the inputs"
+    assert tag(acc[1, :][...]) == tag(want[...]), "the second accumulator holds the inputs"
+
+
+def test_products_reading_one_fragment_and_writing_apart_find_what_one_by_one_finds() -> None:
+    compiled = one_row_against_two_columns.specialize()
+    rows = [step for step in compiled.preparation.steps(compiled.op.body.block) if isinstance(step, batching.Products)]
+    assert [sum(op.name == "argus.mma" for op in row.ops) for row in rows] == [2]
+    assert all(op.name in ("argus.mma", "argus.slice") for row in rows for op in row.ops)
+    together = verify_kernel(compiled, "one_row_against_two_columns")
+    alone = verify_kernel(_one_by_one(compiled), "one_row_against_two_columns")
+    assert together.verdict is alone.verdict is Verdict.VIOLATED, together.text()
+    assert _findings(together) == _findings(alone)
+    second = str(compiled.locations[_mma_ops(compiled)[1]])
+    pairings = {w["assertion"].split(" (")[0] for w in together.witnesses if w["kind"] == "violated"}
+    assert pairings == {second}  # the product that pairs wrongly, and only it
+    # each accumulator names the product that wrote it
+    first = str(compiled.locations[_mma_ops(compiled)[0]])
+    written = {w["message"]: w["lhs written at"] for w in together.witnesses if "message" in w}
+    assert written == {"the first accumulator holds the inputs": first, "the second accumulator holds the inputs": second}
+
+
 PRODUCT_FEEDS_PRODUCT = """
 from argus.dsl import Tensor, bf16, kernel, lane_id, make_local, matmul, static_range, tag, warp_mma_16x8x16
 
