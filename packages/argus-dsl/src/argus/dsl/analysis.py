@@ -1933,7 +1933,7 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
     if at_once:
         idx, readers = written  # type: ignore[misc]
         sites = np.repeat(np.array([a.site(op) for op in products], np.int64), threads.size)[:, None]
-        memory.write(idx, np.full(idx.shape, TOP, np.int64), readers, sites)
+        memory.write(idx, np.full(idx.shape, TOP, np.int64), readers, sites)  # (a step outside runs: no journal)
 
 
 def _product_rows(tile_of: list[int], groups: int) -> np.ndarray:
