@@ -337,25 +337,48 @@ class Preparation:
         allocating them."""
         table, constant, allocation = self.table, self._integer_constants.get, self._allocation
         kinds, operands_of = table.kinds, table.operands
+        # a key read can match only a key written of the same tile: the keys of tiles the ops
+        # only read, or only write, make no read wait, and are left out
+        reads, writes = set(), set()
+        for number in numbers:
+            kind, operands = kinds[number], operands_of[number]
+            if kind is D.LoadOp:
+                reads.add(allocation(operands[0]))
+            elif kind is D.StoreOp or kind is D.StoreAtOp:
+                writes.add(allocation(operands[1]))
+            elif kind is D.MmaOp:
+                reads.update((allocation(operands[0]), allocation(operands[1])))
+                writes.add(allocation(operands[2]))
+            elif kind in _TILE_ACCESSES:
+                reads.update(map(allocation, operands))
+        both = reads & writes
+        if not both:
+            return [((), ())] * len(numbers)
         out: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
         for number in numbers:
             kind, operands = kinds[number], operands_of[number]
             if kind is D.LoadOp:
+                if allocation(operands[0]) not in both:
+                    out.append(((), ()))
+                    continue
                 tile = operands[0]
                 coordinates = tuple(map(constant, operands[1:]))
                 read = ("products", allocation(tile))
                 out.append((((read, ("element", tile, coordinates)) if None not in coordinates else (read,)), ()))
             elif kind is D.StoreOp or kind is D.StoreAtOp:
                 tile = operands[1]
+                if allocation(tile) not in both:
+                    out.append(((), ()))
+                    continue
                 coordinates = tuple(map(constant, operands[2:])) if kind is D.StoreOp else (None,)
                 written = ("whole", allocation(tile))
                 out.append(((), (written, ("element", tile, coordinates)) if None not in coordinates else (written,)))
             elif kind is D.MmaOp:
-                written = allocation(operands[2])
-                out.append(((("whole", allocation(operands[0])), ("whole", allocation(operands[1]))),
-                            (("whole", written), ("products", written))))
+                c = allocation(operands[2])
+                out.append((tuple(("whole", t) for t in (allocation(operands[0]), allocation(operands[1])) if t in both),
+                            (("whole", c), ("products", c)) if c in both else ()))
             elif kind in _TILE_ACCESSES:
-                out.append((tuple(("whole", allocation(v)) for v in operands), ()))
+                out.append((tuple(("whole", t) for t in map(allocation, operands) if t in both), ()))
             else:
                 out.append(((), ()))
         return out
