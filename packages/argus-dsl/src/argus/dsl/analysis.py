@@ -180,6 +180,7 @@ class Preparation:
         self._kinds: dict[type, tuple[batching.Role, bool | None]] = {}
         self._allocations: dict[int, int] = {}
         self._fills: dict[Operation, bool] = {}
+        self._fixed: dict[tuple[int, ...], Any] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
         """Fragment byte indices by layout (its identity: layouts are shared per text), element
         size, memory size, threads, base and segment."""
@@ -246,10 +247,15 @@ class Preparation:
         return found, numbers
 
     def fixed(self, values: tuple[int, ...]) -> Affine | None:
-        """An operand over every copy's points (`batching.Planner`), if every copy's value is known."""
-        numbers = self._known[1]
-        parts = [numbers.get(v) for v in values]
-        return None if any(part is None for part in parts) else Affine(np.concatenate(parts))  # type: ignore[arg-type]
+        """An operand over every copy's points (`batching.Planner`), if every copy's value is known
+        (one object per column of values: a load and the store of its copy often share one)."""
+        found = self._fixed.get(values, _UNREAD)
+        if found is _UNREAD:
+            numbers = self._known[1]
+            parts = [numbers.get(v) for v in values]
+            found = self._fixed[values] = None if any(part is None for part in parts) else \
+                Affine(np.concatenate(parts))  # type: ignore[arg-type]
+        return found  # type: ignore[no-any-return]
 
     @cached_property
     def assertions(self) -> list[D.TagAssertOp]:
