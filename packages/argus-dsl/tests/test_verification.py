@@ -265,6 +265,25 @@ def test_an_access_no_launch_keeps_in_bounds_is_reported_rather_than_emptying_th
 
 
 @kernel(block=(32,), verify=False)
+def behind_by(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int, lag: constexpr):
+    tag(x, lambda i: (i,))
+    a = make_local((1,), f32)
+    i = block_idx.x * 32 + thread_idx.x
+    a[0] = x[i - lag]  # lag > 0: the first block, which every launch runs, reads before x
+    assert tag(a[...]) == tag(a[...])
+    out[i] = a[0]
+
+
+@pytest.mark.parametrize("lag, verdict", [(0, Verdict.PROVED), (32, Verdict.VIOLATED)])
+def test_an_access_the_first_block_makes_out_of_bounds_is_reported_rather_than_leaving_the_block_out(lag, verdict):
+    result = behind_by.verify(lag=lag)
+    assert result.verdict is verdict, result.text()
+    if verdict is Verdict.VIOLATED:  # its in-bounds fact held for blocks 1 and up: that was proved
+        w = _finding(result, "out-of-bounds", behind_by, "a[0] = x[i")
+        assert w["block"] == (0, 0, 0) and w["replayed"].startswith("the interpreter faults the same way")
+
+
+@kernel(block=(32,), verify=False)
 def clamped(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int, last: constexpr):
     tag(x, lambda i: (i,))
     a = make_local((1,), f32)

@@ -85,6 +85,10 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
                                   "would be vacuous")
         if empty.status == "unknown":
             return unknown(claim, f"the solver could not decide the domain: {empty.reason}")
+        kept = _first_block_overruns(analysis, engine, facts, timeout_ms)
+        if kept is not facts:
+            facts = kept
+            everything, empty = domain(facts)
         undecided = analysis.obligations.decide(engine, facts, timeout_ms, lambda scope: _scoped(analysis, scope))
         base_model = empty.model
         if everything.status != "sat":
@@ -212,6 +216,30 @@ def _without_overruns(analysis: Analysis, engine: Any, timeout_ms: int) -> list[
         else:
             kept.append(fact)
     return _tightest(kept)
+
+
+def _first_block_overruns(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int) -> list[Any]:
+    """The domain without the in-bounds facts that the first block breaks in every launch the
+    rest of the domain allows, each reported as an out-of-bounds finding: block (0, 0, 0) runs in
+    every launch, so an access out of bounds there is out of bounds in every launch, and the
+    domain may not leave that block out (the same for the first or last iteration of a loop, by
+    the replay facts). `facts` itself when there is none."""
+    space, origins = analysis.space, analysis.walk.fact_origins
+    first = [("eq0", (0, ((s, 1),))) for s in analysis.block_symbols]
+    extra = _tightest(analysis.replay_facts)
+    if engine.solve(Query(space, facts + extra + first, [[]]), timeout_ms).status != "unsat":
+        return facts
+    others = [f for f in facts if f not in origins]
+    if engine.solve(Query(space, others + first, [[]]), timeout_ms).status != "sat":
+        return facts  # the kernel's own assumptions leave the first block out (the interpreter faults on those)
+    kept, found = list(others), False
+    for fact in [f for f in facts if f in origins] + extra:
+        if engine.solve(Query(space, others + first + [fact], [[]]), timeout_ms).status == "unsat":
+            analysis.walk.out_of_bounds(*origins[fact])
+            found = True
+        elif fact in facts:
+            kept.append(fact)
+    return _tightest(kept) if found else facts
 
 
 def _why_empty(analysis: Analysis, engine: Any, timeout_ms: int) -> str:
