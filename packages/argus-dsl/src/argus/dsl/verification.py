@@ -221,23 +221,22 @@ def _without_overruns(analysis: Analysis, engine: Any, timeout_ms: int) -> list[
 def _first_block_overruns(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int) -> list[Any]:
     """The domain without the in-bounds facts that the first block breaks in every launch the
     rest of the domain allows, each reported as an out-of-bounds finding: block (0, 0, 0) runs in
-    every launch, so an access out of bounds there is out of bounds in every launch, and the
-    domain may not leave that block out (the same for the first or last iteration of a loop, by
-    the replay facts). `facts` itself when there is none."""
+    every launch, and so do the accesses these facts come from (outside runtime loops and
+    branches), so the domain may not leave that block out. (An access in a loop is not held to
+    it: the loop may run no iteration in that block.) `facts` itself when there is none."""
     space, origins = analysis.space, analysis.walk.fact_origins
     first = [("eq0", (0, ((s, 1),))) for s in analysis.block_symbols]
-    extra = _tightest(analysis.replay_facts)
-    if engine.solve(Query(space, facts + extra + first, [[]]), timeout_ms).status != "unsat":
+    if engine.solve(Query(space, facts + first, [[]]), timeout_ms).status != "unsat":
         return facts
     others = [f for f in facts if f not in origins]
     if engine.solve(Query(space, others + first, [[]]), timeout_ms).status != "sat":
         return facts  # the kernel's own assumptions leave the first block out (the interpreter faults on those)
     kept, found = list(others), False
-    for fact in [f for f in facts if f in origins] + extra:
+    for fact in [f for f in facts if f in origins]:
         if engine.solve(Query(space, others + first + [fact], [[]]), timeout_ms).status == "unsat":
             analysis.walk.out_of_bounds(*origins[fact])
             found = True
-        elif fact in facts:
+        else:
             kept.append(fact)
     return _tightest(kept) if found else facts
 
