@@ -107,6 +107,12 @@ def tensor_dim_outside(out: Tensor[f32, 32]):
 
 
 @kernel(block=(32,))
+def compares_a_namespace(out: Tensor[f32, 32]):
+    if print < thread_idx:  # two compile-time objects Python cannot order
+        out[0] = 1.0
+
+
+@kernel(block=(32,))
 def negative_coordinate(x: Tensor[f32, "m"], m: int):
     x[-1] = 1.0  # no Python-style negative indexing: the interpreter faults
 
@@ -125,6 +131,7 @@ def negative_coordinate(x: Tensor[f32, "m"], m: int):
         (mode_outside, ArgusTypeError, "r[1, 4]", "coordinate 4 is outside mode 1 of this tile, which has 4"),
         (tensor_dim_outside, ArgusTypeError, "out[32]", "coordinate 32 is outside dim 0 of this tensor, which has 32"),
         (negative_coordinate, ArgusTypeError, "x[-1]", "coordinate -1 is negative: dim 0 of this tensor (m) starts at 0"),
+        (compares_a_namespace, ArgusTypeError, "print < thread_idx", "compile-time < failed: '<' not supported"),
     ],
     ids=lambda v: getattr(v, "name", None) if hasattr(v, "fn") else None,
 )

@@ -52,6 +52,7 @@ _STATIC_CMP: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
     ast.NotEq: operator.ne,
 }
 _INT_CMP = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_CMP_SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 _FLOAT_CMP = {ast.Lt: "olt", ast.LtE: "ole", ast.Gt: "ogt", ast.GtE: "oge", ast.Eq: "oeq", ast.NotEq: "une"}
 _OP_SYMBOL = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%", ast.Div: "/",
@@ -217,7 +218,10 @@ class Expressions:
             fn = _STATIC_CMP.get(type(op))
             if fn is None:
                 raise self.syntax_error(node, f"comparison {type(op).__name__} is not supported")
-            return fn(left, right)
+            try:
+                return fn(left, right)
+            except Exception as err:  # user comparisons of compile-time values
+                raise self.type_error(node, f"compile-time {_CMP_SYMBOL[type(op)]} failed: {err}") from None
         left, right = self.unify(node, left, right)
         if type(op) not in _INT_CMP:
             raise self.syntax_error(node, f"comparison {type(op).__name__} is not supported")
