@@ -188,8 +188,8 @@ def test_a_write_kept_only_as_a_write_is_kept_whole_when_the_next_iteration_read
                                                                                             no_result_cache):
     compiled = _accumulator_carried(shift).specialize()
     table = compiled.preparation.table
-    copies = [j for j, op in enumerate(table.ops) if isinstance(op, StoreOp)]
-    assert all(j in compiled.preparation.relevant for j in copies)
+    stores = [j for j, op in enumerate(table.ops) if isinstance(op, StoreOp)]
+    assert all(j in compiled.preparation.relevant for j in stores)
     assert verify_kernel(compiled, "accumulator_carried").verdict is verdict
 
 
