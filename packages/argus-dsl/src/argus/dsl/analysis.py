@@ -180,7 +180,7 @@ class Preparation:
         self._kinds: dict[type, tuple[batching.Role, bool | None]] = {}
         self._allocations: dict[int, int] = {}
         self._fills: dict[Operation, bool] = {}
-        self._fixed: dict[tuple[int, ...], Any] = {}
+        self._fixed: dict[tuple[int, ...], Affine | None] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
         """Fragment byte indices by layout (its identity: layouts are shared per text), element
         size, memory size, threads, base and segment."""

@@ -78,7 +78,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
 
         everything, empty = domain(facts)
         if empty.status == "unsat":  # an access out of bounds in every launch, or contradictory assumptions
-            facts = _without_overruns(analysis, engine, timeout_ms)
+            facts = _tightest(_without_overruns(analysis, engine, list(analysis.facts), timeout_ms))
             everything, empty = domain(facts)
         if empty.status == "unsat":
             return unknown(claim, f"the domain is empty: {_why_empty(analysis, engine, timeout_ms)}, so any proof "
@@ -201,44 +201,37 @@ def _tightest(facts: Any) -> list[Any]:
     return sorted(others) + sorted(("ge0", key) for key in best.values())
 
 
-def _without_overruns(analysis: Analysis, engine: Any, timeout_ms: int) -> list[Any]:
-    """The domain without the in-bounds facts of accesses out of bounds in every launch the
-    kernel's assumptions allow, each reported as an out-of-bounds finding (their facts left the
-    domain empty)."""
-    origins = analysis.walk.fact_origins
-    assumed = _tightest([f for f in analysis.facts if f not in origins])
-    if engine.solve(Query(analysis.space, assumed, [[]]), timeout_ms).status != "sat":
-        return _tightest(analysis.facts)  # the assumptions themselves contradict each other
-    kept = list(assumed)
-    for fact in sorted(f for f in analysis.facts if f in origins):
-        if engine.solve(Query(analysis.space, assumed + [fact], [[]]), timeout_ms).status == "unsat":
-            analysis.walk.out_of_bounds(*origins[fact])
-        else:
-            kept.append(fact)
-    return _tightest(kept)
-
-
-def _first_block_overruns(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int) -> list[Any]:
-    """The domain without the in-bounds facts that the first block breaks in every launch the
-    rest of the domain allows, each reported as an out-of-bounds finding: block (0, 0, 0) runs in
-    every launch, and so do the accesses these facts come from (outside runtime loops and
-    branches), so the domain may not leave that block out. (An access in a loop is not held to
-    it: the loop may run no iteration in that block.) `facts` itself when there is none."""
+def _without_overruns(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int,
+                      pinned: Sequence[Any] = ()) -> list[Any]:
+    """`facts` without the in-bounds facts that no launch satisfying the others (and `pinned`)
+    satisfies, each reported as an out-of-bounds finding: its access is out of bounds in every
+    such launch. `facts` itself when there is none, or when the others contradict each other."""
     space, origins = analysis.space, analysis.walk.fact_origins
-    first = [("eq0", (0, ((s, 1),))) for s in analysis.block_symbols]
-    if engine.solve(Query(space, facts + first, [[]]), timeout_ms).status != "unsat":
+    others = [f for f in facts if f not in origins] + list(pinned)
+    if engine.solve(Query(space, others, [[]]), timeout_ms).status != "sat":
         return facts
-    others = [f for f in facts if f not in origins]
-    if engine.solve(Query(space, others + first, [[]]), timeout_ms).status != "sat":
-        return facts  # the kernel's own assumptions leave the first block out (the interpreter faults on those)
-    kept, found = list(others), False
-    for fact in [f for f in facts if f in origins]:
-        if engine.solve(Query(space, others + first + [fact], [[]]), timeout_ms).status == "unsat":
+    kept, found = [f for f in facts if f not in origins], False
+    for fact in sorted(f for f in facts if f in origins):
+        if engine.solve(Query(space, others + [fact], [[]]), timeout_ms).status == "unsat":
             analysis.walk.out_of_bounds(*origins[fact])
             found = True
         else:
             kept.append(fact)
-    return _tightest(kept) if found else facts
+    return kept if found else facts
+
+
+def _first_block_overruns(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int) -> list[Any]:
+    """The domain without the in-bounds facts that the first block breaks in every launch the
+    rest of the domain allows, each reported (`_without_overruns`): block (0, 0, 0) runs in every
+    launch, and so do the accesses these facts come from (outside runtime loops and branches), so
+    the domain may not leave that block out. (An access in a loop is not held to it: the loop may
+    run no iteration in that block.) A kernel whose own assumptions leave the first block out is
+    left to the interpreter, which faults on them."""
+    first = [("eq0", (0, ((s, 1),))) for s in analysis.block_symbols]
+    if engine.solve(Query(analysis.space, facts + first, [[]]), timeout_ms).status != "unsat":
+        return facts
+    kept = _without_overruns(analysis, engine, facts, timeout_ms, pinned=first)
+    return facts if kept is facts else _tightest(kept)
 
 
 def _why_empty(analysis: Analysis, engine: Any, timeout_ms: int) -> str:
