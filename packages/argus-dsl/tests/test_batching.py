@@ -13,6 +13,8 @@ from argus.dsl import Tensor, bf16, block_idx, f32, i32, kernel, lane_id, make_l
 from argus.dsl import batching, make_shared, syncthreads, thread_idx, u32
 from argus.dsl.analysis import Preparation, TagAnalysis
 from argus.dsl.cli import load_module
+from argus.dsl.dialect import is_unrolled
+from argus.dsl.frontend import FrontEnd
 from argus.dsl.verification import verify_kernel
 from argus.verify import Verdict
 
@@ -48,9 +50,11 @@ def _findings(result: Any) -> list[tuple[Any, ...]]:
 
 
 def _runs(compiled: Any) -> list[batching.Run]:
+    """The runs of copies a check walks: in blocks, and static loops kept rolled."""
     prep = compiled.preparation
     return [step for op in compiled.op.walk() for region in op.regions for block in region.blocks
-            for step in prep.steps(block) if isinstance(step, batching.Run)]
+            for step in prep.steps(block) if isinstance(step, batching.Run)] + \
+        [run for op in compiled.op.walk() if is_unrolled(op) and (run := prep.rolled(op)) is not None]
 
 
 def _groups(compiled: Any) -> list[batching.Group]:
@@ -355,13 +359,15 @@ def product_feeds_product(a: Tensor[bf16, 16, 32], b: Tensor[bf16, 8, 32], c: Te
 """
 
 
-def _product_feeds_product(folder: Path, stored: bool) -> Any:
+def _product_feeds_product(folder: Path, stored: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A product's accumulator is part of the next product's operand, in one register tile: the
     next product must read it after the write. With nothing after them, the products make a
     `Products` step; with a stretch of loads and stores after them too, a run (whose registers
-    sort out what each read sees)."""
+    sort out what each read sees). (The loops are traced unrolled: kept rolled, they are steps
+    of their own.)"""
     path = folder / f"feeds_{stored}.py"
     path.write_text(PRODUCT_FEEDS_PRODUCT + ("    c[lane % 16, lane % 8] = out[0]\n" if stored else ""))
+    monkeypatch.setattr(FrontEnd, "rolls", False)
     return load_module(path).product_feeds_product.specialize()
 
 
@@ -404,8 +410,9 @@ def test_products_side_by_side_find_what_one_by_one_finds() -> None:
 
 
 @pytest.mark.parametrize("stored, step", [(False, batching.Products), (True, batching.Run)])
-def test_a_product_reads_what_the_product_before_it_wrote(stored: bool, step: type, tmp_path: Path) -> None:
-    compiled = _product_feeds_product(tmp_path, stored)
+def test_a_product_reads_what_the_product_before_it_wrote(stored: bool, step: type, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = _product_feeds_product(tmp_path, stored, monkeypatch)
     assert step in _step_kinds(compiled)
 
     def candidates(prepared: Any) -> list[tuple[str, str, int, int]]:

@@ -181,6 +181,7 @@ class Preparation:
         self._allocations: dict[int, int] = {}
         self._fills: dict[Operation, bool] = {}
         self._fixed: dict[tuple[int, ...], Affine | None] = {}
+        self._rolled: dict[Operation, batching.Run | None] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
         """Fragment byte indices by layout (its identity: layouts are shared per text), element
         size, memory size, threads, base and segment."""
@@ -295,8 +296,51 @@ class Preparation:
             found = self._steps[id(block)] = lead + steps
         return found
 
+    def rolled(self, loop: scf.ForOp) -> batching.Run | None:
+        """A static loop kept rolled, with the rolled loops in its body, as one run over all their
+        iterations (`batching.rolled_run`); None where an op of theirs must run on its own."""
+        found = self._rolled.get(loop, _UNREAD)
+        if found is _UNREAD:
+            table = self.table
+            number = table.ops.index(loop) if loop not in self._numbers else self._numbers[loop]
+            found = self._rolled[loop] = batching.rolled_run(table, number, self._nest, self, self.launch.n) \
+                if self.batch else None
+        return found  # type: ignore[no-any-return]
+
+    @cached_property
+    def _numbers(self) -> dict[Operation, int]:
+        """Each loop's number in `table`."""
+        return {op: j for j, op in enumerate(self.table.ops) if self.table.kinds[j] is scf.ForOp}
+
+    @cached_property
+    def _nest(self) -> batching.Nest:
+        table, relevant, known, constants = self.table, self.relevant, self.known, self._integer_constants
+        bounds = self.liveness.bounds_only
+
+        def body(j: int) -> list[int]:
+            return [k for k in table.block(table.ops[j].body.block)
+                    if k in relevant and k not in known and table.kinds[k] is not scf.YieldOp]
+
+        def indices(j: int) -> np.ndarray | None:
+            op = table.ops[j]
+            if table.kinds[j] is not scf.ForOp or not D.is_unrolled(op):
+                return None
+            lb, ub, step = (constants.get(v) for v in table.operands[j])
+            return None if lb is None or ub is None or not step else np.arange(lb, ub, step, dtype=np.int64)
+
+        def alone(j: int) -> bool:  # (an integer load runs over every iteration too: an unknown per point)
+            return j not in bounds and not _batchable(table.ops[j])
+
+        return batching.Nest(body, indices, alone, lambda j: id(table.ops[j].body.block.args[0]),
+                             lambda j: _tile_bounds if j in bounds else None)
+
     def holds_a_loop(self, op: scf.ForOp) -> bool:
-        return self.table.holds(op.body.block, scf.ForOp)
+        """Whether a runtime loop sits in the loop's body, at any depth (a static loop kept rolled
+        is straight code)."""
+        table = self.table
+        numbers = table.block(op.body.block)
+        return bool(numbers) and any(kind is scf.ForOp and not D.is_unrolled(table.ops[j]) for j, kind in
+                                     enumerate(table.kinds[numbers[0]:table.ends[numbers[-1]]], numbers[0]))
 
     def fills_before(self, loop: scf.ForOp) -> bool:
         """Whether a shared tile receives data both before a loop and in it (a pipeline: its
@@ -632,7 +676,7 @@ class TagAnalysis:
                 continue
             start = time.perf_counter()
             self.run_step(step, mask)
-            if not isinstance(step, (scf.ForOp, scf.IfOp)):  # a loop's or branch's steps are timed inside
+            if not isinstance(step, (scf.ForOp, scf.IfOp)) or D.is_unrolled(step):  # (others' steps are timed inside)
                 seconds = times.get(id(step), (step, 0.0))[1]
                 times[id(step)] = (step, seconds + time.perf_counter() - start)
 
@@ -2455,6 +2499,12 @@ def _for(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray) -> None:
     if not mask.any():
         return
     if lb.concrete and ub.concrete:
+        if D.is_unrolled(op):  # a static loop kept rolled: its iterations at once where they can be
+            run = a.preparation.rolled(op)
+            if run is None:
+                return _for_concrete(a, op, mask, lb.const, ub.const, step.const, name)
+            return batching.execute(a, run, mask, _rule_of,
+                                    lambda: _for_concrete(a, op, mask, lb.const, ub.const, step.const, name))
         trips = np.maximum(0, -(-(ub.const - lb.const) // np.maximum(step.const, 1)))
         if trips[mask].max(initial=0) <= CONCRETE_TRIPS:
             return _for_concrete(a, op, mask, lb.const, ub.const, step.const, name)

@@ -27,6 +27,7 @@ each block is made once per compiled kernel (`analysis.Preparation`).
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -58,6 +59,9 @@ class Group:
     """Per result: whether something reads the copies' values one by one."""
     places: np.ndarray | None = None
     """`positions` as an array (made when the group first touches a tile)."""
+    rule: Any = None
+    """The rule the group runs, where it is not its op's own (a tile access kept for its
+    coordinates alone)."""
     arithmetic: Callable[..., np.ndarray] | None = None
     """For integer arithmetic, its numpy function: on numbers without tags the group computes
     its result directly, without its op's rule (what that rule does with numbers)."""
@@ -141,6 +145,111 @@ class Run:
     walked_again: int = 0
     """How often the run was undone and walked op by op (what a check of a kernel that keeps
     its copies apart costs; the tests hold the examples to none)."""
+    places: int = 0
+    """How many places program order has in the run (0: one per op of `ops`)."""
+
+
+class Nest(NamedTuple):
+    """What `rolled_run` asks of a static loop kept rolled (`frontend.rolling`)."""
+
+    body: Callable[[int], list[int]]
+    """The ops a check walks in the body of a loop (by number), in program order."""
+    indices: Callable[[int], np.ndarray | None]
+    """The index values of a loop kept rolled, in order (None: another kind of op)."""
+    alone: Callable[[int], bool]
+    """Whether an op must run on its own (its copies cannot run over all their points at once)."""
+    index_of: Callable[[int], int]
+    """The identity of a loop's index (its body's argument)."""
+    rule: Callable[[int], Any]
+    """The rule an op runs where it is not its own (None: its own)."""
+
+
+def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads: int) -> Run | None:
+    """The iterations of a static loop kept rolled (and of the rolled loops in its body) as one
+    run: a group per op over all its iterations, in program order; None if an op must run
+    alone. Copy c of an op is its iterations' c-th in lexicographic order of the indices
+    (outermost first); its place is where program order puts that execution."""
+    order: list[int] = []  # the ops, in program order of the body
+    chains: dict[int, tuple[int, ...]] = {}  # per op, its loops, outermost first
+    bodies: dict[int, list[int]] = {}
+    indices: dict[int, np.ndarray] = {}
+
+    def collect(outer: int, chain: tuple[int, ...]) -> bool:
+        body = bodies[outer] = nest.body(outer)
+        for j in body:
+            found = nest.indices(j)
+            if found is not None:
+                indices[j] = found
+                if not collect(j, (*chain, j)):
+                    return False
+            elif nest.alone(j):
+                return False
+            else:
+                order.append(j)
+                chains[j] = chain
+        return True
+
+    outermost = nest.indices(loop)
+    if outermost is None:
+        return None
+    indices[loop] = outermost
+    if not collect(loop, (loop,)) or not order:
+        return None
+    places: dict[int, list[int]] = {j: [] for j in order}
+    counter = 0
+
+    def execute(outer: int) -> None:
+        nonlocal counter
+        body = bodies[outer]
+        for _ in range(len(indices[outer])):
+            for j in body:
+                if j in places:
+                    places[j].append(counter)
+                    counter += 1
+                else:
+                    execute(j)
+
+    execute(loop)
+    roles, _ = planner.roles(order)
+    by_role = dict(zip(order, roles))
+    order = _carried_first(table, order, planner)
+    index_at = {nest.index_of(j): j for j in indices}
+    made: dict[int, tuple[int, int]] = {}  # per result (by identity): (its group, which result)
+    depth_of: list[int] = []  # per group, how many loops hold its op
+    groups: list[Group] = []
+    for g, j in enumerate(order):
+        chain = chains[j]
+        trips = [len(indices[k]) for k in chain]
+        copies = len(places[j])
+        group = Group([table.ops[j]] * copies, places[j])
+        gathers = []
+        for v, value in zip(table.operands[j], table.operand_values[j]):
+            found = made.get(v)
+            if found is not None:  # an earlier group's copies: those of the iterations of its own loops
+                below = math.prod(trips[depth_of[found[0]]:])
+                rows = tuple(range(copies)) if below == 1 else tuple(c // below for c in range(copies))
+                gathers.append(Gather(None, ((found[0], found[1], copies // below),), rows, below == 1))
+                continue
+            owner = index_at.get(v)
+            if owner is None:  # a value from before the loops
+                gathers.append(Gather(value))
+                continue
+            depth = chain.index(owner)
+            below = math.prod(trips[depth + 1:])
+            numbers = indices[owner][(np.arange(copies) // below) % trips[depth]]
+            gathers.append(Gather(None, fixed=Affine(np.repeat(numbers, threads))))
+        if by_role[j].moved >= 0:
+            gathers[by_role[j].moved].tags_only = True
+        group.gathers = gathers
+        group.operands = tuple(_Operand(value.type) for value in table.operand_values[j])
+        group.arithmetic = planner.arithmetic(j)
+        group.rule = nest.rule(j)
+        group.scatter = [False] * len(table.results[j])  # (a body's values are read in its iterations only)
+        for r, result in enumerate(table.results[j]):
+            made[result] = (g, r)
+        depth_of.append(len(chain))
+        groups.append(group)
+    return Run([table.ops[j] for j in order], groups, places=counter)
 
 
 class Role(NamedTuple):
@@ -340,6 +449,49 @@ def _plan_run(table: OpTable, numbers: list[int], roles: list[Role], keys: list[
             group.scatter = [any(uses.get(result[k], 0) > taken.get(result[k], 0) + taken.get((g, k), 0)
                                  for result in copies) for k in range(len(copies[0]))]
     return Run(ops, groups)
+
+
+def _carried_first(table: OpTable, order: list[int], planner: Planner) -> list[int]:
+    """The ops of a rolled run (`order`: program order of the body) in the order their groups
+    run. An op that writes a tile a body op before it reads writes what that op reads in the
+    next iteration: it runs first where nothing it needs comes from the reader (otherwise the
+    groups run in program order, and the run's registers tell whether that was right)."""
+    tiles = planner.tiles(order)
+    readers: dict[Any, list[int]] = {}
+    carried: list[tuple[int, int]] = []  # (writer, reader), by place in `order`
+    for p, (reads, _) in enumerate(tiles):
+        for key in reads:
+            readers.setdefault(key, []).append(p)
+    for p, (_, writes) in enumerate(tiles):
+        carried += [(p, r) for key in writes for r in readers.get(key, ()) if r <= p]
+    if not carried:
+        return order
+    place = {result: p for p, j in enumerate(order) for result in table.results[j]}
+    edges: list[set[int]] = [set() for _ in order]
+    for p, j in enumerate(order):
+        for v in table.operands[j]:
+            maker = place.get(v)
+            if maker is not None:
+                edges[maker].add(p)
+    for writer, reader in carried:
+        if writer == reader:
+            return order
+        edges[writer].add(reader)
+    needs = [0] * len(order)
+    for targets in edges:
+        for p in targets:
+            needs[p] += 1
+    ready = [p for p in range(len(order)) if not needs[p]]
+    heapq.heapify(ready)
+    out: list[int] = []
+    while ready:
+        p = heapq.heappop(ready)
+        out.append(order[p])
+        for q in edges[p]:
+            needs[q] -= 1
+            if not needs[q]:
+                heapq.heappush(ready, q)
+    return out if len(out) == len(order) else order
 
 
 def _wait_for_writes(sources: list[list[int]], tiles: list[tuple[int, tuple[tuple[Any, ...], tuple[Any, ...]]]]
@@ -845,10 +997,11 @@ def _restore(memory: TagMemory, saved: tuple[Any, ...]) -> None:
     del memory.conflicts[conflicts:]
 
 
-def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Operation], Any]) -> None:
-    """Run `run` group by group; walk it again op by op if that changed any byte's order of
-    accesses, reported anything, or failed."""
-    footprint = Footprint(len(run.ops))
+def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Operation], Any],
+            again: Callable[[], None] | None = None) -> None:
+    """Run `run` group by group; walk it again op by op (or by `again`) if that changed any
+    byte's order of accesses, reported anything, or failed."""
+    footprint = Footprint(run.places or len(run.ops))
     mark = a.obligations.mark()
     compared = a.obligations.compared
     faults = len(a._faults)
@@ -879,6 +1032,9 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
     a.obligations.rollback(mark)
     a.obligations.compared = compared
     del a._faults[faults:]
+    if again is not None:
+        again()
+        return
     for op in run.ops:
         rule_of(op)(a, op, mask)
 
@@ -927,7 +1083,7 @@ def _run_rule(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable[
     full = mask is a.everyone
     a.n, a.tid, a.everyone, a.thread_ids, a._zeros = points
     try:
-        rule_of(first)(a, first, points[2] if full else np.tile(mask, copies))
+        (group.rule or rule_of(first))(a, first, points[2] if full else np.tile(mask, copies))
         out = [(values.get(r), tags.get(r)) for r in results]
     finally:
         a.n, a.tid, a.everyone, a.thread_ids, a._zeros = saved

@@ -43,6 +43,15 @@ from .layout_texts import layout_from_text, text_of
 
 MEMORY_SPACES = ("global", "shared", "local")
 
+UNROLLED = "argus.unrolled"
+"""The attribute marking an ``scf.for`` that stands for an unrolled ``static_range`` loop, kept
+rolled by the front-end (`frontend.rolling`): it runs as the unrolled code would."""
+
+
+def is_unrolled(op: Any) -> bool:
+    """Whether `op` is a static loop kept rolled."""
+    return isinstance(op, scf.ForOp) and UNROLLED in op.attributes
+
 
 def _parse_dtype(parser: AttrParser) -> StringAttr:
     name = parser.parse_identifier()

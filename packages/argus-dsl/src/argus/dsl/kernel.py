@@ -23,6 +23,7 @@ from .cache import cache_key
 from .dialect import parse_module
 from .errors import ArgusLaunchError, ArgusSyntaxError, ArgusVerificationWarning, SourceLocation, TagAssertionError
 from .frontend import FrontEnd, KernelSource
+from .frontend.values import MustUnroll
 from .passes import canonicalize
 
 #: Blocks a cluster may have (the portable limit of NVIDIA sm_90).
@@ -178,8 +179,14 @@ class Kernel:
                          self.cluster, sorted(constants.items()), _fingerprint(self.fn))
 
     def _build(self, constants: dict[str, Any]) -> CompiledKernel:
-        frontend = FrontEnd(self.source, constants)
-        op = frontend.build()
+        unrolled: frozenset[Any] = frozenset()
+        while True:  # a rolled static loop whose value is read after it is unrolled, and the kernel read again
+            frontend = FrontEnd(self.source, constants, unrolled)
+            try:
+                op = frontend.build()
+                break
+            except MustUnroll as must:
+                unrolled |= {must.loop}
         if self.min_blocks_per_sm is not None:
             op.properties["min_blocks_per_sm"] = builtin.IntAttr(self.min_blocks_per_sm)
         if self.max_registers is not None:

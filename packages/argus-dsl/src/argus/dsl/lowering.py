@@ -247,11 +247,12 @@ def lower_layouts(module: builtin.ModuleOp, moved: dict[Operation, Operation] | 
 def lowered(compiled: Any) -> tuple[builtin.ModuleOp, dict[Any, Any]]:
     """A copy of a compiled kernel's module with layouts lowered and the IR cleaned, and the
     source locations of the copy's ops (an op that replaces an access keeps its location)."""
-    from .passes import canonicalize
+    from .passes import canonicalize, unroll_static_loops
 
     module = compiled.module.clone()
     locations = {new: compiled.locations[old] for old, new in zip(compiled.module.walk(), module.walk())
                  if old in compiled.locations}
+    unroll_static_loops(module, locations)
     moved: dict[Operation, Operation] = {}
     lower_layouts(module, moved)
     for old, new in moved.items():

@@ -19,10 +19,13 @@ Every later consumer (the tag checker, the interpreter, the backends) walks fewe
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin
+from xdsl.dialects import arith, builtin, scf
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.transforms.canonicalize import CanonicalizePass
@@ -179,6 +182,68 @@ def _replace(op: Operation, new_ops: list[Operation]) -> None:
     block.insert_ops_before(new_ops, op)
     op.results[0].replace_all_uses_with(new_ops[-1].results[0])
     block.erase_op(op)
+
+
+_INDEX_ARITHMETIC: dict[type, Callable[[int, int], int]] = {
+    arith.AddiOp: operator.add, arith.SubiOp: operator.sub, arith.MuliOp: operator.mul,
+    arith.ShRSIOp: operator.rshift, arith.AndIOp: operator.and_}
+"""What a rolled loop's body computes from its index (`frontend.rolling`)."""
+
+
+def unroll(loop: scf.ForOp, located: dict[Operation, Any] | None = None) -> list[Operation]:
+    """The ops of a static loop kept rolled, unrolled: its body once per index value, the index
+    a constant (and the rolled loops in it unrolled too), in place of the loop. `located`
+    (op -> source location) gets an entry for every new op whose original had one."""
+    lb, ub, step = (int_constant(v) for v in (loop.lb, loop.ub, loop.step))
+    parent = loop.parent
+    assert parent is not None and lb is not None and ub is not None and step
+    out: list[Operation] = []
+    for value in range(lb, ub, step):
+        index = arith.ConstantOp(builtin.IntegerAttr(value, builtin.i32))
+        parent.insert_op_before(index, loop)
+        out.append(index)
+        if located is not None and loop in located:
+            located[index] = located[loop]
+        mapping: dict[SSAValue, SSAValue] = {loop.body.block.args[0]: index.result}
+        for op in loop.body.block.ops:
+            if isinstance(op, scf.YieldOp):
+                continue
+            fold = _INDEX_ARITHMETIC.get(type(op))
+            numbers = [int_constant(mapping.get(v, v)) for v in op.operands] if fold is not None else [None]
+            if None in numbers:
+                copy = op.clone(value_mapper=mapping)
+            else:  # the index's arithmetic, computed here: the copies read constants, as unrolled code does
+                copy = arith.ConstantOp(builtin.IntegerAttr(fold(*numbers), op.results[0].type))
+                mapping[op.results[0]] = copy.result
+            parent.insert_op_before(copy, loop)
+            if located is not None:
+                for old, new in zip(op.walk(), copy.walk()):
+                    if old in located:
+                        located[new] = located[old]
+            if D.is_unrolled(copy):
+                out.extend(unroll(copy, located))  # type: ignore[arg-type]
+            else:
+                out.append(copy)
+    parent.erase_op(loop)
+    return out
+
+
+
+def unroll_static_loops(module: builtin.ModuleOp, located: dict[Operation, Any] | None = None) -> None:
+    """Unroll every static loop the front-end kept rolled (`frontend.rolling`), in place: the code
+    a target runs is the unrolled code (registers indexed by constants); `located` (op ->
+    source location) gets the new ops' locations."""
+    for loop in [op for op in module.walk() if D.is_unrolled(op) and not _inside_unrolled(op)]:
+        unroll(loop, located)  # type: ignore[arg-type]
+
+
+def _inside_unrolled(op: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if D.is_unrolled(parent):
+            return True
+        parent = parent.parent_op()
+    return False
 
 
 PIPELINE: tuple[ModulePass, ...] = (PromoteVariables(), SplitWholeSteps(), CanonicalizePass(),

@@ -34,8 +34,17 @@ from .values import KernelSource, TensorRef, Value, snippet
 class FrontEnd(Statements, Expressions, Calls):
     """Builds one ``argus.kernel`` op from a `KernelSource` and its constexpr values."""
 
-    def __init__(self, source: KernelSource, constants: dict[str, Any]) -> None:
+    rolls: bool = True
+    """Whether a ``static_range`` loop whose iterations differ only in constants stays one rolled
+    loop (`rolling`); off, every static loop is traced unrolled, as the backends see it."""
+
+    def __init__(self, source: KernelSource, constants: dict[str, Any], unrolled: frozenset[ast.For] = frozenset()
+                 ) -> None:
         self.src = source
+        self.unrolled = unrolled
+        """The static loops to unroll even where their iterations could stay one rolled loop."""
+        self.iterating = 0
+        """How many static loops whose iterations may stay rolled are being read."""
         self.warp_size = source.warp_size
         self.constants = dict(constants)
         self.env: dict[str, Any] = {}

@@ -27,7 +27,7 @@ from .. import dialect as D
 from .. import lang
 from ..dtypes import DType, boolean, f32, i32
 from ..types import mlir_type
-from .values import BoundMethod, PendingSlot, Slot, TensorRef, TileRef, Value, describe, truth
+from .values import BoundMethod, MustUnroll, PendingSlot, RolledAway, Slot, TensorRef, TileRef, Value, describe, truth
 
 _STATIC_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -90,6 +90,8 @@ class Expressions:
             if isinstance(value, Slot):
                 load = self.emit(D.VarLoadOp.create(operands=[value.ssa], result_types=[mlir_type(value.dtype)]))
                 return Value(load.results[0], value.dtype)
+            if isinstance(value, RolledAway):
+                raise MustUnroll(value.loop)
             return value
         if name in self.constants:
             return self.constants[name]
@@ -146,7 +148,10 @@ class Expressions:
             except Exception as err:  # user arithmetic on compile-time values
                 raise self.type_error(node, f"compile-time {_OP_SYMBOL.get(type(op), '?')} failed: {err}") from None
         folded = _identity_fold(op, left, right)
-        if folded is not None:
+        # in a static loop's iteration an integer constant may be the index's value there: the
+        # op stays, so that every iteration builds the same ops (`rolling`; canonicalization
+        # folds what is left unrolled)
+        if folded is not None and not (self.iterating and folded.dtype.is_integer):
             return folded
         left, right = self.unify(node, left, right)
         return self.arith(node, op, left, right)

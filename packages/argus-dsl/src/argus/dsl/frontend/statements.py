@@ -17,7 +17,9 @@ from .. import dialect as D
 from .. import lang
 from ..dtypes import DType, boolean, f32, i32
 from .limits import MAX_UNROLL
-from .values import PendingSlot, Slot, TensorRef, TileRef, Value, describe, truth
+from ..passes import unroll
+from .rolling import defined_in, rolled
+from .values import BoundMethod, MustUnroll, PendingSlot, RolledAway, Slot, TensorRef, TileRef, Value, describe, truth
 
 
 class Statements:
@@ -137,10 +139,51 @@ class Statements:
             raise self.type_error(node.iter, f"static_range: {err}") from None
         if count > MAX_UNROLL:
             raise self.type_error(node.iter, f"static_range of {count} iterations exceeds {MAX_UNROLL}; use range(...) for long loops")
-        for i in iterations:
-            self.env[node.target.id] = i
-            for stmt in node.body:
-                self.statement(stmt)
+        if count < 2 or node in self.unrolled or not self.rolls:
+            for i in iterations:
+                self.env[node.target.id] = i
+                for stmt in node.body:
+                    self.statement(stmt)
+            return
+        blocks = []
+        self.iterating += 1
+        try:
+            for i in iterations:  # each iteration read apart, to tell whether they differ in constants only
+                self.env[node.target.id] = i
+                blocks.append(Block())
+                with self.into(blocks[-1]):
+                    for stmt in node.body:
+                        self.statement(stmt)
+        finally:
+            self.iterating -= 1
+        self.roll(node, blocks, iterations.start, iterations.step)
+
+    def roll(self, node: ast.For, blocks: list[Block], start: int, step: int) -> None:
+        """Emit a static loop's iterations (`blocks`) as one rolled loop where they allow it
+        (`rolling`), else one after the other. Names the iterations bound to their values are
+        then out of reach: reading one later reads the kernel again with this loop unrolled."""
+        inside = defined_in(blocks)
+        escaped = {name: value for name, value in self.env.items() if _holds(value, inside)}
+        made = rolled(blocks, start, step, node.target.id)  # type: ignore[attr-defined]
+        if made is None:  # (a rolled loop inside stays rolled only inside another: copies of it run best together)
+            for block in blocks:
+                for op in list(block.ops):
+                    op.detach()
+                    self.block.add_op(op)
+                    if D.is_unrolled(op):
+                        unroll(op, self.locations)  # type: ignore[arg-type]
+            return
+        loop, bounds = made
+        outer, self.node = self.node, node
+        try:
+            for op in [*bounds, loop]:
+                self.emit(op)
+            for op in loop.body.block.walk():
+                self.locations.setdefault(op, self.loc(node))
+        finally:
+            self.node = outer
+        for name in escaped:
+            self.env[name] = RolledAway(node)
 
     def runtime_for(self, node: ast.For) -> None:
         call: ast.Call = node.iter  # type: ignore[assignment]
@@ -178,6 +221,8 @@ class Statements:
             current = self.env.get(name)
             if isinstance(current, (Slot, PendingSlot)):
                 continue
+            if isinstance(current, RolledAway):
+                raise MustUnroll(current.loop)
             if current is None:
                 if name in self.constants:
                     raise self.type_error(node, f"{name!r} is a constexpr and cannot be reassigned at run time")
@@ -287,3 +332,16 @@ def _assigned_names(body: list[ast.stmt]) -> Iterator[tuple[str, ast.AST]]:
                 for n in ast.walk(t):
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                         yield n.id, n
+
+
+def _holds(value: Any, values: set[Any]) -> bool:
+    """Whether a front-end value refers to one of `values` (SSA values), at any depth."""
+    if isinstance(value, (Value, TileRef)):
+        return value.ssa in values
+    if isinstance(value, BoundMethod):
+        return _holds(value.base, values)
+    if isinstance(value, (tuple, list, set)):
+        return any(_holds(v, values) for v in value)
+    if isinstance(value, dict):
+        return any(_holds(v, values) for v in value.values())
+    return False

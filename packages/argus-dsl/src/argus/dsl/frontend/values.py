@@ -91,6 +91,22 @@ class PendingSlot:
 
 
 @dataclass(frozen=True)
+class RolledAway:
+    """A name an iteration of a rolled static loop bound (`rolling`): its value is out of reach
+    after the loop, and reading it reads the kernel again with that loop unrolled."""
+
+    loop: ast.For
+
+
+class MustUnroll(Exception):
+    """Raised when a rolled static loop's value is read after it: the loop must be unrolled."""
+
+    def __init__(self, loop: ast.For) -> None:
+        super().__init__("a rolled static loop's value is read after the loop")
+        self.loop = loop
+
+
+@dataclass(frozen=True)
 class BoundMethod:
     base: TileRef | TensorRef
     name: str
