@@ -176,7 +176,7 @@ class Kernel:
 
     def _compute_key(self, constants: dict[str, Any]) -> str:
         return cache_key("argus-mlir", self.block, self.warp_size, self.min_blocks_per_sm, self.max_registers,
-                         self.cluster, sorted(constants.items()), _fingerprint(self.fn))
+                         self.cluster, sorted(constants.items()), _fingerprint(self.fn), FrontEnd.rolls)
 
     def _build(self, constants: dict[str, Any]) -> CompiledKernel:
         unrolled: frozenset[Any] = frozenset()

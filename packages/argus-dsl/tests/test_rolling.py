@@ -1,0 +1,166 @@
+"""Static loops kept rolled: a ``static_range`` loop whose iterations differ only in constants is
+one ``scf.for`` (`frontend.rolling`) that computes, checks and compiles as the unrolled code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from argus.dsl import Tensor, bf16, block_idx, f32, kernel, make_local, static_range, tag, thread_idx
+from argus.dsl.dialect import is_unrolled
+from argus.dsl.frontend import FrontEnd
+from argus.dsl.lowering import lowered
+from argus.dsl.verification import verify_kernel
+from argus.verify import Verdict
+from xdsl.dialects import scf
+
+
+@kernel(block=(32,), verify=False)
+def scaled(x: Tensor[f32, 32, 8], out: Tensor[f32, 32, 8]):
+    t = thread_idx.x
+    for i in static_range(8):
+        out[t, i] = x[t, i] * 2.0
+
+
+@kernel(block=(32,), verify=False)
+def swizzled(x: Tensor[f32, 32, 8], out: Tensor[f32, 32, 8]):
+    t = thread_idx.x
+    for i in static_range(8):
+        out[t, i] = x[t, i ^ 5]  # the column's bits flipped: affine in the bits of the index
+
+
+@kernel(block=(32,), verify=False)
+def rotated(x: Tensor[f32, 32, 4], out: Tensor[f32, 32, 4]):
+    t = thread_idx.x
+    for i in static_range(4):
+        out[t, i] = x[t, (i + 1) % 4]  # 1, 2, 3, 0: neither affine in the index nor in its bits
+
+
+@kernel(block=(32,), verify=False)
+def summed(x: Tensor[f32, 32, 4], out: Tensor[f32, 32]):
+    t = thread_idx.x
+    total = x[t, 0]
+    for i in static_range(1, 4):
+        total = total + x[t, i]  # each iteration reads what the one before made
+    out[t] = total
+
+
+@kernel(block=(32,), verify=False)
+def last_of(x: Tensor[f32, 32, 4], out: Tensor[f32, 32]):
+    t = thread_idx.x
+    for i in static_range(4):
+        value = x[t, i] * 3.0
+    out[t] = value  # the last iteration's value, read after the loop
+
+
+@kernel(block=(32,), verify=False)
+def by_block(x: Tensor[f32, 64, 4], out: Tensor[f32, 64, 4]):
+    for i in static_range(4):
+        out[block_idx.x * 32 + thread_idx.x, i] = x[block_idx.x * 32 + thread_idx.x, 3 - i]
+
+
+def _loops(module: Any) -> list[Any]:
+    return [op for op in module.walk() if isinstance(op, scf.ForOp)]
+
+
+def _count(module: Any, name: str) -> int:
+    return sum(op.name == name for op in module.walk())
+
+
+def _run(fn: Any, *shapes: tuple[int, ...], grid: tuple[int, ...] = (1,)) -> tuple[np.ndarray, np.ndarray]:
+    x = np.random.default_rng(0).standard_normal(shapes[0]).astype(np.float32)
+    out = np.zeros(shapes[1], np.float32)
+    fn[grid](x, out)
+    return x, out
+
+
+def test_iterations_differing_in_constants_are_one_rolled_loop_that_runs_and_compiles_as_unrolled_code():
+    compiled = scaled.specialize()
+    (loop,) = _loops(compiled.module)
+    assert is_unrolled(loop) and _count(compiled.module, "argus.store") == 1
+    x, out = _run(scaled, (32, 8), (32, 8))
+    np.testing.assert_array_equal(out, x * 2)
+    module, _ = lowered(compiled)  # what a target compiles: the loop unrolled, every index a constant
+    assert not _loops(module) and _count(module, "argus.store_at") == 8
+
+
+def test_constants_affine_in_the_bits_of_the_index_stay_rolled():
+    assert [is_unrolled(op) for op in _loops(swizzled.specialize().module)] == [True]
+    x, out = _run(swizzled, (32, 8), (32, 8))
+    np.testing.assert_array_equal(out, x[:, [i ^ 5 for i in range(8)]])
+
+
+@pytest.mark.parametrize("fn, expected", [(rotated, lambda x: x[:, [1, 2, 3, 0]]),
+                                          (summed, lambda x: x.sum(axis=1)),
+                                          (last_of, lambda x: x[:, 3] * 3)])
+def test_iterations_that_differ_otherwise_or_whose_values_outlive_the_loop_are_unrolled(fn: Any, expected: Any):
+    compiled = fn.specialize()
+    assert not _loops(compiled.module)
+    shapes = ((32, 4), (32, 4)) if fn is rotated else ((32, 4), (32,))
+    x, out = _run(fn, *shapes)
+    np.testing.assert_allclose(out, expected(x), rtol=1e-6)
+
+
+def test_what_every_iteration_computes_alike_is_computed_once_before_the_loop():
+    compiled = by_block.specialize()
+    (loop,) = _loops(compiled.module)
+    inside = {op.name for op in loop.body.block.walk()}
+    assert not inside & {"argus.thread_idx", "argus.block_idx"}, inside
+    x, out = _run(by_block, (64, 4), (64, 4), grid=(2,))
+    np.testing.assert_array_equal(out, x[:, ::-1])
+
+
+@kernel(block=(32,), verify=False)
+def columns(x: Tensor[bf16, "n", 8], out: Tensor[bf16, "n", 8], n: int):
+    tag(x, lambda r, c: (r, c))
+    row = block_idx.x * 32 + thread_idx.x
+    got = make_local((8,), bf16)
+    want = make_local((8,), bf16)
+    tag(want, lambda c: (row, c))
+    for i in static_range(8):
+        got[i] = x[row, i]
+    assert tag(got[...]) == tag(want[...]), "each column lands in its place"
+    out[row, 0] = got[0]
+
+
+def _unrolled(fn: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The same kernel traced with every static loop unrolled."""
+    with monkeypatch.context() as patch:
+        patch.setattr(FrontEnd, "rolls", False)
+        return kernel(block=(32,), verify=False)(fn.fn).specialize()
+
+
+def _findings(result: Any) -> list[tuple[str, ...]]:
+    return sorted(tuple(str(w.get(k)) for k in ("kind", "thread", "block", "element", "lhs tag", "rhs tag",
+                                                "lhs written at")) for w in result.witnesses)
+
+
+@pytest.mark.parametrize("swap, verdict", [(False, Verdict.PROVED), (True, Verdict.VIOLATED)])
+def test_a_rolled_loop_is_checked_with_its_iterations_together_and_finds_what_the_unrolled_code_finds(
+        swap: bool, verdict: Verdict, monkeypatch: pytest.MonkeyPatch):
+    fn = columns
+    if swap:
+        @kernel(block=(32,), verify=False)
+        def columns_swapped(x: Tensor[bf16, "n", 8], out: Tensor[bf16, "n", 8], n: int):
+            tag(x, lambda r, c: (r, c))
+            row = block_idx.x * 32 + thread_idx.x
+            got = make_local((8,), bf16)
+            want = make_local((8,), bf16)
+            tag(want, lambda c: (row, c))
+            for i in static_range(8):
+                got[i] = x[row, i ^ 1]  # neighbouring columns swapped
+            assert tag(got[...]) == tag(want[...]), "each column lands in its place"
+            out[row, 0] = got[0]
+        fn = columns_swapped
+    rolled = fn.specialize()
+    assert [is_unrolled(op) for op in _loops(rolled.module)] == [True]
+    unrolled = _unrolled(fn, monkeypatch)
+    assert not _loops(unrolled.module)
+    together, apart = verify_kernel(rolled, fn.name), verify_kernel(unrolled, fn.name)
+    assert together.verdict is apart.verdict is verdict, together.text()
+    assert _findings(together) == _findings(apart)
+    loop = _loops(rolled.module)[0]
+    run = rolled.preparation.rolled(loop)
+    assert run is not None and not run.walked_again  # (the assertion after the loop finds the swap)
+    assert max(len(group.ops) for group in run.groups) == 8
