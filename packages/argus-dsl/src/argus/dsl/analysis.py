@@ -332,7 +332,7 @@ class Preparation:
             return j not in bounds and not _batchable(table.ops[j])
 
         return batching.Nest(body, indices, alone, lambda j: id(table.ops[j].body.block.args[0]),
-                             lambda j: _tile_bounds if j in bounds else None)
+                             lambda j: _tile_bounds if j in bounds else None, self._known[1].get)
 
     def holds_a_loop(self, op: scf.ForOp) -> bool:
         """Whether a runtime loop sits in the loop's body, at any depth (a static loop kept rolled
@@ -2822,7 +2822,7 @@ _NUMPY: dict[type, Callable[..., np.ndarray]] = {
     arith.DivUIOp: lambda x, y: np.floor_divide(x, np.where(y == 0, 1, y)),
     arith.RemUIOp: lambda x, y: np.remainder(x, np.where(y == 0, 1, y)),
     arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or, arith.XOrIOp: np.bitwise_xor,
-    arith.MinSIOp: np.minimum, arith.MaxSIOp: np.maximum,
+    arith.MinSIOp: np.minimum, arith.MaxSIOp: np.maximum, arith.ShRSIOp: np.right_shift,
 }
 
 _RULES: dict[type, Rule] = {

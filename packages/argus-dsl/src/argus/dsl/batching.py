@@ -162,13 +162,17 @@ class Nest(NamedTuple):
     """The identity of a loop's index (its body's argument)."""
     rule: Callable[[int], Any]
     """The rule an op runs where it is not its own (None: its own)."""
+    known: Callable[[int], np.ndarray | None]
+    """The numbers of a value known before any check (by identity), one per thread."""
 
 
 def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads: int) -> Run | None:
     """The iterations of a static loop kept rolled (and of the rolled loops in its body) as one
     run: a group per op over all its iterations, in program order; None if an op must run
     alone. Copy c of an op is its iterations' c-th in lexicographic order of the indices
-    (outermost first); its place is where program order puts that execution."""
+    (outermost first); its place is where program order puts that execution. Integer
+    arithmetic on the indices and on values known before any check is computed here, once:
+    its ops need no group."""
     order: list[int] = []  # the ops, in program order of the body
     chains: dict[int, tuple[int, ...]] = {}  # per op, its loops, outermost first
     bodies: dict[int, list[int]] = {}
@@ -195,33 +199,41 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
     indices[loop] = outermost
     if not collect(loop, (loop,)) or not order:
         return None
-    places: dict[int, list[int]] = {j: [] for j in order}
-    counter = 0
-
-    def execute(outer: int) -> None:
-        nonlocal counter
-        body = bodies[outer]
-        for _ in range(len(indices[outer])):
-            for j in body:
-                if j in places:
-                    places[j].append(counter)
-                    counter += 1
-                else:
-                    execute(j)
-
-    execute(loop)
+    places = _rolled_places(loop, bodies, indices, chains)
     roles, _ = planner.roles(order)
     by_role = dict(zip(order, roles))
     order = _carried_first(table, order, planner)
     index_at = {nest.index_of(j): j for j in indices}
     made: dict[int, tuple[int, int]] = {}  # per result (by identity): (its group, which result)
+    numbers: dict[int, tuple[np.ndarray, int]] = {}  # per value computed here: (its numbers, its maker's depth)
     depth_of: list[int] = []  # per group, how many loops hold its op
     groups: list[Group] = []
-    for g, j in enumerate(order):
+    for j in order:
         chain = chains[j]
         trips = [len(indices[k]) for k in chain]
-        copies = len(places[j])
-        group = Group([table.ops[j]] * copies, places[j])
+        copies = math.prod(trips)
+
+        def known(v: int) -> np.ndarray | None:
+            """The numbers of value `v` over the op's copies' points, if known before any check."""
+            found = numbers.get(v)
+            if found is not None:
+                below = math.prod(trips[found[1]:])
+                return found[0] if below == 1 else \
+                    found[0].reshape(-1, threads)[np.arange(copies) // below].reshape(-1)
+            owner = index_at.get(v)
+            if owner is not None:
+                depth = chain.index(owner)
+                per_copy = indices[owner][(np.arange(copies) // math.prod(trips[depth + 1:])) % trips[depth]]
+                return np.repeat(per_copy, threads)
+            outside = nest.known(v)
+            return None if outside is None else np.tile(outside, copies)
+
+        function = planner.arithmetic(j)
+        if function is not None:
+            args = [known(v) for v in table.operands[j]]
+            if all(arg is not None for arg in args):
+                numbers[table.results[j][0]] = (function(*args), len(chain))
+                continue
         gathers = []
         for v, value in zip(table.operands[j], table.operand_values[j]):
             found = made.get(v)
@@ -230,26 +242,48 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
                 rows = tuple(range(copies)) if below == 1 else tuple(c // below for c in range(copies))
                 gathers.append(Gather(None, ((found[0], found[1], copies // below),), rows, below == 1))
                 continue
-            owner = index_at.get(v)
-            if owner is None:  # a value from before the loops
-                gathers.append(Gather(value))
-                continue
-            depth = chain.index(owner)
-            below = math.prod(trips[depth + 1:])
-            numbers = indices[owner][(np.arange(copies) // below) % trips[depth]]
-            gathers.append(Gather(None, fixed=Affine(np.repeat(numbers, threads))))
+            fixed = known(v) if v in numbers or v in index_at else None
+            gathers.append(Gather(value) if fixed is None else Gather(None, fixed=Affine(fixed)))
         if by_role[j].moved >= 0:
             gathers[by_role[j].moved].tags_only = True
-        group.gathers = gathers
+        group = Group([table.ops[j]] * copies, places[j], gathers=gathers, places=places[j])
         group.operands = tuple(_Operand(value.type) for value in table.operand_values[j])
-        group.arithmetic = planner.arithmetic(j)
+        group.arithmetic = function
         group.rule = nest.rule(j)
         group.scatter = [False] * len(table.results[j])  # (a body's values are read in its iterations only)
         for r, result in enumerate(table.results[j]):
-            made[result] = (g, r)
+            made[result] = (len(groups), r)
         depth_of.append(len(chain))
         groups.append(group)
-    return Run([table.ops[j] for j in order], groups, places=counter)
+    return Run([table.ops[j] for j in order], groups, places=len(indices[loop]) * _rolled_size(loop, bodies, indices))
+
+
+def _rolled_size(loop: int, bodies: dict[int, list[int]], indices: dict[int, np.ndarray]) -> int:
+    """How many op executions one iteration of a rolled loop's body makes."""
+    return sum(len(indices[j]) * _rolled_size(j, bodies, indices) if j in indices else 1 for j in bodies[loop])
+
+
+def _rolled_places(loop: int, bodies: dict[int, list[int]], indices: dict[int, np.ndarray],
+                   chains: dict[int, tuple[int, ...]]) -> dict[int, np.ndarray]:
+    """Per op of a rolled run, its copies' places in program order (copies in lexicographic order
+    of their indices): its place in one iteration of each loop, plus the index times the size
+    of that loop's iteration."""
+    out: dict[int, np.ndarray] = {}
+
+    def place(outer: int, start: np.ndarray) -> None:
+        size = _rolled_size(outer, bodies, indices)
+        iterations = (start[:, None] + np.arange(len(indices[outer])) * size).reshape(-1)
+        at = 0
+        for j in bodies[outer]:
+            if j in indices:
+                place(j, iterations + at)
+                at += len(indices[j]) * _rolled_size(j, bodies, indices)
+            else:
+                out[j] = iterations + at
+                at += 1
+
+    place(loop, np.zeros(1, np.int64))
+    return out
 
 
 class Role(NamedTuple):
