@@ -206,6 +206,7 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
     index_at = {nest.index_of(j): j for j in indices}
     made: dict[int, tuple[int, int]] = {}  # per result (by identity): (its group, which result)
     numbers: dict[int, tuple[np.ndarray, int]] = {}  # per value computed here: (its numbers, its maker's depth)
+    over_copies: dict[tuple[int, tuple[int, ...]], np.ndarray | None] = {}  # indices and known values, per loops
     depth_of: list[int] = []  # per group, how many loops hold its op
     groups: list[Group] = []
     for j in order:
@@ -220,13 +221,18 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
                 below = math.prod(trips[found[1]:])
                 return found[0] if below == 1 else \
                     found[0].reshape(-1, threads)[np.arange(copies) // below].reshape(-1)
-            owner = index_at.get(v)
-            if owner is not None:
-                depth = chain.index(owner)
-                per_copy = indices[owner][(np.arange(copies) // math.prod(trips[depth + 1:])) % trips[depth]]
-                return np.repeat(per_copy, threads)
-            outside = nest.known(v)
-            return None if outside is None else np.tile(outside, copies)
+            spread = over_copies.get((v, chain))
+            if spread is None:
+                owner = index_at.get(v)
+                if owner is not None:
+                    depth = chain.index(owner)
+                    per_copy = indices[owner][(np.arange(copies) // math.prod(trips[depth + 1:])) % trips[depth]]
+                    spread = np.repeat(per_copy, threads)
+                else:
+                    outside = nest.known(v)
+                    spread = None if outside is None else np.tile(outside, copies)
+                over_copies[(v, chain)] = spread
+            return spread
 
         function = planner.arithmetic(j)
         if function is not None:

@@ -194,19 +194,34 @@ def unroll(loop: scf.ForOp, located: dict[Operation, Any] | None = None) -> list
     """The ops of a static loop kept rolled, unrolled: its body once per index value, the index
     a constant (and the rolled loops in it unrolled too), in place of the loop. `located`
     (op -> source location) gets an entry for every new op whose original had one."""
-    lb, ub, step = (int_constant(v) for v in (loop.lb, loop.ub, loop.step))
     parent = loop.parent
-    assert parent is not None and lb is not None and ub is not None and step
+    assert parent is not None
     out: list[Operation] = []
+    _expand(loop, {}, loop, out, located)
+    parent.erase_op(loop)
+    return out
+
+
+def _expand(loop: scf.ForOp, mapping: dict[SSAValue, SSAValue], before: Operation, out: list[Operation],
+            located: dict[Operation, Any] | None) -> None:
+    """Copies of `loop`'s body, one per index value, before `before` (`mapping`: the values the
+    copies read in place of those of the loops around it)."""
+    lb, ub, step = (int_constant(mapping.get(v, v)) for v in (loop.lb, loop.ub, loop.step))
+    parent = before.parent
+    assert parent is not None and lb is not None and ub is not None and step
+    where = None if located is None else located.get(loop)
     for value in range(lb, ub, step):
         index = arith.ConstantOp(builtin.IntegerAttr(value, builtin.i32))
-        parent.insert_op_before(index, loop)
+        parent.insert_op_before(index, before)
         out.append(index)
-        if located is not None and loop in located:
-            located[index] = located[loop]
-        mapping: dict[SSAValue, SSAValue] = {loop.body.block.args[0]: index.result}
+        if where is not None:
+            located[index] = where  # type: ignore[index]
+        mapping[loop.body.block.args[0]] = index.result
         for op in loop.body.block.ops:
             if isinstance(op, scf.YieldOp):
+                continue
+            if D.is_unrolled(op):
+                _expand(op, mapping, before, out, located)  # type: ignore[arg-type]
                 continue
             fold = _INDEX_ARITHMETIC.get(type(op))
             numbers = [int_constant(mapping.get(v, v)) for v in op.operands] if fold is not None else [None]
@@ -215,18 +230,12 @@ def unroll(loop: scf.ForOp, located: dict[Operation, Any] | None = None) -> list
             else:  # the index's arithmetic, computed here: the copies read constants, as unrolled code does
                 copy = arith.ConstantOp(builtin.IntegerAttr(fold(*numbers), op.results[0].type))
                 mapping[op.results[0]] = copy.result
-            parent.insert_op_before(copy, loop)
+            parent.insert_op_before(copy, before)
+            out.append(copy)
             if located is not None:
                 for old, new in zip(op.walk(), copy.walk()):
                     if old in located:
                         located[new] = located[old]
-            if D.is_unrolled(copy):
-                out.extend(unroll(copy, located))  # type: ignore[arg-type]
-            else:
-                out.append(copy)
-    parent.erase_op(loop)
-    return out
-
 
 
 def unroll_static_loops(module: builtin.ModuleOp, located: dict[Operation, Any] | None = None) -> None:
