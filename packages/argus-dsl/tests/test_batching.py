@@ -147,7 +147,10 @@ def test_bytes_nothing_wrote_are_reported_where_they_are_read(name: str, edits: 
     result = verify_kernel(_example(tmp_path, name, edits), KERNELS[name])
     assert result.verdict is Verdict.VIOLATED
     witness = result.witnesses[0]
-    assert witness["kind"] == "uninitialized-read" and facts.items() <= witness.items()
+    # (the loops a witness names: the runtime loops given, and the static loops kept rolled around it)
+    loops = facts.get("loops", {})
+    assert witness["kind"] == "uninitialized-read" and loops.items() <= witness["loops"].items()
+    assert {k: v for k, v in facts.items() if k != "loops"}.items() <= witness.items()
     assert line is None or (witness["assertion"].endswith(f"batching_{name}.py:{line}")
                             and len({w["assertion"] for w in result.witnesses}) == 1)
     assert witness["replayed"].startswith("the interpreter faults the same way")
@@ -385,8 +388,13 @@ def test_products_between_loads_of_their_fragments_run_together(tmp_path: Path) 
     assert not any(run.walked_again for run in _runs(compiled))
 
 
-def test_products_after_their_fragments_are_one_step(tmp_path: Path) -> None:
-    # GEMM loads every fragment, then multiplies: the products make one `Products` step
+def test_products_after_their_fragments_are_one_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # GEMM loads every fragment, then multiplies: kept rolled, the loop over the products runs
+    # them as one group; traced unrolled, they make one `Products` step
+    rolled = _example(tmp_path, "gemm")
+    assert verify_kernel(rolled, "gemm").verdict is Verdict.PROVED
+    assert _largest_group(rolled, "argus.mma") == 8
+    monkeypatch.setattr(FrontEnd, "rolls", False)
     compiled = _example(tmp_path, "gemm")
     verify_kernel(compiled, "gemm")
     blocks = [block for op in compiled.op.walk() for region in op.regions for block in region.blocks]

@@ -47,7 +47,9 @@ def test_a_wrong_fragment_index_is_caught_with_a_replayable_witness(tmp_path):
     written = int(w["rhs written at"].rsplit(":", 2)[1])
     assert "kf[v0, v1, j] = sK[" in lines[written - 1]
     assert w["kind"] == "violated" and w["message"] == "Q and K pair up along d"
-    assert set(w["loops"]) == {"kj"} and 0 <= w["thread"] < 32
+    # the runtime loop over key tiles, and the static loops kept rolled around the assertion
+    assert set(w["loops"]) == {"kj", "ks", "j"} and 0 <= w["thread"] < 32
+    assert 0 <= w["loops"]["ks"] < p.constants["D"] // 16 and 0 <= w["loops"]["j"] < 2
     head, d = w["lhs tag"]
     assert w["rhs tag"][1] != d  # K's d differs from Q's d at the same fragment position
 

@@ -47,7 +47,7 @@ from .errors import SourceLocation, VerificationError
 from .interpreter import TileValue, _offset_table, _pad3, _redistribute, segment_stride, tile_coordinates
 from .interpreter import _fragment_bytes as _all_fragment_bytes
 from .interpreter import _shared_operand_bytes
-from .layout_texts import layout_from_text
+from .layout_texts import layout_from_text, moved_layout
 from .tag_liveness import Liveness, relevant_ops
 from .types import dtype_of_mlir
 
@@ -1656,15 +1656,34 @@ def _allocation(op: Any) -> tuple[Any, DType, int, bool]:
 def _view(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     operands, results = a.shape(op)
     source: TileValue = a.values[operands[0]]
+    start = a.values.get(operands[1]) if len(operands) > 1 else None
     memo = a._results.get(op)
-    if memo is not None and memo[0] is source:  # one object per view, so accesses through it are remembered
+    if memo is not None and memo[0] is source and memo[2] is start:  # one object per view: accesses through it are remembered
         a.values[results[0]] = memo[1]
         return
     layout, dtype, slice_ = a.preparation.read(op, _view_type)
+    if start is not None:  # a sub-tile of a static loop kept rolled, where its copy's index says
+        view = _moved_sub_tiles(a, op, source, start, layout, dtype)
+        a.values[results[0]] = view
+        a._results[op] = (source, view, start)
+        return
     view = source.map(lambda tile: tile.derived(layout, dtype, tile.base if slice_ else None)) \
         if isinstance(source, batching.TileCopies) else source.derived(layout, dtype, source.base if slice_ else None)
     a.values[results[0]] = view
-    a._results[op] = (source, view)
+    a._results[op] = (source, view, None)
+
+
+def _moved_sub_tiles(a: TagAnalysis, op: Any, source: Any, start: Affine, layout: Any, dtype: DType) -> Any:
+    """The sub-tile each copy's index picks (one per copy when copies run together): the tile
+    the unrolled code names, its offset in its layout."""
+    starts = a.concrete_offsets(op, start, "sub-tile start")
+    threads = a.footprint.threads if a.footprint is not None else a.n
+    per_copy = starts.reshape(-1, threads)
+    if (per_copy != per_copy[:, :1]).any():
+        raise a.undecidable(op, "the threads of a block disagree on where a sub-tile starts")
+    sources = source.tiles if isinstance(source, batching.TileCopies) else (source,) * len(per_copy)
+    tiles = tuple(tile.derived(moved_layout(layout, int(s)), dtype, tile.base) for tile, s in zip(sources, per_copy[:, 0]))
+    return tiles[0] if len(tiles) == 1 else batching.TileCopies(tiles)
 
 
 def _view_type(op: Any) -> tuple[Any, DType, bool]:

@@ -27,6 +27,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -508,10 +509,13 @@ class PartitionOp(IRDLOperation):
 @irdl_op_definition
 class SliceOp(IRDLOperation):
     """A sub-tile: the modes of `source` left open, at a fixed position of the others (the
-    result type's layout carries the offset)."""
+    result type's layout carries the offset). In a static loop kept rolled, where the position
+    follows the loop's index, `start` adds the elements the sub-tile starts after the offset
+    (`frontend.rolling`; unrolling folds it into the type again)."""
 
     name = "argus.slice"
     source = operand_def(TileType)
+    start = opt_operand_def(builtin.i32)
     result = result_def(TileType)
 
 

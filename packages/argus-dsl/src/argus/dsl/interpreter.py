@@ -548,7 +548,11 @@ def _shuffle(interp: Interpreter, op: D.ShuffleOp, frame: _Frame, mask: np.ndarr
 def _slice(interp: Interpreter, op: D.SliceOp, frame: _Frame, mask: np.ndarray) -> None:
     source: TileValue = _value(frame, op.source)
     t: D.TileType = op.result.type  # type: ignore[assignment]
-    frame.values[op.result] = source.derived(t.layout, t.dtype, source.base)
+    base = source.base
+    if op.start is not None:  # (a static loop kept rolled: the sub-tile starts where its index says)
+        start = _scalar_array(frame, op.start).astype(np.int64)
+        base = start if base is None else base + start
+    frame.values[op.result] = source.derived(t.layout, t.dtype, base)
 
 
 def _partition(interp: Interpreter, op: D.PartitionOp, frame: _Frame, mask: np.ndarray) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from argus.layout import parse
+from argus.layout import ComposedLayout, Swizzle, parse
 
 _LAYOUTS: dict[str, Any] = {}
 
@@ -30,3 +30,26 @@ def text_of(layout: Any) -> str:
     text = str(layout)
     _LAYOUTS.setdefault(text, layout)
     return text
+
+
+_MOVED: dict[tuple[int, int], tuple[Any, Any]] = {}
+
+
+def moved_layout(layout: Any, start: int) -> Any:
+    """A sub-tile's layout moved `start` elements on (`with_start`): the object its text
+    reads back to, made once per layout and start (so what is known of it, by identity, is
+    found again)."""
+    key = (id(layout), start)
+    found = _MOVED.get(key)
+    if found is None:
+        found = _MOVED[key] = (layout, layout_from_text(text_of(with_start(layout, start))))
+    return found[1]
+
+
+def with_start(layout: Any, start: int) -> Any:
+    """A sub-tile's layout moved `start` elements further (before its swizzle, as offsets are)."""
+    if not start:
+        return layout
+    if isinstance(layout, ComposedLayout):
+        return ComposedLayout(layout.outer, layout.offset + start, layout.inner)
+    return ComposedLayout(Swizzle(0, 0, 0), start, layout)

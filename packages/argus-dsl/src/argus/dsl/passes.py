@@ -33,6 +33,7 @@ from xdsl.transforms.common_subexpression_elimination import CommonSubexpression
 
 from . import dialect as D
 from .dialect import context
+from .layout_texts import with_start
 
 
 @dataclass(frozen=True)
@@ -225,7 +226,13 @@ def _expand(loop: scf.ForOp, mapping: dict[SSAValue, SSAValue], before: Operatio
                 continue
             fold = _INDEX_ARITHMETIC.get(type(op))
             numbers = [int_constant(mapping.get(v, v)) for v in op.operands] if fold is not None else [None]
-            if None in numbers:
+            if isinstance(op, D.SliceOp) and op.start is not None:  # a sub-tile at a constant place: in its type
+                t = op.result.type
+                moved = with_start(t.layout, int_constant(mapping.get(op.start, op.start)))  # type: ignore[arg-type]
+                copy = D.SliceOp.create(operands=[mapping.get(op.source, op.source)],
+                                        result_types=[D.TileType.of(t.space.data, t.dtype, moved)])
+                mapping[op.result] = copy.results[0]
+            elif None in numbers:
                 copy = op.clone(value_mapper=mapping)
             else:  # the index's arithmetic, computed here: the copies read constants, as unrolled code does
                 copy = arith.ConstantOp(builtin.IntegerAttr(fold(*numbers), op.results[0].type))

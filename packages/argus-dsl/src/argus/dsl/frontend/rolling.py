@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from argus.layout import ComposedLayout, Swizzle
 from xdsl.dialects import arith, builtin, scf
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.traits import is_side_effect_free
 
+from .. import dialect as D
 from ..dialect import UNROLLED
 
 def defined_in(blocks: list[Block]) -> set[SSAValue]:
@@ -48,10 +50,13 @@ class _Positions:
                 self.of[arg] = (1, n, k)
 
 
-def rolled(blocks: list[Block], start: int, step: int, name: str) -> tuple[scf.ForOp, list[Operation]] | None:
+def rolled(blocks: list[Block], start: int, step: int, name: str, located: dict[Operation, Any]
+           ) -> tuple[scf.ForOp, list[Operation]] | None:
     """The loop standing for `blocks` (iteration i's ops, for the index value start + i·step),
-    and the ops it needs before it (its bounds); None if the iterations differ otherwise than in
-    integer constants affine in the index. The first block's ops move into the loop's body."""
+    and the ops it needs before it (its bounds, what every iteration computes alike); None if
+    the iterations differ otherwise than in integer constants and sub-tile offsets of an index
+    form (`_index_form`). The first block's ops move into the loop's body; the ops made in
+    place of others take their source locations (`located`)."""
     if len(blocks) < 2:
         return None
     positions = [_Positions(b) for b in blocks]
@@ -59,11 +64,17 @@ def rolled(blocks: list[Block], start: int, step: int, name: str) -> tuple[scf.F
     count = len(first.ops)
     if count == 0 or any(len(p.ops) != count or len(p.blocks) != len(first.blocks) for p in positions):
         return None
-    varying: dict[int, tuple[int, int, tuple[int, ...]]] = {}  # op number -> its `_index_form`
+    varying: dict[int, tuple[int, int, tuple[int, ...]]] = {}  # constant's op number -> its `_index_form`
+    sliding: dict[int, tuple[D.TileType, tuple[int, int, tuple[int, ...]]]] = {}  # sub-tiles: base type, form
     for n in range(count):
         ops = [p.ops[n] for p in positions]
         model = ops[0]
-        if any(not _same_shape(model, op) for op in ops[1:]):
+        if isinstance(model, D.SliceOp) and any(op.result.type != model.result.type for op in ops[1:]):
+            found = _slice_form(ops, start, step)
+            if found is None or any(len(op.operands) != len(model.operands) for op in ops[1:]):
+                return None
+            sliding[n] = found
+        elif any(not _same_shape(model, op) for op in ops[1:]):
             return None
         for k, operand in enumerate(model.operands):
             where = first.of.get(operand)
@@ -75,13 +86,39 @@ def rolled(blocks: list[Block], start: int, step: int, name: str) -> tuple[scf.F
                 elif p.of.get(other) != where:  # a value of its own iteration, from the same place
                     return None
         if isinstance(model, arith.ConstantOp) and any(op.value != model.value for op in ops[1:]):
-            form = _index_form([op.value for op in ops], start, step)
+            form = _index_form([_integer(op.value) for op in ops], start, step)
             if form is None:
                 return None
             varying[n] = form
         elif any(op.properties != model.properties or op.attributes != model.attributes for op in ops[1:]):
             return None
-    return _build(blocks, first, varying, start, step, name)
+    return _build(blocks, first, varying, sliding, start, step, name, located)
+
+
+def _integer(value: Any) -> int | None:
+    """A 32-bit integer constant's value (None: another kind of constant)."""
+    return value.value.data if isinstance(value, builtin.IntegerAttr) and value.type == builtin.i32 else None
+
+
+def _slice_form(ops: list[D.SliceOp], start: int, step: int) -> tuple[D.TileType, tuple[int, int, tuple[int, ...]]] | None:
+    """The type of a sub-tile that starts where the loop's index says, and the index form of
+    where (`_index_form`), if the iterations' sub-tiles differ only in their offsets."""
+    parts = []
+    for op in ops:
+        t = op.result.type
+        layout = t.layout
+        outer, offset, inner = (layout.outer, layout.offset, layout.inner) if isinstance(layout, ComposedLayout) \
+            else (Swizzle(0, 0, 0), 0, layout)
+        parts.append((t.space.data, t.dtype, str(outer), str(inner), offset))
+    if len({p[:4] for p in parts}) != 1:
+        return None
+    form = _index_form([p[4] for p in parts], start, step)
+    if form is None:
+        return None
+    layout = ops[0].result.type.layout
+    base = ComposedLayout(layout.outer, 0, layout.inner) if isinstance(layout, ComposedLayout) and \
+        str(layout.outer) != str(Swizzle(0, 0, 0)) else (layout.inner if isinstance(layout, ComposedLayout) else layout)
+    return D.TileType.of(parts[0][0], parts[0][1], base), form
 
 
 def _same_shape(a: Operation, b: Operation) -> bool:
@@ -92,15 +129,15 @@ def _same_shape(a: Operation, b: Operation) -> bool:
         [[[x.type for x in block.args] for block in region.blocks] for region in b.regions]
 
 
-def _index_form(values: list[Any], start: int, step: int) -> tuple[int, int, tuple[int, ...]] | None:
+def _index_form(values: list[int | None], start: int, step: int) -> tuple[int, int, tuple[int, ...]] | None:
     """(c, s, bits) with value i = c + s·(start + i·step) + Σ_k bits[k]·(bit k of i) for every
-    iteration i, if the values are 32-bit integers of that form: affine in the index (s), or,
-    over a power-of-two count of iterations, affine in the index's bits (an element's offset
-    in a tile whose modes each take one bit of the index, as the modes of an MMA atom's
-    fragments do)."""
-    if any(not isinstance(v, builtin.IntegerAttr) or v.type != builtin.i32 for v in values):
+    iteration i, if the values are integers of that form: affine in the index (s), or, over a
+    power-of-two count of iterations, affine in the index's bits (an element's offset in a
+    tile whose modes each take one bit of the index, as the modes of an MMA atom's fragments
+    do)."""
+    if any(v is None for v in values):
         return None
-    numbers = [v.value.data for v in values]
+    numbers: list[int] = values  # type: ignore[assignment]
     delta = numbers[1] - numbers[0]
     if all(b - a == delta for a, b in zip(numbers, numbers[1:])) and delta % step == 0:
         return numbers[0] - delta // step * start, delta // step, ()
@@ -114,8 +151,8 @@ def _index_form(values: list[Any], start: int, step: int) -> tuple[int, int, tup
 
 
 def _build(blocks: list[Block], first: _Positions, varying: dict[int, tuple[int, int, tuple[int, ...]]],
-           start: int, step: int,
-           name: str) -> tuple[scf.ForOp, list[Operation]]:
+           sliding: dict[int, tuple[D.TileType, tuple[int, int, tuple[int, ...]]]], start: int, step: int, name: str,
+           located: dict[Operation, Any]) -> tuple[scf.ForOp, list[Operation]]:
     body = Block(arg_types=[builtin.i32])
     index = body.args[0]
     index.name_hint = name
@@ -123,15 +160,25 @@ def _build(blocks: list[Block], first: _Positions, varying: dict[int, tuple[int,
     for op in list(own.ops):
         op.detach()
         body.add_op(op)
+    replaced: list[tuple[Operation, list[Operation]]] = []
     for n, form in varying.items():
-        constant = first.ops[n]
-        assert isinstance(constant, arith.ConstantOp)
-        parent = constant.parent
-        assert parent is not None
+        replaced.append((first.ops[n], _index_expression(index, *form)))
+    for n, (base, form) in sliding.items():
+        sub = first.ops[n]
         made = _index_expression(index, *form)
-        parent.insert_ops_before(made, constant)
-        constant.results[0].replace_all_uses_with(made[-1].results[0])
-        parent.erase_op(constant)
+        if sub.operands[1:]:  # (a sub-tile of a rolled loop inside: its start grows by this loop's part)
+            made.append(arith.AddiOp(sub.operands[1], made[-1].results[0]))
+        made.append(D.SliceOp.create(operands=[sub.operands[0], made[-1].results[0]], result_types=[base]))
+        replaced.append((sub, made))
+    for old, made in replaced:
+        parent = old.parent
+        assert parent is not None
+        parent.insert_ops_before(made, old)
+        old.results[0].replace_all_uses_with(made[-1].results[0])
+        if old in located:
+            for op in made:
+                located[op] = located[old]
+        parent.erase_op(old)
     hoisted = _invariant(body)
     body.add_op(scf.YieldOp())
     for block in blocks[1:]:
@@ -160,37 +207,28 @@ def _invariant(body: Block) -> list[Operation]:
 
 
 def _index_expression(index: BlockArgument, offset: int, slope: int, bits: tuple[int, ...]) -> list[Operation]:
-    """Ops computing offset + slope·index + Σ_k bits[k]·(bit k of index) (the last one's result)."""
+    """Ops computing offset + slope·index + Σ_k bits[k]·(bit k of index) (the last one's result).
+    Their shape depends on which terms the form has, not on its numbers: the same expression
+    in every iteration of a loop around this one differs in constants only, so that loop can
+    roll too (canonicalization drops a product by one and a sum with zero)."""
     made: list[Operation] = []
 
     def constant(value: int) -> SSAValue:
         made.append(arith.ConstantOp(builtin.IntegerAttr(value, builtin.i32)))
         return made[-1].results[0]
 
-    def add(term: SSAValue | None, value: SSAValue) -> SSAValue:
-        if term is None:
-            return value
-        made.append(arith.AddiOp(term, value))
-        return made[-1].results[0]
-
-    total: SSAValue | None = None
+    terms: list[SSAValue] = []
     if slope:
-        total = index
-        if slope != 1:
-            made.append(arith.MuliOp(index, constant(slope)))
-            total = made[-1].results[0]
+        made.append(arith.MuliOp(index, constant(slope)))
+        terms.append(made[-1].results[0])
     for k, weight in enumerate(bits):
         if weight:
-            bit: SSAValue = index
-            if k:
-                made.append(arith.ShRSIOp(index, constant(k)))
-                bit = made[-1].results[0]
-            made.append(arith.AndIOp(bit, constant(1)))
+            made.append(arith.ShRSIOp(index, constant(k)))
+            made.append(arith.AndIOp(made[-1].results[0], constant(1)))
             made.append(arith.MuliOp(made[-1].results[0], constant(weight)))
-            total = add(total, made[-1].results[0])
-    if offset or total is None:
-        total = add(total, constant(offset))
-    if not made:  # the index itself: its value is the constant's
-        made.append(arith.AddiOp(index, constant(0)))
+            terms.append(made[-1].results[0])
+    total = constant(offset)
+    for term in terms:
+        made.append(arith.AddiOp(term, total))
+        total = made[-1].results[0]
     return made
-

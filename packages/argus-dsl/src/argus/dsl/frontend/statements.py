@@ -164,7 +164,7 @@ class Statements:
         then out of reach: reading one later reads the kernel again with this loop unrolled."""
         inside = defined_in(blocks)
         escaped = {name: value for name, value in self.env.items() if _holds(value, inside)}
-        made = rolled(blocks, start, step, node.target.id)  # type: ignore[attr-defined]
+        made = rolled(blocks, start, step, node.target.id, self.locations)  # type: ignore[attr-defined]
         if made is None:  # (a rolled loop inside stays rolled only inside another: copies of it run best together)
             for block in blocks:
                 for op in list(block.ops):
