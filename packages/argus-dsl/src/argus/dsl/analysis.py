@@ -331,8 +331,14 @@ class Preparation:
         def alone(j: int) -> bool:  # (an integer load runs over every iteration too: an unknown per point)
             return j not in bounds and not _batchable(table.ops[j])
 
+        def moved(j: int) -> int:
+            found = self._kinds.get(table.kinds[j])
+            if found is None:
+                found = self._kinds[table.kinds[j]] = self._role(table.ops[j])
+            return found[0].moved
+
         return batching.Nest(body, indices, alone, lambda j: id(table.ops[j].body.block.args[0]),
-                             lambda j: _tile_bounds if j in bounds else None, self._known[1].get)
+                             lambda j: _tile_bounds if j in bounds else None, self._known[1].get, moved)
 
     def holds_a_loop(self, op: scf.ForOp) -> bool:
         """Whether a runtime loop sits in the loop's body, at any depth (a static loop kept rolled

@@ -164,6 +164,8 @@ class Nest(NamedTuple):
     """The rule an op runs where it is not its own (None: its own)."""
     known: Callable[[int], np.ndarray | None]
     """The numbers of a value known before any check (by identity), one per thread."""
+    moved: Callable[[int], int]
+    """The operand whose data an op only moves (`Role.moved`)."""
 
 
 def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads: int) -> Run | None:
@@ -173,45 +175,19 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
     (outermost first); its place is where program order puts that execution. Integer
     arithmetic on the indices and on values known before any check is computed here, once:
     its ops need no group."""
-    order: list[int] = []  # the ops, in program order of the body
-    chains: dict[int, tuple[int, ...]] = {}  # per op, its loops, outermost first
-    bodies: dict[int, list[int]] = {}
-    indices: dict[int, np.ndarray] = {}
-
-    def collect(outer: int, chain: tuple[int, ...]) -> bool:
-        body = bodies[outer] = nest.body(outer)
-        for j in body:
-            found = nest.indices(j)
-            if found is not None:
-                indices[j] = found
-                if not collect(j, (*chain, j)):
-                    return False
-            elif nest.alone(j):
-                return False
-            else:
-                order.append(j)
-                chains[j] = chain
-        return True
-
-    outermost = nest.indices(loop)
-    if outermost is None:
+    shape = _Nest(nest, loop)
+    if shape.order is None:
         return None
-    indices[loop] = outermost
-    if not collect(loop, (loop,)) or not order:
-        return None
-    places = _rolled_places(loop, bodies, indices, chains)
-    roles, _ = planner.roles(order)
-    by_role = dict(zip(order, roles))
-    order = _carried_first(table, order, planner)
-    index_at = {nest.index_of(j): j for j in indices}
+    order = _carried_first(table, shape.order, planner)
     made: dict[int, tuple[int, int]] = {}  # per result (by identity): (its group, which result)
     numbers: dict[int, tuple[np.ndarray, int]] = {}  # per value computed here: (its numbers, its maker's depth)
-    over_copies: dict[tuple[int, tuple[int, ...]], np.ndarray | None] = {}  # indices and known values, per loops
+    spread: dict[tuple[int, tuple[int, ...]], np.ndarray | None] = {}  # indices and known values, per loops
     depth_of: list[int] = []  # per group, how many loops hold its op
     groups: list[Group] = []
+    operands_of, values_of, results_of = table.operands, table.operand_values, table.results
     for j in order:
-        chain = chains[j]
-        trips = [len(indices[k]) for k in chain]
+        chain = shape.chains[j]
+        trips = [len(shape.indices[k]) for k in chain]
         copies = math.prod(trips)
 
         def known(v: int) -> np.ndarray | None:
@@ -221,75 +197,104 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
                 below = math.prod(trips[found[1]:])
                 return found[0] if below == 1 else \
                     found[0].reshape(-1, threads)[np.arange(copies) // below].reshape(-1)
-            spread = over_copies.get((v, chain))
-            if spread is None:
-                owner = index_at.get(v)
+            key = (v, chain)
+            if key not in spread:
+                owner = shape.index_at.get(v)
                 if owner is not None:
                     depth = chain.index(owner)
-                    per_copy = indices[owner][(np.arange(copies) // math.prod(trips[depth + 1:])) % trips[depth]]
-                    spread = np.repeat(per_copy, threads)
+                    per_copy = shape.indices[owner][(np.arange(copies) // math.prod(trips[depth + 1:])) % trips[depth]]
+                    spread[key] = np.repeat(per_copy, threads)
                 else:
                     outside = nest.known(v)
-                    spread = None if outside is None else np.tile(outside, copies)
-                over_copies[(v, chain)] = spread
-            return spread
+                    spread[key] = None if outside is None else np.tile(outside, copies)
+            return spread[key]
 
         function = planner.arithmetic(j)
+        operands = operands_of[j]
         if function is not None:
-            args = [known(v) for v in table.operands[j]]
+            args = [known(v) for v in operands]
             if all(arg is not None for arg in args):
-                numbers[table.results[j][0]] = (function(*args), len(chain))
+                numbers[results_of[j][0]] = (function(*args), len(chain))
                 continue
         gathers = []
-        for v, value in zip(table.operands[j], table.operand_values[j]):
+        for v, value in zip(operands, values_of[j]):
             found = made.get(v)
             if found is not None:  # an earlier group's copies: those of the iterations of its own loops
                 below = math.prod(trips[depth_of[found[0]]:])
                 rows = tuple(range(copies)) if below == 1 else tuple(c // below for c in range(copies))
                 gathers.append(Gather(None, ((found[0], found[1], copies // below),), rows, below == 1))
-                continue
-            fixed = known(v) if v in numbers or v in index_at else None
-            gathers.append(Gather(value) if fixed is None else Gather(None, fixed=Affine(fixed)))
-        if by_role[j].moved >= 0:
-            gathers[by_role[j].moved].tags_only = True
-        group = Group([table.ops[j]] * copies, places[j], gathers=gathers, places=places[j])
-        group.operands = tuple(_Operand(value.type) for value in table.operand_values[j])
-        group.arithmetic = function
-        group.rule = nest.rule(j)
-        group.scatter = [False] * len(table.results[j])  # (a body's values are read in its iterations only)
-        for r, result in enumerate(table.results[j]):
+            elif v in numbers or v in shape.index_at:
+                gathers.append(Gather(None, fixed=Affine(known(v))))  # type: ignore[arg-type]
+            else:  # a value from before the loops (or known before any check)
+                gathers.append(Gather(value))
+        moved = nest.moved(j)
+        if moved >= 0:
+            gathers[moved].tags_only = True
+        places = shape.places[j]
+        group = Group([table.ops[j]] * copies, places, gathers=gathers, places=places,
+                      operands=tuple(_Operand(value.type) for value in values_of[j]), arithmetic=function,
+                      rule=nest.rule(j), scatter=[False] * len(results_of[j]))  # (body values stay in the body)
+        for r, result in enumerate(results_of[j]):
             made[result] = (len(groups), r)
         depth_of.append(len(chain))
         groups.append(group)
-    return Run([table.ops[j] for j in order], groups, places=len(indices[loop]) * _rolled_size(loop, bodies, indices))
+    return Run([table.ops[j] for j in order], groups, places=shape.size)
 
 
-def _rolled_size(loop: int, bodies: dict[int, list[int]], indices: dict[int, np.ndarray]) -> int:
-    """How many op executions one iteration of a rolled loop's body makes."""
-    return sum(len(indices[j]) * _rolled_size(j, bodies, indices) if j in indices else 1 for j in bodies[loop])
+class _Nest:
+    """The shape of a nest of static loops kept rolled: its ops in program order (None if one
+    must run alone), each op's loops, each loop's index values, and each op's copies' places."""
 
+    def __init__(self, nest: Nest, loop: int) -> None:
+        self.order: list[int] | None = []
+        self.chains: dict[int, tuple[int, ...]] = {}
+        self.indices: dict[int, np.ndarray] = {}
+        self.places: dict[int, np.ndarray] = {}
+        self.index_at: dict[int, int] = {}
+        self.size = 0
+        self._nest = nest
+        self._bodies: dict[int, list[int]] = {}
+        self._sizes: dict[int, int] = {}
+        outermost = nest.indices(loop)
+        if outermost is None or not self._collect(loop, outermost, (loop,)) or not self.order:
+            self.order = None
+            return
+        self.index_at = {nest.index_of(j): j for j in self.indices}
+        self._place(loop, np.zeros(1, np.int64))
+        self.size = len(outermost) * self._sizes[loop]
 
-def _rolled_places(loop: int, bodies: dict[int, list[int]], indices: dict[int, np.ndarray],
-                   chains: dict[int, tuple[int, ...]]) -> dict[int, np.ndarray]:
-    """Per op of a rolled run, its copies' places in program order (copies in lexicographic order
-    of their indices): its place in one iteration of each loop, plus the index times the size
-    of that loop's iteration."""
-    out: dict[int, np.ndarray] = {}
-
-    def place(outer: int, start: np.ndarray) -> None:
-        size = _rolled_size(outer, bodies, indices)
-        iterations = (start[:, None] + np.arange(len(indices[outer])) * size).reshape(-1)
-        at = 0
-        for j in bodies[outer]:
-            if j in indices:
-                place(j, iterations + at)
-                at += len(indices[j]) * _rolled_size(j, bodies, indices)
+    def _collect(self, loop: int, indices: np.ndarray, chain: tuple[int, ...]) -> bool:
+        """Read a loop's body (its ops' loops, the loops' indices, one iteration's size)."""
+        self.indices[loop] = indices
+        body = self._bodies[loop] = self._nest.body(loop)
+        size = 0
+        for j in body:
+            inner = self._nest.indices(j)
+            if inner is not None:
+                if not self._collect(j, inner, (*chain, j)):
+                    return False
+                size += len(inner) * self._sizes[j]
+            elif self._nest.alone(j):
+                return False
             else:
-                out[j] = iterations + at
-                at += 1
+                self.order.append(j)  # type: ignore[union-attr]
+                self.chains[j] = chain
+                size += 1
+        self._sizes[loop] = size
+        return True
 
-    place(loop, np.zeros(1, np.int64))
-    return out
+    def _place(self, loop: int, start: np.ndarray) -> None:
+        """Each op's copies' places: its place in one iteration of each loop, plus the index
+        times the size of that loop's iteration (`start`: where the loop's runs begin)."""
+        iterations = (start[:, None] + np.arange(len(self.indices[loop])) * self._sizes[loop]).reshape(-1)
+        at = 0
+        for j in self._bodies[loop]:
+            if j in self.indices:
+                self._place(j, iterations + at)
+                at += len(self.indices[j]) * self._sizes[j]
+            else:
+                self.places[j] = iterations + at
+                at += 1
 
 
 class Role(NamedTuple):
