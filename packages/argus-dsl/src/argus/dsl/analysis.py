@@ -570,7 +570,8 @@ class TagAnalysis:
         """Per count of copies run together: the points' count, ids, mask, threads, zero tags."""
         self._tiled: dict[tuple[int, int], tuple[Any, Any]] = {}
         """Values every copy reads, repeated per copy (by the value's identity and the count)."""
-        self._fragments: dict[int, tuple[TileValue, bytes, np.ndarray]] = {}
+        self._fragments: dict[int, tuple[Any, Any, np.ndarray]] = {}
+        """Fragment byte indices per tile (and per tile per copy) value, by identity."""
         self._faults: list[tuple[Any, ...]] = []
         self._results: dict[Operation, Any] = {}
         self._ops: dict[Operation, Any] = {}
@@ -2066,8 +2067,13 @@ def _point_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> np.ndarr
     if not isinstance(value, batching.TileCopies):
         return _fragment_bytes(a, value, a.thread_of(points))
     n = a.threads
-    if points.size == a.n:  # every point: each copy's threads are all threads
-        return np.concatenate([_fragment_bytes(a, tile, a.thread_ids[:n]) for tile in value.tiles])
+    if points.size == a.n:  # every point: each copy's threads are all threads (an assertion and a product share it)
+        memo = a._fragments.get(id(value))
+        if memo is not None and memo[0] is value and memo[1] == n:
+            return memo[2]  # type: ignore[no-any-return]
+        found = np.concatenate([_fragment_bytes(a, tile, a.thread_ids[:n]) for tile in value.tiles])
+        a._fragments[id(value)] = (value, n, found)
+        return found
     parts = np.split(points, np.flatnonzero(np.diff(points // n)) + 1)  # each copy's points (in order)
     return np.concatenate([_fragment_bytes(a, value.tiles[int(part[0]) // n], part % n) for part in parts])
 
