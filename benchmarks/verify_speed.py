@@ -136,7 +136,6 @@ def step_times(ir: Any, repeat: int, shown: int) -> list[tuple[str, float]]:
     kernel): which runs of copies, products and single ops a check spends its time on."""
     from argus.dsl import batching
     from argus.dsl.analysis import TagAnalysis
-    from argus.dsl.dialect import is_unrolled
 
     def label(step: Any) -> str:
         if isinstance(step, batching.Run):
@@ -146,7 +145,7 @@ def step_times(ir: Any, repeat: int, shown: int) -> list[tuple[str, float]]:
             return f"{len(step.ops)} products and views from {ir.locations.get(step.ops[0])}"
         if isinstance(step, batching.Known):
             return f"{len(step.results)} values known before the check"
-        if is_unrolled(step):
+        if _unrolled(step):
             return f"static loop at {ir.locations.get(step)}"
         op = getattr(step, "op", step)  # (a tile access kept for its coordinates alone)
         return f"{op.name} at {ir.locations.get(op)}"

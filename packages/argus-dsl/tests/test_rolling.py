@@ -60,6 +60,22 @@ def by_block(x: Tensor[f32, 64, 4], out: Tensor[f32, 64, 4]):
         out[block_idx.x * 32 + thread_idx.x, i] = x[block_idx.x * 32 + thread_idx.x, 3 - i]
 
 
+@kernel(block=(32,), verify=False)
+def through_a_variable(x: Tensor[f32, 32, 4], out: Tensor[f32, 32, 4], n: int):
+    for r in range(n):  # a name assigned in a runtime loop is a variable
+        row = thread_idx.x
+        for i in static_range(4):
+            out[row, i] = x[row, i] * 2.0
+
+
+@kernel(block=(32,), verify=False)
+def branching(x: Tensor[f32, 32, 4], out: Tensor[f32, 32, 4]):
+    t = thread_idx.x
+    for i in static_range(4):
+        if t < 16:  # a runtime branch in every iteration
+            out[t, i] = x[t, i]
+
+
 def _loops(module: Any) -> list[Any]:
     return [op for op in module.walk() if isinstance(op, scf.ForOp)]
 
@@ -164,3 +180,22 @@ def test_a_rolled_loop_is_checked_with_its_iterations_together_and_finds_what_th
     run = rolled.preparation.rolled(loop)
     assert run is not None and not run.walked_again  # (the assertion after the loop finds the swap)
     assert max(len(group.ops) for group in run.groups) == 8
+
+
+def test_a_variable_read_in_a_rolled_loop_that_does_not_write_it_is_the_value_before_the_loop():
+    compiled = through_a_variable.specialize()
+    rolled = [op for op in _loops(compiled.module) if is_unrolled(op)]
+    assert len(rolled) == 1
+    assert not {"argus.var_load", "argus.var_store", "argus.var"} & {op.name for op in compiled.module.walk()}
+    x = np.random.default_rng(0).standard_normal((32, 4)).astype(np.float32)
+    out = np.zeros((32, 4), np.float32)
+    through_a_variable[(1,)](x, out, 1)
+    np.testing.assert_array_equal(out, x * 2)
+
+
+def test_a_body_with_a_runtime_branch_stays_unrolled():
+    compiled = branching.specialize()
+    assert not _loops(compiled.module) and _count(compiled.module, "scf.if") == 4
+    x, out = _run(branching, (32, 4), (32, 4))
+    np.testing.assert_array_equal(out[:16], x[:16])
+    assert not out[16:].any()

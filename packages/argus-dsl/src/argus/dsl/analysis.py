@@ -748,13 +748,13 @@ class TagAnalysis:
         return tags, (memory.site.reshape(-1)[threads[:, None] * memory.tags.shape[1] + idx] if memory.per_thread
                       else memory.site[idx])
 
-    def written_by(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """The sites that wrote bytes `idx` (rows: `threads`, of `points`), `NEVER` where nothing
-        did: whether a read finds them written (in a run of copies, as program order leaves them)."""
+    def written(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Whether something wrote bytes `idx` (rows: `threads`, of `points`) before the points
+        read them (in a run of copies, in program order)."""
         if self.footprint is not None:
-            return self.footprint.sites(memory, idx, threads, points)
-        return memory.site.reshape(-1)[threads[:, None] * memory.tags.shape[1] + idx] if memory.per_thread \
-            else memory.site[idx]
+            return self.footprint.written(memory, idx, threads, points)
+        return (memory.site.reshape(-1)[threads[:, None] * memory.tags.shape[1] + idx] if memory.per_thread
+                else memory.site[idx]) != NEVER
 
     def write_tags(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray,
                    points: np.ndarray, site: int) -> None:
@@ -2224,7 +2224,7 @@ def _unwritten_bytes(a: TagAnalysis, memory: TagMemory, idx: np.ndarray, threads
     function may tag bytes of the memory nothing wrote)."""
     if not a.checking or (tags is not None and not memory.tagged_unwritten and not (tags == BOTTOM).any()):
         return None
-    return (a.written_by(memory, idx, threads, points) == NEVER).reshape(threads.size, -1)  # type: ignore[no-any-return]
+    return ~a.written(memory, idx, threads, points).reshape(threads.size, -1)  # type: ignore[no-any-return]
 
 
 def _unwritten(a: TagAnalysis, op: Operation, never: np.ndarray, threads: np.ndarray, why: str,

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 from argus.verify.affine import Affine, Uniform
-from argus.verify.memory import TagMemory
+from argus.verify.memory import NEVER, TagMemory
 from xdsl.ir import Operation, SSAValue
 
 from .interpreter import TileValue
@@ -741,13 +741,13 @@ class Footprint:
         tags = memory.read(idx, threads)
         return tags, memory.site[idx] if sites else None
 
-    def sites(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """The sites that wrote bytes `idx` (rows: `threads`, of `points`) as program order leaves
-        them, to tell whether each was written at all (not a read of the data: see `_Journal.sites`;
-        a shared memory's accesses are recorded by the read of its data that goes with this)."""
+    def written(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """Whether bytes `idx` (rows: `threads`, of `points`) were written before the points in
+        program order (not a read of the data: see `_Journal.written`; a shared memory's accesses
+        are recorded by the read of its data that goes with this)."""
         if memory.per_thread:
-            return self._journal(memory).sites(idx, threads, self.place_of(points))
-        return memory.site[idx]  # type: ignore[no-any-return]
+            return self._journal(memory).written(idx, threads, self.place_of(points))
+        return memory.site[idx] != NEVER  # type: ignore[no-any-return]
 
     def write(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray, points: np.ndarray,
               site: int) -> None:
@@ -833,6 +833,9 @@ class _Journal:
         """Whether some byte was written twice (None: not known yet)."""
         self.last = -1
         """The latest place written."""
+        self.first: np.ndarray | None = None
+        self.firsts = 0
+        """How many writes `first` holds (`_first`)."""
         self._sorted: tuple[np.ndarray, ...] | None = None
 
     def read(self, idx: np.ndarray, threads: np.ndarray, places: np.ndarray, step: int,
@@ -859,19 +862,29 @@ class _Journal:
         written_at = np.where(seen, new_sites[found], before[1].reshape(-1)[keys]).reshape(idx.shape) if sites else None
         return tags.reshape(idx.shape), written_at
 
-    def sites(self, idx: np.ndarray, threads: np.ndarray, places: np.ndarray) -> np.ndarray:
-        """The sites that wrote bytes `idx` (rows: `threads`, at `places`) as program order leaves
-        them, without counting as a read of their data (whether a byte was written at all, which
-        writes only ever make true, needs no order kept)."""
+    def written(self, idx: np.ndarray, threads: np.ndarray, places: np.ndarray) -> np.ndarray:
+        """Whether bytes `idx` (rows: `threads`, at `places`) were written before those places in
+        program order, without counting as a read of their data: written before the run, or by
+        a write of the run at an earlier place (which writes only ever make true, so the
+        earliest write of each byte tells)."""
         rows = idx.reshape(threads.size, -1)
         keys = (threads[:, None] * self.width + rows).reshape(-1)
         at = np.repeat(places, rows.shape[1])
         self._write_through()
         if self._as_it_is(at):
-            return self.memory.site.reshape(-1)[keys].reshape(idx.shape)  # type: ignore[no-any-return]
+            return (self.memory.site.reshape(-1)[keys] != NEVER).reshape(idx.shape)  # type: ignore[no-any-return]
         before = self.footprint._keep(self.memory)
-        _, new_sites, found, seen = self._latest(keys, at)
-        return np.where(seen, new_sites[found], before[1].reshape(-1)[keys]).reshape(idx.shape)  # type: ignore[no-any-return]
+        return ((self._first()[keys] < at) | (before[1].reshape(-1)[keys] != NEVER)).reshape(idx.shape)  # type: ignore[no-any-return]
+
+    def _first(self) -> np.ndarray:
+        """Per byte (by thread), the place of its earliest write in the run (past the run's last
+        place: none)."""
+        if self.first is None:
+            self.first = np.full(self.memory.tags.size, self.footprint.length, np.int64)
+        for keys, at, _, _, _ in self.writes[self.firsts:]:
+            np.minimum.at(self.first, keys, at)
+        self.firsts = len(self.writes)
+        return self.first
 
     def _as_it_is(self, at: np.ndarray) -> bool:
         """Whether the memory holds what reads at places `at` are to see: nothing was written in

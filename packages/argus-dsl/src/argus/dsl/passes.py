@@ -38,9 +38,9 @@ from .layout_texts import with_start
 
 @dataclass(frozen=True)
 class PromoteVariables(ModulePass):
-    """Forward each variable's last write in a block to the reads after it in that block,
-    reuse one read for the reads after it, then drop writes nobody can read and variables
-    nobody reads."""
+    """Forward each variable's last write in a block to the reads after it in that block (and in
+    the static loops kept rolled after it that do not write it), reuse one read for the reads
+    after it, then drop writes nobody can read and variables nobody reads."""
 
     name = "argus-promote-variables"
 
@@ -75,9 +75,15 @@ def _forward(block: Block) -> None:
         elif op.regions:
             # a nested region may read any variable and write those it stores to
             pending.clear()
-            for nested in op.walk():
-                if isinstance(nested, D.VarStoreOp):
-                    known.pop(nested.var, None)
+            stored = {nested.var for nested in op.walk() if isinstance(nested, D.VarStoreOp)}
+            if D.is_unrolled(op):  # a static loop kept rolled reads, of a variable it never writes, its value here
+                for nested in list(op.walk()):
+                    if isinstance(nested, D.VarLoadOp) and nested.var not in stored and nested.var in known:
+                        nested.result.replace_all_uses_with(known[nested.var])
+                        nested.detach()
+                        nested.erase()
+            for var in stored:
+                known.pop(var, None)
 
 
 def _drop_dead(module: builtin.ModuleOp) -> None:

@@ -64,6 +64,8 @@ def rolled(blocks: list[Block], start: int, step: int, name: str, located: dict[
     count = len(first.ops)
     if count == 0 or any(len(p.ops) != count or len(p.blocks) != len(first.blocks) for p in positions):
         return None
+    if not all(map(_rolls, first.ops)):
+        return None
     varying: dict[int, tuple[int, int, tuple[int, ...]]] = {}  # constant's op number -> its `_index_form`
     sliding: dict[int, tuple[D.TileType, tuple[int, int, tuple[int, ...]]]] = {}  # sub-tiles: base type, form
     for n in range(count):
@@ -93,6 +95,19 @@ def rolled(blocks: list[Block], start: int, step: int, name: str, located: dict[
         elif any(op.properties != model.properties or op.attributes != model.attributes for op in ops[1:]):
             return None
     return _build(blocks, first, varying, sliding, start, step, name, located)
+
+
+_ROLLING_DIALECTS = frozenset(("arith", "math", "argus"))
+"""The dialects whose ops a rolled loop may hold (a target's intrinsics keep theirs unrolled)."""
+
+
+def _rolls(op: Operation) -> bool:
+    """Whether a loop body may hold `op` and stay rolled: ops of the kernel's own dialects, and
+    static loops kept rolled; not runtime branches or loops, which a check would walk one
+    iteration at a time."""
+    if isinstance(op, scf.ForOp):
+        return D.is_unrolled(op)
+    return isinstance(op, scf.YieldOp) or op.name.partition(".")[0] in _ROLLING_DIALECTS
 
 
 def _integer(value: Any) -> int | None:
