@@ -55,6 +55,14 @@ def last_of(x: Tensor[f32, 32, 4], out: Tensor[f32, 32]):
 
 
 @kernel(block=(32,), verify=False)
+def picked_after(x: Tensor[f32, 32, 4], out: Tensor[f32, 32]):
+    t = thread_idx.x
+    for i in static_range(4):
+        column = x[t, i]
+    out[t] = (column, column * 2.0)[1]  # read after the loop, inside a compile-time index
+
+
+@kernel(block=(32,), verify=False)
 def by_block(x: Tensor[f32, 64, 4], out: Tensor[f32, 64, 4]):
     for i in static_range(4):
         out[block_idx.x * 32 + thread_idx.x, i] = x[block_idx.x * 32 + thread_idx.x, 3 - i]
@@ -109,7 +117,8 @@ def test_constants_affine_in_the_bits_of_the_index_stay_rolled():
 
 @pytest.mark.parametrize("fn, expected", [(rotated, lambda x: x[:, [1, 2, 3, 0]]),
                                           (summed, lambda x: x.sum(axis=1)),
-                                          (last_of, lambda x: x[:, 3] * 3)])
+                                          (last_of, lambda x: x[:, 3] * 3),
+                                          (picked_after, lambda x: x[:, 3] * 2)])
 def test_iterations_that_differ_otherwise_or_whose_values_outlive_the_loop_are_unrolled(fn: Any, expected: Any):
     compiled = fn.specialize()
     assert not _loops(compiled.module)

@@ -301,10 +301,8 @@ class Preparation:
         iterations (`batching.rolled_run`); None where an op of theirs must run on its own."""
         found = self._rolled.get(loop, _UNREAD)
         if found is _UNREAD:
-            table = self.table
-            number = table.ops.index(loop) if loop not in self._numbers else self._numbers[loop]
-            found = self._rolled[loop] = batching.rolled_run(table, number, self._nest, self, self.launch.n) \
-                if self.batch else None
+            found = self._rolled[loop] = batching.rolled_run(self.table, self._numbers[loop], self._nest, self,
+                                                             self.launch.n) if self.batch else None
         return found  # type: ignore[no-any-return]
 
     @cached_property
@@ -314,6 +312,7 @@ class Preparation:
 
     @cached_property
     def _nest(self) -> batching.Nest:
+        """What `batching.rolled_run` asks of the kernel's ops (by their number in `table`)."""
         table, relevant, known, constants = self.table, self.relevant, self.known, self._integer_constants
         bounds = self.liveness.bounds_only
 

@@ -274,8 +274,9 @@ class Expressions:
         if not isinstance(base, (TensorRef, TileRef)):
             if isinstance(base, Value):
                 raise self.type_error(node, f"a {base.dtype} value cannot be indexed")
+            index = self.expr(node.slice)
             try:
-                return base[self.expr(node.slice)]
+                return base[index]
             except Exception as err:
                 raise self.type_error(node, f"compile-time indexing failed: {err}") from None
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]

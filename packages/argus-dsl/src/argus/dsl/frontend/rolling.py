@@ -2,13 +2,14 @@
 
 The front-end reads a ``static_range`` body once per iteration, as Python would run it. When
 every iteration built the same ops — same kinds, properties and types, reading the same values
-from before the loop or the same results of their own iteration — and differ only in integer
-constants that are affine in the loop index, the iterations are one loop body: the first
-iteration's ops, with each such constant computed from the index. The loop is then an
-``scf.for`` marked `dialect.UNROLLED`, which every consumer treats as the unrolled code it stands for:
-the checker walks its iterations together, the interpreter runs them in order, and the
-backends unroll it before lowering (`passes.unroll_static_loops`). Fewer ops make every
-consumer faster; nothing changes what the kernel computes.
+from before the loop or the same results of their own iteration — and they differ only in
+integer constants and sub-tile offsets of one index form (affine in the index, or in its bits),
+the iterations are one loop body: the first iteration's ops, each such constant computed from
+the index. The loop is then an ``scf.for`` marked `dialect.UNROLLED`, which every consumer
+treats as the unrolled code it stands for: the checker walks its iterations together, the
+interpreter runs them in order, and the backends unroll it before lowering
+(`passes.unroll_static_loops`). Fewer ops make every consumer faster; nothing changes what the
+kernel computes.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from xdsl.traits import is_side_effect_free
 
 from .. import dialect as D
 from ..dialect import UNROLLED
+
 
 def defined_in(blocks: list[Block]) -> set[SSAValue]:
     """Every value the ops of `blocks` define, at any depth (results and block arguments)."""
@@ -118,22 +120,21 @@ def _integer(value: Any) -> int | None:
 def _slice_form(ops: list[D.SliceOp], start: int, step: int) -> tuple[D.TileType, tuple[int, int, tuple[int, ...]]] | None:
     """The type of a sub-tile that starts where the loop's index says, and the index form of
     where (`_index_form`), if the iterations' sub-tiles differ only in their offsets."""
-    parts = []
-    for op in ops:
-        t = op.result.type
-        layout = t.layout
-        outer, offset, inner = (layout.outer, layout.offset, layout.inner) if isinstance(layout, ComposedLayout) \
-            else (Swizzle(0, 0, 0), 0, layout)
-        parts.append((t.space.data, t.dtype, str(outer), str(inner), offset))
-    if len({p[:4] for p in parts}) != 1:
-        return None
-    form = _index_form([p[4] for p in parts], start, step)
+    parts = [(op.result.type, *_offset_apart(op.result.type.layout)) for op in ops]
+    kinds = {(t.space.data, t.dtype, str(outer), str(inner)) for t, outer, _, inner in parts}
+    form = _index_form([offset for _, _, offset, _ in parts], start, step) if len(kinds) == 1 else None
     if form is None:
         return None
-    layout = ops[0].result.type.layout
-    base = ComposedLayout(layout.outer, 0, layout.inner) if isinstance(layout, ComposedLayout) and \
-        str(layout.outer) != str(Swizzle(0, 0, 0)) else (layout.inner if isinstance(layout, ComposedLayout) else layout)
-    return D.TileType.of(parts[0][0], parts[0][1], base), form
+    t, outer, _, inner = parts[0]
+    base = inner if str(outer) == str(Swizzle(0, 0, 0)) else ComposedLayout(outer, 0, inner)
+    return D.TileType.of(t.space.data, t.dtype, base), form
+
+
+def _offset_apart(layout: Any) -> tuple[Any, int, Any]:
+    """A sub-tile's layout as (outer, offset, inner): its swizzle, where it starts, its shape."""
+    if isinstance(layout, ComposedLayout):
+        return layout.outer, layout.offset, layout.inner
+    return Swizzle(0, 0, 0), 0, layout
 
 
 def _same_shape(a: Operation, b: Operation) -> bool:
