@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from argus.dsl import Tensor, bf16, block_idx, f32, kernel, make_local, static_range, tag, thread_idx
+from argus.dsl import Tensor, bf16, block_idx, constexpr, f32, kernel, make_local, static_range, tag, thread_idx
 from argus.dsl.dialect import is_unrolled
 from argus.dsl.frontend import FrontEnd
 from argus.dsl.lowering import lowered
@@ -137,23 +137,23 @@ def test_what_every_iteration_computes_alike_is_computed_once_before_the_loop():
 
 
 @kernel(block=(32,), verify=False)
-def columns(x: Tensor[bf16, "n", 8], out: Tensor[bf16, "n", 8], n: int):
+def columns(x: Tensor[bf16, "n", 8], out: Tensor[bf16, "n", 8], n: int, SWAP: constexpr):
     tag(x, lambda r, c: (r, c))
     row = block_idx.x * 32 + thread_idx.x
     got = make_local((8,), bf16)
     want = make_local((8,), bf16)
     tag(want, lambda c: (row, c))
     for i in static_range(8):
-        got[i] = x[row, i]
+        got[i] = x[row, i ^ SWAP]  # SWAP = 1: neighbouring columns swapped
     assert tag(got[...]) == tag(want[...]), "each column lands in its place"
     out[row, 0] = got[0]
 
 
-def _unrolled(fn: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+def _unrolled(fn: Any, monkeypatch: pytest.MonkeyPatch, **constants: Any) -> Any:
     """The same kernel traced with every static loop unrolled."""
     with monkeypatch.context() as patch:
         patch.setattr(FrontEnd, "rolls", False)
-        return kernel(block=(32,), verify=False)(fn.fn).specialize()
+        return kernel(block=(32,), verify=False)(fn.fn).specialize(**constants)
 
 
 def _findings(result: Any) -> list[tuple[str, ...]]:
@@ -161,26 +161,13 @@ def _findings(result: Any) -> list[tuple[str, ...]]:
                                                 "lhs written at")) for w in result.witnesses)
 
 
-@pytest.mark.parametrize("swap, verdict", [(False, Verdict.PROVED), (True, Verdict.VIOLATED)])
+@pytest.mark.parametrize("swap, verdict", [(0, Verdict.PROVED), (1, Verdict.VIOLATED)])
 def test_a_rolled_loop_is_checked_with_its_iterations_together_and_finds_what_the_unrolled_code_finds(
-        swap: bool, verdict: Verdict, monkeypatch: pytest.MonkeyPatch):
+        swap: int, verdict: Verdict, monkeypatch: pytest.MonkeyPatch):
     fn = columns
-    if swap:
-        @kernel(block=(32,), verify=False)
-        def columns_swapped(x: Tensor[bf16, "n", 8], out: Tensor[bf16, "n", 8], n: int):
-            tag(x, lambda r, c: (r, c))
-            row = block_idx.x * 32 + thread_idx.x
-            got = make_local((8,), bf16)
-            want = make_local((8,), bf16)
-            tag(want, lambda c: (row, c))
-            for i in static_range(8):
-                got[i] = x[row, i ^ 1]  # neighbouring columns swapped
-            assert tag(got[...]) == tag(want[...]), "each column lands in its place"
-            out[row, 0] = got[0]
-        fn = columns_swapped
-    rolled = fn.specialize()
+    rolled = fn.specialize(SWAP=swap)
     assert [is_unrolled(op) for op in _loops(rolled.module)] == [True]
-    unrolled = _unrolled(fn, monkeypatch)
+    unrolled = _unrolled(fn, monkeypatch, SWAP=swap)
     assert not _loops(unrolled.module)
     together, apart = verify_kernel(rolled, fn.name), verify_kernel(unrolled, fn.name)
     assert together.verdict is apart.verdict is verdict, together.text()
