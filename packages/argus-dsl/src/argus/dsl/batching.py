@@ -22,6 +22,11 @@ program's, or a register read ran before a write it needed, the run is undone an
 op by op. So is a run in which anything was reported (a fault, a race) or a rule failed:
 findings come from the plain walk, whose witnesses name one thread and one copy. The plan of
 each block is made once per compiled kernel (`analysis.Preparation`).
+
+A static loop the IR keeps rolled (`frontend.rolling`) runs the same way, with no copies to
+find: `rolled_run` makes each op of its body (and of the rolled loops in it) one group over all
+its iterations, placed where program order puts each iteration; walked again, it goes one
+iteration at a time.
 """
 
 from __future__ import annotations
