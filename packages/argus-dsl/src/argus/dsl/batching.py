@@ -527,21 +527,8 @@ def _carried_first(table: OpTable, order: list[int], planner: Planner) -> list[i
         if writer == reader:
             return order
         edges[writer].add(reader)
-    needs = [0] * len(order)
-    for targets in edges:
-        for p in targets:
-            needs[p] += 1
-    ready = [p for p in range(len(order)) if not needs[p]]
-    heapq.heapify(ready)
-    out: list[int] = []
-    while ready:
-        p = heapq.heappop(ready)
-        out.append(order[p])
-        for q in edges[p]:
-            needs[q] -= 1
-            if not needs[q]:
-                heapq.heappush(ready, q)
-    return out if len(out) == len(order) else order
+    ranked = _topological(edges, list(range(len(order))))
+    return [order[p] for p in ranked] if len(ranked) == len(order) else order
 
 
 def _wait_for_writes(sources: list[list[int]], tiles: list[tuple[int, tuple[tuple[Any, ...], tuple[Any, ...]]]]
@@ -647,25 +634,33 @@ def _schedule(sources: list[list[int]], groups: list[list[int]]) -> list[list[in
             for i in members:
                 for j in sources[i]:
                     edges[group_of[j]].add(g)
-        needs = [0] * len(groups)
-        for targets in edges:
-            for g in targets:
-                needs[g] += 1
-        ready = [(groups[g][0], g) for g in range(len(groups)) if needs[g] == 0]
-        heapq.heapify(ready)
-        order = []
-        while ready:
-            _, g = heapq.heappop(ready)
-            order.append(groups[g])
-            for h in edges[g]:
-                needs[h] -= 1
-                if needs[h] == 0:
-                    heapq.heappush(ready, (groups[h][0], h))
-        if len(order) == len(groups):
-            return order
+        ranked = _topological(edges, [members[0] for members in groups])
+        if len(ranked) == len(groups):
+            return [groups[g] for g in ranked]
         cyclic = _on_cycles(edges)  # what is left waits on a cycle: its groups run op by op
         groups = [piece for g, members in enumerate(groups)
                   for piece in ([[i] for i in members] if g in cyclic else [members])]
+
+
+def _topological(edges: list[set[int]], first: list[int]) -> list[int]:
+    """The nodes of a graph (`edges[n]`: the nodes that wait for n) in an order where each comes
+    after those it waits for, the least `first` where several may come; the nodes on or after a
+    cycle are left out."""
+    needs = [0] * len(edges)
+    for targets in edges:
+        for n in targets:
+            needs[n] += 1
+    ready = [(first[n], n) for n in range(len(edges)) if not needs[n]]
+    heapq.heapify(ready)
+    out: list[int] = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        out.append(n)
+        for m in edges[n]:
+            needs[m] -= 1
+            if not needs[m]:
+                heapq.heappush(ready, (first[m], m))
+    return out
 
 
 def _on_cycles(edges: list[set[int]]) -> set[int]:

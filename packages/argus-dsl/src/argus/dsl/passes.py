@@ -197,19 +197,17 @@ _INDEX_ARITHMETIC: dict[type, Callable[[int, int], int]] = {
 """What a rolled loop's body computes from its index (`frontend.rolling`)."""
 
 
-def unroll(loop: scf.ForOp, located: dict[Operation, Any] | None = None) -> list[Operation]:
-    """The ops of a static loop kept rolled, unrolled: its body once per index value, the index
-    a constant (and the rolled loops in it unrolled too), in place of the loop. `located`
-    (op -> source location) gets an entry for every new op whose original had one."""
+def unroll(loop: scf.ForOp, located: dict[Operation, Any] | None = None) -> None:
+    """Unroll a static loop kept rolled in place: its body once per index value, the index a
+    constant (and the rolled loops in it unrolled too). `located` (op -> source location) gets
+    an entry for every new op whose original had one."""
     parent = loop.parent
     assert parent is not None
-    out: list[Operation] = []
-    _expand(loop, {}, loop, out, located)
+    _expand(loop, {}, loop, located)
     parent.erase_op(loop)
-    return out
 
 
-def _expand(loop: scf.ForOp, mapping: dict[SSAValue, SSAValue], before: Operation, out: list[Operation],
+def _expand(loop: scf.ForOp, mapping: dict[SSAValue, SSAValue], before: Operation,
             located: dict[Operation, Any] | None) -> None:
     """Copies of `loop`'s body, one per index value, before `before` (`mapping`: the values the
     copies read in place of those of the loops around it)."""
@@ -220,7 +218,6 @@ def _expand(loop: scf.ForOp, mapping: dict[SSAValue, SSAValue], before: Operatio
     for value in range(lb, ub, step):
         index = arith.ConstantOp(builtin.IntegerAttr(value, builtin.i32))
         parent.insert_op_before(index, before)
-        out.append(index)
         if where is not None:
             located[index] = where  # type: ignore[index]
         mapping[loop.body.block.args[0]] = index.result
@@ -228,27 +225,34 @@ def _expand(loop: scf.ForOp, mapping: dict[SSAValue, SSAValue], before: Operatio
             if isinstance(op, scf.YieldOp):
                 continue
             if D.is_unrolled(op):
-                _expand(op, mapping, before, out, located)  # type: ignore[arg-type]
+                _expand(op, mapping, before, located)  # type: ignore[arg-type]
                 continue
-            fold = _INDEX_ARITHMETIC.get(type(op))
-            numbers = [int_constant(mapping.get(v, v)) for v in op.operands] if fold is not None else [None]
-            if isinstance(op, D.SliceOp) and op.start is not None:  # a sub-tile at a constant place: in its type
-                t = op.result.type
-                moved = with_start(t.layout, int_constant(mapping.get(op.start, op.start)))  # type: ignore[arg-type]
-                copy = D.SliceOp.create(operands=[mapping.get(op.source, op.source)],
-                                        result_types=[D.TileType.of(t.space.data, t.dtype, moved)])
-                mapping[op.result] = copy.results[0]
-            elif None in numbers:
-                copy = op.clone(value_mapper=mapping)
-            else:  # the index's arithmetic, computed here: the copies read constants, as unrolled code does
-                copy = arith.ConstantOp(builtin.IntegerAttr(fold(*numbers), op.results[0].type))
-                mapping[op.results[0]] = copy.result
+            copy = _copy(op, mapping)
             parent.insert_op_before(copy, before)
-            out.append(copy)
             if located is not None:
                 for old, new in zip(op.walk(), copy.walk()):
                     if old in located:
                         located[new] = located[old]
+
+
+def _copy(op: Operation, mapping: dict[SSAValue, SSAValue]) -> Operation:
+    """A copy of a rolled body's op for one iteration (`mapping` holds its index as a constant):
+    the index's arithmetic computed, a sub-tile's start folded into its type, as the unrolled
+    code has them; any other op cloned."""
+    if isinstance(op, D.SliceOp) and op.start is not None:
+        t = op.result.type
+        moved = with_start(t.layout, int_constant(mapping.get(op.start, op.start)))  # type: ignore[arg-type]
+        copy = D.SliceOp.create(operands=[mapping.get(op.source, op.source)],
+                                result_types=[D.TileType.of(t.space.data, t.dtype, moved)])
+        mapping[op.result] = copy.results[0]
+        return copy
+    fold = _INDEX_ARITHMETIC.get(type(op))
+    numbers = [int_constant(mapping.get(v, v)) for v in op.operands] if fold is not None else [None]
+    if None in numbers:
+        return op.clone(value_mapper=mapping)
+    copy = arith.ConstantOp(builtin.IntegerAttr(fold(*numbers), op.results[0].type))  # type: ignore[misc]
+    mapping[op.results[0]] = copy.result
+    return copy
 
 
 def unroll_static_loops(module: builtin.ModuleOp, located: dict[Operation, Any] | None = None) -> None:
