@@ -31,6 +31,7 @@ from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
+from argus.layout import ComposedLayout, Swizzle
 from argus.verify.affine import Affine, Key, Space, Uniform, add_keys, sub_keys, uniform, unique_rows
 from argus.verify.memory import NEVER, RESET, TagMemory
 from argus.verify.obligations import Obligations
@@ -1689,7 +1690,11 @@ def _moved_sub_tiles(a: TagAnalysis, op: Any, source: Any, start: Affine, layout
         raise a.undecidable(op, "the threads of a block disagree on where a sub-tile starts")
     sources = source.tiles if isinstance(source, batching.TileCopies) else (source,) * len(per_copy)
     tiles = tuple(tile.derived(moved_layout(layout, int(s)), dtype, tile.base) for tile, s in zip(sources, per_copy[:, 0]))
-    return tiles[0] if len(tiles) == 1 else batching.TileCopies(tiles)
+    if len(tiles) == 1:
+        return tiles[0]
+    additive = not isinstance(source, batching.TileCopies) and \
+        (not isinstance(layout, ComposedLayout) or (isinstance(layout.outer, Swizzle) and layout.outer.bits == 0))
+    return batching.TileCopies(tiles, (source.derived(layout, dtype, source.base), per_copy[:, 0]) if additive else None)
 
 
 def _view_type(op: Any) -> tuple[Any, DType, bool]:
@@ -2070,7 +2075,17 @@ def _point_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> np.ndarr
         memo = a._fragments.get(id(value))
         if memo is not None and memo[0] is value and memo[1] == n:
             return memo[2]  # type: ignore[no-any-return]
-        found = np.concatenate([_fragment_bytes(a, tile, a.thread_ids[:n]) for tile in value.tiles])
+        if value.moved is not None:  # one tile's fragments, moved per copy
+            origin, shifts = value.moved
+            first = _fragment_bytes(a, origin, a.thread_ids[:n], inside=False)
+            moved = (shifts * origin.dtype.nbytes)[:, None, None, None]
+            size = origin.memory.tags.shape[-1]
+            if first.size and (first.min() + moved.min() < 0 or first.max() + moved.max() >= size):
+                raise Undecidable(f"a fragment reaches outside its {size}-byte tile (the interpreter reports where)",
+                                  None)
+            found = (first + moved).reshape(-1, *first.shape[1:])
+        else:
+            found = np.concatenate([_fragment_bytes(a, tile, a.thread_ids[:n]) for tile in value.tiles])
         a._fragments[id(value)] = (value, n, found)
         return found
     parts = np.split(points, np.flatnonzero(np.diff(points // n)) + 1)  # each copy's points (in order)
@@ -2355,9 +2370,10 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
         memory.relabel(idx, ids, a.site(op))
 
 
-def _fragment_bytes(a: TagAnalysis, tile: TileValue, threads: np.ndarray) -> np.ndarray:
-    """Byte indices of each thread's fragment, which must lie inside the tile's memory
-    (remembered per tile: a tile value and its threads give the same bytes on every pass)."""
+def _fragment_bytes(a: TagAnalysis, tile: TileValue, threads: np.ndarray, inside: bool = True) -> np.ndarray:
+    """Byte indices of each thread's fragment, which must lie inside the tile's memory (unless
+    not `inside`: a tile other tiles are moved from, which they check) (remembered per tile: a
+    tile value and its threads give the same bytes on every pass)."""
     key = threads.tobytes()
     memo = a._fragments.get(id(tile))
     if memo is not None and memo[0] is tile and memo[1] == key:
@@ -2365,11 +2381,11 @@ def _fragment_bytes(a: TagAnalysis, tile: TileValue, threads: np.ndarray) -> np.
     size = tile.memory.tags.shape[-1]  # type: ignore[attr-defined]
     # the same layout, base, segment and threads give the same bytes in every check of the kernel
     shape = (id(tile.layout), tile.dtype.nbytes, size, key, None if tile.base is None else tile.base.tobytes(),
-             None if tile.segment is None else tile.segment.tobytes())
+             None if tile.segment is None else tile.segment.tobytes(), inside)
     idx = a.preparation.fragments.get(shape)
     if idx is None:
         idx = _all_fragment_bytes(tile, threads)
-        if idx.size and (idx.min() < 0 or idx.max() >= size):
+        if inside and idx.size and (idx.min() < 0 or idx.max() >= size):
             raise Undecidable(f"a fragment reaches outside its {size}-byte tile (the interpreter reports where)", None)
         idx.flags.writeable = False
         a.preparation.fragments[shape] = idx

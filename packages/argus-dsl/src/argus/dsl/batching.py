@@ -136,6 +136,10 @@ class TileCopies:
     other it fails, and the run is walked op by op."""
 
     tiles: tuple[Any, ...]
+    moved: tuple[Any, np.ndarray] | None = field(default=None, compare=False)
+    """Where copy c's tile is one tile moved ``shifts[c]`` elements on, offsets and all (no
+    swizzle after the move): that tile and the shifts. Its fragments are then one tile's,
+    shifted (`analysis._point_fragments`)."""
 
     def map(self, fn: Callable[[Any], Any]) -> TileCopies:
         return TileCopies(tuple(map(fn, self.tiles)))
@@ -190,34 +194,34 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
     depth_of: list[int] = []  # per group, how many loops hold its op
     groups: list[Group] = []
     operands_of, values_of, results_of = table.operands, table.operand_values, table.results
+
+    def known(v: int, chain: tuple[int, ...], trips: list[int]) -> np.ndarray | None:
+        """The numbers of value `v` over the copies' points of an op in loops `chain`, if known
+        before any check."""
+        found = numbers.get(v)
+        if found is not None:
+            below = math.prod(trips[found[1]:])  # the copies of ours that one of its maker's stands for
+            return found[0] if below == 1 else np.repeat(found[0].reshape(-1, threads), below, axis=0).reshape(-1)
+        key = (v, chain)
+        if key not in spread:
+            owner = shape.index_at.get(v)
+            if owner is not None:  # a loop's index: its values in turn, each for the copies inside it
+                depth = chain.index(owner)
+                grid = (math.prod(trips[:depth]), trips[depth], math.prod(trips[depth + 1:]), threads)
+                spread[key] = np.broadcast_to(shape.indices[owner][None, :, None, None], grid).reshape(-1)
+            else:
+                outside = nest.known(v)
+                spread[key] = None if outside is None else np.tile(outside, math.prod(trips))
+        return spread[key]
+
     for j in order:
         chain = shape.chains[j]
-        trips = [len(shape.indices[k]) for k in chain]
+        trips = shape.trips[chain]
         copies = math.prod(trips)
-
-        def known(v: int) -> np.ndarray | None:
-            """The numbers of value `v` over the op's copies' points, if known before any check."""
-            found = numbers.get(v)
-            if found is not None:
-                below = math.prod(trips[found[1]:])
-                return found[0] if below == 1 else \
-                    found[0].reshape(-1, threads)[np.arange(copies) // below].reshape(-1)
-            key = (v, chain)
-            if key not in spread:
-                owner = shape.index_at.get(v)
-                if owner is not None:
-                    depth = chain.index(owner)
-                    per_copy = shape.indices[owner][(np.arange(copies) // math.prod(trips[depth + 1:])) % trips[depth]]
-                    spread[key] = np.repeat(per_copy, threads)
-                else:
-                    outside = nest.known(v)
-                    spread[key] = None if outside is None else np.tile(outside, copies)
-            return spread[key]
-
         function = planner.arithmetic(j)
         operands = operands_of[j]
         if function is not None:
-            args = [known(v) for v in operands]
+            args = [known(v, chain, trips) for v in operands]
             if all(arg is not None for arg in args):
                 numbers[results_of[j][0]] = (function(*args), len(chain))
                 continue
@@ -229,13 +233,13 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
                 rows = tuple(range(copies)) if below == 1 else tuple(c // below for c in range(copies))
                 gathers.append(Gather(None, ((found[0], found[1], copies // below),), rows, below == 1))
             elif v in numbers or v in shape.index_at:
-                gathers.append(Gather(None, fixed=Affine(known(v))))  # type: ignore[arg-type]
+                gathers.append(Gather(None, fixed=Affine(known(v, chain, trips))))  # type: ignore[arg-type]
             else:  # a value from before the loops (or known before any check)
                 gathers.append(Gather(value))
         moved = nest.moved(j)
         if moved >= 0:
             gathers[moved].tags_only = True
-        places = shape.places[j]
+        places = shape.places_of(j)
         group = Group([table.ops[j]] * copies, places, gathers=gathers, places=places,
                       operands=tuple(_Operand(value.type) for value in values_of[j]), arithmetic=function,
                       rule=nest.rule(j), scatter=[False] * len(results_of[j]))  # (body values stay in the body)
@@ -253,24 +257,29 @@ class _Nest:
     def __init__(self, nest: Nest, loop: int) -> None:
         self.order: list[int] | None = []
         self.chains: dict[int, tuple[int, ...]] = {}
+        self.trips: dict[tuple[int, ...], list[int]] = {}
+        """Per chain of loops, each one's trip count."""
         self.indices: dict[int, np.ndarray] = {}
-        self.places: dict[int, np.ndarray] = {}
         self.index_at: dict[int, int] = {}
         self.size = 0
         self._nest = nest
         self._bodies: dict[int, list[int]] = {}
         self._sizes: dict[int, int] = {}
+        self._at: dict[int, tuple[tuple[int, ...], int]] = {}
+        """Per op, its loops and its place in one iteration of the innermost."""
+        self._starts: dict[tuple[int, ...], np.ndarray] = {}
+        """Per chain of loops, where each iteration of the innermost begins (`places_of`)."""
         outermost = nest.indices(loop)
         if outermost is None or not self._collect(loop, outermost, (loop,)) or not self.order:
             self.order = None
             return
         self.index_at = {nest.index_of(j): j for j in self.indices}
-        self._place(loop, np.zeros(1, np.int64))
         self.size = len(outermost) * self._sizes[loop]
 
     def _collect(self, loop: int, indices: np.ndarray, chain: tuple[int, ...]) -> bool:
         """Read a loop's body (its ops' loops, the loops' indices, one iteration's size)."""
         self.indices[loop] = indices
+        self.trips[chain] = [len(self.indices[k]) for k in chain]
         body = self._bodies[loop] = self._nest.body(loop)
         size = 0
         for j in body:
@@ -278,28 +287,33 @@ class _Nest:
             if inner is not None:
                 if not self._collect(j, inner, (*chain, j)):
                     return False
+                self._at[j] = (chain, size)
                 size += len(inner) * self._sizes[j]
             elif self._nest.alone(j):
                 return False
             else:
                 self.order.append(j)  # type: ignore[union-attr]
                 self.chains[j] = chain
+                self._at[j] = (chain, size)
                 size += 1
         self._sizes[loop] = size
         return True
 
-    def _place(self, loop: int, start: np.ndarray) -> None:
-        """Each op's copies' places: its place in one iteration of each loop, plus the index
-        times the size of that loop's iteration (`start`: where the loop's runs begin)."""
-        iterations = (start[:, None] + np.arange(len(self.indices[loop])) * self._sizes[loop]).reshape(-1)
-        at = 0
-        for j in self._bodies[loop]:
-            if j in self.indices:
-                self._place(j, iterations + at)
-                at += len(self.indices[j]) * self._sizes[j]
-            else:
-                self.places[j] = iterations + at
-                at += 1
+    def places_of(self, j: int) -> np.ndarray:
+        """Where program order puts each copy of op `j` in the run: its place in one iteration
+        of each loop around it, plus the index times the size of that loop's iteration."""
+        chain, at = self._at[j]
+        return self._begun(chain) + at
+
+    def _begun(self, chain: tuple[int, ...]) -> np.ndarray:
+        """Where each iteration of the innermost loop of `chain` begins, in lexicographic order."""
+        found = self._starts.get(chain)
+        if found is None:
+            loop = chain[-1]
+            outer = np.zeros(1, np.int64) if len(chain) == 1 else self._begun(chain[:-1]) + self._at[loop][1]
+            found = self._starts[chain] = \
+                (outer[:, None] + np.arange(len(self.indices[loop])) * self._sizes[loop]).reshape(-1)
+        return found
 
 
 class Role(NamedTuple):
@@ -1005,7 +1019,6 @@ class _Journal:
             keys = keys[last]
             memory.tags.reshape(-1)[keys] = tags[last]
             memory.site.reshape(-1)[keys] = sites[last]
-            memory.writer.reshape(-1)[keys] = keys // self.width
             return
         latest = np.full(memory.tags.size, -1, np.int64)  # per byte, the place of its last write
         np.maximum.at(latest, np.concatenate([w[0] for w in self.writes]), np.concatenate([w[1] for w in self.writes]))
@@ -1014,7 +1027,6 @@ class _Journal:
             keys = keys[last]
             memory.tags.reshape(-1)[keys] = tags[last]
             memory.site.reshape(-1)[keys] = site
-            memory.writer.reshape(-1)[keys] = keys // self.width
 
 
 def _in_order(records: list[tuple[np.ndarray, np.ndarray, int, bool]]) -> bool:
@@ -1045,8 +1057,8 @@ def _in_order(records: list[tuple[np.ndarray, np.ndarray, int, bool]]) -> bool:
 
 
 def _save(memory: TagMemory) -> tuple[Any, ...]:
-    return (memory.tags.copy(), memory.site.copy(), memory.writer.copy(), memory.epoch_writer.copy(),
-            len(memory.conflicts), None if memory.fresh is None else memory.fresh.copy(),
+    return (memory.tags.copy(), memory.site.copy(), None if memory.writer is None else memory.writer.copy(),
+            memory.epoch_writer.copy(), len(memory.conflicts), None if memory.fresh is None else memory.fresh.copy(),
             None if memory.exposed is None else memory.exposed.copy())
 
 

@@ -4,8 +4,8 @@ Shared buffers hold one tag per byte; registers one per byte per thread. Writes 
 (a later write ordered after an earlier one is a new datum) except when two threads write
 different data to one shared byte with no barrier between them: that byte becomes ⊤ and the
 conflict is recorded. Each byte also remembers the program point (a caller-chosen integer,
-typically the index of a store's source location) and the thread of its last write, so a
-violation can name the line that wrote the wrong data; `NEVER` marks a byte nothing wrote (a
+typically the index of a store's source location) of its last write, so a violation can name
+the line that wrote the wrong data, and a shared byte the thread that wrote it; `NEVER` marks a byte nothing wrote (a
 read of it is a fault) and `RESET` one whose tag was reset since.
 """
 
@@ -35,7 +35,8 @@ class TagMemory:
     name: str
     tags: np.ndarray
     site: np.ndarray
-    writer: np.ndarray
+    writer: np.ndarray | None
+    """Per shared byte, the thread of its last write (None for registers: a thread's own)."""
     epoch_writer: np.ndarray
     conflicts: list[WriteConflict] = field(default_factory=list)
     fresh: np.ndarray | None = None
@@ -54,8 +55,7 @@ class TagMemory:
     @classmethod
     def registers(cls, name: str, threads: int, nbytes: int) -> TagMemory:
         shape = (threads, nbytes)
-        return cls(name, np.zeros(shape, np.int64), np.full(shape, -1, np.int64), np.full(shape, -1, np.int64),
-                   np.full(shape, -1, np.int64))
+        return cls(name, np.zeros(shape, np.int64), np.full(shape, -1, np.int64), None, np.full(shape, -1, np.int64))
 
     @property
     def per_thread(self) -> bool:
@@ -95,7 +95,6 @@ class TagMemory:
                     self.fresh[:, span] = True
                 self.tags[:, span] = ids
                 self.site[:, span] = site
-                self.writer[:, span] = threads[:, None]
                 return
             # one flat index per (thread, byte), cheaper than 2-D scatters (the arrays are contiguous)
             flat = threads[:, None] * self.tags.shape[1] + idx
@@ -103,7 +102,6 @@ class TagMemory:
                 self.fresh.reshape(-1)[flat] = True
             self.tags.reshape(-1)[flat] = ids
             self.site.reshape(-1)[flat] = site
-            self.writer.reshape(-1)[flat] = threads[:, None]
             return
         owners = np.repeat(threads, idx.shape[1]) if idx.ndim == 2 else \
             np.broadcast_to(threads[:, None], idx.shape).reshape(-1)  # (np.repeat runs in C)
@@ -138,7 +136,7 @@ class TagMemory:
             self.conflicts.append(WriteConflict(int(flat[k]), (int(old_writer[k]), int(owners[k])), (int(old_site[k]), site)))
         self.tags[at] = result
         self.site[at] = site
-        self.writer[at] = owners
+        self.writer[at] = owners  # type: ignore[index]
         self.epoch_writer[at] = owners
 
     @staticmethod
@@ -158,7 +156,8 @@ class TagMemory:
             self.fresh.fill(True)
         self.tags.fill(BOTTOM)
         self.site[self.site != NEVER] = RESET  # (reading a byte never written stays a fault)
-        self.writer.fill(-1)
+        if self.writer is not None:
+            self.writer.fill(-1)
 
     def relabel(self, idx: np.ndarray, ids: np.ndarray, site: int, threads: np.ndarray | None = None) -> None:
         """Set the tags of bytes (a tag function): the data do not change, so nothing is written
