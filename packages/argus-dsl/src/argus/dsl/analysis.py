@@ -1688,13 +1688,12 @@ def _moved_sub_tiles(a: TagAnalysis, op: Any, source: Any, start: Affine, layout
     per_copy = starts.reshape(-1, threads)
     if (per_copy != per_copy[:, :1]).any():
         raise a.undecidable(op, "the threads of a block disagree on where a sub-tile starts")
+    if len(per_copy) > 1 and not isinstance(source, batching.TileCopies) and \
+            (not isinstance(layout, ComposedLayout) or (isinstance(layout.outer, Swizzle) and layout.outer.bits == 0)):
+        return batching.TileCopies(moved=(source.derived(layout, dtype, source.base), per_copy[:, 0]))  # offsets move with the start
     sources = source.tiles if isinstance(source, batching.TileCopies) else (source,) * len(per_copy)
     tiles = tuple(tile.derived(moved_layout(layout, int(s)), dtype, tile.base) for tile, s in zip(sources, per_copy[:, 0]))
-    if len(tiles) == 1:
-        return tiles[0]
-    additive = not isinstance(source, batching.TileCopies) and \
-        (not isinstance(layout, ComposedLayout) or (isinstance(layout.outer, Swizzle) and layout.outer.bits == 0))
-    return batching.TileCopies(tiles, (source.derived(layout, dtype, source.base), per_copy[:, 0]) if additive else None)
+    return tiles[0] if len(tiles) == 1 else batching.TileCopies(tiles)
 
 
 def _view_type(op: Any) -> tuple[Any, DType, bool]:
@@ -2095,6 +2094,8 @@ def _point_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> np.ndarr
 def _memory_of(value: Any) -> TagMemory:
     """The memory of a tile, or of every tile of a tile per copy (which must share one)."""
     if isinstance(value, batching.TileCopies):
+        if value.moved is not None:
+            return value.moved[0].memory  # type: ignore[no-any-return]
         memory = value.tiles[0].memory
         if any(tile.memory is not memory for tile in value.tiles):
             raise batching.NotUniform()
@@ -2433,6 +2434,8 @@ def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
 def _layout_of(value: Any) -> Any:
     """The layout of a tile, or of a tile per copy (whose tiles must share one shape)."""
     if isinstance(value, batching.TileCopies):
+        if value.moved is not None:
+            return value.moved[0].layout  # (moved copies of one tile: one shape)
         layout = value.tiles[0].layout
         if any(tile.layout.shape != layout.shape for tile in value.tiles):
             raise batching.NotUniform()

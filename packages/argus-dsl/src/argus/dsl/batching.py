@@ -43,6 +43,7 @@ from argus.verify.memory import NEVER, TagMemory
 from xdsl.ir import Operation, SSAValue
 
 from .interpreter import TileValue
+from .layout_texts import moved_layout
 from .op_table import OpTable
 
 if TYPE_CHECKING:
@@ -129,17 +130,29 @@ class Products:
     ops: list[Operation]
 
 
-@dataclass(frozen=True)
 class TileCopies:
     """An operand that is another tile in each copy of a group (a slice per iteration of an
     unrolled loop). Only the rules that know it take it (`analysis._point_fragments`); on any
-    other it fails, and the run is walked op by op."""
+    other it fails, and the run is walked op by op. Copies of one tile moved on by a start per
+    copy (`moved`) make their tiles only when asked: their fragments are the one tile's, shifted."""
 
-    tiles: tuple[Any, ...]
-    moved: tuple[Any, np.ndarray] | None = field(default=None, compare=False)
-    """Where copy c's tile is one tile moved ``shifts[c]`` elements on, offsets and all (no
-    swizzle after the move): that tile and the shifts. Its fragments are then one tile's,
-    shifted (`analysis._point_fragments`)."""
+    __slots__ = ("_tiles", "moved")
+
+    def __init__(self, tiles: tuple[Any, ...] | None = None, moved: tuple[Any, np.ndarray] | None = None) -> None:
+        assert tiles is not None or moved is not None
+        self._tiles = tiles
+        self.moved = moved
+        """Where copy c's tile is one tile moved ``shifts[c]`` elements on, offsets and all (no
+        swizzle after the move): that tile and the shifts."""
+
+    @property
+    def tiles(self) -> tuple[Any, ...]:
+        """Each copy's tile."""
+        if self._tiles is None:
+            origin, shifts = self.moved  # type: ignore[misc]
+            self._tiles = tuple(origin.derived(moved_layout(origin.layout, int(s)), origin.dtype, origin.base)
+                                for s in shifts)
+        return self._tiles
 
     def map(self, fn: Callable[[Any], Any]) -> TileCopies:
         return TileCopies(tuple(map(fn, self.tiles)))
