@@ -220,11 +220,12 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
             owner = shape.index_at.get(v)
             if owner is not None:  # a loop's index: its values in turn, each for the copies inside it
                 depth = chain.index(owner)
-                grid = (math.prod(trips[:depth]), trips[depth], math.prod(trips[depth + 1:]), threads)
-                spread[key] = np.broadcast_to(shape.indices[owner][None, :, None, None], grid).reshape(-1)
+                column = shape.indices[owner].repeat(math.prod(trips[depth + 1:]) * threads)
+                outer = math.prod(trips[:depth])
+                spread[key] = column if outer == 1 else np.concatenate([column] * outer)
             else:
                 outside = nest.known(v)
-                spread[key] = None if outside is None else np.tile(outside, math.prod(trips))
+                spread[key] = None if outside is None else np.concatenate([outside] * math.prod(trips))
         return spread[key]
 
     for j in order:
