@@ -13,7 +13,7 @@ from argus.dsl.frontend import FrontEnd
 from argus.dsl.lowering import lowered
 from argus.dsl.verification import verify_kernel
 from argus.verify import Verdict
-from xdsl.dialects import scf
+from xdsl.dialects import arith, scf
 
 
 @kernel(block=(32,), verify=False)
@@ -195,3 +195,52 @@ def test_a_body_with_a_runtime_branch_stays_unrolled():
     x, out = _run(branching, (32, 4), (32, 4))
     np.testing.assert_array_equal(out[:16], x[:16])
     assert not out[16:].any()
+
+
+@kernel(block=(32,), verify=False)
+def scratch(x: Tensor[bf16, 32, 4], ROTATE: constexpr):
+    tag(x, lambda r, c: (r, c))
+    got = make_local((4,), bf16)
+    spare = make_local((4,), f32)
+    for i in static_range(4):
+        got[i] = x[thread_idx.x, i]
+        if ROTATE:
+            spare[(thread_idx.x + i) % 4] = 1.0  # a coordinate known only at run time
+        else:
+            spare[i] = 1.0  # a number when traced, checked against the tile then
+    assert tag(got[...]) == tag(got[...])
+
+
+@pytest.mark.parametrize("rotate", [0, 1])
+def test_an_access_no_check_reads_is_walked_for_its_coordinates_only_where_tracing_left_them(rotate: int):
+    compiled = scratch.specialize(ROTATE=rotate)
+    (loop,) = _loops(compiled.module)
+    assert is_unrolled(loop)
+    preparation = compiled.preparation
+    table = preparation.table
+    (spare,) = [j for j, op in enumerate(table.ops)
+                if op.name == "argus.store" and isinstance(op.operands[0].owner, arith.ConstantOp)]
+    assert (spare in preparation.liveness.bounds_only) == bool(rotate)
+    assert (spare in preparation.relevant) == bool(rotate)
+    assert verify_kernel(compiled, scratch.name).verdict is Verdict.PROVED
+
+
+@kernel(block=(32,), verify=False)
+def cleared(x: Tensor[bf16, 32, 4]):
+    tag(x, lambda r, c: (r, c))
+    got = make_local((4,), bf16)
+    spare = make_local((4,), f32)
+    for i in static_range(4):
+        spare[i] = 0.0  # nothing reads it: nothing in this loop to walk
+    for i in static_range(4):
+        got[i] = x[thread_idx.x, i]
+    assert tag(got[...]) == tag(got[...])
+
+
+def test_a_rolled_loop_with_nothing_a_check_needs_is_not_walked():
+    compiled = cleared.specialize()
+    first, second = _loops(compiled.module)
+    numbers = {op: j for j, op in enumerate(compiled.preparation.table.ops)}
+    assert numbers[first] not in compiled.preparation.relevant
+    assert numbers[second] in compiled.preparation.relevant
+    assert verify_kernel(compiled, cleared.name).verdict is Verdict.PROVED

@@ -13,9 +13,10 @@ in-bounds facts of the domain) always matter.
 
 The analysis skips the other ops: arithmetic on data whose tags reach no check is most of a
 kernel. Reads of shared memory always run, with the writes before them, since they may race.
-A tile access it would skip whose coordinates are not all constants (the front end rejects a
-constant outside its mode) is kept for its coordinates alone (`Liveness.bounds_only`): an
-access outside the tile faults whatever its data.
+A tile access it would skip whose coordinates are not all numbers when traced (the front end
+rejects a constant outside its mode, in each iteration of a static loop) is kept for its
+coordinates alone (`Liveness.bounds_only`): an access outside the tile faults whatever its
+data. A static loop kept rolled with nothing in it to walk is skipped too.
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ class _Liveness:
         """Memories and variables some op the analysis skips writes."""
         self.bounds: set[int] = set()
         """Tile accesses kept for their coordinates alone (`Liveness.bounds_only`)."""
-        self.constants = {results[0] for kind, results in zip(table.kinds, table.results) if kind is arith.ConstantOp}
-        """The values constants make (by identity)."""
+        self.traced = _traced_numbers(table)
+        """The values that were numbers when the kernel was traced (by identity)."""
 
     def root(self, value: int) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
@@ -110,6 +111,25 @@ class _Liveness:
 _UNKNOWN = object()
 
 
+def _traced_numbers(table: OpTable) -> set[int]:
+    """The values that were numbers while the front end traced the kernel: constants, the index
+    of a static loop kept rolled, and integer arithmetic on those (the index expressions of a
+    rolled loop, constants once it is unrolled). A tile coordinate among them was checked
+    against its mode when traced (each iteration's), as a constant coordinate is."""
+    numbers: set[int] = set()
+    for kind, op, operands, results in zip(table.kinds, table.ops, table.operands, table.results):
+        if kind is arith.ConstantOp or (kind in _INTEGER_ARITHMETIC and numbers.issuperset(operands)):
+            numbers.update(results)
+        elif kind is scf.ForOp and D.is_unrolled(op):
+            numbers.add(id(op.body.block.args[0]))  # type: ignore[attr-defined]
+    return numbers
+
+
+_INTEGER_ARITHMETIC = frozenset((arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.FloorDivSIOp, arith.DivSIOp,
+                                 arith.RemSIOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.ShLIOp, arith.ShRSIOp,
+                                 arith.ShRUIOp, arith.MaxSIOp, arith.MinSIOp))
+
+
 def _for(w: _Liveness, i: int, live: Live) -> None:
     op: scf.ForOp = w.table.ops[i]  # type: ignore[assignment]
     after = set(live)
@@ -130,6 +150,8 @@ def _for(w: _Liveness, i: int, live: Live) -> None:
         if not ((body_in - after) & w.skipped):
             break
     live |= body_in
+    if D.is_unrolled(op) and all(j not in w.keep or t.kinds[j] is scf.YieldOp for j in range(i + 1, t.ends[i])):
+        return  # a static loop kept rolled with nothing in it to walk (its bounds are numbers)
     live.update(w.table.operands[i][:3])  # lower bound, upper bound, step
     w.keep.add(i)
 
@@ -245,8 +267,9 @@ def _load(w: _Liveness, i: int, live: Live) -> None:
 
 def _bounds_only(w: _Liveness, i: int, live: Live, coordinates: tuple[int, ...]) -> None:
     """Keep a tile access the analysis would skip for its coordinates alone, unless they are
-    all constants (the front end checked those against the tile; an offset it did not)."""
-    if w.table.kinds[i] in _AT_OFFSET or not w.constants.issuperset(coordinates):
+    all numbers when traced (the front end checked those against the tile; an offset it did
+    not)."""
+    if w.table.kinds[i] in _AT_OFFSET or not w.traced.issuperset(coordinates):
         w.bounds.add(i)
         live.update(coordinates)
 
