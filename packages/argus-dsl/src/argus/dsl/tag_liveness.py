@@ -26,6 +26,7 @@ from typing import NamedTuple
 from xdsl.dialects import arith, scf
 
 from . import dialect as D
+from .dialect import UNROLLED
 from .op_table import OpTable
 
 _VIEWS = (D.ViewOp, D.SliceOp, D.PartitionOp)
@@ -66,8 +67,8 @@ class _Liveness:
         """Memories and variables some op the analysis skips writes."""
         self.bounds: set[int] = set()
         """Tile accesses kept for their coordinates alone (`Liveness.bounds_only`)."""
-        self.traced = _traced_numbers(table)
-        """The values that were numbers when the kernel was traced (by identity)."""
+        self._traced: dict[int, bool] = {}
+        self._indices: set[int] | None = None
 
     def root(self, value: int) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
@@ -78,6 +79,25 @@ class _Liveness:
             while (maker := t.maker.get(source)) is not None and t.kinds[maker] in _SOURCES:
                 source = t.operands[maker][0]
             found = self.roots[value] = source
+        return found
+
+    def traced(self, value: int) -> bool:
+        """Whether a value was a number while the front end traced the kernel: a constant, the
+        index of a static loop kept rolled, or integer arithmetic on those (the index expressions
+        of a rolled loop, constants once it is unrolled). A tile coordinate that was is checked
+        against its mode when traced (in each iteration), as a constant coordinate is."""
+        found = self._traced.get(value)
+        if found is None:
+            t = self.table
+            maker = t.maker.get(value)
+            if maker is None:  # an argument of a block: of a static loop kept rolled?
+                if self._indices is None:
+                    self._indices = {id(op.body.block.args[0]) for op in t.of_kind(scf.ForOp) if D.is_unrolled(op)}
+                found = value in self._indices
+            else:
+                kind = t.kinds[maker]
+                found = kind is arith.ConstantOp or (kind in _INTEGER_ARITHMETIC and all(map(self.traced, t.operands[maker])))
+            self._traced[value] = found
         return found
 
     def space(self, i: int, k: int) -> str | None:
@@ -111,23 +131,10 @@ class _Liveness:
 _UNKNOWN = object()
 
 
-def _traced_numbers(table: OpTable) -> set[int]:
-    """The values that were numbers while the front end traced the kernel: constants, the index
-    of a static loop kept rolled, and integer arithmetic on those (the index expressions of a
-    rolled loop, constants once it is unrolled). A tile coordinate among them was checked
-    against its mode when traced (each iteration's), as a constant coordinate is."""
-    numbers: set[int] = set()
-    for kind, op, operands, results in zip(table.kinds, table.ops, table.operands, table.results):
-        if kind is arith.ConstantOp or (kind in _INTEGER_ARITHMETIC and numbers.issuperset(operands)):
-            numbers.update(results)
-        elif kind is scf.ForOp and D.is_unrolled(op):
-            numbers.add(id(op.body.block.args[0]))  # type: ignore[attr-defined]
-    return numbers
-
-
 _INTEGER_ARITHMETIC = frozenset((arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.FloorDivSIOp, arith.DivSIOp,
                                  arith.RemSIOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.ShLIOp, arith.ShRSIOp,
                                  arith.ShRUIOp, arith.MaxSIOp, arith.MinSIOp))
+"""Integer ops whose result is a number when their operands are (`_Liveness.traced`)."""
 
 
 def _for(w: _Liveness, i: int, live: Live) -> None:
@@ -139,8 +146,9 @@ def _for(w: _Liveness, i: int, live: Live) -> None:
     t = w.table
     body_in: Live = {_written(w.root(v)) for j in range(i + 1, t.ends[i]) if t.kinds[j] is D.MmaOp
                      for v in t.operands[j][:3]}
+    body = op.body.block
     while True:  # the body's live-in flows around the back edge
-        new_in = w.block(op.body.block, after | body_in)
+        new_in = w.block(body, after | body_in)
         if new_in <= body_in:
             break
         body_in |= new_in
@@ -150,8 +158,8 @@ def _for(w: _Liveness, i: int, live: Live) -> None:
         if not ((body_in - after) & w.skipped):
             break
     live |= body_in
-    if D.is_unrolled(op) and all(j not in w.keep or t.kinds[j] is scf.YieldOp for j in range(i + 1, t.ends[i])):
-        return  # a static loop kept rolled with nothing in it to walk (its bounds are numbers)
+    if UNROLLED in op.attributes and w.keep.isdisjoint(t.blocks[id(body)][:-1]):
+        return  # a static loop kept rolled with nothing in it to walk but its yield (its bounds are numbers)
     live.update(w.table.operands[i][:3])  # lower bound, upper bound, step
     w.keep.add(i)
 
@@ -269,7 +277,7 @@ def _bounds_only(w: _Liveness, i: int, live: Live, coordinates: tuple[int, ...])
     """Keep a tile access the analysis would skip for its coordinates alone, unless they are
     all numbers when traced (the front end checked those against the tile; an offset it did
     not)."""
-    if w.table.kinds[i] in _AT_OFFSET or not w.traced.issuperset(coordinates):
+    if w.table.kinds[i] in _AT_OFFSET or not all(map(w.traced, coordinates)):
         w.bounds.add(i)
         live.update(coordinates)
 
