@@ -1148,9 +1148,12 @@ class TagAnalysis:
                 ids = np.fromiter(map(ident, map(tuple, rows.tolist())), np.int64, len(rows))
                 return self.table.bytes_of(ids, nbytes)
             # one lookup per distinct row of constants (a tile's elements share few), the tags
-            # made column by column
-            unique, inverse = unique_rows(rows)
-            columns = [[(v, part) for v in column] if part else column for column, part in zip(unique.T.tolist(), parts)]
+            # made column by column; a component with one form everywhere is no column to search
+            varying = [j for j, c in enumerate(comps) if type(c) is not Uniform]
+            unique, inverse = unique_rows(rows[:, varying] if len(varying) < len(comps) else rows)
+            found = iter(unique.T.tolist())
+            columns = [next(found) if type(c) is not Uniform else [c.key[0]] * len(unique) for c in comps]
+            columns = [[(v, part) for v in column] if part else column for column, part in zip(columns, parts)]
             ids = np.fromiter(map(element, zip(*columns)), np.int64, len(unique))
             return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
         # component by component: each point's component as an index into its distinct values,

@@ -492,6 +492,17 @@ def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         seen: dict[tuple[int, ...], int] = {}
         inverse = np.fromiter((seen.setdefault(tuple(r), len(seen)) for r in rows.tolist()), np.int64, len(rows))
         return np.array(list(seen), np.int64).reshape(len(seen), rows.shape[1]), inverse
+    if rows.shape[1] == 1:  # one column: its values in a small range are a table's indices
+        column = rows[:, 0]
+        low = int(column.min())
+        span = int(column.max()) - low + 1
+        if span <= 4 * len(rows) + 4096:
+            present = np.zeros(span, bool)
+            present[column - low] = True
+            distinct = np.flatnonzero(present)
+            number = np.zeros(span, np.int64)
+            number[distinct] = np.arange(distinct.size)
+            return (distinct + low)[:, None], number[column - low]
     columns = rows.T.copy()  # contiguous columns: reductions along rows are slow in numpy
     low = columns.min(axis=1)
     spans = columns.max(axis=1) - low + 1
