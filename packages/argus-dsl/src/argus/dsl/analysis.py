@@ -2697,6 +2697,9 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             if exposed is not None and (a.checking or not checking) and _carries_nothing(a, entry, exposed):
                 return a.snapshot(scope)  # the entry state of later iterations changes nothing this pass saw
             after = a.snapshot(scope)
+            if exposed is not None and (a.checking or not checking) and \
+                    not _reads_carried_cheaply(a, base, after, entry, exposed, rename, symbol, lo):
+                return after  # (what the pass left is the state now)
             # the entry of a later iteration: what this iteration leaves, seen one step later
             a.restore(base)
             back = rename.state(after)
@@ -2744,6 +2747,28 @@ def _carries_nothing(a: TagAnalysis, entry: State, exposed: tuple[list[np.ndarra
         return False
     return all(old is None or np.array_equal(old, TagMemory.join_writers(old, m.epoch_writer))
                for (_, _, old), m in zip(entry.memories, a.memories))
+
+
+def _reads_carried_cheaply(a: TagAnalysis, base: State, after: State, entry: State,
+                           exposed: tuple[list[np.ndarray], list[bool]], rename: _Renamer, symbol: int,
+                           first: Key | None) -> bool:
+    """`_reads_carried` of the entry state a later iteration sees (`base` joined with `after`
+    renamed one step back), built only where the pass read before writing: the tags of the
+    memories it read so, the writers of shared memories. (A variable it read so: True, and
+    the whole state is built.)"""
+    memories, slots = exposed
+    if any(slots):
+        return True
+    for (ours, _, our_writers), (theirs, _, their_writers), (old, _, old_writers), read in \
+            zip(base.memories, after.memories, entry.memories, memories):
+        if read.any():
+            back = rename.ids(theirs)
+            if (read & (old != (join(ours, back) if first is None else a.inductive_join(ours, back, symbol, first)))).any():
+                return True
+        if old_writers is not None and not np.array_equal(old_writers,
+                                                           TagMemory.join_writers(our_writers, their_writers)):
+            return True
+    return False
 
 
 def _reads_carried(entry: State, new_entry: State, exposed: tuple[list[np.ndarray], list[bool]]) -> bool:
