@@ -70,8 +70,9 @@ class OpTable:
     def _collect(self, block: Block) -> None:
         """The block's ops in program order, each followed by the ops of its regions."""
         ops, ends = self.ops, self.ends
-        start = len(ops)
+        own = []
         for op in _block_ops(block):
+            own.append(len(ops))
             ops.append(op)
             if op.regions:
                 number = len(ops) - 1
@@ -82,7 +83,7 @@ class OpTable:
                 ends[number] = len(ops)
             else:
                 ends.append(len(ops))
-        self.blocks[id(block)] = _own_ops(ends, start, len(ops))
+        self.blocks[id(block)] = own
 
     def block(self, block: Block) -> list[int]:
         """A block's ops' numbers, in program order."""
@@ -96,12 +97,3 @@ class OpTable:
         """Whether an op of `kind` sits in `block` (in its ops' regions too, at any depth)."""
         numbers = self.blocks[id(block)]
         return bool(numbers) and kind in self.kinds[numbers[0]:self.ends[numbers[-1]]]
-
-
-def _own_ops(ends: list[int], start: int, stop: int) -> list[int]:
-    """The numbers of a block's own ops among `start:stop` (each op's regions follow it)."""
-    numbers, number = [], start
-    while number < stop:
-        numbers.append(number)
-        number = ends[number]
-    return numbers
