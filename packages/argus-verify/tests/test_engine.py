@@ -55,7 +55,7 @@ def test_a_barrier_orders_writes_so_a_later_one_replaces_the_tag():
     mem.write(np.array([[0]]), np.array([[5]]), np.array([0]), site=1)
     mem.barrier()
     mem.write(np.array([[0]]), np.array([[9]]), np.array([1]), site=2)
-    assert mem.tags[0] == 9 and not mem.conflicts and mem.site[0] == 2 and mem.writer[0] == 1
+    assert mem.tags[0] == 9 and not mem.conflicts and mem.site[0] == 2 and mem.epoch_writer[0] == 1
 
 
 def test_two_threads_writing_one_byte_in_one_store():

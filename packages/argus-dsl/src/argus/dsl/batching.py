@@ -757,7 +757,7 @@ class Footprint:
         """Per shared memory, its accesses: (bytes per point, each point's copy's place, step, write)."""
         self.journals: dict[int, _Journal] = {}
         """Per register memory, its accesses."""
-        self.saved: list[tuple[TagMemory, tuple[Any, ...]]] = []
+        self.saved: list[tuple[TagMemory, _Saved]] = []
 
     def read(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray,
              sites: bool) -> tuple[np.ndarray, np.ndarray | None]:
@@ -793,7 +793,7 @@ class Footprint:
             group.places = np.asarray(group.positions, np.int64)
         return group.places[points // self.threads]  # type: ignore[no-any-return]
 
-    def _keep(self, memory: TagMemory) -> tuple[Any, ...]:
+    def _keep(self, memory: TagMemory) -> _Saved:
         """The memory as it was before the run (saved at its first write, or its first read
         while a loop tracks which bytes are read before being written)."""
         for kept, saved in self.saved:
@@ -883,11 +883,11 @@ class _Journal:
         new_tags, new_sites, found, seen = self._latest(keys, at)
         if seen.all():
             return new_tags[found].reshape(idx.shape), new_sites[found].reshape(idx.shape) if sites else None
-        tags = np.where(seen, new_tags[found], before[0].reshape(-1)[keys])
+        tags = np.where(seen, new_tags[found], before.tags.reshape(-1)[keys])
         if memory.exposed is not None:  # bytes read before any write since the loop's tracking began
             missed = keys[~seen]
-            memory.exposed.reshape(-1)[missed] |= ~before[5].reshape(-1)[missed]
-        written_at = np.where(seen, new_sites[found], before[1].reshape(-1)[keys]).reshape(idx.shape) if sites else None
+            memory.exposed.reshape(-1)[missed] |= ~before.fresh.reshape(-1)[missed]  # type: ignore[union-attr]
+        written_at = np.where(seen, new_sites[found], before.site.reshape(-1)[keys]).reshape(idx.shape) if sites else None
         return tags.reshape(idx.shape), written_at
 
     def written(self, idx: np.ndarray, threads: np.ndarray, places: np.ndarray) -> np.ndarray:
@@ -902,7 +902,7 @@ class _Journal:
         if self._as_it_is(at):
             return (self.memory.site.reshape(-1)[keys] != NEVER).reshape(idx.shape)  # type: ignore[no-any-return]
         before = self.footprint._keep(self.memory)
-        return ((self._first()[keys] < at) | (before[1].reshape(-1)[keys] != NEVER)).reshape(idx.shape)  # type: ignore[no-any-return]
+        return ((self._first()[keys] < at) | (before.site.reshape(-1)[keys] != NEVER)).reshape(idx.shape)  # type: ignore[no-any-return]
 
     def _first(self) -> np.ndarray:
         """Per byte (by thread), the place of its earliest write in the run (past the run's last
@@ -1070,15 +1070,27 @@ def _in_order(records: list[tuple[np.ndarray, np.ndarray, int, bool]]) -> bool:
     return not (same & (later_first | together)).any()
 
 
-def _save(memory: TagMemory) -> tuple[Any, ...]:
-    return (memory.tags.copy(), memory.site.copy(), None if memory.writer is None else memory.writer.copy(),
-            memory.epoch_writer.copy(), len(memory.conflicts), None if memory.fresh is None else memory.fresh.copy(),
-            None if memory.exposed is None else memory.exposed.copy())
+class _Saved(NamedTuple):
+    """A memory as it was before a run (`Footprint.undo` puts it back)."""
+
+    tags: np.ndarray
+    site: np.ndarray
+    epoch_writer: np.ndarray
+    conflicts: int
+    fresh: np.ndarray | None
+    exposed: np.ndarray | None
 
 
-def _restore(memory: TagMemory, saved: tuple[Any, ...]) -> None:
-    memory.tags, memory.site, memory.writer, memory.epoch_writer, conflicts, memory.fresh, memory.exposed = saved
-    del memory.conflicts[conflicts:]
+def _save(memory: TagMemory) -> _Saved:
+    return _Saved(memory.tags.copy(), memory.site.copy(), memory.epoch_writer.copy(), len(memory.conflicts),
+                  None if memory.fresh is None else memory.fresh.copy(),
+                  None if memory.exposed is None else memory.exposed.copy())
+
+
+def _restore(memory: TagMemory, saved: _Saved) -> None:
+    memory.tags, memory.site, memory.epoch_writer = saved.tags, saved.site, saved.epoch_writer
+    memory.fresh, memory.exposed = saved.fresh, saved.exposed
+    del memory.conflicts[saved.conflicts:]
 
 
 def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Operation], Any],

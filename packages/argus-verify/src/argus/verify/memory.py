@@ -5,7 +5,7 @@ Shared buffers hold one tag per byte; registers one per byte per thread. Writes 
 different data to one shared byte with no barrier between them: that byte becomes ⊤ and the
 conflict is recorded. Each byte also remembers the program point (a caller-chosen integer,
 typically the index of a store's source location) of its last write, so a violation can name
-the line that wrote the wrong data, and a shared byte the thread that wrote it; `NEVER` marks a byte nothing wrote (a
+the line that wrote the wrong data; `NEVER` marks a byte nothing wrote (a
 read of it is a fault) and `RESET` one whose tag was reset since.
 """
 
@@ -35,9 +35,8 @@ class TagMemory:
     name: str
     tags: np.ndarray
     site: np.ndarray
-    writer: np.ndarray | None
-    """Per shared byte, the thread of its last write (None for registers: a thread's own)."""
     epoch_writer: np.ndarray
+    """Per byte, the thread that wrote it since the last barrier (-1: none)."""
     conflicts: list[WriteConflict] = field(default_factory=list)
     fresh: np.ndarray | None = None
     """While tracking (`track`): bytes written since tracking began."""
@@ -49,13 +48,12 @@ class TagMemory:
 
     @classmethod
     def shared(cls, name: str, nbytes: int) -> TagMemory:
-        return cls(name, np.zeros(nbytes, np.int64), np.full(nbytes, -1, np.int64), np.full(nbytes, -1, np.int64),
-                   np.full(nbytes, -1, np.int64))
+        return cls(name, np.zeros(nbytes, np.int64), np.full(nbytes, -1, np.int64), np.full(nbytes, -1, np.int64))
 
     @classmethod
     def registers(cls, name: str, threads: int, nbytes: int) -> TagMemory:
         shape = (threads, nbytes)
-        return cls(name, np.zeros(shape, np.int64), np.full(shape, -1, np.int64), None, np.full(shape, -1, np.int64))
+        return cls(name, np.zeros(shape, np.int64), np.full(shape, -1, np.int64), np.full(shape, -1, np.int64))
 
     @property
     def per_thread(self) -> bool:
@@ -136,7 +134,6 @@ class TagMemory:
             self.conflicts.append(WriteConflict(int(flat[k]), (int(old_writer[k]), int(owners[k])), (int(old_site[k]), site)))
         self.tags[at] = result
         self.site[at] = site
-        self.writer[at] = owners  # type: ignore[index]
         self.epoch_writer[at] = owners
 
     @staticmethod
@@ -156,8 +153,6 @@ class TagMemory:
             self.fresh.fill(True)
         self.tags.fill(BOTTOM)
         self.site[self.site != NEVER] = RESET  # (reading a byte never written stays a fault)
-        if self.writer is not None:
-            self.writer.fill(-1)
 
     def relabel(self, idx: np.ndarray, ids: np.ndarray, site: int, threads: np.ndarray | None = None) -> None:
         """Set the tags of bytes (a tag function): the data do not change, so nothing is written
