@@ -318,7 +318,7 @@ class Preparation:
         bounds = self.liveness.bounds_only
 
         def body(j: int) -> list[int]:
-            return [k for k in table.block(table.ops[j].body.block)
+            return [k for k in table.body(j)
                     if k in relevant and k not in known and table.kinds[k] is not scf.YieldOp]
 
         def indices(j: int) -> np.ndarray | None:
@@ -337,7 +337,7 @@ class Preparation:
                 found = self._kinds[table.kinds[j]] = self._role(table.ops[j])
             return found[0].moved
 
-        return batching.Nest(body, indices, alone, lambda j: id(table.ops[j].body.block.args[0]),
+        return batching.Nest(body, indices, alone, lambda j: id(table.bodies[j].args[0]),
                              lambda j: _tile_bounds if j in bounds else None, self._known[1].get, moved)
 
     def holds_a_loop(self, op: scf.ForOp) -> bool:

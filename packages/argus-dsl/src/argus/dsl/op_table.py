@@ -51,6 +51,8 @@ class OpTable:
         has none): the ops inside it are those in between."""
         self.blocks: dict[int, list[int]] = {}
         """Per block (by identity), its ops' numbers in program order."""
+        self.bodies: dict[int, Block] = {}
+        """Per op with regions (by number), the first block of its first region (a loop's body)."""
         for region in kernel.regions:
             for block in region.blocks:
                 self._collect(block)
@@ -74,11 +76,13 @@ class OpTable:
         for op in _block_ops(block):
             own.append(len(ops))
             ops.append(op)
-            if op.regions:
+            regions = op.regions
+            if regions:
                 number = len(ops) - 1
                 ends.append(0)
-                for region in op.regions:
+                for region in regions:
                     for inner in region.blocks:
+                        self.bodies.setdefault(number, inner)
                         self._collect(inner)
                 ends[number] = len(ops)
             else:
@@ -88,6 +92,10 @@ class OpTable:
     def block(self, block: Block) -> list[int]:
         """A block's ops' numbers, in program order."""
         return self.blocks[id(block)]
+
+    def body(self, number: int) -> list[int]:
+        """The numbers of the ops of an op's body (its first region's first block), in order."""
+        return self.blocks[id(self.bodies[number])]
 
     def of_kind(self, kind: type) -> list[Any]:
         """The ops of this kind, in program order."""

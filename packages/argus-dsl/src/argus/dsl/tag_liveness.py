@@ -92,7 +92,8 @@ class _Liveness:
             maker = t.maker.get(value)
             if maker is None:  # an argument of a block: of a static loop kept rolled?
                 if self._indices is None:
-                    self._indices = {id(op.body.block.args[0]) for op in t.of_kind(scf.ForOp) if D.is_unrolled(op)}
+                    self._indices = {id(t.bodies[j].args[0]) for j, kind in enumerate(t.kinds)
+                                     if kind is scf.ForOp and D.is_unrolled(t.ops[j])}
                 found = value in self._indices
             else:
                 kind = t.kinds[maker]
@@ -146,7 +147,7 @@ def _for(w: _Liveness, i: int, live: Live) -> None:
     t = w.table
     body_in: Live = {_written(w.root(v)) for j in range(i + 1, t.ends[i]) if t.kinds[j] is D.MmaOp
                      for v in t.operands[j][:3]}
-    body = op.body.block
+    body = w.table.bodies[i]
     while True:  # the body's live-in flows around the back edge
         new_in = w.block(body, after | body_in)
         if new_in <= body_in:
