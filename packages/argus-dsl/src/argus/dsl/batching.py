@@ -324,9 +324,9 @@ class _Nest:
         found = self._starts.get(chain)
         if found is None:
             loop = chain[-1]
-            outer = np.zeros(1, np.int64) if len(chain) == 1 else self._begun(chain[:-1]) + self._at[loop][1]
-            found = self._starts[chain] = \
-                (outer[:, None] + np.arange(len(self.indices[loop])) * self._sizes[loop]).reshape(-1)
+            steps = np.arange(len(self.indices[loop])) * self._sizes[loop]
+            found = self._starts[chain] = steps if len(chain) == 1 else \
+                np.add.outer(self._begun(chain[:-1]) + self._at[loop][1], steps).ravel()
         return found
 
 
