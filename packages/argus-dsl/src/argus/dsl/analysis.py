@@ -97,6 +97,8 @@ class LoopContext:
     symbol: int | None
     values: np.ndarray | None = None
     step: int = 1
+    ends: tuple[Key, Key] | None = None
+    """A runtime loop's first and last index (`TagAnalysis.every_iteration`), once asked for."""
 
 
 @dataclass
@@ -1118,10 +1120,12 @@ class TagAnalysis:
         for context in reversed(self.loops):
             if context.symbol is None or context.symbol not in involved:
                 continue  # the fact does not move with this loop's index
-            symbol = self.space.symbols[context.symbol]
-            assert symbol.lo is not None and symbol.hi is not None
-            first, last = symbol.lo, sub_keys(symbol.hi, self.space._mod(sub_keys(symbol.hi, symbol.lo), (context.step, ())))
-            out = [self.space.substitute(k, context.symbol, end) for k in out for end in (first, last)] + out
+            if context.ends is None:
+                symbol = self.space.symbols[context.symbol]
+                assert symbol.lo is not None and symbol.hi is not None
+                context.ends = (symbol.lo, sub_keys(symbol.hi, self.space._mod(sub_keys(symbol.hi, symbol.lo),
+                                                                               (context.step, ()))))
+            out = [self.space.substitute(k, context.symbol, end) for k in out for end in context.ends] + out
         result = self._iterations[key] = list(dict.fromkeys(out))
         return result
 
