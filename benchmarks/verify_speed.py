@@ -196,7 +196,7 @@ def timed_in(tree: Path, argv: list[str]) -> dict[str, Any]:
         return json.loads(out.read_text())  # type: ignore[no-any-return]
 
 
-def side_by_side(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
+def side_by_side(args: argparse.Namespace, tree: Path, argv: list[str]) -> dict[str, Any]:
     """This tree's figures and those of `args.against`, round by round (which goes first
     alternates), printed as they come, then the median ratio of each figure."""
     here = Path(__file__).resolve().parents[1]
@@ -204,7 +204,7 @@ def side_by_side(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     for r in range(args.rounds):
         pair: dict[str, Any] = {}
         for side in (("this", "against") if r % 2 == 0 else ("against", "this")):
-            pair[side] = timed_in(here if side == "this" else args.against, argv)
+            pair[side] = timed_in(here if side == "this" else tree, argv)
         rounds.append(pair)
         print(f"round {r + 1}: machine {pair['this']['machine_ms']} / {pair['against']['machine_ms']} ms", flush=True)
         for example, _ in args.kernels:
@@ -223,7 +223,7 @@ def side_by_side(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
                                                p["against"][example]["preparation_ms"][part] for p in rounds)
                        for part in parts})
         print(f"  {example:16s} " + "  ".join(f"{name} {ratio:.3f}" for name, ratio in ratios.items()), flush=True)
-    return {"against": str(args.against), "rounds": rounds}
+    return {"against": args.against, "rounds": rounds}  # (as given: a checkout, or a revision)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -239,13 +239,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="also list the N steps of the analysis that take longest (runs of copies, products, ops)")
     parser.add_argument("--kernels", nargs="+", type=kernel_pair, default=list(KERNELS), metavar="EXAMPLE:KERNEL",
                         help="the kernels to check (default: gemm:gemm flash_attention:attention)")
-    parser.add_argument("--against", type=tree_path, metavar="TREE",
+    parser.add_argument("--against", metavar="TREE",
                         help="time another checkout's checker (or a revision's) too, alternating with this "
                              "one's (each in a new interpreter)")
     parser.add_argument("--rounds", type=int, default=3, help="alternations with --against")
     args = parser.parse_args(argv)
     if args.against is not None:
-        report = side_by_side(args, [
+        try:
+            tree = tree_path(args.against)
+        except argparse.ArgumentTypeError as err:
+            parser.error(f"argument --against: {err}")
+        report = side_by_side(args, tree, [
             "--repeat", str(args.repeat), "--cold", str(args.cold), "--steps", str(args.steps),
             *(["--parts"] if args.parts else []), "--kernels", *(f"{e}:{k}" for e, k in args.kernels)])
         if args.json:
