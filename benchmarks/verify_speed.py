@@ -128,7 +128,6 @@ def _unrolled(op: Any) -> bool:
     from argus.dsl import dialect
 
     return bool(getattr(dialect, "is_unrolled", lambda _: False)(op))
-    return {name: round(statistics.median(ms), 2) for name, ms in times.items()}
 
 
 def step_times(ir: Any, repeat: int, shown: int) -> list[tuple[str, float]]:

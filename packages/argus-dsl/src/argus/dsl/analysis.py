@@ -1697,7 +1697,8 @@ def _moved_sub_tiles(a: TagAnalysis, op: Any, source: Any, start: Affine, layout
         raise a.undecidable(op, "the threads of a block disagree on where a sub-tile starts")
     if len(per_copy) > 1 and not isinstance(source, batching.TileCopies) and \
             (not isinstance(layout, ComposedLayout) or (isinstance(layout.outer, Swizzle) and layout.outer.bits == 0)):
-        return batching.TileCopies(moved=(source.derived(layout, dtype, source.base), per_copy[:, 0]))  # offsets move with the start
+        # no swizzle after the start: each copy's offsets are the first's moved by its start
+        return batching.TileCopies(moved=(source.derived(layout, dtype, source.base), per_copy[:, 0]))
     sources = source.tiles if isinstance(source, batching.TileCopies) else (source,) * len(per_copy)
     tiles = tuple(tile.derived(moved_layout(layout, int(s)), dtype, tile.base) for tile, s in zip(sources, per_copy[:, 0]))
     return tiles[0] if len(tiles) == 1 else batching.TileCopies(tiles)
@@ -2767,10 +2768,11 @@ def _reads_carried_cheaply(a: TagAnalysis, base: State, after: State, entry: Sta
             zip(base.memories, after.memories, entry.memories, memories):
         if read.any():
             back = rename.ids(theirs)
-            if (read & (old != (join(ours, back) if first is None else a.inductive_join(ours, back, symbol, first)))).any():
+            joined = join(ours, back) if first is None else a.inductive_join(ours, back, symbol, first)
+            if (read & (old != joined)).any():
                 return True
-        if old_writers is not None and not np.array_equal(old_writers,
-                                                           TagMemory.join_writers(our_writers, their_writers)):
+        if old_writers is not None and \
+                not np.array_equal(old_writers, TagMemory.join_writers(our_writers, their_writers)):
             return True
     return False
 

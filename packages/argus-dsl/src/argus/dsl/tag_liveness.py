@@ -97,7 +97,8 @@ class _Liveness:
                 found = value in self._indices
             else:
                 kind = t.kinds[maker]
-                found = kind is arith.ConstantOp or (kind in _INTEGER_ARITHMETIC and all(map(self.traced, t.operands[maker])))
+                found = kind is arith.ConstantOp or \
+                    (kind in _INTEGER_ARITHMETIC and all(map(self.traced, t.operands[maker])))
             self._traced[value] = found
         return found
 
@@ -160,7 +161,7 @@ def _for(w: _Liveness, i: int, live: Live) -> None:
             break
     live |= body_in
     if UNROLLED in op.attributes and w.keep.isdisjoint(t.blocks[id(body)][:-1]):
-        return  # a static loop kept rolled with nothing in it to walk but its yield (its bounds are numbers)
+        return  # a static loop kept rolled with nothing to walk but its yield (its bounds are numbers)
     live.update(w.table.operands[i][:3])  # lower bound, upper bound, step
     w.keep.add(i)
 

@@ -5,8 +5,8 @@ Shared buffers hold one tag per byte; registers one per byte per thread. Writes 
 different data to one shared byte with no barrier between them: that byte becomes ⊤ and the
 conflict is recorded. Each byte also remembers the program point (a caller-chosen integer,
 typically the index of a store's source location) of its last write, so a violation can name
-the line that wrote the wrong data; `NEVER` marks a byte nothing wrote (a
-read of it is a fault) and `RESET` one whose tag was reset since.
+the line that wrote the wrong data; `NEVER` marks a byte nothing wrote (a read of it is a
+fault) and `RESET` one whose tag was reset since.
 """
 
 from __future__ import annotations
