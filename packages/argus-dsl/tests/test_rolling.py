@@ -222,6 +222,10 @@ def test_an_access_no_check_reads_is_walked_for_its_coordinates_only_where_traci
                 if op.name == "argus.store" and isinstance(op.operands[0].owner, arith.ConstantOp)]
     assert (spare in preparation.liveness.bounds_only) == bool(rotate)
     assert (spare in preparation.relevant) == bool(rotate)
+    # the store of `got` at the loop's index matters: walked, its coordinate known to be inside
+    (kept,) = [op for op in table.ops if op.name == "argus.store" and op.operands[1].type.dtype == bf16]
+    assert id(kept) in preparation.traced_accesses
+    assert (id(table.ops[spare]) in preparation.traced_accesses) is False
     assert verify_kernel(compiled, scratch.name).verdict is Verdict.PROVED
 
 

@@ -49,7 +49,7 @@ from .interpreter import TileValue, _offset_table, _pad3, _redistribute, segment
 from .interpreter import _fragment_bytes as _all_fragment_bytes
 from .interpreter import _shared_operand_bytes
 from .layout_texts import layout_from_text, moved_layout
-from .tag_liveness import Liveness, relevant_ops
+from .tag_liveness import Liveness, Traced, relevant_ops
 from .types import dtype_of_mlir
 
 #: Iterations up to which a runtime loop with concrete bounds is unrolled by the analysis.
@@ -204,6 +204,22 @@ class Preparation:
     def relevant(self) -> set[int]:
         """The ops a check walks (`liveness`)."""
         return self.liveness.relevant
+
+    @cached_property
+    def traced_accesses(self) -> set[int]:
+        """The tile loads and stores (by identity) whose coordinates were all numbers when the
+        kernel was traced (`tag_liveness.Traced`): the front end checked them against the tile's
+        modes, so a walk need not."""
+        table, traced = self.table, Traced(self.table)
+        out = set()
+        for j in self.relevant:
+            kind = table.kinds[j]
+            if kind is D.LoadOp or kind is D.StoreOp:
+                place = 0 if kind is D.LoadOp else 1
+                if isinstance(table.operand_values[j][place].type, D.TileType) and \
+                        all(map(traced, table.operands[j][place + 1:])):
+                    out.add(id(table.ops[j]))
+        return out
 
     @cached_property
     def launch(self) -> Launch:
@@ -838,8 +854,9 @@ class TagAnalysis:
             if active is not self.tid:
                 values = [v[active] for v in values]
             flat, reported, stride = None, False, 1
+            checked = id(op) in self.preparation.traced_accesses  # (by the front end, as it traced them)
             for axis, (v, n) in enumerate(zip(values, sizes)):
-                if v.size and (v.min() < 0 or v.max() >= n):
+                if not checked and v.size and (v.min() < 0 or v.max() >= n):
                     bad = (v < 0) | (v >= n)
                     if not reported:  # the first offender is reported; the others read inside, as clipped
                         row = int(np.flatnonzero(bad)[0])

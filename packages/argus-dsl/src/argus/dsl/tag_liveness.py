@@ -52,6 +52,35 @@ def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> Liveness:
     return Liveness(walk.keep | walk.bounds, walk.bounds - walk.keep)
 
 
+class Traced:
+    """Whether a value was a number while the front end traced the kernel: a constant, the index
+    of a static loop kept rolled, or integer arithmetic on those (the index expressions of a
+    rolled loop, constants once it is unrolled). A tile coordinate that was is checked against
+    its mode when traced (in each iteration), as a constant coordinate is."""
+
+    def __init__(self, table: OpTable) -> None:
+        self.table = table
+        self._found: dict[int, bool] = {}
+        self._indices: set[int] | None = None
+
+    def __call__(self, value: int) -> bool:
+        found = self._found.get(value)
+        if found is None:
+            t = self.table
+            maker = t.maker.get(value)
+            if maker is None:  # an argument of a block: of a static loop kept rolled?
+                if self._indices is None:
+                    self._indices = {id(t.bodies[j].args[0]) for j, kind in enumerate(t.kinds)
+                                     if kind is scf.ForOp and D.is_unrolled(t.ops[j])}
+                found = value in self._indices
+            else:
+                kind = t.kinds[maker]
+                found = kind is arith.ConstantOp or \
+                    (kind in _INTEGER_ARITHMETIC and all(map(self, t.operands[maker])))
+            self._found[value] = found
+        return found
+
+
 Live = set[int]
 """SSA values, by identity (see `op_table`), and memories whose writes matter only as writes
 (`_written`)."""
@@ -67,8 +96,7 @@ class _Liveness:
         """Memories and variables some op the analysis skips writes."""
         self.bounds: set[int] = set()
         """Tile accesses kept for their coordinates alone (`Liveness.bounds_only`)."""
-        self._traced: dict[int, bool] = {}
-        self._indices: set[int] | None = None
+        self.traced = Traced(table)
 
     def root(self, value: int) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
@@ -79,27 +107,6 @@ class _Liveness:
             while (maker := t.maker.get(source)) is not None and t.kinds[maker] in _SOURCES:
                 source = t.operands[maker][0]
             found = self.roots[value] = source
-        return found
-
-    def traced(self, value: int) -> bool:
-        """Whether a value was a number while the front end traced the kernel: a constant, the
-        index of a static loop kept rolled, or integer arithmetic on those (the index expressions
-        of a rolled loop, constants once it is unrolled). A tile coordinate that was is checked
-        against its mode when traced (in each iteration), as a constant coordinate is."""
-        found = self._traced.get(value)
-        if found is None:
-            t = self.table
-            maker = t.maker.get(value)
-            if maker is None:  # an argument of a block: of a static loop kept rolled?
-                if self._indices is None:
-                    self._indices = {id(t.bodies[j].args[0]) for j, kind in enumerate(t.kinds)
-                                     if kind is scf.ForOp and D.is_unrolled(t.ops[j])}
-                found = value in self._indices
-            else:
-                kind = t.kinds[maker]
-                found = kind is arith.ConstantOp or \
-                    (kind in _INTEGER_ARITHMETIC and all(map(self.traced, t.operands[maker])))
-            self._traced[value] = found
         return found
 
     def space(self, i: int, k: int) -> str | None:
@@ -136,7 +143,7 @@ _UNKNOWN = object()
 _INTEGER_ARITHMETIC = frozenset((arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.FloorDivSIOp, arith.DivSIOp,
                                  arith.RemSIOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.ShLIOp, arith.ShRSIOp,
                                  arith.ShRUIOp, arith.MaxSIOp, arith.MinSIOp))
-"""Integer ops whose result is a number when their operands are (`_Liveness.traced`)."""
+"""Integer ops whose result is a number when their operands are (`Traced`)."""
 
 
 def _for(w: _Liveness, i: int, live: Live) -> None:
