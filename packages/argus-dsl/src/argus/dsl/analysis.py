@@ -31,7 +31,6 @@ from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
-from argus.layout import ComposedLayout, Swizzle
 from argus.verify.affine import Affine, Key, Space, Uniform, add_keys, sub_keys, uniform, unique_rows
 from argus.verify.memory import NEVER, RESET, TagMemory
 from argus.verify.obligations import Obligations
@@ -48,7 +47,7 @@ from .errors import SourceLocation, VerificationError
 from .interpreter import TileValue, _offset_table, _pad3, _redistribute, segment_stride, tile_coordinates
 from .interpreter import _fragment_bytes as _all_fragment_bytes
 from .interpreter import _shared_operand_bytes
-from .layout_texts import layout_from_text, moved_layout
+from .layout_texts import layout_from_text, unswizzled
 from .tag_liveness import Liveness, Traced, relevant_ops
 from .types import dtype_of_mlir
 
@@ -210,7 +209,7 @@ class Preparation:
         """The tile loads and stores (by identity) whose coordinates were all numbers when the
         kernel was traced (`tag_liveness.Traced`): the front end checked them against the tile's
         modes, so a walk need not."""
-        table, traced = self.table, Traced(self.table)
+        table, traced = self.table, self.liveness.traced or Traced(self.table)
         out = set()
         for j in self.relevant:
             kind = table.kinds[j]
@@ -1712,12 +1711,12 @@ def _moved_sub_tiles(a: TagAnalysis, op: Any, source: Any, start: Affine, layout
     per_copy = starts.reshape(-1, threads)
     if (per_copy != per_copy[:, :1]).any():
         raise a.undecidable(op, "the threads of a block disagree on where a sub-tile starts")
-    if len(per_copy) > 1 and not isinstance(source, batching.TileCopies) and \
-            (not isinstance(layout, ComposedLayout) or (isinstance(layout.outer, Swizzle) and layout.outer.bits == 0)):
+    if len(per_copy) > 1 and not isinstance(source, batching.TileCopies) and unswizzled(layout):
         # no swizzle after the start: each copy's offsets are the first's moved by its start
         return batching.TileCopies(moved=(source.derived(layout, dtype, source.base), per_copy[:, 0]))
     sources = source.tiles if isinstance(source, batching.TileCopies) else (source,) * len(per_copy)
-    tiles = tuple(tile.derived(moved_layout(layout, int(s)), dtype, tile.base) for tile, s in zip(sources, per_copy[:, 0]))
+    tiles = tuple(batching.moved_tile(tile.derived(layout, dtype, tile.base), int(s))
+                  for tile, s in zip(sources, per_copy[:, 0]))
     return tiles[0] if len(tiles) == 1 else batching.TileCopies(tiles)
 
 

@@ -130,6 +130,11 @@ class Products:
     ops: list[Operation]
 
 
+def moved_tile(tile: Any, start: int) -> Any:
+    """A tile moved `start` elements on in its memory (its layout's offset, before any swizzle)."""
+    return tile.derived(moved_layout(tile.layout, start), tile.dtype, tile.base)
+
+
 class TileCopies:
     """An operand that is another tile in each copy of a group (a slice per iteration of an
     unrolled loop). Only the rules that know it take it (`analysis._point_fragments`); on any
@@ -150,8 +155,7 @@ class TileCopies:
         """Each copy's tile."""
         if self._tiles is None:
             origin, shifts = self.moved  # type: ignore[misc]
-            self._tiles = tuple(origin.derived(moved_layout(origin.layout, int(s)), origin.dtype, origin.base)
-                                for s in shifts)
+            self._tiles = tuple(moved_tile(origin, int(s)) for s in shifts)
         return self._tiles
 
     def map(self, fn: Callable[[Any], Any]) -> TileCopies:

@@ -46,6 +46,12 @@ def moved_layout(layout: Any, start: int) -> Any:
     return found[1]
 
 
+def unswizzled(layout: Any) -> bool:
+    """Whether no swizzle follows a layout's offset: a plain layout, or one composed with the
+    identity (a sub-tile moved on then has every offset moved by the same)."""
+    return not isinstance(layout, ComposedLayout) or (isinstance(layout.outer, Swizzle) and layout.outer.bits == 0)
+
+
 def with_start(layout: Any, start: int) -> Any:
     """A sub-tile's layout moved `start` elements further (before its swizzle, as offsets are)."""
     if not start:

@@ -43,13 +43,15 @@ class Liveness(NamedTuple):
     """The ops that can change what a check sees, and those of `bounds_only`."""
     bounds_only: set[int]
     """Tile accesses whose data no check needs: only their coordinates are checked."""
+    traced: Traced | None = None
+    """Which values were numbers when the kernel was traced (as far as the walk asked)."""
 
 
 def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> Liveness:
     """The ops the tag analysis must run; the others cannot change what any check sees."""
     walk = _Liveness(table or OpTable(kernel))
     walk.block(kernel.body.block, set())
-    return Liveness(walk.keep | walk.bounds, walk.bounds - walk.keep)
+    return Liveness(walk.keep | walk.bounds, walk.bounds - walk.keep, walk.traced)
 
 
 class Traced:

@@ -23,6 +23,7 @@ from xdsl.traits import is_side_effect_free
 
 from .. import dialect as D
 from ..dialect import UNROLLED
+from ..layout_texts import unswizzled
 
 
 def defined_in(blocks: list[Block]) -> set[SSAValue]:
@@ -126,7 +127,7 @@ def _slice_form(ops: list[D.SliceOp], start: int, step: int) -> tuple[D.TileType
     if form is None:
         return None
     t, outer, _, inner = parts[0]
-    base = inner if str(outer) == str(Swizzle(0, 0, 0)) else ComposedLayout(outer, 0, inner)
+    base = inner if unswizzled(t.layout) else ComposedLayout(outer, 0, inner)
     return D.TileType.of(t.space.data, t.dtype, base), form
 
 
