@@ -162,6 +162,75 @@ def test_pysmt_reports_bit_operations_as_unknown() -> None:
     assert answer.status == "unknown" and "pysmt" in answer.reason
 
 
+@LAWS
+@given(vx=values, offsets=st.lists(st.integers(-70, 70), min_size=1, max_size=4), c=st.integers(1, 9))
+def test_quotients_of_one_expression_at_several_offsets_are_exact(engine: Solver, vx: int, offsets: list[int],
+                                                                   c: int) -> None:
+    """(x + k) // c for several k in one space (they share the solver's quotient of x), as Python's."""
+    sp = Space()
+    x = _symbol(sp, "x")
+    facts: list[Comparison] = [("eq0", _minus(_key(x), vx))]
+    for k in offsets:
+        q = _key(sp.floordiv(sp.add(x, sp.constant(k, 1)), sp.constant(c, 1)))
+        assert _solve(engine, sp, facts, [[("ne0", _minus(q, (vx + k) // c))]]) == "unsat", (vx, k, c)
+        assert _solve(engine, sp, facts, [[("eq0", _minus(q, (vx + k) // c))]]) == "sat", (vx, k, c)
+
+
+def _lane_tail_query() -> Query:
+    """Lane t of 32 reads element n - 32 + t, tagged by its index mod 32: is the tag ever not t?"""
+    sp = Space()
+    n = _symbol(sp, "n", 32)
+    alternatives = [[("ne0", _minus(_key(sp.mod(sp.add(n, sp.constant(t - 32, 1)), sp.constant(32, 1))), t))]
+                    for t in range(32)]
+    return Query(sp, list(sp.constraints), alternatives)
+
+
+def test_quotients_at_several_offsets_are_easy_under_every_random_seed() -> None:
+    """z3 settles the lane-tail query at once under 80 random seeds (with one quotient variable
+    per offset, some seeds ran past the timeout)."""
+    z3 = pytest.importorskip("z3")
+    from argus.verify.solvers.encoding import encode
+    from argus.verify.solvers.z3_solver import _Z3Encoder
+
+    query = _lane_tail_query()
+    encoder = _Z3Encoder(query.space, z3)
+    facts, alternatives = encode(encoder, query)
+    for seed in range(80):
+        s = z3.Solver()
+        s.set("random_seed", seed)
+        s.set("timeout", 2_000)
+        s.add(*facts, encoder.disj(alternatives))
+        assert s.check() == z3.sat, (seed, s.reason_unknown())
+
+
+def test_z3_restarts_a_query_that_runs_out_of_time_with_the_next_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first attempt that times out is not the answer: the next seed, given more time, settles it."""
+    z3 = pytest.importorskip("z3")
+    from argus.verify.solvers import z3_solver
+
+    tried: list[tuple[int, int]] = []
+
+    class FirstSeedTimesOut(z3.Solver):  # type: ignore[misc,name-defined]
+        def set(self, *args: Any, **keys: Any) -> None:
+            self.options = {**getattr(self, "options", {}), args[0]: args[1]}
+            super().set(*args, **keys)
+
+        def check(self, *args: Any) -> Any:
+            tried.append((self.options["random_seed"], self.options["timeout"]))
+            return z3.unknown if self.options["random_seed"] == 0 else super().check(*args)
+
+        def reason_unknown(self) -> str:
+            return "timeout" if self.options["random_seed"] == 0 else super().reason_unknown()
+
+    monkeypatch.setattr(z3, "Solver", FirstSeedTimesOut)
+    answer = solver("z3").solve(_lane_tail_query(), 10_000)
+    assert answer.status == "sat" and answer.alternative is not None
+    assert tried == [(0, z3_solver.FIRST_ATTEMPT_MS), (1, 2 * z3_solver.FIRST_ATTEMPT_MS)]
+    tried.clear()
+    assert solver("z3").solve(_lane_tail_query(), 100).status == "unknown"  # no time left for a second seed
+    assert [seed for seed, _ in tried] == [0]
+
+
 # ---- random queries against brute force over a small box --------------------------------------
 
 BOX = {"x": (-4, 4), "y": (-4, 4), "d": (1, 3), "n": (-3, -1)}

@@ -969,12 +969,15 @@ class TagAnalysis:
         return flat
 
     def unflatten(self, tensor: GlobalRef, flat: Affine) -> list[Affine]:
-        """The coordinates of row-major element index `flat` of `tensor`."""
+        """The coordinates of row-major element index `flat` of `tensor`. The outermost one is not
+        reduced modulo its extent: accesses are bounded by their view's extents, which cover the
+        tensor (a launch faults otherwise), so that would only ask the solver for a no-op division
+        by a runtime size."""
         out = []
-        for d in reversed(tensor.dims):
+        for d in reversed(tensor.dims[1:]):
             out.append(self.space.mod(flat, d))
             flat = self.space.floordiv(flat, d)
-        return out[::-1]
+        return [flat, *out[::-1]] if tensor.dims else []
 
     def root_coordinates(self, ref: GlobalRef, coords: list[Affine]) -> tuple[GlobalRef, list[Affine]]:
         """The coordinates in the viewed tensor of an element of a view of the same width."""

@@ -2,8 +2,9 @@
 
 Symbols and opaque values are integer variables. A floor quotient ``q = x // c`` by a positive
 constant is a fresh variable bounded by ``c·q ≤ x ≤ c·q + c - 1`` (linear: no div/mod for the
-solver). Products of symbolic expressions are products; min, max, comparisons and selects are
-if-then-else; xor/and/or/shifts go through 32-bit vectors. Each atom is encoded once.
+solver), one per expression ``x`` up to its constant term. Products of symbolic expressions
+are products; min, max, comparisons and selects are if-then-else; xor/and/or/shifts go through
+32-bit vectors. Each atom is encoded once.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ class Encoder:
         self.side: list[Any] = []
         """Definitions of derived atoms (quotient bounds), asserted with the query."""
         self.variables: dict[int, Any] = {}
+        self.quotients: dict[tuple[Any, int], tuple[Any, Any]] = {}
+        """Per expression without its constant and positive divisor: its floor quotient and remainder."""
         self.comparisons: dict[Comparison, Any] = {}
         """Each comparison encoded once (the queries of one analysis share their facts)."""
 
@@ -61,11 +64,7 @@ class Encoder:
             return v
         args = a.args
         if a.kind == "floordiv" and key_constant(args[1]) is not None and key_constant(args[1]) > 0:  # type: ignore[operator]
-            c, x = key_constant(args[1]), self.key(args[0])
-            q = self.var(f"q{ident}")
-            lower = self.times(self.num(c), q)  # type: ignore[arg-type]
-            self.side += [self.le(lower, x), self.le(x, self.plus([lower, self.num(c - 1)]))]  # type: ignore[operator]
-            return q
+            return self._floor_quotient(args[0], key_constant(args[1]))  # type: ignore[arg-type]
         x = self.key(args[0]) if isinstance(args[0], tuple) else None
         y = self.key(args[1]) if len(args) > 1 and isinstance(args[1], tuple) else None
         if a.kind == "mul":
@@ -90,6 +89,26 @@ class Encoder:
         if a.kind in ("xor", "and", "or", "shl", "shr"):
             return self.bits(a.kind, x, y)
         raise NotImplementedError(f"no encoding for {a.kind}")
+
+    def _floor_quotient(self, x: Key, c: int) -> Any:
+        """``(t + k) // c`` as ``k // c + q + [r ≥ c - k mod c]`` where ``t = c·q + r``: the
+        quotients of one expression at different offsets share one variable, so a solver need
+        not relate them (separate ones made it wander, seed-dependently, on ``(n + i) // 32``)."""
+        k, terms = x
+        if not terms:
+            return self.num(k // c)
+        shared = self.quotients.get((terms, c))
+        if shared is None:
+            t = self.key((0, terms))
+            q = self.var(f"q{len(self.quotients)}_{c}")
+            lower = self.times(self.num(c), q)
+            self.side += [self.le(lower, t), self.le(t, self.plus([lower, self.num(c - 1)]))]
+            shared = self.quotients[(terms, c)] = (q, self.plus([t, self.times(self.num(-1), lower)]))
+        q, r = shared
+        parts = [q] + ([self.num(k // c)] if k // c else [])
+        if k % c:
+            parts.append(self.ite(self.le(self.num(c - k % c), r), self.num(1), self.num(0)))
+        return parts[0] if len(parts) == 1 else self.plus(parts)
 
     def comparison(self, c: Comparison) -> Any:
         term = self.comparisons.get(c)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -55,11 +56,19 @@ class Z3:
         if encoder is None:
             encoder = _ENCODERS[query.space] = _Z3Encoder(query.space, z3)
         facts, alternatives = encode(encoder, query)
-        s = z3.Solver()
-        s.set("timeout", int(timeout_ms))
-        s.add(*facts)
-        s.add(encoder.disj(alternatives))
-        status = s.check()
+        goal = encoder.disj(alternatives)
+        deadline = time.monotonic() + timeout_ms / 1000
+        for seed, limit in enumerate(_attempts(timeout_ms)):
+            s = z3.Solver()
+            s.set("random_seed", seed)
+            s.set("timeout", max(1, min(limit, int((deadline - time.monotonic()) * 1000))))
+            s.add(*facts)
+            s.add(goal)
+            status = s.check()
+            if status != z3.unknown or s.reason_unknown() not in ("timeout", "canceled"):
+                break
+            if time.monotonic() >= deadline:
+                break
         if status == z3.unsat:
             return Answer("unsat")
         if status == z3.unknown:
@@ -67,3 +76,19 @@ class Z3:
         m = s.model()
         model = {ident: m.eval(v, model_completion=True).as_long() for ident, v in encoder.variables.items()}
         return answer_from_model(query.space, query, model)
+
+
+FIRST_ATTEMPT_MS = 250
+"""z3's time on one query varies by orders of magnitude with its random seed (a query settled in
+4 ms under most seeds took 1.4 s, or ran past 10 s, under others): a query not settled this soon
+is restarted with the next seed and twice the time, until the timeout is spent."""
+
+
+def _attempts(timeout_ms: int) -> list[int]:
+    """Each attempt's time limit: doubling from `FIRST_ATTEMPT_MS`; the last takes what is left."""
+    limits, spent, limit = [], 0, FIRST_ATTEMPT_MS
+    while spent + 2 * limit < timeout_ms:
+        limits.append(limit)
+        spent += limit
+        limit *= 2
+    return limits + [timeout_ms - spent]
