@@ -210,19 +210,28 @@ def test_z3_restarts_a_query_that_runs_out_of_time_with_the_next_seed(monkeypatc
 
     tried: list[tuple[int, int]] = []
 
-    class FirstSeedTimesOut(z3.Solver):  # type: ignore[misc,name-defined]
-        def set(self, *args: Any, **keys: Any) -> None:
-            self.options = {**getattr(self, "options", {}), args[0]: args[1]}
-            super().set(*args, **keys)
+    class FirstSeedTimesOut:
+        """z3's solver, except that under seed 0 it runs out of time."""
 
-        def check(self, *args: Any) -> Any:
+        def __init__(self, solver: Any) -> None:
+            self.solver, self.options = solver, {}
+
+        def set(self, name: str, value: Any) -> None:
+            self.options[name] = value
+            self.solver.set(name, value)
+
+        def check(self) -> Any:
             tried.append((self.options["random_seed"], self.options["timeout"]))
-            return z3.unknown if self.options["random_seed"] == 0 else super().check(*args)
+            return z3.unknown if self.options["random_seed"] == 0 else self.solver.check()
 
         def reason_unknown(self) -> str:
-            return "timeout" if self.options["random_seed"] == 0 else super().reason_unknown()
+            return "timeout" if self.options["random_seed"] == 0 else self.solver.reason_unknown()
 
-    monkeypatch.setattr(z3, "Solver", FirstSeedTimesOut)
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.solver, name)
+
+    real = z3_solver._solver
+    monkeypatch.setattr(z3_solver, "_solver", lambda z3: FirstSeedTimesOut(real(z3)))
     answer = solver("z3").solve(_lane_tail_query(), 10_000)
     assert answer.status == "sat" and answer.alternative is not None
     assert tried == [(0, z3_solver.FIRST_ATTEMPT_MS), (1, 2 * z3_solver.FIRST_ATTEMPT_MS)]
