@@ -35,7 +35,10 @@ from argus.dsl import (
     to_storage,
     u32,
 )
+from argus.dsl import Kernel
+from argus.dsl.analysis import TagAnalysis
 from argus.dsl.shadow import check_launch
+from argus.verify.affine import key_constant
 from argus.verify import Verdict
 
 pytestmark = pytest.mark.usefixtures("no_result_cache")
@@ -106,6 +109,41 @@ def test_views_of_another_width_take_each_bytes_tag_from_its_element(k, data):
     so in a launch."""
     assert check_launch(k, (1,), data).verdict is Verdict.PROVED
     assert k.verify().verdict is Verdict.PROVED
+
+
+def _runtime_sized_views(shift: int) -> Kernel:
+    @kernel(block=(32,), verify=False)
+    def runtime_sized_views(x: Tensor[f32, "n"], n: int):
+        tag(x, lambda i: (i,))
+        assume(n % 32 == 0)
+        rows = x.view((n // 4, 4), f32)  # the same elements in rows of 4
+        words = x.view((n,), u32)  # the same bytes as words
+        i = block_idx.x * 32 + thread_idx.x
+        by_row = make_local((1,), f32)
+        by_word = make_local((1,), u32)
+        want = make_local((1,), f32)
+        tag(want, lambda j: (i,))
+        by_row[0] = rows[i // 4, (i + shift) % 4]
+        by_word[0] = words[i]
+        assert tag(by_row[...]) == tag(want[...])
+        assert tag(by_word[...]) == tag(want[...])
+
+    return runtime_sized_views
+
+
+def test_a_view_of_a_runtime_sized_tensor_needs_no_division_by_its_size():
+    """Element i of a view of an n-element tensor is element i of the tensor: its coordinate is
+    its flat index, never reduced modulo n (a division by a runtime size, which the solver finds
+    hard), and a view read at the wrong place is still caught."""
+    compiled = _runtime_sized_views(0).specialize()
+    analysis = TagAnalysis(compiled.op, compiled.locations, None, compiled.preparation).run()
+    by_runtime_value = [a for a in analysis.space.atoms if a.kind in ("floordiv", "mod", "rem", "tdiv")
+                        and key_constant(a.args[1]) is None]
+    assert not by_runtime_value
+    assert _runtime_sized_views(0).verify().verdict is Verdict.PROVED
+    broken = _runtime_sized_views(1).verify()
+    assert broken.verdict is Verdict.VIOLATED, broken.text()
+    assert all(w["replayed"].startswith("reproduced") for w in broken.witnesses)
 
 
 # ---- tag functions of tensors set in loops, or using per-thread variables ---------------------
