@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import cache
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -82,7 +83,14 @@ def _solver(z3: Any) -> Any:
     """A solver that first substitutes what the facts pin down (a block index fixed to 0 turns
     a quotient by a product of sizes into 0): z3's default left such nonlinear facts to its
     core, which took seconds on some seeds."""
-    return z3.Then("simplify", "propagate-values", "solve-eqs", "smt").solver()
+    return _tactic(z3).solver()
+
+
+@cache
+def _tactic(z3: Any) -> Any:
+    """The tactic behind `_solver`, built once per process (building it costs more than a
+    solver made from it)."""
+    return z3.Then("simplify", "propagate-values", "solve-eqs", "smt")
 
 
 FIRST_ATTEMPT_MS = 250
