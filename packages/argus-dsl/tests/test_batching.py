@@ -334,6 +334,94 @@ def test_products_reading_one_fragment_and_writing_apart_find_what_one_by_one_fi
     assert written == {"the first accumulator holds the inputs": first, "the second accumulator holds the inputs": second}
 
 
+
+@kernel(block=(32,), verify=False)
+def row_against_columns_in_a_loop(a: Tensor[bf16, 16, 16], b: Tensor[bf16, 16, 16], c: Tensor[f32, 16, 16]):
+    """One A fragment against four B fragments in a static loop kept rolled (the fourth read from
+    the wrong K columns): every copy of the product reads the A fragment alike."""
+    tag(a, lambda m, k: (k,))
+    tag(b, lambda n, k: (k,))
+    lane = lane_id()
+    af = make_local((8,), bf16)
+    bf = make_local((4, 4), bf16)
+    acc = make_local((4, 4), f32)
+    for v in static_range(8):
+        idx = MMA.a_layout(lane, v)
+        af[v] = a[idx % 16, idx // 16]
+    for s in static_range(4):
+        for v in static_range(4):
+            idx = MMA.b_layout(lane, v)
+            bf[s, v] = b[(s % 2) * 8 + idx % 8, (idx // 8 + 8 * (s // 2) * (s % 2)) % 16]
+            acc[s, v] = 0.0
+    for s in static_range(4):
+        matmul(af[:], bf[s, :], acc[s, :], MMA)
+
+
+@kernel(block=(32,), verify=False)
+def row_reloaded_in_the_loop(a: Tensor[bf16, 16, 32], b: Tensor[bf16, 16, 32], c: Tensor[f32, 16, 16]):
+    """The A fragment read alike by the products of a rolled loop, and reloaded after each
+    product from other K columns: the second product must see the reloaded fragment (and pairs
+    wrongly with it), not the one the first product read."""
+    tag(a, lambda m, k: (k,))
+    tag(b, lambda n, k: (k,))
+    lane = lane_id()
+    af = make_local((8,), bf16)
+    bf = make_local((2, 4), bf16)
+    acc = make_local((2, 4), f32)
+    for v in static_range(8):
+        idx = MMA.a_layout(lane, v)
+        af[v] = a[idx % 16, idx // 16]
+    for s in static_range(2):
+        for v in static_range(4):
+            idx = MMA.b_layout(lane, v)
+            bf[s, v] = b[idx % 8, s * 16 + idx // 8]
+            acc[s, v] = 0.0
+    for s in static_range(2):
+        matmul(af[:], bf[s, :], acc[s, :], MMA)
+        for v in static_range(8):
+            idx = MMA.a_layout(lane, v)
+            af[v] = a[idx % 16, 8 + idx // 16]  # K columns 8 to 23: B's of the second product are 16 to 31
+
+
+def _alike_reads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each read of a fragment for the copies of a product was made once for them all."""
+    made: list[bool] = []
+    read_alike = batching.Footprint.read_alike
+
+    def counted(self: Any, *args: Any) -> Any:
+        found = read_alike(self, *args)
+        made.append(found is not None)
+        return found
+
+    monkeypatch.setattr(batching.Footprint, "read_alike", counted)
+    return made
+
+
+def test_products_reading_one_fragment_alike_read_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = row_against_columns_in_a_loop.specialize()
+    made = _alike_reads(monkeypatch)
+    together = verify_kernel(compiled, "row_against_columns_in_a_loop")
+    assert True in made  # the A fragment (one for four copies) was read once
+    assert _largest_group(compiled, "argus.mma") == 4
+    alone = verify_kernel(_one_by_one(compiled), "row_against_columns_in_a_loop")
+    assert together.verdict is alone.verdict is Verdict.VIOLATED, together.text()
+    assert _findings(together) == _findings(alone)
+    assert {w["loops"]["s"] for w in together.witnesses if w["kind"] == "violated"} == {3}  # the fourth product
+
+
+def test_a_fragment_rewritten_in_the_loop_is_read_per_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = row_reloaded_in_the_loop.specialize()
+    made = _alike_reads(monkeypatch)
+    together = verify_kernel(compiled, "row_reloaded_in_the_loop")
+    # the reload's group runs first (it writes what the next iteration's product reads), so the
+    # products' group finds the fragment written in the run and reads it copy by copy
+    assert made == [False]
+    alone = verify_kernel(_one_by_one(compiled), "row_reloaded_in_the_loop")
+    assert together.verdict is alone.verdict is Verdict.VIOLATED, together.text()
+    assert _findings(together) == _findings(alone)
+    assert {w["loops"]["s"] for w in together.witnesses if w["kind"] == "violated"} == {1}
+
+
 PRODUCT_FEEDS_PRODUCT = """
 from argus.dsl import Tensor, bf16, kernel, lane_id, make_local, matmul, static_range, tag, warp_mma_16x8x16
 

@@ -1968,11 +1968,68 @@ def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
         raise a.undecidable(op, f"{atom.name} needs whole groups of {atom.threads} threads")
     first, second, accumulator = (a.values[v] for v in a.shape(op)[0][:3])
     m, n, k = atom.shape
-    at = _atom_matrix(a, op, first, points, atom.threads, atom.a_layout, m, k, "a")
-    bt = _atom_matrix(a, op, second, points, atom.threads, atom.b_layout, n, k, "b")
+    at, a_rows = _atom_operand(a, op, first, points, atom.threads, atom.a_layout, m, k, "a")
+    bt, b_rows = _atom_operand(a, op, second, points, atom.threads, atom.b_layout, n, k, "b")
     if a.checking:
-        _pairing(a, op, atom, a.thread_of(points), at, bt)
+        if (a_rows is not None or b_rows is not None) and _one_tag_per_k(at, bt, a_rows, b_rows):
+            a.obligations.held(_pairing_site(a, op, atom), a.n // a.threads)
+        else:
+            _pairing(a, op, atom, a.thread_of(points), at if a_rows is None else at[a_rows],
+                     bt if b_rows is None else bt[b_rows])
     _accumulate(a, op, accumulator, points)
+
+
+def _atom_operand(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray, group: int, layout: Any,
+                  rows: int, cols: int, operand: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """`_atom_matrix`, made once for copies of a product that read one register fragment alike
+    (a row of A against every column of B): the matrices, and for each group of points the
+    matrix it reads (None: one each, in order)."""
+    alike = _alike_fragments(a, value, points) if layout is not None and a.footprint is not None else None
+    if alike is not None:
+        idx, copy_of = alike
+        n = a.threads
+        threads = np.tile(a.thread_ids[:n], idx.shape[0] // n)
+        memory = _memory_of(value)
+        flat = idx.reshape(threads.size, -1)
+        tags = a.footprint.read_alike(memory, flat, threads, copy_of)  # type: ignore[union-attr]
+        if tags is not None:
+            tags = tags.reshape(idx.shape)
+            firsts = np.unique(copy_of, return_index=True)[1]  # each fragment's first copy: its points
+            _check_written(a, op, memory, flat, threads, (firsts[:, None] * n + np.arange(n)).reshape(-1), tags,
+                           f"matmul reads fragment {operand}, which is not fully written", operand)
+            groups = n // group
+            return _arranged(tags, group, layout, rows, cols), (copy_of[:, None] * groups + np.arange(groups)).reshape(-1)
+    return _atom_matrix(a, op, value, points, group, layout, rows, cols, operand), None
+
+
+def _alike_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Where the copies running together read fewer distinct register fragments than there are
+    copies: the bytes of each distinct fragment (rows: its copy's threads, in order) and, per
+    copy, which one it reads."""
+    n = a.threads
+    copies = a.n // n
+    if copies < 2 or points.size != a.n:
+        return None
+    if not isinstance(value, batching.TileCopies):  # one tile for every copy
+        return _fragment_bytes(a, value, a.thread_ids[:n]), np.zeros(copies, np.int64)
+    if value.moved is not None:
+        origin, shifts = value.moved
+        unique, copy_of = np.unique(shifts, return_inverse=True)
+        if unique.size == copies:
+            return None
+        first = _fragment_bytes(a, origin, a.thread_ids[:n], inside=False)
+        moved = (unique * origin.dtype.nbytes)[:, None, None, None]
+        size = origin.memory.tags.shape[-1]
+        if first.size and (first.min() + moved.min() < 0 or first.max() + moved.max() >= size):
+            raise Undecidable(f"a fragment reaches outside its {size}-byte tile (the interpreter reports where)", None)
+        return (first + moved).reshape(-1, *first.shape[1:]), np.reshape(copy_of, -1)
+    number: dict[int, int] = {}  # per distinct tile (by identity), its place among them
+    tiles = value.tiles
+    copy_of = np.fromiter((number.setdefault(id(t), len(number)) for t in tiles), np.int64, copies)
+    if len(number) == copies:
+        return None
+    firsts = np.unique(copy_of, return_index=True)[1]
+    return np.concatenate([_fragment_bytes(a, tiles[c], a.thread_ids[:n]) for c in firsts]), copy_of
 
 
 def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarray, written: bool = False) -> None:

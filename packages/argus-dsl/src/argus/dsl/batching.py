@@ -773,6 +773,26 @@ class Footprint:
         tags = memory.read(idx, threads)
         return tags, memory.site[idx] if sites else None
 
+    def read_alike(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, copy_of: np.ndarray
+                   ) -> np.ndarray | None:
+        """The tags at `idx` (rows: `threads`) of registers several copies read alike, read once
+        for all of them: rows `d·n` to `(d + 1)·n - 1` (n threads per copy) are what the copies
+        `c` with `copy_of[c] = d` read. None once the run has written the memory (copies may then
+        see different data). Each row's read is kept at the latest place of the copies sharing
+        it: a write program order puts before any of them is before that one, so `complete`
+        still finds a write that ran too late (and, at worst, one that did not)."""
+        journal = self._journal(memory)
+        if journal.writes or not memory.per_thread:
+            return None
+        latest = np.full(threads.size // self.threads, -1, np.int64)
+        np.maximum.at(latest, copy_of, self.place_of(np.arange(copy_of.size) * self.threads))
+        rows = idx.reshape(threads.size, -1)
+        journal.reads.append(((threads[:, None] * journal.width + rows).reshape(-1),
+                              np.repeat(latest, self.threads * rows.shape[1]), self.step))
+        if memory.fresh is not None:
+            self._keep(memory)
+        return memory.read(rows, threads).reshape(idx.shape)
+
     def written(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray) -> np.ndarray:
         """Whether bytes `idx` (rows: `threads`, of `points`) were written before the points in
         program order (not a read of the data: see `_Journal.written`; a shared memory's accesses
