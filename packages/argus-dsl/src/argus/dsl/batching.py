@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 from argus.verify.affine import Affine, Uniform
 from argus.verify.memory import NEVER, TagMemory
+from argus.verify.tags import BOTTOM
 from xdsl.ir import Operation, SSAValue
 
 from .interpreter import TileValue
@@ -762,6 +763,9 @@ class Footprint:
         self.journals: dict[int, _Journal] = {}
         """Per register memory, its accesses."""
         self.saved: list[tuple[TagMemory, _Saved]] = []
+        self.alone = False
+        """Whether the run is one group of stores (an op that only moves a value's data into a
+        tile, reading none): no other access can come between its copies'."""
 
     def read(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray,
              sites: bool) -> tuple[np.ndarray, np.ndarray | None]:
@@ -804,6 +808,11 @@ class Footprint:
     def write(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray, points: np.ndarray,
               site: int) -> None:
         if memory.per_thread:
+            if self.alone and (tags == BOTTOM).all():  # copies of one op writing ⊥ (a constant): any order
+                # of their writes leaves the same
+                self._keep(memory)
+                memory.write(idx, tags, threads, site)
+                return
             self._journal(memory).write(idx, tags, threads, self.place_of(points), self.step, site)
             return
         self._access(memory, idx, points, write=True)
@@ -1122,6 +1131,7 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
     """Run `run` group by group; walk it again op by op (or by `again`) if that changed any
     byte's order of accesses, reported anything, or failed."""
     footprint = Footprint(run.places or len(run.ops))
+    footprint.alone = len(run.groups) == 1 and any(gather.tags_only for gather in run.groups[0].gathers)
     mark = a.obligations.mark()
     compared = a.obligations.compared
     faults = len(a._faults)
