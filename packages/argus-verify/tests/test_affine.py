@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from argus.verify.affine import Affine, Key, Space, Uniform, distinct_rows, unique_rows
+from argus.verify.affine import Affine, Key, Space, Uniform, distinct_rows, runs, unique_rows
 
 N = 4
 """Points per value: enough for concrete and symbolic points to mix in one `Affine`."""
@@ -359,3 +359,14 @@ def test_the_forms_of_a_value_are_its_points_rows_once_each_in_order(points: lis
     forms, inverse = value.forms()
     assert [forms[i] for i in inverse.tolist()] == [value.row(p) for p in range(len(points))]
     assert forms == list(dict.fromkeys(value.row(p) for p in range(len(points))))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-2**40, 2**40), max_size=300), st.integers(1, 9), st.sampled_from([(-1,), (-1, 3)]))
+def test_runs_count_up_from_each_start(starts: list[int], length: int, shape: tuple[int, ...]) -> None:
+    array = np.asarray(starts[:len(starts) // 3 * 3] if len(shape) == 2 else starts, np.int64).reshape(shape)
+    out = runs(array, length)
+    assert out.shape == (*array.shape, length) and out.dtype == np.int64
+    assert np.array_equal(out, array[..., None] + np.arange(length))  # the law: start + j at place j
+    out += 1  # a new array each time: the counter the runs share is not written through
+    assert np.array_equal(runs(array, length), array[..., None] + np.arange(length))

@@ -31,7 +31,7 @@ from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
-from argus.verify.affine import Affine, Key, Space, Uniform, add_keys, sub_keys, uniform, unique_rows
+from argus.verify.affine import Affine, Key, Space, Uniform, add_keys, runs, sub_keys, uniform, unique_rows
 from argus.verify.memory import NEVER, RESET, TagMemory
 from argus.verify.obligations import Obligations
 from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, join, resize
@@ -869,7 +869,7 @@ class TagAnalysis:
                 stride *= n
             offsets = tile.offsets(np.zeros(active.size, np.int64) if flat is None else flat, self.thread_of(active))
         nbytes = tile.dtype.nbytes
-        return offsets[:, None] * nbytes + np.arange(nbytes) if nbytes > 1 else offsets[:, None]
+        return runs(offsets * nbytes, nbytes) if nbytes > 1 else offsets[:, None]
 
     def active(self, mask: np.ndarray) -> np.ndarray:
         """The indices of the threads of `mask` (all of them, without a search, when all are)."""
@@ -1321,9 +1321,14 @@ class TagAnalysis:
             if loop is not None and first is not None:
                 m.tags[...] = self.inductive_join(m.tags, tags, loop, first)
             else:
-                m.tags[...] = join(m.tags, tags)
+                differ = m.tags != tags  # `join`, in place
+                if differ.any():
+                    m.tags[differ] = TOP
             # a byte either path wrote stays written (the site of a path that put a tag there, if any)
-            m.site[...] = np.where(m.site >= 0, m.site, np.where(site >= 0, site, np.minimum(m.site, site)))
+            unwritten = m.site < 0
+            if unwritten.any():
+                ours, theirs = m.site[unwritten], site[unwritten]
+                m.site[unwritten] = np.where(theirs >= 0, theirs, np.minimum(ours, theirs))
             if writers is not None:
                 m.epoch_writer[...] = TagMemory.join_writers(m.epoch_writer, writers)
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):

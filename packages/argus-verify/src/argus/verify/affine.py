@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -481,6 +482,24 @@ def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     return unique[order], rank[inverse], first[order]
+
+
+def runs(starts: np.ndarray, length: int) -> np.ndarray:
+    """Shape ``(*starts.shape, length)``: each start followed by the next ``length - 1``
+    integers (the byte indices of elements at byte offsets `starts`). numpy adds a short row to
+    a column one row at a time; repeating the starts and adding a counter is several times
+    faster for thousands of rows."""
+    out = np.repeat(np.asarray(starts, np.int64).reshape(-1), length)
+    out += _counter(out.size, length)
+    return out.reshape(*np.shape(starts), length)
+
+
+@lru_cache(maxsize=64)
+def _counter(size: int, length: int) -> np.ndarray:
+    """0, 1, …, length - 1, repeated to `size` entries (read-only: shared between calls)."""
+    counter = np.tile(np.arange(length, dtype=np.int64), size // length)
+    counter.flags.writeable = False
+    return counter
 
 
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .affine import unique_rows
+from .affine import runs, unique_rows
 
 BOTTOM = 0
 TOP = 1
@@ -68,7 +68,7 @@ class TagTable:
 
     @staticmethod
     def bytes_of(elements: np.ndarray, nbytes: int) -> np.ndarray:
-        return 2 + elements[..., None] * BYTES + np.arange(nbytes)
+        return runs(2 + np.asarray(elements) * BYTES, nbytes)
 
     @staticmethod
     def element_of(ids: np.ndarray) -> np.ndarray:
