@@ -1153,27 +1153,28 @@ class TagAnalysis:
         if all(type(c) is Uniform or all(t.min() == t.max() for t in c.terms.values()) for c in comps):
             # every point shares each component's symbolic part: only the constants vary, and
             # tags of one shape are looked up by their constants alone
-            parts = tuple(tuple((a, int(t[0])) for a, t in sorted(c.terms.items())) for c in comps)
+            parts = tuple(c.key[1] if type(c) is Uniform else tuple((a, int(t[0])) for a, t in sorted(c.terms.items()))
+                          for c in comps)  # (a `Uniform` keeps its form as a key: no arrays made from it)
             known = self._shapes.get(parts)
             if known is None:
                 known = self._shapes[parts] = {}
             element = self.table.element_id
             if not comps:
                 return self.table.bytes_of(np.full(self.n, element(()), np.int64), nbytes)
-            rows = np.stack([c.const for c in comps], axis=1)
-            if len(rows) <= 64:  # a lookup per point: cheaper than finding the distinct rows first
+            if len(comps[0]) <= 64:  # a lookup per point: cheaper than finding the distinct rows first
                 def ident(key: tuple[int, ...]) -> int:
                     found = known.get(key)
                     if found is None:
                         found = known[key] = element(tuple((v, part) if part else v for v, part in zip(key, parts)))
                     return found
 
+                rows = np.stack([c.const for c in comps], axis=1)
                 ids = np.fromiter(map(ident, map(tuple, rows.tolist())), np.int64, len(rows))
                 return self.table.bytes_of(ids, nbytes)
             # one lookup per distinct row of constants (a tile's elements share few), the tags
             # made column by column; a component with one form everywhere is no column to search
-            varying = [j for j, c in enumerate(comps) if type(c) is not Uniform]
-            unique, inverse = unique_rows(rows[:, varying] if len(varying) < len(comps) else rows)
+            varying = [c.const for c in comps if type(c) is not Uniform]
+            unique, inverse = unique_rows(np.stack(varying, axis=1) if varying else np.zeros((len(comps[0]), 0), np.int64))
             found = iter(unique.T.tolist())
             columns = [next(found) if type(c) is not Uniform else [c.key[0]] * len(unique) for c in comps]
             columns = [[(v, part) for v in column] if part else column for column, part in zip(columns, parts)]
