@@ -18,10 +18,14 @@ by side and their ratio (this tree over TREE), so that a drift of the machine be
 shows as such rather than as a difference:
 
     python benchmarks/verify_speed.py [--repeat N] [--cold N] [--json FILE] [--parts] [--steps N]
-                                      [--kernels EXAMPLE:KERNEL ...] [--against TREE [--rounds N]]
+                                      [--instructions N] [--kernels EXAMPLE:KERNEL ...]
+                                      [--against TREE [--rounds N]]
 
 Each run also times a fixed piece of plain Python (`machine_ms`): this container's speed moves
 by up to 2.5× between sittings, and figures taken in different sittings compare only through it.
+`--instructions N` also counts, under valgrind's callgrind, the instructions N checks of each
+kind execute (inside the checks alone): a figure that does not move with the machine, to tell
+a change of a few percent that timing here cannot.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import dataclasses
 import gc
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -100,6 +105,38 @@ def first_check_here(example: str, kernel: str) -> float:
     return cpu_ms(lambda: verify_kernel(ir, kernel))
 
 
+def counted_checks(example: str, kernel: str, n: int, first: bool) -> None:
+    """`n` checks of a compiled kernel (`first`: each of a fresh copy), each called through
+    `sys.call_tracing`: the one call in which `instructions_per_check` has callgrind count."""
+    from argus.dsl.verification import verify_kernel
+
+    ir = compiled(example, kernel)
+    verify_kernel(ir, kernel)
+    for _ in range(n):
+        target = dataclasses.replace(ir) if first else ir
+        gc.collect()
+        sys.call_tracing(verify_kernel, (target, kernel))
+
+
+def instructions_per_check(example: str, kernel: str, n: int, first: bool) -> float:
+    """Millions of instructions a check executes, counted by valgrind's callgrind inside the
+    checks alone (`counted_checks` in a new interpreter, string hashing fixed): repeatable to
+    about 0.1%, where this container's CPU time moves by tens of percent. Large copies count
+    as many instructions as they move words, so this weighs copying above its time."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise RuntimeError("--instructions needs valgrind (its callgrind tool) on PATH")
+    script = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import verify_speed; "
+              f"verify_speed.counted_checks({example!r}, {kernel!r}, {n}, {first})")
+    done = subprocess.run([valgrind, "--tool=callgrind", "--toggle-collect=sys_call_tracing",
+                           "--callgrind-out-file=/dev/null", sys.executable, "-c", script],
+                          capture_output=True, text=True, check=False, env={**os.environ, "PYTHONHASHSEED": "0"})
+    counted = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode or counted is None:
+        raise RuntimeError(f"counting the instructions of {example}:{kernel} failed:\n{done.stderr[-3000:]}")
+    return round(int(counted.group(1)) / n / 1e6, 3)
+
+
 def preparation_parts(ir: Any, repeat: int) -> dict[str, float]:
     """CPU time of each part of what a kernel's first check prepares, median of `repeat`."""
     from argus.dsl.analysis import Preparation
@@ -163,7 +200,9 @@ def step_times(ir: Any, repeat: int, shown: int) -> list[tuple[str, float]]:
     return [(name, round(ms, 3)) for name, ms in ranked[:shown]] + [("every other step", round(rest, 3))]
 
 
-FIGURES = (("check_ms", "check"), ("first_check_ms", "first check"), ("cold_check_ms", "in a new process"))
+FIGURES = (("check_ms", "check"), ("first_check_ms", "first check"), ("cold_check_ms", "in a new process"),
+           ("check_minstr", "check, instr."), ("first_check_minstr", "first, instr."))
+"""Each figure's key in a report and its name; ``*_minstr`` are millions of instructions."""
 
 
 def tree_path(text: str) -> Path:
@@ -210,7 +249,8 @@ def side_by_side(args: argparse.Namespace, tree: Path, argv: list[str]) -> dict[
             for key, name in FIGURES:
                 if key in pair["this"][example]:
                     new, old = pair["this"][example][key], pair["against"][example][key]
-                    print(f"  {example:16s} {name:17s} {new:8.2f} ms  against {old:8.2f} ms  ({new / old:.3f})",
+                    unit = "M " if key.endswith("_minstr") else "ms"
+                    print(f"  {example:16s} {name:17s} {new:8.2f} {unit}  against {old:8.2f} {unit}  ({new / old:.3f})",
                           flush=True)
     print("median ratio over the rounds (this tree / the other):")
     for example, _ in args.kernels:
@@ -242,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="time another checkout's checker (or a revision's) too, alternating with this "
                              "one's (each in a new interpreter)")
     parser.add_argument("--rounds", type=int, default=3, help="alternations with --against")
+    parser.add_argument("--instructions", type=int, metavar="N", default=0,
+                        help="also count the instructions of N checks of each kind under valgrind's callgrind "
+                             "(inside the checks only; repeatable to about 0.1%%, slow: about a minute a kernel)")
     args = parser.parse_args(argv)
     if args.against is not None:
         try:
@@ -250,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"argument --against: {err}")
         report = side_by_side(args, tree, [
             "--repeat", str(args.repeat), "--cold", str(args.cold), "--steps", str(args.steps),
+            "--instructions", str(args.instructions),
             *(["--parts"] if args.parts else []), "--kernels", *(f"{e}:{k}" for e, k in args.kernels)])
         if args.json:
             args.json.write_text(json.dumps(report, indent=2))
@@ -275,6 +319,11 @@ def main(argv: list[str] | None = None) -> int:
         cold = f"  in a new process {report[example]['cold_check_ms']:7.2f} ms" if args.cold else ""
         print(f"{example:16s} {verdict:8s} check {report[example]['check_ms']:7.2f} ms  "
               f"first check {report[example]['first_check_ms']:7.2f} ms{cold}", flush=True)
+        if args.instructions:
+            for key, first in (("check_minstr", False), ("first_check_minstr", True)):
+                report[example][key] = instructions_per_check(example, kernel, args.instructions, first)
+            print(f"{' ' * 26}check {report[example]['check_minstr']:7.2f} M instructions  "
+                  f"first check {report[example]['first_check_minstr']:7.2f} M instructions", flush=True)
         if args.parts:
             report[example]["preparation_ms"] = parts = preparation_parts(ir, args.repeat)
             print(" " * 26 + "  ".join(f"{name} {ms:.2f} ms" for name, ms in parts.items()), flush=True)
