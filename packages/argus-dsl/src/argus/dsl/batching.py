@@ -809,8 +809,7 @@ class Footprint:
               site: int) -> None:
         if memory.per_thread:
             if self.alone and (tags == BOTTOM).all():  # copies of one op writing ⊥ (a constant): any order
-                # of their writes leaves the same
-                self._keep(memory)
+                # of their writes leaves the same, and so does walking them again op by op after an undo
                 memory.write(idx, tags, threads, site)
                 return
             self._journal(memory).write(idx, tags, threads, self.place_of(points), self.step, site)
