@@ -134,6 +134,9 @@ def instructions_per_check(example: str, kernel: str, n: int, first: bool) -> fl
     counted = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode or counted is None:
         raise RuntimeError(f"counting the instructions of {example}:{kernel} failed:\n{done.stderr[-3000:]}")
+    if int(counted.group(1)) == 0:
+        raise RuntimeError("callgrind counted nothing inside sys.call_tracing: this Python's build names that "
+                           "function otherwise, or hides it")
     return round(int(counted.group(1)) / n / 1e6, 3)
 
 

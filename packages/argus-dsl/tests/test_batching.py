@@ -334,7 +334,6 @@ def test_products_reading_one_fragment_and_writing_apart_find_what_one_by_one_fi
     assert written == {"the first accumulator holds the inputs": first, "the second accumulator holds the inputs": second}
 
 
-
 @kernel(block=(32,), verify=False)
 def row_against_columns_in_a_loop(a: Tensor[bf16, 16, 16], b: Tensor[bf16, 16, 16], c: Tensor[f32, 16, 16]):
     """One A fragment against four B fragments in a static loop kept rolled (the fourth read from

@@ -21,7 +21,10 @@ when two accesses to one shared byte, one of them a write, ran in another order 
 program's, or a register read ran before a write it needed, the run is undone and walked again
 op by op. So is a run in which anything was reported (a fault, a race) or a rule failed:
 findings come from the plain walk, whose witnesses name one thread and one copy. The plan of
-each block is made once per compiled kernel (`analysis.Preparation`).
+each block is made once per compiled kernel (`analysis.Preparation`). Two shortcuts skip the
+journal where order cannot matter: copies of a product that read one register fragment alike
+read it once while the run has not written that memory (`Footprint.read_alike`), and a run that
+is one group of stores of a constant writes its registers directly.
 
 A static loop the IR keeps rolled (`frontend.rolling`) runs the same way, with no copies to
 find: `rolled_run` makes each op of its body (and of the rolled loops in it) one group over all
@@ -785,8 +788,10 @@ class Footprint:
         see different data). Each row's read is kept at the latest place of the copies sharing
         it: a write program order puts before any of them is before that one, so `complete`
         still finds a write that ran too late (and, at worst, one that did not)."""
+        if not memory.per_thread:
+            return None
         journal = self._journal(memory)
-        if journal.writes or not memory.per_thread:
+        if journal.writes:
             return None
         latest = np.full(threads.size // self.threads, -1, np.int64)
         np.maximum.at(latest, copy_of, self.place_of(np.arange(copy_of.size) * self.threads))
