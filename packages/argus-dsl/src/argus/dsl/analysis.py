@@ -2001,10 +2001,9 @@ def _atom_operand(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray,
         if tags is not None:
             tags = tags.reshape(idx.shape)
             firsts = np.unique(copy_of, return_index=True)[1]  # each fragment's first copy: its points
-            _check_written(a, op, memory, flat, threads, (firsts[:, None] * n + np.arange(n)).reshape(-1), tags,
+            _check_written(a, op, memory, flat, threads, runs(firsts * n, n).reshape(-1), tags,
                            f"matmul reads fragment {operand}, which is not fully written", operand)
-            groups = n // group
-            return _arranged(tags, group, layout, rows, cols), (copy_of[:, None] * groups + np.arange(groups)).reshape(-1)
+            return _arranged(tags, group, layout, rows, cols), _product_rows(copy_of, n // group)
     return _atom_matrix(a, op, value, points, group, layout, rows, cols, operand), None
 
 
@@ -2023,12 +2022,7 @@ def _alike_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> tuple[np
         unique, copy_of = np.unique(shifts, return_inverse=True)
         if unique.size == copies:
             return None
-        first = _fragment_bytes(a, origin, a.thread_ids[:n], inside=False)
-        moved = (unique * origin.dtype.nbytes)[:, None, None, None]
-        size = origin.memory.tags.shape[-1]
-        if first.size and (first.min() + moved.min() < 0 or first.max() + moved.max() >= size):
-            raise Undecidable(f"a fragment reaches outside its {size}-byte tile (the interpreter reports where)", None)
-        return (first + moved).reshape(-1, *first.shape[1:]), np.reshape(copy_of, -1)
+        return _moved_fragments(a, origin, unique), np.reshape(copy_of, -1)
     number: dict[int, int] = {}  # per distinct tile (by identity), its place among them
     tiles = value.tiles
     copy_of = np.fromiter((number.setdefault(id(t), len(number)) for t in tiles), np.int64, copies)
@@ -2128,7 +2122,7 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
         memory.write(idx, np.full(idx.shape, TOP, np.int64), readers, sites)  # (a step outside runs: no journal)
 
 
-def _product_rows(tile_of: list[int], groups: int) -> np.ndarray:
+def _product_rows(tile_of: list[int] | np.ndarray, groups: int) -> np.ndarray:
     """The rows of a matrix of distinct fragments (`groups` per fragment) that each product's
     groups read, in product order."""
     return (np.asarray(tile_of, np.int64)[:, None] * groups + np.arange(groups)).reshape(-1)
@@ -2165,20 +2159,24 @@ def _point_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> np.ndarr
         if memo is not None and memo[0] is value and memo[1] == n:
             return memo[2]  # type: ignore[no-any-return]
         if value.moved is not None:  # one tile's fragments, moved per copy
-            origin, shifts = value.moved
-            first = _fragment_bytes(a, origin, a.thread_ids[:n], inside=False)
-            moved = (shifts * origin.dtype.nbytes)[:, None, None, None]
-            size = origin.memory.tags.shape[-1]
-            if first.size and (first.min() + moved.min() < 0 or first.max() + moved.max() >= size):
-                raise Undecidable(f"a fragment reaches outside its {size}-byte tile (the interpreter reports where)",
-                                  None)
-            found = (first + moved).reshape(-1, *first.shape[1:])
+            found = _moved_fragments(a, *value.moved)
         else:
             found = np.concatenate([_fragment_bytes(a, tile, a.thread_ids[:n]) for tile in value.tiles])
         a._fragments[id(value)] = (value, n, found)
         return found
     parts = np.split(points, np.flatnonzero(np.diff(points // n)) + 1)  # each copy's points (in order)
     return np.concatenate([_fragment_bytes(a, value.tiles[int(part[0]) // n], part % n) for part in parts])
+
+
+def _moved_fragments(a: TagAnalysis, origin: TileValue, shifts: np.ndarray) -> np.ndarray:
+    """Byte indices (shifts × threads, values, bytes) of the fragments of tile `origin` moved on
+    by each of `shifts` elements, which must all lie inside its memory."""
+    first = _fragment_bytes(a, origin, a.thread_ids[:a.threads], inside=False)
+    moved = (shifts * origin.dtype.nbytes)[:, None, None, None]
+    size = origin.memory.tags.shape[-1]  # type: ignore[attr-defined]
+    if first.size and (first.min() + moved.min() < 0 or first.max() + moved.max() >= size):
+        raise Undecidable(f"a fragment reaches outside its {size}-byte tile (the interpreter reports where)", None)
+    return (first + moved).reshape(-1, *first.shape[1:])  # type: ignore[no-any-return]
 
 
 def _memory_of(value: Any) -> TagMemory:
