@@ -459,7 +459,10 @@ class Preparation:
     def arithmetic(self, number: int) -> Callable[..., np.ndarray] | None:
         """The numpy function of an integer op with an integer result (`batching.Planner`)."""
         function = _NUMPY.get(self.table.kinds[number])
-        return function if function is not None and _is_int(self.table.ops[number].results[0]) else None
+        if function is None:
+            return None
+        result, = self.table.ops[number].results  # (unpacked: xDSL's indexing runs Python)
+        return function if _is_int(result) else None
 
     @cached_property
     def _integer_constants(self) -> dict[int, int]:
@@ -2693,9 +2696,9 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     last = add_keys(ub, (-1, ()))
     nested = a.preparation.holds_a_loop(op)
     symbol = _loop_symbol(a, name, lb, last, step, lb)
-    after = None if a.preparation.fills_before(op) else \
+    settled = not a.preparation.fills_before(op) and \
         _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True)
-    if after is None:  # peel the first iteration
+    if not settled:  # peel the first iteration
         first = _loop_symbol(a, name, lb, lb, 1, lb, runs_until=last)
         a.restore(before)
         _one_pass(a, op, mask, first, step)
@@ -2704,9 +2707,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         me: Key = (0, ((rest, 1),))
         base = _Renamer(a, first, add_keys(me, (-step, ()))).state(after_first)
         a.restore(before)
-        after = _fixpoint(a, op, mask, rest, base, step, scope, track=not nested, peelable=False)
-        assert after is not None
-        a.restore(after)
+        assert _fixpoint(a, op, mask, rest, base, step, scope, track=not nested, peelable=False)
         a.join_into(after_first, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}",
                     rest)
     # after the loop: it ran (the state it leaves) or it did not (the state before it)
@@ -2748,10 +2749,11 @@ def _one_pass(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, step
 
 
 def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base: State, step: int,
-              scope: tuple[int, int], track: bool, peelable: bool) -> State | None:
+              scope: tuple[int, int], track: bool, peelable: bool) -> bool:
     """Run the body from the join of `base` (what flows into the iterations of `symbol`) and
-    what an iteration leaves, renamed to the next, until that entry settles; the state the
-    final pass leaves, or None when `peelable` and the join loses tags both sides have."""
+    what an iteration leaves, renamed to the next, until that entry settles: True, the state
+    being what the final pass left; False when `peelable` and the join loses tags both sides
+    have."""
     sp = a.space
     me: Key = (0, ((symbol, 1),))
     lo = sp.symbols[symbol].lo
@@ -2780,11 +2782,11 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             a.run_block(body, mask)
             exposed = a.untrack(scope) if tracking else None
             if exposed is not None and (a.checking or not checking) and _carries_nothing(a, entry, exposed):
-                return a.snapshot(scope)  # the entry state of later iterations changes nothing this pass saw
+                return True  # the entry state of later iterations changes nothing this pass saw
             after = a.snapshot(scope)
             if exposed is not None and (a.checking or not checking) and \
                     not _reads_carried_cheaply(a, base, after, entry, exposed, rename, symbol, lo):
-                return after  # (what the pass left is the state now)
+                return True  # (what the pass left is the state now)
             # the entry of a later iteration: what this iteration leaves, seen one step later
             a.restore(base)
             back = rename.state(after)
@@ -2795,7 +2797,7 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             if new_entry.same_as(entry) or (exposed is not None and not _reads_carried(entry, new_entry, exposed)):
                 if a.checking or not checking:
                     a.restore(after)
-                    return after
+                    return True
                 continue
             a.obligations.rollback(mark)
             a.facts, a.replay_facts = set(facts_mark[0]), set(facts_mark[1])  # the pass's facts go too
@@ -2803,7 +2805,7 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             a._floors = {}  # some of the bounds it knew are gone
             a._bounded = {}
             if peelable and attempt == 0 and _loses_tags(base, back, new_entry):
-                return None
+                return False
             if attempt == MAX_PASSES - 2:  # widen what still moves
                 new_entry = State([(np.where(n[0] != e[0], TOP, n[0]), *n[1:]) for n, e in
                                    zip(new_entry.memories, entry.memories)], new_entry.slots)

@@ -210,31 +210,46 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
         return None
     order = _carried_first(table, shape.order, planner)
     made: dict[int, tuple[int, int]] = {}  # per result (by identity): (its group, which result)
-    numbers: dict[int, tuple[np.ndarray, int]] = {}  # per value computed here: (its numbers, its maker's depth)
-    spread: dict[tuple[int, tuple[int, ...]], np.ndarray | None] = {}  # indices and known values, per loops
+    # Numbers known here are arrays of shape (trip of each loop around their op..., thread), of
+    # extent 1 along what they do not depend on: arithmetic on loop indices alone stays small,
+    # and only an operand of a group is spread over every point.
+    numbers: dict[int, np.ndarray] = {}  # per value computed here
+    spreads: dict[tuple[int, tuple[int, ...]], Affine] = {}  # per value and loops, over every point
+    index_depth = {owner: chain.index(owner) for chain in shape.trips for owner in chain}
     depth_of: list[int] = []  # per group, how many loops hold its op
     groups: list[Group] = []
     operands_of, values_of, results_of = table.operands, table.operand_values, table.results
 
-    def known(v: int, chain: tuple[int, ...], trips: list[int]) -> np.ndarray | None:
-        """The numbers of value `v` over the copies' points of an op in loops `chain`, if known
-        before any check."""
+    def known(v: int, loops: int) -> np.ndarray | None:
+        """The numbers of value `v` for an op inside `loops` loops, if known before any check:
+        shaped (loops..., thread) to broadcast."""
         found = numbers.get(v)
-        if found is not None:
-            below = math.prod(trips[found[1]:])  # the copies of ours that one of its maker's stands for
-            return found[0] if below == 1 else np.repeat(found[0].reshape(-1, threads), below, axis=0).reshape(-1)
-        key = (v, chain)
-        if key not in spread:
+        if found is None:
             owner = shape.index_at.get(v)
-            if owner is not None:  # a loop's index: its values in turn, each for the copies inside it
-                depth = chain.index(owner)
-                column = shape.indices[owner].repeat(math.prod(trips[depth + 1:]) * threads)
-                outer = math.prod(trips[:depth])
-                spread[key] = column if outer == 1 else np.concatenate([column] * outer)
+            if owner is not None:  # a loop's index: along its own axis
+                at = index_depth[owner]
+                found = shape.indices[owner].reshape((1,) * at + (-1,) + (1,) * (loops - at))
             else:
                 outside = nest.known(v)
-                spread[key] = None if outside is None else np.concatenate([outside] * math.prod(trips))
-        return spread[key]
+                if outside is None:
+                    return None
+                found = outside.reshape((1,) * loops + (-1,))
+        elif found.ndim <= loops:  # made in fewer loops than the op using it
+            found = found.reshape(found.shape[:-1] + (1,) * (loops + 1 - found.ndim) + found.shape[-1:])
+        return found
+
+    def spread(v: int, chain: tuple[int, ...]) -> Affine:
+        """Value `v` over every point of the copies of an op in loops `chain`, copy by copy (each
+        its threads)."""
+        key = (v, chain)
+        found = spreads.get(key)
+        if found is None:
+            numbers_here = known(v, len(chain))
+            assert numbers_here is not None
+            every = np.empty((*shape.trips[chain], threads), np.int64)
+            every[...] = numbers_here  # (a broadcast assignment: cheaper than numpy's broadcast_to)
+            found = spreads[key] = Affine(every.reshape(-1))
+        return found
 
     for j in order:
         chain = shape.chains[j]
@@ -243,9 +258,9 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
         function = planner.arithmetic(j)
         operands = operands_of[j]
         if function is not None:
-            args = [known(v, chain, trips) for v in operands]
+            args = [known(v, len(chain)) for v in operands]
             if all(arg is not None for arg in args):
-                numbers[results_of[j][0]] = (function(*args), len(chain))
+                numbers[results_of[j][0]] = function(*args)
                 continue
         gathers = []
         for v, value in zip(operands, values_of[j]):
@@ -255,7 +270,7 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
                 rows = tuple(range(copies)) if below == 1 else tuple(c // below for c in range(copies))
                 gathers.append(Gather(None, ((found[0], found[1], copies // below),), rows, below == 1))
             elif v in numbers or v in shape.index_at:
-                gathers.append(Gather(None, fixed=Affine(known(v, chain, trips))))  # type: ignore[arg-type]
+                gathers.append(Gather(None, fixed=spread(v, chain)))
             else:  # a value from before the loops (or known before any check)
                 gathers.append(Gather(value))
         moved = nest.moved(j)
@@ -1119,7 +1134,9 @@ class _Saved(NamedTuple):
 
 
 def _save(memory: TagMemory) -> _Saved:
-    return _Saved(memory.tags.copy(), memory.site.copy(), memory.epoch_writer.copy(), len(memory.conflicts),
+    # registers never race: their writers since the last barrier stay none, and need no copy
+    writers = memory.epoch_writer if memory.per_thread else memory.epoch_writer.copy()
+    return _Saved(memory.tags.copy(), memory.site.copy(), writers, len(memory.conflicts),
                   None if memory.fresh is None else memory.fresh.copy(),
                   None if memory.exposed is None else memory.exposed.copy())
 
