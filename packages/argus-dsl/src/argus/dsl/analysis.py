@@ -139,8 +139,9 @@ class Launch:
         self.block_dims = _pad3(tuple(kernel.block_dims))
         self.warp = kernel.warp_size.data
         self.cluster = kernel.cluster_dims
-        self.block_threads = int(np.prod(self.block_dims))
-        self.blocks = int(np.prod(self.cluster))
+        (bx, by, bz), (cx, cy, cz) = self.block_dims, self.cluster
+        self.block_threads = bx * by * bz
+        self.blocks = cx * cy * cz
         self.n = self.block_threads * self.blocks
         self.local_ids = np.arange(self.n) % self.block_threads
         """Each thread's index within its block."""
@@ -255,12 +256,9 @@ class Preparation:
                     continue
             else:
                 function = _NUMPY.get(kind)  # integer ops: known integer operands make an integer
-                if function is None:
+                if function is None or not all(map(numbers.__contains__, operands[j])):
                     continue
-                args = [numbers.get(v) for v in operands[j]]
-                if any(arg is None for arg in args):
-                    continue
-                value = function(*args)
+                value = function(*map(numbers.__getitem__, operands[j]))
             numbers[results[j][0]] = value
             found[j] = Affine(value)
         return found, numbers
