@@ -25,7 +25,8 @@ Each run also times a fixed piece of plain Python (`machine_ms`): this container
 by up to 2.5× between sittings, and figures taken in different sittings compare only through it.
 `--instructions N` also counts, under valgrind's callgrind, the instructions N checks of each
 kind execute (inside the checks alone): a figure that does not move with the machine, to tell
-a change of a few percent that timing here cannot.
+a change of a few percent that timing here cannot; with `--parts`, also those of each part of N
+preparations (the collector paused, as in a check).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -123,43 +125,84 @@ def instructions_per_check(example: str, kernel: str, n: int, first: bool) -> fl
     checks alone (`counted_checks` in a new interpreter, string hashing fixed): repeatable to
     about 0.1%, where this container's CPU time moves by tens of percent. Large copies count
     as many instructions as they move words, so this weighs copying above its time."""
+    return round(_counted(f"verify_speed.counted_checks({example!r}, {kernel!r}, {n}, {first})",
+                          f"{example}:{kernel}") / n / 1e6, 3)
+
+
+def counted_part(example: str, kernel: str, n: int, counted: str) -> None:
+    """What `n` first checks of a compiled kernel prepare, part by part as `preparation_parts`
+    times it (the collector paused, as a check pauses it), part `counted` called through
+    `sys.call_tracing` (see `counted_checks`)."""
+    from argus.dsl.analysis import Preparation
+    from argus.dsl.verification import verify_kernel
+
+    ir = compiled(example, kernel)
+    verify_kernel(ir, kernel)
+    for _ in range(n):
+        gc.collect()
+        gc.disable()
+        for name, part in preparation_steps(Preparation(ir.op, ir.locations)):
+            sys.call_tracing(part, ()) if name == counted else part()
+        gc.enable()
+
+
+def instructions_per_part(example: str, kernel: str, n: int) -> dict[str, float]:
+    """Millions of instructions each part of a kernel's preparation executes (`counted_part`,
+    one counting interpreter per part)."""
+    from argus.dsl.analysis import Preparation
+
+    names = [name for name, _ in preparation_steps(Preparation(compiled(example, kernel).op, {}))]
+    return {name: round(_counted(f"verify_speed.counted_part({example!r}, {kernel!r}, {n}, {name!r})",
+                                 f"the {name} of {example}:{kernel}") / n / 1e6, 3) for name in names}
+
+
+def _counted(call: str, what: str) -> int:
+    """Instructions executed inside `sys.call_tracing` while this module runs `call` in a new
+    interpreter under valgrind's callgrind (string hashing fixed)."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise RuntimeError("--instructions needs valgrind (its callgrind tool) on PATH")
-    script = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import verify_speed; "
-              f"verify_speed.counted_checks({example!r}, {kernel!r}, {n}, {first})")
+    script = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import verify_speed; {call}"
     done = subprocess.run([valgrind, "--tool=callgrind", "--toggle-collect=sys_call_tracing",
                            "--callgrind-out-file=/dev/null", sys.executable, "-c", script],
                           capture_output=True, text=True, check=False, env={**os.environ, "PYTHONHASHSEED": "0"})
     counted = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode or counted is None:
-        raise RuntimeError(f"counting the instructions of {example}:{kernel} failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"counting the instructions of {what} failed:\n{done.stderr[-3000:]}")
     if int(counted.group(1)) == 0:
         raise RuntimeError("callgrind counted nothing inside sys.call_tracing: this Python's build names that "
                            "function otherwise, or hides it")
-    return round(int(counted.group(1)) / n / 1e6, 3)
+    return int(counted.group(1))
+
+
+def preparation_steps(prep: Any) -> Iterator[tuple[str, Callable[[], Any]]]:
+    """What a kernel's first check prepares, part by part, in the order it prepares them: the op
+    table, tag liveness, the values known before the walk, the batching plan (every block's
+    steps, and one run per nest of static loops kept rolled). Each part is yielded once the
+    parts before it are made (the caller runs it before asking for the next)."""
+    from xdsl.dialects import scf
+
+    yield "table", lambda: prep.table
+    yield "liveness", lambda: prep.relevant
+    if hasattr(type(prep), "known"):  # (a checker from before it computes what the walk does alike)
+        yield "known", lambda: prep.known
+    loops = prep.table.of_kind(scf.ForOp)
+    rolled = [loop for loop in loops if _unrolled(loop)]  # static loops kept rolled: one run each
+    inside = {id(op) for loop in rolled for op in loop.body.block.walk()}
+    blocks = [prep.kernel.body.block] + [loop.body.block for loop in loops
+                                         if loop not in rolled and id(loop) not in inside]
+    yield "plan", lambda: ([prep.steps(block) for block in blocks],
+                           [prep.rolled(loop) for loop in rolled if id(loop) not in inside])
 
 
 def preparation_parts(ir: Any, repeat: int) -> dict[str, float]:
     """CPU time of each part of what a kernel's first check prepares, median of `repeat`."""
     from argus.dsl.analysis import Preparation
-    from xdsl.dialects import scf
 
-    known = hasattr(Preparation, "known")  # (a checker from before it computes what the walk does alike)
-    times: dict[str, list[float]] = {"table": [], "liveness": [], **({"known": []} if known else {}), "plan": []}
+    times: dict[str, list[float]] = {}
     for _ in range(repeat):
-        prep = Preparation(ir.op, ir.locations)
-        times["table"].append(cpu_ms(lambda: prep.table))
-        times["liveness"].append(cpu_ms(lambda: prep.relevant))
-        if known:
-            times["known"].append(cpu_ms(lambda: prep.known))
-        loops = prep.table.of_kind(scf.ForOp)
-        rolled = [loop for loop in loops if _unrolled(loop)]  # static loops kept rolled: one run each
-        inside = {id(op) for loop in rolled for op in loop.body.block.walk()}
-        blocks = [prep.kernel.body.block] + [loop.body.block for loop in loops
-                                             if loop not in rolled and id(loop) not in inside]
-        times["plan"].append(cpu_ms(lambda: ([prep.steps(block) for block in blocks],
-                                             [prep.rolled(loop) for loop in rolled if id(loop) not in inside])))
+        for name, part in preparation_steps(Preparation(ir.op, ir.locations)):
+            times.setdefault(name, []).append(cpu_ms(part))
     return {name: round(statistics.median(ms), 2) for name, ms in times.items()}
 
 
@@ -259,11 +302,12 @@ def side_by_side(args: argparse.Namespace, tree: Path, argv: list[str]) -> dict[
     for example, _ in args.kernels:
         ratios = {name: statistics.median(p["this"][example][key] / p["against"][example][key] for p in rounds)
                   for key, name in FIGURES if key in rounds[0]["this"][example]}
-        parts = [part for part in rounds[0]["this"][example].get("preparation_ms", {})
-                 if part in rounds[0]["against"][example].get("preparation_ms", {})]
-        ratios.update({part: statistics.median(p["this"][example]["preparation_ms"][part] /
-                                               p["against"][example]["preparation_ms"][part] for p in rounds)
-                       for part in parts})
+        for key, suffix in (("preparation_ms", ""), ("preparation_minstr", ", instr.")):
+            parts = [part for part in rounds[0]["this"][example].get(key, {})
+                     if part in rounds[0]["against"][example].get(key, {})]
+            ratios.update({part + suffix: statistics.median(p["this"][example][key][part] /
+                                                            p["against"][example][key][part] for p in rounds)
+                           for part in parts})
         print(f"  {example:16s} " + "  ".join(f"{name} {ratio:.3f}" for name, ratio in ratios.items()), flush=True)
     return {"against": args.against, "rounds": rounds}  # (as given: a checkout, or a revision)
 
@@ -287,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternations with --against")
     parser.add_argument("--instructions", type=int, metavar="N", default=0,
                         help="also count the instructions of N checks of each kind under valgrind's callgrind "
-                             "(inside the checks only; repeatable to about 0.1%%, slow: about a minute a kernel)")
+                             "(inside the checks only; repeatable to about 0.1%%, slow: about a minute a kernel), "
+                             "and with --parts those of each part of N preparations")
     args = parser.parse_args(argv)
     if args.against is not None:
         try:
@@ -330,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.parts:
             report[example]["preparation_ms"] = parts = preparation_parts(ir, args.repeat)
             print(" " * 26 + "  ".join(f"{name} {ms:.2f} ms" for name, ms in parts.items()), flush=True)
+            if args.instructions:
+                report[example]["preparation_minstr"] = counts = instructions_per_part(example, kernel,
+                                                                                        args.instructions)
+                print(" " * 26 + "  ".join(f"{name} {m:.2f} M" for name, m in counts.items()), flush=True)
         if args.steps:
             report[example]["steps_ms"] = steps = step_times(ir, args.repeat, args.steps)
             for name, ms in steps:

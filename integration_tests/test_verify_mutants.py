@@ -67,6 +67,24 @@ def test_the_speed_benchmark_checks_the_kernels_asked_for_in_this_process_and_a_
     assert "gemm_cdna" in capsys.readouterr().err  # the examples it knows
 
 
+def test_the_speed_benchmark_prepares_a_kernel_part_by_part_as_a_first_check_does(monkeypatch):
+    speed = _speed_benchmark()
+    from argus.dsl.analysis import Preparation
+
+    ir = speed.compiled("gemm", "gemm")
+    prep = Preparation(ir.op, ir.locations)
+    names = []
+    for name, part in speed.preparation_steps(prep):  # each part runs before the next is asked for
+        names.append(name)
+        part()
+    assert names == ["table", "liveness", "known", "plan"]
+    assert prep.steps(prep.kernel.body.block) is prep.steps(prep.kernel.body.block)  # planned once, kept
+    speed.counted_part("gemm", "gemm", 1, "plan")  # (outside callgrind the counted call simply runs)
+    monkeypatch.setattr(speed.shutil, "which", lambda _: None)
+    with pytest.raises(RuntimeError, match="needs valgrind"):
+        speed.instructions_per_part("gemm", "gemm", 1)
+
+
 def test_the_speed_benchmark_compares_this_checker_with_another_tree_round_by_round(tmp_path, capsys):
     speed = _speed_benchmark()
     out = tmp_path / "against.json"

@@ -2705,7 +2705,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         me: Key = (0, ((rest, 1),))
         base = _Renamer(a, first, add_keys(me, (-step, ()))).state(after_first)
         a.restore(before)
-        assert _fixpoint(a, op, mask, rest, base, step, scope, track=not nested, peelable=False)
+        _fixpoint(a, op, mask, rest, base, step, scope, track=not nested, peelable=False)  # (not peelable: settles)
         a.join_into(after_first, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}",
                     rest)
     # after the loop: it ran (the state it leaves) or it did not (the state before it)
