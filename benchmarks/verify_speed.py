@@ -44,8 +44,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -142,7 +142,10 @@ def counted_part(example: str, kernel: str, n: int, counted: str) -> None:
         gc.collect()
         gc.disable()
         for name, part in preparation_steps(Preparation(ir.op, ir.locations)):
-            sys.call_tracing(part, ()) if name == counted else part()
+            if name == counted:
+                sys.call_tracing(part, ())
+            else:
+                part()
         gc.enable()
 
 
@@ -151,6 +154,7 @@ def instructions_per_part(example: str, kernel: str, n: int) -> dict[str, float]
     one counting interpreter per part)."""
     from argus.dsl.analysis import Preparation
 
+    # the parts the imported checker prepares (a checker from before `known` has none of those)
     names = [name for name, _ in preparation_steps(Preparation(compiled(example, kernel).op, {}))]
     return {name: round(_counted(f"verify_speed.counted_part({example!r}, {kernel!r}, {n}, {name!r})",
                                  f"the {name} of {example}:{kernel}") / n / 1e6, 3) for name in names}
@@ -331,8 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternations with --against")
     parser.add_argument("--instructions", type=int, metavar="N", default=0,
                         help="also count the instructions of N checks of each kind under valgrind's callgrind "
-                             "(inside the checks only; repeatable to about 0.1%%, slow: about a minute a kernel), "
-                             "and with --parts those of each part of N preparations")
+                             "(inside the checks only; repeatable to about 0.1%%, slow: about a minute a "
+                             "kernel), and with --parts those of each part of N preparations")
     args = parser.parse_args(argv)
     if args.against is not None:
         try:
