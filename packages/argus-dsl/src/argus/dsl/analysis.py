@@ -352,8 +352,14 @@ class Preparation:
                 found = self._kinds[table.kinds[j]] = self._role(table.ops[j])
             return found[0].moved
 
+        numbers, singles = self._known[1], {v: np.array([c], np.int64) for v, c in constants.items()}
+
+        def known_numbers(v: int) -> np.ndarray | None:  # (a constant: one number, the same for every thread)
+            found = singles.get(v)
+            return numbers.get(v) if found is None else found
+
         return batching.Nest(body, indices, alone, lambda j: id(table.bodies[j].args[0]),
-                             lambda j: _tile_bounds if j in bounds else None, self._known[1].get, moved)
+                             lambda j: _tile_bounds if j in bounds else None, known_numbers, moved)
 
     def holds_a_loop(self, op: scf.ForOp) -> bool:
         """Whether a runtime loop sits in the loop's body, at any depth (a static loop kept rolled

@@ -193,7 +193,8 @@ class Nest(NamedTuple):
     rule: Callable[[int], Any]
     """The rule an op runs where it is not its own (None: its own)."""
     known: Callable[[int], np.ndarray | None]
-    """The numbers of a value known before any check (by identity), one per thread."""
+    """The numbers of a value known before any check (by identity), one per thread, or one for
+    all threads (a constant)."""
     moved: Callable[[int], int]
     """The operand whose data an op only moves (`Role.moved`)."""
 
