@@ -122,8 +122,10 @@ class _Liveness:
                 "tensor" if isinstance(t, D.TensorType) else None
         return known  # type: ignore[return-value]
 
-    def block(self, block: object, live_out: Live) -> Live:
-        live = set(live_out)
+    def block(self, block: object, live_out: Live, owned: bool = False) -> Live:
+        """What is live at the top of `block`, given what is live after it (`owned`: a set of the
+        caller's own, which the walk may update in place instead of copying)."""
+        live = live_out if owned else set(live_out)
         t = self.table
         kinds, operands, results, keep = t.kinds, t.operands, t.results, self.keep
         for i in reversed(t.blocks[id(block)]):
@@ -150,7 +152,7 @@ _INTEGER_ARITHMETIC = frozenset((arith.AddiOp, arith.SubiOp, arith.MuliOp, arith
 
 def _for(w: _Liveness, i: int, live: Live) -> None:
     op: scf.ForOp = w.table.ops[i]  # type: ignore[assignment]
-    after = set(live)
+    after = live  # (what is live after the loop: `live` changes only once the body's live-in is known)
     # what the body's products need written is live at its top whatever the rest of it does (a
     # write never kills it), so it flows around the back edge: known before the first pass, it
     # spares a second pass over the body only to carry it (an accumulator zeroed in the body)
@@ -159,7 +161,7 @@ def _for(w: _Liveness, i: int, live: Live) -> None:
                      for v in t.operands[j][:3]}
     body = w.table.bodies[i]
     while True:  # the body's live-in flows around the back edge
-        new_in = w.block(body, after | body_in)
+        new_in = w.block(body, after | body_in, owned=True)
         if new_in <= body_in:
             break
         body_in |= new_in
