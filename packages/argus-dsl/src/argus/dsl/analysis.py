@@ -2132,7 +2132,7 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
 def _product_rows(tile_of: list[int] | np.ndarray, groups: int) -> np.ndarray:
     """The rows of a matrix of distinct fragments (`groups` per fragment) that each product's
     groups read, in product order."""
-    return (np.asarray(tile_of, np.int64)[:, None] * groups + np.arange(groups)).reshape(-1)
+    return runs(np.asarray(tile_of, np.int64) * groups, groups).reshape(-1)
 
 
 def _all_written(a: TagAnalysis, tiles: list[TileValue], threads: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

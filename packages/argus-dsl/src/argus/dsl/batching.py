@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
-from argus.verify.affine import Affine, Uniform
+from argus.verify.affine import Affine, Uniform, runs
 from argus.verify.memory import NEVER, TagMemory
 from argus.verify.tags import BOTTOM
 from xdsl.ir import Operation, SSAValue
@@ -103,7 +103,7 @@ class Gather:
             return None
         found = self.indices.get(n)
         if found is None:
-            found = self.indices[n] = (np.asarray(self.rows, np.int64)[:, None] * n + np.arange(n)).reshape(-1)
+            found = self.indices[n] = runs(np.asarray(self.rows, np.int64) * n, n).reshape(-1)
         return found
 
 
