@@ -15,11 +15,14 @@ file with ``--against TREE`` (another checkout, or a revision of this repository
 times this tree's checker and TREE's (which goes first alternates), each in a new interpreter
 whose ``PYTHONPATH`` names that tree's packages, and the table gives every round's medians side
 by side and their ratio (this tree over TREE), so that a drift of the machine between rounds
-shows as such rather than as a difference:
+shows as such rather than as a difference. Each interpreter also keeps its own speed for its
+whole life, within about ±20%, so a median over one interpreter's checks says as much about
+that interpreter as about the checker: ``--interpreters N`` takes the figures in N new
+interpreters, one after another, and gives each interpreter's medians and the median over them:
 
     python benchmarks/verify_speed.py [--repeat N] [--cold N] [--json FILE] [--parts] [--steps N]
                                       [--instructions N] [--kernels EXAMPLE:KERNEL ...]
-                                      [--against TREE [--rounds N]]
+                                      [--against TREE [--rounds N] | --interpreters N]
 
 Each run also times a fixed piece of plain Python (`machine_ms`): this container's speed moves
 by up to 2.5× between sittings, and figures taken in different sittings compare only through it.
@@ -316,6 +319,31 @@ def side_by_side(args: argparse.Namespace, tree: Path, argv: list[str]) -> dict[
     return {"against": args.against, "rounds": rounds}  # (as given: a checkout, or a revision)
 
 
+def over_interpreters(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
+    """This tree's figures in `args.interpreters` new interpreters, one after another, printed as
+    they come, then each figure's median over the interpreters and its range."""
+    here = Path(__file__).resolve().parents[1]
+    runs: list[dict[str, Any]] = []
+    for r in range(args.interpreters):
+        runs.append(timed_in(here, argv))
+        print(f"interpreter {r + 1}: machine {runs[-1]['machine_ms']} ms  " + "  ".join(
+            f"{example} " + " / ".join(f"{runs[-1][example][key]:.2f}" for key, _ in FIGURES
+                                       if key in runs[-1][example]) for example, _ in args.kernels), flush=True)
+    summary: dict[str, Any] = {}
+    print(f"median over {len(runs)} interpreters (least - most):")
+    for example, _ in args.kernels:
+        summary[example] = {}
+        for key, name in FIGURES:
+            if key in runs[0][example]:
+                values = [run[example][key] for run in runs]
+                summary[example][key] = {"median": round(statistics.median(values), 2),
+                                         "least": min(values), "most": max(values)}
+        print(f"  {example:16s} " + "  ".join(
+            f"{name} {summary[example][key]['median']:.2f} ({summary[example][key]['least']:.2f} - "
+            f"{summary[example][key]['most']:.2f})" for key, name in FIGURES if key in summary[example]), flush=True)
+    return {"interpreters": runs, "summary": summary}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20, help="checks of each kind per example")
@@ -333,20 +361,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="time another checkout's checker (or a revision's) too, alternating with this "
                              "one's (each in a new interpreter)")
     parser.add_argument("--rounds", type=int, default=3, help="alternations with --against")
+    parser.add_argument("--interpreters", type=int, metavar="N", default=0,
+                        help="take the figures in N new interpreters, one after another, and give the median over "
+                             "them (each interpreter runs at its own speed, within about ±20%%)")
     parser.add_argument("--instructions", type=int, metavar="N", default=0,
                         help="also count the instructions of N checks of each kind under valgrind's callgrind "
                              "(inside the checks only; repeatable to about 0.1%%, slow: about a minute a "
                              "kernel), and with --parts those of each part of N preparations")
     args = parser.parse_args(argv)
-    if args.against is not None:
-        try:
-            tree = tree_path(args.against)
-        except argparse.ArgumentTypeError as err:
-            parser.error(f"argument --against: {err}")
-        report = side_by_side(args, tree, [
-            "--repeat", str(args.repeat), "--cold", str(args.cold), "--steps", str(args.steps),
-            "--instructions", str(args.instructions),
-            *(["--parts"] if args.parts else []), "--kernels", *(f"{e}:{k}" for e, k in args.kernels)])
+    if args.against is not None and args.interpreters:
+        parser.error("--against and --interpreters each run interpreters of their own: give one of them")
+    if args.interpreters < 0 or args.repeat < 1:
+        parser.error("--interpreters takes a count of 0 or more, --repeat one of 1 or more")
+    inner = ["--repeat", str(args.repeat), "--cold", str(args.cold), "--steps", str(args.steps),
+             "--instructions", str(args.instructions),
+             *(["--parts"] if args.parts else []), "--kernels", *(f"{e}:{k}" for e, k in args.kernels)]
+    if args.against is not None or args.interpreters:
+        if args.against is not None:
+            try:
+                tree = tree_path(args.against)
+            except argparse.ArgumentTypeError as err:
+                parser.error(f"argument --against: {err}")
+            report = side_by_side(args, tree, inner)
+        else:
+            report = over_interpreters(args, inner)
         if args.json:
             args.json.write_text(json.dumps(report, indent=2))
         return 0

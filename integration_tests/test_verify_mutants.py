@@ -106,3 +106,23 @@ def test_the_speed_benchmark_compares_this_checker_with_another_tree_round_by_ro
         speed.main(["--against", str(tmp_path)])
     assert exit_.value.code == 2
     assert "neither a checkout of Argus" in capsys.readouterr().err
+
+
+def test_the_speed_benchmark_takes_its_figures_in_several_interpreters_and_their_median(tmp_path, capsys):
+    speed = _speed_benchmark()
+    out = tmp_path / "interpreters.json"
+    assert speed.main(["--interpreters", "3", "--repeat", "1", "--kernels", "gemm_cdna:gemm_cdna",
+                       "--json", str(out)]) == 0
+    import json
+
+    report = json.loads(out.read_text())
+    runs, summary = report["interpreters"], report["summary"]["gemm_cdna"]
+    assert len(runs) == 3 and all(run["gemm_cdna"]["verdict"] == "proved" for run in runs)
+    for key in ("check_ms", "first_check_ms"):  # the middle one of each interpreter's figure, and the range
+        values = sorted(run["gemm_cdna"][key] for run in runs)
+        assert summary[key] == {"median": values[1], "least": values[0], "most": values[2]}
+    assert "median over 3 interpreters" in capsys.readouterr().out
+    for wrong in (["--interpreters", "2", "--against", "HEAD"], ["--interpreters", "-1"]):
+        with pytest.raises(SystemExit) as exit_:
+            speed.main(wrong)
+        assert exit_.value.code == 2
