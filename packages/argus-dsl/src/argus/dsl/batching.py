@@ -254,15 +254,20 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
 
     for j in order:
         chain = shape.chains[j]
-        trips = shape.trips[chain]
-        copies = math.prod(trips)
+        depth = len(chain)
         function = planner.arithmetic(j)
         operands = operands_of[j]
         if function is not None:
-            args = [known(v, len(chain)) for v in operands]
-            if all(arg is not None for arg in args):
+            args = []
+            for v in operands:
+                arg = known(v, depth)
+                if arg is None:
+                    break
+                args.append(arg)
+            else:
                 numbers[results_of[j][0]] = function(*args)
                 continue
+        trips, copies = shape.trips[chain], shape.copies[chain]
         gathers = []
         for v, value in zip(operands, values_of[j]):
             found = made.get(v)
@@ -279,7 +284,7 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
             gathers[moved].tags_only = True
         places = shape.places_of(j)
         group = Group([table.ops[j]] * copies, places, gathers=gathers, places=places,
-                      operands=tuple(_Operand(value.type) for value in values_of[j]), arithmetic=function,
+                      operands=tuple([_Operand(value.type) for value in values_of[j]]), arithmetic=function,
                       rule=nest.rule(j), scatter=[False] * len(results_of[j]))  # (body values stay in the body)
         for r, result in enumerate(results_of[j]):
             made[result] = (len(groups), r)
@@ -297,6 +302,8 @@ class _Nest:
         self.chains: dict[int, tuple[int, ...]] = {}
         self.trips: dict[tuple[int, ...], list[int]] = {}
         """Per chain of loops, each one's trip count."""
+        self.copies: dict[tuple[int, ...], int] = {}
+        """Per chain of loops, how many iterations its innermost loop runs in all."""
         self.indices: dict[int, np.ndarray] = {}
         self.index_at: dict[int, int] = {}
         self.size = 0
@@ -318,6 +325,7 @@ class _Nest:
         """Read a loop's body (its ops' loops, the loops' indices, one iteration's size)."""
         self.indices[loop] = indices
         self.trips[chain] = [len(self.indices[k]) for k in chain]
+        self.copies[chain] = math.prod(self.trips[chain])
         body = self._bodies[loop] = self._nest.body(loop)
         size = 0
         for j in body:

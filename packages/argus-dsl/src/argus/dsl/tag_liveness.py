@@ -99,6 +99,8 @@ class _Liveness:
         self.bounds: set[int] = set()
         """Tile accesses kept for their coordinates alone (`Liveness.bounds_only`)."""
         self.traced = Traced(table)
+        self.products = [j for j, kind in enumerate(table.kinds) if kind is D.MmaOp]
+        """The matrix products, by number (a loop's body keeps what those in it read written)."""
 
     def root(self, value: int) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
@@ -157,8 +159,8 @@ def _for(w: _Liveness, i: int, live: Live) -> None:
     # write never kills it), so it flows around the back edge: known before the first pass, it
     # spares a second pass over the body only to carry it (an accumulator zeroed in the body)
     t = w.table
-    body_in: Live = {_written(w.root(v)) for j in range(i + 1, t.ends[i]) if t.kinds[j] is D.MmaOp
-                     for v in t.operands[j][:3]}
+    end = t.ends[i]
+    body_in: Live = {_written(w.root(v)) for j in w.products if i < j < end for v in t.operands[j][:3]}
     body = w.table.bodies[i]
     while True:  # the body's live-in flows around the back edge
         new_in = w.block(body, after | body_in, owned=True)
