@@ -327,8 +327,8 @@ def over_interpreters(args: argparse.Namespace, argv: list[str]) -> dict[str, An
     for r in range(args.interpreters):
         runs.append(timed_in(here, argv))
         print(f"interpreter {r + 1}: machine {runs[-1]['machine_ms']} ms  " + "  ".join(
-            f"{example} " + " / ".join(f"{runs[-1][example][key]:.2f}" for key, _ in FIGURES
-                                       if key in runs[-1][example]) for example, _ in args.kernels), flush=True)
+            f"{example} " + ", ".join(f"{name} {runs[-1][example][key]:.2f}" for key, name in FIGURES
+                                      if key in runs[-1][example]) for example, _ in args.kernels), flush=True)
     summary: dict[str, Any] = {}
     print(f"median over {len(runs)} interpreters (least - most):")
     for example, _ in args.kernels:
@@ -371,8 +371,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.against is not None and args.interpreters:
         parser.error("--against and --interpreters each run interpreters of their own: give one of them")
-    if args.interpreters < 0 or args.repeat < 1:
-        parser.error("--interpreters takes a count of 0 or more, --repeat one of 1 or more")
+    if args.interpreters < 0:
+        parser.error(f"argument --interpreters: expected a count of 0 or more; got {args.interpreters}")
+    if args.repeat < 1:
+        parser.error(f"argument --repeat: expected a count of 1 or more; got {args.repeat}")
     inner = ["--repeat", str(args.repeat), "--cold", str(args.cold), "--steps", str(args.steps),
              "--instructions", str(args.instructions),
              *(["--parts"] if args.parts else []), "--kernels", *(f"{e}:{k}" for e, k in args.kernels)]

@@ -122,7 +122,9 @@ def test_the_speed_benchmark_takes_its_figures_in_several_interpreters_and_their
         values = sorted(run["gemm_cdna"][key] for run in runs)
         assert summary[key] == {"median": values[1], "least": values[0], "most": values[2]}
     assert "median over 3 interpreters" in capsys.readouterr().out
-    for wrong in (["--interpreters", "2", "--against", "HEAD"], ["--interpreters", "-1"]):
+    for wrong, named in ((["--interpreters", "2", "--against", "HEAD"], "give one of them"),
+                         (["--interpreters", "-1"], "--interpreters"), (["--repeat", "0"], "--repeat")):
         with pytest.raises(SystemExit) as exit_:
             speed.main(wrong)
         assert exit_.value.code == 2
+        assert named in capsys.readouterr().err
