@@ -29,7 +29,8 @@ by up to 2.5× between sittings, and figures taken in different sittings compare
 `--instructions N` also counts, under valgrind's callgrind, the instructions N checks of each
 kind execute (inside the checks alone): a figure that does not move with the machine, to tell
 a change of a few percent that timing here cannot; with `--parts`, also those of each part of N
-preparations (the collector paused, as in a check).
+preparations (the collector paused, as in a check); with `--cold`, also those of one first check
+in a new interpreter.
 """
 
 from __future__ import annotations
@@ -121,6 +122,24 @@ def counted_checks(example: str, kernel: str, n: int, first: bool) -> None:
         target = dataclasses.replace(ir) if first else ir
         gc.collect()
         sys.call_tracing(verify_kernel, (target, kernel))
+
+
+def counted_cold_check(example: str, kernel: str) -> None:
+    """A kernel's first check in this interpreter, right after compiling it (`cold_check_ms`),
+    called through `sys.call_tracing` (see `counted_checks`)."""
+    from argus.dsl.verification import verify_kernel
+
+    ir = compiled(example, kernel)
+    gc.collect()
+    sys.call_tracing(verify_kernel, (ir, kernel))
+
+
+def instructions_of_cold_check(example: str, kernel: str) -> float:
+    """Millions of instructions of a kernel's first check in a new interpreter (`counted_cold_check`):
+    what a first check executes, plus what the checker keeps per process and the interpreter's
+    first runs of its code (it specializes each instruction once it has run a few times)."""
+    return round(_counted(f"verify_speed.counted_cold_check({example!r}, {kernel!r})",
+                          f"the cold check of {example}:{kernel}") / 1e6, 3)
 
 
 def instructions_per_check(example: str, kernel: str, n: int, first: bool) -> float:
@@ -254,7 +273,8 @@ def step_times(ir: Any, repeat: int, shown: int) -> list[tuple[str, float]]:
 
 
 FIGURES = (("check_ms", "check"), ("first_check_ms", "first check"), ("cold_check_ms", "in a new process"),
-           ("check_minstr", "check, instr."), ("first_check_minstr", "first, instr."))
+           ("check_minstr", "check, instr."), ("first_check_minstr", "first, instr."),
+           ("cold_check_minstr", "new process, instr."))
 """Each figure's key in a report and its name; ``*_minstr`` are millions of instructions."""
 
 
@@ -367,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--instructions", type=int, metavar="N", default=0,
                         help="also count the instructions of N checks of each kind under valgrind's callgrind "
                              "(inside the checks only; repeatable to about 0.1%%, slow: about a minute a "
-                             "kernel), and with --parts those of each part of N preparations")
+                             "kernel), with --parts those of each part of N preparations, and with --cold those of "
+                             "one first check in a new interpreter")
     args = parser.parse_args(argv)
     if args.against is not None and args.interpreters:
         parser.error("--against and --interpreters each run interpreters of their own: give one of them")
@@ -414,8 +435,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.instructions:
             for key, first in (("check_minstr", False), ("first_check_minstr", True)):
                 report[example][key] = instructions_per_check(example, kernel, args.instructions, first)
+            if args.cold:
+                report[example]["cold_check_minstr"] = instructions_of_cold_check(example, kernel)
+            cold = f"  in a new process {report[example]['cold_check_minstr']:7.2f} M" if args.cold else ""
             print(f"{' ' * 26}check {report[example]['check_minstr']:7.2f} M instructions  "
-                  f"first check {report[example]['first_check_minstr']:7.2f} M instructions", flush=True)
+                  f"first check {report[example]['first_check_minstr']:7.2f} M instructions{cold}", flush=True)
         if args.parts:
             report[example]["preparation_ms"] = parts = preparation_parts(ir, args.repeat)
             print(" " * 26 + "  ".join(f"{name} {ms:.2f} ms" for name, ms in parts.items()), flush=True)

@@ -80,9 +80,12 @@ def test_the_speed_benchmark_prepares_a_kernel_part_by_part_as_a_first_check_doe
     assert names == ["table", "liveness", "known", "plan"]
     assert prep.steps(prep.kernel.body.block) is prep.steps(prep.kernel.body.block)  # planned once, kept
     speed.counted_part("gemm", "gemm", 1, "plan")  # (outside callgrind the counted call simply runs)
+    speed.counted_cold_check("gemm", "gemm")
     monkeypatch.setattr(speed.shutil, "which", lambda _: None)
-    with pytest.raises(RuntimeError, match="needs valgrind"):
-        speed.instructions_per_part("gemm", "gemm", 1)
+    for counting in (lambda: speed.instructions_per_part("gemm", "gemm", 1),
+                     lambda: speed.instructions_of_cold_check("gemm", "gemm")):
+        with pytest.raises(RuntimeError, match="needs valgrind"):
+            counting()
 
 
 def test_the_speed_benchmark_compares_this_checker_with_another_tree_round_by_round(tmp_path, capsys):

@@ -1074,10 +1074,10 @@ class TagAnalysis:
             for fact, row in ((("ge0", (least, terms)), low), (("ge0", sub_keys(extent, (greatest, terms))), high)):
                 if self.implied(fact[1]):  # so are the same bounds in the loops' first and last iterations
                     continue
-                point = int(points[row])
+                point, space = int(points[row]), self.space
 
-                def where(point: int = point) -> tuple[str, ...]:
-                    return tuple(self.space.describe(x.row(point)) for x in coords)
+                def where(point: int = point) -> tuple[str, ...]:  # (not through `self`: no cycle to collect)
+                    return tuple(space.describe(x.row(point)) for x in coords)
 
                 origin = (op, point % self.threads, where, f"tensor {ref.name!r}, mode {axis}")
                 for key in self.every_iteration(fact[1]):
