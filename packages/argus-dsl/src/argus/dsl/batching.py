@@ -267,7 +267,8 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
             else:
                 numbers[results_of[j][0]] = function(*args)
                 continue
-        trips, copies = shape.trips[chain], shape.copies[chain]
+        trips = shape.trips[chain]
+        copies = math.prod(trips)  # (arithmetic computed here needs no count of its copies)
         gathers = []
         for v, value in zip(operands, values_of[j]):
             found = made.get(v)
@@ -302,8 +303,6 @@ class _Nest:
         self.chains: dict[int, tuple[int, ...]] = {}
         self.trips: dict[tuple[int, ...], list[int]] = {}
         """Per chain of loops, each one's trip count."""
-        self.copies: dict[tuple[int, ...], int] = {}
-        """Per chain of loops, how many iterations its innermost loop runs in all."""
         self.indices: dict[int, np.ndarray] = {}
         self.index_at: dict[int, int] = {}
         self.size = 0
@@ -325,7 +324,6 @@ class _Nest:
         """Read a loop's body (its ops' loops, the loops' indices, one iteration's size)."""
         self.indices[loop] = indices
         self.trips[chain] = [len(self.indices[k]) for k in chain]
-        self.copies[chain] = math.prod(self.trips[chain])
         body = self._bodies[loop] = self._nest.body(loop)
         size = 0
         for j in body:
