@@ -6,16 +6,15 @@
 
 A build is cached under the key of the kernel's IR (or its specialization), the chip, llvmlite's
 version and this package's code, so a second process loads the LLVM IR and assembly without
-running the front end or LLVM's optimizer.
+running the front end or LLVM's optimizer. The cache checks every file it serves
+(`argus.dsl.cache`); an entry that is damaged, or cannot be read back, is built again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from argus.dsl import cache
@@ -26,6 +25,10 @@ from argus.dsl.llvm import KernelABI
 from . import toolchain
 from .targets import Chip, chip
 from .translate import translate
+
+
+BUILD = ("abi.json", "ll", "s")
+"""The files of a cached build (the first one, written last, stands for the entry)."""
 
 
 @dataclass
@@ -63,9 +66,8 @@ def build(compiled: Any, target: Chip, *, key: str | None = None) -> Binary:
     text, abi = translate(module.ops.first, target, locations)
     optimized = toolchain.optimize(text, target)
     assembly = toolchain.to_assembly(optimized, target)
-    cache.store(disk, "abi.json", json.dumps(abi.to_json()).encode())
-    cache.store(disk, "ll", optimized.encode())
-    cache.store(disk, "s", assembly.encode())
+    cache.store_entry(disk, dict(zip(BUILD, (json.dumps(abi.to_json()).encode(), optimized.encode(),
+                                             assembly.encode()))))
     return Binary(abi, target, optimized, assembly, toolchain.resources(assembly), disk)
 
 
@@ -80,11 +82,12 @@ def _disk_key(source: str, target: Chip) -> str:
 
 
 def _load(key: str, target: Chip) -> Binary | None:
-    abi, ll, assembly = cache.load(key, "abi.json"), cache.load(key, "ll"), cache.load(key, "s")
-    if abi is None or ll is None or assembly is None:
-        return None
-    text = assembly.decode()
-    return Binary(KernelABI.from_json(json.loads(abi)), target, ll.decode(), text, toolchain.resources(text), key)
+    def read(found: dict[str, bytes]) -> Binary:
+        assembly = found["s"].decode()
+        return Binary(KernelABI.from_json(json.loads(found["abi.json"])), target, found["ll"].decode(), assembly,
+                      toolchain.resources(assembly), key)
+
+    return cache.load_as(key, BUILD, read)
 
 
 class AmdgpuCompiler:
@@ -110,8 +113,5 @@ class AmdgpuCompiler:
             return f"{binary.abi.name} ({self.chip.name}, {threads} work-items per workgroup): " \
                    f"{binary.resources.text(self.chip)}"
         code = binary.hsaco()
-        folder = cache.cache_dir() or Path(tempfile.mkdtemp(prefix="argus-amdgpu-"))
-        path = folder / f"{binary.abi.name}.{self.chip.name}.hsaco"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(code)
+        path = cache.output_file(f"{binary.abi.name}.{self.chip.name}.hsaco", code)
         return f"{path} ({len(code)} bytes)"

@@ -4,7 +4,8 @@
         ──NVPTX──► PTX ──ptxas──► cubin (optional: when ptxas is installed) ──cuobjdump──► SASS
 
 A build is cached under the key of the kernel's IR, the architecture and the package versions,
-so a second process loads the PTX (and cubin) without running LLVM.
+so a second process loads the PTX (and cubin) without running LLVM. The cache checks every file
+it serves (`argus.dsl.cache`); an entry that is damaged, or cannot be read back, is built again.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ from . import toolchain
 from .occupancy import occupancy
 from .targets import Arch, arch
 from .translate import KernelABI, translate
+
+
+BUILD = ("abi.json", "ptx", "ll")
+"""The files of a cached build (the first one, written last, stands for the entry)."""
+ASSEMBLED = ("cubin", "resources.json")
+"""The files of its cubin: a second entry under the same key, made only where ptxas is."""
 
 
 @dataclass
@@ -50,14 +57,12 @@ def build(compiled: Any, target: Arch, *, assemble: bool | None = None, key: str
     text, abi = translate(module.ops.first, target, locations)
     optimized = toolchain.optimize(text, target)
     binary = Binary(abi, target, optimized, toolchain.to_ptx(optimized, target))
-    cache.store(key, "abi.json", json.dumps(abi.to_json()).encode())
-    cache.store(key, "ptx", binary.ptx.encode())
-    cache.store(key, "ll", binary.llvm.encode())
+    cache.store_entry(key, dict(zip(BUILD, (json.dumps(abi.to_json()).encode(), binary.ptx.encode(),
+                                            binary.llvm.encode()))))
     if want_cubin:
         binary.cubin, resources = toolchain.assemble(binary.ptx, target)
         binary.resources = replace(resources, dynamic_shared_bytes=abi.shared_bytes)
-        cache.store(key, "cubin", binary.cubin)
-        cache.store(key, "resources.json", json.dumps(asdict(binary.resources)).encode())
+        cache.store_entry(key, dict(zip(ASSEMBLED, (binary.cubin, json.dumps(asdict(binary.resources)).encode()))))
     return binary
 
 
@@ -76,15 +81,15 @@ def _want_cubin(assemble: bool | None) -> bool:
 
 
 def _load(key: str, target: Arch, want_cubin: bool) -> Binary | None:
-    abi, ptx, ll = cache.load(key, "abi.json"), cache.load(key, "ptx"), cache.load(key, "ll")
-    if abi is None or ptx is None or ll is None:
+    binary = cache.load_as(key, BUILD, lambda found: Binary(
+        KernelABI.from_json(json.loads(found["abi.json"])), target, found["ll"].decode(), found["ptx"].decode()))
+    if binary is None or not want_cubin:
+        return binary
+    assembled = cache.load_as(key, ASSEMBLED, lambda found: (
+        found["cubin"], toolchain.Resources(**json.loads(found["resources.json"]))))
+    if assembled is None:
         return None
-    binary = Binary(KernelABI.from_json(json.loads(abi)), target, ll.decode(), ptx.decode())
-    if want_cubin:
-        cubin, report = cache.load(key, "cubin"), cache.load(key, "resources.json")
-        if cubin is None or report is None:
-            return None
-        binary.cubin, binary.resources = cubin, toolchain.Resources(**json.loads(report))
+    binary.cubin, binary.resources = assembled
     return binary
 
 
