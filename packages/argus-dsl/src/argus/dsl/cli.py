@@ -5,8 +5,10 @@
     argus verify FILE[:KERNEL] [--json] [-D NAME=VALUE ...] [--grid X[,Y[,Z]]] [--solver NAME]
 
 Every failure prints one line starting with ``error:`` (with file:line:col when it is about a
-kernel) and exits with status 2. ``argus verify`` exits 0 when every assertion is proved, 1
-when one is violated (the counterexample is printed), 2 when one is unknown.
+kernel) and exits with status 2, whichever subcommand fails and however. ``argus verify`` exits
+0 when every assertion is proved (or a kernel has nothing to prove), 1 when one is violated (the
+counterexample is printed), 2 when one is unknown. A reader that stops reading the output early
+(``argus verify ... | head -1``) changes none of this.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
+import os
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +75,8 @@ def load_kernels(spec: str) -> tuple[Any, list[tuple[str, Kernel]]]:
 
 def load_module(path: Path) -> Any:
     """Import a kernel file as a fresh module."""
+    if path.is_dir():
+        raise CommandError(f"{path} is a directory; give a kernel file, FILE or FILE:KERNEL")
     if not path.is_file():
         raise CommandError(f"no such file: {path}")
     module_name = f"argus_user_{path.stem}"
@@ -107,7 +113,12 @@ def example_problem(module: Any, name: str, seed: int) -> Any:
     make = getattr(module, f"example_{name}", None)
     if make is None:
         raise CommandError(f"no example problem: define example_{name}(rng) returning argus.dsl.Problem")
-    return make(np.random.default_rng(seed))
+    try:
+        return make(np.random.default_rng(seed))
+    except ArgusError:
+        raise
+    except Exception as err:
+        raise CommandError(f"example_{name}(rng) failed: {type(err).__name__}: {err}") from None
 
 
 # ---- argus compile ---------------------------------------------------------------------------
@@ -223,17 +234,35 @@ VERIFY = Command("verify", "prove a kernel's tag assertions for every launch, or
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    commands = discover("argus.commands", {"compile": COMPILE, "run": RUN, "verify": VERIFY})
+    """Run one subcommand; its exit status. Whatever goes wrong ends as one ``error:`` line and
+    status 2 (status 1 means "violated" to `argus verify`'s callers, so nothing else may exit 1),
+    and a closed reader of the output changes no status."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ToReader(sys.stdout), _ToReader(sys.stderr)
+    try:
+        return _dispatch(argv)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        sys.stdout, sys.stderr = streams
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
+    try:
+        commands = discover("argus.commands", {"compile": COMPILE, "run": RUN, "verify": VERIFY})
+    except PluginError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(prog="argus", description="Write, check and run Argus kernels.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     loaded: dict[str, Command] = {}
     for name, plugin in sorted(commands.items()):
         try:
             command: Command = plugin.load()
+            command.configure(sub.add_parser(name, help=command.help, description=command.help))
         except (ArgusError, PluginError) as err:
             print(f"warning: {err}", file=sys.stderr)
             continue
-        command.configure(sub.add_parser(name, help=command.help, description=command.help))
         loaded[name] = command
     try:
         args = parser.parse_args(argv)
@@ -247,6 +276,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArgusError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except Exception as err:  # a failure of Argus itself (or of a plugin's command), not a verdict
+        frame = traceback.extract_tb(err.__traceback__)[-1]
+        print(f"error: argus {args.command} failed: {type(err).__name__}: {err} "
+              f"(at {frame.filename}:{frame.lineno}; a bug of Argus)", file=sys.stderr)
+        return 2
+
+
+class _ToReader:
+    """A standard stream whose reader may stop reading (``argus verify ... | head -1``): once
+    the pipe is closed, the rest of the output is dropped (the stream is pointed at the null
+    device, so that no later flush fails either) and the command ends with its own status."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.gone = stream is None
+        """Whether the reader is gone (or was never there: a stream closed before the start)."""
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.stream.write(text)
+            except OSError:  # a broken pipe, or a descriptor closed under the command
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except OSError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.gone = True
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self.stream.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError):  # (a stream without a file: nothing to redirect)
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 if __name__ == "__main__":  # pragma: no cover
