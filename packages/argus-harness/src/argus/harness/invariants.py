@@ -1,0 +1,314 @@
+"""The invariants a candidate must prove, fixed by the task: never taken from the candidate.
+
+A candidate is verified against its own tag functions and tag assertions, so a candidate that
+weakens them (a tag function made a constant, an assertion moved into a helper nothing calls
+or under a condition that is never true) is "proved" while computing something else. The
+task's trusted kernel therefore fixes, for each tensor argument, the tag function it carries,
+and the number of tag assertions a kernel must state; a candidate that carries less is a
+reward hack.
+
+Both sides are read off the COMPILED kernel (`argus.dsl` IR), where helpers are inlined, code
+under a condition known false at compile time is gone, and a tag function is a small
+expression of its coordinates: two spellings that compile to the same expression (renamed
+lambda parameters, ``k`` and ``(k,)``, ``k + 0``) are the same invariant.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xdsl.dialects import arith, builtin, scf
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+if TYPE_CHECKING:
+    from argus.dsl.kernel import CompiledKernel, Kernel
+
+    from .task import Task
+
+IR = "ir"
+"""The basis of invariants read off a compiled kernel (`kernel_invariants`)."""
+
+TEXT_LIMIT = 160
+"""The longest readable form of a tag function (its canonical key is never cut)."""
+
+_INFIX = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*", "arith.floordivsi": "//", "arith.divsi": "/",
+          "arith.remsi": "%", "arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/"}
+
+_VIEWS = frozenset({"argus.slice", "argus.partition", "argus.view", "argus.tensor_view"})
+"""Ops that only look at a tile or tensor another way: equal operands give the same elements."""
+
+
+@dataclass(frozen=True)
+class TagFunction:
+    """One tag function: `key` compares (canonical: its parameters by position), `text` reads."""
+
+    key: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ArgumentTag:
+    """The tag function a kernel gives the tensor argument at `position` (named `argument`)."""
+
+    position: int
+    argument: str
+    function: TagFunction
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """One tag assertion on reachable code: ``eq`` (same tags) or ``ne``, its message and line."""
+
+    kind: str
+    message: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Invariants:
+    """What a kernel states about its data flow: its arguments' tag functions and its tag
+    assertions. `basis` names how they were read (``ir``: off the compiled kernel; ``source``:
+    off the text, `hacks.source_invariants`); only invariants of one basis compare."""
+
+    tags: tuple[ArgumentTag, ...] = ()
+    assertions: tuple[Assertion, ...] = ()
+    basis: str = IR
+
+    def __bool__(self) -> bool:
+        return bool(self.tags or self.assertions)
+
+    def tagged(self, position: int) -> list[TagFunction]:
+        return [t.function for t in self.tags if t.position == position]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"basis": self.basis,
+                "tags": [{"position": t.position, "argument": t.argument, "key": t.function.key,
+                          "text": t.function.text} for t in self.tags],
+                "assertions": [{"kind": a.kind, "message": a.message, "line": a.line} for a in self.assertions]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Invariants:
+        """The inverse of `as_dict` (raises `ValueError` naming what is missing)."""
+        try:
+            tags = tuple(ArgumentTag(int(t["position"]), str(t["argument"]), TagFunction(str(t["key"]), str(t["text"])))
+                         for t in data["tags"])
+            assertions = tuple(Assertion(str(a["kind"]), str(a["message"]), int(a["line"])) for a in data["assertions"])
+            return cls(tags, assertions, str(data["basis"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"not a stored Invariants ({type(err).__name__}: {err}); expected {{'basis': ..., "
+                             "'tags': [{'position', 'argument', 'key', 'text'}], 'assertions': [{'kind', 'message', "
+                             "'line'}]}") from None
+
+
+# ---- comparing ------------------------------------------------------------------------------
+def invariant_findings(required: Invariants, found: Invariants) -> list[str]:
+    """What `found` (a candidate's) drops or weakens of `required` (the task's); [] when it keeps
+    them all. A candidate may add tag functions and assertions, never carry fewer."""
+    if required.basis != found.basis:
+        raise ValueError(f"invariants read {required.basis!r} and {found.basis!r} do not compare")
+    out = []
+    positions = sorted({t.position for t in required.tags})
+    names = {t.position: t.argument for t in required.tags}
+    dropped = [names[p] for p in positions if not found.tagged(p)]
+    if dropped:
+        out.append(f"invariants dropped: the task's kernel gives tag functions to {', '.join(dropped)} and the "
+                   "candidate does not (invariants are carried forward, not removed)")
+    for position in positions:
+        wanted = required.tagged(position)
+        keys = {f.key for f in wanted}
+        for function in found.tagged(position):
+            if function.key not in keys:
+                out.append(f"invariant weakened: the task tags {names[position]} with {wanted[0].text}, the candidate "
+                           f"with {function.text} (tag functions are fixed by the task)")
+    have = Counter(a.kind for a in found.assertions)
+    for kind, count in sorted(Counter(a.kind for a in required.assertions).items()):
+        if have[kind] < count:
+            kept = sorted({a.message for a in required.assertions if a.kind == kind and a.message})
+            said = f" ({'; '.join(repr(m) for m in kept)})" if kept else ""
+            out.append(f"invariants dropped: the task's kernel states {count} tag assertion(s){said}, the candidate "
+                       f"{have[kind]} on code its kernel reaches")
+    return out
+
+
+# ---- reading them off the compiled kernel ----------------------------------------------------
+def kernel_invariants(kernel: Kernel) -> Invariants:
+    """The invariants of a built kernel, compiled as the validator compiles it."""
+    return compiled_invariants(kernel.specialize())
+
+
+def task_invariants(task: Task, folder: Path | None = None) -> Invariants:
+    """The invariants the task's trusted kernel fixes (none when the task has no kernel); its
+    text is written to `folder` (default: a temporary one) for the front end to read."""
+    if task.initial is None:
+        return Invariants()
+    from .loader import load_candidate
+
+    if folder is not None:
+        return kernel_invariants(load_candidate(task.initial, folder / "task_kernel.py").kernel)
+    with tempfile.TemporaryDirectory(prefix="argus-task-") as scratch:
+        return kernel_invariants(load_candidate(task.initial, Path(scratch) / "task_kernel.py").kernel)
+
+
+def compiled_invariants(compiled: CompiledKernel) -> Invariants:
+    """The tag functions of the kernel's tensor arguments and its tag assertions, on the ops any
+    launch can reach."""
+    kernel = compiled.op
+    params = kernel.body.block.args
+    names = [a.data for a in kernel.arg_names.data]
+    tags: list[ArgumentTag] = []
+    assertions: dict[tuple[int, int, str, str], Assertion] = {}
+    for op in _reachable(kernel.body.block):
+        if op.name == "argus.tag":
+            target = op.operands[0]
+            if isinstance(target, BlockArgument) and target.owner is kernel.body.block:
+                tags.append(ArgumentTag(target.index, names[target.index], _tag_function(op, params, names)))
+        elif op.name == "argus.tag_assert" and not _same_elements(op.operands[0], op.operands[1]):
+            where = compiled.locations.get(op)
+            line, col = (where.line, where.col) if where is not None else (0, len(assertions))
+            kind, message = op.properties["kind"].data, op.properties["message"].data
+            assertions.setdefault((line, col, kind, message), Assertion(kind, message, line))
+    unique = tuple(dict.fromkeys(tags))
+    return Invariants(unique, tuple(assertions.values()), IR)
+
+
+def _reachable(block: Block) -> Iterator[Operation]:
+    """The ops of `block` and the regions below it that a launch can reach: a branch on a
+    constant condition keeps only its taken side, a loop with constant bounds and no trips
+    nothing. (The front end already drops what a constant decides; this holds whatever pass
+    produced the IR.)"""
+    stack = [iter(block.ops)]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
+        yield op
+        if isinstance(op, scf.IfOp):
+            taken = _constant(op.cond)
+            regions = [op.true_region, op.false_region] if taken is None else \
+                [op.true_region if taken else op.false_region]
+        elif isinstance(op, scf.ForOp):
+            lower, upper = _constant(op.lb), _constant(op.ub)
+            regions = [] if lower is not None and upper is not None and lower >= upper else list(op.regions)
+        elif op.name == "argus.tag":
+            regions = []  # a tag function's body is an expression, read by `_tag_function`
+        else:
+            regions = list(op.regions)
+        for region in reversed(regions):
+            for inner in reversed(region.blocks):
+                stack.append(iter(inner.ops))
+
+
+def _constant(value: SSAValue) -> int | None:
+    maker = value.owner
+    if isinstance(maker, arith.ConstantOp) and isinstance(maker.value, builtin.IntegerAttr):
+        return int(maker.value.value.data)
+    return None
+
+
+def _tag_function(op: Operation, params: tuple[BlockArgument, ...], names: list[str]) -> TagFunction:
+    """The tag function of an ``argus.tag`` op: its yielded values as expressions of the body's
+    coordinates (by position in the key, by name in the text), of the kernel's parameters (by
+    position) and of constants."""
+    body = op.regions[0].block
+    terminator = body.last_op
+    values = list(terminator.operands) if terminator is not None else []
+    names_of: dict[SSAValue, str] = {}
+    lines: list[str] = []
+
+    def leaf(value: SSAValue) -> str | None:
+        if isinstance(value, BlockArgument):
+            if value.owner is body:
+                return f"x{value.index}"
+            if value in params:
+                return f"arg{value.index}"
+            return f"an index of {value.owner.parent_op().name if value.owner.parent_op() else 'a block'}"
+        return names_of.get(value) or _literal(value.owner)
+
+    for root in values:  # each op after its operands (iteratively: an expression may nest deeply)
+        stack = [root]
+        while stack:
+            value = stack[-1]
+            if leaf(value) is not None:
+                stack.pop()
+                continue
+            maker = value.owner
+            pending = [v for v in maker.operands if leaf(v) is None]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            names_of[value] = name = f"v{len(lines)}"
+            operands = ", ".join(str(leaf(v)) for v in maker.operands)
+            lines.append(f"{name} = {maker.name}{_properties(maker)}({operands}) : {value.type}")
+
+    def key(value: SSAValue) -> str:
+        return str(leaf(value))
+
+    yielded = ", ".join(key(v) for v in values)
+    canonical = "; ".join(lines) + f" -> ({yielded})"
+    text = "(" + ", ".join(_readable(v, body, params, names) for v in values) + ("," if len(values) == 1 else "") + ")"
+    return TagFunction(canonical, text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT - 1] + "…")
+
+
+def _literal(op: Operation) -> str | None:
+    if isinstance(op, arith.ConstantOp):
+        value = op.value
+        if isinstance(value, (builtin.IntegerAttr, builtin.FloatAttr)):
+            return repr(value.value.data)
+        return str(value)
+    return None
+
+
+def _properties(op: Operation) -> str:
+    items = sorted((name, str(attr)) for name, attr in op.properties.items())
+    return "{" + ", ".join(f"{name}={attr}" for name, attr in items) + "}" if items else ""
+
+
+def _readable(value: SSAValue, body: Block, params: tuple[BlockArgument, ...], names: list[str],
+              budget: list[int] | None = None, depth: int = 0) -> str:
+    """`value` as Python-like text, for messages; cut short ("…") past `TEXT_LIMIT` characters
+    or a deep nesting."""
+    budget = budget if budget is not None else [TEXT_LIMIT]
+    if budget[0] <= 0 or depth > 24:
+        return "…"
+    if isinstance(value, BlockArgument):
+        inner = value.owner is body or value in params
+        text = value.name_hint or (f"x{value.index}" if value.owner is body else names[value.index] if inner else "i")
+    else:
+        maker = value.owner
+        literal = _literal(maker)
+        parts = [_readable(v, body, params, names, budget, depth + 1) for v in maker.operands] if literal is None else []
+        dim = maker.properties.get("dim")
+        short = maker.name.split(".", 1)[-1]
+        if literal is not None:
+            text = literal
+        elif maker.name in _INFIX and len(parts) == 2:
+            text = f"({parts[0]} {_INFIX[maker.name]} {parts[1]})"
+        elif isinstance(dim, builtin.StringAttr) and not parts:
+            text = f"{short}.{dim.data}"
+        else:
+            text = f"{short}({', '.join(parts)})"
+    budget[0] -= len(text)
+    return text
+
+
+def _same_elements(left: SSAValue, right: SSAValue, depth: int = 0) -> bool:
+    """Both sides of a tag assertion name the same elements (the assertion cannot fail): the
+    same value, or the same view of the same values."""
+    if left is right:
+        return True
+    if depth > 32 or isinstance(left, BlockArgument) or isinstance(right, BlockArgument):
+        return False
+    a, b = left.owner, right.owner
+    if isinstance(a, arith.ConstantOp) and isinstance(b, arith.ConstantOp):
+        return a.value == b.value
+    if a.name != b.name or a.name not in _VIEWS or left.type != right.type or a.properties != b.properties \
+            or len(a.operands) != len(b.operands):
+        return False
+    return all(_same_elements(x, y, depth + 1) for x, y in zip(a.operands, b.operands))
