@@ -52,7 +52,8 @@ def pristine(compiled: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
 
 
 @pytest.fixture
-def cache(pristine: tuple[Path, compiler.Binary, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def cache(pristine: tuple[Path, compiler.Binary, bytes], tmp_path: Path,
+          monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "cache"
     shutil.copytree(pristine[0], root)
     monkeypatch.setenv("ARGUS_CACHE_DIR", str(root))
@@ -100,8 +101,9 @@ DAMAGES: dict[str, tuple[Callable[[Path, Path], None], str]] = {
     "another key": (_from_another_key, "was written for another entry"),
     "missing": (_missing, "is missing"),
 }
+# (a missing first file, or only file, means no entry at all)
 CASES = [pytest.param(kind, damage, id=f"{kind}-{damage}") for kind in (*BUILD, "hsaco") for damage in DAMAGES
-         if not (damage == "missing" and kind in (BUILD[0], "hsaco"))]  # a missing first (or only) file: no entry
+         if not (damage == "missing" and kind in (BUILD[0], "hsaco"))]
 
 
 def build_and_link(compiled: Any) -> tuple[compiler.Binary, bytes, list[str]]:

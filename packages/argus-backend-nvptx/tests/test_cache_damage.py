@@ -108,8 +108,8 @@ def build_warning_once(compiled: Any) -> tuple[compiler.Binary, list[str]]:
     the cache's warnings: a damaged entry is discarded at once, so it is reported once."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        binary = compiler.cached(KEY, HOPPER, assemble=True) or compiler.build(compiled, HOPPER, assemble=True,
-                                                                               key=KEY)
+        binary = (compiler.cached(KEY, HOPPER, assemble=True)
+                  or compiler.build(compiled, HOPPER, assemble=True, key=KEY))
     return binary, [str(w.message) for w in caught if issubclass(w.category, ArgusCacheWarning)]
 
 
@@ -155,7 +155,8 @@ def test_emit_ptx_prints_the_whole_ptx_when_the_cached_one_was_truncated(
 
 
 def test_a_cache_folder_that_cannot_be_written_costs_a_warning_not_the_build(
-        compiled: Any, pristine: tuple[Path, compiler.Binary], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        compiled: Any, pristine: tuple[Path, compiler.Binary], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the cache folder should be")
     monkeypatch.setenv("ARGUS_CACHE_DIR", str(blocked))

@@ -140,8 +140,9 @@ def _old_format(path: Path) -> None:
 def _from_another_key(path: Path) -> None:
     from argus.dsl import cache
 
-    cache.store("fedcba9876543210fedcba9876543210", "ptx", b"// the PTX of another kernel\n")
-    path.write_bytes(cache.entry_path(path.parents[1], "fedcba9876543210fedcba9876543210", "ptx").read_bytes())
+    other = KEY[::-1]
+    cache.store(other, "ptx", b"// the PTX of another kernel\n")
+    path.write_bytes(cache.entry_path(path.parents[1], other, "ptx").read_bytes())
 
 
 def _from_another_kind(path: Path) -> None:
@@ -216,7 +217,7 @@ def test_checked_content_that_cannot_be_read_back_is_discarded(tmp_path, monkeyp
 
     monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path))
     cache.store(KEY, "abi.json", b'{"name": "k"')
-    with pytest.warns(cache.ArgusCacheWarning, match=r"abi\.json\): it cannot be read back \(JSONDecodeError"):
+    with pytest.warns(cache.ArgusCacheWarning, match=r"\(abi\.json\): it cannot be read back \(JSONDecodeError"):
         assert cache.load_as(KEY, ("abi.json",), lambda found: json.loads(found["abi.json"])) is None
     assert cache.load(KEY, "abi.json") is None
 
@@ -248,10 +249,10 @@ def _fresh(k):
     return kernel(block=(32,), verify=False)(k.fn)
 
 
-def _entry(root: Path, k, kind: str, suffix: str = "") -> Path:
-    from argus.dsl import cache
-
-    return cache.entry_path(root, k._disk_key({}) + suffix, kind)
+def _entry(root: Path, k, kind: str) -> Path:
+    """The cached `kind` file of kernel `k` (a verdict's key carries the grid and solver too)."""
+    (path,) = (root / k._disk_key({})[:2]).glob(f"{k._disk_key({})}*.{kind}")
+    return path
 
 
 @pytest.mark.parametrize("harm, problem", [
@@ -266,8 +267,7 @@ def test_a_cached_proof_is_only_ever_its_own_kernels(harm, problem, tmp_path, mo
     monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path))
     assert _fresh(halves_apart).verify().verdict is Verdict.PROVED
     assert _fresh(halves_meet).verify().verdict is Verdict.VIOLATED
-    harm(_entry(tmp_path, halves_meet, "tags.json", "-tags-None-None"),
-         _entry(tmp_path, halves_apart, "tags.json", "-tags-None-None"))
+    harm(_entry(tmp_path, halves_meet, "tags.json"), _entry(tmp_path, halves_apart, "tags.json"))
     with pytest.warns(cache.ArgusCacheWarning, match=f"its tags.json file {problem}"):
         assert _fresh(halves_meet).verify().verdict is Verdict.VIOLATED
 

@@ -125,7 +125,8 @@ def load_entry(key: str, kinds: Sequence[str]) -> dict[str, bytes] | None:
                 discard(key, kinds, f"its {kind} file is missing")
             return None
         except OSError as err:
-            _warn_once(root, f"compile cache: cannot read {path} ({err.strerror or err}); compiling without it")
+            _warn_once(root, f"compile cache: cannot read {path} ({err.strerror or err}); "
+                             "compiling without it")
             return None
         problem = _damage(key, kind, stored)
         if problem is not None:
@@ -159,8 +160,8 @@ def store_entry(key: str, parts: Mapping[str, bytes]) -> None:
         for kind, data in ordered[1:] + ordered[:1]:
             _atomic_write(entry_path(root, key, kind), _header(key, kind, data) + data)
     except OSError as err:
-        _warn_once(root, f"compile cache: cannot write to {root} ({err.strerror or err}); compiling without it "
-                         "(set ARGUS_CACHE_DIR to a writable folder, or to off)")
+        _warn_once(root, f"compile cache: cannot write to {root} ({err.strerror or err}); "
+                         "compiling without it (set ARGUS_CACHE_DIR to a writable folder, or to off)")
 
 
 def discard(key: str, kinds: Sequence[str], problem: str) -> None:
@@ -211,11 +212,15 @@ def dump(kernel_name: str, key: str, stage: str, text: str) -> None:
 
 
 def _header(key: str, kind: str, data: bytes) -> bytes:
-    return b"%s %s %s\n" % (HEADER_TAG, _digest(data), _digest(f"{key}\0{kind}".encode()))
+    return b"%s %s %s\n" % (HEADER_TAG, _digest(data), _name_digest(key, kind))
 
 
 def _digest(data: bytes) -> bytes:
     return hashlib.sha256(data).hexdigest().encode()
+
+
+def _name_digest(key: str, kind: str) -> bytes:
+    return _digest(f"{key}\0{kind}".encode())
 
 
 def _damage(key: str, kind: str, stored: bytes) -> str | None:
@@ -228,7 +233,7 @@ def _damage(key: str, kind: str, stored: bytes) -> str | None:
         return "has no valid checksum header (damaged, or written by an older version)"
     if fields[1] != _digest(content):
         return "does not match its checksum (truncated or altered)"
-    if fields[2] != _digest(f"{key}\0{kind}".encode()):
+    if fields[2] != _name_digest(key, kind):
         return "was written for another entry (moved or copied from another key or stage)"
     return None
 

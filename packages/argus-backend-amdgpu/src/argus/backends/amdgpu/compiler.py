@@ -84,8 +84,8 @@ def _disk_key(source: str, target: Chip) -> str:
 def _load(key: str, target: Chip) -> Binary | None:
     def read(found: dict[str, bytes]) -> Binary:
         assembly = found["s"].decode()
-        return Binary(KernelABI.from_json(json.loads(found["abi.json"])), target, found["ll"].decode(), assembly,
-                      toolchain.resources(assembly), key)
+        abi = KernelABI.from_json(json.loads(found["abi.json"]))
+        return Binary(abi, target, found["ll"].decode(), assembly, toolchain.resources(assembly), key)
 
     return cache.load_as(key, BUILD, read)
 

@@ -62,7 +62,8 @@ def build(compiled: Any, target: Arch, *, assemble: bool | None = None, key: str
     if want_cubin:
         binary.cubin, resources = toolchain.assemble(binary.ptx, target)
         binary.resources = replace(resources, dynamic_shared_bytes=abi.shared_bytes)
-        cache.store_entry(key, dict(zip(ASSEMBLED, (binary.cubin, json.dumps(asdict(binary.resources)).encode()))))
+        report = json.dumps(asdict(binary.resources)).encode()
+        cache.store_entry(key, dict(zip(ASSEMBLED, (binary.cubin, report))))
     return binary
 
 
@@ -82,7 +83,8 @@ def _want_cubin(assemble: bool | None) -> bool:
 
 def _load(key: str, target: Arch, want_cubin: bool) -> Binary | None:
     binary = cache.load_as(key, BUILD, lambda found: Binary(
-        KernelABI.from_json(json.loads(found["abi.json"])), target, found["ll"].decode(), found["ptx"].decode()))
+        KernelABI.from_json(json.loads(found["abi.json"])), target, found["ll"].decode(),
+        found["ptx"].decode()))
     if binary is None or not want_cubin:
         return binary
     assembled = cache.load_as(key, ASSEMBLED, lambda found: (
