@@ -261,4 +261,6 @@ def _warn_once(folder: Path, message: str) -> None:
 
 
 def _warn(message: str) -> None:
-    warnings.warn(ArgusCacheWarning(message), stacklevel=2)
+    """Warn in one line: the message says which entry or folder and what is wrong, so no line of
+    code is shown with it (line 0 has none)."""
+    warnings.warn_explicit(ArgusCacheWarning(message), ArgusCacheWarning, __file__, 0, module=__name__)
