@@ -405,3 +405,38 @@ def composed_layouts(draw: Any) -> ComposedLayout:
     offset = draw(st.integers(0, 64))
     inner = draw(layouts(max_stride=8))
     return ComposedLayout(outer, offset, inner)
+
+
+# ---------------------------------------------------------------------------------------
+# Pairs whose composition continues past B's size like A does
+# ---------------------------------------------------------------------------------------
+
+
+def top_position(a: Layout) -> int:
+    """Where A's last flat mode starts: A(u + top·v) == A(u) + v·(last stride) for u < top, any v."""
+    return shape_size(a.shape) // leaves(a.shape)[-1]
+
+
+@st.composite
+def continuing_pairs(draw: Any) -> tuple[Layout, Layout]:
+    """(A, B) with B's last flat mode stepping along A's last (unbounded) mode.
+
+    B's other modes are disjoint runs of A's lower digits, plus maybe a stride-0 mode or a
+    size-1 mode of any stride; its last mode is ``s:top·m``, often of size 1. Past its size,
+    B continues along that last mode, where A is a straight line, so A∘B must continue past
+    its size exactly as ``A(B(i))`` does.
+    """
+    a = draw(layouts(negative=True))
+    low: list[int] = []
+    for s in leaves(a.shape)[:-1]:
+        if s > 1:
+            low += _split(draw, s)
+    runs = _runs(draw, low, 2, partial=True, unbounded=False)
+    if draw(st.integers(0, 3)) == 0:
+        runs.append((draw(st.integers(1, 3)), 0))
+    if draw(st.integers(0, 3)) == 0:
+        runs.append((1, draw(st.integers(0, 40))))
+    modes = list(draw(st.permutations(runs)))
+    last_size = draw(st.sampled_from([1, 1, 2, 3]))
+    modes.append((last_size, top_position(a) * draw(st.integers(0, 3))))
+    return a, _nest(draw, modes)

@@ -386,8 +386,15 @@ def _nonzero_modes(layout):
 
 
 def assert_complement_laws(a, m, r):
-    """Ordered, disjoint from A, coalesced, and together with A at least m offsets."""
-    assert coalesce(r) == r
+    """Ordered, disjoint from A, coalesced, and together with A at least m offsets.
+
+    A single element is ``1:span``: it continues past its size with A's next whole span.
+    """
+    if r.size() == 1:
+        span = max((s * abs(d) for s, d in _nonzero_modes(a)), default=1)
+        assert r == Layout(1, span)
+    else:
+        assert coalesce(r) == r
     strides = [d for s, d in flat_pairs(r) if s > 1]
     assert all(d > 0 for d in strides) and strides == sorted(set(strides))
     offs = ref_offsets(r)

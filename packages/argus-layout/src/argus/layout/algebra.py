@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .basis import has_basis, require_integer_strides
+from .basis import ScaledBasis, has_basis, require_integer_strides
 from .errors import LayoutError
 from .inttuple import as_int_tuple, ceil_div, is_int, is_tuple, product, unflatten
 from .layout import Layout
@@ -135,8 +135,10 @@ def _compose_mode(a_modes: list[Mode], s: int, d: int, a: Layout, b: Layout) -> 
     The divisibility walk answers for any size; where it refuses and the mode is small, the
     offsets A(j·d) are computed and fitted exactly, so only a truly absent layout is refused.
     """
-    if s == 1 or d == 0:
-        return [(s, d)]
+    if d == 0:
+        return [(s, 0)]
+    if s == 1:
+        return [(1, _next_step(a_modes, d, a, b))]
     if d < 0:
         if len(a_modes) == 1:
             return [(s, a_modes[0][1] * d)]
@@ -156,6 +158,50 @@ def _compose_mode(a_modes: list[Mode], s: int, d: int, a: Layout, b: Layout) -> 
                 b,
             ) from None
         return fitted
+
+
+def _next_step(a_modes: list[Mode], d: int, a: Layout, b: Layout) -> Any:
+    """The stride of ``A ∘ (1:d)``: A's offset at index d, where the mode's next step lands.
+
+    On its domain a size-1 mode is offset 0 whatever its stride, but past its size (a later
+    composition, a divide's rest mode) it continues with its stride, and A∘B must continue as
+    A does: a longer mode ``n:d`` starts with stride A(d) too.
+    """
+    if d < 0 and len(a_modes) > 1:
+        raise LayoutError(
+            "composition",
+            f"B has a size-1 mode with stride {d}: past its size it continues to negative indices "
+            "of A, where a layout of several modes is not defined",
+            a,
+            b,
+        )
+    terms = []
+    position = 1
+    for k, (size_k, stride_k) in enumerate(a_modes):
+        digit = d // position if k == len(a_modes) - 1 else d // position % size_k
+        if digit and stride_k != 0:
+            terms.append(stride_k * digit)
+        position *= size_k
+    return _single_stride(terms, d, a, b)
+
+
+def _single_stride(terms: list[Any], d: int, a: Layout, b: Layout) -> Any:
+    """The sum of non-zero stride terms as one stride: an int, or one basis element."""
+    if not terms:
+        return 0
+    if all(is_int(t) for t in terms):
+        return sum(terms)
+    modes = {t.mode for t in terms if isinstance(t, ScaledBasis)}
+    if len(modes) == 1 and all(isinstance(t, ScaledBasis) for t in terms):
+        scale = sum(t.scale for t in terms)
+        return ScaledBasis(scale, modes.pop()) if scale else 0
+    raise LayoutError(
+        "composition",
+        f"B has a size-1 mode with stride {d}: past its size it continues to A({d}), which steps "
+        "along more than one coordinate and is no single stride",
+        a,
+        b,
+    )
 
 
 def _fit_mode(a: Layout, s: int, d: int) -> list[Mode] | None:
@@ -396,7 +442,10 @@ def complement(layout: Any, cotarget: Any = None) -> Layout:
         out.append((d // current, current))
         current = s * d
     out.append((ceil_div(target, current), current))
-    return _from_modes(_merge_modes(out))
+    merged = _merge_modes(out)
+    # When A already fills the cotarget, R is one element; past its size it continues with the
+    # next whole span of A (a divide's rest mode steps to the next tile), not with stride 0.
+    return _from_modes(merged) if merged else Layout._make(1, current)
 
 
 # ---- inverses ------------------------------------------------------------------------------
