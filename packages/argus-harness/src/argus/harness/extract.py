@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import ast
 
-from .candidate import Candidate, parse_candidate
-from .errors import CandidateError, SourceLocation
+from .candidate import Candidate, parse_candidate, read_tree
+from .errors import CandidateError
 from .language import MODULES, WHOLE_MODULES
 
 
 def extract_candidate(text: str, kernel: str, filename: str = "kernel.py") -> Candidate:
     """The candidate holding kernel `kernel` of the module `text`."""
-    try:
-        tree = ast.parse(text, filename=filename)
-    except SyntaxError as err:
-        raise CandidateError(f"not Python syntax: {err.msg}", SourceLocation(filename, err.lineno or 1, 1)) from None
+    tree = read_tree(text, filename)
+    assert isinstance(tree, ast.Module)
     functions = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef)}
     if kernel not in functions or not decorated(functions[kernel], "kernel"):
         found = sorted(n for n, f in functions.items() if decorated(f, "kernel"))
@@ -56,8 +54,8 @@ def extract_candidate(text: str, kernel: str, filename: str = "kernel.py") -> Ca
             for arg in node.args.args:  # annotations written as strings name module values too
                 if isinstance(arg.annotation, ast.Constant) and isinstance(arg.annotation.value, str):
                     try:
-                        parsed = ast.parse(arg.annotation.value, mode="eval")
-                    except SyntaxError:
+                        parsed = read_tree(arg.annotation.value, filename, "eval")
+                    except CandidateError:
                         continue
                     wanted.extend(x.id for x in ast.walk(parsed) if isinstance(x, ast.Name))
     lines = text.splitlines()

@@ -1,20 +1,20 @@
 """Building the kernel of a checked candidate, inside the sandboxed worker.
 
 Module-level Python is never executed: imports bind the language's objects by name, constants
-are computed by a small evaluator over the syntax tree (numbers, tuples, arithmetic, calls of
-the language's compile-time functions), and functions are created from their ``def`` alone —
-decorators removed and annotations left as text, so creating them evaluates nothing. The DSL
-front-end then reads each kernel's source, as it reads any kernel.
+are computed by the evaluator of `constants` over the syntax tree (plain data and the language's
+values only), and functions are created from their ``def`` alone — decorators, defaults and
+return annotations absent, parameter annotations left as text, so creating them evaluates
+nothing. The functions' globals hold only the candidate's constants, the language names it
+imports and its ``@device`` helpers (no builtins, no kernel, no grid), and the DSL front-end then
+reads each kernel's source, as it reads any kernel. The format check (`candidate`) has refused
+anything else already; the loader checks the same again, so that a candidate that reaches it by
+another path still runs nothing.
 """
 
 from __future__ import annotations
 import __future__
 
 import ast
-import builtins
-import importlib
-import operator
-import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,18 +22,10 @@ from typing import Any
 from argus.dsl import device, kernel
 from argus.dsl.kernel import Kernel
 
-from .candidate import Candidate
+from .candidate import Candidate, read_tree
+from .constants import Evaluator
 from .errors import CandidateError, SourceLocation
-from .language import BUILTINS, MODULES, WHOLE_MODULES
-
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
-           ast.RShift: operator.rshift, ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert, ast.Not: operator.not_}
-_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
-            ast.GtE: operator.ge}
-_MISSING = object()
-_BUILTINS = {name: getattr(builtins, name) for name in BUILTINS if name not in ("True", "False", "None")}
+from .language import BUILTINS, KERNEL_OPTIONS, MODULES, WHOLE_MODULES, language_object, module_view, offered
 
 
 @dataclass
@@ -42,8 +34,11 @@ class Loaded:
 
     kernel: Kernel
     namespace: dict[str, Any]
+    """The candidate's constants and the language names it imports."""
     grid_node: ast.FunctionDef | None
     filename: str
+    protected: frozenset[str] = frozenset()
+    """Names of the language here (imports, builtins), which nothing may rebind."""
 
     def grid(self, sizes: dict[str, int]) -> tuple[int, ...]:
         """The launch grid for these sizes."""
@@ -54,9 +49,14 @@ class Loaded:
             if a.arg not in sizes:
                 raise CandidateError(f"grid() takes {a.arg!r}, which is none of the sizes the kernel's tensors name "
                                      f"({', '.join(sorted(sizes))})", SourceLocation.of(a, self.filename))
+            if a.arg in self.protected:
+                raise CandidateError(f"grid() parameter {a.arg!r} is a name of the language",
+                                     SourceLocation.of(a, self.filename))
             args[a.arg] = sizes[a.arg]
         body = [s for s in self.grid_node.body if isinstance(s, ast.Return)]
-        value = Evaluator({**self.namespace, **args}, self.filename).value(body[0].value)  # type: ignore[arg-type]
+        if len(body) != 1 or body[0].value is None:
+            raise CandidateError("grid(<sizes>) is one return statement", SourceLocation.of(self.grid_node, self.filename))
+        value = Evaluator({**self.namespace, **args}, self.filename, self.protected).value(body[0].value)
         dims = value if isinstance(value, tuple) else (value,)
         if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims):
             raise CandidateError(f"grid({', '.join(f'{k}={v}' for k, v in args.items())}) gave {value!r}; a grid is 1 to "
@@ -67,17 +67,20 @@ class Loaded:
 def load_candidate(candidate: Candidate, path: Path) -> Loaded:
     """Build `candidate`'s kernel; its text is written to `path` so that the front-end (and its
     error messages) can read the lines."""
+    filename = str(path)
     path.write_text(candidate.text)
-    tree = ast.parse(candidate.text, filename=str(path))
+    tree = read_tree(candidate.text, filename)
+    assert isinstance(tree, ast.Module)
     namespace: dict[str, Any] = {}
-    evaluator = Evaluator(namespace, str(path))
+    protected: set[str] = set(BUILTINS)
+    evaluator = Evaluator(namespace, filename, protected)
     functions: list[ast.FunctionDef] = []
     for stmt in tree.body:
-        if isinstance(stmt, ast.ImportFrom) and stmt.module != "__future__":
-            _import_from(stmt, namespace, str(path))
+        if isinstance(stmt, ast.ImportFrom):
+            _import_from(stmt, namespace, protected, filename)
         elif isinstance(stmt, ast.Import):
             for alias in stmt.names:
-                namespace[alias.asname or alias.name] = _whole(alias.name)
+                _bind(stmt, alias.asname or alias.name, _whole(alias.name, stmt, filename), namespace, protected, filename)
         elif isinstance(stmt, ast.Assign):
             value = evaluator.value(stmt.value)
             for target in stmt.targets:
@@ -86,31 +89,75 @@ def load_candidate(candidate: Candidate, path: Path) -> Loaded:
             evaluator.assign(stmt.target, evaluator.value(stmt.value))
         elif isinstance(stmt, ast.FunctionDef):
             functions.append(stmt)
-    bare = ast.Module(body=[_undecorated(fn) for fn in functions], type_ignores=[])
-    code = compile(bare, str(path), "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True)
-    created: dict[str, Any] = {}
-    exec(code, created)  # noqa: S102 - only `def` statements, undecorated, with annotations as text
-    made_functions = {fn.name: created[fn.name] for fn in functions}
-    created.update(namespace)  # the functions' globals: the candidate's constants and imports
-    grid_node = None
+        elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            raise CandidateError(f"{type(stmt).__name__} statements are not accepted at the top level of a candidate",
+                                 SourceLocation.of(stmt, filename))
+    _unshadowed(functions, protected, filename)
+    code = [fn for fn in functions if fn.decorator_list]  # grid is computed by the evaluator, never created
+    scope: dict[str, Any] = {**namespace, "__builtins__": {}}  # the functions' globals; nothing in them is run
+    made = _functions(code, scope, filename)
     found = None
-    for fn in functions:
-        made = made_functions[fn.name]
-        if not fn.decorator_list:
-            grid_node = fn
-            continue
+    for fn in code:
         deco = fn.decorator_list[0]
+        name = deco.func if isinstance(deco, ast.Call) else deco
+        if len(fn.decorator_list) != 1 or not isinstance(name, ast.Name) or name.id not in ("kernel", "device") \
+                or isinstance(deco, ast.Call) != (name.id == "kernel"):
+            raise CandidateError("accepted decorators: @kernel(block=(...), ...) and @device",
+                                 SourceLocation.of(deco, filename))
         if isinstance(deco, ast.Call):
-            options = {k.arg: evaluator.value(k.value) for k in deco.keywords if k.arg}
+            options = {}
+            for keyword in deco.keywords:
+                if keyword.arg not in KERNEL_OPTIONS:
+                    raise CandidateError(f"@kernel has no option {keyword.arg!r} a candidate may set",
+                                         SourceLocation.of(keyword, filename))
+                options[keyword.arg] = evaluator.value(keyword.value)
+            if deco.args or found is not None:
+                raise CandidateError("a candidate has one @kernel(block=...) function, with named options",
+                                     SourceLocation.of(deco, filename))
             try:
-                namespace[fn.name] = found = kernel(made, **options)
+                found = kernel(made[fn.name], **options)
             except Exception as err:  # noqa: BLE001 - the decorator's own message, at the line
-                raise CandidateError(f"@kernel: {err}", SourceLocation.of(deco, str(path))) from None
+                raise CandidateError(f"@kernel: {err}", SourceLocation.of(deco, filename)) from None
         else:
-            namespace[fn.name] = device(made)
-    created.update(namespace)  # every function sees the kernels and helpers, wherever defined
-    assert isinstance(found, Kernel)
-    return Loaded(found, namespace, grid_node, str(path))
+            scope[fn.name] = device(made[fn.name])  # every function sees the helpers, wherever defined
+    if not isinstance(found, Kernel):
+        raise CandidateError("a candidate defines exactly one @kernel function", SourceLocation(filename, 1, 1))
+    grid_node = next((fn for fn in functions if not fn.decorator_list), None)
+    return Loaded(found, namespace, grid_node, filename, frozenset(protected))
+
+
+def _functions(functions: list[ast.FunctionDef], scope: dict[str, Any], filename: str) -> dict[str, Any]:
+    """The Python function objects of these ``def``s, with `scope` as their globals, created
+    without evaluating anything: no decorators, defaults or return annotations (refused),
+    parameter annotations kept as text."""
+    for fn in functions:
+        spec = fn.args
+        if fn.name in scope:
+            raise CandidateError(f"{fn.name!r} is already bound", SourceLocation.of(fn, filename))
+        if spec.defaults or spec.kw_defaults or spec.kwonlyargs or spec.vararg or spec.kwarg or spec.posonlyargs \
+                or fn.returns is not None or getattr(fn, "type_params", None):
+            raise CandidateError(f"{fn.name}: parameters are plain positional names without defaults",
+                                 SourceLocation.of(fn, filename))
+    bare = ast.Module(body=[_undecorated(fn) for fn in functions], type_ignores=[])
+    try:
+        code = compile(bare, filename, "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True)
+    except (SyntaxError, RecursionError, MemoryError, ValueError) as err:
+        raise CandidateError(f"the functions cannot be compiled ({type(err).__name__}: {err})",
+                             SourceLocation(filename, 1, 1)) from None
+    exec(code, scope)  # noqa: S102 - only `def` statements, undecorated, without defaults, annotations as text
+    return {fn.name: scope.pop(fn.name) for fn in functions}
+
+
+def _unshadowed(functions: list[ast.FunctionDef], protected: set[str], filename: str) -> None:
+    """Refuse a function, parameter or local that rebinds a name of the language: the front-end
+    would read the candidate's value where the language's is expected."""
+    for fn in functions:
+        for node in ast.walk(fn):
+            bound = node.name if isinstance(node, ast.FunctionDef) else node.arg if isinstance(node, ast.arg) else \
+                node.id if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) else None
+            if bound is not None and bound in protected:
+                raise CandidateError(f"{bound!r} is a name of the language; it cannot be rebound or shadowed",
+                                     SourceLocation.of(node, filename))
 
 
 def _undecorated(fn: ast.FunctionDef) -> ast.FunctionDef:
@@ -119,134 +166,34 @@ def _undecorated(fn: ast.FunctionDef) -> ast.FunctionDef:
     return ast.copy_location(copy, fn)
 
 
-def _import_from(stmt: ast.ImportFrom, namespace: dict[str, Any], filename: str) -> None:
+def _bind(stmt: ast.stmt, name: str, value: Any, namespace: dict[str, Any], protected: set[str],
+          filename: str) -> None:
+    """Bind an imported language name once; no later import or constant may rebind it."""
+    if name.startswith("_") or (name in namespace and namespace[name] is not value) or \
+            (name in BUILTINS and name in protected and name not in namespace):
+        raise CandidateError(f"the import cannot bind {name!r}: it is private, already bound or a builtin",
+                             SourceLocation.of(stmt, filename))
+    namespace[name] = value
+    protected.add(name)
+
+
+def _import_from(stmt: ast.ImportFrom, namespace: dict[str, Any], protected: set[str], filename: str) -> None:
+    module = stmt.module or ""
+    if module == "__future__" and not stmt.level and all(a.name == "annotations" and not a.asname for a in stmt.names):
+        return
     for alias in stmt.names:
-        full = f"{stmt.module}.{alias.name}"
-        if full in WHOLE_MODULES:
-            namespace[alias.asname or alias.name] = _whole(full)
+        full = f"{module}.{alias.name}"
+        if full in WHOLE_MODULES and not stmt.level:
+            _bind(stmt, alias.asname or alias.name, _whole(full, stmt, filename), namespace, protected, filename)
             continue
-        module = importlib.import_module(stmt.module or "")
-        allowed = MODULES.get(stmt.module or "")
-        names = allowed if allowed is not None else set(getattr(module, "__all__", ()))
-        if alias.name not in names or not hasattr(module, alias.name):
-            raise CandidateError(f"{stmt.module} offers no {alias.name!r} to kernels", SourceLocation.of(stmt, filename))
-        namespace[alias.asname or alias.name] = getattr(module, alias.name)
+        names = offered(module) if module in MODULES and not stmt.level else None
+        if names is None or alias.name not in names:
+            raise CandidateError(f"{module} offers no {alias.name!r} to kernels", SourceLocation.of(stmt, filename))
+        _bind(stmt, alias.asname or alias.name, language_object(module, alias.name), namespace, protected, filename)
 
 
-def _whole(name: str) -> types.SimpleNamespace:
+def _whole(name: str, stmt: ast.stmt, filename: str) -> Any:
     """A module as the kernel sees it: only the names it offers kernels."""
-    module = importlib.import_module(name)
-    allowed = MODULES.get(name)
-    names = allowed if allowed is not None else getattr(module, "__all__", ())
-    return types.SimpleNamespace(**{n: getattr(module, n) for n in names if hasattr(module, n)})
-
-
-class Evaluator:
-    """Computes a constant expression of a checked candidate."""
-
-    def __init__(self, namespace: dict[str, Any], filename: str) -> None:
-        self.namespace = namespace
-        self.filename = filename
-
-    def error(self, node: ast.AST, message: str) -> CandidateError:
-        return CandidateError(message, SourceLocation.of(node, self.filename), ast.unparse(node)[:120])
-
-    def assign(self, target: ast.expr, value: Any) -> None:
-        if isinstance(target, ast.Name):
-            self.namespace[target.id] = value
-            return
-        if isinstance(target, (ast.Tuple, ast.List)):
-            try:
-                values = tuple(value)
-            except TypeError:
-                raise self.error(target, f"cannot unpack {value!r}") from None
-            if len(values) != len(target.elts):
-                raise self.error(target, f"{len(target.elts)} names for {len(values)} values")
-            for t, v in zip(target.elts, values):
-                self.assign(t, v)
-            return
-        raise self.error(target, "assign constants to names")
-
-    def value(self, node: ast.expr) -> Any:
-        try:
-            return self._value(node)
-        except CandidateError:
-            raise
-        except Exception as err:  # noqa: BLE001 - any failure of a constant is the candidate's
-            raise self.error(node, f"this constant cannot be computed: {type(err).__name__}: {err}") from None
-
-    def _value(self, node: ast.expr) -> Any:
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            if node.id in self.namespace:
-                return self.namespace[node.id]
-            if node.id in _BUILTINS:
-                return _BUILTINS[node.id]
-            raise self.error(node, f"name {node.id!r} is not defined")
-        if isinstance(node, (ast.Tuple, ast.List)):
-            return tuple(self._value(e) for e in node.elts)
-        if isinstance(node, ast.BinOp):
-            left, right = self._value(node.left), self._value(node.right)
-            if isinstance(node.op, ast.Pow) and isinstance(right, int) and abs(right) > 64:
-                raise self.error(node, "exponents above 64 are not accepted in constants")
-            return _BINARY[type(node.op)](left, right)
-        if isinstance(node, ast.UnaryOp):
-            return _UNARY[type(node.op)](self._value(node.operand))
-        if isinstance(node, ast.BoolOp):  # short-circuits, as Python does
-            result = self._value(node.values[0])
-            for v in node.values[1:]:
-                if (not result) if isinstance(node.op, ast.And) else result:
-                    break
-                result = self._value(v)
-            return result
-        if isinstance(node, ast.Compare):
-            left = self._value(node.left)
-            for op, comparator in zip(node.ops, node.comparators):
-                if type(op) not in _COMPARE:
-                    raise self.error(node, f"the comparison {type(op).__name__} is not accepted in a constant; "
-                                           "accepted: == != < <= > >=")
-                right = self._value(comparator)
-                if not _COMPARE[type(op)](left, right):
-                    return False
-                left = right
-            return True
-        if isinstance(node, ast.IfExp):
-            return self._value(node.body) if self._value(node.test) else self._value(node.orelse)
-        if isinstance(node, ast.Attribute):
-            return getattr(self._value(node.value), node.attr)
-        if isinstance(node, ast.Subscript):
-            return self._value(node.value)[self._value(node.slice)]
-        if isinstance(node, ast.Slice):
-            return slice(*(self._value(p) if p is not None else None for p in (node.lower, node.upper, node.step)))
-        if isinstance(node, ast.Dict):
-            if any(k is None for k in node.keys):
-                raise self.error(node, "a constant dict lists its keys: {KEY: value, ...} (no ** unpacking)")
-            return {self._value(k): self._value(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
-        if isinstance(node, (ast.ListComp, ast.GeneratorExp)):
-            return tuple(self._comprehension(node.elt, node.generators))
-        if isinstance(node, ast.Call):
-            fn = self._value(node.func)
-            if not callable(fn):
-                raise self.error(node, f"{ast.unparse(node.func)} is not callable")
-            args = [self._value(a) for a in node.args]
-            kwargs = {k.arg: self._value(k.value) for k in node.keywords if k.arg}
-            return fn(*args, **kwargs)
-        raise self.error(node, f"{type(node).__name__} is not accepted in a constant")
-
-    def _comprehension(self, element: ast.expr, generators: list[ast.comprehension]) -> list[Any]:
-        first, rest = generators[0], generators[1:]
-        assert isinstance(first.target, ast.Name)
-        out: list[Any] = []
-        saved = self.namespace.get(first.target.id, _MISSING)
-        try:
-            for value in self._value(first.iter):
-                self.namespace[first.target.id] = value
-                if all(self._value(condition) for condition in first.ifs):
-                    out.extend(self._comprehension(element, rest) if rest else [self._value(element)])
-        finally:
-            if saved is _MISSING:
-                self.namespace.pop(first.target.id, None)
-            else:
-                self.namespace[first.target.id] = saved
-        return out
+    if name not in WHOLE_MODULES or offered(name) is None:
+        raise CandidateError(f"import {name} is not accepted", SourceLocation.of(stmt, filename))
+    return module_view(name)

@@ -1,0 +1,42 @@
+"""How big a candidate may be, and how much work computing its constants may take.
+
+A candidate comes from a planner, so any text may arrive: these bounds turn a module that would
+exhaust the parser's stack, the worker's memory or its time into a `CandidateError` naming the
+line and the limit. Each is far above what a kernel module needs (the largest example is under
+10,000 characters, nests 16 deep and computes a few dozen values).
+"""
+
+from __future__ import annotations
+
+MAX_TEXT_CHARS = 200_000
+"""Characters in a candidate's text: a kernel module is a few thousand; past this, parsing alone
+costs seconds and memory."""
+
+MAX_NESTING = 100
+"""How deep the syntax tree may nest (statements, expressions, brackets): Python's own parser,
+compiler and `ast.unparse` recurse on it and fail with RecursionError a few hundred levels down."""
+
+MAX_INT_BITS = 512
+"""Bits of an integer a constant may hold or produce: enough for any mask, size or offset
+(u256 included); ``1 << 10**9`` or ``10 ** 10 ** 8`` is refused before it is computed."""
+
+MAX_STRING_CHARS = 4096
+"""Characters of a string a constant may hold or produce (``'a' * 10**9`` is refused before it
+is built)."""
+
+MAX_ITEMS = 65_536
+"""Elements of a tuple, range or dict a constant may hold or produce, and of what a
+comprehension may build (``(0,) * 10**9``, ``range(10**12)``)."""
+
+MAX_VALUE_NESTING = 32
+"""How deep tuples may nest inside a constant's value (constants built from constants can nest
+deeper than the text does)."""
+
+MAX_LAYOUT_SIZE = 1 << 22
+"""Elements of a layout a constant may build: some layout operations enumerate every element
+(a swizzled layout's cosize, an atom's check), so a layout of 2**30 elements would take gigabytes."""
+
+MAX_STEPS = 100_000
+"""Evaluation steps (one per expression node and comprehension iteration) for all of a
+candidate's constants together, and again for each launch grid: nested comprehensions that
+filter everything out build nothing yet can loop for hours."""
