@@ -3,6 +3,7 @@ poisoned outputs, the sandbox's limits, and the reward's order of outcomes."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -80,14 +81,23 @@ def test_the_sandbox_limits_memory(tmp_path: Path) -> None:
         Validator(task, tmp_path / "run", device="cpu", limits=Limits(60, 1024)).probe()
 
 
-def test_the_worker_never_sees_the_endpoints_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from argus.harness.sandbox import LIMITS_VARIABLE, worker_environment
+def test_the_worker_environment_is_allow_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only what the harness chose reaches the worker: no credential of any name, no PYTHON*
+    variable, no relative PATH entry; its own home, temporary folder and compile cache."""
+    from argus.harness.sandbox import worker_environment
 
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://example.invalid/v1")
-    env = worker_environment(tmp_path / "candidate", Limits(10, 512))
-    assert "OPENAI_API_KEY" not in env and "OPENAI_BASE_URL" not in env
-    assert env[LIMITS_VARIABLE] == "15,512" and "PATH" in env
+    for name, value in {"OPENAI_API_KEY": "sk-secret", "OPENAI_BASE_URL": "http://example.invalid/v1",
+                        "AWS_SECRET_ACCESS_KEY": "secret", "HF_TOKEN": "secret", "PYTHONPATH": "/elsewhere",
+                        "LD_PRELOAD": "/tmp/hook.so", "CUDA_VISIBLE_DEVICES": "1",
+                        "PATH": f"bin:{os.defpath}"}.items():
+        monkeypatch.setenv(name, value)
+    folder = tmp_path / "candidate"
+    env = worker_environment(folder)
+    assert not {"OPENAI_API_KEY", "OPENAI_BASE_URL", "AWS_SECRET_ACCESS_KEY", "HF_TOKEN", "PYTHONPATH",
+                "LD_PRELOAD"} & set(env)
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and "bin" not in env["PATH"].split(os.pathsep)
+    assert (env["HOME"], env["TMPDIR"], env["ARGUS_CACHE_DIR"]) == (str(folder / "home"), str(folder / "tmp"),
+                                                                   str(folder / "cache"))
 
 
 def test_the_selector_survives_scores_that_are_not_numbers() -> None:

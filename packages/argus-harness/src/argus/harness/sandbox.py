@@ -1,26 +1,46 @@
-"""Running a candidate in a child process with limits, so that whatever it does costs only itself.
+"""Running a candidate in a confined child process, so that whatever it does costs only itself.
 
-The child gets its own session (so the whole process group can be killed), a wall-clock limit,
-a CPU-time limit, no core files, and a memory limit: an address-space limit
-(``resource.setrlimit``, applied by the child as it starts) where no GPU is used, and a
-resident-memory watch from the parent where one is (a CUDA context reserves far more address space than it uses, so an address-space limit
-would refuse every GPU run).
+The worker starts from an emptied folder, as an isolated interpreter (``-I -S -B``: nothing
+from its folder, the environment's ``PYTHON*`` or a ``.pth`` file is read; the harness passes
+its import path), with an allow-listed environment, stdin on ``/dev/null`` and no descriptor
+but its log and the verdict channel; it confines itself further first thing (`isolation`).
+
+It has its own session (the whole process group is killed past the limits), a wall-clock
+limit, and a memory limit: an address-space limit where no GPU is used, and a resident-memory
+watch from here where one is (a CUDA context reserves far more address space than it uses).
+
+The worker's measurements come back on a pipe the harness created, never through a file: its
+folder is the candidate's to write. The channel carries two lines of JSON: what the worker's
+confinement enforced (sent before the candidate is read) and, at the end, its report.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
+import select
+import shutil
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-LIMITS_VARIABLE = "ARGUS_SANDBOX_LIMITS"
+from . import isolation
+
+#: The function the confined worker calls with the request: ``module:function``.
+WORKER_ENTRY = "argus.harness.worker:run"
+#: The request's file in the worker's folder (written by the harness before the worker starts).
+REQUEST = "request.json"
+#: The most the verdict channel may carry.
+CHANNEL_BYTES = 32 << 20
+#: What the isolated interpreter runs: the harness's import path, then the worker's main.
+BOOTSTRAP = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
+             "from argus.harness.worker import main; sys.exit(main(sys.argv[2:]))")
+#: What the harness enforces itself, before the worker starts.
+HARNESS_MECHANISMS = ("environment", "isolated_python", "descriptors", "fresh_folder")
 
 
 @dataclass(frozen=True)
@@ -36,87 +56,202 @@ class Limits:
 
 @dataclass
 class Outcome:
-    """What came back: the worker's result, or why none did."""
+    """What came back: the worker's report, or why none did, and how it was confined."""
 
     result: dict[str, Any] | None
     failure: str | None
     seconds: float
     stderr: str = ""
+    isolation: dict[str, Any] = field(default_factory=dict)
 
 
-def run_worker(request: dict[str, Any], directory: Path, limits: Limits) -> Outcome:
-    """Run ``argus.harness.worker`` on `request` in `directory` under `limits`."""
+def run_worker(request: dict[str, Any], directory: Path, limits: Limits, *, readable: tuple[str, ...] = (),
+               entry: str = WORKER_ENTRY) -> Outcome:
+    """Run the worker on `request` in `directory` (emptied first) under `limits`. `readable`:
+    files the worker must read beyond its interpreter and import path (the task file);
+    `entry`: the function the confined worker calls (tests pass hostile stand-ins here)."""
     directory = directory.resolve()  # the worker runs in it: a relative path would not name it there
-    directory.mkdir(parents=True, exist_ok=True)
-    request_path, result_path = directory / "request.json", directory / "result.json"
-    result_path.unlink(missing_ok=True)
-    request_path.write_text(json.dumps(request))
-    env = worker_environment(directory, limits)
+    _empty(directory)
+    (directory / REQUEST).write_text(json.dumps(request))
+    path = import_path(directory)
+    plan = isolation.plan_for(directory, seconds=limits.seconds, memory_mb=limits.memory_mb, gpu=limits.gpu,
+                              readable=[*path, *_prefixes(), *readable])
+    harness = list(HARNESS_MECHANISMS)
+    if isolation.close_harness():
+        harness.append("harness_not_dumpable")
+    read_end, write_end = os.pipe()
     started = time.monotonic()
-    with open(directory / "worker.log", "w") as log:
-        child = subprocess.Popen([sys.executable, "-m", "argus.harness.worker", str(request_path), str(result_path)],
-                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=directory,
-                                 env=env, start_new_session=True)
-        failure = _wait(child, limits, started)
+    try:
+        with open(directory / "worker.log", "w+b") as log:
+            try:
+                child = subprocess.Popen(
+                    [sys.executable, "-I", "-S", "-B", "-c", BOOTSTRAP, json.dumps(path), str(write_end), entry,
+                     plan.to_json()],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=directory,
+                    env=worker_environment(directory), start_new_session=True, close_fds=True,
+                    pass_fds=(write_end,))
+            finally:
+                os.close(write_end)
+            received, failure = _collect(child, read_end, limits, started)
+            stderr = _tail(log)
+    finally:
+        os.close(read_end)
     seconds = time.monotonic() - started
-    stderr = (directory / "worker.log").read_text(errors="replace")[-3000:]
+    messages, problem = _messages(received)
+    confined = messages.get("isolation")
+    record = {"user": "", "enforced": [], "missing": {"worker": "the worker did not report its confinement"}}
+    if isinstance(confined, dict):
+        record = confined
+    record = {**record, "enforced": [*harness, *record.get("enforced", [])]}
     if failure is None and child.returncode != 0:
         failure = _died(child.returncode)
-    if failure is None and not result_path.is_file():
-        failure = "the worker exited without a result"
+    if failure is None and problem is not None:
+        failure = problem
+    if failure is None and "report" not in messages:
+        failure = "the worker exited without a report"
     if failure is not None:
-        return Outcome(None, failure, seconds, stderr)
-    try:
-        return Outcome(json.loads(result_path.read_text()), None, seconds, stderr)
-    except json.JSONDecodeError as err:
-        return Outcome(None, f"the worker's result is unreadable: {err}", seconds, stderr)
+        return Outcome(None, failure, seconds, stderr, record)
+    return Outcome(messages["report"], None, seconds, stderr, record)
 
 
-#: Variables the worker never needs and must not see: the endpoint's credentials.
-PRIVATE_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+def _empty(directory: Path) -> None:
+    """The worker's folder, empty: nothing a candidate left there in an earlier attempt at this
+    round (a planted module, a cache entry, a link) survives into this one."""
+    if directory.is_symlink() or directory.is_file():
+        directory.unlink()
+    elif directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
 
 
-def worker_environment(directory: Path, limits: Limits) -> dict[str, str]:
-    """The worker's environment: this one without the endpoint's credentials, with this
-    process's import path, a compile cache next to the run, and the limits to apply."""
-    env = {k: v for k, v in os.environ.items() if k not in PRIVATE_VARIABLES}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and Path(p).exists())
-    env.setdefault("ARGUS_CACHE_DIR", str(directory.parent / "cache"))
-    env[LIMITS_VARIABLE] = f"{int(limits.seconds) + 5},{0 if limits.gpu else limits.memory_mb}"
+def import_path(directory: Path) -> list[str]:
+    """The worker's import path: this process's absolute entries that exist, none inside the
+    folder that holds the workers' folders (where candidates write)."""
+    found = []
+    for entry in sys.path:
+        if not entry or not os.path.isabs(entry) or not os.path.exists(entry):
+            continue
+        if Path(entry).resolve().is_relative_to(directory.parent) or entry in found:
+            continue
+        found.append(entry)
+    return found
+
+
+def _prefixes() -> list[str]:
+    """The interpreter's own folders (its standard library and shared libraries)."""
+    return sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                   os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(sys.executable)})
+
+
+#: Variables the worker gets from the harness's environment when they are set: locale, and what
+#: finds and picks the GPU and its tools. Nothing else passes (no credentials, no PYTHON*).
+PASSED_VARIABLES = (
+    "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH", "CUDA_LAUNCH_BLOCKING",
+    "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "LD_LIBRARY_PATH",
+    "ROCM_PATH", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+    "ARGUS_SOLVER", "ARGUS_DISABLE_PLUGINS", "ARGUS_LAUNCH_BLOCKING",
+    "ARGUS_PTXAS", "ARGUS_CUOBJDUMP", "ARGUS_NVDISASM", "ARGUS_LD_LLD",
+)
+#: The worker's own folders, by the variable that names them (made by the worker once confined).
+OWN_FOLDERS = {"HOME": "home", "TMPDIR": "tmp", "ARGUS_CACHE_DIR": "cache"}
+#: Variables naming lists of folders: only absolute entries pass (a relative one would be read
+#: in the candidate's folder).
+PATH_VARIABLES = ("PATH", "LD_LIBRARY_PATH")
+
+
+def worker_environment(directory: Path) -> dict[str, str]:
+    """The worker's environment, allow-listed: `PASSED_VARIABLES` that are set here, ``PATH``,
+    and its own ``HOME``, temporary folder and compile cache inside `directory` (a cache shared
+    between rounds would let one candidate plant entries that a later one loads)."""
+    env = {name: os.environ[name] for name in PASSED_VARIABLES if name in os.environ}
+    env["PATH"] = os.environ.get("PATH", os.defpath)
+    for name in PATH_VARIABLES:
+        if name in env:
+            env[name] = os.pathsep.join(p for p in env[name].split(os.pathsep) if os.path.isabs(p))
+    env.setdefault("LANG", "C.UTF-8")
+    env.update({variable: str(directory / name) for variable, name in OWN_FOLDERS.items()})
     return env
 
 
-def apply_limits() -> None:
-    """In the child, first thing: the CPU-time, core-file and (without a GPU) address-space
-    limits the parent passed in ``ARGUS_SANDBOX_LIMITS`` (set here rather than between fork and
-    exec, which is unsafe in a parent that runs threads)."""
-    text = os.environ.get(LIMITS_VARIABLE)
-    if not text:
-        return
-    cpu, memory_mb = (int(x) for x in text.split(","))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-    if memory_mb:
-        size = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (size, size))
-
-
-def _wait(child: subprocess.Popen[bytes], limits: Limits, started: float) -> str | None:
-    """Wait for the child; kill its process group past the time or (GPU) memory limit."""
+def _collect(child: subprocess.Popen[bytes], channel: int, limits: Limits, started: float) -> tuple[bytes, str | None]:
+    """Read the verdict channel until it closes (or the worker is gone); kill the worker's
+    process group past the time or (GPU) memory limit."""
+    received = bytearray()
+    os.set_blocking(channel, False)
     while True:
-        try:
-            child.wait(timeout=0.2)
-            return None
-        except subprocess.TimeoutExpired:
-            pass
+        ready, _, _ = select.select([channel], [], [], 0.2)
+        if ready:
+            data = _read(channel)
+            if data is None:
+                break
+            received += data
+            if len(received) > CHANNEL_BYTES:
+                _kill(child)
+                return bytes(received), f"the worker's report is larger than {CHANNEL_BYTES >> 20} MB"
+        elif child.poll() is not None:  # gone, and a descendant may hold the channel: take what is there
+            received += _drain(channel)
+            break
         if time.monotonic() - started > limits.seconds:
             _kill(child)
-            return f"timed out after {limits.seconds:g} s (the candidate hangs or is far too slow)"
+            return bytes(received), f"timed out after {limits.seconds:g} s (the candidate hangs or is far too slow)"
         if limits.gpu:
             rss = _resident_mb(child.pid)
             if rss > limits.memory_mb:
                 _kill(child)
-                return f"used {rss} MB of memory, past the limit of {limits.memory_mb} MB"
+                return bytes(received), f"used {rss} MB of memory, past the limit of {limits.memory_mb} MB"
+    try:
+        child.wait(timeout=max(1.0, limits.seconds - (time.monotonic() - started)))
+    except subprocess.TimeoutExpired:
+        _kill(child)
+        return bytes(received), f"timed out after {limits.seconds:g} s (the candidate hangs or is far too slow)"
+    return bytes(received), None
+
+
+def _read(channel: int) -> bytes | None:
+    """What is there to read (None at the end of the channel)."""
+    try:
+        data = os.read(channel, 1 << 16)
+    except BlockingIOError:
+        return b""
+    return data or None
+
+
+def _drain(channel: int) -> bytes:
+    out = bytearray()
+    while (data := _read(channel)):
+        out += data
+    return bytes(out)
+
+
+def _messages(received: bytes) -> tuple[dict[str, Any], str | None]:
+    """The channel's messages by kind, and what is wrong with them: exactly one line of
+    confinement, then at most one report, each a JSON object of one key."""
+    lines = received.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    messages: dict[str, Any] = {}
+    for number, (line, kind) in enumerate(zip(lines, ("isolation", "report")), 1):
+        try:
+            message = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            return messages, f"the worker's channel is unreadable at message {number}: {err}"
+        if not isinstance(message, dict) or list(message) != [kind] or not isinstance(message[kind], dict):
+            return messages, f"the worker's channel holds an unexpected message {number} (expected {{{kind!r}: {{...}}}})"
+        messages[kind] = message[kind]
+    if len(lines) > 2 or (lines and not received.endswith(b"\n")):
+        return messages, "the worker's channel holds more than its confinement and one report"
+    return messages, None
+
+
+def _tail(log: IO[bytes], size: int = 3000) -> str:
+    """The end of the worker's log, read through the harness's own descriptor (the file's name
+    in the folder may since name something else)."""
+    log.flush()
+    end = log.seek(0, os.SEEK_END)
+    log.seek(max(0, end - size))
+    return log.read().decode(errors="replace")
 
 
 def _kill(child: subprocess.Popen[bytes]) -> None:
@@ -128,10 +263,29 @@ def _kill(child: subprocess.Popen[bytes]) -> None:
 
 
 def _resident_mb(pid: int) -> int:
+    """Resident memory of `pid` and every process under it, in MB."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(_own_resident_kb(p) for p in tree) // 1024
+
+
+def _own_resident_kb(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
-                return int(line.split()[1]) // 1024
+                return int(line.split()[1])
     except (OSError, ValueError):
         pass
     return 0

@@ -1,13 +1,20 @@
 """The validator agent: is a candidate a correct, verified, honest kernel, and how fast is it?
 
 In the harness process it only reads the candidate (format, interface, reward hacks visible in
-the text); everything that compiles or runs it happens in the sandboxed worker. The result is a
-`Validation`, which the reward, the report and the planner's feedback are all made from.
+the text); everything that compiles or runs it happens in the confined worker. The worker
+reports measurements on a channel it cannot forge from its folder; the verdict (compiled,
+proved, tests passed, hacks, time) is derived from them here, and a report that is malformed or
+contradicts itself or its request is that round's failure. The result is a `Validation`, which
+the reward, the report and the planner's feedback are all made from.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
+import json
+import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +46,12 @@ class Validation:
     failure: str | None = None
     device: str = ""
     seconds: float = 0.0
+    kernel_invariants: dict[str, Any] | None = None
+    """The invariants the compiled candidate states, as the worker extracted them (None until
+    the worker reports them), held against the task's in `_invariant_findings`."""
+    isolation: dict[str, Any] = field(default_factory=dict)
+    """How the worker was confined: its user, the mechanisms enforced and those missing (with
+    why); empty where nothing ran."""
 
     @property
     def validated(self) -> bool:
@@ -132,14 +145,22 @@ class Validator:
 
     def probe(self) -> tuple[int, ...]:
         """Run the task's reference once (sandboxed) and learn which arguments are outputs."""
-        outcome = run_worker({"probe": True, "task": task_to_dict(self.task)}, self.directory / "probe", self.limits)
-        if outcome.result is None or "outputs" not in outcome.result:
+        outcome = run_worker({"probe": True, "task": task_to_dict(self.task)}, self.directory / "probe", self.limits,
+                             readable=self._readable())
+        outputs = (outcome.result or {}).get("outputs")
+        if outcome.result is None or not isinstance(outputs, list):
             detail = outcome.failure or (outcome.result or {}).get("error", {}).get("message", "")
             raise TaskError(f"the task's reference could not run: {detail}\n{outcome.stderr[-1500:]}")
-        self.outputs = tuple(outcome.result["outputs"])
+        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in outputs):
+            raise TaskError(f"the task's probe reported outputs that are not argument positions: {outputs!r}")
+        self.outputs = tuple(outputs)
         if not self.outputs:
             raise TaskError(f"{self.task.path}: the reference reads back no argument of the kernel")
         return self.outputs
+
+    def _readable(self) -> tuple[str, ...]:
+        """What the worker must read beyond its interpreter: the task file."""
+        return (str(self.task.path.resolve()),)
 
     def check(self, text: str) -> Candidate:
         """The static half: format and interface (raises `CandidateError`)."""
@@ -161,41 +182,295 @@ class Validator:
                    "device": "gpu" if self.gpu else "cpu", "shapes": list(self.task.shapes),
                    "seeds": [seed_base + i for i in range(self.seeds)], "bench_shape": self.task.bench_shape,
                    "timing": self.timing}
-        folder = self.directory / "candidates" / label
-        request["work_dir"] = str(folder)
-        outcome = run_worker(request, folder, self.limits)
-        validation = Validation(device=self.device, seconds=outcome.seconds)
+        outcome = run_worker(request, self.directory / "candidates" / label, self.limits, readable=self._readable())
+        validation = Validation(device=self.device, seconds=outcome.seconds, isolation=outcome.isolation)
         if outcome.result is None:
             validation.failure = outcome.failure
             return validation
-        return _read(outcome.result, validation)
+        try:
+            return judge(outcome.result, request, self.outputs, validation)
+        except MalformedReport as err:
+            return Validation(device=self.device, seconds=outcome.seconds, isolation=outcome.isolation,
+                              failure=f"the worker's report was refused: {err}")
 
 
-def _read(result: dict[str, Any], v: Validation) -> Validation:
-    stages = result.get("stages", {})
-    if "error" in result:
-        v.failure = f"the worker failed: {result['error']['message']}"
-    compile_ = stages.get("compile")
-    if compile_ is not None:
-        v.compiled = bool(compile_["ok"])
-        v.compile_error = compile_.get("message")
-    invariants = stages.get("invariants")
-    if invariants is not None:
-        v.invariants = invariants["verdict"]
-        v.invariant_text = invariants["text"]
-        v.witnesses = invariants.get("witnesses", [])[:4]
-    tests = stages.get("tests")
-    if tests is not None:
-        v.tests_passed, v.tests_total = tests["passed"], tests["total"]
-        v.test_failures = [f"shape {t['shape']} seed {t['seed']}: {t['message']}" for t in tests["results"]
-                           if not t["passed"]]
-    v.hacks = list(stages.get("hacks", []))
-    profile = stages.get("profile")
-    if profile is not None:
-        if profile.get("hack"):
-            v.hacks.append(profile["hack"])
-        v.profile = profile
+class MalformedReport(ValueError):
+    """A worker's report that is not made as `worker` makes it, or that contradicts itself or
+    its request: the round fails, it never yields a verdict."""
+
+
+VERDICTS = ("proved", "violated", "unknown")
+STAGES = ("compile", "invariants", "tests", "profile")
+
+
+def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int], v: Validation) -> Validation:
+    """The verdict of the worker's `report` on `request`, derived here from its measurements:
+    compiled, the invariants' verdict, which tests passed (of the request's shapes x seeds, in
+    order, none after a failure), the reward hacks a run shows, the profile. `outputs`: the
+    task's output positions. Raises `MalformedReport`."""
+    stages = _field(report, "stages", dict, "the report")
+    extra = set(stages) - set(STAGES)
+    if extra:
+        raise MalformedReport(f"unknown stages {sorted(extra)}")
+    if "error" in report:
+        error = _field(report, "error", dict, "the report")
+        v.failure = f"the worker failed: {_field(error, 'message', str, 'its error')}"
+    finished = v.failure is None  # a report cut short by the worker's own error need not reach the end
+    reached = [name for name in STAGES if name in stages]
+    if reached != list(STAGES[:len(reached)]):
+        raise MalformedReport(f"stages {reached} skip one")
+
+    if "compile" not in stages:
+        if finished:
+            raise MalformedReport("no compile stage")
+        return v
+    compile_ = stages["compile"]
+    v.compiled = _field(compile_, "ok", bool, "compile")
+    v.compile_error = _field(compile_, "message", str, "compile", optional=True)
+    _seconds(compile_, "compile")
+    if not v.compiled:
+        _ends(stages, "compile", "it did not compile")
+        return v
+
+    if "invariants" not in stages:
+        if finished:
+            raise MalformedReport("no invariants stage after compiling")
+        return v
+    invariants = stages["invariants"]
+    v.invariants = _field(invariants, "verdict", str, "invariants")
+    if v.invariants not in VERDICTS:
+        raise MalformedReport(f"invariants verdict {v.invariants!r} is not one of {', '.join(VERDICTS)}")
+    v.invariant_text = _field(invariants, "text", str, "invariants")
+    witnesses = _field(invariants, "witnesses", list, "invariants")
+    if not all(isinstance(w, dict) for w in witnesses):
+        raise MalformedReport("invariants: a witness is not an object")
+    v.witnesses = witnesses[:4]
+    v.kernel_invariants = _field(invariants, "kernel_invariants", dict, "invariants", optional=True)
+    v.hacks.extend(_invariant_findings(v.kernel_invariants))
+    _seconds(invariants, "invariants")
+    if v.invariants == "violated":
+        _ends(stages, "invariants", "an invariant is violated")
+        return v
+
+    if "tests" not in stages:
+        if finished:
+            raise MalformedReport("no tests stage after the invariants")
+        return v
+    tests = stages["tests"]
+    _seconds(tests, "tests")
+    planned = [(shape, seed) for shape in request["shapes"] for seed in request["seeds"]]
+    results = _field(tests, "results", list, "tests")
+    if len(results) > len(planned):
+        raise MalformedReport(f"{len(results)} test results for {len(planned)} tests")
+    v.tests_total = len(planned)
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for n, (result, (shape, seed)) in enumerate(zip(results, planned)):
+        where = f"test {n + 1}"
+        if not isinstance(result, dict) or result.get("shape") != shape or result.get("seed") != seed:
+            raise MalformedReport(f"{where} is not shape {shape} seed {seed}, the {n + 1}th the harness asked for")
+        error = _field(result, "error", str, where, optional=True)
+        measured = _outputs(result, outputs, where, required=error is None)
+        passed = error is None and all(_right(m) for m in measured)
+        if passed:
+            v.tests_passed += 1
+        else:
+            if n != len(results) - 1:
+                raise MalformedReport(f"{where} failed, yet the tests went on")
+            v.test_failures.append(f"shape {shape} seed {seed}: {error or _wrong(measured)}")
+        if measured:
+            runs[(json.dumps(shape, sort_keys=True), seed)] = measured
+    if finished and v.tests_passed == len(results) < len(planned):
+        raise MalformedReport(f"the tests stopped after {len(results)} of {len(planned)} without a failure")
+    v.hacks.extend(sorted(set(_constant(runs) + _independent(runs))))
+
+    profiled = request.get("device") == "gpu" and v.tests_passed == v.tests_total and not v.hacks
+    if "profile" not in stages:
+        if profiled and finished:
+            raise MalformedReport("no profile of a GPU run whose tests all passed")
+        return v
+    if not profiled:
+        raise MalformedReport("a profile where none is taken (no GPU, a failed test or a hack)")
+    v.profile = _profile(stages["profile"], request, outputs)
+    if v.profile.get("hack"):
+        v.hacks.append(v.profile["hack"])
     return v
+
+
+def _invariant_findings(found: dict[str, Any] | None) -> list[str]:
+    """The task's required invariants that the compiled candidate does not state: where
+    ``argus.harness.invariants.invariant_findings(required, Invariants.from_dict(found))`` is
+    called once that module exists (until then the worker reports None and nothing is held
+    against it)."""
+    return []
+
+
+def _ends(stages: dict[str, Any], stage: str, why: str) -> None:
+    later = [name for name in STAGES[STAGES.index(stage) + 1:] if name in stages]
+    if later:
+        raise MalformedReport(f"stage {later[0]} after {stage}, though {why}")
+
+
+def _outputs(result: dict[str, Any], outputs: Sequence[int], where: str, *, required: bool) -> list[dict[str, Any]]:
+    """A test's measured outputs, checked: exactly the task's outputs (where the probe named
+    them) when the launch ran."""
+    measured = _field(result, "outputs", list, where)
+    for m in measured:
+        _measurement(m, where)
+    positions = sorted(m["position"] for m in measured)
+    if outputs and (measured or required) and positions != sorted(outputs):
+        raise MalformedReport(f"{where} measured arguments {positions}, not the task's outputs {sorted(outputs)}")
+    return measured
+
+
+def _measurement(m: Any, where: str) -> None:
+    """One output's measurement, as `worker.measure_outputs` makes it, self-consistent."""
+    if not isinstance(m, dict):
+        raise MalformedReport(f"{where}: an output's measurement is not an object")
+    where = f"{where}, output {m.get('name')!r}"
+    _count(m, "position", where)
+    _field(m, "name", str, where)
+    shape, expected = _field(m, "shape", list, where), _field(m, "expected_shape", list, where)
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape + expected):
+        raise MalformedReport(f"{where}: a shape is not a list of sizes")
+    size = _count(m, "size", where)
+    if size != math.prod(expected):
+        raise MalformedReport(f"{where}: size {size} is not that of shape {expected}")
+    _number(m, "atol", where)
+    _number(m, "rtol", where)
+    unwritten, mismatched = _count(m, "unwritten", where), _count(m, "mismatched", where)
+    if unwritten + mismatched > size:
+        raise MalformedReport(f"{where}: {unwritten} unwritten and {mismatched} wrong elements of {size}")
+    if shape != expected:
+        return
+    _number(m, "max_error", where, infinite=True)
+    _number(m, "spread", where, infinite=True, nan=True)
+    _number(m, "reference_spread", where, infinite=True, nan=True)
+    if m.get("value") is not None:
+        _number(m, "value", where, negative=True, infinite=True, nan=True)
+    _field(m, "digest", str, where, optional=True)
+    if unwritten:
+        _field(m, "first_unwritten", list, where)
+    if mismatched:
+        _field(m, "first_mismatch", list, where)
+        _number(m, "got", where, negative=True, infinite=True, nan=True)
+        _number(m, "expected", where, negative=True, infinite=True, nan=True)
+
+
+def _right(m: dict[str, Any]) -> bool:
+    """An output of the right shape, every element written and within the tolerance."""
+    return bool(m["shape"] == m["expected_shape"] and m["unwritten"] == 0 and m["mismatched"] == 0)
+
+
+def _wrong(measured: list[dict[str, Any]]) -> str:
+    """What is wrong with the first output that is."""
+    m = next(m for m in measured if not _right(m))
+    name = m["name"]
+    if m["shape"] != m["expected_shape"]:
+        return f"output {name} has shape {tuple(m['shape'])}, expected {tuple(m['expected_shape'])}"
+    if m["unwritten"]:
+        return (f"output {name}: {m['unwritten']} element(s) never written (still NaN), the first at "
+                f"{tuple(m['first_unwritten'])}")
+    return (f"output {name} differs from the reference at {tuple(m['first_mismatch'])}: got {m['got']:.6g}, expected "
+            f"{m['expected']:.6g} ({m['mismatched']} element(s) beyond atol {m['atol']:.3g}, rtol {m['rtol']:.3g}; "
+            f"max error {m['max_error']:.3g})")
+
+
+def _constant(runs: dict[tuple[str, int], list[dict[str, Any]]]) -> list[str]:
+    """An output that is one value everywhere where the reference is not."""
+    return [f"constant output: {m['name']} holds {m['value']:.6g} everywhere"
+            for measured in runs.values() for m in measured
+            if m["shape"] == m["expected_shape"] and m["size"] > 1 and m["spread"] == 0 and m["reference_spread"] > 0]
+
+
+def _independent(runs: dict[tuple[str, int], list[dict[str, Any]]]) -> list[str]:
+    """Outputs identical for two different inputs of one shape: they do not depend on the inputs."""
+    found = []
+    by_shape: dict[str, list[list[dict[str, Any]]]] = {}
+    for (shape, _), measured in runs.items():
+        by_shape.setdefault(shape, []).append(measured)
+    for shape, seeds in by_shape.items():
+        for first, second in itertools.pairwise(seeds):
+            digests = {m["position"]: m.get("digest") for m in second}
+            for m in first:
+                if m["size"] > 1 and m.get("digest") is not None and digests.get(m["position"]) == m["digest"]:
+                    found.append(f"outputs do not depend on the inputs: argument {m['position']} is identical for "
+                                 f"two seeds at shape {shape}")
+    return found
+
+
+#: A bench time above this that does not grow with the work is a cached or skipped result.
+SCALING_FLOOR_S = 50e-6
+SCALING_RATIO = 1.5
+
+
+def _profile(profile: Any, request: dict[str, Any], outputs: Sequence[int]) -> dict[str, Any]:
+    """The profile as the report, the loop and the reward read it, derived from the measured
+    outputs at the bench shape and the measured times."""
+    if not isinstance(profile, dict):
+        raise MalformedReport("the profile is not an object")
+    bench = request.get("bench_shape") or request["shapes"][-1]
+    if profile.get("shape") != bench:
+        raise MalformedReport(f"the profile is not of the bench shape {bench}")
+    measured = _outputs(profile, outputs, "the profile", required=True)
+    if not all(_right(m) for m in measured):
+        return {"ok": False, "shape": bench, "message": f"at the bench shape {bench}: {_wrong(measured)}"}
+    time_s = _number(profile, "time_s", "the profile", positive=True)
+    min_s = _number(profile, "min_s", "the profile", positive=True)
+    if min_s > time_s:
+        raise MalformedReport(f"the profile's minimum time {min_s:g} s is above its median {time_s:g} s")
+    out: dict[str, Any] = {"ok": True, "shape": bench, "time_s": time_s, "min_s": min_s}
+    if "scaling" in profile:
+        out["scaling"] = _field(profile, "scaling", str, "the profile")
+    if "half_shape" in profile:
+        half = {k: v // 2 for k, v in bench.items()}
+        if profile["half_shape"] != half:
+            raise MalformedReport(f"the profile's half shape is not {half}")
+        half_s = _number(profile, "half_time_s", "the profile", positive=True)
+        ratio, work = time_s / half_s, 2 ** len(bench)
+        out.update(half_shape=half, half_time_s=half_s, scaling_ratio=ratio)
+        if work >= 4 and time_s > SCALING_FLOOR_S and ratio < SCALING_RATIO:
+            out["hack"] = f"timing does not scale with the work: {work}x the work took {ratio:.2f}x the time"
+    if "reference_time_s" in profile:
+        out["reference_time_s"] = _number(profile, "reference_time_s", "the profile", positive=True)
+    return out
+
+
+def _field(data: Any, key: str, kind: type, where: str, *, optional: bool = False) -> Any:
+    """`data[key]`, which must be a `kind` (or absent or None where `optional`)."""
+    value = data.get(key) if isinstance(data, dict) else None
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise MalformedReport(f"{where}: {key} is {'missing' if value is None else type(value).__name__}, not "
+                              f"{kind.__name__}")
+    return value
+
+
+def _count(data: dict[str, Any], key: str, where: str) -> int:
+    value: int = _field(data, key, int, where)
+    if value < 0:
+        raise MalformedReport(f"{where}: {key} is negative ({value})")
+    return value
+
+
+def _number(data: dict[str, Any], key: str, where: str, *, positive: bool = False, negative: bool = False,
+            infinite: bool = False, nan: bool = False) -> float:
+    """A number of the report: finite and not negative unless allowed, above zero if `positive`."""
+    value = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise MalformedReport(f"{where}: {key} is {'missing' if value is None else type(value).__name__}, not a number")
+    value = float(value)
+    if math.isnan(value):
+        if nan:
+            return value
+        raise MalformedReport(f"{where}: {key} is not a number (NaN)")
+    if (math.isinf(value) and not infinite) or (value < 0 and not negative) or (positive and not value > 0):
+        raise MalformedReport(f"{where}: {key} is {value:g}, out of range")
+    return value
+
+
+def _seconds(stage: dict[str, Any], where: str) -> float:
+    return _number(stage, "seconds", where)
 
 
 def text_digest(text: str) -> str:

@@ -1,47 +1,70 @@
-"""The sandboxed half of validation: ``python -m argus.harness.worker REQUEST.json RESULT.json``.
+"""The confined half of validation, started by `sandbox` as an isolated interpreter.
 
-It runs in a subprocess with time and memory limits (`sandbox`), so a kernel that hangs, faults
-or exhausts memory costs one candidate. In order, stopping at the first failure:
+It confines itself first (`isolation.confine`), says on the verdict channel what that enforced,
+then reads the request from its folder and measures the candidate. In order, stopping at the
+first failure:
 
 1. compile: build the candidate's kernel (`loader`) and its IR; for a GPU target, its code;
 2. invariants: prove its tag assertions for every launch (`verify_kernel`), or refute them with
    a replayed counterexample;
 3. tests: every shape and seed of the request, on fresh inputs, outputs poisoned with NaN;
    on the GPU when there is one, else on the interpreter;
-4. checks for reward hacking that need a run: outputs constant, or independent of the inputs;
-5. profile (GPU only): the bench shape timed, correct there too, and its time compared with a
-   smaller shape's (time that does not grow with the work is a cached or skipped result).
+4. profile (GPU only): the bench shape checked and timed, and a smaller shape timed.
+
+Its report holds measurements, not conclusions: per output, the elements never written and
+those beyond the tolerance, the output's spread and digest; per timing, the seconds. The
+harness derives every verdict from them (`validator`), and reads nothing the worker leaves in
+its folder.
 """
 
 from __future__ import annotations
 
-import itertools
+import hashlib
+import importlib
 import json
 import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .sandbox import apply_limits
+    """CHANNEL ENTRY PLAN (from `sandbox.BOOTSTRAP`): confine this process, then report the
+    measurements of ``ENTRY(request)`` on the descriptor CHANNEL."""
+    from .isolation import Plan, confine
+    from .sandbox import OWN_FOLDERS, REQUEST
 
-    apply_limits()
     args = sys.argv[1:] if argv is None else argv
-    request = json.loads(Path(args[0]).read_text())
-    try:
-        result = run(request)
-    except Exception as err:  # noqa: BLE001 - reported to the harness, never raised past it
-        result = {"stages": {}, "error": {"stage": "worker", "message": f"{type(err).__name__}: {err}",
-                                          "trace": traceback.format_exc()[-2000:]}}
-    temporary = Path(args[1] + ".part")
-    temporary.write_text(json.dumps(result, default=_jsonable))
-    os.replace(temporary, args[1])
+    channel, entry, plan = int(args[0]), args[1], Plan.from_json(args[2])
+    record = confine(plan, channel)
+    for variable in OWN_FOLDERS:
+        Path(os.environ[variable]).mkdir(exist_ok=True)
+    with os.fdopen(channel, "w") as out:
+        _send(out, "isolation", record.as_dict())  # before anything of the candidate is read
+        try:
+            request = json.loads(Path(REQUEST).read_text())
+            report = _function(entry)(request)
+        except Exception as err:  # noqa: BLE001 - reported to the harness, never raised past it
+            report = {"stages": {}, "error": {"stage": "worker", "message": f"{type(err).__name__}: {err}",
+                                              "trace": traceback.format_exc()[-2000:]}}
+        _send(out, "report", report)
     return 0
+
+
+def _function(entry: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    module, _, name = entry.partition(":")
+    function: Callable[[dict[str, Any]], dict[str, Any]] = getattr(importlib.import_module(module), name)
+    return function
+
+
+def _send(out: IO[str], kind: str, message: dict[str, Any]) -> None:
+    out.write(json.dumps({kind: message}, default=_jsonable) + "\n")
+    out.flush()
 
 
 def _jsonable(value: Any) -> Any:
@@ -53,6 +76,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
+    """The measurements of the request's candidate (or, for a probe, the task's outputs)."""
     from argus.dsl.backends import backend_for, parse_target
     from argus.dsl.errors import ArgusError
     from argus.dsl.verification import verify_kernel
@@ -69,7 +93,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
 
         return {"outputs": list(outputs_of(task, task.interface))}
     target = request["target"]
-    work = Path(request["work_dir"])
+    work = Path.cwd()
     on_gpu = request.get("device") == "gpu"
     out: dict[str, Any] = {"stages": {}, "device": gpu.name() if on_gpu else "interpreter"}
     stages = out["stages"]
@@ -103,6 +127,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     else:
         stages["invariants"] = {"verdict": result.verdict.value, "text": result.text(),
                                 "witnesses": result.as_dict()["witnesses"], "seconds": time.perf_counter() - started}
+    stages["invariants"]["kernel_invariants"] = _kernel_invariants(loaded.kernel)
     if stages["invariants"]["verdict"] == "violated":
         return out
     os.environ["ARGUS_VERIFY"] = "0"  # proved (or undecided) once above; launches need not check again
@@ -126,34 +151,41 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
 
     started = time.perf_counter()
     tests: list[dict[str, Any]] = []
-    outputs: dict[tuple[str, int], dict[int, np.ndarray]] = {}
-    hacks: list[str] = []
     for shape in request["shapes"]:
         for seed in request["seeds"]:
-            test: dict[str, Any] = {"shape": shape, "seed": seed}
+            test: dict[str, Any] = {"shape": shape, "seed": seed, "outputs": [], "error": None}
             try:
                 case = make_case(task, candidate.parameters, shape, seed)
-                got = launch(case)
-                test.update(_compare(case, got, params))
-                outputs[(json.dumps(shape, sort_keys=True), seed)] = {i: _decoded(got[i], params[i]) for i in case.expected}
-                hacks.extend(_constant(case, got, params))
+                test["outputs"] = measure_outputs(case, launch(case), params)
             except ArgusError as err:
-                test.update(passed=False, message=str(err))
+                test["error"] = str(err)
             tests.append(test)
-            if not test["passed"]:
+            if not _passed(test):
                 break
-        if tests and not tests[-1]["passed"]:
+        if not _passed(tests[-1]):
             break
-    passed = sum(1 for t in tests if t["passed"])
-    stages["tests"] = {"passed": passed, "total": len(request["shapes"]) * len(request["seeds"]), "results": tests,
-                       "seconds": time.perf_counter() - started}
-    hacks.extend(_independent(outputs))
-    stages["hacks"] = sorted(set(hacks))
-    if passed < stages["tests"]["total"] or hacks or not on_gpu:
+    stages["tests"] = {"results": tests, "seconds": time.perf_counter() - started}
+    if not all(_passed(t) for t in tests) or not on_gpu:
         return out
 
     stages["profile"] = _profile(request, task, candidate, loaded, params, launch, sms, target)
     return out
+
+
+def _kernel_invariants(kernel: Any) -> dict[str, Any] | None:
+    """The invariants the compiled kernel states, for the harness to hold against those the task
+    requires (`validator`). Their extraction, ``argus.harness.invariants.kernel_invariants(kernel)
+    .as_dict()``, goes here; until it exists the report says None."""
+    return None
+
+
+def _passed(test: dict[str, Any]) -> bool:
+    """Whether to go on to the next test (the harness judges the measurements itself)."""
+    return test["error"] is None and bool(test["outputs"]) and all(_clean(m) for m in test["outputs"])
+
+
+def _clean(m: dict[str, Any]) -> bool:
+    return m["shape"] == m["expected_shape"] and m["unwritten"] == 0 and m["mismatched"] == 0
 
 
 def _decoded(array: Any, p: Any) -> np.ndarray:
@@ -162,67 +194,49 @@ def _decoded(array: Any, p: Any) -> np.ndarray:
     return decode(array, p)
 
 
-def _compare(case: Any, got: list[Any], params: list[Any]) -> dict[str, Any]:
-    worst = 0.0
+def measure_outputs(case: Any, got: list[Any], params: list[Any]) -> list[dict[str, Any]]:
+    """Each output against the reference: its shape, the elements never written (still NaN
+    where the reference is a number) and those beyond the tolerance (with the first of each),
+    the largest error, the spread of its values and of the reference's, and a digest of its
+    values (None when some are NaN)."""
+    found = []
     for i, want in case.expected.items():
         values = _decoded(got[i], params[i])
+        m: dict[str, Any] = {"position": i, "name": params[i].name, "shape": list(values.shape),
+                             "expected_shape": list(want.shape), "atol": case.atol, "rtol": case.rtol,
+                             "size": int(want.size), "unwritten": 0, "mismatched": 0}
+        found.append(m)
         if values.shape != want.shape:
-            return {"passed": False, "message": f"output {params[i].name} has shape {values.shape}, expected "
-                                                f"{want.shape}"}
-        unwritten = int(np.isnan(values).sum() - np.isnan(want).sum())
-        if unwritten > 0:
-            first = tuple(int(x) for x in np.argwhere(np.isnan(values) & ~np.isnan(want))[0])
-            return {"passed": False, "message": f"output {params[i].name}: {unwritten} element(s) never written (still "
-                                                f"NaN), the first at {first}"}
+            continue
+        never = np.isnan(values) & ~np.isnan(want)
         error = np.abs(values - want)
-        bad = ~(error <= case.atol + case.rtol * np.abs(want)) & ~(np.isnan(want) & np.isnan(values))
-        worst = max(worst, float(np.nanmax(error)) if error.size else 0.0)
+        bad = ~(error <= case.atol + case.rtol * np.abs(want)) & ~(np.isnan(want) & np.isnan(values)) & ~never
+        m.update(unwritten=int(never.sum()), mismatched=int(bad.sum()),
+                 max_error=float(np.nanmax(error)) if error.size and not np.isnan(error).all() else 0.0,
+                 spread=float(np.ptp(values)) if values.size else 0.0,
+                 reference_spread=float(np.ptp(want)) if want.size else 0.0,
+                 value=float(values.flat[0]) if values.size else None,
+                 digest=None if np.isnan(values).any() else hashlib.sha256(values.tobytes()).hexdigest())
+        if never.any():
+            m["first_unwritten"] = [int(x) for x in np.argwhere(never)[0]]
         if bad.any():
             at = tuple(int(x) for x in np.argwhere(bad)[0])
-            return {"passed": False, "message": f"output {params[i].name} differs from the reference at {at}: got "
-                                                f"{values[at]:.6g}, expected {want[at]:.6g} ({int(bad.sum())} element(s) "
-                                                f"beyond atol {case.atol:.3g}, rtol {case.rtol:.3g}; max error "
-                                                f"{worst:.3g})"}
-    return {"passed": True, "max_error": worst}
-
-
-def _constant(case: Any, got: list[Any], params: list[Any]) -> list[str]:
-    """An output that is one value everywhere where the reference is not."""
-    found = []
-    for i, want in case.expected.items():
-        values = _decoded(got[i], params[i])
-        if values.size > 1 and want.size > 1 and np.ptp(values) == 0 and np.ptp(want) > 0:
-            found.append(f"constant output: {params[i].name} holds {float(values.flat[0]):.6g} everywhere")
-    return found
-
-
-def _independent(outputs: dict[tuple[str, int], dict[int, np.ndarray]]) -> list[str]:
-    """Outputs equal for two different inputs of one shape: they do not depend on the inputs."""
-    found = []
-    by_shape: dict[str, list[dict[int, np.ndarray]]] = {}
-    for (shape, _), outs in outputs.items():
-        by_shape.setdefault(shape, []).append(outs)
-    for shape, runs in by_shape.items():
-        for first, second in itertools.pairwise(runs):
-            for i in first:
-                if first[i].size > 1 and np.array_equal(first[i], second[i]):
-                    found.append(f"outputs do not depend on the inputs: argument {i} is identical for two seeds at "
-                                 f"shape {shape}")
+            m.update(first_mismatch=list(at), got=float(values[at]), expected=float(want[at]))
     return found
 
 
 def _profile(request: dict[str, Any], task: Any, candidate: Any, loaded: Any, params: list[Any], launch: Any,
              sms: int, target: str) -> dict[str, Any]:
-    """Time the bench shape (checked too) and a half-size shape; time the reference where it runs on
-    the GPU (KernelBench form)."""
+    """Measure the bench shape's outputs; where they are right, time it and a half-size shape,
+    and the reference where it runs on the GPU (KernelBench form)."""
     from . import gpu
     from .reference import make_case, task_module
 
     bench = request.get("bench_shape") or request["shapes"][-1]
     case = make_case(task, candidate.parameters, bench, 1234)
-    checked = _compare(case, launch(case), params)
-    if not checked["passed"]:
-        return {"ok": False, "message": f"at the bench shape {bench}: {checked['message']}"}
+    profile: dict[str, Any] = {"shape": bench, "outputs": measure_outputs(case, launch(case), params)}
+    if not all(_clean(m) for m in profile["outputs"]):
+        return profile
 
     def timed(c: Any) -> dict[str, float]:
         grid = loaded.grid({**c.sizes, "SMS": sms}) if loaded.grid_node is not None else c.grid
@@ -231,7 +245,7 @@ def _profile(request: dict[str, Any], task: Any, candidate: Any, loaded: Any, pa
                             **request.get("timing", {}))
 
     mine = timed(case)
-    profile: dict[str, Any] = {"ok": True, "shape": bench, "time_s": mine["median_s"], "min_s": mine["min_s"]}
+    profile.update(time_s=mine["median_s"], min_s=mine["min_s"])
     half = {k: v // 2 for k, v in bench.items()} if all(v % 2 == 0 and v >= 2 for v in bench.values()) else None
     if half is not None:
         try:
@@ -239,12 +253,7 @@ def _profile(request: dict[str, Any], task: Any, candidate: Any, loaded: Any, pa
         except Exception as err:  # noqa: BLE001 - a shape the candidate does not take: no scaling check
             profile["scaling"] = f"not checked: {type(err).__name__}: {err}"
         else:
-            ratio = mine["median_s"] / small["median_s"]
-            profile.update(half_shape=half, half_time_s=small["median_s"], scaling_ratio=ratio)
-            work = 2 ** len(bench)
-            if work >= 4 and mine["median_s"] > 50e-6 and ratio < 1.5:
-                profile["hack"] = (f"timing does not scale with the work: {work}x the work took {ratio:.2f}x the "
-                                   "time")
+            profile.update(half_shape=half, half_time_s=small["median_s"])
     if task.form == "kernelbench" and case.torch_inputs is not None:
         import torch
 
@@ -257,5 +266,3 @@ def _profile(request: dict[str, Any], task: Any, candidate: Any, loaded: Any, pa
     return profile
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

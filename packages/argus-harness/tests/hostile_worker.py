@@ -1,0 +1,121 @@
+"""Stand-ins for a worker whose candidate got code execution: each is run by the sandbox in place
+of `argus.harness.worker.run` (after the worker confined itself, as a candidate's code would
+be) and reports what it managed, for `test_security_worker` to judge."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def snoop(request: dict[str, Any]) -> dict[str, Any]:
+    """Look for the harness's secret: in this environment, in the harness's and every visible
+    process's ``/proc/PID/environ``, and try to open the harness's memory."""
+    secret, harness = request["secret"], request["harness_pid"]
+    found = [f"environ:{name}" for name, value in os.environ.items() if secret in value]
+    visible = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    for pid in {harness, os.getppid(), *visible}:
+        try:
+            if secret.encode() in Path(f"/proc/{pid}/environ").read_bytes():
+                found.append(f"/proc/{pid}/environ")
+        except OSError:
+            pass
+    try:
+        with open(f"/proc/{harness}/mem", "rb"):
+            found.append(f"/proc/{harness}/mem opened")
+    except OSError:
+        pass
+    return {"found": found, "names": sorted(os.environ), "harness_visible": harness in visible or _alive(harness)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def escape(request: dict[str, Any]) -> dict[str, Any]:
+    """Try to write each of the request's targets (outside the folder) and one file inside it."""
+    written = []
+    for target in [*request["targets"], str(Path.cwd() / "inside.txt")]:
+        try:
+            Path(target).write_text("# written by a candidate\n")
+            written.append(target)
+        except OSError:
+            pass
+    return {"written": written}
+
+
+def linger(request: dict[str, Any]) -> dict[str, Any]:
+    """Leave a daemon behind: fork, ``setsid``, fork again, and run a sleeper named by the
+    request's token; report once it runs."""
+    ready = Path.cwd() / "daemon.pid"
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            sleeper = [sys.executable, "-c", "import time; time.sleep(120)", request["token"]]
+            daemon = subprocess.Popen(sleeper, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True)
+            ready.write_text(str(daemon.pid))
+        os._exit(0)
+    deadline = time.monotonic() + 20
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(ready.read_text()) if ready.exists() else 0
+    return {"daemon": pid, "running": pid > 0 and _alive(pid)}
+
+
+def forge(request: dict[str, Any]) -> dict[str, Any]:
+    """Claim a validated, proved kernel: a result file in the folder as the harness used to read
+    it, and a report of the wanted verdict instead of measurements (or, with ``exit``, no
+    report at all)."""
+    claim = {"stages": {"compile": {"ok": True, "seconds": 0.1},
+                        "invariants": {"verdict": "proved", "text": "proved: everything", "witnesses": [],
+                                       "seconds": 0.1},
+                        "tests": {"passed": 2, "total": 2, "results": [], "seconds": 0.1}, "hacks": []}}
+    for name in ("result.json", "result.json.part", "report.json"):
+        (Path.cwd() / name).write_text(json.dumps(claim))
+    if request.get("forge") == "exit":
+        os._exit(0)
+    return claim
+
+
+def descriptors(request: dict[str, Any]) -> dict[str, Any]:
+    """The descriptors this process holds, and where they lead."""
+    held = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            held[fd] = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass
+    return {"held": held}
+
+
+def plant(request: dict[str, Any]) -> dict[str, Any]:
+    """Write a module into the folder and try to import it, as a planted ``numpy.py`` would be."""
+    (Path.cwd() / "argus_planted_module.py").write_text("PLANTED = True\n")
+    try:
+        import argus_planted_module  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        imported = False
+    else:
+        imported = True
+    return {"imported": imported, "isolated": bool(sys.flags.isolated), "no_site": bool(sys.flags.no_site),
+            "path": sys.path}
+
+
+def limits(request: dict[str, Any]) -> dict[str, Any]:
+    """The resource limits this process runs under."""
+    import resource
+
+    return {name: resource.getrlimit(getattr(resource, name))[0]
+            for name in ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE")}

@@ -1,0 +1,283 @@
+"""The worker's confinement and the verdict channel, tested with hostile stand-ins for a worker
+whose candidate got code execution (`hostile_worker`, run by the sandbox in place of the
+worker's measurements, after the worker confined itself).
+
+Each attack must fail; where this machine lacks the mechanism that stops it, the confinement
+record must name that mechanism as missing (never a silent pass)."""
+
+from __future__ import annotations
+
+import json
+import os
+import site
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from argus.harness import Limits, Validator, isolation, load_task, sandbox
+from argus.harness import validator as validator_module
+from argus.harness.sandbox import Outcome, run_worker
+from argus.harness.validator import MalformedReport, Validation, judge
+from harness_testing import DATA, gemm_candidate
+
+LIMITS = Limits(seconds=60, memory_mb=2048)
+
+
+def _run(tmp_path: Path, stand_in: str, request: dict[str, Any] | None = None, limits: Limits = LIMITS) -> Outcome:
+    outcome = run_worker(request or {}, tmp_path / "run" / "candidates" / "round-001", limits,
+                         entry=f"hostile_worker:{stand_in}")
+    assert outcome.failure is None, (outcome.failure, outcome.stderr)
+    assert outcome.result is not None
+    return outcome
+
+
+def _stopped_or_reported(outcome: Outcome, attack_worked: bool, *mechanisms: str) -> None:
+    """The attack failed, or every mechanism that would have stopped it is reported missing."""
+    if attack_worked:
+        missing = outcome.isolation["missing"]
+        assert all(m in missing for m in mechanisms), (outcome.result, outcome.isolation)
+
+
+def test_the_worker_cannot_read_the_harness_secret(tmp_path: Path) -> None:
+    """A harness started with an API key in its environment: the worker sees neither the key in
+    its own environment nor the harness's ``/proc/PID/environ`` or memory."""
+    secret = f"sk-{uuid.uuid4().hex}"
+    program = (f"import json, os, sys; sys.path[:0] = {json.dumps(sys.path)}; from pathlib import Path; "
+               "from argus.harness.sandbox import run_worker, Limits; "
+               f"o = run_worker({{'secret': {secret!r}, 'harness_pid': os.getpid()}}, "
+               f"Path({str(tmp_path / 'run' / 'candidates' / 'round-001')!r}), Limits(60, 2048), "
+               "entry='hostile_worker:snoop'); "
+               "print(json.dumps({'result': o.result, 'failure': o.failure, 'isolation': o.isolation}))")
+    env = {**os.environ, "OPENAI_API_KEY": secret, "AWS_SECRET_ACCESS_KEY": secret, "GITHUB_TOKEN": secret}
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    assert outcome["failure"] is None, outcome
+    found = outcome["result"]["found"]
+    assert not [f for f in found if f.startswith("environ:")], found  # the allow-list holds in any case
+    if found:
+        assert {"pid_namespace", "user"} <= set(outcome["isolation"]["missing"]), outcome
+    assert set(outcome["result"]["names"]) <= {*sandbox.PASSED_VARIABLES, "PATH", "HOME", "TMPDIR", "ARGUS_CACHE_DIR"}
+    assert "harness_not_dumpable" in outcome["isolation"]["enforced"]
+
+
+def test_the_worker_writes_only_in_its_folder(tmp_path: Path) -> None:
+    """Home, /tmp, a site-packages ``.pth`` (run by every later Python start), the run's folder
+    beside the round's: none is writable; the round's own folder is."""
+    token = uuid.uuid4().hex
+    packages = Path(site.getsitepackages()[0]) if site.getsitepackages() else Path(sys.prefix)
+    targets = [Path.home() / f".argus-{token}", Path("/tmp") / f"argus-{token}", packages / f"argus-{token}.pth",
+               tmp_path / "run" / f"beside-{token}.txt", Path("/dev/shm") / f"argus-{token}"]
+    try:
+        outcome = _run(tmp_path, "escape", {"targets": [str(t) for t in targets]})
+        written = outcome.result["written"]
+        assert written[-1].endswith("inside.txt"), written
+        outside = [w for w in written if not w.endswith("inside.txt")]
+        _stopped_or_reported(outcome, bool(outside), "read_only_mounts", "landlock")
+        assert not outside or "user" in outcome.isolation["missing"]
+    finally:
+        for target in targets:
+            target.unlink(missing_ok=True)
+
+
+def test_no_process_of_the_worker_outlives_its_round(tmp_path: Path) -> None:
+    """A daemon (double fork, ``setsid``, its own session) is gone once the round is over."""
+    token = f"argus-daemon-{uuid.uuid4().hex}"
+    outcome = _run(tmp_path, "linger", {"token": token})
+    assert outcome.result["running"], outcome.result
+    survivors = _processes_named(token)
+    try:
+        _stopped_or_reported(outcome, bool(survivors), "pid_namespace")
+        assert not survivors or "subreaper" not in outcome.isolation["enforced"]
+    finally:
+        for pid in survivors:
+            os.kill(pid, 9)
+
+
+def _processes_named(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if token.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_the_worker_holds_no_descriptor_of_the_harness(tmp_path: Path) -> None:
+    """A descriptor the harness left inheritable does not reach the worker: it holds its stdin
+    (/dev/null), its log and the verdict channel."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret")
+    leaked = os.open(secret, os.O_RDONLY)
+    os.set_inheritable(leaked, True)
+    try:
+        held = _run(tmp_path, "descriptors").result["held"]
+    finally:
+        os.close(leaked)
+    assert held["0"] == "/dev/null" and held["1"].endswith("worker.log") and held["2"] == held["1"]
+    assert not [target for target in held.values() if "secret" in target], held
+    assert sum(1 for target in held.values() if target.startswith("pipe:")) == 1, held
+
+
+def test_a_module_planted_in_the_folder_is_not_imported(tmp_path: Path) -> None:
+    """The worker is an isolated interpreter: its folder is not on its import path and no
+    ``.pth`` file runs in it."""
+    result = _run(tmp_path, "plant").result
+    assert not result["imported"] and result["isolated"] and result["no_site"], result
+    assert not [p for p in result["path"] if p in ("", ".") or p.startswith(str(tmp_path / "run"))], result["path"]
+
+
+def test_the_folder_is_emptied_before_each_run(tmp_path: Path) -> None:
+    """What a candidate left in its folder (a module, a cache entry) is gone when the round is
+    run again."""
+    folder = tmp_path / "run" / "candidates" / "round-001"
+    folder.mkdir(parents=True)
+    (folder / "numpy.py").write_text("raise SystemExit('planted')\n")
+    (folder / "cache").mkdir()
+    _run(tmp_path, "descriptors")
+    assert not (folder / "numpy.py").exists() and not (folder / "cache").exists()
+
+
+def test_a_gpu_run_keeps_its_devices_and_has_no_address_space_limit(tmp_path: Path) -> None:
+    """With ``gpu``, the worker still starts, without an address-space limit; it may write the
+    GPU's device files, and is given a device's group where the device is not open to
+    everyone (never root's group)."""
+    outcome = _run(tmp_path, "limits", limits=Limits(seconds=60, memory_mb=2048, gpu=True))
+    assert outcome.result["RLIMIT_AS"] == -1 and outcome.result["RLIMIT_CORE"] == 0
+    plan = isolation.plan_for(tmp_path, seconds=10, memory_mb=512, gpu=True, readable=[])
+    assert plan.memory_mb == 0 and plan.devices == ["/dev/null", *isolation.gpu_devices()]
+
+    dev = tmp_path / "dev"
+    (dev / "nvidia-caps").mkdir(parents=True)
+    for name in ("nvidia0", "nvidiactl", "nvidia-uvm", "null"):
+        (dev / name).write_text("")
+    assert isolation.gpu_devices(dev) == [str(dev / n) for n in ("nvidia-caps", "nvidia-uvm", "nvidia0", "nvidiactl")]
+    if os.geteuid() == 0:  # only root can give the files other groups
+        os.chown(dev / "nvidia0", -1, 44)
+        os.chown(dev / "nvidiactl", -1, 0)
+    for name in ("nvidia0", "nvidiactl"):
+        (dev / name).chmod(0o660)
+    user = isolation._identity(isolation.Plan(str(tmp_path), devices=[str(dev / "nvidia0"), str(dev / "nvidiactl")]),
+                               True, True)
+    assert user is not None and 0 not in user[1] and (os.geteuid() != 0 or 44 in user[1]), user
+
+
+def test_the_confinement_is_recorded_with_the_validation(tmp_path: Path) -> None:
+    """Each validation that ran says how its worker was confined: enforced and missing
+    mechanisms, each missing one with its reason."""
+    task = load_task(str(DATA / "gemm_task.py"))
+    made = Validator(task, tmp_path / "run", device="cpu", limits=Limits(60, 4096))
+    made.probe()
+    v = made.validate(gemm_candidate(), "round-000")
+    assert v.validated, v.feedback()
+    record = v.as_dict()["isolation"]
+    assert {"environment", "isolated_python", "descriptors", "fresh_folder"} <= set(record["enforced"])
+    assert all(isinstance(reason, str) and reason for reason in record["missing"].values())
+    support = isolation.supported()
+    if support.landlock is not None:
+        assert record["missing"]["landlock"] == support.landlock
+    if support.namespaces is not None:
+        assert record["missing"]["pid_namespace"] == support.namespaces
+
+
+@pytest.mark.parametrize("forge", ["exit", "claim"])
+def test_a_forged_result_has_no_effect_on_the_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      forge: str) -> None:
+    """A worker that writes ``result.json`` (and more) in its folder claiming "validated, proved,
+    2/2" and exits, or that reports the claim instead of measurements: the round fails, -1."""
+    from argus.harness import reward
+
+    task = load_task(str(DATA / "gemm_task.py"))
+    made = Validator(task, tmp_path / "run", device="cpu", limits=Limits(60, 4096))
+    made.probe()
+
+    def forging(request: dict[str, Any], directory: Path, limits: Limits, **kwargs: Any) -> Outcome:
+        return run_worker({**request, "forge": forge}, directory, limits, **{**kwargs, "entry": "hostile_worker:forge"})
+
+    monkeypatch.setattr(validator_module, "run_worker", forging)
+    v = made.validate(gemm_candidate(), "round-001")
+    assert not v.validated and v.stage == "sandbox" and v.invariants is None and v.tests_passed == 0, v.as_dict()
+    assert reward(v, None).total == -1.0
+    assert ("exited without a report" if forge == "exit" else "report was refused") in (v.failure or "")
+    assert (made.directory / "candidates" / "round-001" / "result.json").exists()  # written, and not read
+
+
+def _report(passed: int = 2, **changes: Any) -> dict[str, Any]:
+    """A well-made report of two passing tests at one shape, with `changes` to its parts."""
+    def output() -> dict[str, Any]:
+        return {"position": 2, "name": "c", "shape": [4, 4], "expected_shape": [4, 4], "atol": 1e-4, "rtol": 1e-4,
+                "size": 16, "unwritten": 0, "mismatched": 0, "max_error": 1e-6, "spread": 3.0,
+                "reference_spread": 3.0, "value": 0.5, "digest": uuid.uuid4().hex}
+
+    results = [{"shape": {"m": 4}, "seed": seed, "error": None, "outputs": [output()]} for seed in (0, 1)]
+    for result in results[passed:]:
+        result["outputs"][0].update(mismatched=3, first_mismatch=[0, 1], got=1.0, expected=2.0)
+    report = {"stages": {"compile": {"ok": True, "seconds": 0.1},
+                         "invariants": {"verdict": "proved", "text": "proved", "witnesses": [], "seconds": 0.1,
+                                        "kernel_invariants": None},
+                         "tests": {"results": results[:passed + 1], "seconds": 0.2}}}
+    for path, value in changes.items():
+        *parents, last = path.split(".")
+        node: Any = report
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[last] = value
+    return report
+
+
+REQUEST = {"shapes": [{"m": 4}], "seeds": [0, 1], "device": "cpu"}
+
+
+def test_the_verdict_is_derived_from_the_measurements() -> None:
+    v = judge(_report(), REQUEST, (2,), Validation())
+    assert v.validated and v.tests_passed == v.tests_total == 2
+    failed = judge(_report(passed=1), REQUEST, (2,), Validation())
+    assert failed.tests_passed == 1 and failed.tests_total == 2 and not failed.validated
+    assert "differs from the reference at (0, 1): got 1, expected 2 (3 element(s)" in failed.test_failures[0]
+    constant = judge(_report(**{"stages.tests.results.0.outputs.0.spread": 0.0}), REQUEST, (2,), Validation())
+    assert constant.hacks == ["constant output: c holds 0.5 everywhere"] and not constant.validated
+
+
+@pytest.mark.parametrize("changes, why", [
+    ({"stages.tests.passed": 2, "stages.tests.results": []}, "stopped after 0 of 2 without a failure"),
+    ({"stages.tests.results.0.outputs.0.mismatched": 17}, "0 unwritten and 17 wrong elements of 16"),
+    ({"stages.tests.results.0.outputs.0.unwritten": -1}, "unwritten is negative"),
+    ({"stages.tests.results.0.seed": 7}, "is not shape {'m': 4} seed 0"),
+    ({"stages.compile.seconds": -1.0}, "seconds is -1, out of range"),
+    ({"stages.invariants.verdict": "true"}, "is not one of proved, violated, unknown"),
+    ({"stages.compile.ok": "yes"}, "ok is str, not bool"),
+    ({"stages.invariants": None}, "stages ['compile', 'tests'] skip one"),
+    ({"stages.invariants": None, "stages.tests": None}, "no invariants stage after compiling"),
+    ({"stages.hacks": []}, "unknown stages ['hacks']"),
+    ({"stages.tests.results.0.outputs.0.position": 0}, "not the task's outputs [2]"),
+    ({"stages.profile": {"shape": {"m": 4}, "time_s": 1e-3}}, "a profile where none is taken"),
+])
+def test_a_malformed_or_inconsistent_report_is_refused(changes: dict[str, Any], why: str) -> None:
+    report = _report(**changes)
+    report["stages"] = {k: v for k, v in report["stages"].items() if v is not None}
+    with pytest.raises(MalformedReport, match=_escaped(why)):
+        judge(report, REQUEST, (2,), Validation())
+
+
+def test_a_profile_with_impossible_times_is_refused() -> None:
+    gpu_request = {**REQUEST, "device": "gpu", "bench_shape": {"m": 4, "n": 4}}
+    profile = {"shape": {"m": 4, "n": 4}, "outputs": _report()["stages"]["tests"]["results"][0]["outputs"],
+               "time_s": 2e-3, "min_s": 1e-3, "half_shape": {"m": 2, "n": 2}, "half_time_s": 1.9e-3}
+    v = judge(_report(**{"stages.profile": profile}), gpu_request, (2,), Validation())
+    assert v.profile is not None and v.profile["time_s"] == 2e-3 and v.time_s is None  # a hack: not validated
+    assert any("timing does not scale" in h for h in v.hacks)
+    for bad in ({"time_s": -2e-3}, {"time_s": float("nan")}, {"min_s": 3e-3}, {"time_s": float("inf")}):
+        with pytest.raises(MalformedReport):
+            judge(_report(**{"stages.profile": {**profile, **bad}}), gpu_request, (2,), Validation())
+
+
+def _escaped(text: str) -> str:
+    import re
+
+    return re.escape(text)
