@@ -113,15 +113,16 @@ def read_tree(text: str, filename: str, mode: Literal["exec", "eval"] = "exec", 
     except (RecursionError, MemoryError, ValueError) as err:  # nesting or size past the parser's limits
         raise CandidateError(f"the text cannot be parsed ({type(err).__name__}): expressions nest too deeply or "
                              "it is far too long for a kernel module", SourceLocation(filename, line, 1)) from None
-    pending: list[tuple[ast.AST, int]] = [(tree, 0)]
+    pending: list[tuple[ast.AST, int, ast.AST]] = [(tree, 0, tree)]
     while pending:
-        node, depth = pending.pop()
+        node, depth, located = pending.pop()
+        located = node if hasattr(node, "lineno") else located  # contexts and operators have no line
         if depth > MAX_NESTING:
             raise CandidateError(f"the text nests more than {MAX_NESTING} levels deep here (statements, expressions "
                                  "and brackets within each other); a kernel needs a few dozen",
-                                 SourceLocation(filename, line - 1 + getattr(node, "lineno", 1),
-                                                getattr(node, "col_offset", 0) + 1))
-        pending.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+                                 SourceLocation(filename, line - 1 + getattr(located, "lineno", 1),
+                                                getattr(located, "col_offset", 0) + 1))
+        pending.extend((child, depth + 1, located) for child in ast.iter_child_nodes(node))
     return tree
 
 
@@ -174,10 +175,10 @@ class _Checker:
                 self.constant(stmt.value)
             elif isinstance(stmt, ast.FunctionDef):
                 kind = self.decorator(stmt)
-                if stmt.name in self.globals:
-                    raise self.error(stmt, f"{stmt.name!r} is defined twice")
                 self.name(stmt, stmt.name)
                 self.unshadowed(stmt, stmt.name)
+                if stmt.name in self.globals:
+                    raise self.error(stmt, f"{stmt.name!r} is defined twice")
                 self.globals.add(stmt.name)
                 self.functions[stmt.name] = kind
                 if kind == "kernel":

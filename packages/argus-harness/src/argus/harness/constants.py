@@ -103,8 +103,9 @@ class Evaluator:
         self.filename = filename
         self.protected = protected
         self.steps = 0
-        self._checked: dict[int, Any] = {}
-        """Tuples already found to be data, by identity (kept alive here, so ids stay theirs)."""
+        self._checked: dict[int, tuple[Any, int]] = {}
+        """Tuples already found to be data, by identity (kept alive here, so ids stay theirs), with
+        the depth they were found at: deeper than that, their nesting is checked again."""
 
     def error(self, node: ast.AST, message: str) -> CandidateError:
         return CandidateError(message, SourceLocation.of(node, self.filename), snippet(node))
@@ -167,10 +168,11 @@ class Evaluator:
                 if depth > MAX_VALUE_NESTING:
                     raise self.error(node, f"tuples nest more than {MAX_VALUE_NESTING} deep in this value")
                 self._count(node, len(item), "items of a tuple")
-                if self._checked.get(id(item)) is not item:
+                seen = self._checked.get(id(item))
+                if seen is None or seen[0] is not item or seen[1] < depth:
                     self._tick(node, len(item))
                     pending.extend((element, depth + 1) for element in item)
-                    self._checked[id(item)] = item
+                    self._checked[id(item)] = (item, depth)
             elif is_language_value(item):
                 self._check_layout(item, node)
             elif not final and kind in _INTERMEDIATE:

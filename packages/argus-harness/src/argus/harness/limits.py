@@ -24,7 +24,7 @@ MAX_STRING_CHARS = 4096
 """Characters of a string a constant may hold or produce (``'a' * 10**9`` is refused before it
 is built)."""
 
-MAX_ITEMS = 65_536
+MAX_ITEMS = 10_000
 """Elements of a tuple, range or dict a constant may hold or produce, and of what a
 comprehension may build (``(0,) * 10**9``, ``range(10**12)``)."""
 
@@ -36,7 +36,7 @@ MAX_LAYOUT_SIZE = 1 << 22
 """Elements of a layout a constant may build: some layout operations enumerate every element
 (a swizzled layout's cosize, an atom's check), so a layout of 2**30 elements would take gigabytes."""
 
-MAX_STEPS = 100_000
+MAX_STEPS = 200_000
 """Evaluation steps (one per expression node and comprehension iteration) for all of a
 candidate's constants together, and again for each launch grid: nested comprehensions that
 filter everything out build nothing yet can loop for hours."""

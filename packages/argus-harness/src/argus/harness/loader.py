@@ -98,9 +98,12 @@ def load_candidate(candidate: Candidate, path: Path) -> Loaded:
     made = _functions(code, scope, filename)
     found = None
     for fn in code:
+        if len(fn.decorator_list) != 1:
+            raise CandidateError("a function takes one decorator: @kernel(block=...) or @device",
+                                 SourceLocation.of(fn, filename))
         deco = fn.decorator_list[0]
         name = deco.func if isinstance(deco, ast.Call) else deco
-        if len(fn.decorator_list) != 1 or not isinstance(name, ast.Name) or name.id not in ("kernel", "device") \
+        if not isinstance(name, ast.Name) or name.id not in ("kernel", "device") \
                 or isinstance(deco, ast.Call) != (name.id == "kernel"):
             raise CandidateError("accepted decorators: @kernel(block=(...), ...) and @device",
                                  SourceLocation.of(deco, filename))
