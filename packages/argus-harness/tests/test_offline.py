@@ -1,6 +1,6 @@
 """The offline planner end to end on the interpreter, through ``argus optimize``: rounds recorded,
-the report written, the policy learned and kept across runs, and a run killed with SIGKILL
-taken up again without losing a round."""
+the report written, the policy learned and kept across runs, a run killed with SIGKILL taken
+up again without playing the round it died in again, and paths relative to where it runs."""
 
 from __future__ import annotations
 
@@ -52,7 +52,9 @@ def test_argus_optimize_offline_on_the_interpreter(tmp_path: Path, capsys) -> No
     assert "recipe:tile-shape: +0.600 over 3" in fresh.policy()  # 3 rewards of +0.8 and the prior's 0
 
 
-def test_a_run_killed_with_sigkill_resumes_without_losing_a_round(tmp_path: Path) -> None:
+def test_a_run_killed_with_sigkill_resumes_without_playing_the_round_it_died_in(tmp_path: Path) -> None:
+    """A kill cannot be told from a crash of the harness, which the same round would cause again:
+    the round under way is recorded as failed and the run goes on after it."""
     out, policy = tmp_path / "run", tmp_path / "policy.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     command = [sys.executable, "-m", "argus.harness.cli", *_command(out, policy, 4)]
@@ -74,11 +76,32 @@ def test_a_run_killed_with_sigkill_resumes_without_losing_a_round(tmp_path: Path
     assert done.returncode == 0, done.stdout + done.stderr
     assert "resuming" in done.stdout
     after = rounds.read_text().splitlines()
-    assert [json.loads(line)["round"] for line in after] == [0, 1, 2, 3, 4]
+    records = [json.loads(line) for line in after]
+    assert [r["round"] for r in records] == [0, 1, 2, 3, 4]
     assert after[:len(before)] == before  # the rounds finished before the kill are kept as they were
+    stopped = [r for r in records if "stopped without a result" in (r.get("error") or "")]
+    assert len(stopped) <= 1  # the round under way at the kill (none when the kill fell between two)
+    for record in stopped:
+        assert record["round"] == len(before) and not record["kept"] and record["reward"]["total"] == -1.0
+        assert record["validation"]["stage"] == "format" and record["plan"] is None
+    assert all(r["validation"]["validated"] for r in records if r not in stopped)
     applied = json.loads(policy.read_text())["applied"]
-    assert len(applied) == 4 and len(set(applied)) == 4  # each round credited to the policy once
+    assert len(applied) == 4 - len(stopped) == len(set(applied))  # each round played credited to the policy once
     assert (out / "report.md").is_file()
+
+
+def test_relative_paths_work_from_any_directory(tmp_path: Path, monkeypatch) -> None:
+    """``argus optimize TASK --out runs/x`` with paths relative to where it runs: the sandboxed
+    worker runs in each candidate's folder, where those paths would name nothing."""
+    from argus.harness.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    task, recipes = (os.path.relpath(DATA / name, tmp_path) for name in ("gemm_task.py", "recipes.py"))
+    assert main([task, "--rounds", "1", "--out", "runs/x", "--planner", "search", "--recipes", recipes, "--no-kb",
+                 "--device", "cpu", "--policy", "policy.json", "--timeout", "60"]) == 0
+    records = [json.loads(line) for line in (tmp_path / "runs" / "x" / "rounds.jsonl").read_text().splitlines()]
+    assert [r["validation"]["stage"] for r in records] == ["validated", "validated"], records[0]["validation"]
+    assert (tmp_path / "policy.json").is_file() and (tmp_path / "runs" / "x" / "report.md").is_file()
 
 
 def test_limits_that_would_not_hold_are_refused(tmp_path: Path, capsys) -> None:

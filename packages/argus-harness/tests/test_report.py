@@ -38,3 +38,15 @@ def test_the_page_draws_each_timed_round() -> None:
     assert heights[1] == 0 and abs(heights[2] - 2 * heights[0]) < 0.2  # twice as fast, twice as high
     assert bars[0][1] == bars[2][1] != bars[1][1]  # kept rounds dark
     assert page.index("<svg") < page.index("<h2>Trajectory</h2>")
+
+
+def test_failed_rounds_are_reported_with_their_error() -> None:
+    task = load_task(str(DATA / "gemm_task.py"))
+    failed = {**_record(1, None, False), "error": "the candidate could not be validated: RecursionError: too deep",
+              "validation": {"format_error": "the candidate could not be validated: RecursionError: too deep",
+                             "stage": "format"}, "icrl": {"policy": None}}
+    refused = {**_record(2, None, False), "validation": {"format_error": "\n", "stage": "format"}}
+    text = report.render(task, {"planner": "llm", "rounds": 2}, [_record(0, None, True), failed, refused])
+    assert "- rounds that failed (recorded with their error, the run going on): 1\n  - round 1: the candidate could " \
+           "not be validated: RecursionError: too deep" in text
+    assert "- candidates refused before compiling: 1\n  - round 2: " in text

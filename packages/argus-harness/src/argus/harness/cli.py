@@ -4,14 +4,24 @@ A plugin of the ``argus.commands`` group: installing argus-harness adds the verb
 without argus-dsl knowing about it. Progress is one line per round; the report is written to
 ``DIR/report.md`` (and ``DIR/report.html``, the same with the trajectory drawn). Running the
 same command again with the same ``--out`` resumes the run.
+
+Paths on the command line are taken relative to where the command runs and made absolute at
+once: the sandboxed worker runs inside each candidate's folder, where a relative path would
+name another file. SIGTERM stops the run as an interrupt does: the round under way is done
+again when the run is taken up again.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import signal
 import sys
+import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +49,11 @@ def parse_shape(text: str) -> dict[str, int]:
     return shape
 
 
+def absolute_path(text: str) -> Path:
+    """A path option, absolute (see the module's docstring)."""
+    return Path(text).expanduser().absolute()
+
+
 def load_recipes(path: Path) -> list[Any]:
     """The RECIPES list of a Python file (the user's own code, like a task file)."""
     try:
@@ -57,7 +72,7 @@ def _configure(p: argparse.ArgumentParser) -> None:
                                     "else interp)")
     p.add_argument("--planner", help="search (offline) or llm (default: llm when OPENAI_BASE_URL is set, else search)")
     p.add_argument("--rounds", type=int, default=10, help="optimization rounds after the baseline (default 10)")
-    p.add_argument("--out", required=True, type=Path, help="the run directory (an existing one is resumed)")
+    p.add_argument("--out", required=True, type=absolute_path, help="the run directory (an existing one is resumed)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=INT,...",
                    help="a test shape (repeat for several; default: the task's)")
     p.add_argument("--bench-shape", metavar="NAME=INT,...", help="the shape timed on the GPU (default: the largest test)")
@@ -69,10 +84,10 @@ def _configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-mb", type=int, default=8192, help="memory one candidate may use (default 8192)")
     p.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto",
                    help="run candidates on the GPU, or on the interpreter (cpu); default: the GPU when there is one")
-    p.add_argument("--recipes", type=Path, metavar="FILE.py",
+    p.add_argument("--recipes", type=absolute_path, metavar="FILE.py",
                    help="extra recipes: a Python file defining RECIPES, a list of argus.harness.TemplateRecipe")
     p.add_argument("--no-kb", action="store_true", help="use only the --recipes, not the knowledge base")
-    p.add_argument("--policy", type=Path, help="the search planner's policy file (default: "
+    p.add_argument("--policy", type=absolute_path, help="the search planner's policy file (default: "
                                                "~/.cache/argus/harness-policy.json, shared across runs)")
 
 
@@ -84,6 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     task = load_task(args.task, target=args.target, family=args.family,
                      shapes=[parse_shape(s) for s in args.shape] or None,
                      bench_shape=parse_shape(args.bench_shape) if args.bench_shape else None)
+    task = dataclasses.replace(task, path=task.path.absolute())  # the worker reads it from a candidate's folder
     name = args.planner or default_planner()
     plugin = planner_plugin(name)
     store = RunStore(args.out)
@@ -107,13 +123,32 @@ def _run(args: argparse.Namespace) -> int:
                                           model=args.model, options={"run_id": meta["run_id"]}))
     optimizer = Optimizer(task, planner, validator, store, args.rounds, seed=args.seed,
                           progress=lambda line: print(line, flush=True))
-    records = optimizer.run()
+    with _terminated_as_interrupt():
+        records = optimizer.run()
     meta = {**meta, "rounds": max(args.rounds, meta.get("rounds", 0)), "device": validator.device}
     (args.out / "report.md").write_text(report.render(task, meta, records))
     (args.out / "report.html").write_text(report.render_html(task, meta, records))
     best = optimizer.best
     print(f"best kernel: round {best.round if best else '-'}; report: {args.out / 'report.md'}", flush=True)
     return 0
+
+
+@contextmanager
+def _terminated_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a job's time limit, a shutdown) raises `SystemExit` here rather than ending the
+    process where it stands, so the run withdraws the mark of its round under way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 OPTIMIZE = Command("optimize", "optimize a kernel for a task: planner, selector, lowering, sandboxed validation, "

@@ -78,12 +78,13 @@ class Client:
         self.sleep = sleep
         self.replies: dict[str, str] = {}
         if record is not None and record.is_file():
-            for line in record.read_text().splitlines():
+            for line in record.read_text(errors="replace").splitlines():
                 try:
                     item = json.loads(line)
-                    self.replies[item["key"]] = item["reply"]
-                except (json.JSONDecodeError, KeyError):
+                except (ValueError, RecursionError):
                     continue  # a line cut short by a kill
+                if isinstance(item, dict) and isinstance(item.get("key"), str) and isinstance(item.get("reply"), str):
+                    self.replies[item["key"]] = item["reply"]
 
     def chat(self, role: str, messages: list[dict[str, str]], *, call: str = "", temperature: float = 0.2) -> str:
         """The reply to `messages`; `call` names the exchange in the run (its round), so that only

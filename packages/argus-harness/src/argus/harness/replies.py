@@ -35,7 +35,7 @@ def data(text: str) -> Any:
     for item in candidates:
         try:
             return json.loads(item)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, an int past Python's digit limit, nesting past the stack
             continue
     raise LLMError("the reply holds no readable ```json block")
 
@@ -54,7 +54,7 @@ def proposals(text: str) -> list[Proposal]:
             raise LLMError(f"proposal {i + 1} has no optimization name")
         try:
             out.append(Proposal.from_dict(item))
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, OverflowError) as err:  # a score too large for a float, too
             raise LLMError(f"proposal {i + 1} is malformed: {err}") from None
     return sorted(out, key=lambda p: -p.score)
 

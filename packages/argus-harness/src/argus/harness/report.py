@@ -83,11 +83,14 @@ def render(task: Task, meta: dict[str, Any], records: list[dict[str, Any]]) -> s
         witness = next((t.strip() for t in text if t.strip().startswith("counterexample:")), text[0] if text else "")
         lines.append(f"  - round {r['round']}: {witness[:300]}")
     hacks = [(r["round"], h) for r in records for h in (r.get("validation") or {}).get("hacks", [])]
-    refused = [r for r in records if (r.get("validation") or {}).get("format_error")]
+    failed = [r for r in records if r.get("error")]
+    refused = [r for r in records if (r.get("validation") or {}).get("format_error") and not r.get("error")]
     lines.append(f"- reward hacks caught: {len(hacks)}" + "".join(f"\n  - round {n}: {h}" for n, h in hacks[:5]))
     lines.append(f"- candidates refused before compiling: {len(refused)}"
-                 + "".join(f"\n  - round {r['round']}: {r['validation']['format_error'].splitlines()[0][:200]}"
+                 + "".join(f"\n  - round {r['round']}: {_first_line(r['validation']['format_error'])}"
                            for r in refused[:5]))
+    lines.append(f"- rounds that failed (recorded with their error, the run going on): {len(failed)}"
+                 + "".join(f"\n  - round {r['round']}: {_first_line(r['error'])}" for r in failed[:5]))
     totals: dict[str, dict[str, float]] = {}
     for r in records:
         for role, entry in (r.get("tokens") or {}).items():
@@ -100,7 +103,7 @@ def render(task: Task, meta: dict[str, Any], records: list[dict[str, Any]]) -> s
             f"{int(e.get('calls', 0))} call(s)" for role, e in sorted(totals.items())))
     else:
         lines.append("- tokens: none (no model was used)")
-    policy = next((r["icrl"]["policy"] for r in reversed(records) if r.get("icrl")), None)
+    policy = next((p for r in reversed(records) if (p := (r.get("icrl") or {}).get("policy"))), None)
     if policy:
         lines += ["", "## Planner policy after the last round", "", "```", policy, "```"]
     if best is not None:
@@ -138,6 +141,11 @@ def trajectory_svg(task: Task, records: list[dict[str, Any]], width: int = 640, 
             f'aria-label="{unit} per round"><text x="30" y="14" font-size="12">{unit} per round (best {top:.1f}; '
             f'dark: kept)</text>{"".join(bars)}<line x1="28" y1="{height - 20}" x2="{width - 8}" '
             f'y2="{height - 20}" stroke="#57606a"/></svg>')
+
+
+def _first_line(text: object, limit: int = 200) -> str:
+    lines = str(text).splitlines()
+    return lines[0][:limit] if lines else ""
 
 
 def _shape(shape: dict[str, int] | None) -> str:

@@ -2,13 +2,17 @@
 
     run.json       the task, planner and settings the run was started with
     rounds.jsonl   per round: proposals, plan, diff, validation, profile, reward, tokens, ICRL
+    current.json   the round under way (see `begin`)
     llm.jsonl      every model exchange (replayed on resume instead of asked again)
     best.py        the fastest validated kernel so far
     candidates/    each candidate's sandbox folder (its text, request, result and log)
 
 A round's line is written and synced to disk in one piece after the round is over, so a run
 killed at any moment (even with SIGKILL) has every finished round on disk; a line cut short by
-the kill is dropped when the run is taken up again, and that round is done again.
+the kill is dropped when the run is taken up again. The round the run died in is then recorded
+as failed, not played again: what killed the run may be that round's candidate or reply, which
+would kill it again on every resume. A deliberate stop (an interrupt, SIGTERM) withdraws the
+mark of the round under way, and that round is done again.
 """
 
 from __future__ import annotations
@@ -23,13 +27,18 @@ from .errors import StoreError
 
 class RunStore:
     def __init__(self, directory: Path) -> None:
-        self.directory = directory
+        self.directory = Path(directory).absolute()  # the same folder wherever the process stands later
+        directory = self.directory
         self.rounds_path = directory / "rounds.jsonl"
         self.meta_path = directory / "run.json"
+        self.current_path = directory / "current.json"
 
     def open(self, meta: dict[str, Any]) -> dict[str, Any]:
         """Start the run, or check that the directory holds this same run; returns its metadata."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise StoreError(f"cannot make the run directory {self.directory}: {err}") from None
         if self.meta_path.is_file():
             try:
                 stored = json.loads(self.meta_path.read_text())
@@ -77,18 +86,42 @@ class RunStore:
     def append(self, record: dict[str, Any]) -> None:
         """Add one finished round, durably."""
         line = json.dumps(record, default=_jsonable) + "\n"
-        with open(self.rounds_path, "a") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(self.rounds_path, "a") as f:
+                f.write(line)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as err:
+            raise StoreError(f"cannot record round {record.get('round')} in {self.rounds_path}: {err}") from None
+
+    def begin(self, number: int) -> None:
+        """Round `number` is under way (until its record is appended)."""
+        self._write(self.current_path, json.dumps({"round": number}))
+
+    def unfinished(self, finished: int) -> int | None:
+        """The round that was under way when the run stopped, when it is the one after the
+        `finished` rounds on disk (it never got its record); else None."""
+        try:
+            marked = json.loads(self.current_path.read_text())
+        except (OSError, ValueError):
+            return None
+        number = marked.get("round") if isinstance(marked, dict) else None
+        return number if number == finished else None
+
+    def forget(self) -> None:
+        """The round under way was stopped on purpose: taken up again, it is done again."""
+        self.current_path.unlink(missing_ok=True)
 
     def save_best(self, text: str) -> None:
         self._write(self.directory / "best.py", text)
 
     def _write(self, path: Path, text: str) -> None:
         part = path.with_name(path.name + ".part")
-        part.write_text(text)
-        os.replace(part, path)
+        try:
+            part.write_text(text)
+            os.replace(part, path)
+        except OSError as err:
+            raise StoreError(f"cannot write {path}: {err}") from None
 
 
 def _jsonable(value: Any) -> Any:
