@@ -139,9 +139,11 @@ def test_the_folder_is_emptied_before_each_run(tmp_path: Path) -> None:
     folder = tmp_path / "run" / "candidates" / "round-001"
     folder.mkdir(parents=True)
     (folder / "numpy.py").write_text("raise SystemExit('planted')\n")
-    (folder / "cache").mkdir()
+    planted = folder / "cache" / "96" / "96planted.mlir"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("builtin.module {}")
     _run(tmp_path, "descriptors")
-    assert not (folder / "numpy.py").exists() and not (folder / "cache").exists()
+    assert not (folder / "numpy.py").exists() and not planted.exists()
 
 
 def test_a_gpu_run_keeps_its_devices_and_has_no_address_space_limit(tmp_path: Path) -> None:
@@ -263,6 +265,19 @@ def test_a_malformed_or_inconsistent_report_is_refused(changes: dict[str, Any], 
     report["stages"] = {k: v for k, v in report["stages"].items() if v is not None}
     with pytest.raises(MalformedReport, match=_escaped(why)):
         judge(report, REQUEST, (2,), Validation())
+
+
+def test_the_compiled_kernel_must_keep_the_task_invariants() -> None:
+    """The invariants the worker read off the compiled candidate are held against the task's:
+    one dropped is a reward hack; a report without them is refused."""
+    from argus.harness.invariants import ArgumentTag, Invariants, TagFunction
+
+    required = Invariants(tags=(ArgumentTag(0, "a", TagFunction("k", "lambda m, k: (k,)")),))
+    dropped = {"basis": "ir", "tags": [], "assertions": []}
+    v = judge(_report(**{"stages.invariants.kernel_invariants": dropped}), REQUEST, (2,), Validation(), required)
+    assert v.stage == "hacks" and not v.validated and "invariants dropped" in v.hacks[0], v.hacks
+    with pytest.raises(MalformedReport, match="kernel_invariants is missing"):
+        judge(_report(), REQUEST, (2,), Validation(), required)
 
 
 def test_a_profile_with_impossible_times_is_refused() -> None:

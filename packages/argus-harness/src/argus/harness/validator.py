@@ -24,6 +24,7 @@ from .candidate import Candidate, parse_candidate
 from .errors import CandidateError, TaskError
 from .hacks import static_findings, tagged_positions
 from .interface import check_interface
+from .invariants import Invariants, invariant_findings
 from .sandbox import Limits, run_worker
 from .task import Task, task_to_dict
 
@@ -47,8 +48,8 @@ class Validation:
     device: str = ""
     seconds: float = 0.0
     kernel_invariants: dict[str, Any] | None = None
-    """The invariants the compiled candidate states, as the worker extracted them (None until
-    the worker reports them), held against the task's in `_invariant_findings`."""
+    """The invariants the compiled candidate states, as the worker read them off it (held
+    against the task's: a dropped or weakened one is a reward hack)."""
     isolation: dict[str, Any] = field(default_factory=dict)
     """How the worker was confined: its user, the mechanisms enforced and those missing (with
     why); empty where nothing ran."""
@@ -135,6 +136,8 @@ class Validator:
         self.seeds = seeds
         self.timing = timing or {}
         self.outputs: tuple[int, ...] = ()
+        self.required = Invariants()
+        """The invariants the task's kernel fixes, read off it compiled (by `probe`)."""
         initial = task.initial
         self.kept_tags = tagged_positions(initial) if initial is not None else frozenset()
         self.kept_assertions = initial.assertions if initial is not None else 0
@@ -144,7 +147,8 @@ class Validator:
         return gpu.name() if self.gpu else "interpreter"
 
     def probe(self) -> tuple[int, ...]:
-        """Run the task's reference once (sandboxed) and learn which arguments are outputs."""
+        """Run the task's reference once (sandboxed) and learn which arguments are outputs, and
+        the invariants the task's kernel fixes."""
         outcome = run_worker({"probe": True, "task": task_to_dict(self.task)}, self.directory / "probe", self.limits,
                              readable=self._readable())
         outputs = (outcome.result or {}).get("outputs")
@@ -156,6 +160,10 @@ class Validator:
         self.outputs = tuple(outputs)
         if not self.outputs:
             raise TaskError(f"{self.task.path}: the reference reads back no argument of the kernel")
+        try:
+            self.required = Invariants.from_dict(outcome.result.get("invariants"))
+        except (ValueError, TypeError) as err:
+            raise TaskError(f"the task's probe reported no readable invariants: {err}") from None
         return self.outputs
 
     def _readable(self) -> tuple[str, ...]:
@@ -188,7 +196,7 @@ class Validator:
             validation.failure = outcome.failure
             return validation
         try:
-            return judge(outcome.result, request, self.outputs, validation)
+            return judge(outcome.result, request, self.outputs, validation, self.required)
         except MalformedReport as err:
             return Validation(device=self.device, seconds=outcome.seconds, isolation=outcome.isolation,
                               failure=f"the worker's report was refused: {err}")
@@ -203,11 +211,13 @@ VERDICTS = ("proved", "violated", "unknown")
 STAGES = ("compile", "invariants", "tests", "profile")
 
 
-def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int], v: Validation) -> Validation:
+def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int], v: Validation,
+          required: Invariants | None = None) -> Validation:
     """The verdict of the worker's `report` on `request`, derived here from its measurements:
-    compiled, the invariants' verdict, which tests passed (of the request's shapes x seeds, in
-    order, none after a failure), the reward hacks a run shows, the profile. `outputs`: the
-    task's output positions. Raises `MalformedReport`."""
+    compiled, the invariants' verdict and whether the compiled kernel keeps the `required`
+    ones (the task's), which tests passed (of the request's shapes x seeds, in order, none after
+    a failure), the reward hacks a run shows, the profile. `outputs`: the task's output
+    positions. Raises `MalformedReport`."""
     stages = _field(report, "stages", dict, "the report")
     extra = set(stages) - set(STAGES)
     if extra:
@@ -245,8 +255,9 @@ def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int
     if not all(isinstance(w, dict) for w in witnesses):
         raise MalformedReport("invariants: a witness is not an object")
     v.witnesses = witnesses[:4]
-    v.kernel_invariants = _field(invariants, "kernel_invariants", dict, "invariants", optional=True)
-    v.hacks.extend(_invariant_findings(v.kernel_invariants))
+    v.kernel_invariants = _field(invariants, "kernel_invariants", dict, "invariants", optional=not required)
+    if required:
+        v.hacks.extend(_invariant_findings(required, v.kernel_invariants))
     _seconds(invariants, "invariants")
     if v.invariants == "violated":
         _ends(stages, "invariants", "an invariant is violated")
@@ -281,9 +292,10 @@ def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int
             runs[(json.dumps(shape, sort_keys=True), seed)] = measured
     if finished and v.tests_passed == len(results) < len(planned):
         raise MalformedReport(f"the tests stopped after {len(results)} of {len(planned)} without a failure")
-    v.hacks.extend(sorted(set(_constant(runs) + _independent(runs))))
+    shown = sorted(set(_constant(runs) + _independent(runs)))
+    v.hacks.extend(shown)
 
-    profiled = request.get("device") == "gpu" and v.tests_passed == v.tests_total and not v.hacks
+    profiled = request.get("device") == "gpu" and v.tests_passed == v.tests_total and not shown
     if "profile" not in stages:
         if profiled and finished:
             raise MalformedReport("no profile of a GPU run whose tests all passed")
@@ -296,12 +308,12 @@ def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int
     return v
 
 
-def _invariant_findings(found: dict[str, Any] | None) -> list[str]:
-    """The task's required invariants that the compiled candidate does not state: where
-    ``argus.harness.invariants.invariant_findings(required, Invariants.from_dict(found))`` is
-    called once that module exists (until then the worker reports None and nothing is held
-    against it)."""
-    return []
+def _invariant_findings(required: Invariants, found: dict[str, Any] | None) -> list[str]:
+    """What the compiled candidate drops or weakens of the task's invariants."""
+    try:
+        return invariant_findings(required, Invariants.from_dict(found or {}))
+    except ValueError as err:
+        raise MalformedReport(f"invariants: kernel_invariants {err}") from None
 
 
 def _ends(stages: dict[str, Any], stage: str, why: str) -> None:

@@ -88,12 +88,13 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     from .task import task_from_dict
 
     task = task_from_dict(request["task"])
-    if request.get("probe"):  # the task itself: can its reference run, and which arguments does it read back?
+    work = Path.cwd()
+    if request.get("probe"):  # the task itself: can its reference run, which arguments does it read back,
+        from .invariants import task_invariants  # and which invariants does its kernel fix?
         from .reference import outputs_of
 
-        return {"outputs": list(outputs_of(task, task.interface))}
+        return {"outputs": list(outputs_of(task, task.interface)), "invariants": task_invariants(task, work).as_dict()}
     target = request["target"]
-    work = Path.cwd()
     on_gpu = request.get("device") == "gpu"
     out: dict[str, Any] = {"stages": {}, "device": gpu.name() if on_gpu else "interpreter"}
     stages = out["stages"]
@@ -172,11 +173,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _kernel_invariants(kernel: Any) -> dict[str, Any] | None:
-    """The invariants the compiled kernel states, for the harness to hold against those the task
-    requires (`validator`). Their extraction, ``argus.harness.invariants.kernel_invariants(kernel)
-    .as_dict()``, goes here; until it exists the report says None."""
-    return None
+def _kernel_invariants(kernel: Any) -> dict[str, Any]:
+    """The invariants the compiled kernel states, for the harness to hold against those the
+    task fixes (`validator.judge`)."""
+    from .invariants import kernel_invariants
+
+    return kernel_invariants(kernel).as_dict()
 
 
 def _passed(test: dict[str, Any]) -> bool:
