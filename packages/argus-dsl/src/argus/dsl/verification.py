@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from argus.verify.affine import Space, add_keys, sub_keys
 from argus.verify.obligations import Candidate
-from argus.verify.results import Result, proved, unknown, violated
+from argus.verify.results import Result, nothing_to_prove, proved, unknown, violated
 from argus.verify.solvers import Query
 from argus.verify.solvers import solver as find_solver
 
@@ -42,20 +42,27 @@ SMALL = 256
 def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | None = None,
                   solver: str | None = None, replay: bool = True, timeout_ms: int = 10_000) -> Result:
     """Prove the tag assertions (and MMA operand pairing) of a compiled kernel for every launch,
-    or refute them with a replayed counterexample."""
+    or refute them with a replayed counterexample. A kernel that states no assertion and tags
+    nothing has nothing to prove, but its accesses are checked all the same (out of bounds,
+    uninitialized reads, races)."""
     op: D.KernelOp = compiled.op
-    claim = f"the tag assertions of {name} hold for every launch" + (f" of grid {tuple(grid)}" if grid else "")
+    launches = "every launch" + (f" of grid {tuple(grid)}" if grid else "")
     started = time.perf_counter()
     with _no_collection():
         preparation = getattr(compiled, "preparation", None) or Preparation(op, compiled.locations)
         asserts = preparation.assertions
-        if not asserts and not preparation.tags_something:
-            return proved(claim, "the kernel states no tag assertions and tags nothing")
+        claimless = not asserts and not preparation.tags_something
+        claim = (f"{name} states no tag assertions and tags nothing; its accesses are checked for {launches}"
+                 if claimless else f"the tag assertions of {name} hold for {launches}")
         chosen = find_solver(solver) if solver else None  # a solver asked for by name must exist, used or not
         try:
             analysis = TagAnalysis(op, compiled.locations, tuple(grid) if grid else None, preparation).run()
         except Undecidable as err:
-            return unknown(claim, f"{err.location}: {err.reason}" if err.location else err.reason)
+            where = f"{err.location}: {err.reason}" if err.location else err.reason
+            if claimless:  # no claim was made: the accesses are the interpreter's to check
+                return nothing_to_prove(claim, f"the checker cannot follow the kernel ({where}); its accesses are "
+                                               "left to the interpreter")
+            return unknown(claim, where)
     reached = set(analysis.obligations.pending)
     unreached = [str(compiled.locations.get(a)) for a in asserts if str(compiled.locations.get(a)) not in reached]
     facts = _tightest(analysis.facts)
@@ -94,10 +101,14 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
         if everything.status != "sat":
             _overruns(analysis, engine, facts, timeout_ms)
     candidates = analysis.obligations.candidates
-    method = (f"{analysis.obligations.compared} comparison(s) over {op.block_dims and _threads(op)} threads"
-              f" in {1000 * (time.perf_counter() - started):.1f} ms")
+    took = f"{op.block_dims and _threads(op)} threads in {1000 * (time.perf_counter() - started):.1f} ms"
     if not candidates and not undecided and not unreached:
-        return proved(claim, f"static tag analysis: every assertion holds ({method})")
+        if claimless:
+            return nothing_to_prove(claim, "static analysis found none of the faults it looks for: an access out of "
+                                           "bounds in every launch (or in the first block), a read of bytes nothing "
+                                           f"wrote, a shared-memory race (over {took})")
+        return proved(claim, "static tag analysis: every assertion holds "
+                             f"({analysis.obligations.compared} comparison(s) over {took})")
     witnesses: list[dict[str, Any]] = []
     unconfirmed: list[tuple[Candidate, str, tuple[str, str] | None]] = []
     shown: dict[tuple[str, str], int] = {}

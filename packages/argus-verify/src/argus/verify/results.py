@@ -1,6 +1,7 @@
-"""What a check concludes: proved, violated (with witnesses) or unknown (with the reason).
+"""What a check concludes: proved, violated (with witnesses), unknown (with the reason), or
+nothing to prove (a kernel that states no claim: no proof is claimed either).
 
-An unknown is never a pass. A witness is a plain dictionary of the facts that pin a
+An unknown is never a pass, and "nothing to prove" is never a proof. A witness is a plain dictionary of the facts that pin a
 violation down (coordinates, offsets, threads, ...), printable for people and as JSON.
 """
 
@@ -17,11 +18,15 @@ class Verdict(enum.Enum):
     PROVED = "proved"
     VIOLATED = "violated"
     UNKNOWN = "unknown"
+    NOTHING_TO_PROVE = "nothing to prove"
+    """The check found nothing wrong, and there was no claim to prove (a kernel without tag
+    assertions or tags): not a proof of anything."""
 
     @property
     def exit_status(self) -> int:
-        """0 proved, 1 violated, 2 unknown (the convention of every argus-verify command)."""
-        return {"proved": 0, "violated": 1, "unknown": 2}[self.value]
+        """0 proved or nothing to prove, 1 violated, 2 unknown (the convention of every
+        argus-verify command)."""
+        return {"proved": 0, "nothing to prove": 0, "violated": 1, "unknown": 2}[self.value]
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,10 @@ def violated(claim: str, reason: str, *witnesses: dict[str, Any]) -> Result:
 
 def unknown(claim: str, reason: str) -> Result:
     return Result(claim, Verdict.UNKNOWN, reason)
+
+
+def nothing_to_prove(claim: str, reason: str) -> Result:
+    return Result(claim, Verdict.NOTHING_TO_PROVE, reason)
 
 
 #: The longest witness printed on one line; a longer one gets a line per fact.

@@ -1,0 +1,90 @@
+"""`argus verify` says "proved" only with a proof of a claim the kernel makes: a kernel that
+states no tag assertion and tags nothing has nothing to prove (its own verdict, exit status 0),
+and its accesses are checked all the same, as every kernel's are."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from argus.dsl import Tensor, f32, kernel, make_shared, syncthreads, thread_idx
+from argus.dsl.cli import main
+from argus.dsl.shadow import check_launch
+from argus.verify import Result, Verdict
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+pytestmark = pytest.mark.usefixtures("no_result_cache")
+
+
+@kernel(block=(32,), verify=False)
+def store_past_the_end(x: Tensor[f32, 32]):
+    x[thread_idx.x + 1] = 1.0  # thread 31 stores x[32], in every launch
+
+
+@kernel(block=(32,), verify=False)
+def store_past_a_runtime_size(x: Tensor[f32, "n"], n: int):
+    x[n + thread_idx.x] = 1.0
+
+
+@kernel(block=(32,), verify=False)
+def read_of_unwritten_shared(out: Tensor[f32, 32]):
+    s = make_shared((64,), f32)
+    s[thread_idx.x] = 1.0
+    syncthreads()
+    out[thread_idx.x] = s[thread_idx.x + 32]  # nothing wrote the upper half
+
+
+@kernel(block=(32,), verify=False)
+def copy_within_bounds(x: Tensor[f32, 32], out: Tensor[f32, 32]):
+    out[thread_idx.x] = x[thread_idx.x]
+
+
+@pytest.mark.parametrize("k, args", [(store_past_the_end, (np.zeros(32, np.float32),)),
+                                     (store_past_a_runtime_size, (np.zeros(8, np.float32), 8))])
+def test_an_out_of_bounds_store_in_a_kernel_without_assertions_is_violated(k, args):
+    with pytest.raises(Exception, match="out-of-bounds"):
+        k[(1,)](*args)  # the interpreter faults on it
+    result = k.verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    witness = result.witnesses[0]
+    assert witness["kind"] == "out-of-bounds" and witness["block"] == (0, 0, 0), witness
+    assert witness["replayed"].startswith("the interpreter faults the same way"), witness
+
+
+def test_an_uninitialized_read_in_a_kernel_without_assertions_is_violated():
+    result = read_of_unwritten_shared.verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    assert result.witnesses[0]["kind"] == "uninitialized-read"
+
+
+def test_a_kernel_with_nothing_to_prove_says_so_and_is_no_proof():
+    result = copy_within_bounds.verify()
+    assert result.verdict is Verdict.NOTHING_TO_PROVE, result.text()
+    assert not result.proved and not result
+    assert result.text().startswith("nothing to prove: copy_within_bounds states no tag assertions and tags nothing")
+    assert "none of the faults it looks for" in result.reason
+    assert Verdict.NOTHING_TO_PROVE.exit_status == 0
+    assert Result.from_dict(json.loads(result.json())) == result  # (results are cached as JSON)
+    assert check_launch(copy_within_bounds, (1,), np.zeros(32, np.float32), np.zeros(32, np.float32))
+
+
+def test_a_kernel_the_checker_cannot_follow_with_nothing_to_prove_says_both():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("softmax_example", EXAMPLES / "softmax.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.softmax.verify()
+    assert result.verdict is Verdict.NOTHING_TO_PROVE, result.text()
+    assert "cannot follow" in result.reason and "left to the interpreter" in result.reason
+
+
+def test_argus_verify_prints_nothing_to_prove_and_exits_0(capsys):
+    assert main(["verify", str(EXAMPLES / "vector_add.py")]) == 0
+    assert capsys.readouterr().out.startswith("nothing to prove: vector_add states no tag assertions")
+    assert main(["verify", f"{EXAMPLES / 'vector_add.py'}:vector_add", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"] == "nothing to prove"
