@@ -41,13 +41,19 @@ MAX_ITERATIONS = 1 << 20
 
 #: The writer of shared bytes an asynchronous copy (a target's bulk copy engine) is writing.
 ASYNC_WRITER = -4
-#: The reader of shared bytes a product started with matmul_async may still be reading.
-ASYNC_READER = -5
 
 
 @dataclass
 class Memory:
-    """Bytes with per-byte bookkeeping. `threads` > 0 makes it per-thread (registers)."""
+    """Bytes with per-byte bookkeeping. `threads` > 0 makes it per-thread (registers).
+
+    In shared memory, the accesses since the last barrier: `writer`, the thread that wrote a
+    byte (-1: none); `reader` and `reader_last`, the first and last of the threads that read it
+    (-1: none), and `several`, whether they were more than one thread or one product's group.
+    A product reading its operands from shared memory reads them for its whole group (whose
+    threads may write them next), from the moment it has finished: at once for `matmul`, at
+    the `matmul_wait` that finishes it for `matmul_async`. Until then `in_flight` counts it,
+    and no thread may write the byte."""
 
     name: str
     space: str
@@ -55,13 +61,18 @@ class Memory:
     written: np.ndarray | None = None
     writer: np.ndarray | None = None
     reader: np.ndarray | None = None
+    reader_last: np.ndarray | None = None
+    several: np.ndarray | None = None
+    in_flight: np.ndarray | None = None
+    """Shared bytes: how many products started with matmul_async may still be reading each."""
     busy: np.ndarray | None = None
     """Registers a product started with matmul_async is still computing (made on first use)."""
 
     @classmethod
     def shared(cls, name: str, nbytes: int) -> Memory:
-        return cls(name, "shared", np.zeros(nbytes, np.uint8), np.zeros(nbytes, bool),
-                   np.full(nbytes, -1, np.int64), np.full(nbytes, -1, np.int64))
+        return cls(name, "shared", np.zeros(nbytes, np.uint8), np.zeros(nbytes, bool), np.full(nbytes, -1, np.int64),
+                   np.full(nbytes, -1, np.int64), np.full(nbytes, -1, np.int64), np.zeros(nbytes, bool),
+                   np.zeros(nbytes, np.int32))
 
     @classmethod
     def local(cls, name: str, threads: int, nbytes: int) -> Memory:
@@ -69,10 +80,42 @@ class Memory:
 
     def new_epoch(self) -> None:
         """A barrier: accesses before it are ordered before accesses after it (except the
-        bytes an asynchronous copy is still writing: only its completion orders those)."""
+        bytes an asynchronous copy is still writing or a started product may still be reading:
+        only their completion orders those)."""
         if self.writer is not None and self.reader is not None:
             self.writer[self.writer != ASYNC_WRITER] = -1
-            self.reader[self.reader != ASYNC_READER] = -1
+            self.reader.fill(-1)
+            self.several.fill(False)  # type: ignore[union-attr]
+
+    def note_readers(self, idx: np.ndarray, first: np.ndarray, last: np.ndarray) -> None:
+        """Threads `first[r]`…`last[r]` (one thread, or one product's group) read bytes `idx[r]`
+        (`first` and `last` broadcast against `idx`). A byte keeps one reader while every read
+        of it since the last barrier was that one's; otherwise it has several, and the readers'
+        range grows to hold them all."""
+        assert self.reader is not None and self.reader_last is not None and self.several is not None
+        flat = idx.reshape(-1)
+        if flat.size == 0:
+            return
+        first = np.broadcast_to(first, idx.shape).reshape(-1)
+        last = np.broadcast_to(last, idx.shape).reshape(-1)
+        order = np.argsort(flat, kind="stable")
+        flat, first, last = flat[order], first[order], last[order]
+        starts = np.flatnonzero(np.r_[True, flat[1:] != flat[:-1]])  # each byte's reads, together
+        flat = flat[starts]
+        low, high = np.minimum.reduceat(first, starts), np.maximum.reduceat(last, starts)
+        mixed = (low != np.maximum.reduceat(first, starts)) | (high != np.minimum.reduceat(last, starts))
+        old_first, old_last = self.reader[flat], self.reader_last[flat]
+        fresh = old_first == -1
+        self.several[flat] = np.where(fresh, mixed, self.several[flat] | mixed | (old_first != low) | (old_last != high))
+        self.reader[flat] = np.where(fresh, low, np.minimum(old_first, low))
+        self.reader_last[flat] = np.where(fresh, high, np.maximum(old_last, high))
+
+    def readers_exclude(self, idx: np.ndarray, owners: np.ndarray) -> np.ndarray:
+        """Where a byte of `idx` was read since the last barrier by another than its writer in
+        `owners` (broadcast against `idx`): another thread, or a group the writer is not in."""
+        assert self.reader is not None and self.reader_last is not None and self.several is not None
+        first, last = self.reader[idx], self.reader_last[idx]
+        return (first != -1) & (self.several[idx] | (owners < first) | (owners > last))  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -301,10 +344,17 @@ def order_threads(frame: _Frame, threads: np.ndarray) -> None:
         for memory in frame.shared:
             memory.new_epoch()
         return
+    met = np.zeros(frame.threads + 1, np.int64)
+    met[threads + 1] = 1
+    met = np.cumsum(met)  # met[t] - met[s]: how many of threads s … t - 1 met here
     for memory in frame.shared:
-        assert memory.writer is not None and memory.reader is not None
+        assert memory.writer is not None and memory.reader is not None and memory.reader_last is not None
         memory.writer[np.isin(memory.writer, threads)] = -1
-        memory.reader[np.isin(memory.reader, threads)] = -1
+        first, last = memory.reader, memory.reader_last
+        read = first >= 0  # ordered once every thread of the readers' range met here
+        ordered = read & (met[np.where(read, last + 1, 0)] - met[np.where(read, first, 0)] == last - first + 1)
+        first[ordered] = -1
+        memory.several[ordered] = False  # type: ignore[index]
 
 
 def storage_dtype(dtype: DType) -> np.dtype:
@@ -721,7 +771,7 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
         out[:, layout.offsets()] = values
         return out.reshape(groups.size, cols, rows).transpose(0, 2, 1)
 
-    shared: list[tuple[Memory, np.ndarray]] = []  # the shared bytes the product reads
+    shared: list[tuple[Memory, np.ndarray]] = []  # the shared bytes the product reads (a row per group)
 
     def operand(tile: TileValue, label: str, layout: Layout | None, rows: int) -> np.ndarray:
         if layout is not None:
@@ -732,7 +782,7 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
         if idx.size and (idx.min() < 0 or idx.max() >= memory.data.size):
             raise interp.fault("out-of-bounds", f"operand {label} reaches outside its shared tile "
                                f"({memory.data.size} bytes)", op, frame, array=memory.name)
-        _check_read_race(interp, op, frame, memory, idx.reshape(groups.size, -1), _GROUP_READER[:groups.size])
+        _check_product_read(interp, op, frame, memory, idx)
         if not memory.written[idx].all():  # type: ignore[index]
             raise interp.fault("uninitialized-read", f"matmul reads operand {label} from shared memory, which is not "
                                "fully written", op, frame, array=memory.name)
@@ -752,38 +802,60 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
     flat = C.transpose(0, 2, 1).reshape(groups.size, m * n)[:, atom.c_layout.offsets()]
     per_thread = flat.reshape(groups.size, -1, group).transpose(0, 2, 1).reshape(threads.size, -1)
     c.memory.data[threads[:, None, None], idx] = c.dtype.encode(atom.c_dtype.round(per_thread))
+    product = _Product(c.memory, threads, idx, shared, threads[::group], group)
     if started:
-        _start(frame, c.memory, threads, idx, shared)
+        _start(frame, product)
+    else:
+        product.read_operands()
 
 
-def _start(frame: _Frame, memory: Memory, threads: np.ndarray, idx: np.ndarray,
-           shared: list[tuple[Memory, np.ndarray]]) -> None:
+@dataclass(eq=False)
+class _Product:
+    """A product: its accumulator registers (`idx`, rows: `threads`) and the shared bytes it
+    reads (a row per group, led by `leaders`)."""
+
+    memory: Memory
+    threads: np.ndarray
+    idx: np.ndarray
+    shared: list[tuple[Memory, np.ndarray]]
+    leaders: np.ndarray
+    group: int
+
+    def read_operands(self) -> None:
+        """The product has finished: its shared operands count as read by its groups' threads."""
+        first = self.leaders[:, None]
+        for source, where in self.shared:
+            source.note_readers(where, first, first + self.group - 1)
+
+
+def _start(frame: _Frame, product: _Product) -> None:
     """A product started asynchronously: its accumulator registers are busy and the shared
-    bytes it reads stay read until a matmul_wait lets it finish."""
+    bytes it reads are in flight until a matmul_wait lets it finish."""
+    memory = product.memory
     if memory.busy is None:
         memory.busy = np.zeros(memory.data.shape, bool)
-    memory.busy[threads[:, None, None], idx] = True
-    for source, where in shared:
-        source.reader[where] = ASYNC_READER  # type: ignore[index]
-    frame.state.setdefault("matmul.pending", []).append((memory, threads, idx, shared))
+    memory.busy[product.threads[:, None, None], product.idx] = True
+    for source, where in product.shared:
+        np.add.at(source.in_flight, where.reshape(-1), 1)  # type: ignore[arg-type]
+    frame.state.setdefault("matmul.pending", []).append(product)
 
 
 def _mma_wait(interp: Interpreter, op: D.MmaWaitOp, frame: _Frame, mask: np.ndarray) -> None:
-    pending: list[Any] = frame.state.get("matmul.pending", [])
+    """The waiting threads' products finish, all but the newest `pending`; then their shared
+    operands count as read by their groups (ordered before another thread's write only by a
+    barrier after this wait)."""
+    pending: list[_Product] = frame.state.get("matmul.pending", [])
     keep = op.pending.data
     threads = set(np.flatnonzero(mask).tolist())
-    mine = [g for g in pending if threads & set(g[1].tolist())]
-    done = mine[:max(0, len(mine) - keep)]
-    for memory, owners, idx, shared in done:
-        memory.busy[owners[:, None, None], idx] = False  # type: ignore[index]
-        for source, where in shared:
-            source.reader[where] = np.where(source.reader[where] == ASYNC_READER, -1,  # type: ignore[index]
-                                            source.reader[where])  # type: ignore[index]
-        pending.remove((memory, owners, idx, shared))
-    for memory, owners, idx, shared in pending:  # what a running product uses stays marked
-        memory.busy[owners[:, None, None], idx] = True  # type: ignore[index]
-        for source, where in shared:
-            source.reader[where] = ASYNC_READER  # type: ignore[index]
+    mine = [p for p in pending if threads & set(p.threads.tolist())]
+    for product in mine[:max(0, len(mine) - keep)]:
+        product.memory.busy[product.threads[:, None, None], product.idx] = False  # type: ignore[index]
+        for source, where in product.shared:
+            np.subtract.at(source.in_flight, where.reshape(-1), 1)  # type: ignore[arg-type]
+        product.read_operands()
+        pending.remove(product)
+    for product in pending:  # registers a running product uses stay busy
+        product.memory.busy[product.threads[:, None, None], product.idx] = True  # type: ignore[index]
 
 
 def _not_busy(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, threads: np.ndarray,
@@ -796,12 +868,6 @@ def _not_busy(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory,
         thread = int(threads[int(np.flatnonzero(hit.reshape(threads.size, -1).any(axis=1))[0])])
         raise interp.fault("in-flight", f"thread {thread} {what} registers of {memory.name} that a matmul_async "
                            "is still computing; call matmul_wait first", op, frame, thread=thread, array=memory.name)
-
-
-#: Who reads a shared operand of an atom: the group as a whole, not one of its threads, so a
-#: write by any thread since the last barrier is a race (the unit that reads may run
-#: asynchronously to the threads, and sees their writes only after a barrier).
-_GROUP_READER = np.full(1 << 12, -3, np.int64)
 
 
 def _shared_operand_bytes(tile: TileValue, owners: np.ndarray, count: int) -> np.ndarray:
@@ -1107,8 +1173,8 @@ def _write(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, 
 
 def _check_write_race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, idx: np.ndarray,
                       active: np.ndarray) -> None:
-    writer, reader = memory.writer, memory.reader
-    assert writer is not None and reader is not None
+    writer, in_flight = memory.writer, memory.in_flight
+    assert writer is not None and in_flight is not None
     owners = np.broadcast_to(active[:, None], idx.shape)
     flat_idx, flat_owner = idx.reshape(-1), owners.reshape(-1)
     order = np.argsort(flat_idx, kind="stable")
@@ -1119,22 +1185,29 @@ def _check_write_race(interp: Interpreter, op: Operation, frame: _Frame, memory:
         k = clash[0]
         raise _race(interp, op, frame, memory, int(flat_idx[order][k]), int(flat_owner[order][k]),
                     int(flat_owner[order][k + 1]), "both write it in the same instruction")
-    for prior, what in ((writer, "wrote"), (reader, "read")):
-        held = prior[flat_idx]
-        conflict = (held != -1) & (held != flat_owner)
-        if conflict.any():
-            k = int(np.flatnonzero(conflict)[0])
-            other_thread = int(held[k])
-            who = f"thread {other_thread}" if other_thread >= 0 else "another thread"
-            raise _race(interp, op, frame, memory, int(flat_idx[k]), int(flat_owner[k]), other_thread,
-                        f"{who} {what} it since the last barrier")
+    running = in_flight[flat_idx] > 0
+    if running.any():
+        k = int(np.flatnonzero(running)[0])
+        raise _race(interp, op, frame, memory, int(flat_idx[k]), int(flat_owner[k]), _PRODUCT,
+                    "a product started with matmul_async may still be reading it", "call matmul_wait first")
+    held = writer[flat_idx]
+    conflict = (held != -1) & (held != flat_owner)
+    if conflict.any():
+        k = int(np.flatnonzero(conflict)[0])
+        raise _race(interp, op, frame, memory, int(flat_idx[k]), int(flat_owner[k]), int(held[k]),
+                    f"{_who(int(held[k]))} wrote it since the last barrier")
+    read = memory.readers_exclude(flat_idx, flat_owner)
+    if read.any():
+        k = int(np.flatnonzero(read)[0])
+        raise _race(interp, op, frame, memory, int(flat_idx[k]), int(flat_owner[k]), int(memory.reader[flat_idx[k]]),
+                    f"{_readers(memory, int(flat_idx[k]))} read it since the last barrier")
     writer[flat_idx] = flat_owner
 
 
 def _check_read_race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, idx: np.ndarray,
                      active: np.ndarray) -> None:
-    writer, reader = memory.writer, memory.reader
-    assert writer is not None and reader is not None
+    writer = memory.writer
+    assert writer is not None
     owners = np.broadcast_to(active[:, None], idx.shape).reshape(-1)
     flat_idx = idx.reshape(-1)
     held = writer[flat_idx]
@@ -1142,19 +1215,46 @@ def _check_read_race(interp: Interpreter, op: Operation, frame: _Frame, memory: 
     if conflict.any():
         k = int(np.flatnonzero(conflict)[0])
         raise _race(interp, op, frame, memory, int(flat_idx[k]), int(owners[k]), int(held[k]),
-                    f"thread {int(held[k])} wrote it since the last barrier")
-    previous = reader[flat_idx]
-    reader[flat_idx] = np.where((previous == -1) | (previous == owners), owners, -2)
+                    f"{_who(int(held[k]))} wrote it since the last barrier")
+    memory.note_readers(flat_idx, owners, owners)
+
+
+def _check_product_read(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, idx: np.ndarray) -> None:
+    """A product's group reads its shared operands as a unit (which may run asynchronously to
+    the threads and sees their writes only after a barrier): a write by any thread since the
+    last barrier, the group's own included, is a race."""
+    writer = memory.writer
+    assert writer is not None
+    flat_idx = idx.reshape(-1)
+    held = writer[flat_idx]
+    if (held != -1).any():
+        k = int(np.flatnonzero(held != -1)[0])
+        raise _race(interp, op, frame, memory, int(flat_idx[k]), _PRODUCT, int(held[k]),
+                    f"{_who(int(held[k]))} wrote it since the last barrier")
+
+
+#: The product in race reports: its group reads shared operands as a unit.
+_PRODUCT = -3
+
+
+def _who(thread: int) -> str:
+    return f"thread {thread}" if thread >= 0 else "another thread"
+
+
+def _readers(memory: Memory, byte: int) -> str:
+    """Who read a shared byte since the last barrier, in words."""
+    assert memory.reader is not None and memory.reader_last is not None and memory.several is not None
+    first, last = int(memory.reader[byte]), int(memory.reader_last[byte])
+    if memory.several[byte]:
+        return f"several of threads {first}–{last}"
+    return f"thread {first}" if first == last else f"the matrix product of threads {first}–{last}"
 
 
 def _race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, byte: int, thread: int, other: int,
-          why: str) -> KernelFault:
+          why: str, advice: str = "put syncthreads() between them") -> KernelFault:
     who = f"thread {thread}" if thread >= 0 else "a matrix multiply reading shared memory"
-    advice = "put syncthreads() between them"
     if other == ASYNC_WRITER:
         why, advice = "an asynchronous copy is still writing it", "wait for the copy to land first"
-    elif other == ASYNC_READER:
-        why, advice = "a product started with matmul_async may still be reading it", "call matmul_wait first"
     return interp.fault(
         "data-race", f"{who} accesses byte {byte} of {memory.name} and {why}; {advice}",
         op, frame, array=memory.name, byte=byte, threads=[thread, other],

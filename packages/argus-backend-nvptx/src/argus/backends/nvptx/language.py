@@ -616,7 +616,7 @@ def _tma_copy(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray, ranks: n
         if target.min() < 0 or target.max() >= memory.data.size:
             raise interp.fault("out-of-bounds", f"the box reaches outside its {memory.data.size}-byte shared tile",
                                op, frame, array=memory.name, thread=thread)
-        if (memory.reader[target] == I.ASYNC_READER).any():  # type: ignore[index]
+        if (memory.in_flight[target] > 0).any():  # type: ignore[index]
             raise interp.fault("data-race", f"thread {thread} starts a bulk copy into bytes of {memory.name} that a "
                                "product started with matmul_async may still be reading; call matmul_wait first",
                                op, frame, array=memory.name, thread=thread)

@@ -1,0 +1,177 @@
+"""Races with what matrix products read from shared memory: a product's shared operands count
+as read by its whole group once it has finished (at once for `matmul`, at the `matmul_wait`
+that finishes it for `matmul_async`), so another thread's write needs a barrier after that;
+while it may still run, no thread may write them at all."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from argus.dsl import (
+    KernelFault,
+    Tensor,
+    bf16,
+    f32,
+    from_storage,
+    kernel,
+    local_tile,
+    make_local,
+    make_shared,
+    matmul,
+    matmul_async,
+    matmul_wait,
+    static_range,
+    syncthreads,
+    thread_idx,
+    to_storage,
+    warpgroup_mma_64xNx16,
+)
+
+N = 16
+MMA = warpgroup_mma_64xNx16(N, bf16, bf16, f32)
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+@pytest.fixture(autouse=True)
+def unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Launches run on the interpreter alone (the checker's view is tested where stated)."""
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+
+
+def _two_groups(after: str, started: bool = True) -> Any:
+    """Two warpgroups, each multiplying its 64 rows of A (shared) by all of B (shared), then
+    doing `after` with no barrier in between: "own" (each thread overwrites an element of the
+    rows its own group's product read), "other" (of the rows the other group's product read),
+    "synced" (the same as "other", after a barrier), "early" (every thread reads the first
+    element of A, the product of the first group still running; then, after a barrier, a thread
+    of the second group writes it back)."""
+
+    @kernel(block=(256,))
+    def two_groups(a: Tensor[bf16, 128, N], b: Tensor[bf16, N, N], c: Tensor[f32, 128, N]):
+        sA = make_shared((128, N), bf16)
+        sB = make_shared((N, N), bf16)
+        acc = make_local((MMA.values("c"),), f32)
+        t = thread_idx.x
+        wg = t // 128
+        for v in static_range(MMA.values("c")):
+            acc[v] = 0.0
+        for i in static_range(128 * N // 256):
+            e = t + 256 * i
+            sA[e // N, e % N] = a[e // N, e % N]
+        sB[t // N, t % N] = b[t // N, t % N]
+        syncthreads()
+        row = (t % 128) // 2
+        if started:
+            matmul_async(local_tile(sA, (64, N), wg), sB, acc, MMA)
+            if after == "early":
+                x = sA[0, 0]
+                syncthreads()
+                if t == 128:
+                    sA[0, 0] = x
+            matmul_wait(0)
+        else:
+            matmul(local_tile(sA, (64, N), wg), sB, acc, MMA)
+        if after == "own":
+            sA[row + 64 * wg, t % 2] = bf16(0.0)
+        if after == "synced":
+            syncthreads()
+        if after == "other" or after == "synced":
+            sA[row + 64 * (1 - wg), t % 2] = bf16(0.0)
+        for v in static_range(MMA.values("c")):
+            idx = MMA.c_layout(t % 128, v)
+            c[64 * wg + idx % 64, idx // 64] = acc[v]
+
+    return two_groups
+
+
+def _launch(k: Any) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    a = to_storage(rng.standard_normal((128, N)), bf16)
+    b = to_storage(rng.standard_normal((N, N)), bf16)
+    c = np.zeros((128, N), np.float32)
+    k[(1,)](a, b, c)
+    expected = from_storage(a, bf16).astype(np.float64) @ from_storage(b, bf16).astype(np.float64).T
+    np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-3)
+    return c
+
+
+def test_another_group_overwriting_what_a_waited_product_read_is_a_race():
+    with pytest.raises(KernelFault, match=r"data-race: thread 0 accesses byte \d+ of shared#0 and the matrix "
+                                          r"product of threads 128–255 read it since the last barrier"):
+        _launch(_two_groups("other"))
+
+
+def test_a_finished_synchronous_product_is_read_by_its_group_too():
+    with pytest.raises(KernelFault, match="data-race.*the matrix product of threads 128–255 read it"):
+        _launch(_two_groups("other", started=False))
+
+
+@pytest.mark.parametrize("started", [True, False], ids=["matmul_async", "matmul"])
+def test_a_group_may_overwrite_what_its_own_finished_product_read(started: bool):
+    _launch(_two_groups("own", started=started))
+
+
+def test_a_barrier_after_the_wait_orders_the_reads_before_other_writes():
+    _launch(_two_groups("synced"))
+
+
+def test_a_barrier_before_the_wait_does_not_order_a_running_product():
+    """Plain reads of the operands while the product runs must not hide it: a barrier orders
+    those reads, not the product's."""
+    with pytest.raises(KernelFault, match="data-race.*matmul_async may still be reading it; call matmul_wait first"):
+        _launch(_two_groups("early"))
+
+
+def test_every_thread_that_read_a_byte_in_one_load_counts():
+    """All 32 threads read element 0 in one load; a write by the last of them races with the
+    other 31 reads."""
+
+    @kernel(block=(32,))
+    def broadcast(x: Tensor[f32, 32]):
+        s = make_shared((32,), f32)
+        t = thread_idx.x
+        s[t] = x[t]
+        syncthreads()
+        v = s[0]
+        if t == 31:
+            s[0] = v + 1.0
+        x[t] = v
+
+    with pytest.raises(KernelFault, match=r"data-race: thread 31 accesses byte 0 of shared#0 and several of "
+                                          r"threads 0–31 read it since the last barrier"):
+        broadcast[(1,)](np.arange(32, dtype=np.float32))
+
+
+def _gemm_sm90_racy(tmp_path: Path) -> Any:
+    """examples/gemm_sm90.py with its products started asynchronously and waited for, and the
+    barrier between them and the stores of the next slice dropped: the threads of one
+    warpgroup then overwrite rows of A the other warpgroup's products read."""
+    source = (EXAMPLES / "gemm_sm90.py").read_text()
+    edits = (("    matmul,\n", "    matmul,\n    matmul_async,\n    matmul_wait,\n"),
+             ("            matmul(local_tile(sA, (64, 16), wg + 2 * ks), local_tile(sB, (BN, 16), ks), acc, MMA)\n"
+              "        syncthreads()\n",
+              "            matmul_async(local_tile(sA, (64, 16), wg + 2 * ks), local_tile(sB, (BN, 16), ks), acc, MMA)\n"
+              "        matmul_wait(0)\n"))
+    for old, new in edits:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    path = tmp_path / "gemm_sm90_racy.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("gemm_sm90_racy", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_example_gemm_without_the_barrier_after_its_products_races(tmp_path: Path):
+    module = _gemm_sm90_racy(tmp_path)
+    problem = module.example_gemm_sm90(np.random.default_rng(0))
+    with pytest.raises(KernelFault, match="data-race.*the matrix product of threads 0–127 read it since the last "
+                                          "barrier; put syncthreads"):
+        module.gemm_sm90[problem.grid](*problem.args)
