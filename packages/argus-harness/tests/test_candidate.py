@@ -3,11 +3,13 @@ that taking a candidate runs none of its module-level Python."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import numpy as np
 import pytest
 from argus.harness import CandidateError, extract_candidate, parse_candidate
+from argus.harness.extract import kernel_functions
 from argus.harness.kb import set_constants
 from argus.harness.loader import load_candidate
 from harness_testing import gemm_candidate
@@ -106,3 +108,55 @@ def test_constants_compare_and_combine_as_python_does_or_are_refused(tmp_path: P
     membership = gemm_candidate().replace("BK = 4\n", "BK = 4\nWIDE = BK in (4, 8)\n")
     with pytest.raises(CandidateError, match=r"membership.py:\d+:\d+: the comparison In is not accepted"):
         load_candidate(parse_candidate(membership), tmp_path / "membership.py")
+
+
+def test_the_languages_constants_are_computed(tmp_path: Path) -> None:
+    """What a constant may do: call the language's constructors and compile-time functions,
+    read the attributes and call the methods of its values, and compute with numbers, strings,
+    tuples, dicts and comprehensions."""
+    code = """
+from argus.dsl import bf16, u32, u64, warp_mma_16x8x16
+from argus.layout import ComposedLayout, E, Layout, Swizzle, composition, make_layout
+from argus.backends.nvptx import language as nv
+import math
+ATOM = warp_mma_16x8x16(bf16, bf16, f32)
+PER_THREAD = ATOM.values("c")
+C_THREADS = ATOM.c_layout.shape[0]
+TILE = Layout((4, 8), (8, 1))
+SIZE, FIRST, AT = TILE.size(), TILE[0].size(), TILE(3)
+SMEM = ComposedLayout(Swizzle((BK * 2 // 16).bit_length() + 2, 3, 3), 0, make_layout((8, 64), (64, 1)))
+COMPOSED = composition(TILE, Layout(4, 1)).size()
+LOG2E = math.log2(math.e)
+WIDE = {1: u32, 2: u64}[2]
+BITS = WIDE.bits
+COPY = nv.LDMATRIX_X4.vector_bytes
+FREED = tuple((s + 2) % 3 for s in range(3) if s != 1)
+MIXED = (min(3, 4), max(1, 2), abs(-2), divmod(7, 2), round(2.6), int(2.9), float(1), bool(0), len("ab"))
+NAME = "tile_" + "ab" * 2 if BK > 2 else "tile"
+STRIDE = E(0) * 2
+"""
+    text = gemm_candidate().replace("BK = 4\n", "BK = 4\n" + code, 1)
+    namespace = load_candidate(parse_candidate(text), tmp_path / "candidate.py").namespace
+    assert (namespace["PER_THREAD"], namespace["C_THREADS"]) == (4, (4, 8))
+    assert (namespace["SIZE"], namespace["FIRST"], namespace["AT"]) == (32, 4, 24)
+    assert namespace["SMEM"].size() == 512 and namespace["COMPOSED"] == 4
+    assert namespace["LOG2E"] == pytest.approx(1.4426950408889634)
+    assert (namespace["BITS"], namespace["COPY"]) == (64, 16)
+    assert namespace["FREED"] == (2, 1)
+    assert namespace["MIXED"] == (3, 2, 2, (3, 1), 3, 2, 1.0, False, 2)
+    assert namespace["NAME"] == "tile_abab" and str(namespace["STRIDE"]) == "2@0"
+
+
+def test_every_example_kernel_loads(tmp_path: Path) -> None:
+    """The examples (the baselines of tasks) stay in the format: each kernel's candidate loads
+    and its grid computes."""
+    loaded = 0
+    for path in sorted((ROOT / "examples").glob("*.py")):
+        text = path.read_text()
+        for fn in kernel_functions(ast.parse(text)):
+            candidate = extract_candidate(text, fn.name, path.name)
+            kernel = load_candidate(candidate, tmp_path / f"{fn.name}.py")
+            if kernel.grid_node is not None:
+                assert kernel.grid({a.arg: 256 for a in kernel.grid_node.args.args})
+            loaded += 1
+    assert loaded >= 8
