@@ -174,6 +174,8 @@ ATTACKS: dict[str, Attack] = {
            ("min(*(1, 2))", "Starred is not part of the language"),
            ("max(**{'a': 1})", "** unpacking is not accepted"),
        ]},
+    "constant-names-a-later-import": Attack(constants("X = barrier\nfrom argus.dsl import syncthreads as barrier"),
+                                            "X = barrier", "barrier is not usable in a constant"),
     "walrus": Attack(constants("X = (Y := 3)"), "X = (Y", "NamedExpr is not part of the language"),
     "starred-tuple": Attack(constants("X = (*(1, 2),)"), "X = (*", "Starred is not part of the language"),
     # decorators and their options

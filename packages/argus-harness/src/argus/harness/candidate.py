@@ -158,14 +158,16 @@ class _Checker:
         kernels: list[ast.FunctionDef] = []
         grid: ast.FunctionDef | None = None
         functions: list[ast.FunctionDef] = []
-        for stmt in tree.body:
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
-                continue
+        for stmt in tree.body:  # the language's names first: nothing may rebind them, wherever it stands
             if isinstance(stmt, ast.ImportFrom):
                 self.import_from(stmt)
             elif isinstance(stmt, ast.Import):
                 self.import_(stmt)
-            elif isinstance(stmt, ast.Assign):
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) or isinstance(stmt, ast.Expr) and \
+                    isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                continue
+            if isinstance(stmt, ast.Assign):
                 for target in stmt.targets:
                     self.bind(target, top=True)
                 self.constant(stmt.value)

@@ -118,7 +118,9 @@ class Evaluator:
         except CandidateError:
             raise
         except Exception as err:  # noqa: BLE001 - any failure of a constant is the candidate's
-            raise self.error(node, f"this constant cannot be computed: {type(err).__name__}: {err}") from None
+            reason = str(err)
+            reason = reason if len(reason) <= 300 else reason[:300] + "..."
+            raise self.error(node, f"this constant cannot be computed: {type(err).__name__}: {reason}") from None
 
     def assign(self, target: ast.expr, value: Any) -> None:
         """Bind `value` to `target`: a name, or a tuple of targets unpacking a tuple."""
@@ -408,9 +410,9 @@ class Evaluator:
                 self.namespace[target.id] = saved
 
     def _eval_Call(self, node: ast.Call) -> Any:
-        fn = self._callee(node.func)
         if any(k.arg is None for k in node.keywords):
             raise self.error(node, "a call in a constant names its arguments (no ** unpacking)")
+        fn = self._callee(node.func)
         args = [self._value(a) for a in node.args]
         kwargs = {k.arg: self._value(k.value) for k in node.keywords if k.arg}
         return fn(*args, **kwargs)
