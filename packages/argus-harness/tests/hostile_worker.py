@@ -55,6 +55,26 @@ def escape(request: dict[str, Any]) -> dict[str, Any]:
     return {"written": written}
 
 
+def reach(request: dict[str, Any]) -> dict[str, Any]:
+    """Try to reach the harness's machine over TCP and UDP (to send what it read)."""
+    import socket
+
+    reached = []
+    try:
+        with socket.create_connection(("127.0.0.1", request["tcp"]), timeout=2) as conn:
+            conn.sendall(b"exfiltrated")
+            reached.append("tcp")
+    except OSError:
+        pass
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.sendto(b"exfiltrated", ("127.0.0.1", request["udp"]))
+            reached.append("udp sent")
+    except OSError:
+        pass
+    return {"reached": reached}
+
+
 def linger(request: dict[str, Any]) -> dict[str, Any]:
     """Leave a daemon behind: fork, ``setsid``, fork again, and run a sleeper named by the
     request's token; report once it runs."""

@@ -83,6 +83,33 @@ def test_the_worker_writes_only_in_its_folder(tmp_path: Path) -> None:
             target.unlink(missing_ok=True)
 
 
+def test_the_worker_reaches_no_network(tmp_path: Path) -> None:
+    """Nothing the worker sends over TCP or UDP arrives, even on this machine's loopback."""
+    import socket
+
+    with socket.socket() as tcp, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen()
+        udp.bind(("127.0.0.1", 0))
+        outcome = _run(tmp_path, "reach", {"tcp": tcp.getsockname()[1], "udp": udp.getsockname()[1]})
+        tcp.setblocking(False)
+        udp.setblocking(False)
+        arrived = [kind for kind, sock in (("tcp", tcp), ("udp", udp)) if _pending(sock)]
+    _stopped_or_reported(outcome, bool(arrived), "network_namespace")
+    assert "tcp" not in arrived or "landlock_network" in outcome.isolation["missing"], arrived
+
+
+def _pending(sock: Any) -> bool:
+    try:
+        if sock.type == 1:  # SOCK_STREAM: a connection waits to be accepted
+            sock.accept()[0].close()
+        else:
+            sock.recv(64)
+    except BlockingIOError:
+        return False
+    return True
+
+
 def test_no_process_of_the_worker_outlives_its_round(tmp_path: Path) -> None:
     """A daemon (double fork, ``setsid``, its own session) is gone once the round is over."""
     token = f"argus-daemon-{uuid.uuid4().hex}"
@@ -144,6 +171,19 @@ def test_the_folder_is_emptied_before_each_run(tmp_path: Path) -> None:
     planted.write_text("builtin.module {}")
     _run(tmp_path, "descriptors")
     assert not (folder / "numpy.py").exists() and not planted.exists()
+
+
+def test_a_link_in_the_folder_s_place_is_not_followed(tmp_path: Path) -> None:
+    """A link planted where a round's folder goes is replaced, and what it points to is left
+    alone (emptying it would empty a folder of the candidate's choosing)."""
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("keep")
+    folder = tmp_path / "run" / "candidates" / "round-001"
+    folder.parent.mkdir(parents=True)
+    folder.symlink_to(precious)
+    _run(tmp_path, "descriptors")
+    assert (precious / "keep.txt").read_text() == "keep" and not folder.is_symlink() and folder.is_dir()
 
 
 def test_a_gpu_run_keeps_its_devices_and_has_no_address_space_limit(tmp_path: Path) -> None:

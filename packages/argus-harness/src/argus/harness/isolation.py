@@ -7,7 +7,8 @@ goes on to compile and run it. On Linux that process is, where the machine allow
 - the first process of its own PID namespace, with its own ``/proc``: every process it starts
   ends with it (a daemon that called ``setsid`` included), and the harness's processes, their
   memory and environment are out of its sight. The process that called `confine` stays
-  outside as its keeper and exits with its status;
+  outside as its keeper and exits with its status. Its own network namespace (no network at
+  all) and IPC namespace (no shared memory segment outlives it);
 - in its own mount namespace where everything is read-only but the round's folder;
 - a separate user (``nobody``) when the harness is root; the paths it must read but that user
   cannot reach (an interpreter under ``/root``) are shown to it by mounts, nothing beside them;
@@ -44,7 +45,7 @@ OPEN_FILES = 4096
 PROCESSES = 512
 
 # Linux constants (linux/sched.h, linux/mount.h, linux/prctl.h, linux/landlock.h).
-CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x8000000, 0x10000000, 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 1, 2
 AT_FDCWD, AT_RECURSIVE = -100, 0x8000
@@ -187,9 +188,15 @@ def confine(plan: Plan, channel: int) -> Record:
         return record
     namespaces = False
     if support.namespaces is not None:
-        record.missing["pid_namespace"] = support.namespaces
+        for name in ("pid_namespace", "network_namespace", "ipc_namespace"):
+            record.missing[name] = support.namespaces
+    elif record.attempt("pid_namespace", lambda: _unshare(support.root)):
+        namespaces = True
+        record.attempt("network_namespace", lambda: _check(_libc().unshare(ctypes.c_int(CLONE_NEWNET)), "unshare"))
+        record.attempt("ipc_namespace", lambda: _check(_libc().unshare(ctypes.c_int(CLONE_NEWIPC)), "unshare"))
     else:
-        namespaces = record.attempt("pid_namespace", lambda: _unshare(support.root))
+        for name in ("network_namespace", "ipc_namespace"):
+            record.missing[name] = record.missing["pid_namespace"]
     _split(plan, channel, namespaces, record)
     user = _identity(plan, support.root, namespaces)
     if not namespaces:

@@ -70,7 +70,8 @@ def run_worker(request: dict[str, Any], directory: Path, limits: Limits, *, read
     """Run the worker on `request` in `directory` (emptied first) under `limits`. `readable`:
     files the worker must read beyond its interpreter and import path (the task file);
     `entry`: the function the confined worker calls (tests pass hostile stand-ins here)."""
-    directory = directory.resolve()  # the worker runs in it: a relative path would not name it there
+    # absolute (the worker runs in it), but the folder itself not followed if it is a link
+    directory = directory.absolute().parent.resolve() / directory.name
     _empty(directory)
     (directory / REQUEST).write_text(json.dumps(request))
     path = import_path(directory)
@@ -116,7 +117,9 @@ def run_worker(request: dict[str, Any], directory: Path, limits: Limits, *, read
 
 def _empty(directory: Path) -> None:
     """The worker's folder, empty: nothing a candidate left there in an earlier attempt at this
-    round (a planted module, a cache entry, a link) survives into this one."""
+    round (a planted module, a cache entry, a link) survives into this one. A link in the
+    folder's place is removed, never followed (emptying its target would empty a folder the
+    candidate chose)."""
     if directory.is_symlink() or directory.is_file():
         directory.unlink()
     elif directory.exists():
