@@ -455,6 +455,8 @@ class _Checker:
         reach the kernel or grid functions; a constant names values, and functions it calls."""
         if node.id in self.aliases and not base:
             raise self.error(node, f"{node.id} is a module; use the names it offers: {node.id}.NAME")
+        if node.id in DECORATORS and self.imported.get(node.id) == ("argus.dsl", node.id):
+            raise self.error(node, f"{node.id} is a decorator: write it as @{node.id} on a function, nowhere else")
         if self.functions.get(node.id) in ("kernel", "grid"):
             raise self.error(node, f"{node.id} is this candidate's {self.functions[node.id]} function; code calls "
                                    "only @device helpers and the language")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,10 @@ def load_candidate(candidate: Candidate, path: Path) -> Loaded:
                                  SourceLocation.of(stmt, filename))
     _unshadowed(functions, protected, filename)
     code = [fn for fn in functions if fn.decorator_list]  # grid is computed by the evaluator, never created
-    scope: dict[str, Any] = {**namespace, "__builtins__": {}}  # the functions' globals; nothing in them is run
+    # the functions' globals: constants and language names (the decorators are applied here, not
+    # named in code), no builtins, and later the helpers; nothing in them is ever run as Python
+    scope: dict[str, Any] = {k: v for k, v in namespace.items() if v is not kernel and v is not device}
+    scope["__builtins__"] = {}
     made = _functions(code, scope, filename)
     found = None
     for fn in code:
@@ -143,7 +147,9 @@ def _functions(functions: list[ast.FunctionDef], scope: dict[str, Any], filename
                                  SourceLocation.of(fn, filename))
     bare = ast.Module(body=[_undecorated(fn) for fn in functions], type_ignores=[])
     try:
-        code = compile(bare, filename, "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True)
+        with warnings.catch_warnings():  # the front-end reports what is wrong in a kernel, at its line
+            warnings.simplefilter("ignore", SyntaxWarning)
+            code = compile(bare, filename, "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True)
     except (SyntaxError, RecursionError, MemoryError, ValueError) as err:
         raise CandidateError(f"the functions cannot be compiled ({type(err).__name__}: {err})",
                              SourceLocation(filename, 1, 1)) from None
