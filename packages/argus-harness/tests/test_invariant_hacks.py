@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 from argus.harness import Limits, Validator, load_task
 from argus.harness.candidate import parse_candidate
-from argus.harness.invariants import Invariants, invariant_findings, kernel_invariants, task_invariants
+from argus.harness.invariants import Invariants, invariant_findings, kernel_invariants, task_invariants, text_invariants
 from argus.harness.kb import set_constants
 from argus.harness.loader import load_candidate
 from harness_testing import DATA, gemm_candidate
 
 TAGS = "    tag(a, lambda m, k: (k,))\n    tag(b, lambda n, k: (k,))\n"
+WEAKENED_A = "invariant weakened: the task tags a with lambda m, k: (k,), the candidate with lambda m, k: (0,)"
+WEAKENED_B = "invariant weakened: the task tags b with lambda n, k: (k,), the candidate with lambda n, k: (0,)"
 ASSERTION = '                assert tag(fa[i, :][...]) == tag(fb[j, :][...]), "A and B meet along k"\n'
 HELPER = '''
 
@@ -47,13 +49,26 @@ HACKS = {
     "unreachable-helper": (_unreachable_helper(),
                            ["the task's kernel gives tag functions to a, b and the candidate does not",
                             "the task's kernel states 1 tag assertion(s) ('A and B meet along k'), the candidate 0"]),
-    "constant-tag": (gemm_candidate().replace("tag(a, lambda m, k: (k,))", "tag(a, lambda m, k: (0,))"),
-                     ["invariant weakened: the task tags a with (k,), the candidate with (0,)"]),
+    "constant-tag": (gemm_candidate().replace("tag(a, lambda m, k: (k,))", "tag(a, lambda m, k: (0,))"), [WEAKENED_A]),
     "dead-assertion": (gemm_candidate().replace(ASSERTION, "                if False:\n    " + ASSERTION),
                        ["the task's kernel states 1 tag assertion(s) ('A and B meet along k'), the candidate 0"]),
+    "aliased-constant-tags": (gemm_candidate().replace(TAGS, TAGS + "    x, y = a, b\n    tag(x, lambda m, k: (0,))\n"
+                                                                "    tag(y, lambda n, k: (0,))\n"),
+                              [WEAKENED_A, WEAKENED_B]),
     "self-comparison": (gemm_candidate().replace("tag(fb[j, :][...])", "tag(fa[i, :][...])"),
                         ["the task's kernel states 1 tag assertion(s) ('A and B meet along k'), the candidate 0"]),
 }
+
+
+def _aliased_by_a_helper() -> str:
+    """Both tag functions made constants through names a helper returns: only the compiled
+    kernel, where the helper is inlined, shows that they are the arguments' tags."""
+    weakened = TAGS + ("    x = same(a)\n    y = same(b)\n    tag(x, lambda m, k: (0,))\n"
+                       "    tag(y, lambda n, k: (0,))\n")
+    return _with_device(gemm_candidate().replace(TAGS, weakened) + "\n\n@device\ndef same(t):\n    return t\n")
+
+
+ONLY_COMPILED = {"aliased-by-a-helper": (_aliased_by_a_helper(), [WEAKENED_A, WEAKENED_B])}
 
 ACCEPTED = {
     "renamed-parameters": gemm_candidate().replace("lambda m, k: (k,)", "lambda row, col: col")
@@ -94,6 +109,14 @@ def test_a_legitimately_optimized_candidate_is_validated(validator: Validator) -
     assert v.validated and v.invariants == "proved", v.feedback()
 
 
+@pytest.mark.xfail(strict=True, reason="the probe reads the task's invariants off a task without its kernel "
+                                       "(task_from_dict leaves it out): the probe request must carry the kernel's text")
+def test_the_validator_refuses_what_only_the_compiled_kernel_shows(validator: Validator) -> None:
+    text, expected = ONLY_COMPILED["aliased-by-a-helper"]
+    v = validator.validate(text, "aliased-by-a-helper")
+    assert v.stage == "hacks" and all(any(m in h for h in v.hacks) for m in expected), v.feedback()
+
+
 def test_a_dead_assertion_behind_a_module_constant_is_refused(validator: Validator) -> None:
     text = gemm_candidate().replace("THREADS = BM * BN // 4", "THREADS = BM * BN // 4\nCHECK = False")
     text = text.replace(ASSERTION, "                if CHECK:\n    " + ASSERTION)
@@ -112,16 +135,18 @@ def _compiled(text: str, folder: Path) -> Invariants:
 
 
 def test_the_task_fixes_its_tag_functions_and_assertions(required: Invariants) -> None:
-    assert [(t.position, t.argument, t.function.text) for t in required.tags] == [(0, "a", "(k,)"), (1, "b", "(k,)")]
+    assert [(t.position, t.argument, t.function.text) for t in required.tags] == [
+        (0, "a", "lambda m, k: (k,)"), (1, "b", "lambda n, k: (k,)")]
     assert [(a.kind, a.message) for a in required.assertions] == [("eq", "A and B meet along k")]
     assert Invariants.from_dict(required.as_dict()) == required
+    assert text_invariants(load_task(str(DATA / "gemm_task.py")).initial.text) == required  # what a worker reads
     with pytest.raises(ValueError, match="not a stored Invariants"):
         Invariants.from_dict({"tags": [{"position": 0}]})
 
 
-@pytest.mark.parametrize("name", sorted(HACKS))
+@pytest.mark.parametrize("name", sorted(HACKS) + sorted(ONLY_COMPILED))
 def test_the_compiled_kernel_shows_the_same_hacks(required: Invariants, tmp_path: Path, name: str) -> None:
-    text, expected = HACKS[name]
+    text, expected = {**HACKS, **ONLY_COMPILED}[name]
     findings = invariant_findings(required, _compiled(text, tmp_path))
     for message in expected:
         assert any(message in f for f in findings), (message, findings)

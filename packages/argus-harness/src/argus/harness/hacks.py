@@ -88,6 +88,8 @@ def source_invariants(candidate: Candidate, tree: ast.Module | None = None) -> I
         name, bound = entry
         binding = dict(bound)  # a name of this function -> the kernel argument it stands for
         for stmt in _reached(functions[name].body, constants):
+            if isinstance(stmt, ast.Assign):
+                binding.update(_aliases(stmt, binding))
             for call in _calls(stmt):
                 callee = call.func.id if isinstance(call.func, ast.Name) else None
                 if callee == "tag" and len(call.args) == 2 and isinstance(call.args[0], ast.Name) \
@@ -100,7 +102,8 @@ def source_invariants(candidate: Candidate, tree: ast.Module | None = None) -> I
                               if isinstance(a, ast.Name) and a.id in binding}
                     pending.append((callee, tuple(sorted(passed.items()))))
             if isinstance(stmt, ast.Assert) and _states_tags(stmt.test):
-                message = stmt.msg.value if isinstance(stmt.msg, ast.Constant) and isinstance(stmt.msg.value, str) else ""
+                said = stmt.msg.value if isinstance(stmt.msg, ast.Constant) else ""
+                message = said if isinstance(said, str) else ""
                 assertions.setdefault(id(stmt), Assertion(_kind(stmt.test), message, stmt.lineno))
     return Invariants(tuple(tags), tuple(sorted(assertions.values(), key=lambda a: a.line)), SOURCE)
 
@@ -145,6 +148,19 @@ def _calls(stmt: ast.stmt) -> Iterator[ast.Call]:
         for node in ast.walk(head):
             if isinstance(node, ast.Call):
                 yield node
+
+
+def _aliases(stmt: ast.Assign, binding: dict[str, int]) -> dict[str, int]:
+    """Names an assignment makes other names for kernel arguments (``x = a``, ``x, y = a, b``)."""
+    pairs = []
+    for target in stmt.targets:
+        value = stmt.value
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            pairs.extend(zip(target.elts, stmt.value.elts))
+        else:
+            pairs.append((target, stmt.value))
+    return {t.id: binding[v.id] for t, v in pairs
+            if isinstance(t, ast.Name) and isinstance(v, ast.Name) and v.id in binding}
 
 
 def _module_constants(tree: ast.Module, functions: Iterable[ast.FunctionDef]) -> dict[str, object]:
@@ -213,7 +229,7 @@ def _tag_function(text: str, fn: ast.Lambda) -> TagFunction:
     and its text."""
     params = {a.arg: f"#{i}" for i, a in enumerate(fn.args.args)}
     parts = fn.body.elts if isinstance(fn.body, ast.Tuple) else [fn.body]
-    return TagFunction("(" + "; ".join(_shape(p, params) for p in parts) + ")", quote(text, fn.body))
+    return TagFunction("(" + "; ".join(_shape(p, params) for p in parts) + ")", quote(text, fn))
 
 
 def _shape(node: ast.AST, renames: dict[str, str] | None = None) -> str:

@@ -45,7 +45,8 @@ _VIEWS = frozenset({"argus.slice", "argus.partition", "argus.view", "argus.tenso
 
 @dataclass(frozen=True)
 class TagFunction:
-    """One tag function: `key` compares (canonical: its parameters by position), `text` reads."""
+    """One tag function: `key` compares (canonical: its parameters by position), `text` reads
+    (``lambda m, k: (k,)``)."""
 
     key: str
     text: str
@@ -142,16 +143,25 @@ def kernel_invariants(kernel: Kernel) -> Invariants:
 
 
 def task_invariants(task: Task, folder: Path | None = None) -> Invariants:
-    """The invariants the task's trusted kernel fixes (none when the task has no kernel); its
-    text is written to `folder` (default: a temporary one) for the front end to read."""
-    if task.initial is None:
+    """The invariants the task's trusted kernel fixes (none when the task has no kernel)."""
+    return text_invariants(task.initial.text if task.initial is not None else None, folder)
+
+
+def text_invariants(text: str | None, folder: Path | None = None) -> Invariants:
+    """The invariants of the kernel in `text`, a module in the candidate format (None: no kernel,
+    no invariants); the text is written to `folder` (default: a temporary one) for the front end
+    to read. Where only the task's text travels (a sandboxed worker's request), this is
+    `task_invariants`."""
+    if text is None:
         return Invariants()
+    from .candidate import parse_candidate
     from .loader import load_candidate
 
+    candidate = parse_candidate(text, "task_kernel.py")
     if folder is not None:
-        return kernel_invariants(load_candidate(task.initial, folder / "task_kernel.py").kernel)
+        return kernel_invariants(load_candidate(candidate, folder / "task_kernel.py").kernel)
     with tempfile.TemporaryDirectory(prefix="argus-task-") as scratch:
-        return kernel_invariants(load_candidate(task.initial, Path(scratch) / "task_kernel.py").kernel)
+        return kernel_invariants(load_candidate(candidate, Path(scratch) / "task_kernel.py").kernel)
 
 
 def compiled_invariants(compiled: CompiledKernel) -> Invariants:
@@ -252,7 +262,9 @@ def _tag_function(op: Operation, params: tuple[BlockArgument, ...], names: list[
 
     yielded = ", ".join(key(v) for v in values)
     canonical = "; ".join(lines) + f" -> ({yielded})"
-    text = "(" + ", ".join(_readable(v, body, params, names) for v in values) + ("," if len(values) == 1 else "") + ")"
+    coordinates = ", ".join(a.name_hint or f"x{a.index}" for a in body.args)
+    text = (f"lambda {coordinates}: (" + ", ".join(_readable(v, body, params, names) for v in values)
+            + ("," if len(values) == 1 else "") + ")")
     return TagFunction(canonical, text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT - 1] + "…")
 
 
@@ -283,7 +295,8 @@ def _readable(value: SSAValue, body: Block, params: tuple[BlockArgument, ...], n
     else:
         maker = value.owner
         literal = _literal(maker)
-        parts = [_readable(v, body, params, names, budget, depth + 1) for v in maker.operands] if literal is None else []
+        parts = [] if literal is not None else \
+            [_readable(v, body, params, names, budget, depth + 1) for v in maker.operands]
         dim = maker.properties.get("dim")
         short = maker.name.split(".", 1)[-1]
         if literal is not None:
