@@ -94,43 +94,65 @@ def load_candidate(candidate: Candidate, path: Path) -> Loaded:
             raise CandidateError(f"{type(stmt).__name__} statements are not accepted at the top level of a candidate",
                                  SourceLocation.of(stmt, filename))
     _unshadowed(functions, protected, filename)
-    code = [fn for fn in functions if fn.decorator_list]  # grid is computed by the evaluator, never created
+    grid_node = _grid(functions, filename)
+    code = [fn for fn in functions if fn is not grid_node]  # the grid is computed by the evaluator, never created
+    options = {fn.name: _kernel_options(fn, evaluator, filename) for fn in code}
+    kernels = [fn for fn in code if options[fn.name] is not None]
+    if len(kernels) != 1:
+        raise CandidateError(f"a candidate defines exactly one @kernel function; found {len(kernels)}",
+                             SourceLocation(filename, 1, 1))
     # the functions' globals: constants and language names (the decorators are applied here, not
-    # named in code), no builtins, and later the helpers; nothing in them is ever run as Python
+    # named in code), no builtins, and the helpers; nothing in them is ever run as Python
     scope: dict[str, Any] = {k: v for k, v in namespace.items() if v is not kernel and v is not device}
     scope["__builtins__"] = {}
     made = _functions(code, scope, filename)
-    found = None
     for fn in code:
-        if len(fn.decorator_list) != 1:
-            raise CandidateError("a function takes one decorator: @kernel(block=...) or @device",
-                                 SourceLocation.of(fn, filename))
-        deco = fn.decorator_list[0]
-        name = deco.func if isinstance(deco, ast.Call) else deco
-        if not isinstance(name, ast.Name) or name.id not in ("kernel", "device") \
-                or isinstance(deco, ast.Call) != (name.id == "kernel"):
-            raise CandidateError("accepted decorators: @kernel(block=(...), ...) and @device",
-                                 SourceLocation.of(deco, filename))
-        if isinstance(deco, ast.Call):
-            options = {}
-            for keyword in deco.keywords:
-                if keyword.arg not in KERNEL_OPTIONS:
-                    raise CandidateError(f"@kernel has no option {keyword.arg!r} a candidate may set",
-                                         SourceLocation.of(keyword, filename))
-                options[keyword.arg] = evaluator.value(keyword.value)
-            if deco.args or found is not None:
-                raise CandidateError("a candidate has one @kernel(block=...) function, with named options",
-                                     SourceLocation.of(deco, filename))
-            try:
-                found = kernel(made[fn.name], **options)
-            except Exception as err:  # noqa: BLE001 - the decorator's own message, at the line
-                raise CandidateError(f"@kernel: {err}", SourceLocation.of(deco, filename)) from None
-        else:
+        if options[fn.name] is None:
             scope[fn.name] = device(made[fn.name])  # every function sees the helpers, wherever defined
-    if not isinstance(found, Kernel):
-        raise CandidateError("a candidate defines exactly one @kernel function", SourceLocation(filename, 1, 1))
-    grid_node = next((fn for fn in functions if not fn.decorator_list), None)
+    fn = kernels[0]
+    try:
+        found = kernel(made[fn.name], **options[fn.name])  # type: ignore[arg-type]
+    except Exception as err:  # noqa: BLE001 - the decorator's own message, at the line
+        raise CandidateError(f"@kernel: {err}", SourceLocation.of(fn.decorator_list[0], filename)) from None
     return Loaded(found, namespace, grid_node, filename, frozenset(protected))
+
+
+def _grid(functions: list[ast.FunctionDef], filename: str) -> ast.FunctionDef | None:
+    """The undecorated ``def grid``, if any; no other function goes undecorated, no name twice."""
+    names: set[str] = set()
+    grid = None
+    for fn in functions:
+        if fn.name in names:
+            raise CandidateError(f"{fn.name!r} is defined twice", SourceLocation.of(fn, filename))
+        names.add(fn.name)
+        if not fn.decorator_list:
+            if fn.name != "grid":
+                raise CandidateError(f"function {fn.name!r} needs @kernel(...) or @device",
+                                     SourceLocation.of(fn, filename))
+            grid = fn
+    return grid
+
+
+def _kernel_options(fn: ast.FunctionDef, evaluator: Evaluator, filename: str) -> dict[str, Any] | None:
+    """The options of ``@kernel(...)`` on `fn`, computed as constants; None for ``@device``."""
+    if len(fn.decorator_list) != 1:
+        raise CandidateError("a function takes one decorator: @kernel(block=...) or @device",
+                             SourceLocation.of(fn, filename))
+    deco = fn.decorator_list[0]
+    name = deco.func if isinstance(deco, ast.Call) else deco
+    if not isinstance(name, ast.Name) or name.id not in ("kernel", "device") \
+            or isinstance(deco, ast.Call) != (name.id == "kernel") or isinstance(deco, ast.Call) and deco.args:
+        raise CandidateError("accepted decorators: @kernel(block=(...), ...) with named options, and @device",
+                             SourceLocation.of(deco, filename))
+    if not isinstance(deco, ast.Call):
+        return None
+    options = {}
+    for keyword in deco.keywords:
+        if keyword.arg not in KERNEL_OPTIONS:
+            raise CandidateError(f"@kernel has no option {keyword.arg!r} a candidate may set",
+                                 SourceLocation.of(keyword, filename))
+        options[keyword.arg] = evaluator.value(keyword.value)
+    return options
 
 
 def _functions(functions: list[ast.FunctionDef], scope: dict[str, Any], filename: str) -> dict[str, Any]:
