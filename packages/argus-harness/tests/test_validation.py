@@ -43,6 +43,12 @@ def test_hacks_visible_in_the_text(validator: Validator) -> None:
     assert reward(v, None).total == -1.0
 
 
+def test_the_probe_reads_the_invariants_the_task_kernel_fixes(validator: Validator) -> None:
+    """The compiled candidate is held against these (`validator.judge`): they come from the
+    task's kernel, compiled in the probe, never from the candidate."""
+    assert [t.argument for t in validator.required.tags] == ["a", "b"] and len(validator.required.assertions) == 1
+
+
 def test_a_zero_kernel_fails_the_tests_and_is_named_a_constant_output(validator: Validator) -> None:
     zero = gemm_candidate().replace("= acc[i, j]", "= 0.0")
     v = validator.validate(zero, "zero")

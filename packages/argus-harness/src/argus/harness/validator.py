@@ -149,8 +149,9 @@ class Validator:
     def probe(self) -> tuple[int, ...]:
         """Run the task's reference once (sandboxed) and learn which arguments are outputs, and
         the invariants the task's kernel fixes."""
-        outcome = run_worker({"probe": True, "task": task_to_dict(self.task)}, self.directory / "probe", self.limits,
-                             readable=self._readable())
+        kernel = self.task.initial.text if self.task.initial is not None else None
+        outcome = run_worker({"probe": True, "task": task_to_dict(self.task), "kernel": kernel}, self.directory / "probe",
+                             self.limits, readable=self._readable())
         outputs = (outcome.result or {}).get("outputs")
         if outcome.result is None or not isinstance(outputs, list):
             detail = outcome.failure or (outcome.result or {}).get("error", {}).get("message", "")

@@ -90,10 +90,11 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     task = task_from_dict(request["task"])
     work = Path.cwd()
     if request.get("probe"):  # the task itself: can its reference run, which arguments does it read back,
-        from .invariants import task_invariants  # and which invariants does its kernel fix?
+        from .invariants import text_invariants  # and which invariants does its kernel (sent as text) fix?
         from .reference import outputs_of
 
-        return {"outputs": list(outputs_of(task, task.interface)), "invariants": task_invariants(task, work).as_dict()}
+        return {"outputs": list(outputs_of(task, task.interface)),
+                "invariants": text_invariants(request.get("kernel"), work).as_dict()}
     target = request["target"]
     on_gpu = request.get("device") == "gpu"
     out: dict[str, Any] = {"stages": {}, "device": gpu.name() if on_gpu else "interpreter"}
