@@ -198,6 +198,10 @@ ATTACKS: dict[str, Attack] = {
                              "a function takes one decorator"),
     "foreign-decorator": Attack(constants("@staticmethod\ndef helper(x):\n    return x"), "@staticmethod",
                                 "accepted decorators: @kernel(block=(...), ...) and @device"),
+    "function-defined-twice": Attack(constants("@device\ndef helper(x):\n    return x\n@device\ndef helper(y):\n"
+                                               "    return y"), "def helper(y)", "'helper' is defined twice"),
+    "plain-helper": Attack(constants("def helper(x):\n    return x"), "def helper",
+                           "function 'helper' needs @kernel(...) or @device"),
     # nothing a def evaluates when it is created
     "default-argument": Attack(constants("@device\ndef helper(x=open('{sentinel}', 'w')):\n    return x"),
                                "def helper", "parameters are plain positional names without defaults"),
