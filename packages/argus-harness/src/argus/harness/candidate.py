@@ -113,17 +113,37 @@ def read_tree(text: str, filename: str, mode: Literal["exec", "eval"] = "exec", 
     except (RecursionError, MemoryError, ValueError) as err:  # nesting or size past the parser's limits
         raise CandidateError(f"the text cannot be parsed ({type(err).__name__}): expressions nest too deeply or "
                              "it is far too long for a kernel module", SourceLocation(filename, line, 1)) from None
-    pending: list[tuple[ast.AST, int, ast.AST]] = [(tree, 0, tree)]
-    while pending:
-        node, depth, located = pending.pop()
-        located = node if hasattr(node, "lineno") else located  # contexts and operators have no line
-        if depth > MAX_NESTING:
-            raise CandidateError(f"the text nests more than {MAX_NESTING} levels deep here (statements, expressions "
-                                 "and brackets within each other); a kernel needs a few dozen",
-                                 SourceLocation(filename, line - 1 + getattr(located, "lineno", 1),
-                                                getattr(located, "col_offset", 0) + 1))
-        pending.extend((child, depth + 1, located) for child in ast.iter_child_nodes(node))
+    deep = _past_nesting(tree)
+    if deep is not None:
+        raise CandidateError(f"the text nests more than {MAX_NESTING} levels deep here (statements, expressions "
+                             "and brackets within each other); a kernel needs a few dozen",
+                             SourceLocation(filename, line - 1 + getattr(deep, "lineno", 1),
+                                            getattr(deep, "col_offset", 0) + 1))
     return tree
+
+
+_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+"""Nodes that only mark what their parent does (``Load``, ``Add``): no deeper than it."""
+
+
+def _past_nesting(tree: ast.AST) -> ast.AST | None:
+    """A node nested more than `MAX_NESTING` levels deep in `tree` (one with a line, where the
+    level has one), or None; read level by level, without recursion."""
+    level = [tree]
+    for _ in range(MAX_NESTING + 1):
+        below: list[ast.AST] = []
+        for node in level:
+            for field in node._fields:
+                value = getattr(node, field, None)
+                if isinstance(value, ast.AST):
+                    if not isinstance(value, _LEAVES):
+                        below.append(value)
+                elif isinstance(value, list):
+                    below.extend(v for v in value if isinstance(v, ast.AST))
+        if not below:
+            return None
+        level = below
+    return next((node for node in level if hasattr(node, "lineno")), level[0])
 
 
 def snippet(node: ast.AST) -> str:
