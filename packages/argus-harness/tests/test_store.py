@@ -1,6 +1,7 @@
 """The run store and resuming: a line cut short by a kill is dropped, a damaged line before
 finished rounds is an error, a record whose newline was lost keeps the next one readable,
-and a resumed run rewrites best.py from its records."""
+a resumed run rewrites best.py from its records, the round under way is known until its record
+is written, and a directory that cannot be made is a store error."""
 
 from __future__ import annotations
 
@@ -60,3 +61,24 @@ def test_a_resumed_run_rewrites_best_py_from_its_records(tmp_path: Path) -> None
     records = Optimizer(task, planner, None, store, 1, progress=lambda line: None).run()  # type: ignore[arg-type]
     assert len(records) == 2 and planner.restored == [1]
     assert (tmp_path / "best.py").read_text() == "faster"
+
+
+def test_the_round_under_way_is_known_until_its_record_is_written(tmp_path: Path) -> None:
+    store = RunStore(tmp_path)
+    store.rounds_path.write_text(_line(0))
+    assert store.unfinished(1) is None  # nothing was under way
+    store.begin(1)
+    assert store.unfinished(1) == 1  # the run stopped in round 1, which has no record
+    store.append({"round": 1, "reward": {"total": 0.0}})
+    assert store.unfinished(len(store.rounds())) is None  # the mark of a round on disk means nothing
+    store.begin(2)
+    store.forget()  # stopped on purpose: round 2 is done again
+    assert store.unfinished(2) is None
+    store.current_path.write_text('["not", "a", "mark"]')
+    assert store.unfinished(2) is None
+
+
+def test_a_run_directory_that_cannot_be_made_is_a_store_error(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("a file where the run directory would be")
+    with pytest.raises(StoreError, match=r"cannot make the run directory .*taken"):
+        RunStore(tmp_path / "taken").open({"task": "t", "planner": "search", "target": "interp"})
