@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[3]
     ("def helper():\n    pass\n", "function 'helper' needs @kernel(...) or @device"),
     ("x = {1, 2}\n", "Set is not part of the language"),
     ("def f(:\n", "not Python syntax"),
+    ("from argus.dsl import Tensor, f32, kernel\n@kernel(block=(32,))\ndef k(a: Tensor[f32, True]):\n    pass\n",
+     "candidate.py:3:22: a tensor dim is an int or a name"),
 ])
 def test_refused_with_the_line_and_what_is_accepted(text: str, message: str) -> None:
     with pytest.raises(CandidateError) as caught:

@@ -573,7 +573,7 @@ class _Checker:
                 dtype = items[0].id if isinstance(items[0], ast.Name) else snippet(items[0])
                 dims: list[str | int] = []
                 for item in items[1:]:
-                    if isinstance(item, ast.Constant) and isinstance(item.value, (str, int)):
+                    if isinstance(item, ast.Constant) and type(item.value) in (str, int):
                         dims.append(item.value)
                     elif isinstance(item, ast.Name):
                         dims.append(item.id)

@@ -60,7 +60,8 @@ class Loaded:
         value = Evaluator({**self.namespace, **args}, self.filename, self.protected).value(body[0].value)
         dims = value if isinstance(value, tuple) else (value,)
         if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims):
-            raise CandidateError(f"grid({', '.join(f'{k}={v}' for k, v in args.items())}) gave {value!r}; a grid is 1 to "
+            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:80] + "..."
+            raise CandidateError(f"grid({', '.join(f'{k}={v}' for k, v in args.items())}) gave {shown}; a grid is 1 to "
                                  "3 positive ints", SourceLocation.of(self.grid_node, self.filename))
         return tuple(dims)
 
