@@ -109,8 +109,6 @@ def test_a_legitimately_optimized_candidate_is_validated(validator: Validator) -
     assert v.validated and v.invariants == "proved", v.feedback()
 
 
-@pytest.mark.xfail(strict=True, reason="the probe reads the task's invariants off a task without its kernel "
-                                       "(task_from_dict leaves it out): the probe request must carry the kernel's text")
 def test_the_validator_refuses_what_only_the_compiled_kernel_shows(validator: Validator) -> None:
     text, expected = ONLY_COMPILED["aliased-by-a-helper"]
     v = validator.validate(text, "aliased-by-a-helper")
