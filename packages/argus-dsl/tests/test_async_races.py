@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from argus.dsl import (
     KernelFault,
+    assume,
     Tensor,
     bf16,
     f32,
@@ -26,10 +27,12 @@ from argus.dsl import (
     matmul_wait,
     static_range,
     syncthreads,
+    tag,
     thread_idx,
     to_storage,
     warpgroup_mma_64xNx16,
 )
+from argus.verify import Verdict
 
 N = 16
 MMA = warpgroup_mma_64xNx16(N, bf16, bf16, f32)
@@ -45,14 +48,17 @@ def unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _two_groups(after: str, started: bool = True) -> Any:
     """Two warpgroups, each multiplying its 64 rows of A (shared) by all of B (shared), then
-    doing `after` with no barrier in between: "own" (each thread overwrites an element of the
-    rows its own group's product read), "other" (of the rows the other group's product read),
+    doing `after` with no barrier in between, and after a barrier, multiplying again what is
+    there: "own" (each thread zeroes an element of the first two columns, in the rows its own
+    group's product read), "other" (in the rows the other group's product read),
     "synced" (the same as "other", after a barrier), "early" (every thread reads the first
     element of A, the product of the first group still running; then, after a barrier, a thread
     of the second group writes it back)."""
 
     @kernel(block=(256,))
     def two_groups(a: Tensor[bf16, 128, N], b: Tensor[bf16, N, N], c: Tensor[f32, 128, N]):
+        tag(a, lambda m, k: (k,))
+        tag(b, lambda n, k: (k,))
         sA = make_shared((128, N), bf16)
         sB = make_shared((N, N), bf16)
         acc = make_local((MMA.values("c"),), f32)
@@ -82,6 +88,8 @@ def _two_groups(after: str, started: bool = True) -> Any:
             syncthreads()
         if after == "other" or after == "synced":
             sA[row + 64 * (1 - wg), t % 2] = bf16(0.0)
+        syncthreads()
+        matmul(local_tile(sA, (64, N), wg), sB, acc, MMA)
         for v in static_range(MMA.values("c")):
             idx = MMA.c_layout(t % 128, v)
             c[64 * wg + idx % 64, idx // 64] = acc[v]
@@ -95,7 +103,10 @@ def _launch(k: Any) -> np.ndarray:
     b = to_storage(rng.standard_normal((N, N)), bf16)
     c = np.zeros((128, N), np.float32)
     k[(1,)](a, b, c)
-    expected = from_storage(a, bf16).astype(np.float64) @ from_storage(b, bf16).astype(np.float64).T
+    first = from_storage(a, bf16).astype(np.float64)
+    second = first.copy()
+    second[:, :2] = 0.0  # what the threads wrote
+    expected = (first + second) @ from_storage(b, bf16).astype(np.float64).T
     np.testing.assert_allclose(c, expected, rtol=1e-4, atol=1e-3)
     return c
 
@@ -175,3 +186,52 @@ def test_the_example_gemm_without_the_barrier_after_its_products_races(tmp_path:
     with pytest.raises(KernelFault, match="data-race.*the matrix product of threads 0–127 read it since the last "
                                           "barrier; put syncthreads"):
         module.gemm_sm90[problem.grid](*problem.args)
+
+
+def test_the_checker_finds_the_example_gemm_race_and_replays_it(tmp_path: Path):
+    result = _gemm_sm90_racy(tmp_path).gemm_sm90.verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    assert "data-race" in result.text() and "written before a barrier orders a matrix product that read it" in \
+        result.text() and "the interpreter faults the same way" in result.text()
+
+
+@pytest.mark.parametrize("started", [True, False], ids=["matmul_async", "matmul"])
+def test_the_checker_finds_another_group_overwriting_what_a_product_read(started: bool):
+    result = _two_groups("other", started=started).verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    assert "written before a barrier orders a matrix product that read it" in result.text()
+
+
+@pytest.mark.parametrize("after", ["own", "synced"])
+def test_the_checker_proves_writes_the_products_reads_are_ordered_before(after: str):
+    assert _two_groups(after).verify().verdict is Verdict.PROVED
+
+
+def test_the_checker_carries_a_products_reads_into_the_next_iteration():
+    """The products of one iteration read A; the next iteration's stores overwrite it before
+    any barrier: no proof (the witness needs two iterations)."""
+
+    @kernel(block=(256,))
+    def carried(a: Tensor[bf16, 128, "K"], b: Tensor[bf16, N, "K"], c: Tensor[f32, 128, N], K: int):
+        tag(a, lambda m, k: (k,))
+        tag(b, lambda n, k: (k,))
+        assume(K % N == 0)
+        sA = make_shared((128, N), bf16)
+        sB = make_shared((N, N), bf16)
+        acc = make_local((MMA.values("c"),), f32)
+        t = thread_idx.x
+        wg = t // 128
+        for v in static_range(MMA.values("c")):
+            acc[v] = 0.0
+        for k0 in range(0, K, N):
+            for i in static_range(128 * N // 256):
+                e = t + 256 * i
+                sA[e // N, e % N] = a[e // N, k0 + e % N]
+            sB[t // N, t % N] = b[t // N, k0 + t % N]
+            syncthreads()
+            matmul(local_tile(sA, (64, N), wg), sB, acc, MMA)
+        for v in static_range(MMA.values("c")):
+            idx = MMA.c_layout(t % 128, v)
+            c[64 * wg + idx % 64, idx // 64] = acc[v]
+
+    assert carried.verify().verdict is not Verdict.PROVED

@@ -43,6 +43,7 @@ from . import dialect as D
 from .atoms import CopyAtom, MMAAtom
 from .dtypes import DType
 from .op_table import OpTable
+from .product_reads import OperandMemory, operand_allocations
 from .errors import SourceLocation, VerificationError
 from .interpreter import TileValue, _offset_table, _pad3, _redistribute, segment_stride, tile_coordinates
 from .interpreter import _fragment_bytes as _all_fragment_bytes
@@ -277,6 +278,11 @@ class Preparation:
     @cached_property
     def assertions(self) -> list[D.TagAssertOp]:
         return self.table.of_kind(D.TagAssertOp)
+
+    @cached_property
+    def product_operands(self) -> set[Operation]:
+        """The shared allocations products read operands from (`product_reads`)."""
+        return operand_allocations(self.kernel)
 
     @cached_property
     def tags_something(self) -> bool:
@@ -1132,6 +1138,25 @@ class TagAnalysis:
                                    {"memory": memory.name, "byte": int(idx.reshape(threads.size, -1)[row, col]),
                                     "threads": (writer, reader), "why": "read before a barrier orders the write"})
 
+    def check_overwrite(self, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray) -> None:
+        """A thread writing shared bytes that the product of a group it is not in read since the
+        last barrier: a race (`product_reads`). The write that follows is the one checked."""
+        if not isinstance(memory, OperandMemory):
+            return
+        memory.checked = True
+        if not self.checking:
+            return
+        rows = idx.reshape(threads.size, -1)
+        unordered = memory.unordered(rows, threads)
+        if unordered.any():
+            row, col = (int(x[0]) for x in np.nonzero(unordered))
+            writer, byte = int(threads[row]), int(rows[row, col])
+            site = str(self.where(op))
+            reader = int(memory.readers.epoch_writer[byte])  # type: ignore[union-attr]
+            self.obligations.fault(site, "data-race", writer, _describer(self, op, site, np.arange(self.n)),
+                                   {"memory": memory.name, "byte": byte, "threads": (reader, writer),
+                                    "why": "written before a barrier orders a matrix product that read it"})
+
     def every_iteration(self, key: Key) -> list[Key]:
         """A fact about one iteration of the enclosing runtime loops, and the same fact for their
         first and last iterations (an affine quantity is extreme at the ends of its range). The
@@ -1682,13 +1707,20 @@ def _dim(a: TagAnalysis, op: D.DimOp, mask: np.ndarray) -> None:
 def _alloc(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     layout, dtype, footprint, shared = a.preparation.read(op, _allocation)
     name = f"{'shared' if shared else 'local'} {op.result.name_hint or len(a.memories)}"
-    if shared and a.blocks > 1:  # a cluster: one segment per block, each block's threads in theirs
-        stride = segment_stride(footprint)
-        memory = TagMemory.shared(name, stride * a.blocks)
-        a.values[op.result] = TileValue(memory, layout, dtype, segment=a.ranks * stride)  # type: ignore[arg-type]
-    else:
-        memory = TagMemory.shared(name, footprint) if shared else TagMemory.registers(name, a.n, footprint)
+    if not shared:
+        memory = TagMemory.registers(name, a.n, footprint)
         a.values[op.result] = TileValue(memory, layout, dtype)  # type: ignore[arg-type]
+        a.memories.append(memory)
+        return
+    clustered = a.blocks > 1  # a cluster: one segment per block, each block's threads in theirs
+    stride = segment_stride(footprint) if clustered else footprint
+    if op in a.preparation.product_operands:  # with the groups whose products read it: a memory of their own
+        memory = OperandMemory.operands(name, stride * a.blocks)
+        a.memories.append(memory.readers)  # type: ignore[arg-type]
+    else:
+        memory = TagMemory.shared(name, stride * a.blocks)
+    a.values[op.result] = TileValue(memory, layout, dtype,  # type: ignore[arg-type]
+                                    segment=a.ranks * stride if clustered else None)
     a.memories.append(memory)
 
 
@@ -1827,6 +1859,7 @@ def _store(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     active = a.active(mask)
     threads = a.thread_of(active)
     tags = resize(a.tags_of(value), tile.dtype.nbytes)
+    a.check_overwrite(op, tile.memory, idx, threads)  # type: ignore[arg-type]
     a.write_tags(tile.memory, idx, tags if active is a.tid else tags[active], threads, active, a.site(op))  # type: ignore[arg-type]
 
 
@@ -1853,6 +1886,7 @@ def _atomic(a: TagAnalysis, op: D.AtomicOp, mask: np.ndarray) -> None:
     else:
         active = np.flatnonzero(mask)
         idx = a.tile_bytes(op, target, [a.int_value(c, op) for c in op.coords], None, mask)
+        a.check_overwrite(op, target.memory, idx, active)
         target.memory.write(idx, np.full(idx.shape, TOP, np.int64), active, a.site(op))
     a.values[op.result] = a.space.opaque(f"atomic at {a.where(op)}", a.n) if _is_int(op.result) else None
     a.tags[op.result] = np.full((a.n, _width(op.result)), TOP, np.int64)
@@ -1952,6 +1986,7 @@ def _copy(a: TagAnalysis, op: D.CopyOp, mask: np.ndarray) -> None:
     if atom.src_layout is not None:
         tags = _redistribute(tags, atom, threads.size)
     dst_idx = _fragment_bytes(a, target, threads)
+    a.check_overwrite(op, target.memory, dst_idx, threads)
     target.memory.write(dst_idx.reshape(threads.size, -1), tags.reshape(threads.size, -1), threads, a.site(op))
 
 
@@ -2280,6 +2315,8 @@ def _atom_matrix(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray, 
         if idx.size and (idx.min() < 0 or idx.max() >= tile.memory.tags.shape[-1]):  # type: ignore[attr-defined]
             raise Undecidable("a shared operand reaches outside its tile (the interpreter reports where)", None)
         a.check_read(op, tile.memory, idx, owners, by_group=True)  # type: ignore[arg-type]
+        if isinstance(tile.memory, OperandMemory):
+            tile.memory.note_reads(idx, owners, group)
         tags, _ = a.read_tags(tile.memory, idx, owners, points[::group])  # type: ignore[arg-type]
         _check_written(a, op, tile.memory, idx, owners, points[::group], tags,  # type: ignore[arg-type]
                        f"matmul reads operand {operand} from shared memory, which is not fully written", operand)
