@@ -210,16 +210,22 @@ def test_a_gpu_run_keeps_its_devices_and_has_no_address_space_limit(tmp_path: Pa
     assert user is not None and 0 not in user[1] and (os.geteuid() != 0 or 44 in user[1]), user
 
 
-def test_the_confinement_is_recorded_with_the_validation(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def validator(tmp_path_factory: pytest.TempPathFactory) -> Validator:
+    made = Validator(load_task(str(DATA / "gemm_task.py")), tmp_path_factory.mktemp("security"), device="cpu",
+                     limits=Limits(60, 4096))
+    made.probe()
+    return made
+
+
+def test_the_confinement_is_recorded_with_the_validation(validator: Validator) -> None:
     """Each validation that ran says how its worker was confined: enforced and missing
     mechanisms, each missing one with its reason."""
-    task = load_task(str(DATA / "gemm_task.py"))
-    made = Validator(task, tmp_path / "run", device="cpu", limits=Limits(60, 4096))
-    made.probe()
-    v = made.validate(gemm_candidate(), "round-000")
+    v = validator.validate(gemm_candidate(), "round-000")
     assert v.validated, v.feedback()
     record = v.as_dict()["isolation"]
     assert {"environment", "isolated_python", "descriptors", "fresh_folder"} <= set(record["enforced"])
+    assert set(isolation.WORKER_MECHANISMS) <= {*record["enforced"], *record["missing"]}, record
     assert all(isinstance(reason, str) and reason for reason in record["missing"].values())
     support = isolation.supported()
     if support.landlock is not None:
@@ -229,25 +235,21 @@ def test_the_confinement_is_recorded_with_the_validation(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("forge", ["exit", "claim"])
-def test_a_forged_result_has_no_effect_on_the_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_a_forged_result_has_no_effect_on_the_verdict(validator: Validator, monkeypatch: pytest.MonkeyPatch,
                                                       forge: str) -> None:
     """A worker that writes ``result.json`` (and more) in its folder claiming "validated, proved,
     2/2" and exits, or that reports the claim instead of measurements: the round fails, -1."""
     from argus.harness import reward
 
-    task = load_task(str(DATA / "gemm_task.py"))
-    made = Validator(task, tmp_path / "run", device="cpu", limits=Limits(60, 4096))
-    made.probe()
-
     def forging(request: dict[str, Any], directory: Path, limits: Limits, **kwargs: Any) -> Outcome:
         return run_worker({**request, "forge": forge}, directory, limits, **{**kwargs, "entry": "hostile_worker:forge"})
 
     monkeypatch.setattr(validator_module, "run_worker", forging)
-    v = made.validate(gemm_candidate(), "round-001")
+    v = validator.validate(gemm_candidate(), f"forged-{forge}")
     assert not v.validated and v.stage == "sandbox" and v.invariants is None and v.tests_passed == 0, v.as_dict()
     assert reward(v, None).total == -1.0
     assert ("exited without a report" if forge == "exit" else "report was refused") in (v.failure or "")
-    assert (made.directory / "candidates" / "round-001" / "result.json").exists()  # written, and not read
+    assert (validator.directory / "candidates" / f"forged-{forge}" / "result.json").exists()  # written, not read
 
 
 def _report(passed: int = 2, **changes: Any) -> dict[str, Any]:

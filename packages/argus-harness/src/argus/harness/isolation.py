@@ -74,19 +74,30 @@ class Support:
     """None when Landlock can confine the worker, else why not."""
 
 
+#: What the worker enforces on itself (the harness's own part is `sandbox.HARNESS_MECHANISMS`).
+WORKER_MECHANISMS = ("pid_namespace", "network_namespace", "ipc_namespace", "read_only_mounts", "user",
+                     "capabilities", "no_new_privs", "landlock", "landlock_network", "landlock_scope")
+
+
 @lru_cache(maxsize=1)
 def supported() -> Support:
     """Probe, without changing anything, what this machine offers a worker."""
     root = hasattr(os, "geteuid") and os.geteuid() == 0
-    if sys.platform != "linux":
-        reason = f"{sys.platform} is not Linux"
-        return Support(root, reason, 0, reason)
-    if platform.machine() not in MACHINES:
-        reason = f"the system calls are not known on {platform.machine()}"
-        return Support(root, reason, 0, reason)
+    unknown = _unknown_system()
+    if unknown is not None:
+        return Support(root, unknown, 0, unknown)
     abi = _syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
     landlock = None if abi > 0 else _landlock_reason(ctypes.get_errno())
     return Support(root, _namespaces_reason(root), max(abi, 0), landlock)
+
+
+def _unknown_system() -> str | None:
+    """Why the system calls used here cannot be made on this machine (None: they can)."""
+    if sys.platform != "linux":
+        return f"{sys.platform} is not Linux"
+    if platform.machine() not in MACHINES:
+        return f"the system call numbers are not known on {platform.machine()}"
+    return None
 
 
 def _landlock_reason(errno: int) -> str:
@@ -181,9 +192,9 @@ def confine(plan: Plan, channel: int) -> Record:
     child's status (see `_keep`); `confine` returns in the child only."""
     record = Record()
     support = supported()
-    if sys.platform != "linux" or platform.machine() not in MACHINES:
-        for name in ("pid_namespace", "read_only_mounts", "user", "capabilities", "no_new_privs", "landlock"):
-            record.missing[name] = support.landlock or "not Linux"
+    unknown = _unknown_system()
+    if unknown is not None:
+        record.missing.update(dict.fromkeys(WORKER_MECHANISMS, unknown))
         _limit(plan, record, separate_user=False)
         return record
     namespaces = False
@@ -355,7 +366,7 @@ def _show(paths: list[str], user: tuple[int, list[int]]) -> None:
     for blocker, inside in behind.items():
         handles = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in inside if os.path.exists(p)}
         _mount_call("tmpfs", blocker, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-        for path, handle in handles.items():
+        for path, handle in sorted(handles.items(), key=lambda item: item[0].count("/")):  # outer ones first
             if os.path.isdir(f"/proc/self/fd/{handle}"):
                 os.makedirs(path, 0o755, exist_ok=True)
             else:
