@@ -18,6 +18,7 @@ from .basis import ScaledBasis, has_basis, require_integer_strides
 from .errors import LayoutError
 from .inttuple import as_int_tuple, ceil_div, is_int, is_tuple, product, unflatten
 from .layout import Layout
+from .limits import check_nesting
 from .swizzle import ComposedLayout, Swizzle
 
 __all__ = [
@@ -84,7 +85,8 @@ def coalesce(layout: Layout, profile: Any = None) -> Layout:
     if profile is None or is_int(profile):
         return _from_modes(_merge_modes(layout.modes()))
     if not is_tuple(profile):
-        raise LayoutError("coalesce", f"profile must be an int-tuple, got {profile!r}", layout, profile)
+        raise LayoutError("coalesce", "profile must be an int-tuple", layout, profile)
+    check_nesting(profile, "coalesce", "profile")
     if len(profile) > layout.rank:
         raise LayoutError("coalesce", f"profile rank {len(profile)} exceeds layout rank {layout.rank}", layout, profile)
     parts = [coalesce(layout[i], p) for i, p in enumerate(profile)]
@@ -119,6 +121,8 @@ def _extension_modes(a: Layout) -> list[Mode]:
     Plain coalescing may drop a trailing size-1 mode and with it that extension.
     """
     flat = a.modes()
+    if not flat:  # the empty layout (): one element at offset 0, continuing nowhere
+        return [(1, 0)]
     merged = _merge_modes(flat)
     last_shape, last_stride = flat[-1]
     if last_shape == 1:
@@ -392,6 +396,7 @@ def composition(a: Any, b: Any) -> Any:
     if not isinstance(a, Layout):
         raise LayoutError("composition", f"A must be a Layout, got {type(a).__name__}", a, b)
     if is_tuple(b):
+        check_nesting(b, "composition", "tiler")
         if len(b) > a.rank:
             raise LayoutError("composition", f"tiler rank {len(b)} exceeds the layout rank {a.rank}", a, b)
         parts = [composition(a[i], t) for i, t in enumerate(b)] + [a[i] for i in range(len(b), a.rank)]

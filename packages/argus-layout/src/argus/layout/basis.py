@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import LayoutError
 from .inttuple import flatten
+from .limits import MAX_MODES, MAX_NESTING, int_text
 
 if TYPE_CHECKING:
     from .layout import Layout
@@ -30,8 +31,14 @@ class ScaledBasis:
     def __init__(self, scale: int, mode: Path) -> None:
         if not isinstance(scale, int) or isinstance(scale, bool):
             raise LayoutError("ScaledBasis", f"scale must be an int, got {scale!r}", scale, mode)
-        if not mode or not all(isinstance(m, int) and not isinstance(m, bool) and m >= 0 for m in mode):
-            raise LayoutError("ScaledBasis", f"mode must be a non-empty path of non-negative ints, got {mode!r}", scale, mode)
+        if not isinstance(mode, tuple) or not mode or not all(
+            isinstance(m, int) and not isinstance(m, bool) and 0 <= m < MAX_MODES for m in mode
+        ):
+            raise LayoutError(
+                "ScaledBasis", f"mode must be a non-empty tuple of ints in [0, {MAX_MODES}), got {mode!r}", scale
+            )
+        if len(mode) > MAX_NESTING:
+            raise LayoutError("ScaledBasis", f"mode path is longer than {MAX_NESTING}", scale)
         self.scale = scale
         self.mode = tuple(mode)
 
@@ -62,7 +69,8 @@ class ScaledBasis:
         return hash((self.scale, self.mode))
 
     def __str__(self) -> str:
-        return f"{self.scale}@" + "@".join(str(m) for m in self.mode)
+        scale = int_text(self.scale) if isinstance(self.scale, int) else str(self.scale)
+        return f"{scale}@" + "@".join(str(m) for m in self.mode)
 
     def __repr__(self) -> str:
         return f"ScaledBasis({self.scale}, {self.mode})"

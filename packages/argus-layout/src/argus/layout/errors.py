@@ -31,12 +31,31 @@ class LayoutParseError(LayoutError):
     def __init__(self, text: str, column: int, reason: str) -> None:
         self.text = text
         self.column = column
-        pointer = " " * column + "^"
-        super().__init__("parse", f"{reason} at column {column + 1}\n  {text}\n  {pointer}")
+        shown, at = excerpt(text, column)
+        pointer = " " * at + "^"
+        super().__init__("parse", f"{reason} at column {column + 1}\n  {shown}\n  {pointer}")
         self.reason = reason
         self.operands = (text,)
 
 
 def _show(value: Any) -> str:
-    text = str(value)
+    """An operand in a message: shortened, and never an error of its own (an operand too large
+    or too deep to print is the reason the message is being written)."""
+    try:
+        text = str(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__} too large to print>"
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+def excerpt(text: str, column: int, width: int = 80) -> tuple[str, int]:
+    """The part of a long text around `column` (elided with "..."), and the column within it."""
+    if len(text) <= width:
+        return text, column
+    start = max(0, min(column - width // 2, len(text) - width))
+    shown = text[start : start + width]
+    if start > 0:
+        shown, column = "..." + shown, column + 3
+    if start + width < len(text):
+        shown += "..."
+    return shown, column - start

@@ -14,6 +14,7 @@ from functools import reduce
 from typing import Any, TypeAlias, TypeGuard
 
 from .errors import LayoutError
+from .limits import MAX_NESTING
 
 IntTuple: TypeAlias = int | tuple["IntTuple", ...]
 
@@ -59,15 +60,26 @@ def as_int_tuple(x: Any, op: str, what: str, allow_basis: bool = False) -> IntTu
         if is_int(v) or (allow_basis and isinstance(v, ScaledBasis)):
             return v  # type: ignore[return-value]
         if isinstance(v, (tuple, list)):
+            if len(path) >= MAX_NESTING:
+                raise LayoutError(op, f"the {what} is nested more than {MAX_NESTING} levels deep")
             return tuple(walk(e, path + (i,)) for i, e in enumerate(v))
         if not isinstance(v, bool) and hasattr(v, "__index__") and type(v).__module__ == "numpy":
             return operator.index(v)
         where = f" at mode {_path(path)}" if path else ""
         raise LayoutError(
-            op, f"{what}{where} must be an int or a tuple of int-tuples, got {type(v).__name__} {v!r}", x
+            op, f"{what}{where} must be an int or a tuple of int-tuples, got {type(v).__name__} {_shown(v)}", x
         )
 
     return walk(x, ())
+
+
+def _shown(v: Any) -> str:
+    """repr of a rejected value, short, and never an error of its own."""
+    try:
+        text = repr(v)
+    except (ValueError, RecursionError):
+        return "(too large to show)"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _path(path: tuple[int, ...]) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 
 from .basis import ScaledBasis, as_coordinate, require_integer_strides
 from .errors import LayoutError
+from .limits import MAX_NESTING, check_nesting
 from .inttuple import (
     IntTuple,
     as_int_tuple,
@@ -163,6 +164,7 @@ class Layout:
         crd = args[0] if len(args) == 1 else args
         if type(crd) is int and crd >= 0:
             return self._as_result(self._at_index(crd))
+        check_nesting(crd, "evaluate", "coordinate")
         if crd is None or (is_tuple(crd) and any(c is None for c in leaves(crd))):
             return slice_and_offset(crd, self)[0]
         if any(isinstance(c, np.ndarray) for c in leaves(crd)):
@@ -256,25 +258,31 @@ def _checked_coordinate(crd: Any, layout: Layout) -> Any:
     )
 
 
-def _is_plain(shape: Any, stride: Any) -> bool:
-    """Already a valid shape (positive int leaves, no empty sub-tuples) with a congruent int
-    stride, or with no stride at all."""
+def _is_plain(shape: Any, stride: Any, depth: int = 0) -> bool:
+    """Already a valid shape (positive int leaves, no empty sub-tuples, not too deep) with a
+    congruent int stride, or with no stride at all."""
     if stride is None:
-        return _is_plain_shape(shape)
+        return _is_plain_shape(shape, depth)
     if type(shape) is int:
         return shape >= 1 and type(stride) is int
     return (
         type(shape) is tuple
         and type(stride) is tuple
         and len(shape) == len(stride) > 0
-        and all(_is_plain(s, d) if d is not None else False for s, d in zip(shape, stride))
+        and depth < MAX_NESTING
+        and all(_is_plain(s, d, depth + 1) if d is not None else False for s, d in zip(shape, stride))
     )
 
 
-def _is_plain_shape(shape: Any) -> bool:
+def _is_plain_shape(shape: Any, depth: int = 0) -> bool:
     if type(shape) is int:
         return shape >= 1
-    return type(shape) is tuple and len(shape) > 0 and all(_is_plain_shape(s) for s in shape)
+    return (
+        type(shape) is tuple
+        and len(shape) > 0
+        and depth < MAX_NESTING
+        and all(_is_plain_shape(s, depth + 1) for s in shape)
+    )
 
 
 def _check_positive(shape: IntTuple, whole: IntTuple, path: tuple[int, ...] = ()) -> None:
@@ -368,6 +376,7 @@ def slice_and_offset(crd: Any, layout: Layout) -> tuple[Layout, int]:
 
     if crd is None:
         return layout, 0
+    check_nesting(crd, "slice", "coordinate")
     walk(crd, layout.shape, layout.stride)
     return Layout._make(tuple(kept_shape), tuple(kept_stride)), offset
 

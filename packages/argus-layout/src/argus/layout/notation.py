@@ -19,20 +19,27 @@ from typing import Any
 
 from .errors import LayoutError, LayoutParseError
 from .inttuple import IntTuple, congruent, is_tuple
+from .limits import MAX_DIGITS, MAX_MODES, MAX_NESTING, int_text
 
 __all__ = ["format_int_tuple", "parse", "parse_int_tuple"]
 
 
 def format_int_tuple(t: IntTuple) -> str:
+    """CuTe text of an int-tuple (strides may hold basis elements); refuses an integer too long
+    to print (`MAX_DIGITS`) with a `LayoutError`."""
     if is_tuple(t):
         return "(" + ",".join(format_int_tuple(e) for e in t) + ")"  # type: ignore[union-attr]
-    return str(t)
+    return int_text(t) if isinstance(t, int) else str(t)
+
+
+_DIGITS = frozenset("0123456789")
 
 
 class NotationParser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.leaves = 0  # integers read in the current int-tuple, against MAX_MODES
 
     def fail(self, reason: str, at: int | None = None) -> LayoutParseError:
         return LayoutParseError(self.text, self.pos if at is None else at, reason)
@@ -64,11 +71,13 @@ class NotationParser:
             self.pos += 1
             sign = -1
         digits = self.pos
-        while self.pos < len(self.text) and self.text[self.pos].isdigit():
+        while self.pos < len(self.text) and self.text[self.pos] in _DIGITS:
             self.pos += 1
         if self.pos == digits:
             found = self.text[self.pos] if self.pos < len(self.text) else "end of input"
             raise self.fail(f"expected an integer, found {found!r}")
+        if self.pos - digits > MAX_DIGITS:
+            raise self.fail(f"an integer of {self.pos - digits} digits is too long (at most {MAX_DIGITS})", at=digits)
         return sign * int(self.text[digits : self.pos])
 
     def leaf(self, allow_basis: bool) -> Any:
@@ -94,7 +103,11 @@ class NotationParser:
         """An int-tuple; as a `shape`, every leaf must be positive and no inner tuple empty."""
         self.skip_spaces()
         start = self.pos
+        if not path:
+            self.leaves = 0
         if self.peek("("):
+            if len(path) >= MAX_NESTING:
+                raise self.fail(f"tuples nested more than {MAX_NESTING} levels deep")
             self.pos += 1
             items: list[IntTuple] = []
             if self.peek(")"):
@@ -112,6 +125,9 @@ class NotationParser:
                     return tuple(items)
                 found = self.text[self.pos] if self.pos < len(self.text) else "end of input"
                 raise self.fail(f"expected ',' or ')', found {found!r}")
+        self.leaves += 1
+        if self.leaves > MAX_MODES:
+            raise self.fail(f"more than {MAX_MODES} integers in one int-tuple")
         value = self.leaf(allow_basis)
         if shape and value < 1:  # type: ignore[operator]
             where = f"mode {_path(path)}" if path else "the shape"
@@ -182,6 +198,7 @@ class NotationParser:
         try:
             offset = self.integer()
         except LayoutParseError:
+            self.pos = saved  # no offset: the inner layout starts here
             return 0
         if self.peek("o"):
             self.pos += 1
@@ -190,9 +207,12 @@ class NotationParser:
         return 0
 
 
-_PRINTED = re.compile(r"(?:Sw<(-?\d+),(-?\d+),(-?\d+)> o (-?\d+) o )?([-\d(),]+)(?::([-\d(),]+))?")
+_PRINTED = re.compile(
+    r"(?:Sw<(-?\d{1,3}),(-?\d{1,3}),(-?\d{1,3})> o (-?\d{1,%d}) o )?([-\d(),]+)(?::([-\d(),]+))?" % MAX_DIGITS,
+    re.ASCII,
+)
 """The forms this package prints: a plain layout, or a swizzle composed with one."""
-_TOKENS = re.compile(r"-?\d+|[(),]")
+_TOKENS = re.compile(r"-?\d+|[(),]", re.ASCII)
 
 
 def _as_printed(text: str) -> Any:
@@ -224,11 +244,13 @@ def _printed_int_tuple(text: str) -> IntTuple | None:
     tokens = _TOKENS.findall(text)
     if sum(map(len, tokens)) != len(text):  # a character no token takes
         return None
+    if sum(1 for t in tokens if t not in "(),") > MAX_MODES:
+        return None
     stack: list[list[IntTuple]] = [[]]
     want_item = True  # after '(' or ',' (or at the start): an integer or '('
     for token in tokens:
         if token == "(":
-            if not want_item:
+            if not want_item or len(stack) > MAX_NESTING:
                 return None
             stack.append([])
             continue
@@ -243,8 +265,8 @@ def _printed_int_tuple(text: str) -> IntTuple | None:
             want_item = True
             continue
         else:
-            if not want_item or (len(token) > 1 and token.lstrip("-").startswith("0")):
-                return None  # leading zeros: left to the general parser
+            if not want_item or (len(token) > 1 and token.lstrip("-").startswith("0")) or len(token) > MAX_DIGITS:
+                return None  # leading zeros, long numbers: left to the general parser
             stack[-1].append(int(token))
         want_item = False
     if len(stack) != 1 or len(stack[0]) != 1:

@@ -26,9 +26,11 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
+from .basis import has_basis
 from .errors import LayoutError
 from .inttuple import is_int
 from .layout import Layout
+from .limits import number_text
 from .swizzle import ComposedLayout
 
 __all__ = ["MAX_CELLS", "offset_grid", "save_svg", "to_svg", "tv_grid"]
@@ -70,12 +72,16 @@ def offset_colour(offset: int) -> str:
 def _check_layout(layout: Any, op: str) -> None:
     if not isinstance(layout, (Layout, ComposedLayout)):
         raise LayoutError(op, f"expected a Layout or ComposedLayout, got {type(layout).__name__}", layout)
+    parts = [layout] if isinstance(layout, Layout) else [layout.inner, layout.outer]
+    if any(isinstance(p, Layout) and has_basis(p) for p in parts):
+        raise LayoutError(op, "draws offsets, and a layout with basis strides gives coordinates; draw "
+                          "each coordinate's layout, or the data layout it indexes", layout)
 
 
 def _too_large(op: str, what: str, count: int, layout: Any, *extra: Any) -> LayoutError:
     return LayoutError(
         op,
-        f"{what} has {count} cells and at most {MAX_CELLS} are drawn; draw a tile of it instead, "
+        f"{what} has {number_text(count)} cells and at most {MAX_CELLS} are drawn; draw a tile of it instead, "
         "e.g. composition(layout, (32, 32)) or a slice such as layout(None, 0)",
         layout,
         *extra,

@@ -14,9 +14,18 @@ import numpy as np
 from .errors import LayoutError
 from .inttuple import is_int
 from .layout import Layout
+from .limits import number_text
 from .symbolic import Expr
 
-__all__ = ["ComposedLayout", "Swizzle", "make_composed_layout"]
+__all__ = ["MAX_SWIZZLE_BITS", "ComposedLayout", "Swizzle", "make_composed_layout"]
+
+#: The bits a swizzle may read or flip: those of a non-negative int64 offset.
+MAX_SWIZZLE_BITS = 63
+
+#: Most elements of a composed layout whose cosize is computed (by enumerating its offsets).
+COSIZE_ENUMERATION_LIMIT = 1 << 22
+
+INT64_MAX = (1 << 63) - 1
 
 
 class Swizzle:
@@ -34,6 +43,15 @@ class Swizzle:
                 raise LayoutError("Swizzle", f"{name} must be an int, got {v!r}", bits, base, shift)
         if bits < 0 or base < 0:
             raise LayoutError("Swizzle", "B and M must be non-negative", bits, base, shift)
+        if bits + base + abs(shift) > MAX_SWIZZLE_BITS:
+            raise LayoutError(
+                "Swizzle",
+                f"B + M + |S| exceeds {MAX_SWIZZLE_BITS}: a swizzle acts on the low {MAX_SWIZZLE_BITS} bits "
+                "of an offset",
+                bits,
+                base,
+                shift,
+            )
         if abs(shift) < bits:
             raise LayoutError(
                 "Swizzle", f"|S| = {abs(shift)} < B = {bits}: source and target bits overlap", bits, base, shift
@@ -142,7 +160,17 @@ class ComposedLayout:
         return self.inner.size()
 
     def cosize(self) -> int:
-        """One past the largest offset reached on the domain (offsets are never negative)."""
+        """One past the largest offset reached on the domain (offsets are never negative).
+
+        Found by enumerating the offsets, so refused past `COSIZE_ENUMERATION_LIMIT` elements.
+        """
+        if self.size() > COSIZE_ENUMERATION_LIMIT:
+            raise LayoutError(
+                "cosize",
+                f"the cosize of a composed layout is found by enumerating its offsets, and this one has "
+                f"{number_text(self.size())} (at most {COSIZE_ENUMERATION_LIMIT})",
+                self,
+            )
         return int(self.offsets().max()) + 1
 
     def with_inner(self, inner: Layout) -> ComposedLayout:
@@ -162,7 +190,11 @@ class ComposedLayout:
         return self.outer(self.offset + self.inner(*args))
 
     def offsets(self) -> np.ndarray:
-        return self.outer(self.offset + self.inner.offsets())
+        """All offsets in index order, as int64 (exact, or a LayoutError)."""
+        inner = self.inner.offsets()
+        if inner.size and not -INT64_MAX <= self.offset + int(inner.min()) <= self.offset + int(inner.max()) <= INT64_MAX:
+            raise LayoutError("offsets", "the offset moves the inner layout's offsets beyond int64", self)
+        return self.outer(inner + self.offset)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ComposedLayout):

@@ -17,6 +17,7 @@ from .basis import require_integer_strides
 from .errors import LayoutError
 from .inttuple import as_int_tuple, is_tuple, product
 from .layout import Layout, make_layout, make_ordered_layout
+from .limits import check_nesting
 from .swizzle import ComposedLayout
 
 __all__ = [
@@ -41,6 +42,7 @@ def _stack(parts: list[Layout]) -> Layout:
 
 
 def _by_mode(op: str, a: Layout, tiler: tuple[Any, ...], f: Any) -> Layout:
+    check_nesting(tiler, op, "tiler")
     if len(tiler) > a.rank:
         raise LayoutError(op, f"tiler rank {len(tiler)} exceeds the layout rank {a.rank}", a, tiler)
     return _stack([f(a[i], t) for i, t in enumerate(tiler)] + [a[i] for i in range(len(tiler), a.rank)])

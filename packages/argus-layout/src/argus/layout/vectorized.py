@@ -13,6 +13,7 @@ import numpy as np
 from .basis import ScaledBasis, has_basis, nest_coordinate
 from .errors import LayoutError
 from .inttuple import crd2idx, fits, flatten, is_tuple, leaves, prefix_product, unflatten
+from .limits import number_text
 
 if TYPE_CHECKING:
     from .layout import Layout
@@ -71,14 +72,35 @@ def evaluate_array(layout: Layout, crd: Any) -> Any:
         crd = _as_int64(crd, layout)
         bound = _index_bound(_leaf_max(crd), layout.shape, layout.stride)
     if bound > INT64_MAX:
-        raise LayoutError("evaluate", f"offsets reach {bound}, beyond int64; evaluate with Python ints", layout)
+        raise LayoutError(
+            "evaluate", f"offsets reach {number_text(bound)}, beyond int64; evaluate with Python ints", layout
+        )
     try:
-        result = crd2idx(crd, layout.shape, layout.stride) if is_tuple(crd) else layout._at_index(crd)
+        result = crd2idx(crd, layout.shape, layout.stride) if is_tuple(crd) else _at_indices(layout, crd)
     except OverflowError:  # a stride beyond int64 that the inputs only ever multiply by 0
         return _evaluate_exactly(layout, crd)
     if not isinstance(result, np.ndarray):
         result = np.broadcast_to(np.int64(result), np.broadcast_shapes(*(np.shape(x) for x in leaves(crd))))
     return result.astype(np.int64, copy=False)
+
+
+def _at_indices(layout: Layout, indices: Any) -> Any:
+    """Offsets of an int64 index array, the caller having bounded them within int64. Modes
+    that begin past the largest index add nothing, nor do strides beyond int64 (the bound says
+    their digits are all 0), so sizes, places and strides far beyond int64 stay out of numpy."""
+    top = _leaf_max(indices)
+    modes = list(zip(flatten(prefix_product(layout.shape)), flatten(layout.shape), flatten(layout.stride)))
+    total: Any = 0
+    for k, (p, s, d) in enumerate(modes):
+        if p > top:
+            break
+        if d == 0 or abs(d) > INT64_MAX:
+            continue
+        digit = indices // p if p != 1 else indices
+        if k < len(modes) - 1 and s <= top:
+            digit = digit % s
+        total = total + digit * d
+    return total
 
 
 def _evaluate_exactly(layout: Layout, crd: Any) -> np.ndarray:
@@ -101,7 +123,7 @@ def all_offsets(layout: Layout) -> Any:
     modes = list(zip(flatten(layout.shape), flatten(layout.stride)))
     bound = sum((s - 1) * abs(d) for s, d in modes)
     if bound > INT64_MAX:
-        raise LayoutError("offsets", f"offsets reach {bound}, beyond int64", layout)
+        raise LayoutError("offsets", f"offsets reach {number_text(bound)}, beyond int64", layout)
     out = np.zeros(1, dtype=np.int64)
     for s, d in modes:
         if s > 1:
