@@ -226,3 +226,65 @@ def test_demo_subprocess(tmp_path: Path) -> None:
         assert str(path) in proc.stdout
         ET.fromstring(path.read_text(encoding="utf-8"))
     assert elapsed < 5
+
+
+# ---- limits and readers that leave ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["eval", "composition(" * 40 + "4:1" + ", 2)" * 40], "nested more than 32 levels"),
+        (["eval", "(" * 2000 + "4:1" + ")" * 2000], "nested more than 32 levels"),
+        (["eval", "size((" + ",".join(["9" * 3000] * 3) + "))"], "too long to print"),
+        (["eval", "coalesce(" + "9" * 5000 + ":1)"], "at most 4000"),
+        (["eval", "composition(4:1, Sw<40,40,40> o 0 o 4:1)"], "low 63 bits"),
+        (["eval", "cosize(Sw<3,4,3> o 0 o (4096,4096):(1,4096))"], "enumerating"),
+        (["show", "(" * 2000 + "4" + ")" * 2000], "nested more than 32 levels"),
+        (["show", "(8,8):(1@0,1@1)"], "basis strides"),
+        (["show", "4:1", "--tv", ""], "--tv expects M,N"),
+    ],
+)
+def test_input_past_the_limits_is_one_error_line(capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str) -> None:
+    code, out, err = run(capsys, *argv)
+    assert_error(code, out, err, fragment)
+    assert len(err) < 1000  # a long input is shown around the error, not whole
+
+
+def test_show_of_a_large_composed_layout_does_not_enumerate_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "show", "Sw<3,4,3> o 0 o (8192,8192):(1,8192)")
+    assert (code, err) == (0, "")
+    assert "cosize  (not computed:" in out and "no grid" in out
+
+
+class GoneReader:
+    """stdout whose reader has closed the pipe."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_reader_that_stops_reading_does_not_change_the_status(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(sys, "stdout", GoneReader())
+    assert main(["eval", "composition(4:1, 2:1)"]) == 0
+    picture = tmp_path / "l.svg"
+    assert main(["show", "(8,8):(8,1)", "-o", str(picture)]) == 0
+    assert picture.exists()  # the command finished its work after the reader left
+    assert main(["eval", "composition((3,4):(4,1), 8:2)"]) == 2
+
+
+@pytest.mark.parametrize(("argv", "status"), [(["eval", "composition(4:1, 2:1)"], 0), (["eval", "nope(1)"], 2)])
+def test_piped_to_a_closed_reader_the_command_keeps_its_status_and_says_nothing(argv: list[str], status: int) -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
+    proc = subprocess.Popen([sys.executable, "-m", "argus.layout", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()  # type: ignore[union-attr]  # the reader is gone before anything is printed
+    err = proc.stderr.read().decode()  # type: ignore[union-attr]
+    assert proc.wait(timeout=60) == status
+    assert "Traceback" not in err and "Broken pipe" not in err

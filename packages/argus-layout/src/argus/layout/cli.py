@@ -21,7 +21,7 @@ import inspect
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import numpy as np
 
@@ -52,9 +52,11 @@ from . import (
     zipped_divide,
     zipped_product,
 )
-from .errors import LayoutError, LayoutParseError
+from .errors import LayoutError, LayoutParseError, excerpt
 from .layout import Layout
+from .limits import MAX_NESTING, int_text
 from .notation import NotationParser, parse
+from .output import Output, flush_quietly
 from .svg import MAX_CELLS, offset_grid, save_svg, tv_grid
 from .swizzle import ComposedLayout, Swizzle
 
@@ -107,12 +109,14 @@ class _ExprParser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.depth = 0  # calls and tuples open around the current position
         self.notation = NotationParser(text)
 
     # -- low level --
     def fail(self, reason: str, at: int | None = None) -> CliError:
-        col = (self.pos if at is None else at) + 1
-        return CliError(f"column {col} of {self.text!r}: {reason}")
+        column = self.pos if at is None else at
+        shown, _ = excerpt(self.text, column)
+        return CliError(f"column {column + 1} of {shown!r}: {reason}")
 
     def skip(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos].isspace():
@@ -125,6 +129,11 @@ class _ExprParser:
     def found(self) -> str:
         c = self.char()
         return repr(c) if c else "end of input"
+
+    def enter(self, start: int) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.fail(f"calls and tuples nested more than {MAX_NESTING} levels deep", start)
 
     def expect(self, token: str) -> None:
         if self.char() != token:
@@ -170,6 +179,7 @@ class _ExprParser:
             raise self.fail(f"unknown function {name!r} (known: {', '.join(sorted(FUNCTIONS))})", start)
         self.pos = start + len(name)
         self.expect("(")
+        self.enter(start)
         args: list[Any] = []
         if self.char() == ")":
             self.pos += 1
@@ -183,11 +193,14 @@ class _ExprParser:
                     self.pos += 1
                     break
                 raise self.fail(f"expected ',' or ')' in the arguments of {name}, found {self.found()}")
+        self.depth -= 1
         return _apply(name, func, args)
 
     def arg_tuple(self) -> tuple[Any, ...]:
         """``(a, b, ...)`` whose entries are not all integers: a tuple of tilers."""
+        start = self.pos
         self.expect("(")
+        self.enter(start)
         items = []
         while True:
             items.append(self.arg())
@@ -196,6 +209,7 @@ class _ExprParser:
                 continue
             if self.char() == ")":
                 self.pos += 1
+                self.depth -= 1
                 return tuple(items)
             raise self.fail(f"expected ',' or ')', found {self.found()}")
 
@@ -252,6 +266,8 @@ def _show(value: Any) -> str:
     """CuTe-style text of an argument or result: ints, int-tuples, layouts, tuples of them."""
     if isinstance(value, tuple):
         return "(" + ",".join(_show(v) for v in value) + ")"
+    if isinstance(value, int):
+        return int_text(value)
     return str(value)
 
 
@@ -263,7 +279,7 @@ def _parse_layout(text: str) -> Any:
         return parse(text)
     except LayoutParseError as err:
         raise CliError(
-            f"cannot parse {text!r}: {err.reason} at column {err.column + 1}"
+            f"cannot parse {excerpt(text, err.column)[0]!r}: {err.reason} at column {err.column + 1}"
         ) from None
 
 
@@ -313,15 +329,18 @@ def tv_table(layout: Any, tile: tuple[int, int]) -> tuple[list[str], int, int]:
 def _describe(layout: Any, out: TextIO) -> None:
     print(f"layout  {layout}", file=out)
     if isinstance(layout, Swizzle):
-        print(f"period  {layout.size()}", file=out)
+        print(f"period  {int_text(layout.size())}", file=out)
         print(
             "a swizzle is a function on offsets; compose it with a layout to draw it, "
             f"e.g. '{layout} o 0 o (8,64):(64,1)'",
             file=out,
         )
         return
-    print(f"size    {layout.size()}", file=out)
-    print(f"cosize  {layout.cosize()}", file=out)
+    print(f"size    {int_text(layout.size())}", file=out)
+    try:
+        print(f"cosize  {int_text(layout.cosize())}", file=out)
+    except LayoutError as err:
+        print(f"cosize  (not computed: {err.reason})", file=out)
     print(f"rank    {layout.rank}", file=out)
 
 
@@ -330,7 +349,7 @@ def _describe(layout: Any, out: TextIO) -> None:
 
 def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     layout = _parse_layout(args.layout)
-    tile = _parse_tile(args.tv) if args.tv else None
+    tile = _parse_tile(args.tv) if args.tv is not None else None
     if isinstance(layout, Swizzle):
         if args.output or tile:
             raise CliError(
@@ -348,7 +367,7 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     elif layout.rank > 2:
         lines = [f"(no grid for rank {layout.rank}: slice it to two modes, e.g. layout(None, None, 0))"]
     elif layout.size() > MAX_CELLS:
-        lines = [f"(no grid: {layout.size()} cells, more than {MAX_CELLS})"]
+        lines = [f"(no grid: {int_text(layout.size())} cells, more than {MAX_CELLS})"]
     else:
         lines = offset_table(layout)
     _describe(layout, out)
@@ -515,30 +534,45 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 success, 2 error)."""
+    """Run the command line; returns the exit status (0 success, 2 error).
+
+    Output to a reader that stops reading (``| head -1``) is dropped without changing the status.
+    """
+    out, err = Output(sys.stdout), Output(sys.stderr)
+    try:
+        return _run(argv, cast(TextIO, out), cast(TextIO, err))
+    finally:
+        out.flush()
+        err.flush()
+        flush_quietly(sys.stdout, sys.stderr)
+
+
+def _run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help
         return exit_.code if isinstance(exit_.code, int) else 2
-    except _UsageError as err:
-        _error(str(err))
+    except _UsageError as usage:
+        _error(str(usage), err)
         return 2
     try:
-        return int(args.run(args, sys.stdout))
-    except CliError as err:
-        _error(str(err))
-    except LayoutError as err:
-        _error(str(err))
-    except OSError as err:
-        _error(f"{err.strerror or err}: {err.filename}" if err.filename else str(err))
-    except Exception as err:  # noqa: BLE001 - a command line reports, it does not crash
-        _error(f"internal error in {args.command}: {type(err).__name__}: {err}")
+        return int(args.run(args, out))
+    except (CliError, LayoutError) as failure:
+        _error(str(failure), err)
+    except OSError as failure:
+        _error(f"{failure.strerror or failure}: {failure.filename}" if failure.filename else str(failure), err)
+    except RecursionError:
+        _error(f"{args.command}: the input is nested too deeply to evaluate", err)
+    except MemoryError:
+        _error(f"{args.command}: the input needs more memory than there is", err)
+    except Exception as failure:  # noqa: BLE001 - a command line reports, it does not crash
+        _error(f"internal error in {args.command}: {type(failure).__name__}: {failure}", err)
     return 2
 
 
-def _error(message: str) -> None:
-    print("error: " + " ".join(message.split()), file=sys.stderr)
+def _error(message: str, err: TextIO) -> None:
+    print("error: " + " ".join(message.split()), file=err)
 
 
 if __name__ == "__main__":  # pragma: no cover

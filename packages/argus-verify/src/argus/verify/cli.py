@@ -1,4 +1,4 @@
-"""``argus-verify``: prove or refute from a shell. Exit status 0 proved, 1 refuted (the
+"""``argus-verify``: prove or refute from a shell. Exit status 0 proved, 1 violated (the
 counterexample is printed), 2 unknown or bad input (with the position of the error)."""
 
 from __future__ import annotations
@@ -6,12 +6,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO, cast
 
 from argus.layout import Layout, LayoutError, LayoutParseError, parse
+from argus.layout.errors import excerpt
+from argus.layout.output import Output, flush_quietly
 
 from . import layouts
 from .results import Result
+
+#: The status of bad input, and of anything else that is neither a proof nor a refutation.
+NOT_DECIDED = 2
 
 
 class _BadInput(Exception):
@@ -22,24 +27,21 @@ def _layout(text: str) -> Any:
     try:
         return parse(text)
     except LayoutParseError as err:
-        raise _BadInput(f"cannot read {text!r}: {err.reason} at column {err.column + 1}") from None
+        raise _BadInput(f"cannot read {excerpt(text, err.column)[0]!r}: {err.reason} at column {err.column + 1}") from None
 
 
 def _plain(text: str, role: str) -> Layout:
     value = _layout(text)
     if not isinstance(value, Layout):
-        raise _BadInput(f"{role} must be a plain layout shape:stride, got {text!r}")
+        raise _BadInput(f"{role} must be a plain layout shape:stride, got {excerpt(text, 0)[0]!r}")
     return value
 
 
 def _positive(text: str, role: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise _BadInput(f"{role} must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise _BadInput(f"{role} must be a positive integer, got {text!r}")
-    return value
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 100 or int(digits) < 1:
+        raise _BadInput(f"{role} must be a positive integer (at most 100 digits), got {excerpt(text, 0)[0]!r}")
+    return int(digits)
 
 
 CHECKS = {
@@ -62,6 +64,20 @@ _ARITY = {"injective": (1, 1), "bijective": (1, 1), "equal": (2, 2), "compositio
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; the exit status is the verdict's (0, 1, 2), or 2 for bad input.
+
+    Output to a reader that stops reading (``| head -1``) is dropped without changing the status.
+    """
+    out, err = Output(sys.stdout), Output(sys.stderr)
+    try:
+        return _run(argv, cast(TextIO, out), cast(TextIO, err))
+    finally:
+        out.flush()
+        err.flush()
+        flush_quietly(sys.stdout, sys.stderr)
+
+
+def _run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
     parser = argparse.ArgumentParser(prog="argus-verify", description=__doc__)
     sub = parser.add_subparsers(dest="domain", metavar="DOMAIN")
     layout = sub.add_parser("layout", help="properties of CuTe layouts", description="Prove or refute a property of layouts.")
@@ -73,20 +89,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
-        return 2 if exit_.code else 0
+        return NOT_DECIDED if exit_.code else 0
     if args.domain is None or getattr(args, "check", None) is None:
-        parser.print_help()
-        return 2
+        parser.print_help(out)
+        return NOT_DECIDED
     low, high = _ARITY[args.check]
     if not low <= len(args.layouts) <= high:
-        print(f"error: {args.check} takes {CHECKS[args.check][0]}", file=sys.stderr)
-        return 2
+        print(f"error: {args.check} takes {CHECKS[args.check][0]}", file=err)
+        return NOT_DECIDED
     try:
         result: Result = CHECKS[args.check][2](args)
-    except (_BadInput, LayoutError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(result.json() if args.json else result.text())
+    except (_BadInput, LayoutError) as failure:
+        print("error: " + " ".join(str(failure).split()), file=err)
+        return NOT_DECIDED
+    except RecursionError:
+        print(f"error: {args.check}: the input is nested too deeply to check", file=err)
+        return NOT_DECIDED
+    except MemoryError:
+        print(f"error: {args.check}: checking needs more memory than there is", file=err)
+        return NOT_DECIDED
+    except Exception as failure:  # noqa: BLE001 - never a traceback, and never a verdict's status
+        print(f"error: internal error in {args.check}: {type(failure).__name__}: {failure}", file=err)
+        return NOT_DECIDED
+    try:
+        text = result.json() if args.json else result.text()
+    except ValueError:  # Python prints no integer of more than 4,300 digits
+        print(f"error: {args.check}: the result holds a number too long to print", file=err)
+        return NOT_DECIDED
+    print(text, file=out)
     return result.verdict.exit_status
 
 
