@@ -201,14 +201,19 @@ def confine(plan: Plan, channel: int) -> Record:
     if support.namespaces is not None:
         for name in ("pid_namespace", "network_namespace", "ipc_namespace"):
             record.missing[name] = support.namespaces
-    elif record.attempt("pid_namespace", lambda: _unshare(support.root)):
-        namespaces = True
-        record.attempt("network_namespace", lambda: _check(_libc().unshare(ctypes.c_int(CLONE_NEWNET)), "unshare"))
-        record.attempt("ipc_namespace", lambda: _check(_libc().unshare(ctypes.c_int(CLONE_NEWIPC)), "unshare"))
     else:
-        for name in ("network_namespace", "ipc_namespace"):
-            record.missing[name] = record.missing["pid_namespace"]
-    _split(plan, channel, namespaces, record)
+        if not support.root and _threads() > 1:  # a user namespace is entered by a process of one thread:
+            _fork(channel, plan.cpu_seconds, reap=False)  # this child is one
+        if record.attempt("pid_namespace", lambda: _unshare(support.root)):
+            namespaces = True
+            record.attempt("network_namespace", lambda: _check(_libc().unshare(ctypes.c_int(CLONE_NEWNET)), "unshare"))
+            record.attempt("ipc_namespace", lambda: _check(_libc().unshare(ctypes.c_int(CLONE_NEWIPC)), "unshare"))
+        else:
+            for name in ("network_namespace", "ipc_namespace"):
+                record.missing[name] = record.missing["pid_namespace"]
+    if not namespaces:  # what the worker leaves comes to its keeper, which kills it
+        record.attempt("subreaper", lambda: _prctl(PR_SET_CHILD_SUBREAPER, 1))
+    _fork(channel, plan.cpu_seconds, reap=not namespaces)
     user = _identity(plan, support.root, namespaces)
     if not namespaces:
         record.missing["read_only_mounts"] = record.missing["pid_namespace"]
@@ -233,34 +238,40 @@ def _unshare(root: bool) -> None:
         Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
 
 
-def _split(plan: Plan, channel: int, namespaces: bool, record: Record) -> None:
-    """Fork: the child goes on to be confined; this process keeps it (see `_keep`)."""
-    harness = os.getppid()
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the harness gone: so is the keeper, and with it the worker
-    if os.getppid() != harness:
+def _threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
+def _fork(channel: int, cpu_seconds: int, *, reap: bool) -> None:
+    """Fork: the child returns, to go on; this process stays behind as its keeper (`_keep`),
+    with `reap` killing whatever the child leaves. Each dies with its parent."""
+    parent = os.getppid()
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the line above
         os._exit(1)
-    if not namespaces and _attempt_prctl(PR_SET_CHILD_SUBREAPER, 1):
-        record.enforced.append("subreaper")
     keeper = os.getpid()
     child = os.fork()
     if child:
         os.close(channel)
-        _keep(child, namespaces, plan.cpu_seconds)
+        _keep(child, reap, cpu_seconds)
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if not namespaces and os.getppid() != keeper:
+    if os.getppid() not in (keeper, 0):  # (0: the first process of a PID namespace)
         os._exit(1)
 
 
-def _keep(child: int, namespaces: bool, cpu_seconds: int) -> NoReturn:
-    """The keeper: wait for the confined child; without a PID namespace, kill whatever it left
-    (orphans come to this subreaper); then exit as the child did."""
+def _keep(child: int, reap: bool, cpu_seconds: int) -> NoReturn:
+    """The keeper: wait for the child; with `reap`, kill whatever it left (orphans come to this
+    subreaper); then exit as the child did."""
     while True:
         try:
             _, status, usage = os.wait4(child, 0)
             break
         except InterruptedError:
             continue
-    if not namespaces:
+    if reap:
         _kill_children()
     code = os.waitstatus_to_exitcode(status)
     if code == -signal.SIGKILL and usage.ru_utime + usage.ru_stime >= cpu_seconds:
