@@ -243,6 +243,8 @@ def test_demo_subprocess(tmp_path: Path) -> None:
         (["show", "(" * 2000 + "4" + ")" * 2000], "nested more than 32 levels"),
         (["show", "(8,8):(1@0,1@1)"], "basis strides"),
         (["show", "4:1", "--tv", ""], "--tv expects M,N"),
+        (["show", "4:1", "-o", "a\0b.svg"], "NUL"),
+        (["demo", "-o", "a\0b"], "NUL"),
     ],
 )
 def test_input_past_the_limits_is_one_error_line(capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str) -> None:

@@ -283,6 +283,13 @@ def _parse_layout(text: str) -> Any:
         ) from None
 
 
+def _output_path(text: str) -> Path:
+    """A path to write to; a NUL character (which no file name holds) is refused by name."""
+    if "\0" in text:
+        raise CliError(f"the output path {text!r} contains a NUL character")
+    return Path(text)
+
+
 def _parse_tile(text: str) -> tuple[int, int]:
     parts = text.replace("x", ",").split(",")
     try:
@@ -373,7 +380,7 @@ def cmd_show(args: argparse.Namespace, out: TextIO) -> int:
     _describe(layout, out)
     print("\n".join(lines), file=out)
     if args.output:
-        path = save_svg(layout, args.output, tv_tile=tile)
+        path = save_svg(layout, _output_path(args.output), tv_tile=tile)
         print(f"wrote {path}", file=out)
     return 0
 
@@ -390,7 +397,7 @@ def cmd_eval(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
-    outdir = Path(args.output)
+    outdir = _output_path(args.output)
     outdir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
 
