@@ -9,7 +9,8 @@ indices and constants), global coordinates may be symbolic: a global load's tag 
 tensor's tag function applied to its coordinates, symbolically.
 
 Control flow: a branch whose condition is concrete runs under masks as in the interpreter; a
-symbolic one runs both sides and joins their states (the lattice join, ⊥ < tag < ⊤). A
+symbolic one runs both sides and joins their states (the lattice join, ⊥ < tag < ⊤; a byte
+written on one side only is written in the launches taking it: `initialization`). A
 runtime loop with symbolic bounds runs its body with a fresh symbol ``i`` bounded by the loop's
 range, from the join of the state before the loop and the state the body leaves, renamed to
 the previous iteration (``i ↦ i - step``), until that entry state is stable; assertions are
@@ -42,6 +43,7 @@ from . import batching, tag_liveness
 from . import dialect as D
 from .atoms import CopyAtom, MMAAtom
 from .dtypes import DType
+from .initialization import UNKNOWN_PATHS, Conjunction, Initialization, MaybeUnwritten, Paths, conditional, written
 from .op_table import OpTable
 from .product_reads import OperandMemory, operand_allocations
 from .errors import SourceLocation, VerificationError
@@ -591,6 +593,11 @@ class TagAnalysis:
         self.site_ids: dict[Operation, int] = {}
         self.loops: list[LoopContext] = []
         self.guards = 0
+        self.initialization = Initialization(self.space)
+        """The launches in which bytes written on some paths only are not (`initialization`)."""
+        self.path: Conjunction = ()
+        """When the ops being walked run, as far as branches on runtime conditions every thread
+        shares tell (inside such a branch: its condition)."""
         self.checking = True
         self._remembered: dict[Operation, tuple[list[Any], Any, Any]] = {}
         """Per op, what `remembered` computed last and from which inputs."""
@@ -778,13 +785,16 @@ class TagAnalysis:
         return tags, (memory.site.reshape(-1)[threads[:, None] * memory.tags.shape[1] + idx] if memory.per_thread
                       else memory.site[idx])
 
-    def written(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray) -> np.ndarray:
+    def write_status(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray
+                     ) -> np.ndarray:
         """Whether something wrote bytes `idx` (rows: `threads`, of `points`) before the points
-        read them (in a run of copies, in program order)."""
+        read them (in a run of copies, in program order), as sites: a write's (or `RESET`) where
+        one did, `NEVER` where none did, a code of `initialization` where one did on some paths
+        only."""
         if self.footprint is not None:
-            return self.footprint.written(memory, idx, threads, points)
-        return (memory.site.reshape(-1)[threads[:, None] * memory.tags.shape[1] + idx] if memory.per_thread
-                else memory.site[idx]) != NEVER
+            return self.footprint.write_status(memory, idx, threads, points)
+        return (memory.site.reshape(-1)[threads[:, None] * memory.tags.shape[1] + idx]  # type: ignore[no-any-return]
+                if memory.per_thread else memory.site[idx])
 
     def write_tags(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray,
                    points: np.ndarray, site: int) -> None:
@@ -1344,12 +1354,14 @@ class TagAnalysis:
             s.tags, s.value = tags.copy(), value
 
     def join_into(self, other: State, condition: Affine | None, carried: str = "", loop: int | None = None,
-                  origin: str = "", first: Key | None = None) -> None:
+                  origin: str = "", first: Key | None = None, paths: Paths = UNKNOWN_PATHS) -> None:
         """The current state becomes its join with `other`. Integer variables that differ become
         a select on `condition` or, across loop iterations (`carried`), a value the checker
         does not follow. At a loop's entry (`other` the back edge, renamed to iteration `loop`,
         which starts at `first`), a tag that is the current one at the first iteration is the
-        loop's own: the join keeps it (what a pipeline stage holds, as a function of the index)."""
+        loop's own: the join keeps it (what a pipeline stage holds, as a function of the index).
+        A byte written on one path only is written in the launches that take that path, as
+        `paths` says when `other` and the current state's path are taken (`initialization`)."""
         for m, (tags, site, writers) in zip(self.memories, other.memories):
             if loop is not None and first is not None:
                 m.tags[...] = self.inductive_join(m.tags, tags, loop, first)
@@ -1357,11 +1369,10 @@ class TagAnalysis:
                 differ = m.tags != tags  # `join`, in place
                 if differ.any():
                     m.tags[differ] = TOP
-            # a byte either path wrote stays written (the site of a path that put a tag there, if any)
-            unwritten = m.site < 0
-            if unwritten.any():
-                ours, theirs = m.site[unwritten], site[unwritten]
-                m.site[unwritten] = np.where(theirs >= 0, theirs, np.minimum(ours, theirs))
+            if first is not None:  # (a loop's entry: the first iteration starts from the current state)
+                self.initialization.enter(m.site, site)
+            else:
+                self.initialization.join(m, m.site, site, paths)
             if writers is not None:
                 m.epoch_writer[...] = TagMemory.join_writers(m.epoch_writer, writers)
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
@@ -2179,8 +2190,8 @@ def _all_written(a: TagAnalysis, tiles: list[TileValue], threads: np.ndarray) ->
         return None
     idx = np.concatenate([_fragment_bytes(a, tile, threads) for tile in tiles]).reshape(len(tiles) * threads.size, -1)
     readers = np.tile(threads, len(tiles))
-    never = _unwritten_bytes(a, memory, idx, readers, readers, None)
-    return (idx, readers) if never is None or not never.any() else None
+    status = _write_status(a, memory, idx, readers, readers, None)
+    return (idx, readers) if status is None or written(status).all() else None
 
 
 def _one_by_one(a: TagAnalysis, ops: list[Operation], mask: np.ndarray) -> None:
@@ -2345,9 +2356,9 @@ def _fragment_matrix(a: TagAnalysis, products: list[Operation], tiles: list[Tile
     memory: TagMemory = tiles[0].memory  # type: ignore[attr-defined]
     read = idx.reshape(readers.size, -1)
     tags = memory.read(read, readers).reshape(idx.shape)
-    never = _unwritten_bytes(a, memory, read, readers, readers, tags)
-    if never is not None:
-        per_tile = never.reshape(len(unique), threads.size, -1)
+    status = _write_status(a, memory, read, readers, readers, tags)
+    if status is not None:
+        per_tile = status.reshape(len(unique), threads.size, -1)
         for op, which in zip(products, tile_of):
             _unwritten(a, op, per_tile[which], threads, f"matmul reads fragment {operand}, which is not fully written",
                        operand)
@@ -2357,34 +2368,73 @@ def _fragment_matrix(a: TagAnalysis, products: list[Operation], tiles: list[Tile
 def _check_written(a: TagAnalysis, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray,
                    points: np.ndarray, tags: np.ndarray | None, why: str, operand: str | None = None) -> None:
     """`op` reads bytes `idx` (a row per thread of `threads`, of `points`): a byte nothing wrote
-    is an uninitialized read."""
-    never = _unwritten_bytes(a, memory, idx, threads, points, tags)
-    if never is not None:
-        _unwritten(a, op, never, threads, why, operand)
+    is an uninitialized read, and so is one written on some paths only, in the launches that
+    take none of them."""
+    status = _write_status(a, memory, idx, threads, points, tags)
+    if status is not None:
+        _unwritten(a, op, status, threads, why, operand)
 
 
-def _unwritten_bytes(a: TagAnalysis, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray,
-                     tags: np.ndarray | None) -> np.ndarray | None:
-    """Per row of `threads` (of `points`), which of bytes `idx` nothing wrote; None when that need
-    not be asked: not checking, or `tags` (what was read, if known) holds a tag on every byte
-    (constants are stored without tags, and a reset tag leaves its byte written; but a tag
-    function may tag bytes of the memory nothing wrote)."""
-    if not a.checking or (tags is not None and not memory.tagged_unwritten and not (tags == BOTTOM).any()):
+def _write_status(a: TagAnalysis, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray,
+                  tags: np.ndarray | None) -> np.ndarray | None:
+    """Per row of `threads` (of `points`), the write status of bytes `idx` (`TagAnalysis.write_status`);
+    None when that need not be asked: not checking, or `tags` (what was read, if known) holds a
+    tag on every byte of a memory with no byte written on some paths only (constants are stored
+    without tags, and a reset tag leaves its byte written; but a tag function may tag bytes of
+    the memory nothing wrote, and a join of a tag with nothing is ⊤)."""
+    if not a.checking or (tags is not None and not memory.tagged_unwritten and not (tags == BOTTOM).any()
+                          and id(memory) not in a.initialization.memories):
         return None
-    return ~a.written(memory, idx, threads, points).reshape(threads.size, -1)  # type: ignore[no-any-return]
+    return a.write_status(memory, idx, threads, points).reshape(threads.size, -1)  # type: ignore[no-any-return]
 
 
-def _unwritten(a: TagAnalysis, op: Operation, never: np.ndarray, threads: np.ndarray, why: str,
+def _unwritten(a: TagAnalysis, op: Operation, status: np.ndarray, threads: np.ndarray, why: str,
                operand: str | None = None) -> None:
-    """`op` reads bytes nothing wrote (`never`: per row of `threads`, those bytes): the first such
-    thread is reported as an uninitialized read, as the interpreter reports it, once per op (a
-    product names its `operand`)."""
-    rows = np.flatnonzero(never.any(axis=1))
+    """`op` reads bytes whose write status is `status` (per row of `threads`, those bytes): the
+    first thread reading bytes nothing wrote is reported as an uninitialized read, as the
+    interpreter reports it, once per op (a product names its `operand`); bytes written on some
+    paths only are an uninitialized read in the launches that take none of them (`_maybe_unwritten`)."""
     site = str(a.where(op))
-    if rows.size and not any(c.site == site and c.kind == "uninitialized-read" for c in a.obligations.candidates):
+    rows = np.flatnonzero((status == NEVER).any(axis=1))
+    details = {"operand": operand} if operand else {}
+    if rows.size and not any(c.site == site and c.kind == "uninitialized-read" and not isinstance(c, MaybeUnwritten)
+                             for c in a.obligations.candidates):
         thread = int(threads[rows[0]]) % a.threads
         a.obligations.fault(site, "uninitialized-read", thread, _describer(a, op, site, np.arange(a.threads)),
-                            {**({"operand": operand} if operand else {}), "why": why})
+                            {**details, "why": why})
+    if a.initialization.memories:
+        coded = conditional(status)
+        if coded.any():
+            _maybe_unwritten(a, op, site, status, coded, threads, {**details, "why": f"{why} (in this launch: it "
+                                                                   "is written on some paths only)"})
+
+
+def _maybe_unwritten(a: TagAnalysis, op: Operation, site: str, status: np.ndarray, coded: np.ndarray,
+                     threads: np.ndarray, details: dict[str, Any]) -> None:
+    """A read of bytes written on some paths only: one finding per op and loop scope, whose
+    alternatives are the launches, one per distinct condition with the first thread reading a
+    byte of it, that reach the read (`TagAnalysis.path`) and take none of those paths."""
+    rows, cols = np.nonzero(coded)
+    codes, first = np.unique(status[rows, cols], return_index=True)
+    alternatives, points = [], []
+    for code, at in zip(codes.tolist(), first.tolist()):
+        thread = int(threads[rows[at]]) % a.threads
+        for conjunction in a.initialization.condition(code):
+            both = a.initialization.simplified(a.path + conjunction)
+            if both is not None:
+                alternatives.append(both)
+                points.append(thread)
+    if not alternatives:  # (no launch reaching the read takes none of the paths)
+        return
+    scope = a.obligations.scope
+    for c in a.obligations.candidates:
+        if isinstance(c, MaybeUnwritten) and c.site == site and c.scope == scope:
+            c.add(alternatives, points)
+            return
+    finding = MaybeUnwritten(site, "uninitialized-read", points[0], 0, _describer(a, op, site, np.arange(a.threads)),
+                             details=details, scope=scope)
+    finding.add(alternatives, points)
+    a.obligations.candidates.append(finding)
 
 
 def _space(memory: TagMemory) -> str:
@@ -2447,7 +2497,10 @@ def _sync(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
 
 
 def _reset(a: TagAnalysis, op: D.ResetTagsOp, mask: np.ndarray) -> None:
-    a.values[op.target].memory.reset()
+    memory = a.values[op.target].memory
+    coded = a.initialization.saved(memory)
+    memory.reset()
+    a.initialization.restore(memory, coded)  # (bytes written on some paths only stay so)
 
 
 def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
@@ -2497,10 +2550,12 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     ids = a.intern(comps, tile.dtype.nbytes).reshape(rows.size, elements, -1)
     idx = _fragment_bytes(a, tile, rows)
     memory: TagMemory = tile.memory  # type: ignore[assignment]
+    coded = a.initialization.saved(memory)
     if per_thread:
         memory.relabel(idx.reshape(rows.size, -1), ids, a.site(op), rows)
     else:
         memory.relabel(idx, ids, a.site(op))
+    a.initialization.restore(memory, coded)  # a tag function writes no data: bytes written on some paths only stay so
 
 
 def _fragment_bytes(a: TagAnalysis, tile: TileValue, threads: np.ndarray, inside: bool = True) -> np.ndarray:
@@ -2630,6 +2685,7 @@ def _describer(a: TagAnalysis, op: Operation, site: str, threads: np.ndarray, *,
                 loc = sources[known[0]] if known else None
                 tagged = tags is not None and bool((tags[k][point, element] != BOTTOM).any())
                 w[f"{side} written at"] = str(loc) if loc is not None else "its tag was reset" if RESET in written \
+                    else "written on some paths only" if any(x < RESET for x in written) \
                     else "never written (its tag from a tag function)" if tagged else "never written"
         if message:
             w["message"] = message
@@ -2656,19 +2712,30 @@ def _if(a: TagAnalysis, op: scf.IfOp, mask: np.ndarray) -> None:
     # a symbolic (or data-dependent) condition: both sides, joined
     before = a.snapshot()
     tracked = a.tracking()
+    paths = Paths.branch(cond if isinstance(cond, Affine) else None)
+    outside = a.path
     a.guards += 1
     try:
+        a.path = outside + _path_of(paths.theirs, mask)
         a.run_block(op.true_region.block, mask)
         after_true = a.snapshot(scope=(len(before.memories), len(before.slots)))
         tracked_true = a.tracking()
         a.restore(before)
         a.set_tracking(tracked)
         if op.false_region.blocks:
+            a.path = outside + _path_of(paths.ours, mask)
             a.run_block(op.false_region.block, mask)
     finally:
         a.guards -= 1
-    a.join_into(after_true, cond if isinstance(cond, Affine) else None, origin=str(a.where(op)))
+        a.path = outside
+    a.join_into(after_true, cond if isinstance(cond, Affine) else None, origin=str(a.where(op)), paths=paths)
     a.join_tracking(tracked_true)
+
+
+def _path_of(sides: tuple[Conjunction | None, ...], mask: np.ndarray) -> Conjunction:
+    """When a side of a branch runs, for `TagAnalysis.path`: its condition where the threads
+    share one (else nothing: a read there is then taken to run whenever its block does)."""
+    return (sides[0] or ()) if len(sides) == 1 else ()
 
 
 def _for(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray) -> None:
@@ -2750,9 +2817,16 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         a.restore(before)
         _fixpoint(a, op, mask, rest, base, step, scope, track=not nested, peelable=False)  # (not peelable: settles)
         a.join_into(after_first, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}",
-                    rest)
+                    rest, paths=_after_loop(add_keys(lb, (step, ())), ub))
     # after the loop: it ran (the state it leaves) or it did not (the state before it)
-    a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol)
+    a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol,
+                paths=_after_loop(lb, ub))
+
+
+def _after_loop(lb: Key, ub: Key) -> Paths:
+    """The paths joining after a loop from `lb` to `ub` (exclusive): the state before it joined in
+    ("theirs") where it runs no iteration, the state it leaves ("ours") where it runs."""
+    return Paths.uniform((("ge0", sub_keys(lb, ub)),), (("ge0", sub_keys(ub, add_keys(lb, (1, ())))),))
 
 
 def _loop_symbol(a: TagAnalysis, name: str, lo: Key, hi: Key, step: int, start: Key,
@@ -2832,8 +2906,6 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             a.restore(base)
             back = rename.state(after)
             a.join_into(back, None, carried, symbol, first=lo)
-            for m, (_, site, _) in zip(a.memories, base.memories):  # the first of these iterations starts
-                m.site[site == NEVER] = NEVER  # from `base`: what that leaves unwritten, it reads unwritten
             new_entry = a.snapshot(scope)
             if new_entry.same_as(entry) or (exposed is not None and not _reads_carried(entry, new_entry, exposed)):
                 if a.checking or not checking:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 from argus.verify.affine import Affine, Uniform, runs
-from argus.verify.memory import NEVER, TagMemory
+from argus.verify.memory import TagMemory
 from argus.verify.tags import BOTTOM
 from xdsl.ir import Operation, SSAValue
 
@@ -824,13 +824,15 @@ class Footprint:
             self._keep(memory)
         return memory.read(rows, threads).reshape(idx.shape)
 
-    def written(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray) -> np.ndarray:
+    def write_status(self, memory: TagMemory, idx: np.ndarray, threads: np.ndarray, points: np.ndarray
+                     ) -> np.ndarray:
         """Whether bytes `idx` (rows: `threads`, of `points`) were written before the points in
-        program order (not a read of the data: see `_Journal.written`; a shared memory's accesses
-        are recorded by the read of its data that goes with this)."""
+        program order, as `TagAnalysis.write_status` says it (not a read of the data: see
+        `_Journal.write_status`; a shared memory's accesses are recorded by the read of its data
+        that goes with this)."""
         if memory.per_thread:
-            return self._journal(memory).written(idx, threads, self.place_of(points))
-        return memory.site[idx] != NEVER  # type: ignore[no-any-return]
+            return self._journal(memory).write_status(idx, threads, self.place_of(points))
+        return memory.site[idx]  # type: ignore[no-any-return]
 
     def write(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray, points: np.ndarray,
               site: int) -> None:
@@ -949,19 +951,19 @@ class _Journal:
         written_at = np.where(seen, new_sites[found], before.site.reshape(-1)[keys]).reshape(idx.shape) if sites else None
         return tags.reshape(idx.shape), written_at
 
-    def written(self, idx: np.ndarray, threads: np.ndarray, places: np.ndarray) -> np.ndarray:
+    def write_status(self, idx: np.ndarray, threads: np.ndarray, places: np.ndarray) -> np.ndarray:
         """Whether bytes `idx` (rows: `threads`, at `places`) were written before those places in
-        program order, without counting as a read of their data: written before the run, or by
-        a write of the run at an earlier place (which writes only ever make true, so the
-        earliest write of each byte tells)."""
+        program order, without counting as a read of their data: by a write of the run at an
+        earlier place (which writes only ever make true, so the earliest write of each byte
+        tells: site 0 stands for it), or else as before the run (`TagAnalysis.write_status`)."""
         rows = idx.reshape(threads.size, -1)
         keys = (threads[:, None] * self.width + rows).reshape(-1)
         at = np.repeat(places, rows.shape[1])
         self._write_through()
         if self._as_it_is(at):
-            return (self.memory.site.reshape(-1)[keys] != NEVER).reshape(idx.shape)  # type: ignore[no-any-return]
+            return self.memory.site.reshape(-1)[keys].reshape(idx.shape)  # type: ignore[no-any-return]
         before = self.footprint._keep(self.memory)
-        return ((self._first()[keys] < at) | (before.site.reshape(-1)[keys] != NEVER)).reshape(idx.shape)  # type: ignore[no-any-return]
+        return np.where(self._first()[keys] < at, 0, before.site.reshape(-1)[keys]).reshape(idx.shape)  # type: ignore[no-any-return]
 
     def _first(self) -> np.ndarray:
         """Per byte (by thread), the place of its earliest write in the run (past the run's last

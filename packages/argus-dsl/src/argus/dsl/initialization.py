@@ -1,0 +1,286 @@
+"""Bytes written on some paths only, and the launches in which nothing wrote them.
+
+A memory's `site` array says, per byte, which program point wrote it last (≥ 0), that its tag
+was reset (`RESET`: written all the same) or that nothing wrote it (`NEVER`). Where two paths
+of a kernel join — the sides of a branch on a runtime condition, a runtime loop that may run no
+iteration — a byte one path wrote and the other did not is written in some launches only. Its
+site becomes a *code* (below `RESET`) standing for the condition, on the symbols of the launch,
+under which nothing wrote it: a disjunction of conjunctions of comparisons, as the solver takes
+them. Taking such a byte for written would turn "written on one path" into "written", and a
+read of it into a false proof; taking it for never written would report reads that no launch
+makes. A read of a coded byte is an uninitialized read exactly in the launches satisfying its
+condition (and reaching the read): a `MaybeUnwritten` candidate, decided with the domain once
+the kernel has been walked, and replayed like every finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from argus.verify.affine import Affine, Key, Space
+from argus.verify.memory import NEVER, RESET
+from argus.verify.obligations import Candidate
+
+Comparison = tuple[str, Key]
+Conjunction = tuple[Comparison, ...]
+Condition = tuple[Conjunction, ...]
+"""A disjunction of conjunctions: ``()`` holds in no launch, ``((),)`` in every launch."""
+
+ALWAYS: Condition = ((),)
+FIRST_CODE = RESET - 1
+"""The site of a byte written on some paths only is ``FIRST_CODE - k`` for its k-th condition."""
+MAX_ALTERNATIVES = 16
+"""Conjunctions kept per condition; beyond, it is weakened (to what they all require)."""
+MAX_READ_ALTERNATIVES = 256
+"""Alternatives of one read's finding (per thread and condition) before they are weakened."""
+
+
+def written(sites: np.ndarray) -> np.ndarray:
+    """Which bytes are written in every launch reaching them."""
+    return (sites >= 0) | (sites == RESET)  # type: ignore[no-any-return]
+
+
+def conditional(sites: np.ndarray) -> np.ndarray:
+    """Which bytes are written on some paths only."""
+    return sites < RESET  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Paths:
+    """When each of two joining paths ("theirs", the state joined in, and "ours", the state the
+    join updates) is taken: per distinct pair, a conjunction for each, and per thread the pair
+    that is its own (registers; shared bytes take `shared`, whoever wrote them)."""
+
+    theirs: tuple[Conjunction | None, ...]
+    ours: tuple[Conjunction | None, ...]
+    """(None: a path that is never taken, as a comparison of constants tells.)"""
+    rows: np.ndarray | None = None
+    """Per thread, its pair (None: pair 0 for every thread)."""
+
+    @classmethod
+    def uniform(cls, theirs: Conjunction, ours: Conjunction) -> Paths:
+        return cls((_simplified(theirs),), (_simplified(ours),))
+
+    @classmethod
+    def branch(cls, condition: Affine | None) -> Paths:
+        """The two sides of a branch: theirs taken where `condition` ≠ 0, ours where it is 0;
+        either, as far as the checker knows, when the condition is not an integer it follows."""
+        if condition is None:
+            return UNKNOWN_PATHS
+        forms, inverse = condition.forms()
+        return cls(tuple(_simplified((("ne0", f),)) for f in forms), tuple(_simplified((("eq0", f),)) for f in forms),
+                   np.reshape(inverse, -1) if len(forms) > 1 else None)
+
+    def shared(self) -> tuple[Conjunction | None, Conjunction | None]:
+        """The pair for a byte any thread may have written: the threads' own when they share
+        one, else none (either path, which a condition on either side implies)."""
+        return (self.theirs[0], self.ours[0]) if len(self.theirs) == 1 else ((), ())
+
+
+UNKNOWN_PATHS = Paths(((),), ((),))
+"""Two paths whose conditions the checker does not know: a byte is unwritten after them if it
+is after either."""
+
+
+class Initialization:
+    """The conditions of one analysis, interned: the codes its memories' sites hold."""
+
+    def __init__(self, space: Space) -> None:
+        self.space = space
+        self.conditions: list[Condition] = []
+        self._codes: dict[Condition, int] = {}
+        self.memories: set[int] = set()
+        """The memories (by identity) that have ever held a code."""
+
+    def code(self, condition: Condition) -> int:
+        """The site standing for `condition`. (Even ``ALWAYS`` is a code, not `NEVER`: some path
+        wrote the byte, and which launches take it is what the checker could not tell.)"""
+        found = self._codes.get(condition)
+        if found is None:
+            found = self._codes[condition] = FIRST_CODE - len(self.conditions)
+            self.conditions.append(condition)
+        return found
+
+    def condition(self, site: int) -> Condition:
+        """When a byte of site `site` is unwritten."""
+        if site == NEVER:
+            return ALWAYS
+        if site >= 0 or site == RESET:
+            return ()
+        return self.conditions[FIRST_CODE - site]
+
+    def join(self, memory: Any, ours: np.ndarray, theirs: np.ndarray, paths: Paths) -> None:
+        """`ours` (a memory's sites, a row per thread for registers) becomes the sites after two
+        paths join: written on both, the site of a write (ours first); alike on both, as they
+        are; otherwise the code of "unwritten on a path taken"."""
+        flat = np.flatnonzero(ours != theirs)  # (bytes alike on both paths stay as they are)
+        if not flat.size:
+            return
+        o, t = ours.reshape(-1)[flat], theirs.reshape(-1)[flat]
+        changed = np.minimum(o, t) < 0  # (bytes both paths' writes hold keep ours)
+        if not changed.all():
+            flat, o, t = flat[changed], o[changed], t[changed]
+        both = written(o) & written(t)
+        new = np.where(o >= 0, o, np.where(t >= 0, t, np.where(both, RESET, o)))
+        mixed = np.flatnonzero(~both)
+        if mixed.size:
+            if ours.ndim == 2 and paths.rows is not None:
+                pair = paths.rows[flat[mixed] // ours.shape[1]]
+                pairs = list(zip(paths.theirs, paths.ours))
+            else:
+                pair = np.zeros(mixed.size, np.int64)
+                pairs = [(paths.theirs[0], paths.ours[0]) if ours.ndim == 2 else paths.shared()]
+            # what decides a byte's code: its status on each path (any write alike) and its pair
+            kinds = [np.where(written(x), 0, x) for x in (o[mixed], t[mixed])]
+            kinds.append(pair)
+            if all(k.min() == k.max() for k in kinds):  # (the usual case: one code for every byte)
+                keys, inverse = [tuple(int(k[0]) for k in kinds)], np.zeros(mixed.size, np.int64)
+            else:
+                lows = [int(k.min()) for k in kinds]
+                spans = [int(k.max()) - low + 1 for k, low in zip(kinds, lows)]
+                packed = ((kinds[0] - lows[0]) * spans[1] + kinds[1] - lows[1]) * spans[2] + kinds[2] - lows[2]
+                unique, inverse = np.unique(packed, return_inverse=True)
+                high, low = np.divmod(unique, spans[1] * spans[2])
+                keys = list(zip((high + lows[0]).tolist(), (low // spans[2] + lows[1]).tolist(),
+                                (low % spans[2] + lows[2]).tolist()))
+            codes = np.empty(len(keys), np.int64)
+            for u, (mine, other, p) in enumerate(keys):
+                when_theirs, when_ours = pairs[p]
+                condition = self.either((when_theirs, self.condition(other)), (when_ours, self.condition(mine)))
+                codes[u] = self.code(condition) if condition else RESET  # (no launch leaves it unwritten)
+            coded = codes[np.reshape(inverse, -1)]
+            if (coded == RESET).any():  # written whichever path a launch takes: the site of a write
+                first = np.where(written(o[mixed]), o[mixed], t[mixed])
+                coded = np.where(coded == RESET, np.where(written(first), first, RESET), coded)
+            new[mixed] = coded
+            if conditional(coded).any():
+                self.memories.add(id(memory))
+        ours.reshape(-1)[flat] = new
+
+    def either(self, *paths: tuple[Conjunction | None, Condition]) -> Condition:
+        """The condition "some path is taken and leaves the byte unwritten", for (when the path
+        is taken, when it leaves the byte unwritten) pairs."""
+        out: dict[Conjunction, None] = {}
+        for when, unwritten in paths:
+            if when is None:
+                continue
+            for conjunction in unwritten:
+                both = self.simplified(when + conjunction)
+                if both is not None:
+                    out[both] = None
+        return _weakened(tuple(out))
+
+    def simplified(self, conjunction: Conjunction) -> Conjunction | None:
+        """`_simplified`, and without the comparisons the bounds of the symbols decide (a loop
+        from 0 to a tensor's size runs: the size is at least 1); None when one is false."""
+        kept = _simplified(conjunction)
+        if kept is None:
+            return None
+        out = []
+        for kind, key in kept:
+            low, high = self._range(key)
+            if kind == "ge0":
+                if high < 0:
+                    return None
+                if low >= 0:
+                    continue
+            elif low > 0 or high < 0:
+                if kind == "eq0":
+                    return None
+                continue
+            elif low == high == 0:
+                if kind == "ne0":
+                    return None
+                continue
+            out.append((kind, key))
+        return tuple(out)
+
+    def _range(self, key: Key, depth: int = 4) -> tuple[float, float]:
+        """Bounds of `key` from the constant bounds of its symbols (their own bounds in turn, a
+        few levels deep); infinite where an atom is not a symbol."""
+        low = high = float(key[0])
+        for atom, coefficient in key[1]:
+            symbol = self.space.symbols.get(atom)
+            if symbol is None or depth == 0:
+                return -np.inf, np.inf
+            lo = self._range(symbol.lo, depth - 1)[0] if symbol.lo is not None else -np.inf
+            hi = self._range(symbol.hi, depth - 1)[1] if symbol.hi is not None else np.inf
+            ends = (coefficient * lo, coefficient * hi)
+            low, high = low + min(ends), high + max(ends)
+        return low, high
+
+    @staticmethod
+    def enter(ours: np.ndarray, theirs: np.ndarray) -> None:
+        """`ours` (the sites before a runtime loop) becomes the sites at the entry of its
+        iterations, `theirs` being what an iteration leaves: the first iteration starts from
+        `ours`, so a byte unwritten there (on some paths) is taken to be so in every iteration,
+        and a written one stays written (with a write's site where `ours` has none)."""
+        labelled = (ours == RESET) & (theirs >= 0)
+        if labelled.any():
+            ours[labelled] = theirs[labelled]
+
+    def saved(self, memory: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """The bytes of `memory` written on some paths only and their codes, to restore after an
+        op that rewrites sites without writing data (a tag function, a reset of tags)."""
+        if id(memory) not in self.memories:
+            return None
+        coded = conditional(memory.site)
+        return (coded, memory.site[coded]) if coded.any() else None
+
+    @staticmethod
+    def restore(memory: Any, saved: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """Bytes written on some paths only stay so (`saved`)."""
+        if saved is not None:
+            memory.site[saved[0]] = saved[1]
+
+
+def _simplified(conjunction: Conjunction) -> Conjunction | None:
+    """The conjunction without repeated or constant comparisons, in one order; None when a
+    constant one is false."""
+    kept: dict[Comparison, None] = {}
+    for kind, key in conjunction:
+        if not key[1]:
+            value = key[0]
+            if not {"ge0": value >= 0, "eq0": value == 0, "ne0": value != 0}[kind]:
+                return None
+            continue
+        kept[(kind, key)] = None
+    return tuple(sorted(kept))
+
+
+def _weakened(condition: Condition) -> Condition:
+    """At most `MAX_ALTERNATIVES` conjunctions: beyond, the one of the comparisons they all
+    share (which each implies, so no launch is lost); one that always holds absorbs the rest."""
+    if any(not c for c in condition):
+        return ALWAYS
+    if len(condition) <= MAX_ALTERNATIVES:
+        return condition
+    shared = set(condition[0]).intersection(*condition[1:])
+    return (tuple(sorted(shared)),)
+
+
+@dataclass
+class MaybeUnwritten(Candidate):
+    """A read of bytes written on some paths only: an uninitialized read in the launches of one
+    of `alternatives` (each with the thread, `points`, that reads such bytes there). The
+    checker picks the alternative, thread and model once the domain is known."""
+
+    alternatives: list[Conjunction] = field(default_factory=list)
+    points: list[int] = field(default_factory=list)
+
+    def add(self, alternatives: list[Conjunction], points: list[int]) -> None:
+        """More launches in which the same read finds bytes unwritten (another iteration of an
+        unrolled loop, say)."""
+        for conjunction, point in zip(alternatives, points):
+            if conjunction not in self.alternatives:
+                self.alternatives.append(conjunction)
+                self.points.append(point)
+        if len(self.alternatives) > MAX_READ_ALTERNATIVES:  # weakened to "some launch reaching the read"
+            self.alternatives, self.points = [()], [self.points[0]]
+
+    def choose(self, alternative: int, model: dict[int, int]) -> None:
+        self.condition = list(self.alternatives[alternative])
+        self.point = self.points[alternative]
+        self.model = model

@@ -1,0 +1,264 @@
+"""`argus verify` never takes "written on one path" for "written": a byte a branch on a runtime
+condition, or a runtime loop that may run no iteration, leaves unwritten in some launches is an
+`uninitialized-read` where it is read, with a witness launch (sizes, block, thread) that the
+interpreter replays; where no launch reaching the read leaves it unwritten, nothing is
+reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from argus.dsl import (
+    Tensor,
+    block_idx,
+    f32,
+    kernel,
+    make_local,
+    make_shared,
+    reset_tags,
+    syncthreads,
+    tag,
+    thread_idx,
+)
+from argus.dsl.cli import load_module
+from argus.verify import Verdict
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+ZEROING = """    for mi in static_range(2):
+        for ni in static_range(4):
+            for v in static_range(4):
+                acc[mi, ni, v] = 0.0
+"""
+
+pytestmark = pytest.mark.usefixtures("no_result_cache")
+
+
+def _gemm_zeroing_only(tmp_path: Path, condition: str):
+    """The GEMM example with its accumulators zeroed only under `condition`."""
+    source = (EXAMPLES / "gemm.py").read_text()
+    assert ZEROING in source
+    guarded = f"    if {condition}:\n" + "".join(f"    {line}\n" for line in ZEROING.splitlines())
+    path = tmp_path / "gemm_guarded.py"
+    path.write_text(source.replace(ZEROING, guarded).replace("@kernel(block=(THREADS,))",
+                                                             "@kernel(block=(THREADS,), verify=False)"))
+    return load_module(path).gemm
+
+
+def _uninitialized(result, site_text: str) -> dict:
+    """The replayed uninitialized-read witness of `result` at the line holding `site_text`."""
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    witness = result.witnesses[0]
+    assert witness["kind"] == "uninitialized-read", witness
+    assert witness["replayed"].startswith(("the interpreter faults the same way", "reproduced")), witness
+    from argus.verify.results import _source_line
+
+    assert site_text in (_source_line(witness["assertion"]) or ""), witness
+    return witness
+
+
+def test_accumulators_zeroed_only_in_the_first_row_of_blocks(tmp_path):
+    result = _gemm_zeroing_only(tmp_path, "block_idx.y < 1").verify()
+    witness = _uninitialized(result, "matmul(")
+    assert witness["block"][1] >= 1, witness  # a block the zeroing skips
+
+
+def test_accumulators_zeroed_only_for_long_k(tmp_path):
+    result = _gemm_zeroing_only(tmp_path, "K > 64").verify()
+    witness = _uninitialized(result, "matmul(")
+    assert witness["sizes"]["K"] <= 64, witness
+
+
+def test_accumulators_zeroed_under_a_condition_every_launch_meets_are_written(tmp_path):
+    result = _gemm_zeroing_only(tmp_path, "K > 0").verify()  # K is a tensor's size: at least 1
+    assert result.verdict is Verdict.PROVED, result.text()
+
+
+# ---- a runtime loop that may run no iteration ---------------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def written_in_a_loop(x: Tensor[f32, 32], out: Tensor[f32, 32], m: int):
+    s = make_shared((32,), f32)
+    for i in range(0, m):  # m may be 0 or less: then nothing writes s
+        s[thread_idx.x] = x[thread_idx.x]
+    syncthreads()
+    out[thread_idx.x] = s[thread_idx.x]
+
+
+@kernel(block=(32,), verify=False)
+def written_in_a_loop_that_always_runs(x: Tensor[f32, "n"], out: Tensor[f32, 32], n: int):
+    s = make_shared((32,), f32)
+    for i in range(0, n):  # n is a tensor's size: the loop runs
+        s[thread_idx.x] = 1.0
+    syncthreads()
+    out[thread_idx.x] = s[thread_idx.x]
+
+
+@kernel(block=(32,), verify=False)
+def written_in_a_pipelined_loop(x: Tensor[f32, 32], out: Tensor[f32, 32], m: int):
+    s = make_shared((64,), f32)
+    s[thread_idx.x] = x[thread_idx.x]  # a prologue fills the first half (the loop is peeled)
+    for i in range(0, m):
+        s[32 + thread_idx.x] = x[thread_idx.x]
+    syncthreads()
+    out[thread_idx.x] = s[32 + thread_idx.x]
+
+
+@pytest.mark.parametrize("k", [written_in_a_loop, written_in_a_pipelined_loop])
+def test_bytes_written_only_in_a_loop_that_may_not_run(k):
+    witness = _uninitialized(k.verify(), "out[thread_idx.x] = s[")
+    assert witness["sizes"]["m"] <= 0, witness
+
+
+def test_bytes_written_in_a_loop_every_launch_runs_are_written():
+    assert written_in_a_loop_that_always_runs.verify().verdict is Verdict.NOTHING_TO_PROVE
+
+
+# ---- branches --------------------------------------------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def each_side_writes_half(out: Tensor[f32, 32], n: int):
+    s = make_shared((32,), f32)
+    if n > 4:
+        if thread_idx.x < 16:
+            s[thread_idx.x] = 1.0
+    else:
+        if thread_idx.x >= 16:
+            s[thread_idx.x] = 2.0
+    syncthreads()
+    out[thread_idx.x] = s[thread_idx.x]
+
+
+@kernel(block=(32,), verify=False)
+def each_side_writes_all(out: Tensor[f32, 32], n: int):
+    s = make_shared((32,), f32)
+    if n > 4:
+        s[thread_idx.x] = 1.0
+    else:
+        s[thread_idx.x] = 2.0
+    syncthreads()
+    out[thread_idx.x] = s[thread_idx.x]
+
+
+@kernel(block=(32,), verify=False)
+def read_under_the_same_guard(out: Tensor[f32, 32], n: int):
+    s = make_shared((32,), f32)
+    if n > 4:
+        s[thread_idx.x] = 1.0
+    syncthreads()
+    if n > 4:  # (the guard of the rest of a kernel, in place of an early return)
+        out[thread_idx.x] = s[thread_idx.x]
+
+
+@kernel(block=(32,), verify=False)
+def read_after_the_guard(out: Tensor[f32, 32], n: int):
+    s = make_shared((32,), f32)
+    if n > 4:
+        s[thread_idx.x] = 1.0
+    syncthreads()
+    out[thread_idx.x] = s[thread_idx.x]
+
+
+@kernel(block=(32,), verify=False)
+def registers_written_by_some_threads(out: Tensor[f32, 32], n: int):
+    r = make_local((1,), f32)
+    s = make_shared((32,), f32)
+    if thread_idx.x < n:  # a condition of its own for each thread
+        r[0] = 1.0
+    s[thread_idx.x] = r[0]
+    syncthreads()
+    out[thread_idx.x] = s[thread_idx.x]
+
+
+def test_each_side_of_a_branch_writing_its_own_half():
+    _uninitialized(each_side_writes_half.verify(), "out[thread_idx.x] = s[")
+
+
+def test_each_side_of_a_branch_writing_everything():
+    assert each_side_writes_all.verify().verdict is Verdict.NOTHING_TO_PROVE
+
+
+def test_a_read_under_the_guard_of_the_write_is_no_finding():
+    assert read_under_the_same_guard.verify().verdict is Verdict.NOTHING_TO_PROVE
+
+
+def test_a_read_after_the_guard_of_the_write():
+    witness = _uninitialized(read_after_the_guard.verify(), "out[thread_idx.x] = s[")
+    assert witness["sizes"]["n"] <= 4, witness
+
+
+def test_registers_written_under_a_condition_of_each_thread():
+    witness = _uninitialized(registers_written_by_some_threads.verify(), "s[thread_idx.x] = r[0]")
+    assert witness["thread"] >= witness["sizes"]["n"], witness  # a thread the condition leaves out
+
+
+@kernel(block=(32,), verify=False)
+def written_where_the_data_says(x: Tensor[f32, 32], out: Tensor[f32, 32]):
+    s = make_shared((32,), f32)
+    if x[thread_idx.x] > 0.0:  # a condition the checker does not follow
+        s[thread_idx.x] = 1.0
+    syncthreads()
+    out[thread_idx.x] = s[thread_idx.x]
+
+
+def test_bytes_written_where_the_data_says_are_never_taken_for_written():
+    result = written_where_the_data_says.verify()
+    assert result.verdict in (Verdict.VIOLATED, Verdict.UNKNOWN), result.text()
+
+
+# ---- what keeps a byte written on some paths only so ---------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def reset_after_a_guarded_write(x: Tensor[f32, 32], out: Tensor[f32, 32], n: int):
+    s = make_shared((32,), f32)
+    if n > 4:
+        s[thread_idx.x] = x[thread_idx.x]
+    syncthreads()
+    reset_tags(s)  # forgets the tags, not whether the bytes were written
+    out[thread_idx.x] = s[thread_idx.x]
+
+
+@kernel(block=(32,), verify=False)
+def tagged_after_a_guarded_write(x: Tensor[f32, 32], out: Tensor[f32, 32], n: int):
+    s = make_shared((32,), f32)
+    if n > 4:
+        s[thread_idx.x] = x[thread_idx.x]
+    syncthreads()
+    tag(s, lambda i: (i,))  # gives tags, writes no data
+    out[thread_idx.x] = s[thread_idx.x]
+
+
+@kernel(block=(32,), verify=False)
+def read_in_a_loop_after_a_guarded_write(out: Tensor[f32, 32], n: int, m: int):
+    s = make_shared((32,), f32)
+    if n > 4:
+        s[thread_idx.x] = 1.0
+    syncthreads()
+    for i in range(0, m):
+        out[thread_idx.x] = s[thread_idx.x]  # the first iteration reads what the branch left
+        syncthreads()
+        s[thread_idx.x] = 2.0
+        syncthreads()
+
+
+@pytest.mark.parametrize("k, site", [(reset_after_a_guarded_write, "out[thread_idx.x] = s["),
+                                     (tagged_after_a_guarded_write, "out[thread_idx.x] = s["),
+                                     (read_in_a_loop_after_a_guarded_write, "out[thread_idx.x] = s[")])
+def test_a_byte_written_on_some_paths_stays_so(k, site):
+    witness = _uninitialized(k.verify(), site)
+    assert witness["sizes"]["n"] <= 4, witness
+
+
+def test_the_witness_replays_on_the_interpreter():
+    """The witness's launch faults when run as it says (block, sizes)."""
+    from argus.dsl import KernelFault
+
+    result = read_after_the_guard.verify()
+    witness = _uninitialized(result, "out[thread_idx.x] = s[")
+    with pytest.raises(KernelFault, match="uninitialized-read"):
+        read_after_the_guard[(1,)](np.zeros(32, np.float32), witness["sizes"]["n"])
+    read_after_the_guard[(1,)](np.zeros(32, np.float32), 5)  # (a launch taking the branch is fine)
