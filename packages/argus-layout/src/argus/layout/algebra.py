@@ -101,6 +101,7 @@ def same_function(a: Layout, b: Layout) -> bool:
 
 def filter_zeros(layout: Layout) -> Layout:
     """Replace the shape of every stride-0 mode by 1."""
+    layout = as_layout(layout, "filter_zeros")
     return Layout._make(
         unflatten(tuple(1 if d == 0 else s for s, d in layout.modes()), layout.shape), layout.stride
     )
