@@ -30,6 +30,7 @@ DEEP = "(" * 2000 + "4" + ")" * 2000
         (["layout", "injective", ""], 2, "err", "empty layout text"),
         (["layout", "bijective", "Sw<3,4,3> o 4 o 8:-1"], 2, "err", "non-negative"),
         (["layout", "composition", "8:1", "Sw<3,4,3> o 0 o 8:1"], 2, "err", "B must be a plain layout"),
+        (["layout", "composition", "Sw<1,1,1>", "4:-1"], 2, "err", "non-negative"),
         (["layout", "partition", "(32,4,2):(1,32,128)", "256"], 2, "err", "two modes"),
         (["layout", "partition", "(32,4):(1,32)", "9" * 5000], 2, "err", "TILE_SIZE must be a positive integer"),
         (["layout", "partition", "(32,4):(1,32)", "٣"], 2, "err", "TILE_SIZE must be a positive integer"),

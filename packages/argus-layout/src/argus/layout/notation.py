@@ -77,7 +77,8 @@ class NotationParser:
             found = self.text[self.pos] if self.pos < len(self.text) else "end of input"
             raise self.fail(f"expected an integer, found {found!r}")
         if self.pos - digits > MAX_DIGITS:
-            raise self.fail(f"an integer of {self.pos - digits} digits is too long (at most {MAX_DIGITS})", at=digits)
+            too_long = f"an integer of {self.pos - digits} digits is too long (at most {MAX_DIGITS})"
+            raise self.fail(too_long, at=digits)
         return sign * int(self.text[digits : self.pos])
 
     def leaf(self, allow_basis: bool) -> Any:

@@ -171,7 +171,8 @@ def injective(layout: AnyLayout, *, limit: int = ENUMERATION_LIMIT) -> Result:
             return _shared(claim, layout, int(order[same[0]]), int(order[same[0] + 1]))
         return proved(claim, f"all {layout.size()} offsets are distinct (enumerated)")
     if isinstance(layout, ComposedLayout) and isinstance(layout.outer, Swizzle):
-        core, why = layout.inner, "the offset and the swizzle are one-to-one, so it is injective exactly when its inner layout is; "
+        core = layout.inner
+        why = "the offset and the swizzle are one-to-one, so it is injective exactly when its inner layout is; "
     else:
         core, why = _as_plain(layout), ""
     if core is None:
@@ -349,7 +350,8 @@ def _same_outside(a: AnyLayout, b: AnyLayout) -> bool:
 
 
 def _differ(claim: str, a: AnyLayout, b: AnyLayout, i: int) -> Result:
-    return violated(claim, "they differ", {"index": i, "coordinate": _coordinate(a, i), "first": int(a(i)), "second": int(b(i))})
+    return violated(claim, "they differ", {
+        "index": i, "coordinate": _coordinate(a, i), "first": int(a(i)), "second": int(b(i))})
 
 
 def _boundary_indices(a: AnyLayout, b: AnyLayout) -> list[int]:
@@ -369,11 +371,13 @@ def _boundary_indices(a: AnyLayout, b: AnyLayout) -> list[int]:
 def composition(a: AnyLayout | Swizzle, b: Layout, r: AnyLayout | None = None, *,
                 limit: int = ENUMERATION_LIMIT) -> Result:
     """``A∘B`` is a layout (``r`` absent), or ``r(i) == A(B(i))`` for every index of B."""
-    if not isinstance(a, Swizzle):
-        a = _checked(a, "composition")
     if not isinstance(b, Layout):
         raise LayoutError("composition", f"B must be a plain Layout, got {type(b).__name__}", b)
     b = _checked(b, "composition")  # type: ignore[assignment]
+    if isinstance(a, Swizzle):
+        _checked(ComposedLayout(a, 0, b), "composition")  # a swizzle is defined on B's offsets
+    else:
+        a = _checked(a, "composition")
     if r is not None:
         r = _checked(r, "composition")
     claim = f"{a} o {b} is a layout" if r is None else f"{r} == {a} o {b}"
@@ -445,7 +449,8 @@ def _pointwise(claim: str, a: AnyLayout | Swizzle, b: Layout, r: AnyLayout, limi
     i = int(diff[0])
     if expected:
         return unknown(claim, f"{what} from the algebra, but it differs from A(B(i)) at index {i}")
-    return violated(claim, "R(i) != A(B(i))", {"index": i, "B(i)": int(inner[i]), "A(B(i))": int(want[i]), "R(i)": int(got[i])})
+    return violated(claim, "R(i) != A(B(i))", {
+        "index": i, "B(i)": int(inner[i]), "A(B(i))": int(want[i]), "R(i)": int(got[i])})
 
 
 def _no_layout(claim: str, a: AnyLayout | Swizzle, b: Layout, refusal: LayoutError, limit: int) -> Result:
