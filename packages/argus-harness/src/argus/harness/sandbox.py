@@ -241,7 +241,8 @@ def _messages(received: bytes) -> tuple[dict[str, Any], str | None]:
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             return messages, f"the worker's channel is unreadable at message {number}: {err}"
         if not isinstance(message, dict) or list(message) != [kind] or not isinstance(message[kind], dict):
-            return messages, f"the worker's channel holds an unexpected message {number} (expected {{{kind!r}: {{...}}}})"
+            return messages, (f"the worker's channel holds an unexpected message {number} "
+                              f"(expected {{{kind!r}: {{...}}}})")
         messages[kind] = message[kind]
     if len(lines) > 2 or (lines and not received.endswith(b"\n")):
         return messages, "the worker's channel holds more than its confinement and one report"

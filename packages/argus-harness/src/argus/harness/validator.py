@@ -150,8 +150,8 @@ class Validator:
         """Run the task's reference once (sandboxed) and learn which arguments are outputs, and
         the invariants the task's kernel fixes."""
         kernel = self.task.initial.text if self.task.initial is not None else None
-        outcome = run_worker({"probe": True, "task": task_to_dict(self.task), "kernel": kernel}, self.directory / "probe",
-                             self.limits, readable=self._readable())
+        request = {"probe": True, "task": task_to_dict(self.task), "kernel": kernel}
+        outcome = run_worker(request, self.directory / "probe", self.limits, readable=self._readable())
         outputs = (outcome.result or {}).get("outputs")
         if outcome.result is None or not isinstance(outputs, list):
             detail = outcome.failure or (outcome.result or {}).get("error", {}).get("message", "")
@@ -471,7 +471,8 @@ def _number(data: dict[str, Any], key: str, where: str, *, positive: bool = Fals
     """A number of the report: finite and not negative unless allowed, above zero if `positive`."""
     value = data.get(key) if isinstance(data, dict) else None
     if not isinstance(value, int | float) or isinstance(value, bool):
-        raise MalformedReport(f"{where}: {key} is {'missing' if value is None else type(value).__name__}, not a number")
+        what = "missing" if value is None else type(value).__name__
+        raise MalformedReport(f"{where}: {key} is {what}, not a number")
     value = float(value)
     if math.isnan(value):
         if nan:
