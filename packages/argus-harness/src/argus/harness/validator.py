@@ -168,8 +168,10 @@ class Validator:
         return self.outputs
 
     def _readable(self) -> tuple[str, ...]:
-        """What the worker must read beyond its interpreter: the task file."""
-        return (str(self.task.path.resolve()),)
+        """What the worker must read beyond its interpreter: the task file, with the files beside
+        it where its folder is open to everyone (a task may read them)."""
+        path = self.task.path.resolve()
+        return (str(path.parent if path.parent.stat().st_mode & 0o005 == 0o005 else path),)
 
     def check(self, text: str) -> Candidate:
         """The static half: format and interface (raises `CandidateError`)."""
