@@ -1,6 +1,7 @@
 """`argus verify` says "proved" only with a proof of a claim the kernel makes: a kernel that
-states no tag assertion and tags nothing has nothing to prove (its own verdict, exit status 0),
-and its accesses are checked all the same, as every kernel's are."""
+states no tag assertion and has no product of tagged operands has nothing to prove (its own
+verdict, exit status 0), and its accesses are checked all the same, as every kernel's are; an
+assertion that no launch reaches is not proved either."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from argus.dsl import Tensor, f32, kernel, make_shared, syncthreads, thread_idx
+from argus.dsl import Tensor, f32, kernel, make_local, make_shared, syncthreads, tag, thread_idx
 from argus.dsl.cli import main
 from argus.dsl.shadow import check_launch
 from argus.verify import Result, Verdict
@@ -64,7 +65,8 @@ def test_a_kernel_with_nothing_to_prove_says_so_and_is_no_proof():
     result = copy_within_bounds.verify()
     assert result.verdict is Verdict.NOTHING_TO_PROVE, result.text()
     assert not result.proved and not result
-    assert result.text().startswith("nothing to prove: copy_within_bounds states no tag assertions and tags nothing")
+    assert result.text().startswith("nothing to prove: copy_within_bounds states no tag assertion and has no product "
+                                    "of tagged operands")
     assert "none of the faults it looks for" in result.reason
     assert Verdict.NOTHING_TO_PROVE.exit_status == 0
     assert Result.from_dict(json.loads(result.json())) == result  # (results are cached as JSON)
@@ -85,6 +87,65 @@ def test_a_kernel_the_checker_cannot_follow_with_nothing_to_prove_says_both():
 
 def test_argus_verify_prints_nothing_to_prove_and_exits_0(capsys):
     assert main(["verify", str(EXAMPLES / "vector_add.py")]) == 0
-    assert capsys.readouterr().out.startswith("nothing to prove: vector_add states no tag assertions")
+    assert capsys.readouterr().out.startswith("nothing to prove: vector_add states no tag assertion")
     assert main(["verify", f"{EXAMPLES / 'vector_add.py'}:vector_add", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["verdict"] == "nothing to prove"
+
+
+@kernel(block=(32,), verify=False)
+def tags_without_a_claim(x: Tensor[f32, 32], out: Tensor[f32, 32]):
+    tag(x, lambda i: (i,))
+    out[thread_idx.x] = x[thread_idx.x]
+
+
+def test_tags_without_an_assertion_or_a_product_are_nothing_to_prove():
+    result = tags_without_a_claim.verify()
+    assert result.verdict is Verdict.NOTHING_TO_PROVE, result.text()
+
+
+# ---- assertions no launch reaches ----------------------------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def asserted_in_a_loop_that_never_runs(x: Tensor[f32, "n"], n: int, m: int):
+    tag(x, lambda i: (i,))
+    a = make_local((1,), f32)
+    b = make_local((1,), f32)
+    a[0] = x[0]
+    b[0] = x[0]
+    for i in range(m, m):
+        assert tag(a[...]) == tag(b[...])
+
+
+@kernel(block=(32,), verify=False)
+def asserted_in_a_branch_no_launch_takes(x: Tensor[f32, "n"], n: int):
+    tag(x, lambda i: (i,))
+    a = make_local((1,), f32)
+    b = make_local((1,), f32)
+    a[0] = x[0]
+    b[0] = x[0]
+    if n < 1:  # a tensor's size is at least 1
+        assert tag(a[...]) == tag(b[...])
+
+
+@kernel(block=(32,), verify=False)
+def asserted_in_a_branch_some_launches_take(x: Tensor[f32, "n"], n: int):
+    tag(x, lambda i: (i,))
+    a = make_local((1,), f32)
+    b = make_local((1,), f32)
+    a[0] = x[0]
+    b[0] = x[0]
+    if n < 5:
+        assert tag(a[...]) == tag(b[...])
+
+
+@pytest.mark.parametrize("k", [asserted_in_a_loop_that_never_runs, asserted_in_a_branch_no_launch_takes])
+def test_an_assertion_no_launch_reaches_is_not_proved(k):
+    result = k.verify()
+    assert result.verdict is Verdict.UNKNOWN, result.text()
+    assert "reached in no launch" in result.reason and "vacuous" in result.reason
+
+
+def test_an_assertion_some_launches_reach_is_proved():
+    result = asserted_in_a_branch_some_launches_take.verify()
+    assert result.verdict is Verdict.PROVED, result.text()

@@ -598,6 +598,9 @@ class TagAnalysis:
         self.path: Conjunction = ()
         """When the ops being walked run, as far as branches on runtime conditions every thread
         shares tell (inside such a branch: its condition)."""
+        self.reached: dict[str, set[tuple[tuple[int, ...], Conjunction]]] = {}
+        """Per assertion (and product pairing), the runtime loops and the path around each place
+        the walk compared it: a proof needs a launch that gets there."""
         self.checking = True
         self._remembered: dict[Operation, tuple[list[Any], Any, Any]] = {}
         """Per op, what `remembered` computed last and from which inputs."""
@@ -741,6 +744,11 @@ class TagAnalysis:
                 self.computed(step)
             else:
                 rule(self, step, mask)
+
+    def reach(self, site: str) -> str:
+        """`site`, whose comparison the walk makes here (`reached`)."""
+        self.reached.setdefault(site, set()).add((self.obligations.scope, self.path))
+        return site
 
     def thread_of(self, points: np.ndarray) -> np.ndarray:
         """The threads of points (themselves, unless copies run together)."""
@@ -2031,7 +2039,7 @@ def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
     bt, b_rows = _atom_operand(a, op, second, points, atom.threads, atom.b_layout, n, k, "b")
     if a.checking:
         if (a_rows is not None or b_rows is not None) and _one_tag_per_k(at, bt, a_rows, b_rows):
-            a.obligations.held(_pairing_site(a, op, atom), a.n // a.threads)
+            a.obligations.held(a.reach(_pairing_site(a, op, atom)), a.n // a.threads)
         else:
             _pairing(a, op, atom, a.thread_of(points), at if a_rows is None else at[a_rows],
                      bt if b_rows is None else bt[b_rows])
@@ -2163,7 +2171,7 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
             continue
         i, (_, c) = next(product)
         if alike:
-            a.obligations.held(_pairing_site(a, op, atom))
+            a.obligations.held(a.reach(_pairing_site(a, op, atom)))
         else:
             _pairing(a, op, atom, threads, at[a_of[i] * groups:(a_of[i] + 1) * groups],
                      bt[b_of[i] * groups:(b_of[i] + 1) * groups])
@@ -2267,7 +2275,7 @@ def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at
     pair of the product."""
     m, n, k = atom.shape
     groups = at.shape[0]
-    site = _pairing_site(a, op, atom)
+    site = a.reach(_pairing_site(a, op, atom))
     copies = a.n // a.threads
     if _one_tag_per_k(at, bt):
         a.obligations.held(site, copies)  # decided here
@@ -2612,7 +2620,7 @@ def _assert(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
         if (tags == BOTTOM).all() and (written >= 0).any():
             raise VerificationError(f"the {side} side of this tag assertion carries no tags: no tag function reaches "
                                     "its data (tag the tensors it is loaded from, or the tile itself)", a.where(op))
-    site = str(a.where(op))
+    site = a.reach(str(a.where(op)))
     describe = _describer(a, op, site, threads, coordinates=coordinates, sites=(lsites, rsites), tags=(lhs, rhs),
                           message=op.message.data)
     a.obligations.compare(site, lhs, rhs, op.kind.data == "eq", describe, count=a.n // a.threads)

@@ -43,17 +43,19 @@ SMALL = 256
 def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | None = None,
                   solver: str | None = None, replay: bool = True, timeout_ms: int = 10_000) -> Result:
     """Prove the tag assertions (and MMA operand pairing) of a compiled kernel for every launch,
-    or refute them with a replayed counterexample. A kernel that states no assertion and tags
-    nothing has nothing to prove, but its accesses are checked all the same (out of bounds,
-    uninitialized reads, races)."""
+    or refute them with a replayed counterexample. A kernel that states no assertion and has no
+    product of tagged operands has nothing to prove, but its accesses are checked all the same
+    (out of bounds, uninitialized reads, races). An assertion no launch reaches is no proof."""
     op: D.KernelOp = compiled.op
     launches = "every launch" + (f" of grid {tuple(grid)}" if grid else "")
     started = time.perf_counter()
     with _no_collection():
         preparation = getattr(compiled, "preparation", None) or Preparation(op, compiled.locations)
         asserts = preparation.assertions
-        claimless = not asserts and not preparation.tags_something
-        claim = (f"{name} states no tag assertions and tags nothing; its accesses are checked for {launches}"
+        # no assertion, and no product whose operands a tag function could pair up: no claim
+        claimless = not asserts and not (preparation.tags_something and preparation.table.of_kind(D.MmaOp))
+        claim = (f"{name} states no tag assertion and has no product of tagged operands; its accesses are checked "
+                 f"for {launches}"
                  if claimless else f"the tag assertions of {name} hold for {launches}")
         chosen = find_solver(solver) if solver else None  # a solver asked for by name must exist, used or not
         try:
@@ -102,9 +104,11 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
         base_model = empty.model
         if everything.status != "sat":
             _overruns(analysis, engine, facts, timeout_ms)
+    never, unsettled = _never_reached(analysis, facts, engine or chosen, timeout_ms)
+    undecided += unsettled
     candidates = analysis.obligations.candidates
     took = f"{op.block_dims and _threads(op)} threads in {1000 * (time.perf_counter() - started):.1f} ms"
-    if not candidates and not undecided and not unreached:
+    if not candidates and not undecided and not unreached and not never:
         if claimless:
             return nothing_to_prove(claim, "static analysis found none of the faults it looks for: an access out of "
                                            "bounds in every launch (or in the first block), a read of bytes nothing "
@@ -157,7 +161,9 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
                if len(witnesses) > len(met) else []) + \
             [f"the interpreter met {site} ({kind}) first, replaying a candidate found statically" for site, kind in met]
         return violated(claim, "; ".join(how) + behind, *witnesses)
-    reasons = undecided + [f"{u}: this assertion is never reached by any thread" for u in unreached]
+    reasons = undecided + [f"{u}: this assertion is never reached by any thread" for u in unreached] + \
+        [f"{site}: this is reached in no launch (the runtime loops or branches around it never run there), so a "
+         "proof of it would be vacuous" for site in never]
     if unconfirmed:
         more = f" ({len(unconfirmed) - 1} more)" if len(unconfirmed) > 1 else ""
         reasons.append(f"{len(unconfirmed)} candidate counterexample(s) did not replay, so none is reported; "
@@ -200,6 +206,29 @@ def _decide_unwritten(analysis: Analysis, engine: Any, facts: list[Any], timeout
     return undecided
 
 
+def _never_reached(analysis: Analysis, facts: list[Any], engine: Any, timeout_ms: int) -> tuple[list[str], list[str]]:
+    """The assertions (and product pairings) compared only where no launch of the domain gets:
+    inside runtime loops that run no iteration, or branches on runtime conditions none takes;
+    and the reasons of those the solver could not settle. (One compared outside every runtime
+    loop and branch is reached: the domain has a launch.)"""
+    never, undecided = [], []
+    for site, places in analysis.walk.reached.items():
+        if ((), ()) in places:
+            continue
+        wanted = [facts + _scoped(analysis, scope) + list(path) for scope, path in places]
+        if any(_sample(analysis.space, w) is not None for w in wanted):
+            continue
+        engine = engine or find_solver(None)
+        statuses = [engine.solve(Query(analysis.space, w, [[]]), timeout_ms).status for w in wanted]
+        if "sat" in statuses:
+            continue
+        if "unknown" in statuses:
+            undecided.append(f"{site}: whether any launch reaches it could not be decided")
+        else:
+            never.append(site)
+    return never, undecided
+
+
 def _scoped(analysis: Analysis, scope: tuple[int, ...]) -> list[Any]:
     """The bounds of the loops of `scope` (facts where those loops run)."""
     return [f for symbol in scope for f in analysis.walk.loop_facts.get(symbol, [])]
@@ -214,10 +243,14 @@ def _sample(space: Space, facts: list[Any]) -> dict[int, int] | None:
         for ident, symbol in space.symbols.items():  # in creation order: bounds name earlier ones
             low = space.evaluate(symbol.lo, values) if symbol.lo is not None else 0
             values[ident] = max(low, size) if symbol.role == "size" else low
-        if all((space.evaluate(key, values) >= 0) if kind == "ge0" else (space.evaluate(key, values) == 0)
-               for kind, key in facts):
+        if all(_holds(kind, space.evaluate(key, values)) for kind, key in facts):
             return values
     return None
+
+
+def _holds(kind: str, value: int) -> bool:
+    """Whether a comparison of `kind` ("ge0", "eq0", "ne0") holds of `value`."""
+    return value >= 0 if kind == "ge0" else value == 0 if kind == "eq0" else value != 0
 
 
 def _tightest(facts: Any) -> list[Any]:
