@@ -262,3 +262,47 @@ def test_the_witness_replays_on_the_interpreter():
     with pytest.raises(KernelFault, match="uninitialized-read"):
         read_after_the_guard[(1,)](np.zeros(32, np.float32), witness["sizes"]["n"])
     read_after_the_guard[(1,)](np.zeros(32, np.float32), 5)  # (a launch taking the branch is fine)
+
+
+# ---- variables ---------------------------------------------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def variable_assigned_under_a_branch(x: Tensor[f32, 32], out: Tensor[f32, 32], n: int):
+    if n > 4:
+        v = x[thread_idx.x]
+    out[thread_idx.x] = v
+
+
+@kernel(block=(32,), verify=False)
+def variable_assigned_in_a_loop(x: Tensor[f32, 32], out: Tensor[f32, 32], m: int):
+    for i in range(0, m):
+        v = x[thread_idx.x]
+    out[thread_idx.x] = v
+
+
+@kernel(block=(32,), verify=False)
+def variable_assigned_on_every_path(x: Tensor[f32, 32], out: Tensor[f32, 32], n: int):
+    v = 0.0
+    if n > 4:
+        v = x[thread_idx.x]
+    out[thread_idx.x] = v
+
+
+@pytest.mark.parametrize("k, size", [(variable_assigned_under_a_branch, "n"), (variable_assigned_in_a_loop, "m")])
+def test_a_variable_assigned_on_some_paths_only(k, size):
+    witness = _uninitialized(k.verify(), "out[thread_idx.x] = v")
+    assert witness["sizes"][size] <= (4 if size == "n" else 0), witness
+
+
+def test_a_variable_assigned_on_every_path_is_no_finding():
+    assert variable_assigned_on_every_path.verify().verdict is Verdict.NOTHING_TO_PROVE
+
+
+def test_accumulators_zeroed_from_a_variable_assigned_only_for_long_k(tmp_path):
+    source = (EXAMPLES / "gemm.py").read_text()
+    path = tmp_path / "gemm_variable.py"
+    path.write_text(source.replace(ZEROING, "    if K > 64:\n        z = 0.0\n" + ZEROING.replace("= 0.0", "= z"))
+                    .replace("@kernel(block=(THREADS,))", "@kernel(block=(THREADS,), verify=False)"))
+    witness = _uninitialized(load_module(path).gemm.verify(), "acc[mi, ni, v] = z")
+    assert witness["sizes"]["K"] <= 64, witness

@@ -91,6 +91,9 @@ class _Slot:
     """While tracked: assigned by every thread since tracking began."""
     exposed: bool = False
     """While tracked: read before being assigned."""
+    assigned: TagMemory | None = None
+    """Which threads assigned it, on which paths: a byte per thread whose site says so, as a
+    register's does (`initialization`)."""
 
 
 @dataclass
@@ -1950,13 +1953,18 @@ def _shuffle(a: TagAnalysis, op: D.ShuffleOp, mask: np.ndarray) -> None:
 
 def _var(a: TagAnalysis, op: D.VarOp, mask: np.ndarray) -> None:
     slot = _Slot(None, np.zeros((a.n, _width(op.result)), np.int64))
+    slot.assigned = TagMemory.registers(f"variable {len(a.slots)}", a.n, 1)
     a.slots.append(slot)
+    a.memories.append(slot.assigned)  # (joined, saved and restored with the registers)
     a.values[op.result] = slot
 
 
 def _var_store(a: TagAnalysis, op: D.VarStoreOp, mask: np.ndarray) -> None:
     slot: _Slot = a.values[op.var]
     full = mask is a.everyone or bool(mask.all())
+    threads = a.active(mask)
+    byte = np.zeros((threads.size, 1), np.int64)
+    a.write_tags(slot.assigned, byte, byte, threads, threads, a.site(op))  # type: ignore[arg-type]
     tags = a.tags_of(op.value)
     if full:
         slot.stored = slot.stored or slot.tracked
@@ -1985,6 +1993,9 @@ def _var_load(a: TagAnalysis, op: D.VarLoadOp, mask: np.ndarray) -> None:
     slot: _Slot = a.values[op.var]
     if slot.tracked and not slot.stored:
         slot.exposed = True
+    threads = a.active(mask)
+    _check_written(a, op, slot.assigned, np.zeros((threads.size, 1), np.int64), threads, threads,  # type: ignore[arg-type]
+                   None, "reads a variable before it is assigned")
     a.values[op.result] = slot.value if _is_int(op.result) else None
     a.tags[op.result] = slot.tags
 

@@ -1,7 +1,9 @@
 """Which ops of a kernel can affect a tag check: backward liveness of memories and values.
 
 The checks are the tag assertions, the operand pairing of every `matmul`, and reads of bytes
-nothing wrote (a product's accumulator included). An op matters when a check reads what it
+nothing wrote (a product's accumulator included) or of variables not assigned: a read of a
+variable that some path reaches before any assignment (`unassigned_reads`) is walked, with the
+assignments before it (as writes, their values unneeded). An op matters when a check reads what it
 produces, directly or through memory: a store matters when the memory it writes is read later
 by something that matters (only as a write, its data unneeded, when all that reads it needs is
 that it was written: an accumulator), a value when an op that matters uses it. A tag function
@@ -50,6 +52,7 @@ class Liveness(NamedTuple):
 def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> Liveness:
     """The ops the tag analysis must run; the others cannot change what any check sees."""
     walk = _Liveness(table or OpTable(kernel))
+    walk.unassigned = unassigned_reads(walk.table, kernel.body.block)
     walk.block(kernel.body.block, set())
     return Liveness(walk.keep | walk.bounds, walk.bounds - walk.keep, walk.traced)
 
@@ -101,6 +104,8 @@ class _Liveness:
         self.traced = Traced(table)
         self.products = [j for j, kind in enumerate(table.kinds) if kind is D.MmaOp]
         """The matrix products, by number (a loop's body keeps what those in it read written)."""
+        self.unassigned: set[int] = set()
+        """The reads of variables that may find them unassigned (`unassigned_reads`)."""
 
     def root(self, value: int) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
@@ -265,12 +270,49 @@ def _var_store(w: _Liveness, i: int, live: Live) -> None:
         live.update(w.table.operands[i])
     else:
         w.skipped.add(var)
+        if _written(var) in live:  # that it assigns the variable matters, not the value
+            w.keep.add(i)
 
 
 def _var_load(w: _Liveness, i: int, live: Live) -> None:
+    var = w.table.operands[i][0]
+    if i in w.unassigned:  # it may fault, whatever reads its value: whether it was assigned matters
+        w.keep.add(i)
+        live.add(_written(var))
     if w.table.results[i][0] in live:
         w.keep.add(i)
-        live.add(w.table.operands[i][0])
+        live.add(var)
+
+
+def unassigned_reads(table: OpTable, block: object) -> set[int]:
+    """The reads of variables (by number) that some path through `block` reaches before any
+    assignment of theirs — the only reads that may find a variable unassigned: definite
+    assignment over the kernel's structured control flow, conditions aside (both sides of a
+    branch must assign; a loop may run no iteration)."""
+    found: set[int] = set()
+    _assigned(table, block, frozenset(), found)
+    return found
+
+
+def _assigned(table: OpTable, block: object, before: frozenset[int], found: set[int]) -> frozenset[int]:
+    """The variables every path through `block` has assigned, given those assigned `before`; the
+    reads that may come first go to `found`."""
+    assigned = before
+    kinds, operands = table.kinds, table.operands
+    for i in table.blocks[id(block)]:
+        kind = kinds[i]
+        if kind is D.VarStoreOp:
+            assigned = assigned | {operands[i][1]}
+        elif kind is D.VarLoadOp:
+            if operands[i][0] not in assigned:
+                found.add(i)
+        elif kind is scf.IfOp:
+            op: scf.IfOp = table.ops[i]  # type: ignore[assignment]
+            sides = [_assigned(table, r.block, assigned, found) for r in (op.true_region, op.false_region) if r.blocks]
+            assigned = sides[0] & sides[1] if len(sides) == 2 else assigned
+        elif kind is scf.ForOp:
+            _assigned(table, table.bodies[i], assigned, found)  # (what the body assigns, a later iteration has)
+    return assigned
 
 
 def _load(w: _Liveness, i: int, live: Live) -> None:
