@@ -306,3 +306,36 @@ def test_accumulators_zeroed_from_a_variable_assigned_only_for_long_k(tmp_path):
                     .replace("@kernel(block=(THREADS,))", "@kernel(block=(THREADS,), verify=False)"))
     witness = _uninitialized(load_module(path).gemm.verify(), "acc[mi, ni, v] = z")
     assert witness["sizes"]["K"] <= 64, witness
+
+
+# ---- runtime loops that write in some iterations only ---------------------------------------------
+
+ZEROED_IN_THE_LOOP = """    for k0 in range(0, K, BK):
+        if {condition}:
+            for mi in static_range(2):
+                for ni in static_range(4):
+                    for v in static_range(4):
+                        acc[mi, ni, v] = 0.0
+"""
+
+
+def _gemm_zeroing_in_the_loop(tmp_path: Path, condition: str):
+    """The GEMM example with its accumulators zeroed in the loop over K, in the iterations
+    `condition` picks."""
+    source = (EXAMPLES / "gemm.py").read_text().replace(ZEROING, "")
+    loop = "    for k0 in range(0, K, BK):\n"
+    assert loop in source
+    path = tmp_path / "gemm_in_loop.py"
+    path.write_text(source.replace(loop, ZEROED_IN_THE_LOOP.format(condition=condition))
+                    .replace("@kernel(block=(THREADS,))", "@kernel(block=(THREADS,), verify=False)"))
+    return load_module(path).gemm
+
+
+def test_accumulators_zeroed_in_the_first_iteration_are_written_in_every_later_one(tmp_path):
+    result = _gemm_zeroing_in_the_loop(tmp_path, "k0 == 0").verify()
+    assert result.verdict is Verdict.PROVED, result.text()
+
+
+def test_accumulators_zeroed_in_the_second_iteration_are_read_unwritten_in_the_first(tmp_path):
+    witness = _uninitialized(_gemm_zeroing_in_the_loop(tmp_path, "k0 == BK").verify(), "matmul(")
+    assert witness["loops"]["k0"] == 0, witness

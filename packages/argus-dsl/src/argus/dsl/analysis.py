@@ -801,11 +801,16 @@ class TagAnalysis:
         """Whether something wrote bytes `idx` (rows: `threads`, of `points`) before the points
         read them (in a run of copies, in program order), as sites: a write's (or `RESET`) where
         one did, `NEVER` where none did, a code of `initialization` where one did on some paths
-        only."""
+        only. While a loop tracks what its body reads before writing, this is such a read where
+        the bytes are not known to be written (what the iteration before wrote may change that)."""
         if self.footprint is not None:
             return self.footprint.write_status(memory, idx, threads, points)
-        return (memory.site.reshape(-1)[threads[:, None] * memory.tags.shape[1] + idx]  # type: ignore[no-any-return]
-                if memory.per_thread else memory.site[idx])
+        at = threads[:, None] * memory.tags.shape[1] + idx if memory.per_thread else idx
+        status = memory.site.reshape(-1)[at]
+        if memory.exposed is not None and memory.fresh is not None:
+            open_ = at[~written(status)]
+            memory.exposed.reshape(-1)[open_] |= ~memory.fresh.reshape(-1)[open_]
+        return status  # type: ignore[no-any-return]
 
     def write_tags(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray,
                    points: np.ndarray, site: int) -> None:
@@ -1365,14 +1370,17 @@ class TagAnalysis:
             s.tags, s.value = tags.copy(), value
 
     def join_into(self, other: State, condition: Affine | None, carried: str = "", loop: int | None = None,
-                  origin: str = "", first: Key | None = None, paths: Paths = UNKNOWN_PATHS) -> None:
+                  origin: str = "", first: Key | None = None, paths: Paths = UNKNOWN_PATHS, step: int = 1
+                  ) -> None:
         """The current state becomes its join with `other`. Integer variables that differ become
         a select on `condition` or, across loop iterations (`carried`), a value the checker
         does not follow. At a loop's entry (`other` the back edge, renamed to iteration `loop`,
         which starts at `first`), a tag that is the current one at the first iteration is the
         loop's own: the join keeps it (what a pipeline stage holds, as a function of the index).
         A byte written on one path only is written in the launches that take that path, as
-        `paths` says when `other` and the current state's path are taken (`initialization`)."""
+        `paths` says when `other` and the current state's path are taken; at a loop's entry
+        (whose index moves by `step`), in the iterations after one that wrote it
+        (`initialization`)."""
         for m, (tags, site, writers) in zip(self.memories, other.memories):
             if loop is not None and first is not None:
                 m.tags[...] = self.inductive_join(m.tags, tags, loop, first)
@@ -1380,8 +1388,8 @@ class TagAnalysis:
                 differ = m.tags != tags  # `join`, in place
                 if differ.any():
                     m.tags[differ] = TOP
-            if first is not None:  # (a loop's entry: the first iteration starts from the current state)
-                self.initialization.enter(m.site, site)
+            if first is not None and loop is not None:  # (a loop's entry: the first iteration starts from
+                self.initialization.enter(m, m.site, site, loop, first, step)  # the current state)
             else:
                 self.initialization.join(m, m.site, site, paths)
             if writers is not None:
@@ -1452,7 +1460,8 @@ class State:
     slots: list[tuple[np.ndarray, Affine | None]]
 
     def same_as(self, other: State) -> bool:
-        return (all(np.array_equal(p[0], q[0]) for p, q in zip(self.memories, other.memories))
+        return (all(np.array_equal(p[0], q[0]) and np.array_equal(p[1], q[1]) for p, q in zip(self.memories,
+                                                                                              other.memories))
                 and all(np.array_equal(p[0], q[0]) for p, q in zip(self.slots, other.slots))
                 and _same_values([v for _, v in self.slots], [v for _, v in other.slots]))
 
@@ -2895,6 +2904,9 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
     a.values[body.args[0]] = sp.of_symbol(symbol, a.n)
     a.tags.pop(body.args[0], None)
     entry = base
+    frozen: list[np.ndarray] = []
+    """Per memory, the bytes whose write status at the entry no longer moves from pass to pass
+    once widened: the status before the loop (what the first iteration sees, and no less)."""
     rename = _Renamer(a, symbol, add_keys(me, (-step, ())))
     carried = f"a value carried from one iteration to the next of the loop at {a.where(op)}"
     checking = a.checking
@@ -2919,12 +2931,14 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
                 return True  # the entry state of later iterations changes nothing this pass saw
             after = a.snapshot(scope)
             if exposed is not None and (a.checking or not checking) and \
-                    not _reads_carried_cheaply(a, base, after, entry, exposed, rename, symbol, lo):
+                    not _reads_carried_cheaply(a, base, after, entry, exposed, rename, symbol, lo, step):
                 return True  # (what the pass left is the state now)
             # the entry of a later iteration: what this iteration leaves, seen one step later
             a.restore(base)
             back = rename.state(after)
-            a.join_into(back, None, carried, symbol, first=lo)
+            a.join_into(back, None, carried, symbol, first=lo, step=step)
+            for m, still, (_, site, _) in zip(a.memories, frozen, base.memories):
+                m.site[still] = site[still]  # (widened: the write status before the loop, in every iteration)
             new_entry = a.snapshot(scope)
             if new_entry.same_as(entry) or (exposed is not None and not _reads_carried(entry, new_entry, exposed)):
                 if a.checking or not checking:
@@ -2939,8 +2953,9 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             if peelable and attempt == 0 and _loses_tags(base, back, new_entry):
                 return False
             if attempt == MAX_PASSES - 2:  # widen what still moves
-                new_entry = State([(np.where(n[0] != e[0], TOP, n[0]), *n[1:]) for n, e in
-                                   zip(new_entry.memories, entry.memories)], new_entry.slots)
+                frozen = [n[1] != e[1] for n, e in zip(new_entry.memories, entry.memories)]
+                new_entry = State([(np.where(n[0] != e[0], TOP, n[0]), np.where(still, b[1], n[1]), n[2]) for n, e, b, still
+                                   in zip(new_entry.memories, entry.memories, base.memories, frozen)], new_entry.slots)
             entry = new_entry
         raise a.undecidable(op, "the tags this loop carries from one iteration to the next do not settle")
     finally:
@@ -2970,21 +2985,27 @@ def _carries_nothing(a: TagAnalysis, entry: State, exposed: tuple[list[np.ndarra
 
 def _reads_carried_cheaply(a: TagAnalysis, base: State, after: State, entry: State,
                            exposed: tuple[list[np.ndarray], list[bool]], rename: _Renamer, symbol: int,
-                           first: Key | None) -> bool:
+                           first: Key | None, step: int) -> bool:
     """`_reads_carried` of the entry state a later iteration sees (`base` joined with `after`
-    renamed one step back), built only where the pass read before writing: the tags of the
-    memories it read so, the writers of shared memories. (A variable it read so: True, and
-    the whole state is built.)"""
+    renamed one step back), built only where the pass read before writing: the tags and the
+    write status of the memories it read so, the writers of shared memories. (A variable it
+    read so: True, and the whole state is built.)"""
     memories, slots = exposed
     if any(slots):
         return True
-    for (ours, _, our_writers), (theirs, _, their_writers), (old, _, old_writers), read in \
-            zip(base.memories, after.memories, entry.memories, memories):
+    for (ours, our_sites, our_writers), (theirs, their_sites, their_writers), (old, old_sites, old_writers), m, read \
+            in zip(base.memories, after.memories, entry.memories, a.memories, memories):
         if read.any():
             back = rename.ids(theirs)
             joined = join(ours, back) if first is None else a.inductive_join(ours, back, symbol, first)
             if (read & (old != joined)).any():
                 return True
+            if first is not None and (read & ~written(old_sites)).any():
+                sites = our_sites.copy()
+                a.initialization.enter(m, sites, a.initialization.renamed(their_sites, symbol, rename.replacement),
+                                       symbol, first, step)
+                if (read & (old_sites != sites)).any():
+                    return True
         if old_writers is not None and \
                 not np.array_equal(old_writers, TagMemory.join_writers(our_writers, their_writers)):
             return True
@@ -2996,8 +3017,10 @@ def _reads_carried(entry: State, new_entry: State, exposed: tuple[list[np.ndarra
     shared writes unordered by a barrier at the end of the body (they race with the next
     iteration's accesses)."""
     memories, slots = exposed
-    for (old, _, old_writers), (new, _, new_writers), read in zip(entry.memories, new_entry.memories, memories):
-        if (read & (old != new)).any() or (old_writers is not None and not np.array_equal(old_writers, new_writers)):
+    for (old, old_sites, old_writers), (new, new_sites, new_writers), read in \
+            zip(entry.memories, new_entry.memories, memories):
+        if (read & ((old != new) | (old_sites != new_sites))).any() or \
+                (old_writers is not None and not np.array_equal(old_writers, new_writers)):
             return True
     for (old_tags, old_value), (new_tags, new_value), read in zip(entry.slots, new_entry.slots, slots):
         if read and (not np.array_equal(old_tags, new_tags) or not _same_values([old_value], [new_value])):
@@ -3032,7 +3055,9 @@ class _Renamer:
         """Elements below this id were made before the symbol: renaming leaves them as they are."""
 
     def state(self, state: State) -> State:
-        return State([(self.ids(t), *rest) for t, *rest in state.memories],
+        codes = self.a.initialization
+        return State([(self.ids(t), codes.renamed(site, self.symbol, self.replacement), writers)
+                      for t, site, writers in state.memories],
                      [(self.ids(t), self.value(v)) for t, v in state.slots])
 
     def ids(self, tags: np.ndarray) -> np.ndarray:

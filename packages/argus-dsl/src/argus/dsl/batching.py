@@ -832,7 +832,12 @@ class Footprint:
         that goes with this)."""
         if memory.per_thread:
             return self._journal(memory).write_status(idx, threads, self.place_of(points))
-        return memory.site[idx]  # type: ignore[no-any-return]
+        status = memory.site[idx]
+        if memory.exposed is not None and memory.fresh is not None:  # (a read, for a loop's tracking)
+            self._keep(memory)
+            open_ = idx[status < 0]  # (bytes not written by a write with a site: their status may move)
+            memory.exposed[open_] |= ~memory.fresh[open_]
+        return status  # type: ignore[no-any-return]
 
     def write(self, memory: TagMemory, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray, points: np.ndarray,
               site: int) -> None:
@@ -956,14 +961,26 @@ class _Journal:
         program order, without counting as a read of their data: by a write of the run at an
         earlier place (which writes only ever make true, so the earliest write of each byte
         tells: site 0 stands for it), or else as before the run (`TagAnalysis.write_status`)."""
+        memory = self.memory
         rows = idx.reshape(threads.size, -1)
         keys = (threads[:, None] * self.width + rows).reshape(-1)
         at = np.repeat(places, rows.shape[1])
         self._write_through()
+        tracked = memory.exposed is not None and memory.fresh is not None  # (a read, for a loop's tracking)
         if self._as_it_is(at):
-            return self.memory.site.reshape(-1)[keys].reshape(idx.shape)  # type: ignore[no-any-return]
-        before = self.footprint._keep(self.memory)
-        return np.where(self._first()[keys] < at, 0, before.site.reshape(-1)[keys]).reshape(idx.shape)  # type: ignore[no-any-return]
+            status = memory.site.reshape(-1)[keys]
+            if tracked:
+                self.footprint._keep(memory)
+                open_ = keys[status < 0]  # (bytes not written by a write with a site: their status may move)
+                memory.exposed.reshape(-1)[open_] |= ~memory.fresh.reshape(-1)[open_]  # type: ignore[union-attr]
+            return status.reshape(idx.shape)  # type: ignore[no-any-return]
+        before = self.footprint._keep(memory)
+        earlier = self._first()[keys] < at
+        status = np.where(earlier, 0, before.site.reshape(-1)[keys])
+        if tracked:
+            open_ = keys[status < 0]
+            memory.exposed.reshape(-1)[open_] |= ~before.fresh.reshape(-1)[open_]  # type: ignore[union-attr]
+        return status.reshape(idx.shape)  # type: ignore[no-any-return]
 
     def _first(self) -> np.ndarray:
         """Per byte (by thread), the place of its earliest write in the run (past the run's last

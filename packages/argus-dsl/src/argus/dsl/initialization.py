@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from argus.verify.affine import Affine, Key, Space
+from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys
 from argus.verify.memory import NEVER, RESET
 from argus.verify.obligations import Candidate
 
@@ -133,18 +133,7 @@ class Initialization:
                 pair = np.zeros(mixed.size, np.int64)
                 pairs = [(paths.theirs[0], paths.ours[0]) if ours.ndim == 2 else paths.shared()]
             # what decides a byte's code: its status on each path (any write alike) and its pair
-            kinds = [np.where(written(x), 0, x) for x in (o[mixed], t[mixed])]
-            kinds.append(pair)
-            if all(k.min() == k.max() for k in kinds):  # (the usual case: one code for every byte)
-                keys, inverse = [tuple(int(k[0]) for k in kinds)], np.zeros(mixed.size, np.int64)
-            else:
-                lows = [int(k.min()) for k in kinds]
-                spans = [int(k.max()) - low + 1 for k, low in zip(kinds, lows)]
-                packed = ((kinds[0] - lows[0]) * spans[1] + kinds[1] - lows[1]) * spans[2] + kinds[2] - lows[2]
-                unique, inverse = np.unique(packed, return_inverse=True)
-                high, low = np.divmod(unique, spans[1] * spans[2])
-                keys = list(zip((high + lows[0]).tolist(), (low // spans[2] + lows[1]).tolist(),
-                                (low % spans[2] + lows[2]).tolist()))
+            keys, inverse = _distinct_pairs(*(np.where(written(x), 0, x) for x in (o[mixed], t[mixed])), pair)
             codes = np.empty(len(keys), np.int64)
             for u, (mine, other, p) in enumerate(keys):
                 when_theirs, when_ours = pairs[p]
@@ -211,15 +200,67 @@ class Initialization:
             low, high = low + min(ends), high + max(ends)
         return low, high
 
-    @staticmethod
-    def enter(ours: np.ndarray, theirs: np.ndarray) -> None:
-        """`ours` (the sites before a runtime loop) becomes the sites at the entry of its
-        iterations, `theirs` being what an iteration leaves: the first iteration starts from
-        `ours`, so a byte unwritten there (on some paths) is taken to be so in every iteration,
-        and a written one stays written (with a write's site where `ours` has none)."""
+    def enter(self, memory: Any, ours: np.ndarray, theirs: np.ndarray, index: int, first: Key, step: int) -> None:
+        """`ours` (the sites before a runtime loop) becomes the sites at the entry of iteration
+        `index` (a symbol, from `first` by `step`), `theirs` being what the iteration before
+        leaves (its codes already in terms of `index`). A byte written before the loop stays written. One
+        unwritten there (on some paths) is unwritten at the entry of the first iteration as it
+        is there, and of a later one only if, besides, neither the first iteration nor the one
+        before wrote it: for ``if k == 0: acc = 0``, no iteration after the first reads it
+        unwritten. (What the iteration before leaves depends on the entry it had: every pass
+        over the loop builds this from the last, each an over-approximation of the launches.)"""
         labelled = (ours == RESET) & (theirs >= 0)
         if labelled.any():
             ours[labelled] = theirs[labelled]
+        unwritten = np.flatnonzero(~written(ours))
+        if not unwritten.size:
+            return
+        o, t = ours.reshape(-1)[unwritten], theirs.reshape(-1)[unwritten]
+        moved = np.flatnonzero(t != NEVER)  # (where nothing writes it in the loop, it stays as it was)
+        if not moved.size:
+            return
+        at_first: Conjunction = (("eq0", sub_keys((0, ((index, 1),)), first)),)
+        pairs, inverse = _distinct_pairs(o[moved], np.where(written(t[moved]), 0, t[moved]))
+        codes = np.empty(len(pairs), np.int64)
+        for u, (before, back) in enumerate(pairs):
+            left = self.condition(back)  # the iteration before left it unwritten; so did the first:
+            later = self.both(left, self.substituted(left, index, add_keys(first, (step, ()))))
+            entry = self.both(self.condition(before), self.either((at_first, ALWAYS), ((), later)))
+            codes[u] = self.code(entry) if entry else RESET  # (RESET: written, whichever path)
+        ours.reshape(-1)[unwritten[moved]] = codes[np.reshape(inverse, -1)]
+        if conditional(codes).any():
+            self.memories.add(id(memory))
+
+    def both(self, first: Condition, second: Condition) -> Condition:
+        """The condition that `first` and `second` hold."""
+        out: dict[Conjunction, None] = {}
+        for x in first:
+            for y in second:
+                z = self.simplified(x + y)
+                if z is not None:
+                    out[z] = None
+        return _weakened(tuple(out))
+
+    def substituted(self, condition: Condition, symbol: int, replacement: Key) -> Condition:
+        """`condition` with `symbol` replaced by `replacement` (a loop index by another iteration's)."""
+        out: dict[Conjunction, None] = {}
+        for conjunction in condition:
+            z = self.simplified(tuple((kind, self.space.substitute(key, symbol, replacement)) for kind, key in conjunction))
+            if z is not None:
+                out[z] = None
+        return _weakened(tuple(out))
+
+    def renamed(self, sites: np.ndarray, symbol: int, replacement: Key) -> np.ndarray:
+        """`sites` with the conditions of their codes in terms of another iteration of a loop
+        (`symbol` replaced by `replacement`), as renaming does for tags."""
+        coded = conditional(sites)
+        if not coded.any():
+            return sites
+        out = sites.copy()
+        for code in np.unique(sites[coded]).tolist():
+            condition = self.substituted(self.condition(code), symbol, replacement)
+            out[sites == code] = self.code(condition) if condition else RESET
+        return out
 
     def saved(self, memory: Any) -> tuple[np.ndarray, np.ndarray] | None:
         """The bytes of `memory` written on some paths only and their codes, to restore after an
@@ -234,6 +275,27 @@ class Initialization:
         """Bytes written on some paths only stay so (`saved`)."""
         if saved is not None:
             memory.site[saved[0]] = saved[1]
+
+
+def _distinct_pairs(*columns: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """The distinct rows of small integer `columns` (statuses, pair numbers) and each row's place
+    among them: one sort of packed integers (mostly none: every row alike)."""
+    if all(c.min() == c.max() for c in columns):  # (the usual case)
+        return [tuple(int(c[0]) for c in columns)], np.zeros(columns[0].size, np.int64)
+    lows = [int(c.min()) for c in columns]
+    spans = [int(c.max()) - low + 1 for c, low in zip(columns, lows)]
+    packed = np.zeros(columns[0].size, np.int64)
+    for c, low, span in zip(columns, lows, spans):
+        packed = packed * span + (c - low)
+    unique, inverse = np.unique(packed, return_inverse=True)
+    rows = []
+    for value in unique.tolist():
+        row = []
+        for low, span in zip(reversed(lows), reversed(spans)):
+            value, digit = divmod(value, span)
+            row.append(digit + low)
+        rows.append(tuple(reversed(row)))
+    return rows, np.reshape(inverse, -1)
 
 
 def _simplified(conjunction: Conjunction) -> Conjunction | None:
