@@ -2845,16 +2845,17 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         a.restore(before)
         _fixpoint(a, op, mask, rest, base, step, scope, track=not nested, peelable=False)  # (not peelable: settles)
         a.join_into(after_first, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}",
-                    rest, paths=_after_loop(add_keys(lb, (step, ())), ub))
+                    rest, paths=_after_loop(a, add_keys(lb, (step, ())), ub))
     # after the loop: it ran (the state it leaves) or it did not (the state before it)
     a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol,
-                paths=_after_loop(lb, ub))
+                paths=_after_loop(a, lb, ub))
 
 
-def _after_loop(lb: Key, ub: Key) -> Paths:
+def _after_loop(a: TagAnalysis, lb: Key, ub: Key) -> Paths:
     """The paths joining after a loop from `lb` to `ub` (exclusive): the state before it joined in
-    ("theirs") where it runs no iteration, the state it leaves ("ours") where it runs."""
-    return Paths.uniform((("ge0", sub_keys(lb, ub)),), (("ge0", sub_keys(ub, add_keys(lb, (1, ())))),))
+    ("theirs") where it runs no iteration, the state it leaves ("ours") where it runs (a loop
+    from 0 to a tensor's size: only ours)."""
+    return a.initialization.paths((("ge0", sub_keys(lb, ub)),), (("ge0", sub_keys(ub, add_keys(lb, (1, ())))),))
 
 
 def _loop_symbol(a: TagAnalysis, name: str, lo: Key, hi: Key, step: int, start: Key,

@@ -60,10 +60,6 @@ class Paths:
     """Per thread, its pair (None: pair 0 for every thread)."""
 
     @classmethod
-    def uniform(cls, theirs: Conjunction, ours: Conjunction) -> Paths:
-        return cls((_simplified(theirs),), (_simplified(ours),))
-
-    @classmethod
     def branch(cls, condition: Affine | None) -> Paths:
         """The two sides of a branch: theirs taken where `condition` ≠ 0, ours where it is 0;
         either, as far as the checker knows, when the condition is not an integer it follows."""
@@ -115,6 +111,11 @@ class Initialization:
         """`ours` (a memory's sites, a row per thread for registers) becomes the sites after two
         paths join: written on both, the site of a write (ours first); alike on both, as they
         are; otherwise the code of "unwritten on a path taken"."""
+        if paths.rows is None and paths.theirs[0] is None:  # only ours is taken (a loop that always runs)
+            return
+        if paths.rows is None and paths.ours[0] is None:
+            ours[...] = theirs
+            return
         flat = np.flatnonzero(ours != theirs)  # (bytes alike on both paths stay as they are)
         if not flat.size:
             return
@@ -147,6 +148,11 @@ class Initialization:
             if conditional(coded).any():
                 self.memories.add(id(memory))
         ours.reshape(-1)[flat] = new
+
+    def paths(self, theirs: Conjunction, ours: Conjunction) -> Paths:
+        """Two paths every thread takes alike, each dropped where the bounds of the symbols rule
+        it out."""
+        return Paths((self.simplified(theirs),), (self.simplified(ours),))
 
     def either(self, *paths: tuple[Conjunction | None, Condition]) -> Condition:
         """The condition "some path is taken and leaves the byte unwritten", for (when the path
