@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from argus.harness import CandidateError, extract_candidate, parse_candidate
 from argus.harness.extract import kernel_functions
-from argus.harness.kb import set_constants
+from argus.harness.kb import failed_assumption, set_constants, tunables
 from argus.harness.loader import load_candidate
 from harness_testing import gemm_candidate
 
@@ -58,8 +58,26 @@ def test_the_examples_become_candidates(tmp_path: Path) -> None:
     gemm = extract_candidate((ROOT / "examples" / "gemm.py").read_text(), "gemm")
     assert gemm.signature() == ("a: Tensor[bf16, 'M', 'K'], b: Tensor[bf16, 'N', 'K'], c: Tensor[f32, 'M', 'N'], "
                                 "M: int, N: int, K: int")
-    assert gemm.tagged == {"a", "b"}
 
+
+def test_tag_assertions_are_counted_wherever_they_are_written() -> None:
+    """`Candidate.assertions` counts the text: a helper the kernel never calls counts too."""
+    text = gemm_candidate()
+    assert parse_candidate(text).assertions == 1
+    helper = ("from argus.dsl import device\n\n@device\ndef unused(x):\n    assert tag(x[0]) == tag(x[1]), 'never reached'\n    return x\n\n"
+              "@kernel(block=(THREADS,))")
+    assert parse_candidate(text.replace("@kernel(block=(THREADS,))", helper, 1)).assertions == 2
+
+
+@pytest.mark.parametrize("text", ["X = " + "-" * 100_000 + "1", "X = " + "(" * 10_000 + "1" + ")" * 10_000,
+                                  "X = 1\n" * 40_000], ids=["nested", "parentheses", "long"])
+def test_recipe_helpers_read_any_text_within_the_candidate_limits(text: str) -> None:
+    """A planner's text that Python cannot even parse is refused (`set_constants`) or left
+    unjudged (`failed_assumption`, `tunables`), never a crash of the harness."""
+    assert failed_assumption(text, {"M": 64}) is None
+    assert tunables(text, {}) == {}
+    with pytest.raises(CandidateError, match="recipe.py:1:"):
+        set_constants(text, {"X": 2})
 
 def test_loading_builds_the_kernel_without_running_module_code(tmp_path: Path) -> None:
     text = set_constants(gemm_candidate(), {"BK": 8})

@@ -78,10 +78,10 @@ class Candidate:
     """The parameters of its ``grid`` function, or None when it has none."""
     aliases: dict[str, str] = field(default_factory=dict)
     """Module aliases (``nv`` -> ``argus.backends.nvptx.language``)."""
-    tagged: frozenset[str] = frozenset()
-    """Tensor parameters given a tag function."""
     assertions: int = 0
-    """Tag assertions written in the kernel and its helpers."""
+    """Tag assertions (``assert tag(...) == tag(...)``, `tag` by that name) written in any of the
+    candidate's functions, whether its kernel reaches them or not: a count of the text, not of
+    what is checked. The invariants the kernel reaches are `hacks.source_invariants`'s."""
     filename: str = "candidate.py"
 
     def signature(self) -> str:
@@ -219,10 +219,9 @@ class _Checker:
         kernel = kernels[0]
         if grid is not None:
             self.grid(grid)
-        tagged, assertions = _tags(functions)
         return Candidate(text, kernel.name, self.parameters(kernel),
                          tuple(a.arg for a in grid.args.args) if grid is not None else None,
-                         dict(self.aliases), frozenset(tagged), assertions, self.filename)
+                         dict(self.aliases), _tag_assertions(functions), self.filename)
 
     def import_from(self, stmt: ast.ImportFrom) -> None:
         module = stmt.module or ""
@@ -589,17 +588,9 @@ class _Checker:
         return tuple(out)
 
 
-def _tags(functions: list[ast.FunctionDef]) -> tuple[set[str], int]:
-    """Tensor names given a tag function, and the number of tag assertions."""
-    tagged: set[str] = set()
-    assertions = 0
-    for fn in functions:
-        for node in ast.walk(fn):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "tag"
-                    and len(node.args) == 2 and isinstance(node.args[0], ast.Name)):
-                tagged.add(node.args[0].id)
-            if isinstance(node, ast.Assert) and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                                                    and c.func.id == "tag" for c in ast.walk(node.test)):
-                assertions += 1
-    return tagged, assertions
+def _tag_assertions(functions: list[ast.FunctionDef]) -> int:
+    """How many ``assert`` statements of these functions call ``tag`` (see `Candidate.assertions`)."""
+    return sum(1 for fn in functions for node in ast.walk(fn)
+               if isinstance(node, ast.Assert) and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                                                       and c.func.id == "tag" for c in ast.walk(node.test)))
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from argus.kb.expressions import Expression, ExpressionError
 
+from .candidate import read_tree
 from .errors import CandidateError, PlannerError
 from .extract import extract_candidate, kernel_functions
 
@@ -66,7 +67,7 @@ def set_constants(text: str, values: Mapping[str, Any], filename: str = "recipe.
     tuple assignments such as ``BM, BN = 64, 64``)."""
     edits: list[tuple[int, int, int, int, str]] = []
     found: set[str] = set()
-    for name, value in module_assignments(ast.parse(text, filename=filename)):
+    for name, value in module_assignments(_module(text, filename)):
         if name.id in values:
             edits.append(_span(value, repr(values[name.id])))
             found.add(name.id)
@@ -86,8 +87,16 @@ def _span(node: ast.expr, new: str) -> tuple[int, int, int, int, str]:
     return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, new
 
 
+def _module(text: str, filename: str) -> ast.Module:
+    """The syntax tree of a recipe's or a candidate's text, within the candidate format's limits
+    (`read_tree`): a text too long or nested too deep is a `CandidateError`, never a crash."""
+    tree = read_tree(text, filename)
+    assert isinstance(tree, ast.Module)
+    return tree
+
+
 def _kernel_name(text: str, filename: str) -> str:
-    kernels = kernel_functions(ast.parse(text, filename=filename))
+    kernels = kernel_functions(_module(text, filename))
     if not kernels:
         raise CandidateError(f"{filename}: the recipe's code defines no top-level @kernel function")
     return kernels[0].name
@@ -175,8 +184,8 @@ def _size_names(tree: ast.Module) -> frozenset[str]:
 @functools.lru_cache(maxsize=256)
 def _parsed(template: str) -> ast.Module | None:
     try:
-        return ast.parse(template) if template else None
-    except SyntaxError:
+        return _module(template, "recipe.py") if template else None
+    except CandidateError:
         return None
 
 
@@ -223,8 +232,8 @@ def failed_assumption(text: str, sizes: Mapping[str, int]) -> str | None:
     candidate whose tiles do not divide a test shape can only fail its tests: a planner skips it
     instead of spending a round on it."""
     try:
-        tree = ast.parse(text)
-    except SyntaxError:
+        tree = _module(text, "candidate.py")
+    except CandidateError:
         return None
     scope = {**module_integers(tree), **sizes}
     for fn in kernel_functions(tree):
@@ -250,8 +259,8 @@ def tunables(text: str, declared: Mapping[str, Any]) -> dict[str, tuple[int, ...
     each with its value as written, and halved and doubled where that stays in its range."""
     found: dict[str, tuple[int, ...]] = {}
     try:
-        tree = ast.parse(text)
-    except SyntaxError:
+        tree = _module(text, "recipe.py")
+    except CandidateError:
         return found
     for name, value in module_assignments(tree):
         if (name.id in TUNABLES and name.id not in declared and isinstance(value, ast.Constant)
@@ -266,7 +275,7 @@ def _written(text: str, names: Mapping[str, Any]) -> dict[str, Any]:
     """The values `text` gives the module constants in `names`, where it writes them as literals."""
     if not names:
         return {}
-    return {name.id: value.value for name, value in module_assignments(ast.parse(text))
+    return {name.id: value.value for name, value in module_assignments(_module(text, "recipe.py"))
             if name.id in names and isinstance(value, ast.Constant)}
 
 
