@@ -2003,8 +2003,9 @@ def _var_load(a: TagAnalysis, op: D.VarLoadOp, mask: np.ndarray) -> None:
     if slot.tracked and not slot.stored:
         slot.exposed = True
     threads = a.active(mask)
-    _check_written(a, op, slot.assigned, np.zeros((threads.size, 1), np.int64), threads, threads,  # type: ignore[arg-type]
-                   None, "reads a variable before it is assigned")
+    byte = np.zeros((threads.size, 1), np.int64)
+    _check_written(a, op, slot.assigned, byte, threads, threads, None,  # type: ignore[arg-type]
+                   "reads a variable before it is assigned")
     a.values[op.result] = slot.value if _is_int(op.result) else None
     a.tags[op.result] = slot.tags
 
@@ -2583,7 +2584,7 @@ def _tag(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
         memory.relabel(idx.reshape(rows.size, -1), ids, a.site(op), rows)
     else:
         memory.relabel(idx, ids, a.site(op))
-    a.initialization.restore(memory, coded)  # a tag function writes no data: bytes written on some paths only stay so
+    a.initialization.restore(memory, coded)  # (a tag function writes no data: bytes written on some paths stay so)
 
 
 def _fragment_bytes(a: TagAnalysis, tile: TileValue, threads: np.ndarray, inside: bool = True) -> np.ndarray:
@@ -2955,8 +2956,9 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
                 return False
             if attempt == MAX_PASSES - 2:  # widen what still moves
                 frozen = [n[1] != e[1] for n, e in zip(new_entry.memories, entry.memories)]
-                new_entry = State([(np.where(n[0] != e[0], TOP, n[0]), np.where(still, b[1], n[1]), n[2]) for n, e, b, still
-                                   in zip(new_entry.memories, entry.memories, base.memories, frozen)], new_entry.slots)
+                new_entry = State([(np.where(n[0] != e[0], TOP, n[0]), np.where(still, b[1], n[1]), n[2]) for
+                                   n, e, b, still in zip(new_entry.memories, entry.memories, base.memories, frozen)],
+                                  new_entry.slots)
             entry = new_entry
         raise a.undecidable(op, "the tags this loop carries from one iteration to the next do not settle")
     finally:

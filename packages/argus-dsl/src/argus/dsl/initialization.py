@@ -66,8 +66,9 @@ class Paths:
         if condition is None:
             return UNKNOWN_PATHS
         forms, inverse = condition.forms()
+        rows = np.reshape(inverse, -1) if len(forms) > 1 else None
         return cls(tuple(_simplified((("ne0", f),)) for f in forms), tuple(_simplified((("eq0", f),)) for f in forms),
-                   np.reshape(inverse, -1) if len(forms) > 1 else None)
+                   rows)
 
     def shared(self) -> tuple[Conjunction | None, Conjunction | None]:
         """The pair for a byte any thread may have written: the threads' own when they share
@@ -209,12 +210,12 @@ class Initialization:
     def enter(self, memory: Any, ours: np.ndarray, theirs: np.ndarray, index: int, first: Key, step: int) -> None:
         """`ours` (the sites before a runtime loop) becomes the sites at the entry of iteration
         `index` (a symbol, from `first` by `step`), `theirs` being what the iteration before
-        leaves (its codes already in terms of `index`). A byte written before the loop stays written. One
-        unwritten there (on some paths) is unwritten at the entry of the first iteration as it
-        is there, and of a later one only if, besides, neither the first iteration nor the one
-        before wrote it: for ``if k == 0: acc = 0``, no iteration after the first reads it
-        unwritten. (What the iteration before leaves depends on the entry it had: every pass
-        over the loop builds this from the last, each an over-approximation of the launches.)"""
+        leaves (its codes already in terms of `index`). A byte written before the loop stays
+        written. One unwritten there (on some paths) is unwritten at the entry of the first
+        iteration as it is there, and of a later one only if, besides, neither the first
+        iteration nor the one before wrote it: for ``if k == 0: acc = 0``, no iteration after
+        the first reads it unwritten. (What the iteration before leaves depends on the entry it
+        had: each pass over the loop builds this from the last, each an over-approximation.)"""
         labelled = (ours == RESET) & (theirs >= 0)
         if labelled.any():
             ours[labelled] = theirs[labelled]
@@ -222,7 +223,7 @@ class Initialization:
         if not unwritten.size:
             return
         o, t = ours.reshape(-1)[unwritten], theirs.reshape(-1)[unwritten]
-        moved = np.flatnonzero(t != NEVER)  # (where nothing writes it in the loop, it stays as it was)
+        moved = np.flatnonzero((t != NEVER) & (t != o))  # (where the loop leaves it as it was, so is it)
         if not moved.size:
             return
         at_first: Conjunction = (("eq0", sub_keys((0, ((index, 1),)), first)),)
@@ -250,8 +251,9 @@ class Initialization:
     def substituted(self, condition: Condition, symbol: int, replacement: Key) -> Condition:
         """`condition` with `symbol` replaced by `replacement` (a loop index by another iteration's)."""
         out: dict[Conjunction, None] = {}
+        substitute = self.space.substitute
         for conjunction in condition:
-            z = self.simplified(tuple((kind, self.space.substitute(key, symbol, replacement)) for kind, key in conjunction))
+            z = self.simplified(tuple((kind, substitute(key, symbol, replacement)) for kind, key in conjunction))
             if z is not None:
                 out[z] = None
         return _weakened(tuple(out))
@@ -319,10 +321,16 @@ def _simplified(conjunction: Conjunction) -> Conjunction | None:
 
 
 def _weakened(condition: Condition) -> Condition:
-    """At most `MAX_ALTERNATIVES` conjunctions: beyond, the one of the comparisons they all
-    share (which each implies, so no launch is lost); one that always holds absorbs the rest."""
+    """Without conjunctions another one implies (``a ∨ (a ∧ b)`` is ``a``), and at most
+    `MAX_ALTERNATIVES` of them: beyond, the one of the comparisons they all share (which each
+    implies, so no launch is lost)."""
     if any(not c for c in condition):
         return ALWAYS
+    if len(condition) > 1:
+        sets = [set(c) for c in condition]
+        condition = tuple(c for i, c in enumerate(condition)
+                          if not any(j != i and other <= sets[i] and (other != sets[i] or j < i)
+                                     for j, other in enumerate(sets)))
     if len(condition) <= MAX_ALTERNATIVES:
         return condition
     shared = set(condition[0]).intersection(*condition[1:])
