@@ -125,3 +125,14 @@ def test_a_failure_of_the_checker_itself_exits_2_not_1(monkeypatch, capsys):
     assert main(["verify", str(EXAMPLES / "transpose.py")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: argus verify failed: IndexError: index 3 is out of bounds"), err
+
+
+def test_an_interrupt_exits_130_not_1(monkeypatch, capsys):
+    from argus.dsl.kernel import Kernel
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Kernel, "verify", interrupted)
+    assert main(["verify", str(EXAMPLES / "transpose.py")]) == 130
+    assert capsys.readouterr().err == "error: interrupted\n"

@@ -7,8 +7,8 @@
 Every failure prints one line starting with ``error:`` (with file:line:col when it is about a
 kernel) and exits with status 2, whichever subcommand fails and however. ``argus verify`` exits
 0 when every assertion is proved (or a kernel has nothing to prove), 1 when one is violated (the
-counterexample is printed), 2 when one is unknown. A reader that stops reading the output early
-(``argus verify ... | head -1``) changes none of this.
+counterexample is printed), 2 when one is unknown; 130 when interrupted. A reader that stops
+reading the output early (``argus verify ... | head -1``) changes none of this.
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ from .backends import backend_for, parse_target
 from .errors import ArgusError
 from .kernel import Kernel
 from .plugins import PluginError, discover
+
+
+INTERRUPTED = 130
+"""The exit status of a command stopped by an interrupt (Ctrl-C), as shells give it."""
 
 
 class CommandError(ArgusError):
@@ -241,6 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout, sys.stderr = _ToReader(sys.stdout), _ToReader(sys.stderr)
     try:
         return _dispatch(argv)
+    except KeyboardInterrupt:  # (no verdict: the shell's status for an interrupt, never 1)
+        print("error: interrupted", file=sys.stderr)
+        return INTERRUPTED
     finally:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
