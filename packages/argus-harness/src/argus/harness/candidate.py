@@ -20,6 +20,7 @@ with an evaluator (`constants`) that enforces the same rules again on the values
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -105,11 +106,16 @@ def read_tree(text: str, filename: str, mode: Literal["exec", "eval"] = "exec", 
     if len(text) > MAX_TEXT_CHARS:
         raise CandidateError(f"the text cannot be parsed: it is {len(text)} characters long; a candidate is at most "
                              f"{MAX_TEXT_CHARS} (a kernel module is a few thousand)", SourceLocation(filename, line, 1))
+    if mode == "exec":
+        _utf8_only(text, filename)
     try:
         tree = ast.parse(text, filename=filename, mode=mode)
     except SyntaxError as err:
         raise CandidateError(f"not Python syntax: {err.msg}",
                              SourceLocation(filename, line - 1 + (err.lineno or 1), err.offset or 1)) from None
+    except UnicodeEncodeError:
+        raise CandidateError("the text is not valid Unicode (it holds a lone surrogate); a candidate is UTF-8 text",
+                             SourceLocation(filename, line, 1)) from None
     except (RecursionError, MemoryError, ValueError) as err:  # nesting or size past the parser's limits
         raise CandidateError(f"the text cannot be parsed ({type(err).__name__}): expressions nest too deeply or "
                              "it is far too long for a kernel module", SourceLocation(filename, line, 1)) from None
@@ -120,6 +126,21 @@ def read_tree(text: str, filename: str, mode: Literal["exec", "eval"] = "exec", 
                              SourceLocation(filename, line - 1 + getattr(deep, "lineno", 1),
                                             getattr(deep, "col_offset", 0) + 1))
     return tree
+
+
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
+"""A source encoding declaration (PEP 263), as Python finds it on one of the first two lines."""
+
+
+def _utf8_only(text: str, filename: str) -> None:
+    """Refuse a coding declaration other than UTF-8. `ast.parse` of a string ignores one, but
+    Python decodes a file by it, and the front-end reads a kernel's source from its file: under
+    ``# coding: utf-7`` a comment can decode to code that was never checked."""
+    for number, first in enumerate(text.split("\n", 2)[:2], 1):  # lines as Python's decoder splits them
+        declared = _CODING.match(first)
+        if declared is not None and declared.group(1).lower().replace("_", "-") not in ("utf-8", "utf8"):
+            raise CandidateError(f"the text declares the encoding {declared.group(1)!r}; a candidate is UTF-8 "
+                                 "text and declares no other", SourceLocation(filename, number, 1))
 
 
 _LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import linecache
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,9 +71,9 @@ def load_candidate(candidate: Candidate, path: Path) -> Loaded:
     """Build `candidate`'s kernel; its text is written to `path` so that the front-end (and its
     error messages) can read the lines."""
     filename = str(path)
-    path.write_text(candidate.text)
     tree = read_tree(candidate.text, filename)
     assert isinstance(tree, ast.Module)
+    _write_source(candidate.text, path)
     namespace: dict[str, Any] = {}
     protected: set[str] = set(BUILTINS)
     evaluator = Evaluator(namespace, filename, protected)
@@ -116,6 +117,22 @@ def load_candidate(candidate: Candidate, path: Path) -> Loaded:
     except Exception as err:  # noqa: BLE001 - the decorator's own message, at the line
         raise CandidateError(f"@kernel: {err}", SourceLocation.of(fn.decorator_list[0], filename)) from None
     return Loaded(found, namespace, grid_node, filename, frozenset(protected))
+
+
+def _write_source(text: str, path: Path) -> None:
+    """Write `text` where the front-end reads the kernels' source, and make sure that it reads
+    back as `text`: the front-end compiles what Python decodes from the file (by its coding
+    declaration, with universal newlines, through `linecache`), not the text that was checked."""
+    filename = str(path)
+    path.write_text(text, encoding="utf-8")
+    linecache.clearcache()  # a file read before under this name must not stand in for this one
+    expected = text.replace("\r\n", "\n").replace("\r", "\n")
+    if expected and not expected.endswith("\n"):
+        expected += "\n"  # as `linecache` ends the last line
+    if "".join(linecache.getlines(filename)) != expected:
+        raise CandidateError("the text does not read back from its file as it was checked (Python decodes it "
+                             "otherwise: a coding declaration?); a candidate is plain UTF-8 text",
+                             SourceLocation(filename, 1, 1))
 
 
 def _grid(functions: list[ast.FunctionDef], filename: str) -> ast.FunctionDef | None:

@@ -1,0 +1,117 @@
+"""Attacks that pass a simple reading of the candidate format and go for what comes after it:
+the file the front-end reads the kernel from, the work the constant evaluator does inside the
+language's functions, and what the kernel's code reaches once it is compiled. Each is refused
+with a `CandidateError` (or the front-end's own located error) at its line, before anything
+outside the language runs; the sentinels are files an attack would create."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from argus.harness import CandidateError, parse_candidate
+from argus.harness import candidate as candidate_format
+from argus.harness.candidate import Candidate
+from argus.harness.loader import load_candidate
+from harness_testing import gemm_candidate
+
+KERNEL_LINE = "    tid = thread_idx.x\n"
+
+
+def base() -> str:
+    return gemm_candidate()
+
+
+def in_kernel(code: str) -> str:
+    return base().replace(KERNEL_LINE, KERNEL_LINE + code + "\n", 1)
+
+
+def line_of(text: str, marker: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if marker in line)
+
+
+def unchecked(text: str) -> Candidate:
+    """`text` as a candidate that never went through the format check."""
+    return Candidate(text, "gemm", (), None)
+
+
+# ---- the file the front-end reads is the text that was checked ---------------------------------
+
+def hidden_in_a_comment(encoding: str, hidden_newline: str, sentinel: Path, first: str = "#!/usr/bin/env python") -> str:
+    """A kernel with a comment that, decoded as `encoding`, ends and goes on as code writing
+    `sentinel`. Checked as a string, the comment is a comment. `first`: its first line, before
+    the declaration (Python reads one on line 2 after a comment)."""
+    return (f"{first}\n# -*- coding: {encoding} -*-\n"
+            '"""A vector fill."""\n'
+            "from argus.dsl import Tensor, f32, kernel, thread_idx\n\n"
+            "@kernel(block=(32,))\n"
+            'def gemm(a: Tensor[f32, "N"], N: int):\n'
+            "    i = thread_idx.x\n"
+            f"    # {hidden_newline}    x = open('{sentinel}', 'w')\n"
+            "    a[i] = 1.0\n")
+
+
+HIDDEN = {"utf-7": "+AAo-", "unicode_escape": "\\n", "raw_unicode_escape": "\\u000a"}
+"""Encodings under which a comment can hide a line of code, and how the newline is written."""
+
+
+@pytest.mark.parametrize("encoding", HIDDEN, ids=HIDDEN)
+def test_a_coding_declaration_other_than_utf8_is_refused(encoding: str, tmp_path: Path) -> None:
+    """Python decodes a file by its coding declaration, and the front-end reads the kernel from
+    the file: under utf-7 a comment of the checked text decodes to code calling ``open``."""
+    sentinel = tmp_path / "written"
+    text = hidden_in_a_comment(encoding, HIDDEN[encoding], sentinel)
+    for check in (parse_candidate, lambda t: load_candidate(unchecked(t), tmp_path / "candidate.py").kernel.specialize()):
+        with pytest.raises(CandidateError, match=f"declares the encoding '{encoding}'") as caught:
+            check(text)
+        assert caught.value.location is not None and caught.value.location.line == 2
+    assert not sentinel.exists()
+
+
+def test_the_loader_compiles_only_a_text_that_reads_back_as_checked(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path) -> None:
+    """Were a declaration to slip past the format check, the loader still refuses a file that
+    Python reads back otherwise than the text it was given."""
+    monkeypatch.setattr(candidate_format, "_utf8_only", lambda text, filename: None, raising=False)
+    sentinel = tmp_path / "written"
+    text = hidden_in_a_comment("utf-7", HIDDEN["utf-7"], sentinel)
+    with pytest.raises(CandidateError, match="does not read back from its file as it was checked") as caught:
+        load_candidate(unchecked(text), tmp_path / "candidate.py").kernel.specialize()
+    assert caught.value.location is not None and caught.value.location.line == 1
+    assert not sentinel.exists()
+
+
+@pytest.mark.parametrize("declaration", ["# -*- coding: utf-8 -*-", "# vim: set fileencoding=UTF8 :",
+                                         "# coding=utf_8"])
+def test_a_utf8_declaration_is_accepted(declaration: str, tmp_path: Path) -> None:
+    text = f"{declaration}\n{base()}".replace("\n", "\r\n")
+    loaded = load_candidate(parse_candidate(text), tmp_path / "candidate.py")
+    assert loaded.kernel.specialize() is not None
+
+
+def test_a_lone_surrogate_is_refused_by_the_check_and_the_loader(tmp_path: Path) -> None:
+    text = in_kernel("    # \ud800")
+    with pytest.raises(CandidateError, match="not valid Unicode"):
+        parse_candidate(text)
+    with pytest.raises(CandidateError, match="not valid Unicode"):
+        load_candidate(unchecked(text), tmp_path / "candidate.py")
+
+
+def test_a_candidate_loads_whatever_the_locale_encoding(tmp_path: Path) -> None:
+    """The kernel file is written as UTF-8 (what Python reads source as), not in the locale's
+    encoding: under an ASCII locale a docstring's ``·`` is still text."""
+    script = ("import sys\nfrom pathlib import Path\nfrom argus.harness import parse_candidate\n"
+              "from argus.harness.loader import load_candidate\n"
+              "text = sys.stdin.read()\n"
+              "load_candidate(parse_candidate(text), Path(sys.argv[1])).kernel.specialize()\n"
+              "print('loaded')\n")
+    environment = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+                   "PYTHONIOENCODING": "utf-8", "ARGUS_CACHE_DIR": "off"}
+    text = base()
+    assert "·" in text
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "candidate.py")], input=text.encode(),
+                          capture_output=True, env=environment, timeout=120)
+    assert done.stdout.decode().strip() == "loaded", done.stderr.decode()[-2000:]
