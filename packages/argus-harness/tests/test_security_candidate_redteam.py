@@ -15,6 +15,7 @@ import pytest
 from argus.harness import CandidateError, parse_candidate
 from argus.harness import candidate as candidate_format
 from argus.harness.candidate import Candidate
+from argus.harness.limits import MAX_CALL_BITS, MAX_DICT_ENTRIES, MAX_ITEMS, MAX_STEPS
 from argus.harness.loader import load_candidate
 from harness_testing import gemm_candidate
 
@@ -115,3 +116,57 @@ def test_a_candidate_loads_whatever_the_locale_encoding(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "candidate.py")], input=text.encode(),
                           capture_output=True, env=environment, timeout=120)
     assert done.stdout.decode().strip() == "loaded", done.stderr.decode()[-2000:]
+
+
+# ---- the constant evaluator counts the work inside what it computes ------------------------------
+
+def constants(code: str) -> str:
+    return base().replace("BK = 4\n", f"BK = 4\n{code}\n", 1)
+
+
+LAYOUT_IMPORTS = "from argus.layout import ComposedLayout, Layout, Swizzle, prefix_product\n"
+SHARED = "\n".join(["A0 = (0,)"] + [f"A{i} = (A{i - 1}, A{i - 1})" for i in range(1, 14)])
+"""Thirteen tuples of two, each the one before twice: 24,574 elements, and the twelfth already
+past `MAX_ITEMS` (walking ``Layout(A27, A27)`` would take hours)."""
+
+WORK = {
+    "one-tuple-many-times": (SHARED, "A12 = ", f"elements of a tuple (at every depth, repeats included); a "
+                                               f"constant holds at most {MAX_ITEMS}"),
+    "range-in-a-tuple": ("X = (range(3),)", "X = (range", "not a tuple holding a range, dict or slice"),
+    "dict-in-a-tuple": ("X = ({1: 2},)", "X = ({", "not a tuple holding a range, dict or slice"),
+    "products-of-big-numbers": (LAYOUT_IMPORTS + "X = prefix_product((1 << 500,) * 40)", "X = prefix",
+                                f"the language's functions are given at most {MAX_CALL_BITS}"),
+    "enumerating-a-layout-again-and-again": (
+        LAYOUT_IMPORTS + "L = ComposedLayout(Swizzle(3, 3, 3), 0, Layout((1 << 16,), (1,)))\n"
+                         "X = tuple(L.cosize() for i in range(400))", "X = tuple", f"more than {MAX_STEPS} steps"),
+    "walking-a-tuple-again-and-again": ("T = tuple(range(10000))\nX = tuple(max(T) for i in range(100))",
+                                        "X = tuple", f"more than {MAX_STEPS} steps"),
+    "keys-of-one-hash": ("P = 2 ** 61 - 1\nX = {" + ", ".join(f"P * {i}: {i}" for i in range(300)) + "}[0]",
+                         "X = {", f"a constant holds at most {MAX_DICT_ENTRIES}"),
+}
+"""Each: constants whose work grows past what the evaluator counted, the line it is refused at,
+and what the refusal says."""
+
+
+@pytest.mark.parametrize("code, marker, message", WORK.values(), ids=WORK.keys())
+def test_work_the_evaluator_did_not_count_is_refused(code: str, marker: str, message: str, tmp_path: Path) -> None:
+    text = constants(code)
+    with pytest.raises(CandidateError) as caught:
+        load_candidate(unchecked(text), tmp_path / "candidate.py")
+    assert message in str(caught.value)
+    assert caught.value.location is not None and caught.value.location.line == line_of(text, marker)
+
+
+def test_the_format_check_refuses_a_dict_past_the_limit() -> None:
+    text = constants(WORK["keys-of-one-hash"][0])
+    with pytest.raises(CandidateError, match=f"a dict of 300 entries; a constant's dict has at most "
+                                             f"{MAX_DICT_ENTRIES}") as caught:
+        parse_candidate(text)
+    assert caught.value.location is not None and caught.value.location.line == line_of(text, "X = {")
+
+
+def test_a_tuple_made_of_one_tuple_is_counted_once_walked(tmp_path: Path) -> None:
+    """Sharing keeps the evaluator's own walk cheap; a value it holds is still counted whole."""
+    text = constants("\n".join(["A0 = (0,)"] + [f"A{i} = (A{i - 1}, A{i - 1})" for i in range(1, 12)]))
+    loaded = load_candidate(parse_candidate(text), tmp_path / "candidate.py")
+    assert loaded.namespace["A11"][0] is loaded.namespace["A11"][1]

@@ -43,7 +43,7 @@ from .language import (
     language_object,
     offered,
 )
-from .limits import MAX_INT_BITS, MAX_ITEMS, MAX_NESTING, MAX_STRING_CHARS, MAX_TEXT_CHARS
+from .limits import MAX_DICT_ENTRIES, MAX_INT_BITS, MAX_ITEMS, MAX_NESTING, MAX_STRING_CHARS, MAX_TEXT_CHARS
 
 _TOP_LEVEL = ("a docstring, imports from the language's modules, constants (NAME = expression), "
               "@device and @kernel functions, and def grid(...)")
@@ -458,6 +458,9 @@ class _Checker:
         callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         for child in nodes:
             if constant and isinstance(child, (ast.Dict, ast.ListComp, ast.GeneratorExp, ast.comprehension)):
+                if isinstance(child, ast.Dict) and len(child.keys) > MAX_DICT_ENTRIES:
+                    raise self.error(child, f"a dict of {len(child.keys)} entries; a constant's dict has at most "
+                                            f"{MAX_DICT_ENTRIES}")
                 if isinstance(child, ast.comprehension):
                     if child.is_async or not isinstance(child.target, ast.Name):
                         raise self.error(child.target, "a comprehension in a constant binds one name: "

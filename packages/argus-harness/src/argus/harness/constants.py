@@ -18,7 +18,7 @@ import functools
 import operator
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from argus.layout import ArithmeticTuple, ComposedLayout, Layout, ScaledBasis, Swizzle
 
@@ -33,6 +33,9 @@ from .language import (
     language_object,
 )
 from .limits import (
+    LAYOUT_ELEMENTS_PER_STEP,
+    MAX_CALL_BITS,
+    MAX_DICT_ENTRIES,
     MAX_INT_BITS,
     MAX_ITEMS,
     MAX_LAYOUT_SIZE,
@@ -53,9 +56,6 @@ _BASES = (ScaledBasis, ArithmeticTuple)
 """The layout's basis values: strides of identity layouts, with their own + - and *."""
 _LAYOUTS = (Layout, ComposedLayout, Swizzle)
 """Values that are functions themselves: ``L(i)`` is the offset of coordinate i."""
-_INTERMEDIATE = (range, dict, slice)
-"""Kinds an expression may compute on the way (``{1: u32}[VEC]``, ``for s in range(3)``, ``t[1:]``)
-but a constant, an option or a grid does not hold."""
 
 
 def _round(number: Any, ndigits: int | None = None) -> Any:
@@ -93,6 +93,19 @@ def _describe(value: Any) -> str:
     return f"a {kind.__name__}" if kind.__module__ == "builtins" else f"a {kind.__module__}.{kind.__qualname__}"
 
 
+class _Measure(NamedTuple):
+    """What a checked tuple holds, at every depth."""
+
+    nesting: int
+    """Levels of tuples inside it (0: it holds no tuple)."""
+    elements: int
+    """Its elements and theirs, counted as often as they appear."""
+    bits: int
+    """Bits of the integers among them, counted likewise."""
+    loose: bool
+    """Whether it holds an intermediate range, dict or slice."""
+
+
 class Evaluator:
     """Computes the constant expressions of a checked candidate over `namespace` (its constants
     and imported language names); `protected` names (imports, builtins) cannot be rebound."""
@@ -103,9 +116,9 @@ class Evaluator:
         self.filename = filename
         self.protected = protected
         self.steps = 0
-        self._checked: dict[int, tuple[Any, int]] = {}
-        """Tuples already found to be data, by identity (kept alive here, so ids stay theirs), with
-        the depth they were found at: deeper than that, their nesting is checked again."""
+        self._measured: dict[int, tuple[tuple[Any, ...], _Measure]] = {}
+        """Tuples already checked, by identity (kept alive here, so ids stay theirs), with what
+        they hold."""
 
     def error(self, node: ast.AST, message: str) -> CandidateError:
         return CandidateError(message, SourceLocation.of(node, self.filename), snippet(node))
@@ -150,49 +163,90 @@ class Evaluator:
     def _check(self, value: Any, node: ast.AST, final: bool = False) -> Any:
         """`value` if it is data, a language value or (unless `final`) an intermediate range,
         dict or slice, within the limits; walked without recursion (tuples may nest deep)."""
-        pending = [(value, 0)]
+        pending = [value]
         while pending:
-            item, depth = pending.pop()
+            item = pending.pop()
             kind = type(item)
-            if item is None or kind in (bool, float):
-                continue
-            if kind is int:
-                if item.bit_length() > MAX_INT_BITS:
-                    raise self.error(node, f"an integer of {item.bit_length()} bits; constants hold integers of at "
-                                           f"most {MAX_INT_BITS} bits")
-            elif kind is str:
-                if len(item) > MAX_STRING_CHARS:
-                    raise self.error(node, f"a string of {len(item)} characters; constants hold strings of at most "
-                                           f"{MAX_STRING_CHARS}")
-                if "__" in item:
-                    raise self.error(node, "strings with '__' are not accepted: they can only name private attributes")
-            elif kind is tuple:
-                if depth > MAX_VALUE_NESTING:
-                    raise self.error(node, f"tuples nest more than {MAX_VALUE_NESTING} deep in this value")
-                self._count(node, len(item), "items of a tuple")
-                seen = self._checked.get(id(item))
-                if seen is None or seen[0] is not item or seen[1] < depth:
-                    self._tick(node, len(item))
-                    pending.extend((element, depth + 1) for element in item)
-                    self._checked[id(item)] = (item, depth)
-            elif is_language_value(item):
-                self._check_layout(item, node)
-            elif not final and kind in _INTERMEDIATE:
-                if kind is range:
-                    self._count(node, len(item), "values of a range")
-                elif kind is dict:
-                    self._count(node, len(item), "entries of a dict")
-                    self._tick(node, len(item))
-                    pending.extend((x, depth + 1) for pair in item.items() for x in pair)
-                else:
-                    pending.extend((x, depth + 1) for x in (item.start, item.stop, item.step))
-            elif kind in _INTERMEDIATE:
-                raise self.error(node, f"a constant holds plain data or values of the language, not {_describe(item)}; "
-                                       "use it inside the expression (a tuple(...) of a range, a dict subscripted)")
-            else:
-                raise self.error(node, f"a constant is plain data (numbers, strings, tuples) or a value of the "
-                                       f"language (a layout, swizzle, atom or dtype); this is {_describe(item)}")
+            if kind is tuple:
+                if self._tuple(item, node).loose and final:
+                    raise self._intermediate(node, item)
+            elif kind is dict:
+                if final:
+                    raise self._intermediate(node, item)
+                self._count(node, len(item), "entries of a dict", MAX_DICT_ENTRIES)
+                self._tick(node, len(item))
+                pending.extend(x for pair in item.items() for x in pair)
+            elif self._leaf(item, node) and final:
+                raise self._intermediate(node, item)
         return value
+
+    def _leaf(self, item: Any, node: ast.AST) -> bool:
+        """Check a value that is neither a tuple nor a dict; whether it is an intermediate
+        range or slice: an expression computes them on the way (``for s in range(3)``,
+        ``t[1:]``, like a dict in ``{1: u32}[VEC]``), a constant does not hold them."""
+        kind = type(item)
+        if item is None or kind in (bool, float):
+            return False
+        if kind is int:
+            if item.bit_length() > MAX_INT_BITS:
+                raise self.error(node, f"an integer of {item.bit_length()} bits; constants hold integers of at "
+                                       f"most {MAX_INT_BITS} bits")
+        elif kind is str:
+            if len(item) > MAX_STRING_CHARS:
+                raise self.error(node, f"a string of {len(item)} characters; constants hold strings of at most "
+                                       f"{MAX_STRING_CHARS}")
+            if "__" in item:
+                raise self.error(node, "strings with '__' are not accepted: they can only name private attributes")
+        elif is_language_value(item):
+            self._check_layout(item, node)
+        elif kind is range:
+            self._count(node, len(item), "values of a range")
+            return True
+        elif kind is slice:
+            self._check((item.start, item.stop, item.step), node)
+            return True
+        else:
+            raise self.error(node, f"a constant is plain data (numbers, strings, tuples) or a value of the "
+                                   f"language (a layout, swizzle, atom or dtype); this is {_describe(item)}")
+        return False
+
+    def _tuple(self, root: tuple[Any, ...], node: ast.AST) -> _Measure:
+        """Check the tuple `root` and what it holds: how deep tuples nest in it, and how many
+        elements it holds at every depth, counted as often as they appear (a tuple made of one
+        tuple twice, twenty times over, holds a million). Each distinct tuple is walked once."""
+        stack: list[tuple[tuple[Any, ...], bool]] = [(root, False)]
+        while stack:
+            item, children_done = stack.pop()
+            known = self._measured.get(id(item))
+            if known is not None and known[0] is item:
+                continue
+            if not children_done:
+                stack.append((item, True))
+                stack.extend((e, False) for e in item if type(e) is tuple)
+                continue
+            nesting, elements, bits, loose = 0, len(item), 0, False
+            for element in item:
+                if type(element) is tuple:
+                    inner = self._measured[id(element)][1]
+                    nesting, elements = max(nesting, inner.nesting + 1), elements + inner.elements
+                    bits, loose = bits + inner.bits, loose or inner.loose
+                elif type(element) is dict:
+                    self._check(element, node)
+                    loose = True
+                else:
+                    loose = self._leaf(element, node) or loose
+                    bits += element.bit_length() if type(element) is int else 0
+            if nesting > MAX_VALUE_NESTING:
+                raise self.error(node, f"tuples nest more than {MAX_VALUE_NESTING} deep in this value")
+            self._count(node, elements, "elements of a tuple (at every depth, repeats included)")
+            self._tick(node, len(item))
+            self._measured[id(item)] = (item, _Measure(nesting, elements, bits, loose))
+        return self._measured[id(root)][1]
+
+    def _intermediate(self, node: ast.AST, item: Any) -> CandidateError:
+        what = "a tuple holding a range, dict or slice" if type(item) is tuple else _describe(item)
+        return self.error(node, f"a constant holds plain data or values of the language, not {what}; use it inside "
+                                "the expression (a tuple(...) of a range, a dict subscripted)")
 
     def _check_layout(self, value: Any, node: ast.AST) -> None:
         """A layout of at most `MAX_LAYOUT_SIZE` elements (its size is cheap; its offsets are not)."""
@@ -206,9 +260,9 @@ class Evaluator:
             elif isinstance(part, Layout) and part.size() > MAX_LAYOUT_SIZE:
                 raise self.error(node, f"a layout of {part.size()} elements; layouts hold at most {MAX_LAYOUT_SIZE}")
 
-    def _count(self, node: ast.AST, count: int, what: str) -> None:
-        if count > MAX_ITEMS:
-            raise self.error(node, f"{count} {what}; a constant holds at most {MAX_ITEMS}")
+    def _count(self, node: ast.AST, count: int, what: str, limit: int = MAX_ITEMS) -> None:
+        if count > limit:
+            raise self.error(node, f"{count} {what}; a constant holds at most {limit}")
 
     def _tick(self, node: ast.AST, steps: int = 1) -> None:
         self.steps += steps
@@ -371,7 +425,7 @@ class Evaluator:
     def _eval_Dict(self, node: ast.Dict) -> dict[Any, Any]:
         if any(k is None for k in node.keys):
             raise self.error(node, "a constant dict lists its keys: {KEY: value, ...} (no ** unpacking)")
-        self._count(node, len(node.keys), "entries of a dict")
+        self._count(node, len(node.keys), "entries of a dict", MAX_DICT_ENTRIES)
         return {self._value(k): self._value(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
 
     def _eval_ListComp(self, node: ast.ListComp | ast.GeneratorExp) -> tuple[Any, ...]:
@@ -412,16 +466,49 @@ class Evaluator:
     def _eval_Call(self, node: ast.Call) -> Any:
         if any(k.arg is None for k in node.keywords):
             raise self.error(node, "a call in a constant names its arguments (no ** unpacking)")
-        fn = self._callee(node.func)
+        fn, owner = self._callee(node.func)
         args = [self._value(a) for a in node.args]
         kwargs = {k.arg: self._value(k.value) for k in node.keywords if k.arg}
+        if type(fn) not in _LAYOUTS:  # a layout applied to a coordinate is arithmetic on its modes
+            self._charge(node, fn, [owner, *args, *kwargs.values()])
         return fn(*args, **kwargs)
 
-    def _callee(self, node: ast.expr) -> Callable[..., Any]:
-        """The function a call in a constant may make: one the language lists, a method its
-        values list, or a layout applied to a coordinate."""
+    def _charge(self, node: ast.Call, fn: Callable[..., Any], given: list[Any]) -> None:
+        """Count a call's work in steps by what it is given, which its own work follows: a
+        tuple's elements, a string's characters, a layout's modes and elements (some functions
+        enumerate them, `LAYOUT_ELEMENTS_PER_STEP` a step). The language's own functions are
+        given at most `MAX_CALL_BITS` bits of integers: products of them grow with each."""
+        steps, bits = 0, 0
+        for value in given:
+            if type(value) is tuple:
+                held = self._tuple(value, node)
+                steps, bits = steps + held.elements, bits + held.bits
+            elif type(value) is str:
+                steps += len(value)
+            elif type(value) is int:
+                bits += value.bit_length()
+            elif isinstance(value, _LAYOUTS):
+                steps += self._layout_steps(value, node)
+        self._tick(node, steps)
+        if bits > MAX_CALL_BITS and not any(fn is f for f in _BUILTIN_FUNCTIONS.values()):
+            raise self.error(node, f"the call is given integers of {bits} bits in all; the language's functions are "
+                                   f"given at most {MAX_CALL_BITS} (a layout's modes are a few numbers of a few "
+                                   "digits)")
+
+    def _layout_steps(self, layout: Layout | ComposedLayout | Swizzle, node: ast.AST) -> int:
+        """What enumerating `layout` costs, in steps: its modes, and its elements in
+        `LAYOUT_ELEMENTS_PER_STEP`s."""
+        if isinstance(layout, Swizzle):
+            return (1 << (layout.base + layout.bits + abs(layout.shift))) // LAYOUT_ELEMENTS_PER_STEP
+        inner = layout.inner if isinstance(layout, ComposedLayout) else layout
+        modes = self._tuple(inner.shape, node).elements if type(inner.shape) is tuple else 1
+        return modes + inner.size() // LAYOUT_ELEMENTS_PER_STEP
+
+    def _callee(self, node: ast.expr) -> tuple[Callable[..., Any], Any]:
+        """The function a call in a constant may make (one the language lists, a method its
+        values list, or a layout applied to a coordinate), and the value it is a method of."""
         if isinstance(node, ast.Name) and node.id not in self.namespace and node.id in _BUILTIN_FUNCTIONS:
-            return _BUILTIN_FUNCTIONS[node.id]
+            return _BUILTIN_FUNCTIONS[node.id], None
         if isinstance(node, ast.Name) and node.id in self.namespace:
             found = self.namespace[node.id]
         elif self._is_member(node):
@@ -429,12 +516,12 @@ class Evaluator:
         elif isinstance(node, ast.Attribute):
             base = self._value(node.value)
             if node.attr in METHODS.get(int if type(base) is bool else type(base), ()):
-                return getattr(base, node.attr)  # type: ignore[no-any-return]
+                return getattr(base, node.attr), base
             found = self._attribute(node, base)
         else:
             found = self._value(node)
         if _may_call(found) or type(found) in _LAYOUTS:
-            return found  # type: ignore[no-any-return]
+            return found, None  # type: ignore[return-value]
         raise self.error(node, f"{snippet(node) or 'this'} is not a function a constant may call; constants call "
                                "the language's constructors and compile-time functions (atoms, layouts, swizzles, "
                                "math, range, min, max, ...) and the methods of its values (.size(), .bit_length())")

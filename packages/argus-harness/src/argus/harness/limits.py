@@ -25,8 +25,13 @@ MAX_STRING_CHARS = 4096
 is built)."""
 
 MAX_ITEMS = 10_000
-"""Elements of a tuple, range or dict a constant may hold or produce, and of what a
-comprehension may build (``(0,) * 10**9``, ``range(10**12)``)."""
+"""Elements of a tuple (at every depth, counted as often as they appear) or range a constant may
+hold or produce, and of what a comprehension may build (``(0,) * 10**9``, ``range(10**12)``;
+``A = (B, B)`` twenty times over from ``B = (0,)``, a million elements in twenty tuples)."""
+
+MAX_DICT_ENTRIES = 256
+"""Entries of a dict a constant computes on the way (``{1: u32, 2: u64}[VEC]``): a choice by key
+is a few entries; keys chosen to share one hash make building a dict quadratic in them."""
 
 MAX_VALUE_NESTING = 32
 """How deep tuples may nest inside a constant's value (constants built from constants can nest
@@ -36,7 +41,17 @@ MAX_LAYOUT_SIZE = 1 << 22
 """Elements of a layout a constant may build: some layout operations enumerate every element
 (a swizzled layout's cosize, an atom's check), so a layout of 2**30 elements would take gigabytes."""
 
+MAX_CALL_BITS = 1 << 14
+"""Bits of the integers given to one call of the language's functions, all together: their
+products and prefix products grow with each (``prefix_product((1 << 500,) * 9000)`` would build
+gigabytes), and a layout's modes are a few numbers of a few digits."""
+
+LAYOUT_ELEMENTS_PER_STEP = 64
+"""A layout given to a call costs a step per this many of its elements (and one per mode): some
+functions and methods enumerate its offsets (an atom's check, a swizzled layout's cosize)."""
+
 MAX_STEPS = 200_000
-"""Evaluation steps (one per expression node and comprehension iteration) for all of a
-candidate's constants together, and again for each launch grid: nested comprehensions that
-filter everything out build nothing yet can loop for hours."""
+"""Evaluation steps (one per expression node, comprehension iteration and element of a new
+tuple, and for a call what it is given) for all of a candidate's constants together, and again
+for each launch grid: nested comprehensions that filter everything out build nothing yet can
+loop for hours."""
