@@ -11,11 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import argus.dsl
 import pytest
 from argus.harness import CandidateError, parse_candidate
 from argus.harness import candidate as candidate_format
 from argus.harness.candidate import Candidate
-from argus.harness.limits import MAX_CALL_BITS, MAX_DICT_ENTRIES, MAX_ITEMS, MAX_STEPS
+from argus.harness.limits import MAX_CALL_BITS, MAX_DICT_ENTRIES, MAX_FUNCTIONS, MAX_GRID, MAX_ITEMS, MAX_STEPS
 from argus.harness.loader import load_candidate
 from harness_testing import gemm_candidate
 
@@ -170,3 +171,51 @@ def test_a_tuple_made_of_one_tuple_is_counted_once_walked(tmp_path: Path) -> Non
     text = constants("\n".join(["A0 = (0,)"] + [f"A{i} = (A{i - 1}, A{i - 1})" for i in range(1, 12)]))
     loaded = load_candidate(parse_candidate(text), tmp_path / "candidate.py")
     assert loaded.namespace["A11"][0] is loaded.namespace["A11"][1]
+
+
+# ---- what the kernel's code reaches once the front-end reads it --------------------------------
+
+def test_kernel_code_the_check_never_saw_reaches_no_python_builtin(tmp_path: Path) -> None:
+    """The front-end looks a name up in the kernel's globals, then among Python's builtins, and
+    calls what it finds. The format check refuses ``open``; kernel code it never saw (given to
+    the loader directly) finds only a marker there, which it cannot call."""
+    sentinel = tmp_path / "written"
+    for code in (f"    x = open('{sentinel}', 'w')", "    x = __import__('os')", "    x = getattr(f32, 'numpy')"):
+        loaded = load_candidate(unchecked(in_kernel(code)), tmp_path / "candidate.py")
+        with pytest.raises(argus.dsl.ArgusError, match="a Python builtin outside the language") as caught:
+            loaded.kernel.specialize()
+        assert caught.value.location is not None and caught.value.location.line == line_of(in_kernel(code), code)
+    assert not sentinel.exists()
+
+
+def test_round_in_kernel_code_is_bounded_as_in_constants(tmp_path: Path) -> None:
+    """``round(5, -10**8)`` folds ``10 ** 10**8``: kernel code calls the bounded ``round``."""
+    text = in_kernel("    x = round(5, -100000)")
+    loaded = load_candidate(parse_candidate(text), tmp_path / "candidate.py")
+    with pytest.raises(argus.dsl.ArgusError, match="takes ndigits from -64 to 64") as caught:
+        loaded.kernel.specialize()
+    assert caught.value.location is not None and caught.value.location.line == line_of(text, "round(5")
+
+
+def test_a_chain_of_helpers_past_the_limit_is_refused(tmp_path: Path) -> None:
+    """Thousands of helpers calling each other took the compiler past Python's recursion limit
+    (a RecursionError, not a located error)."""
+    chain = "\n".join(f"@device\ndef h{i}(x):\n    return h{i + 1}(x)\n" for i in range(3000))
+    text = base().replace("from argus.dsl import", "from argus.dsl import device,", 1).replace(
+        "BK = 4\n", f"BK = 4\n\n{chain}\n@device\ndef h3000(x):\n    return x\n", 1).replace(
+        KERNEL_LINE, "    tid = h0(thread_idx.x)\n", 1)
+    for check in (parse_candidate, lambda t: load_candidate(unchecked(t), tmp_path / "candidate.py")):
+        with pytest.raises(CandidateError, match=f"a candidate defines at most {MAX_FUNCTIONS} functions") as caught:
+            check(text)
+        assert caught.value.location is not None
+        assert caught.value.location.line == line_of(text, f"def h{MAX_FUNCTIONS}(x)")
+
+
+@pytest.mark.parametrize("grid", ["(1 << 500,)", "(1, 1 << 20)", f"({MAX_GRID[0] + 1},)"])
+def test_a_grid_past_what_any_target_launches_is_refused(grid: str, tmp_path: Path) -> None:
+    """A grid of 2**500 blocks reached the interpreter's launch, which failed with an
+    OverflowError outside any located error."""
+    text = base().replace("    return (N // BN, M // BM)", f"    return {grid}", 1)
+    loaded = load_candidate(parse_candidate(text), tmp_path / "candidate.py")
+    with pytest.raises(CandidateError, match=f"at most {MAX_GRID[0]} along x and {MAX_GRID[1]} along y and z"):
+        loaded.grid({"M": 64, "N": 64, "K": 64})

@@ -43,7 +43,15 @@ from .language import (
     language_object,
     offered,
 )
-from .limits import MAX_DICT_ENTRIES, MAX_INT_BITS, MAX_ITEMS, MAX_NESTING, MAX_STRING_CHARS, MAX_TEXT_CHARS
+from .limits import (
+    MAX_DICT_ENTRIES,
+    MAX_FUNCTIONS,
+    MAX_INT_BITS,
+    MAX_ITEMS,
+    MAX_NESTING,
+    MAX_STRING_CHARS,
+    MAX_TEXT_CHARS,
+)
 
 _TOP_LEVEL = ("a docstring, imports from the language's modules, constants (NAME = expression), "
               "@device and @kernel functions, and def grid(...)")
@@ -235,6 +243,9 @@ class _Checker:
         if len(kernels) != 1:
             where = kernels[1] if kernels else (tree.body[0] if tree.body else tree)
             raise self.error(where, f"a candidate defines exactly one @kernel function; found {len(kernels)}")
+        if len(functions) > MAX_FUNCTIONS:
+            raise self.error(functions[MAX_FUNCTIONS], f"a candidate defines at most {MAX_FUNCTIONS} functions (its "
+                                                       "kernel, @device helpers and grid); this is one more")
         for fn in functions:
             self.function(fn)
         kernel = kernels[0]

@@ -58,15 +58,16 @@ _LAYOUTS = (Layout, ComposedLayout, Swizzle)
 """Values that are functions themselves: ``L(i)`` is the offset of coordinate i."""
 
 
-def _round(number: Any, ndigits: int | None = None) -> Any:
-    """`round`, with `ndigits` bounded: ``round(5, -10**8)`` would compute ``10 ** 10**8``."""
+def bounded_round(number: Any, ndigits: int | None = None) -> Any:
+    """`round`, with `ndigits` bounded: ``round(5, -10**8)`` would compute ``10 ** 10**8``. Constants
+    and kernels' code call this one under the name ``round``."""
     if ndigits is not None and not -64 <= ndigits <= 64:
         raise ValueError(f"round(x, ndigits) takes ndigits from -64 to 64, got {ndigits}")
     return round(number, ndigits)
 
 
 _BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    name: _round if name == "round" else getattr(builtins, name) for name in CONSTANT_FUNCTIONS["builtins"]}
+    name: bounded_round if name == "round" else getattr(builtins, name) for name in CONSTANT_FUNCTIONS["builtins"]}
 
 
 @functools.cache

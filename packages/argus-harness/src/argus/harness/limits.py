@@ -16,6 +16,14 @@ MAX_NESTING = 100
 """How deep the syntax tree may nest (statements, expressions, brackets): Python's own parser,
 compiler and `ast.unparse` recurse on it and fail with RecursionError a few hundred levels down."""
 
+MAX_FUNCTIONS = 16
+"""Functions a candidate defines (the kernel, its helpers, the grid): a kernel module has two or
+three; the compiler reads helpers that call helpers recursively, and its cost grows quickly with
+how deep they call each other (thousands of them take it past Python's recursion limit)."""
+
+MAX_GRID = (2**31 - 1, 65_535, 65_535)
+"""The most blocks a launch grid may have along x, y and z: what any target launches."""
+
 MAX_INT_BITS = 512
 """Bits of an integer a constant may hold or produce: enough for any mask, size or offset
 (u256 included); ``1 << 10**9`` or ``10 ** 10 ** 8`` is refused before it is computed."""

@@ -25,9 +25,19 @@ from argus.dsl import device, kernel
 from argus.dsl.kernel import Kernel
 
 from .candidate import Candidate, read_tree
-from .constants import Evaluator
+from .constants import Evaluator, bounded_round
 from .errors import CandidateError, SourceLocation
-from .language import BUILTINS, KERNEL_OPTIONS, MODULES, WHOLE_MODULES, language_object, module_view, offered
+from .language import (
+    BUILTINS,
+    FORBIDDEN_BUILTINS,
+    KERNEL_OPTIONS,
+    MODULES,
+    WHOLE_MODULES,
+    language_object,
+    module_view,
+    offered,
+)
+from .limits import MAX_FUNCTIONS, MAX_GRID
 
 
 @dataclass
@@ -60,10 +70,12 @@ class Loaded:
             raise CandidateError("grid(<sizes>) is one return statement", SourceLocation.of(self.grid_node, self.filename))
         value = Evaluator({**self.namespace, **args}, self.filename, self.protected).value(body[0].value)
         dims = value if isinstance(value, tuple) else (value,)
-        if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims):
+        if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= most
+                                              for d, most in zip(dims, MAX_GRID)):
             shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:80] + "..."
             raise CandidateError(f"grid({', '.join(f'{k}={v}' for k, v in args.items())}) gave {shown}; a grid is 1 to "
-                                 "3 positive ints", SourceLocation.of(self.grid_node, self.filename))
+                                 f"3 positive ints, at most {MAX_GRID[0]} along x and {MAX_GRID[1]} along y and z",
+                                 SourceLocation.of(self.grid_node, self.filename))
         return tuple(dims)
 
 
@@ -95,6 +107,9 @@ def load_candidate(candidate: Candidate, path: Path) -> Loaded:
         elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
             raise CandidateError(f"{type(stmt).__name__} statements are not accepted at the top level of a candidate",
                                  SourceLocation.of(stmt, filename))
+    if len(functions) > MAX_FUNCTIONS:
+        raise CandidateError(f"a candidate defines at most {MAX_FUNCTIONS} functions; this is one more",
+                             SourceLocation.of(functions[MAX_FUNCTIONS], filename))
     _unshadowed(functions, protected, filename)
     grid_node = _grid(functions, filename)
     code = [fn for fn in functions if fn is not grid_node]  # the grid is computed by the evaluator, never created
@@ -104,8 +119,10 @@ def load_candidate(candidate: Candidate, path: Path) -> Loaded:
         raise CandidateError(f"a candidate defines exactly one @kernel function; found {len(kernels)}",
                              SourceLocation(filename, 1, 1))
     # the functions' globals: constants and language names (the decorators are applied here, not
-    # named in code), no builtins, and the helpers; nothing in them is ever run as Python
+    # named in code), the builtins as the front-end may call them, and the helpers; nothing in
+    # them is ever run as Python
     scope: dict[str, Any] = {k: v for k, v in namespace.items() if v is not kernel and v is not device}
+    scope.update(_kernel_builtins(scope))
     scope["__builtins__"] = {}
     made = _functions(code, scope, filename)
     for fn in code:
@@ -133,6 +150,31 @@ def _write_source(text: str, path: Path) -> None:
         raise CandidateError("the text does not read back from its file as it was checked (Python decodes it "
                              "otherwise: a coding declaration?); a candidate is plain UTF-8 text",
                              SourceLocation(filename, 1, 1))
+
+
+class OutsideTheLanguage:
+    """What kernel code finds under the name of a Python builtin the language does not offer:
+    nothing to call or read. The front-end looks a name up in the kernel's globals, then among
+    Python's builtins, and calls at compile time what it finds there; the format check refuses
+    these names, and this is all a kernel that named one anyway would reach."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}: a Python builtin outside the language>"
+
+
+def _kernel_builtins(scope: dict[str, Any]) -> dict[str, Any]:
+    """Builtins for the kernels' globals: ``round`` as constants compute it (bounded), and each
+    Python builtin outside the language that `scope` does not bind as an `OutsideTheLanguage`
+    (all but ``__name__``, which Python reads as the functions' module)."""
+    found: dict[str, Any] = {name: OutsideTheLanguage(name) for name in FORBIDDEN_BUILTINS - {"__name__"}
+                             if name not in scope}
+    found["round"] = bounded_round
+    return found
 
 
 def _grid(functions: list[ast.FunctionDef], filename: str) -> ast.FunctionDef | None:
