@@ -219,3 +219,32 @@ def test_a_grid_past_what_any_target_launches_is_refused(grid: str, tmp_path: Pa
     loaded = load_candidate(parse_candidate(text), tmp_path / "candidate.py")
     with pytest.raises(CandidateError, match=f"at most {MAX_GRID[0]} along x and {MAX_GRID[1]} along y and z"):
         loaded.grid({"M": 64, "N": 64, "K": 64})
+
+
+ROUTINES = {
+    "class-attribute": ("    x = Layout.shape", "Layout is a class of the language"),
+    "class-held": ("    held = Layout\n    x = held.size", "Layout is a class of the language"),
+    "class-in-an-expression": ("    x = (Layout if BK else tid).stride", "Layout is a class of the language"),
+    "builtin-method-unbound": ("    x = int.bit_length(tid)", "int is a class of the language"),
+    "module-function-held": ("    f = math.floor", "math.floor is a function of the language"),
+    "function-in-a-tuple": ("    x = (make_layout, 1)", "make_layout is a function of the language"),
+}
+"""Kernel code that holds a class or function of the language (refused on its first line): the
+front-end reads the attribute the language names of anything it holds (``Layout.shape`` is the
+class's descriptor)."""
+
+
+@pytest.mark.parametrize("code, message", ROUTINES.values(), ids=ROUTINES.keys())
+def test_kernel_code_calls_the_languages_classes_and_functions_only(code: str, message: str) -> None:
+    text = in_kernel(code).replace("from argus.dsl import", "import math\nfrom argus.layout import Layout, "
+                                                            "make_layout\nfrom argus.dsl import", 1)
+    with pytest.raises(CandidateError, match=message) as caught:
+        parse_candidate(text)
+    assert caught.value.location is not None and caught.value.location.line == line_of(text, code.splitlines()[0])
+
+
+def test_kernel_code_still_calls_them_and_annotates_with_them(tmp_path: Path) -> None:
+    code = "    n = Layout((4,), (1,)).size() + int(math.floor(2.5))\n    y: f32 = f32(1.0)"
+    text = in_kernel(code).replace("from argus.dsl import", "import math\nfrom argus.layout import Layout\n"
+                                                            "from argus.dsl import", 1)
+    assert load_candidate(parse_candidate(text), tmp_path / "candidate.py").kernel.specialize() is not None

@@ -39,6 +39,7 @@ from .language import (
     MODULES,
     WHOLE_MODULES,
     accepted_imports,
+    is_language_routine,
     is_language_value,
     language_object,
     offered,
@@ -397,7 +398,7 @@ class _Checker:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             self.annotation(self.annotation_text(node))
             return
-        self.expression(node, lambdas=False)
+        self.expression(node, lambdas=False, annotation=True)
 
     def annotation_text(self, node: ast.Constant) -> ast.expr:
         """A string annotation's expression, read within the same limits as the candidate."""
@@ -462,8 +463,10 @@ class _Checker:
         language's compile-time functions and reads only the attributes of its values."""
         self.expression(node, lambdas=False, constant=True)
 
-    def expression(self, node: ast.expr, lambdas: bool = True, constant: bool = False) -> None:
-        """Check an expression of a kernel, a helper or (`constant`) one the loader computes."""
+    def expression(self, node: ast.expr, lambdas: bool = True, constant: bool = False, annotation: bool = False
+                   ) -> None:
+        """Check an expression of a kernel, a helper, an `annotation` or (`constant`) one the
+        loader computes."""
         nodes = list(ast.walk(node))
         bases = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
         callees = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
@@ -481,8 +484,13 @@ class _Checker:
             if isinstance(child, ast.Name):
                 self.name(child, child.id)
                 self.name_use(child, id(child) in bases, id(child) in callees, constant)
+                if not (constant or annotation or id(child) in callees):
+                    self.callee_only(child, child.id, self.imported.get(child.id, ("builtins", child.id)))
             elif isinstance(child, ast.Attribute):
                 self.attribute(child, id(child) in callees, constant)
+                module = self.aliases.get(child.value.id) if isinstance(child.value, ast.Name) else None
+                if module is not None and not (constant or annotation or id(child) in callees):
+                    self.callee_only(child, snippet(child), (module, child.attr))
             elif isinstance(child, ast.Call):
                 if any(k.arg is None for k in child.keywords):
                     raise self.error(child, "calls name their arguments; ** unpacking is not accepted")
@@ -522,6 +530,22 @@ class _Checker:
             self.constant_use(node, node.id, self.imported[node.id], called)
         elif node.id in BUILTINS - {"True", "False", "None"} and not called:
             raise self.error(node, f"{node.id} is a function; a constant holds what it returns: {node.id}(...)")
+
+    def callee_only(self, node: ast.AST, shown: str, source: tuple[str, str]) -> None:
+        """Kernel code calls the language's classes and functions and does not hold them: the
+        front-end reads any attribute the language names of what it holds, and of a class that
+        is a descriptor (``Layout.shape``), not a shape."""
+        module, name = source
+        if module == "builtins" and name not in BUILTINS - {"True", "False", "None"}:
+            return
+        try:
+            value = language_object(module, name)
+        except (ImportError, AttributeError):
+            return
+        if is_language_routine(value):
+            raise self.error(node, f"{shown} is a {'class' if isinstance(value, type) else 'function'} of the "
+                                   f"language: kernel code calls it ({shown}(...)) and reads attributes of what it "
+                                   "returns")
 
     def constant_use(self, node: ast.AST, shown: str, source: tuple[str, str], called: bool) -> None:
         """A language name in a constant: a function of `CONSTANT_FUNCTIONS`, called, or a value."""

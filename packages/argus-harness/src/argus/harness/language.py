@@ -166,6 +166,13 @@ def is_language_value(value: Any) -> bool:
     return type(value) in VALUE_TYPES
 
 
+def is_language_routine(value: Any) -> bool:
+    """Whether `value` is one of the language's classes or Python functions (its constructors
+    and compile-time functions, the builtins it offers), which code calls, as opposed to a value
+    or a kernel operation."""
+    return isinstance(value, (type, types.FunctionType, types.BuiltinFunctionType))
+
+
 def accepted_imports() -> str:
     """The import lines a candidate may use, for messages and prompts."""
     return ("from argus.dsl import ..., from argus.layout import ..., "
