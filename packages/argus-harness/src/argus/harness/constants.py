@@ -6,8 +6,10 @@ tuples) and the language's values (layouts, swizzles, atoms, dtypes), and nothin
 only the functions `language.CONSTANT_FUNCTIONS` lists and the methods `language.METHODS`
 lists, reads only the attributes `language.VALUE_ATTRIBUTES` lists, never reads an attribute of
 any other object, and refuses a value of any other kind (a function, a module, a numpy object).
-Every operation whose result could exhaust memory or time is bounded first (`limits`). This is
-the second line behind the format check (`candidate`), which refuses the same on the text.
+Every operation whose result could exhaust memory or time is bounded first (`limits`): a value
+counts its elements at every depth, repeats included, and a call is charged for what it is given,
+since a function's work follows its arguments. This is the second line behind the format check
+(`candidate`), which refuses the same on the text.
 """
 
 from __future__ import annotations
