@@ -139,3 +139,95 @@ def limits(request: dict[str, Any]) -> dict[str, Any]:
 
     return {name: resource.getrlimit(getattr(resource, name))[0]
             for name in ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE")}
+
+
+def _channel() -> int:
+    """The verdict channel's descriptor: the one pipe this process holds."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                return int(fd)
+        except OSError:
+            pass
+    raise RuntimeError("no channel")
+
+
+def raw(request: dict[str, Any]) -> dict[str, Any]:
+    """Write the request's text on the channel as the report line, unchecked, and exit (a JSON
+    nesting bomb, numbers too long to read, invalid UTF-8)."""
+    os.write(_channel(), request["line"].encode("latin-1") + b"\n")
+    os._exit(0)
+
+
+def hog(request: dict[str, Any]) -> dict[str, Any]:
+    """Hold memory in several processes, each under the address-space limit, together over the
+    memory limit; report after a while if nothing stopped it."""
+    children = []
+    for _ in range(request["processes"]):
+        pid = os.fork()
+        if pid == 0:
+            held = b"x" * (request["mb"] << 20)  # noqa: F841 - held until the process ends
+            time.sleep(60)
+            os._exit(0)
+        children.append(pid)
+    time.sleep(request["wait"])
+    return {"processes": len(children)}
+
+
+def hang(request: dict[str, Any]) -> dict[str, Any]:
+    """Start a sleeper named by the request's token, say so on the log, and never report."""
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", request["token"]],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True)
+    print("ready", flush=True)
+    time.sleep(120)
+    return {}
+
+
+def peek(request: dict[str, Any]) -> dict[str, Any]:
+    """Read each of the request's paths (the run's model exchanges, another round's files)."""
+    read = {}
+    for path in request["paths"]:
+        try:
+            read[path] = Path(path).read_text()[:200]
+        except OSError:
+            pass
+    listed = {}
+    for folder in request.get("folders", []):
+        try:
+            listed[folder] = sorted(os.listdir(folder))
+        except OSError:
+            pass
+    return {"read": read, "listed": listed}
+
+
+def fill(request: dict[str, Any]) -> dict[str, Any]:
+    """Write files of 16 MB into the folder until the request's total or a refusal; leave a FIFO
+    and a link where the harness's files are."""
+    written = 0
+    chunk = b"x" * (16 << 20)
+    try:
+        for n in range(request["mb"] // 16):
+            with open(f"fill-{n}", "wb") as f:
+                f.write(chunk)
+            written += 16
+    except OSError as err:
+        refused = err.strerror
+    else:
+        refused = None
+    for name in ("worker.log", "request.json"):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
+    os.mkfifo("worker.log")
+    os.symlink("/etc/passwd", "request.json")
+    return {"written_mb": written, "refused": refused}
+
+
+def shout(request: dict[str, Any]) -> dict[str, Any]:
+    """Write the request's number of MB on the log."""
+    line = b"y" * 1023 + b"\n"
+    for _ in range(request["mb"] << 10):
+        os.write(1, line)
+    return {}

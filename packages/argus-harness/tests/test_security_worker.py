@@ -249,7 +249,8 @@ def test_a_forged_result_has_no_effect_on_the_verdict(validator: Validator, monk
     assert not v.validated and v.stage == "sandbox" and v.invariants is None and v.tests_passed == 0, v.as_dict()
     assert reward(v, None).total == -1.0
     assert ("exited without a report" if forge == "exit" else "report was refused") in (v.failure or "")
-    assert (validator.directory / "candidates" / f"forged-{forge}" / "result.json").exists()  # written, not read
+    forged = (validator.directory / "candidates" / f"forged-{forge}" / "result.json").exists()
+    assert forged == ("folder_quota" in v.isolation["missing"])  # written in its own folder, or on disk but not read
 
 
 def _report(passed: int = 2, **changes: Any) -> dict[str, Any]:

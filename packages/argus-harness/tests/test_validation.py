@@ -4,6 +4,7 @@ poisoned outputs, the sandbox's limits, and the reward's order of outcomes."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,29 @@ def test_the_probe_reads_the_invariants_the_task_kernel_fixes(validator: Validat
     """The compiled candidate is held against these (`validator.judge`): they come from the
     task's kernel, compiled in the probe, never from the candidate."""
     assert [t.argument for t in validator.required.tags] == ["a", "b"] and len(validator.required.assertions) == 1
+
+
+@pytest.mark.parametrize("invariants, why", [
+    ({"basis": "ir", "tags": [], "assertions": []}, "the probe read no invariants off the task's kernel, whose text "
+                                                    "states some"),
+    ({"basis": "source", "tags": [], "assertions": []}, "read invariants 'source', not off the compiled kernel"),
+    ({"basis": "ir", "tags": [{"position": float("inf"), "argument": "a", "key": "k", "text": "t"}],
+      "assertions": []}, "no readable invariants: an item of tags is not"),
+])
+def test_a_probe_that_reads_no_invariants_of_the_task_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 invariants: dict, why: str) -> None:
+    """The task's kernel states tag functions and an assertion; a probe that reports none (or
+    reads them another way) would hold every candidate to nothing: the run does not start."""
+    from argus.harness import validator as validator_module
+    from argus.harness.sandbox import Outcome
+
+    def probe(request: dict, directory: Path, limits: Limits, **kwargs: object) -> Outcome:
+        return Outcome({"outputs": [2], "invariants": invariants}, None, 0.1)
+
+    monkeypatch.setattr(validator_module, "run_worker", probe)
+    validator = Validator(load_task(str(DATA / "gemm_task.py")), tmp_path, device="cpu", limits=Limits(60, 4096))
+    with pytest.raises(TaskError, match=re.escape(why)):
+        validator.probe()
 
 
 def test_a_zero_kernel_fails_the_tests_and_is_named_a_constant_output(validator: Validator) -> None:

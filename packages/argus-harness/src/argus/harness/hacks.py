@@ -108,10 +108,6 @@ def source_invariants(candidate: Candidate, tree: ast.Module | None = None) -> I
     return Invariants(tuple(tags), tuple(sorted(assertions.values(), key=lambda a: a.line)), SOURCE)
 
 
-tagged_positions = source_invariants
-"""The name the validator knows `source_invariants` by."""
-
-
 def quote(text: str, node: ast.AST) -> str:
     """The source of `node`, cut to `QUOTE_LIMIT` characters."""
     segment = (ast.get_source_segment(text, node) or "").replace("\n", " ")

@@ -93,17 +93,25 @@ class Invariants:
                 "assertions": [{"kind": a.kind, "message": a.message, "line": a.line} for a in self.assertions]}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Invariants:
-        """The inverse of `as_dict` (raises `ValueError` naming what is missing)."""
-        try:
-            tags = tuple(ArgumentTag(int(t["position"]), str(t["argument"]), TagFunction(str(t["key"]), str(t["text"])))
-                         for t in data["tags"])
-            assertions = tuple(Assertion(str(a["kind"]), str(a["message"]), int(a["line"])) for a in data["assertions"])
-            return cls(tags, assertions, str(data["basis"]))
-        except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"not a stored Invariants ({type(err).__name__}: {err}); expected {{'basis': ..., "
-                             "'tags': [{'position', 'argument', 'key', 'text'}], 'assertions': [{'kind', 'message', "
-                             "'line'}]}") from None
+    def from_dict(cls, data: Any) -> Invariants:
+        """The inverse of `as_dict`, which it must match field for field and type for type
+        (raises `ValueError` naming what is wrong: a worker's report carries these)."""
+        def items(value: Any, fields: dict[str, type], what: str) -> list[dict[str, Any]]:
+            if not isinstance(value, list):
+                raise ValueError(f"{what} is not a list")
+            for item in value:
+                if not isinstance(item, dict) or set(item) != set(fields) or not all(
+                        isinstance(item[k], t) and not isinstance(item[k], bool) for k, t in fields.items()):
+                    expected = ", ".join(f"{k!r}: {t.__name__}" for k, t in fields.items())
+                    raise ValueError(f"an item of {what} is not {{{expected}}}")
+            return value
+
+        if not isinstance(data, dict) or not isinstance(data.get("basis"), str):
+            raise ValueError("not a stored Invariants: expected {'basis': str, 'tags': [...], 'assertions': [...]}")
+        tags = items(data.get("tags"), {"position": int, "argument": str, "key": str, "text": str}, "tags")
+        assertions = items(data.get("assertions"), {"kind": str, "message": str, "line": int}, "assertions")
+        return cls(tuple(ArgumentTag(t["position"], t["argument"], TagFunction(t["key"], t["text"])) for t in tags),
+                   tuple(Assertion(a["kind"], a["message"], a["line"]) for a in assertions), data["basis"])
 
 
 # ---- comparing ------------------------------------------------------------------------------

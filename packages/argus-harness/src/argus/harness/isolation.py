@@ -9,7 +9,10 @@ goes on to compile and run it. On Linux that process is, where the machine allow
   memory and environment are out of its sight. The process that called `confine` stays
   outside as its keeper and exits with its status. Its own network namespace (no network at
   all) and IPC namespace (no shared memory segment outlives it);
-- in its own mount namespace where everything is read-only but the round's folder;
+- in its own mount namespace where everything is read-only but the round's folder, which is a
+  size-limited tmpfs of its own (what it writes never reaches the harness's disk, and is gone
+  with it), and where the run's store is shown empty but for that folder (the model's
+  exchanges, the other rounds' folders are out of its sight);
 - a separate user (``nobody``) when the harness is root; the paths it must read but that user
   cannot reach (an interpreter under ``/root``) are shown to it by mounts, nothing beside them;
 - without capabilities, with ``PR_SET_NO_NEW_PRIVS``, under Landlock (writes only in its folder
@@ -43,6 +46,10 @@ FILE_SIZE_MB = 1024
 OPEN_FILES = 4096
 #: How many processes the worker's user may run (counted only when it is a user of its own).
 PROCESSES = 512
+#: The size of the worker's own folder, in MB (where it has a mount namespace).
+FOLDER_MB = 1024
+#: Folders never hidden from a worker, nor any folder holding one of them.
+SYSTEM_FOLDERS = ("/dev", "/proc", "/sys", "/etc", "/usr", "/lib", "/run")
 
 # Linux constants (linux/sched.h, linux/mount.h, linux/prctl.h, linux/landlock.h).
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x20000, 0x8000000, 0x10000000
@@ -77,8 +84,11 @@ class Support:
 
 
 #: What the worker enforces on itself (the harness's own part is `sandbox.HARNESS_MECHANISMS`).
-WORKER_MECHANISMS = ("pid_namespace", "network_namespace", "ipc_namespace", "read_only_mounts", "user",
-                     "capabilities", "no_new_privs", "landlock", "landlock_network", "landlock_scope")
+WORKER_MECHANISMS = ("pid_namespace", "network_namespace", "ipc_namespace", "read_only_mounts", "hidden_folders",
+                     "folder_quota", "user", "capabilities", "no_new_privs", "landlock", "landlock_network",
+                     "landlock_scope")
+#: The mechanisms that are mounts in the worker's mount namespace: missing with it.
+MOUNTS = ("read_only_mounts", "hidden_folders", "folder_quota")
 
 
 @lru_cache(maxsize=1)
@@ -142,6 +152,13 @@ class Plan:
     memory_mb: int = 0
     """Address-space limit; 0 where a GPU is used (a CUDA context reserves far more than it uses)."""
     user: str = WORKER_USER
+    hidden: list[str] = field(default_factory=list)
+    """Folders shown to the worker empty but for `directory` and `readable` (the run's store)."""
+    folder_mb: int = FOLDER_MB
+    """The size of the tmpfs that is the worker's folder in its mount namespace."""
+    carried: list[str] = field(default_factory=list)
+    """Names of the files the harness put in `directory` for the worker (its request): copied
+    into that tmpfs."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -151,11 +168,13 @@ class Plan:
         return cls(**json.loads(text))
 
 
-def plan_for(directory: Path, *, seconds: float, memory_mb: int, gpu: bool, readable: Iterable[str]) -> Plan:
+def plan_for(directory: Path, *, seconds: float, memory_mb: int, gpu: bool, readable: Iterable[str],
+             hidden: Iterable[str] = (), folder_mb: int = FOLDER_MB, carried: Iterable[str] = ()) -> Plan:
     """The plan of a worker in `directory` under these limits (the CPU-time limit is 5 s past the
     wall clock, which the harness enforces itself)."""
     devices = ["/dev/null", *(gpu_devices() if gpu else [])]
-    return Plan(str(directory), sorted(set(readable)), devices, int(seconds) + 5, 0 if gpu else memory_mb)
+    return Plan(str(directory), sorted(set(readable)), devices, int(seconds) + 5, 0 if gpu else memory_mb,
+                hidden=sorted(set(hidden)), folder_mb=folder_mb, carried=list(carried))
 
 
 def gpu_devices(root: Path = Path("/dev")) -> list[str]:
@@ -218,9 +237,12 @@ def confine(plan: Plan, channel: int) -> Record:
     _fork(channel, plan.cpu_seconds, reap=not namespaces)
     user = _identity(plan, support.root, namespaces)
     if not namespaces:
-        record.missing["read_only_mounts"] = record.missing["pid_namespace"]
-    elif not record.attempt("read_only_mounts", lambda: _mount(plan, user)):
+        record.missing.update(dict.fromkeys(MOUNTS, record.missing["pid_namespace"]))
+    elif not record.attempt("read_only_mounts", lambda: _mount(plan, user, record)):
         user = _identity(plan, support.root, False)  # what it can reach without the mounts
+        for name in MOUNTS[1:]:
+            if name not in record.enforced:
+                record.missing.setdefault(name, record.missing["read_only_mounts"])
     os.chdir(plan.directory)  # onto the folder's own (writable) mount
     _drop_privileges(plan, user, record)
     record.attempt("no_new_privs", lambda: _prctl(PR_SET_NO_NEW_PRIVS, 1))
@@ -355,38 +377,71 @@ def _blocker(path: str, user: tuple[int, list[int]]) -> str | None:
     return None
 
 
-def _mount(plan: Plan, user: tuple[int, list[int]] | None) -> None:
+def _mount(plan: Plan, user: tuple[int, list[int]] | None, record: Record) -> None:
     """In the new mount namespace: no mount travels back to the host; a fresh ``/proc`` for the
-    PID namespace; the readable paths shown to `user`; everything read-only but the folder."""
+    PID namespace; the readable paths shown to `user`; the hidden folders shown empty but for
+    what the worker must reach; its folder a tmpfs of its own; everything read-only but that."""
     _mount_call(None, "/", None, MS_REC | MS_PRIVATE)
     _mount_call("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    reached = plan.readable + [plan.directory]
     if user is not None:
-        _show(plan.readable + [plan.directory], user)
-    _mount_call(plan.directory, plan.directory, None, MS_BIND)
+        behind: dict[str, list[str]] = {}
+        for path in reached:
+            blocker = _blocker(path, user)
+            if blocker is not None and blocker != "/":
+                behind.setdefault(blocker, []).append(path)
+        for blocker in sorted(behind, key=_depth):
+            _cover(blocker, behind[blocker])
+    if plan.hidden:
+        record.attempt("hidden_folders", lambda: _hide(plan.hidden, reached))
+    else:
+        record.missing["hidden_folders"] = "the harness named no folder to hide"
+    if not record.attempt("folder_quota", lambda: _own_folder(plan)):
+        _mount_call(plan.directory, plan.directory, None, MS_BIND)
     _mount_setattr("/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0)
     _mount_setattr(plan.directory, 0, 0, MOUNT_ATTR_RDONLY)
 
 
-def _show(paths: list[str], user: tuple[int, list[int]]) -> None:
-    """Make `paths` reachable to `user` where a folder above one is closed to it: an empty,
-    open tmpfs over that folder, with each path bound back at its place (so nothing else in
-    the folder is shown)."""
-    behind: dict[str, list[str]] = {}
-    for path in paths:
-        blocker = _blocker(path, user)
-        if blocker is not None and blocker != "/":
-            behind.setdefault(blocker, []).append(path)
-    for blocker, inside in behind.items():
-        handles = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in inside if os.path.exists(p)}
-        _mount_call("tmpfs", blocker, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
-        for path, handle in sorted(handles.items(), key=lambda item: item[0].count("/")):  # outer ones first
-            if os.path.isdir(f"/proc/self/fd/{handle}"):
-                os.makedirs(path, 0o755, exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+def _hide(folders: list[str], reached: list[str]) -> None:
+    """Cover each of `folders` (outer ones first) with an empty tmpfs, with the paths of
+    `reached` inside it bound back; a folder holding a system folder is never hidden."""
+    for folder in sorted(folders, key=_depth):
+        if any(Path(system).is_relative_to(folder) for system in SYSTEM_FOLDERS):
+            raise OSError(22, f"{folder} holds a system folder and cannot be hidden")
+        if folder in reached:
+            raise OSError(22, f"{folder} is a folder the worker must read and cannot be hidden")
+        if os.path.isdir(folder):  # else already out of sight (inside a folder covered before)
+            _cover(folder, [p for p in reached if Path(p).is_relative_to(folder)])
+
+
+def _depth(path: str) -> int:
+    return len(Path(path).parts)
+
+
+def _cover(folder: str, inside: list[str]) -> None:
+    """An empty, open tmpfs over `folder`, with each path of `inside` bound back at its place
+    (outer ones first), so that nothing else in the folder is shown."""
+    handles = {p: os.open(p, os.O_PATH | os.O_CLOEXEC) for p in inside if os.path.exists(p)}
+    _mount_call("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    for path, handle in sorted(handles.items(), key=lambda item: _depth(item[0])):
+        if os.path.isdir(f"/proc/self/fd/{handle}"):
+            os.makedirs(path, 0o755, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+            if not os.path.exists(path):
                 os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
-            _mount_call(f"/proc/self/fd/{handle}", path, None, MS_BIND | MS_REC)
-            os.close(handle)
+        _mount_call(f"/proc/self/fd/{handle}", path, None, MS_BIND | MS_REC)
+        os.close(handle)
+
+
+def _own_folder(plan: Plan) -> None:
+    """The worker's folder, a tmpfs of `plan.folder_mb` of its own holding the `plan.carried`
+    files: what it writes is bounded, never reaches the harness's disk, and is gone with it."""
+    carried = {name: (Path(plan.directory) / name).read_bytes() for name in plan.carried
+               if (Path(plan.directory) / name).is_file()}
+    _mount_call("tmpfs", plan.directory, "tmpfs", MS_NOSUID | MS_NODEV, f"size={plan.folder_mb}m,mode=0755")
+    for name, data in carried.items():
+        (Path(plan.directory) / name).write_bytes(data)
 
 
 def _drop_privileges(plan: Plan, user: tuple[int, list[int]] | None, record: Record) -> None:

@@ -5,13 +5,17 @@ from its folder, the environment's ``PYTHON*`` or a ``.pth`` file is read; the h
 its import path), with an allow-listed environment, stdin on ``/dev/null`` and no descriptor
 but its log and the verdict channel; it confines itself further first thing (`isolation`).
 
-It has its own session (the whole process group is killed past the limits), a wall-clock
-limit, and a memory limit: an address-space limit where no GPU is used, and a resident-memory
-watch from here where one is (a CUDA context reserves far more address space than it uses).
+It has its own session, a wall-clock limit and a memory limit: an address-space limit per
+process where no GPU is used (a CUDA context reserves far more address space than it uses), and
+in every case a watch from here on the resident memory of all its processes together. Past a
+limit, or when the harness itself is stopped (an interrupt, SIGTERM), every process of the
+worker is killed, those that left its session included.
 
 The worker's measurements come back on a pipe the harness created, never through a file: its
 folder is the candidate's to write. The channel carries two lines of JSON: what the worker's
-confinement enforced (sent before the candidate is read) and, at the end, its report.
+confinement enforced (sent before the candidate is read) and, at the end, its report. A line
+the harness cannot read (invalid UTF-8, numbers too long, nesting deeper than a report has) is
+the round's failure, never the harness's.
 """
 
 from __future__ import annotations
@@ -34,8 +38,11 @@ from . import isolation
 WORKER_ENTRY = "argus.harness.worker:run"
 #: The request's file in the worker's folder (written by the harness before the worker starts).
 REQUEST = "request.json"
-#: The most the verdict channel may carry.
+#: The most the verdict channel may carry, and the deepest nesting of its messages.
 CHANNEL_BYTES = 32 << 20
+CHANNEL_DEPTH = 32
+#: The most of the worker's log kept once it is over (its end).
+LOG_BYTES = 1 << 20
 #: What the isolated interpreter runs: the harness's import path, then the worker's main.
 BOOTSTRAP = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
              "from argus.harness.worker import main; sys.exit(main(sys.argv[2:]))")
@@ -46,12 +53,15 @@ HARNESS_MECHANISMS = ("environment", "isolated_python", "descriptors", "fresh_fo
 @dataclass(frozen=True)
 class Limits:
     """What one candidate may spend: wall-clock seconds (the CPU-time limit is 5 s more), and
-    memory in MB (address space without a GPU, resident memory with one)."""
+    memory in MB (address space per process without a GPU; resident memory of all its
+    processes together in every case), and what it may write in its folder."""
 
     seconds: float = 300.0
     """Wall clock for one candidate, compile to profile."""
     memory_mb: int = 8192
     gpu: bool = False
+    folder_mb: int = isolation.FOLDER_MB
+    """The size of the worker's folder, where its mount namespace gives it one of its own."""
 
 
 @dataclass
@@ -66,17 +76,21 @@ class Outcome:
 
 
 def run_worker(request: dict[str, Any], directory: Path, limits: Limits, *, readable: tuple[str, ...] = (),
-               entry: str = WORKER_ENTRY) -> Outcome:
+               hidden: tuple[str, ...] | None = None, entry: str = WORKER_ENTRY) -> Outcome:
     """Run the worker on `request` in `directory` (emptied first) under `limits`. `readable`:
     files the worker must read beyond its interpreter and import path (the task file);
+    `hidden`: folders the worker must not see but for its own folder and `readable` (the run's
+    store; default: the folder holding `directory`, where the other workers' folders are);
     `entry`: the function the confined worker calls (tests pass hostile stand-ins here)."""
     # absolute (the worker runs in it), but the folder itself not followed if it is a link
     directory = directory.absolute().parent.resolve() / directory.name
     _empty(directory)
     (directory / REQUEST).write_text(json.dumps(request))
     path = import_path(directory)
+    hidden = (str(directory.parent),) if hidden is None else tuple(str(Path(h).absolute()) for h in hidden)
     plan = isolation.plan_for(directory, seconds=limits.seconds, memory_mb=limits.memory_mb, gpu=limits.gpu,
-                              readable=[*path, *_prefixes(), *readable])
+                              readable=[*path, *_prefixes(), *readable], hidden=hidden, folder_mb=limits.folder_mb,
+                              carried=[REQUEST])
     harness = list(HARNESS_MECHANISMS)
     if isolation.close_harness():
         harness.append("harness_not_dumpable")
@@ -93,17 +107,19 @@ def run_worker(request: dict[str, Any], directory: Path, limits: Limits, *, read
                     pass_fds=(write_end,))
             finally:
                 os.close(write_end)
-            received, failure = _collect(child, read_end, limits, started)
+            try:
+                received, failure = _collect(child, read_end, limits, started)
+            except BaseException:  # an interrupt or SIGTERM: the round ends with every process of it
+                _kill(child)
+                raise
             stderr = _tail(log)
+            _keep_end(log, LOG_BYTES)
     finally:
         os.close(read_end)
     seconds = time.monotonic() - started
     messages, problem = _messages(received)
-    confined = messages.get("isolation")
-    record = {"user": "", "enforced": [], "missing": {"worker": "the worker did not report its confinement"}}
-    if isinstance(confined, dict):
-        record = confined
-    record = {**record, "enforced": [*harness, *record.get("enforced", [])]}
+    record = _confinement(messages.get("isolation"))
+    record = {**record, "enforced": [*harness, *record["enforced"]]}
     if failure is None and child.returncode != 0:
         failure = _died(child.returncode)
     if failure is None and problem is not None:
@@ -113,6 +129,17 @@ def run_worker(request: dict[str, Any], directory: Path, limits: Limits, *, read
     if failure is not None:
         return Outcome(None, failure, seconds, stderr, record)
     return Outcome(messages["report"], None, seconds, stderr, record)
+
+
+def _confinement(message: Any) -> dict[str, Any]:
+    """The worker's confinement record as `isolation.Record.as_dict` makes it; a record of
+    nothing enforced where the worker sent none, or none of that form."""
+    if (isinstance(message, dict) and isinstance(message.get("user"), str)
+            and isinstance(message.get("enforced"), list) and all(isinstance(n, str) for n in message["enforced"])
+            and isinstance(message.get("missing"), dict)
+            and all(isinstance(v, str) for v in message["missing"].values())):
+        return {"user": message["user"], "enforced": message["enforced"], "missing": message["missing"]}
+    return {"user": "", "enforced": [], "missing": {"worker": "the worker did not report its confinement"}}
 
 
 def _empty(directory: Path) -> None:
@@ -179,8 +206,8 @@ def worker_environment(directory: Path) -> dict[str, str]:
 
 
 def _collect(child: subprocess.Popen[bytes], channel: int, limits: Limits, started: float) -> tuple[bytes, str | None]:
-    """Read the verdict channel until it closes (or the worker is gone); kill the worker's
-    process group past the time or (GPU) memory limit."""
+    """Read the verdict channel until it closes (or the worker is gone); kill the worker past
+    the time or memory limit."""
     received = bytearray()
     os.set_blocking(channel, False)
     while True:
@@ -199,11 +226,10 @@ def _collect(child: subprocess.Popen[bytes], channel: int, limits: Limits, start
         if time.monotonic() - started > limits.seconds:
             _kill(child)
             return bytes(received), f"timed out after {limits.seconds:g} s (the candidate hangs or is far too slow)"
-        if limits.gpu:
-            rss = _resident_mb(child.pid)
-            if rss > limits.memory_mb:
-                _kill(child)
-                return bytes(received), f"used {rss} MB of memory, past the limit of {limits.memory_mb} MB"
+        rss = _resident_mb(child.pid)
+        if rss > limits.memory_mb:
+            _kill(child)
+            return bytes(received), f"used {rss} MB of memory, past the limit of {limits.memory_mb} MB"
     try:
         child.wait(timeout=max(1.0, limits.seconds - (time.monotonic() - started)))
     except subprocess.TimeoutExpired:
@@ -238,8 +264,11 @@ def _messages(received: bytes) -> tuple[dict[str, Any], str | None]:
     for number, (line, kind) in enumerate(zip(lines, ("isolation", "report")), 1):
         try:
             message = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            return messages, f"the worker's channel is unreadable at message {number}: {err}"
+        except (ValueError, RecursionError) as err:  # ValueError: bad JSON, bad UTF-8, too long a number
+            return messages, f"the worker's channel is unreadable at message {number}: {str(err)[:200]}"
+        if _depth(message) > CHANNEL_DEPTH:
+            return messages, (f"the worker's channel is unreadable at message {number}: nested deeper than "
+                              f"{CHANNEL_DEPTH} levels")
         if not isinstance(message, dict) or list(message) != [kind] or not isinstance(message[kind], dict):
             return messages, (f"the worker's channel holds an unexpected message {number} "
                               f"(expected {{{kind!r}: {{...}}}})")
@@ -247,6 +276,17 @@ def _messages(received: bytes) -> tuple[dict[str, Any], str | None]:
     if len(lines) > 2 or (lines and not received.endswith(b"\n")):
         return messages, "the worker's channel holds more than its confinement and one report"
     return messages, None
+
+
+def _depth(value: Any) -> int:
+    """How deep lists and objects nest in `value` (walked without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            stack.extend((inner, level + 1) for inner in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _tail(log: IO[bytes], size: int = 3000) -> str:
@@ -258,16 +298,43 @@ def _tail(log: IO[bytes], size: int = 3000) -> str:
     return log.read().decode(errors="replace")
 
 
+def _keep_end(log: IO[bytes], size: int) -> None:
+    """Cut the log to its last `size` bytes, through the harness's own descriptor: a worker
+    that writes gigabytes costs the disk that much only while it runs."""
+    end = log.seek(0, os.SEEK_END)
+    if end <= size:
+        return
+    log.seek(end - size)
+    kept = log.read(size)
+    log.seek(0)
+    log.truncate()
+    log.write(f"[the first {end - size} bytes of the log are cut]\n".encode() + kept)
+    log.flush()
+
+
 def _kill(child: subprocess.Popen[bytes]) -> None:
+    """Kill every process of the worker: its process group, and every process below it (those
+    that left its session are still below its keeper, a subreaper, or die with its PID
+    namespace); the worker itself last, so that orphans come back to it meanwhile."""
+    for _ in range(100):  # a process forking as it is killed: its children are found next time
+        below = _descendants(child.pid)
+        if not below:
+            break
+        for pid in below:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     try:
         os.killpg(child.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    child.kill()
     child.wait()
 
 
-def _resident_mb(pid: int) -> int:
-    """Resident memory of `pid` and every process under it, in MB."""
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid` (by ``/proc``)."""
     parents: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -275,14 +342,20 @@ def _resident_mb(pid: int) -> int:
                 parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):
                 continue
-    tree, frontier = {pid}, [pid]
+    below: set[int] = set()
+    frontier = [pid]
     while frontier:
         parent = frontier.pop()
         for child, its_parent in parents.items():
-            if its_parent == parent and child not in tree:
-                tree.add(child)
+            if its_parent == parent and child not in below:
+                below.add(child)
                 frontier.append(child)
-    return sum(_own_resident_kb(p) for p in tree) // 1024
+    return below
+
+
+def _resident_mb(pid: int) -> int:
+    """Resident memory of `pid` and every process under it, in MB."""
+    return sum(_own_resident_kb(p) for p in {pid, *_descendants(pid)}) // 1024
 
 
 def _own_resident_kb(pid: int) -> int:

@@ -10,6 +10,7 @@ the reward, the report and the planner's feedback are all made from.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -22,9 +23,9 @@ from typing import Any
 from . import gpu
 from .candidate import Candidate, parse_candidate
 from .errors import CandidateError, TaskError
-from .hacks import static_findings, tagged_positions
+from .hacks import SOURCE, source_invariants, static_findings
 from .interface import check_interface
-from .invariants import Invariants, invariant_findings
+from .invariants import IR, Invariants, invariant_findings
 from .sandbox import Limits, run_worker
 from .task import Task, task_to_dict
 
@@ -132,14 +133,16 @@ class Validator:
         self.gpu = gpu.available() if device == "auto" else device == "gpu"
         self.limits = limits or Limits(gpu=self.gpu)
         if self.limits.gpu != self.gpu:
-            self.limits = Limits(self.limits.seconds, self.limits.memory_mb, self.gpu)
+            self.limits = dataclasses.replace(self.limits, gpu=self.gpu)
         self.seeds = seeds
         self.timing = timing or {}
         self.outputs: tuple[int, ...] = ()
         self.required = Invariants()
         """The invariants the task's kernel fixes, read off it compiled (by `probe`)."""
         initial = task.initial
-        self.kept_tags = tagged_positions(initial) if initial is not None else frozenset()
+        self.kept_tags = source_invariants(initial) if initial is not None else Invariants(basis=SOURCE)
+        """The invariants the task's kernel states in its text: what the check of a candidate's
+        text holds it to before anything runs."""
         self.kept_assertions = initial.assertions if initial is not None else 0
 
     @property
@@ -151,7 +154,8 @@ class Validator:
         the invariants the task's kernel fixes."""
         kernel = self.task.initial.text if self.task.initial is not None else None
         request = {"probe": True, "task": task_to_dict(self.task), "kernel": kernel}
-        outcome = run_worker(request, self.directory / "probe", self.limits, readable=self._readable())
+        outcome = run_worker(request, self.directory / "probe", self.limits, readable=self._readable(),
+                             hidden=(str(self.directory),))
         outputs = (outcome.result or {}).get("outputs")
         if outcome.result is None or not isinstance(outputs, list):
             detail = outcome.failure or (outcome.result or {}).get("error", {}).get("message", "")
@@ -163,8 +167,13 @@ class Validator:
             raise TaskError(f"{self.task.path}: the reference reads back no argument of the kernel")
         try:
             self.required = Invariants.from_dict(outcome.result.get("invariants"))
-        except (ValueError, TypeError) as err:
+        except ValueError as err:
             raise TaskError(f"the task's probe reported no readable invariants: {err}") from None
+        if self.required.basis != IR:
+            raise TaskError(f"the task's probe read invariants {self.required.basis!r}, not off the compiled kernel")
+        if not self.required and (self.kept_tags or self.kept_assertions):
+            raise TaskError(f"{self.task.path}: the probe read no invariants off the task's kernel, whose text states "
+                            "some: candidates would be held to none")
         return self.outputs
 
     def _readable(self) -> tuple[str, ...]:
@@ -193,7 +202,8 @@ class Validator:
                    "device": "gpu" if self.gpu else "cpu", "shapes": list(self.task.shapes),
                    "seeds": [seed_base + i for i in range(self.seeds)], "bench_shape": self.task.bench_shape,
                    "timing": self.timing}
-        outcome = run_worker(request, self.directory / "candidates" / label, self.limits, readable=self._readable())
+        outcome = run_worker(request, self.directory / "candidates" / label, self.limits, readable=self._readable(),
+                             hidden=(str(self.directory),))
         validation = Validation(device=self.device, seconds=outcome.seconds, isolation=outcome.isolation)
         if outcome.result is None:
             validation.failure = outcome.failure
@@ -202,7 +212,7 @@ class Validator:
             return judge(outcome.result, request, self.outputs, validation, self.required)
         except MalformedReport as err:
             return Validation(device=self.device, seconds=outcome.seconds, isolation=outcome.isolation,
-                              failure=f"the worker's report was refused: {err}")
+                              failure=_cut(f"the worker's report was refused: {err}"))
 
 
 class MalformedReport(ValueError):
@@ -212,6 +222,11 @@ class MalformedReport(ValueError):
 
 VERDICTS = ("proved", "violated", "unknown")
 STAGES = ("compile", "invariants", "tests", "profile")
+#: The longest text of a report kept (a compile error, the checker's text): it is stored with the
+#: round and sent to the planner.
+TEXT_LIMIT = 8000
+#: The most dimensions an output's shape has, and the largest size of one.
+MAX_DIMS, MAX_DIM = 16, 1 << 48
 
 
 def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int], v: Validation,
@@ -227,7 +242,7 @@ def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int
         raise MalformedReport(f"unknown stages {sorted(extra)}")
     if "error" in report:
         error = _field(report, "error", dict, "the report")
-        v.failure = f"the worker failed: {_field(error, 'message', str, 'its error')}"
+        v.failure = _cut(f"the worker failed: {_field(error, 'message', str, 'its error')}")
     finished = v.failure is None  # a report cut short by the worker's own error need not reach the end
     reached = [name for name in STAGES if name in stages]
     if reached != list(STAGES[:len(reached)]):
@@ -239,7 +254,8 @@ def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int
         return v
     compile_ = stages["compile"]
     v.compiled = _field(compile_, "ok", bool, "compile")
-    v.compile_error = _field(compile_, "message", str, "compile", optional=True)
+    message = _field(compile_, "message", str, "compile", optional=True)
+    v.compile_error = _cut(message) if message is not None else None
     _seconds(compile_, "compile")
     if not v.compiled:
         _ends(stages, "compile", "it did not compile")
@@ -253,14 +269,16 @@ def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int
     v.invariants = _field(invariants, "verdict", str, "invariants")
     if v.invariants not in VERDICTS:
         raise MalformedReport(f"invariants verdict {v.invariants!r} is not one of {', '.join(VERDICTS)}")
-    v.invariant_text = _field(invariants, "text", str, "invariants")
+    v.invariant_text = _cut(_field(invariants, "text", str, "invariants"))
     witnesses = _field(invariants, "witnesses", list, "invariants")
     if not all(isinstance(w, dict) for w in witnesses):
         raise MalformedReport("invariants: a witness is not an object")
     v.witnesses = witnesses[:4]
-    v.kernel_invariants = _field(invariants, "kernel_invariants", dict, "invariants", optional=not required)
+    found = _field(invariants, "kernel_invariants", dict, "invariants", optional=not required)
+    if found is not None:
+        v.kernel_invariants = _kernel_invariants(found).as_dict()
     if required:
-        v.hacks.extend(_invariant_findings(required, v.kernel_invariants))
+        v.hacks.extend(invariant_findings(required, _kernel_invariants(found or {})))
     _seconds(invariants, "invariants")
     if v.invariants == "violated":
         _ends(stages, "invariants", "an invariant is violated")
@@ -290,7 +308,7 @@ def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int
         else:
             if n != len(results) - 1:
                 raise MalformedReport(f"{where} failed, yet the tests went on")
-            v.test_failures.append(f"shape {shape} seed {seed}: {error or _wrong(measured)}")
+            v.test_failures.append(_cut(f"shape {shape} seed {seed}: {error or _wrong(measured)}"))
         if measured:
             runs[(json.dumps(shape, sort_keys=True), seed)] = measured
     if finished and v.tests_passed == len(results) < len(planned):
@@ -311,12 +329,22 @@ def judge(report: dict[str, Any], request: dict[str, Any], outputs: Sequence[int
     return v
 
 
-def _invariant_findings(required: Invariants, found: dict[str, Any] | None) -> list[str]:
-    """What the compiled candidate drops or weakens of the task's invariants."""
+def _kernel_invariants(found: dict[str, Any]) -> Invariants:
+    """The invariants the worker read off the compiled candidate, as `Invariants` (read off the
+    compiled kernel: the task's are)."""
     try:
-        return invariant_findings(required, Invariants.from_dict(found or {}))
+        invariants = Invariants.from_dict(found)
     except ValueError as err:
-        raise MalformedReport(f"invariants: kernel_invariants {err}") from None
+        raise MalformedReport(f"invariants: kernel_invariants {_cut(str(err), 300)}") from None
+    if invariants.basis != IR:
+        raise MalformedReport(f"invariants: kernel_invariants read {_cut(invariants.basis, 40)!r}, not off the "
+                              "compiled kernel")
+    return invariants
+
+
+def _cut(text: str, limit: int = TEXT_LIMIT) -> str:
+    """`text`, at most `limit` characters (its end replaced by "…")."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _ends(stages: dict[str, Any], stage: str, why: str) -> None:
@@ -341,12 +369,14 @@ def _measurement(m: Any, where: str) -> None:
     """One output's measurement, as `worker.measure_outputs` makes it, self-consistent."""
     if not isinstance(m, dict):
         raise MalformedReport(f"{where}: an output's measurement is not an object")
-    where = f"{where}, output {m.get('name')!r}"
+    where = f"{where}, output {_cut(repr(m.get('name')), 80)}"
     _count(m, "position", where)
-    _field(m, "name", str, where)
+    if len(_field(m, "name", str, where)) > 200:
+        raise MalformedReport(f"{where}: the name is longer than an argument's")
     shape, expected = _field(m, "shape", list, where), _field(m, "expected_shape", list, where)
-    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape + expected):
-        raise MalformedReport(f"{where}: a shape is not a list of sizes")
+    if not all(len(s) <= MAX_DIMS and all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_DIM
+                                          for d in s) for s in (shape, expected)):
+        raise MalformedReport(f"{where}: a shape is not a list of at most {MAX_DIMS} sizes up to {MAX_DIM}")
     size = _count(m, "size", where)
     if size != math.prod(expected):
         raise MalformedReport(f"{where}: size {size} is not that of shape {expected}")
@@ -360,15 +390,23 @@ def _measurement(m: Any, where: str) -> None:
     _number(m, "max_error", where, infinite=True)
     _number(m, "spread", where, infinite=True, nan=True)
     _number(m, "reference_spread", where, infinite=True, nan=True)
-    if m.get("value") is not None:
+    if size or m.get("value") is not None:
         _number(m, "value", where, negative=True, infinite=True, nan=True)
     _field(m, "digest", str, where, optional=True)
     if unwritten:
-        _field(m, "first_unwritten", list, where)
+        _index(m, "first_unwritten", shape, where)
     if mismatched:
-        _field(m, "first_mismatch", list, where)
+        _index(m, "first_mismatch", shape, where)
         _number(m, "got", where, negative=True, infinite=True, nan=True)
         _number(m, "expected", where, negative=True, infinite=True, nan=True)
+
+
+def _index(m: dict[str, Any], key: str, shape: list[int], where: str) -> None:
+    """An element's index in an output of `shape`."""
+    index = _field(m, key, list, where)
+    if len(index) != len(shape) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < d
+                                            for i, d in zip(index, shape)):
+        raise MalformedReport(f"{where}: {key} is not an index of shape {shape}")
 
 
 def _right(m: dict[str, Any]) -> bool:
