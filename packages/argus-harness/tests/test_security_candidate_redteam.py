@@ -248,3 +248,14 @@ def test_kernel_code_still_calls_them_and_annotates_with_them(tmp_path: Path) ->
     text = in_kernel(code).replace("from argus.dsl import", "import math\nfrom argus.layout import Layout\n"
                                                             "from argus.dsl import", 1)
     assert load_candidate(parse_candidate(text), tmp_path / "candidate.py").kernel.specialize() is not None
+
+
+def test_a_candidate_cannot_build_an_element_type(tmp_path: Path) -> None:
+    """The language's element types are its named values. A ``DType('f32', 16, ...)`` built in
+    kernel code compiled: 2-byte elements to the front-end's checks, f32 in the IR."""
+    code = "    t = make_local((2,), DType('f32', 16, 'float', f32))"
+    text = in_kernel(code).replace("from argus.dsl import", "from argus.dsl import DType,", 1)
+    for check in (parse_candidate, lambda t: load_candidate(unchecked(t), tmp_path / "candidate.py")):
+        with pytest.raises(CandidateError, match="DType") as caught:
+            check(text)
+        assert caught.value.location is not None and caught.value.location.line == line_of(text, "import DType")

@@ -26,11 +26,13 @@ from argus.dsl.atoms import CopyAtom, MMAAtom
 from argus.dsl.dtypes import DType
 from argus.layout import ArithmeticTuple, ComposedLayout, Layout, ScaledBasis, Swizzle
 
-#: Names of `argus.dsl` that belong to the language (errors, problems and host helpers do not).
+#: Names of `argus.dsl` that belong to the language (errors, problems and host helpers do not, nor
+#: the class `DType`: the language's element types are its named values, f32 and the others; one
+#: built under the name ``f32`` with 16 bits would be read as 2 bytes in some checks and 4 in the IR).
 _NOT_LANGUAGE = {
     "ArgusError", "ArgusLaunchError", "ArgusSyntaxError", "ArgusTypeError", "ArgusVerificationWarning",
     "CodegenError", "CompiledKernel", "TagAssertionError", "VerificationError", "Kernel", "KernelFault",
-    "Problem", "SourceLocation", "from_storage", "to_storage", "DeviceFunction",
+    "Problem", "SourceLocation", "from_storage", "to_storage", "DeviceFunction", "DType",
 }
 DSL_NAMES: frozenset[str] = frozenset(n for n in _dsl.__all__ if n not in _NOT_LANGUAGE)
 
