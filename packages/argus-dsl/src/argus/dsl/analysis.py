@@ -2743,16 +2743,18 @@ def _if(a: TagAnalysis, op: scf.IfOp, mask: np.ndarray) -> None:
     tracked = a.tracking()
     paths = Paths.branch(cond if isinstance(cond, Affine) else None)
     outside = a.path
+    shared = cond.row(int(np.flatnonzero(mask)[0])) if isinstance(cond, Affine) and \
+        _uniform_over(cond, np.flatnonzero(mask)) else None
     a.guards += 1
     try:
-        a.path = outside + _path_of(paths.theirs, mask)
+        a.path = outside + _path_of(a, shared, "ne0")
         a.run_block(op.true_region.block, mask)
         after_true = a.snapshot(scope=(len(before.memories), len(before.slots)))
         tracked_true = a.tracking()
         a.restore(before)
         a.set_tracking(tracked)
         if op.false_region.blocks:
-            a.path = outside + _path_of(paths.ours, mask)
+            a.path = outside + _path_of(a, shared, "eq0")
             a.run_block(op.false_region.block, mask)
     finally:
         a.guards -= 1
@@ -2761,10 +2763,11 @@ def _if(a: TagAnalysis, op: scf.IfOp, mask: np.ndarray) -> None:
     a.join_tracking(tracked_true)
 
 
-def _path_of(sides: tuple[Conjunction | None, ...], mask: np.ndarray) -> Conjunction:
-    """When a side of a branch runs, for `TagAnalysis.path`: its condition where the threads
-    share one (else nothing: a read there is then taken to run whenever its block does)."""
-    return (sides[0] or ()) if len(sides) == 1 else ()
+def _path_of(a: TagAnalysis, condition: Key | None, kind: str) -> Conjunction:
+    """When a side of a branch runs, for `TagAnalysis.path`: the comparison `kind` of the
+    condition the threads running it share (none where they do not share one: a read there is
+    then taken to run whenever its block does)."""
+    return (a.initialization.simplified(((kind, condition),)) or ()) if condition is not None else ()
 
 
 def _for(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray) -> None:

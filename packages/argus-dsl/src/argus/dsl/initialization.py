@@ -47,28 +47,44 @@ def conditional(sites: np.ndarray) -> np.ndarray:
     return sites < RESET  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True)
 class Paths:
     """When each of two joining paths ("theirs", the state joined in, and "ours", the state the
-    join updates) is taken: per distinct pair, a conjunction for each, and per thread the pair
-    that is its own (registers; shared bytes take `shared`, whoever wrote them)."""
+    join updates) is taken: per distinct pair, a conjunction for each (None: a path never taken),
+    and per thread the pair that is its own (registers; shared bytes take `shared`, whoever
+    wrote them). A branch's are listed from its condition when a join first asks (most joins
+    find nothing written on one side only, and never do)."""
 
-    theirs: tuple[Conjunction | None, ...]
-    ours: tuple[Conjunction | None, ...]
-    """(None: a path that is never taken, as a comparison of constants tells.)"""
-    rows: np.ndarray | None = None
-    """Per thread, its pair (None: pair 0 for every thread)."""
+    def __init__(self, theirs: tuple[Conjunction | None, ...] = (), ours: tuple[Conjunction | None, ...] = (),
+                 rows: np.ndarray | None = None, condition: Affine | None = None) -> None:
+        self.condition = condition
+        if condition is None:
+            self.theirs, self.ours, self.rows = theirs, ours, rows
+            """(`rows`: per thread, its pair; None: pair 0 for every thread.)"""
 
     @classmethod
     def branch(cls, condition: Affine | None) -> Paths:
         """The two sides of a branch: theirs taken where `condition` ≠ 0, ours where it is 0;
         either, as far as the checker knows, when the condition is not an integer it follows."""
-        if condition is None:
-            return UNKNOWN_PATHS
-        forms, inverse = condition.forms()
-        rows = np.reshape(inverse, -1) if len(forms) > 1 else None
-        return cls(tuple(_simplified((("ne0", f),)) for f in forms), tuple(_simplified((("eq0", f),)) for f in forms),
-                   rows)
+        return UNKNOWN_PATHS if condition is None else cls(condition=condition)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in ("theirs", "ours", "rows") or self.condition is None:
+            raise AttributeError(name)
+        forms, inverse = self.condition.forms()
+        self.theirs = tuple(_simplified((("ne0", f),)) for f in forms)
+        self.ours = tuple(_simplified((("eq0", f),)) for f in forms)
+        self.rows = np.reshape(inverse, -1) if len(forms) > 1 else None
+        return getattr(self, name)
+
+    @property
+    def always_ours(self) -> bool:
+        """Whether every thread takes ours alone (a loop that always runs), as known without
+        listing a branch's conditions."""
+        return self.condition is None and self.rows is None and self.theirs[0] is None
+
+    @property
+    def always_theirs(self) -> bool:
+        return self.condition is None and self.rows is None and self.ours[0] is None
 
     def shared(self) -> tuple[Conjunction | None, Conjunction | None]:
         """The pair for a byte any thread may have written: the threads' own when they share
@@ -112,9 +128,9 @@ class Initialization:
         """`ours` (a memory's sites, a row per thread for registers) becomes the sites after two
         paths join: written on both, the site of a write (ours first); alike on both, as they
         are; otherwise the code of "unwritten on a path taken"."""
-        if paths.rows is None and paths.theirs[0] is None:  # only ours is taken (a loop that always runs)
+        if paths.always_ours:  # (a loop that always runs)
             return
-        if paths.rows is None and paths.ours[0] is None:
+        if paths.always_theirs:
             ours[...] = theirs
             return
         flat = np.flatnonzero(ours != theirs)  # (bytes alike on both paths stay as they are)
