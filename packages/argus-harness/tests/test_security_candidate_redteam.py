@@ -259,3 +259,25 @@ def test_a_candidate_cannot_build_an_element_type(tmp_path: Path) -> None:
         with pytest.raises(CandidateError, match="DType") as caught:
             check(text)
         assert caught.value.location is not None and caught.value.location.line == line_of(text, "import DType")
+
+
+FORGED_ATOMS = {
+    "copy-atom-named-like-a-target-instruction": (
+        "CopyAtom", "A = CopyAtom('ldmatrix_x4', 16, 32, Layout((32, 8), (8, 1)), "
+                    "Layout(((4, 8), (2, 4)), ((16, 1), (8, 64))))"),
+    "matrix-atom": ("MMAAtom", "A = MMAAtom('mma', (1, 1, 1), 1, Layout((1, 1), (0, 0)), Layout((1, 1), (0, 0)), "
+                               "Layout((1, 1), (0, 0)), f32, f32, f32)"),
+}
+"""Atoms built from layouts: the nvptx backend compiles a cooperative copy by its atom's name,
+while the checker and the interpreter read its layouts (here ldmatrix's transposed fragment
+under the plain instruction's name)."""
+
+
+@pytest.mark.parametrize("name, constant", FORGED_ATOMS.values(), ids=FORGED_ATOMS.keys())
+def test_a_candidate_cannot_build_an_atom(name: str, constant: str, tmp_path: Path) -> None:
+    text = constants(f"from argus.layout import Layout\n{constant}").replace(
+        "from argus.dsl import", f"from argus.dsl import {name},", 1)
+    for check in (parse_candidate, lambda t: load_candidate(unchecked(t), tmp_path / "candidate.py")):
+        with pytest.raises(CandidateError, match=f"{name}") as caught:
+            check(text)
+        assert caught.value.location is not None and caught.value.location.line == line_of(text, f"import {name}")

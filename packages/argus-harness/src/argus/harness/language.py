@@ -26,13 +26,15 @@ from argus.dsl.atoms import CopyAtom, MMAAtom
 from argus.dsl.dtypes import DType
 from argus.layout import ArithmeticTuple, ComposedLayout, Layout, ScaledBasis, Swizzle
 
-#: Names of `argus.dsl` that belong to the language (errors, problems and host helpers do not, nor
-#: the class `DType`: the language's element types are its named values, f32 and the others; one
-#: built under the name ``f32`` with 16 bits would be read as 2 bytes in some checks and 4 in the IR).
+#: Names of `argus.dsl` that belong to the language (errors, problems and host helpers do not).
+#: Nor do the classes of its element types and atoms: a candidate uses the named ones (f32,
+#: ``warp_mma_16x8x16(...)``, ``nv.LDMATRIX_X4``). A ``DType('f32', 16, ...)`` is 2 bytes to some
+#: checks and 4 in the IR; a ``CopyAtom('ldmatrix_x4', ...)`` with other layouts is checked and
+#: interpreted by its layouts but compiled by its name.
 _NOT_LANGUAGE = {
     "ArgusError", "ArgusLaunchError", "ArgusSyntaxError", "ArgusTypeError", "ArgusVerificationWarning",
     "CodegenError", "CompiledKernel", "TagAssertionError", "VerificationError", "Kernel", "KernelFault",
-    "Problem", "SourceLocation", "from_storage", "to_storage", "DeviceFunction", "DType",
+    "Problem", "SourceLocation", "from_storage", "to_storage", "DeviceFunction", "DType", "CopyAtom", "MMAAtom",
 }
 DSL_NAMES: frozenset[str] = frozenset(n for n in _dsl.__all__ if n not in _NOT_LANGUAGE)
 
@@ -83,7 +85,7 @@ KERNEL_OPTIONS: frozenset[str] = frozenset({"block", "warp_size", "min_blocks_pe
 #: they mean something only inside a kernel.
 CONSTANT_FUNCTIONS: dict[str, frozenset[str]] = {
     "argus.dsl": frozenset({
-        "CopyAtom", "MMAAtom", "copy_vector", "universal_fma", "warp_mma_16x8x16", "warp_mma_16x8x32",
+        "copy_vector", "universal_fma", "warp_mma_16x8x16", "warp_mma_16x8x32",
         "warpgroup_mma_64xNx16", "warpgroup_mma_64xNx32", "wave_mma_16x16x16", "wave_mma_16x16x32",
         "wave_mma_32x32x16", "wave_mma_32x32x8",
     }),
