@@ -142,6 +142,11 @@ WORK = {
                          "X = tuple(L.cosize() for i in range(400))", "X = tuple", f"more than {MAX_STEPS} steps"),
     "walking-a-tuple-again-and-again": ("T = tuple(range(10000))\nX = tuple(max(T) for i in range(100))",
                                         "X = tuple", f"more than {MAX_STEPS} steps"),
+    "comparing-tuples-again-and-again": ("T = tuple(range(10000))\nU = tuple(range(10000))\n"
+                                         "X = tuple(T == U for i in range(100))", "X = tuple",
+                                         f"more than {MAX_STEPS} steps"),
+    "hashing-a-tuple-again-and-again": ("T = tuple(range(10000))\nX = tuple({T: i}[T] for i in range(100))",
+                                        "X = tuple", f"more than {MAX_STEPS} steps"),
     "keys-of-one-hash": ("P = 2 ** 61 - 1\nX = {" + ", ".join(f"P * {i}: {i}" for i in range(300)) + "}[0]",
                          "X = {", f"a constant holds at most {MAX_DICT_ENTRIES}"),
 }

@@ -377,6 +377,7 @@ class Evaluator:
                                                                     for v in (left, right)):
                 raise self.error(node, f"{_describe(left)} and {_describe(right)} are not ordered; constants order "
                                        "numbers, strings and tuples")
+            self._tick(node, self._size(left, node)[0] + self._size(right, node)[0])  # compared element by element
             if not _COMPARE[type(op)](left, right):
                 return False
             left = right
@@ -420,6 +421,8 @@ class Evaluator:
         if not isinstance(base, (tuple, str, dict, range, Layout, ComposedLayout)):
             raise self.error(node, f"{_describe(base)} cannot be indexed in a constant; tuples, strings, dicts, "
                                    "ranges and layouts can")
+        if type(base) is dict:
+            self._tick(node, self._size(index, node)[0])  # the key is hashed and compared whole
         return base[index]
 
     def _eval_Slice(self, node: ast.Slice) -> slice:
@@ -429,7 +432,9 @@ class Evaluator:
         if any(k is None for k in node.keys):
             raise self.error(node, "a constant dict lists its keys: {KEY: value, ...} (no ** unpacking)")
         self._count(node, len(node.keys), "entries of a dict", MAX_DICT_ENTRIES)
-        return {self._value(k): self._value(v) for k, v in zip(node.keys, node.values)}  # type: ignore[arg-type]
+        entries = [(self._value(k), self._value(v)) for k, v in zip(node.keys, node.values)]  # type: ignore[arg-type]
+        self._tick(node, sum(self._size(key, node)[0] for key, _ in entries))  # each key is hashed whole
+        return dict(entries)
 
     def _eval_ListComp(self, node: ast.ListComp | ast.GeneratorExp) -> tuple[Any, ...]:
         out: list[Any] = []
@@ -483,20 +488,27 @@ class Evaluator:
         given at most `MAX_CALL_BITS` bits of integers: products of them grow with each."""
         steps, bits = 0, 0
         for value in given:
-            if type(value) is tuple:
-                held = self._tuple(value, node)
-                steps, bits = steps + held.elements, bits + held.bits
-            elif type(value) is str:
-                steps += len(value)
-            elif type(value) is int:
-                bits += value.bit_length()
-            elif isinstance(value, _LAYOUTS):
-                steps += self._layout_steps(value, node)
+            walk, held = self._size(value, node)
+            steps, bits = steps + walk, bits + held
         self._tick(node, steps)
         if bits > MAX_CALL_BITS and not any(fn is f for f in _BUILTIN_FUNCTIONS.values()):
             raise self.error(node, f"the call is given integers of {bits} bits in all; the language's functions are "
                                    f"given at most {MAX_CALL_BITS} (a layout's modes are a few numbers of a few "
                                    "digits)")
+
+    def _size(self, value: Any, node: ast.AST) -> tuple[int, int]:
+        """What walking `value` costs in steps (a tuple's elements, a string's characters, a
+        layout's `_layout_steps`), and the bits of the integers it holds."""
+        if type(value) is tuple:
+            held = self._tuple(value, node)
+            return held.elements, held.bits
+        if type(value) is str:
+            return len(value), 0
+        if type(value) is int:
+            return 0, value.bit_length()
+        if isinstance(value, _LAYOUTS):
+            return self._layout_steps(value, node), 0
+        return 0, 0
 
     def _layout_steps(self, layout: Layout | ComposedLayout | Swizzle, node: ast.AST) -> int:
         """What enumerating `layout` costs, in steps: its modes, and its elements in
