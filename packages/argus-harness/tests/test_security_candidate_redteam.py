@@ -142,6 +142,8 @@ WORK = {
                          "X = tuple(L.cosize() for i in range(400))", "X = tuple", f"more than {MAX_STEPS} steps"),
     "walking-a-tuple-again-and-again": ("T = tuple(range(10000))\nX = tuple(max(T) for i in range(100))",
                                         "X = tuple", f"more than {MAX_STEPS} steps"),
+    "walking-a-range-again-and-again": ("X = tuple(max(range(10000)) for i in range(100))", "X = tuple",
+                                        f"more than {MAX_STEPS} steps"),
     "comparing-tuples-again-and-again": ("T = tuple(range(10000))\nU = tuple(range(10000))\n"
                                          "X = tuple(T == U for i in range(100))", "X = tuple",
                                          f"more than {MAX_STEPS} steps"),

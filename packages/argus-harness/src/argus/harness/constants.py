@@ -498,11 +498,12 @@ class Evaluator:
 
     def _size(self, value: Any, node: ast.AST) -> tuple[int, int]:
         """What walking `value` costs in steps (a tuple's elements, a string's characters, a
-        layout's `_layout_steps`), and the bits of the integers it holds."""
+        range's or dict's length, a layout's `_layout_steps`), and the bits of the integers it
+        holds."""
         if type(value) is tuple:
             held = self._tuple(value, node)
             return held.elements, held.bits
-        if type(value) is str:
+        if type(value) in (str, range, dict):
             return len(value), 0
         if type(value) is int:
             return 0, value.bit_length()
