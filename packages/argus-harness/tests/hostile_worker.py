@@ -166,9 +166,15 @@ def hog(request: dict[str, Any]) -> dict[str, Any]:
     for _ in range(request["processes"]):
         pid = os.fork()
         if pid == 0:
-            held = b"x" * (request["mb"] << 20)  # noqa: F841 - held until the process ends
-            time.sleep(60)
-            os._exit(0)
+            held = []
+            try:  # as much as the address-space limit lets it hold, in pieces of 10 MB
+                while len(held) < request["mb"] // 10:
+                    held.append(b"x" * (10 << 20))
+            except MemoryError:
+                pass
+            finally:
+                time.sleep(60)
+                os._exit(0)  # never back into the worker, which would report on the channel
         children.append(pid)
     time.sleep(request["wait"])
     return {"processes": len(children)}
@@ -231,3 +237,24 @@ def shout(request: dict[str, Any]) -> dict[str, Any]:
     for _ in range(request["mb"] << 10):
         os.write(1, line)
     return {}
+
+
+def name_thread(request: dict[str, Any]) -> dict[str, Any]:
+    """Name a thread through ``/proc/self/task/TID/comm``, as NVIDIA's driver does while CUDA
+    starts (and fails with error 304 where it cannot)."""
+    import threading
+
+    named: dict[str, Any] = {}
+
+    def name() -> None:
+        path = f"/proc/self/task/{threading.get_native_id()}/comm"
+        try:
+            Path(path).write_text("argus-named")
+            named["name"] = Path(path).read_text().strip()
+        except OSError as err:
+            named["error"] = err.strerror
+
+    thread = threading.Thread(target=name)
+    thread.start()
+    thread.join()
+    return named

@@ -210,6 +210,17 @@ def test_a_gpu_run_keeps_its_devices_and_has_no_address_space_limit(tmp_path: Pa
     assert user is not None and 0 not in user[1] and (os.geteuid() != 0 or 44 in user[1]), user
 
 
+def test_the_worker_names_its_threads_as_a_gpu_driver_does(tmp_path: Path) -> None:
+    """CUDA's driver writes its threads' names under ``/proc/self/task`` while it starts and
+    fails (error 304) where it cannot: the worker's own ``/proc`` takes them, where it has one
+    and is not uid 0."""
+    outcome = _run(tmp_path, "name_thread", limits=Limits(seconds=60, memory_mb=2048, gpu=True))
+    missing = outcome.isolation["missing"]
+    if "read_only_mounts" in missing or outcome.isolation["user"] == "root":
+        return
+    assert outcome.result == {"name": "argus-named"}, (outcome.result, outcome.isolation)
+
+
 @pytest.fixture(scope="module")
 def validator(tmp_path_factory: pytest.TempPathFactory) -> Validator:
     made = Validator(load_task(str(DATA / "gemm_task.py")), tmp_path_factory.mktemp("security"), device="cpu",

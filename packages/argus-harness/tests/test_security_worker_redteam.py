@@ -114,7 +114,7 @@ def test_the_memory_limit_holds_for_the_worker_s_processes_together(tmp_path: Pa
     """Processes each under the address-space limit, together far over the memory limit: the
     round is stopped, as one process over the limit would be."""
     limits = Limits(seconds=60, memory_mb=400)
-    outcome = run_worker({"processes": 3, "mb": 200, "wait": 8}, _folder(tmp_path), limits,
+    outcome = run_worker({"processes": 6, "mb": 200, "wait": 8}, _folder(tmp_path), limits,
                          entry="hostile_worker:hog")
     assert outcome.result is None and "past the limit of 400 MB" in (outcome.failure or ""), outcome
 

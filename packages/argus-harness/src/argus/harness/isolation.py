@@ -380,7 +380,9 @@ def _blocker(path: str, user: tuple[int, list[int]]) -> str | None:
 def _mount(plan: Plan, user: tuple[int, list[int]] | None, record: Record) -> None:
     """In the new mount namespace: no mount travels back to the host; a fresh ``/proc`` for the
     PID namespace; the readable paths shown to `user`; the hidden folders shown empty but for
-    what the worker must reach; its folder a tmpfs of its own; everything read-only but that."""
+    what the worker must reach; its folder a tmpfs of its own; everything read-only but that
+    and, for a worker that is not uid 0, its ``/proc``, which shows only its own processes (a
+    GPU driver names its threads there: NVIDIA's fails to start with error 304 where it cannot)."""
     _mount_call(None, "/", None, MS_REC | MS_PRIVATE)
     _mount_call("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     reached = plan.readable + [plan.directory]
@@ -400,6 +402,8 @@ def _mount(plan: Plan, user: tuple[int, list[int]] | None, record: Record) -> No
         _mount_call(plan.directory, plan.directory, None, MS_BIND)
     _mount_setattr("/", AT_RECURSIVE, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0)
     _mount_setattr(plan.directory, 0, 0, MOUNT_ATTR_RDONLY)
+    if user is not None or os.getuid() != 0:  # never for uid 0, which owns /proc/sys without capabilities
+        _mount_setattr("/proc", 0, 0, MOUNT_ATTR_RDONLY)  # its own processes' files only (see `_landlock`)
 
 
 def _hide(folders: list[str], reached: list[str]) -> None:
@@ -457,11 +461,14 @@ def _drop_privileges(plan: Plan, user: tuple[int, list[int]] | None, record: Rec
             os.setgroups(groups)
             os.setresgid(groups[0], groups[0], groups[0])
             os.setresuid(uid, uid, uid)
+            _prctl(PR_SET_DUMPABLE, 1)  # the change of user made its /proc files root's, even to itself
             record.enforced.append("user")
         else:
             _clear_capabilities()
     except OSError as err:
         record.missing["user" if user is not None else "capabilities"] = err.strerror or str(err)
+        if user is not None and os.getuid() == 0 and "read_only_mounts" in record.enforced:
+            _close_proc()  # made writable for the user it did not become
     uid = os.getuid()
     record.user = _user_name(uid)
     if user is None:
@@ -472,6 +479,15 @@ def _drop_privileges(plan: Plan, user: tuple[int, list[int]] | None, record: Rec
         record.missing.setdefault("capabilities", f"capabilities are left: {left}")
     elif "capabilities" not in record.missing:
         record.enforced.append("capabilities")
+
+
+def _close_proc() -> None:
+    """Make the worker's ``/proc`` read-only again, or end the worker (never run uid 0 with it
+    writable)."""
+    try:
+        _mount_setattr("/proc", 0, MOUNT_ATTR_RDONLY, 0)
+    except OSError:
+        os._exit(1)
 
 
 def _user_name(uid: int) -> str:
@@ -518,8 +534,9 @@ class _PathBeneath(ctypes.Structure):
 
 
 def _landlock(plan: Plan, support: Support, record: Record) -> None:
-    """Writes only beneath the folder and to `plan.devices`; with ABI 4, no TCP; with ABI 6, no
-    signal or abstract socket reaching outside."""
+    """Writes only beneath the folder, to `plan.devices` and, where its mount and PID namespaces
+    give it a ``/proc`` of its own processes, to the files there; with ABI 4, no TCP; with
+    ABI 6, no signal or abstract socket reaching outside."""
     abi = support.landlock_abi
     if support.landlock is not None:
         for name in ("landlock", "landlock_network", "landlock_scope"):
@@ -534,7 +551,8 @@ def _landlock(plan: Plan, support: Support, record: Record) -> None:
         _check(ruleset, "landlock_create_ruleset")
         try:
             file_writes = writes & (LANDLOCK_WRITE_FILE | LANDLOCK_TRUNCATE)
-            for path, allowed in [(plan.directory, writes), *((d, file_writes) for d in plan.devices)]:
+            own_proc = ["/proc"] if "read_only_mounts" in record.enforced and os.getuid() != 0 else []
+            for path, allowed in [(plan.directory, writes), *((d, file_writes) for d in [*plan.devices, *own_proc])]:
                 if not os.path.exists(path):
                     continue
                 handle = os.open(path, os.O_PATH | os.O_CLOEXEC)
