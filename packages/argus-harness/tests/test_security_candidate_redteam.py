@@ -16,7 +16,15 @@ import pytest
 from argus.harness import CandidateError, parse_candidate
 from argus.harness import candidate as candidate_format
 from argus.harness.candidate import Candidate
-from argus.harness.limits import MAX_CALL_BITS, MAX_DICT_ENTRIES, MAX_FUNCTIONS, MAX_GRID, MAX_ITEMS, MAX_STEPS
+from argus.harness.limits import (
+    MAX_CALL_BITS,
+    MAX_DICT_ENTRIES,
+    MAX_FUNCTIONS,
+    MAX_GRID,
+    MAX_INT_BITS,
+    MAX_ITEMS,
+    MAX_STEPS,
+)
 from argus.harness.loader import load_candidate
 from harness_testing import gemm_candidate
 
@@ -288,3 +296,15 @@ def test_a_candidate_cannot_build_an_atom(name: str, constant: str, tmp_path: Pa
         with pytest.raises(CandidateError, match=f"{name}") as caught:
             check(text)
         assert caught.value.location is not None and caught.value.location.line == line_of(text, f"import {name}")
+
+
+@pytest.mark.parametrize("code", ["X = E(0) * (1 << 400) * (1 << 400)",
+                                  "X = Layout((2,), (E(0) * (1 << 400) * (1 << 400),))"],
+                         ids=["basis", "stride-basis"])
+def test_the_numbers_inside_a_layout_are_bounded_like_any_constant(code: str, tmp_path: Path) -> None:
+    """A basis scaled past the integers' limit (``E(0) * big * big`` multiplies a basis, not two
+    numbers) was held, and so was a layout holding one."""
+    text = constants("from argus.layout import E, Layout\n" + code)
+    with pytest.raises(CandidateError, match=f"constants hold integers of at most {MAX_INT_BITS} bits") as caught:
+        load_candidate(parse_candidate(text), tmp_path / "candidate.py")
+    assert caught.value.location is not None and caught.value.location.line == line_of(text, "X = ")

@@ -252,16 +252,30 @@ class Evaluator:
                                 "the expression (a tuple(...) of a range, a dict subscripted)")
 
     def _check_layout(self, value: Any, node: ast.AST) -> None:
-        """A layout of at most `MAX_LAYOUT_SIZE` elements (its size is cheap; its offsets are not)."""
-        parts = [value.outer, value.inner] if isinstance(value, ComposedLayout) else [value]
+        """A layout of at most `MAX_LAYOUT_SIZE` elements (its size is cheap; its offsets are not)
+        whose numbers, a stride's basis included, are integers a constant may hold."""
+        if isinstance(value, ScaledBasis):
+            self._leaf(value.scale, node)
+            return
+        if isinstance(value, ArithmeticTuple):
+            for entry in value.entries.values():
+                self._leaf(entry, node)
+            return
+        parts = [value.outer, value.offset, value.inner] if isinstance(value, ComposedLayout) else [value]
         for part in parts:
             if isinstance(part, Swizzle):
                 exponent = part.base + part.bits + abs(part.shift)
                 if exponent > MAX_LAYOUT_SIZE.bit_length() - 1:
                     raise self.error(node, f"a swizzle over 2**{exponent} offsets; layouts span at most "
                                            f"{MAX_LAYOUT_SIZE} elements")
-            elif isinstance(part, Layout) and part.size() > MAX_LAYOUT_SIZE:
-                raise self.error(node, f"a layout of {part.size()} elements; layouts hold at most {MAX_LAYOUT_SIZE}")
+            elif isinstance(part, Layout):
+                if part.size() > MAX_LAYOUT_SIZE:
+                    raise self.error(node, f"a layout of {part.size()} elements; layouts hold at most "
+                                           f"{MAX_LAYOUT_SIZE}")
+                self._check(part.shape, node)
+                self._check(part.stride, node)
+            elif type(part) is int:
+                self._leaf(part, node)
 
     def _count(self, node: ast.AST, count: int, what: str, limit: int = MAX_ITEMS) -> None:
         if count > limit:
