@@ -32,7 +32,10 @@ LINES = ["nv = u8", "X = ''.join('a')", "X = (lambda: 0)()", "X = tuple(0 for a 
          "X = f'{1!r}'", "X = (Y := 1)", "class A: pass", "X = {**{}}", "X = min(*(1, 2))", "X = u8.numpy",
          "X = 1 if 1 else 2", "X = math.log2(8)", "X = Layout((4, 8), (8, 1)).size()", "X = 'a' % 1",
          "x = " + "lambda: " * 1500 + "0", "X = 0x" + "f" * 4000 + " // 0", "x: Tensor[()] = 0",
-         "x: '" + "-" * 2000 + "1' = 0"]
+         "x: '" + "-" * 2000 + "1' = 0", "# -*- coding: utf-7 -*-", "x = Layout.shape", "x = (make_local, 1)",
+         "X = E(0) * (1 << 400) * (1 << 400)", "from argus.dsl import CopyAtom, DType, MMAAtom",
+         "X = prefix_product((1 << 500,) * 40)", "X = tuple(max(range(10000)) for i in range(100))",
+         "A = (0,)\nA = (A, A)", "X = {" + ", ".join(f"{i} * (2 ** 61 - 1): 0" for i in range(300)) + "}"]
 
 
 @functools.cache
