@@ -5,10 +5,12 @@ are computed by the evaluator of `constants` over the syntax tree (plain data an
 values only), and functions are created from their ``def`` alone — decorators, defaults and
 return annotations absent, parameter annotations left as text, so creating them evaluates
 nothing. The functions' globals hold only the candidate's constants, the language names it
-imports and its ``@device`` helpers (no builtins, no kernel, no grid), and the DSL front-end then
-reads each kernel's source, as it reads any kernel. The format check (`candidate`) has refused
-anything else already; the loader checks the same again, so that a candidate that reaches it by
-another path still runs nothing.
+imports, its ``@device`` helpers and the builtins as kernel code may call them (``round``
+bounded, every builtin outside the language a marker; no kernel, no grid), and the DSL
+front-end then reads each kernel's source from the file the loader wrote, as it reads any
+kernel, once that file reads back as the checked text. The format check (`candidate`) has
+refused anything else already; the loader checks the same again, so that a candidate that
+reaches it by another path still runs nothing.
 """
 
 from __future__ import annotations
