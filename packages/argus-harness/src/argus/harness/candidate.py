@@ -10,8 +10,9 @@ A candidate is the text of one kernel module in a closed form:
   kernel's tensors name (and ``SMS``, the multiprocessor count).
 
 Nothing else is accepted: no other import, statement or builtin, no private attribute, no
-rebinding of a name of the language, no string formatting, nothing past the size limits
-(`limits`). The check works on the syntax tree alone (`ast.parse`), so a refused candidate has
+rebinding of a name of the language, no string formatting, no class or function of the language
+held by kernel code rather than called, no encoding declared but UTF-8, nothing past the size
+limits (`limits`). The check works on the syntax tree alone (`ast.parse`), so a refused candidate has
 run no code anywhere; an accepted one is compiled in a sandboxed subprocess (`sandbox`), where
 `loader` builds its kernel without executing module-level Python and computes its constants
 with an evaluator (`constants`) that enforces the same rules again on the values.
