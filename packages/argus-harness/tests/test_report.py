@@ -50,3 +50,24 @@ def test_failed_rounds_are_reported_with_their_error() -> None:
     assert "- rounds that failed (recorded with their error, the run going on): 1\n  - round 1: the candidate could " \
            "not be validated: RecursionError: too deep" in text
     assert "- candidates refused before compiling: 1\n  - round 2: " in text
+
+
+def test_each_round_s_worker_isolation_is_reported() -> None:
+    """Rounds confined alike share a line: the worker's user and each missing mechanism with why,
+    or "all enforced"; a round refused before running has no record."""
+    task = load_task(str(DATA / "gemm_task.py"))
+    full = {"user": "nobody", "enforced": ["pid_namespace", "landlock"], "missing": {}}
+    partial = {"user": "argus", "enforced": ["pid_namespace"],
+               "missing": {"landlock": "the kernel has no Landlock (Linux 5.13 or later, built with it)",
+                           "user": "the harness is not root: the worker keeps its user"}}
+    records = []
+    for n, isolation in enumerate([full, full, full, None, partial, full]):
+        record = _record(n, None, n == 0)
+        record["validation"]["isolation"] = isolation or {}
+        records.append(record)
+    text = report.render(task, {"planner": "search", "rounds": 5}, records)
+    section = text.split("## Worker isolation\n\n", 1)[1].split("\n\n", 1)[0]
+    assert section.splitlines() == [
+        "- rounds 0–2, 5: as nobody, all enforced",
+        "- round 4: as argus, missing landlock (the kernel has no Landlock (Linux 5.13 or later, built with it)); "
+        "user (the harness is not root: the worker keeps its user)"]

@@ -221,6 +221,26 @@ def test_the_worker_names_its_threads_as_a_gpu_driver_does(tmp_path: Path) -> No
     assert outcome.result == {"name": "argus-named"}, (outcome.result, outcome.isolation)
 
 
+def test_argus_optimize_says_what_isolation_this_machine_offers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """At the start of a run, one line says what confines the workers here, and a warning names
+    each mechanism this machine lacks, with why; none is left unsaid."""
+    from argus.harness.cli import main
+
+    no_landlock = isolation.Support(True, None, 0, "Landlock is not enabled at boot (lsm=...,landlock)")
+    monkeypatch.setattr(isolation, "supported", lambda: no_landlock)
+    assert main([str(DATA / "gemm_task.py"), "--planner", "search", "--rounds", "0", "--device", "cpu",
+                 "--out", str(tmp_path / "run")]) == 0
+    out, err = capsys.readouterr()
+    assert "worker isolation: its own PID, mount, network and IPC namespaces; the user nobody" in out
+    assert "warning: worker isolation lacks landlock (Landlock is not enabled at boot (lsm=...,landlock))" in err
+    offered, missing = isolation.summary(isolation.Support(False, "user namespaces are disabled "
+                                                                  "(user.max_user_namespaces = 0)", 6, None))
+    assert offered == ["Landlock (ABI 6)"] and missing == {
+        "namespaces": "user namespaces are disabled (user.max_user_namespaces = 0)",
+        "user": "the harness is not root: the worker keeps its user"}
+
+
 @pytest.fixture(scope="module")
 def validator(tmp_path_factory: pytest.TempPathFactory) -> Validator:
     made = Validator(load_task(str(DATA / "gemm_task.py")), tmp_path_factory.mktemp("security"), device="cpu",

@@ -28,7 +28,7 @@ from typing import Any
 from argus.dsl.cli import Command, CommandError, load_module
 from argus.dsl.errors import ArgusError
 
-from . import prompts, report
+from . import isolation, prompts, report
 from .kb import RecipeBook
 from .loop import Optimizer
 from .planning import PlannerConfig, default_planner, planner_plugin
@@ -111,6 +111,7 @@ def _run(args: argparse.Namespace) -> int:
                           limits=Limits(seconds=args.timeout, memory_mb=args.memory_mb))
     print(f"argus optimize: {task.name} ({task.form}, family {task.family}) for {task.target} with the {name} "
           f"planner, {args.rounds} round(s); candidates run on {validator.device}", flush=True)
+    _say_isolation()
     validator.probe()
     book = RecipeBook(load_recipes(args.recipes) if args.recipes else (), use_kb=not args.no_kb)
     offered = book.recipes(task.target, task.family)
@@ -131,6 +132,17 @@ def _run(args: argparse.Namespace) -> int:
     best = optimizer.best
     print(f"best kernel: round {best.round if best else '-'}; report: {args.out / 'report.md'}", flush=True)
     return 0
+
+
+def _say_isolation() -> None:
+    """What confines the workers on this machine, and each mechanism it lacks, with why (a
+    warning: a candidate that gets code execution is then less confined)."""
+    offered, missing = isolation.summary()
+    print("worker isolation: " + ("; ".join(offered) or "only what the harness sets up itself")
+          + " (each round's record is in rounds.jsonl and the report)", flush=True)
+    if missing:
+        print("warning: worker isolation lacks " + "; ".join(f"{name} ({why})" for name, why in missing.items()),
+              file=sys.stderr, flush=True)
 
 
 @contextmanager

@@ -103,6 +103,37 @@ def supported() -> Support:
     return Support(root, _namespaces_reason(root), max(abi, 0), landlock)
 
 
+def summary(support: Support | None = None) -> tuple[list[str], dict[str, str]]:
+    """What a worker gets on this machine (for `argus optimize` to say at the start), and what
+    it misses, each with why."""
+    support = support or supported()
+    offered: list[str] = []
+    missing: dict[str, str] = {}
+    if support.namespaces is None:
+        offered.append("its own PID, mount, network and IPC namespaces")
+    else:
+        missing["namespaces"] = support.namespaces
+    if not support.root:
+        missing["user"] = "the harness is not root: the worker keeps its user"
+    elif _known_user(WORKER_USER):
+        offered.append(f"the user {WORKER_USER}")
+    else:
+        missing["user"] = f"this machine has no user {WORKER_USER}"
+    if support.landlock is None:
+        offered.append(f"Landlock (ABI {support.landlock_abi})")
+    else:
+        missing["landlock"] = support.landlock
+    return offered, missing
+
+
+def _known_user(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
 def _unknown_system() -> str | None:
     """Why the system calls used here cannot be made on this machine (None: they can)."""
     if sys.platform != "linux":

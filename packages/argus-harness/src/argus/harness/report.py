@@ -1,6 +1,7 @@
 """The run report (Markdown, and the same as an HTML page with a chart of the trajectory): the
 trajectory round by round — throughput, speedup over the reference, what failed and where — the
-invariant violations and hacks caught, the tokens spent, and the final kernel.
+invariant violations and hacks caught, the tokens spent, how each round's worker was confined,
+and the final kernel.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def render(task: Task, meta: dict[str, Any], records: list[dict[str, Any]]) -> s
             f"{int(e.get('calls', 0))} call(s)" for role, e in sorted(totals.items())))
     else:
         lines.append("- tokens: none (no model was used)")
+    lines += _isolation(records)
     policy = next((p for r in reversed(records) if (p := (r.get("icrl") or {}).get("policy"))), None)
     if policy:
         lines += ["", "## Planner policy after the last round", "", "```", policy, "```"]
@@ -141,6 +143,36 @@ def trajectory_svg(task: Task, records: list[dict[str, Any]], width: int = 640, 
             f'aria-label="{unit} per round"><text x="30" y="14" font-size="12">{unit} per round (best {top:.1f}; '
             f'dark: kept)</text>{"".join(bars)}<line x1="28" y1="{height - 20}" x2="{width - 8}" '
             f'y2="{height - 20}" stroke="#57606a"/></svg>')
+
+
+def _isolation(records: list[dict[str, Any]]) -> list[str]:
+    """How each round's worker was confined: its user, and every mechanism that was missing with
+    why ("all enforced" where none was); rounds with the same record on one line."""
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[int]] = {}
+    for r in records:
+        record = (r.get("validation") or {}).get("isolation") or {}
+        if record:
+            missing = tuple(sorted((str(k), _first_line(v, 160)) for k, v in (record.get("missing") or {}).items()))
+            groups.setdefault((str(record.get("user") or "?"), missing), []).append(r["round"])
+    lines = ["", "## Worker isolation", ""]
+    if not groups:
+        return lines + ["No round ran a worker (every candidate was refused before it ran)."]
+    for (user, missing), rounds in groups.items():
+        what = "all enforced" if not missing else "missing " + "; ".join(f"{name} ({why})" for name, why in missing)
+        lines.append(f"- {_rounds(rounds)}: as {user}, {what}")
+    return lines
+
+
+def _rounds(numbers: list[int]) -> str:
+    """``round 3`` or ``rounds 0–5, 7``."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    text = ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
+    return f"round{'s' if len(numbers) > 1 else ''} {text}"
 
 
 def _first_line(text: object, limit: int = 200) -> str:

@@ -5,7 +5,12 @@
     current.json   the round under way (see `begin`)
     llm.jsonl      every model exchange (replayed on resume instead of asked again)
     best.py        the fastest validated kernel so far
-    candidates/    each candidate's sandbox folder (its text, request, result and log)
+    probe/         the worker's folder of the task's probe
+    candidates/    one worker's folder per round: its request (which holds the candidate's text)
+                   and the end of the worker's log. What the worker writes (the candidate's file,
+                   its own home, tmp and compile cache) is in a tmpfs of its own where it has a
+                   mount namespace, gone with it, else in this folder. No result file: the
+                   verdict travels on a pipe.
 
 A round's line is written and synced to disk in one piece after the round is over, so a run
 killed at any moment (even with SIGKILL) has every finished round on disk; a line cut short by
