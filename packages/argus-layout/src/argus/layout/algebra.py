@@ -96,6 +96,7 @@ def coalesce(layout: Layout, profile: Any = None) -> Layout:
 
 def same_function(a: Layout, b: Layout) -> bool:
     """True when `a` and `b` have the same size and agree at every index of their domain."""
+    a, b = as_layout(a, "same_function"), as_layout(b, "same_function")
     return a.size() == b.size() and coalesce(a) == coalesce(b)
 
 
@@ -391,9 +392,9 @@ def composition(a: Any, b: Any) -> Any:
     if b is None:
         return a
     if isinstance(a, ComposedLayout):
-        return a.with_inner(composition(a.inner, b))
+        return a.with_inner(composition(a.inner, b)).check_defined("composition", a, b)
     if isinstance(a, Swizzle):
-        return ComposedLayout(a, 0, as_layout(b, "composition"))
+        return ComposedLayout(a, 0, as_layout(b, "composition")).check_defined("composition", a, b)
     if not isinstance(a, Layout):
         raise LayoutError("composition", f"A must be a Layout, got {type(a).__name__}", a, b)
     if is_tuple(b):
@@ -516,8 +517,14 @@ def left_inverse(layout: Any) -> Layout:
 
 
 def max_common_layout(a: Layout, b: Layout) -> Layout:
-    """The largest layout C of indices that a and b both map contiguously: a(C(i)) == b(C(i)) == i."""
+    """The largest layout C of indices that a and b both map contiguously: a(C(i)) == b(C(i)) == i.
+
+    C's indices come from the right inverse of the smaller layout, so they are indices of both
+    (the larger one, read through its inverse, would reach past the end of the smaller one).
+    """
     a, b = as_layout(a, "max_common_layout"), as_layout(b, "max_common_layout")
+    if a.size() < b.size():
+        a, b = b, a
     inv_b = right_inverse(b)
     modes = coalesce(inv_b).modes()
     for k in range(len(modes), 0, -1):
@@ -545,12 +552,22 @@ def upcast(layout: Any, n: int) -> Any:
     """View the same memory as elements `n` times wider (e.g. bf16 as 16-byte vectors).
 
     Each stride-±1 mode must cover whole vectors; other strides must divide or be divided by n.
+    Refused: a negative stride shorter than a vector (from offset 0 such a mode runs on into the
+    vector before [0, n), so it never holds whole vectors), and two modes stepping inside a
+    vector (each spans whole vectors, their sum reaches one more).
     """
     if isinstance(layout, ComposedLayout):
         return _recast_composed(layout, n, "upcast")
     layout = as_layout(layout, "upcast")
     if not is_int(n) or n < 1:
         raise LayoutError("upcast", f"factor must be a positive int, got {n!r}", layout, n)
+    require_integer_strides(layout, "upcast", layout)
+    inside = [f"{s}:{d}" for s, d in layout.modes() if s > 1 and 0 < abs(d) < n]
+    if len(inside) > 1:
+        raise LayoutError(
+            "upcast", f"modes {' and '.join(inside)} both step inside a {n}-element vector: each spans whole "
+            "vectors alone, and added together they reach a vector neither of them holds", layout, n,
+        )
 
     def one(s: int, d: int) -> Mode:
         if d == 0:
@@ -563,6 +580,12 @@ def upcast(layout: Any, n: int) -> Any:
                 "upcast", f"mode {s}:{d} spans {s * ad} elements, not a whole number of {n}-element vectors",
                 layout, n,
             )
+        if d < 0 and ad < n and s > 1:
+            raise LayoutError(
+                "upcast", f"mode {s}:{d} has stride {d}: from offset 0 it runs backwards into the {n}-element "
+                "vector before the first, so its elements are never whole vectors",
+                layout, n,
+            )
         sign = 1 if d > 0 else -1
         return (ceil_div(s, ceil_div(n, ad)), sign * ceil_div(ad, n))
 
@@ -572,10 +595,11 @@ def upcast(layout: Any, n: int) -> Any:
 def downcast(layout: Any, n: int) -> Any:
     """View the same memory as elements `n` times narrower.
 
-    The n narrow elements of each wide element join one unit-stride mode (the first of size
+    The n narrow elements of each wide element join one mode of stride 1 (the first of size
     > 1; else a size-1 mode, whose stride never mattered, becomes one), which grows n-fold;
-    every other stride is scaled by n. A layout with neither has nowhere to put them and is
-    refused.
+    every other stride is scaled by n. A mode of stride -1 runs backwards while the narrow
+    elements of an element run forwards, so it is scaled like the others. A layout with neither
+    has nowhere to put them and is refused.
     """
     if isinstance(layout, ComposedLayout):
         return _recast_composed(layout, n, "downcast")
@@ -584,17 +608,17 @@ def downcast(layout: Any, n: int) -> Any:
         raise LayoutError("downcast", f"factor must be a positive int, got {n!r}", layout, n)
     require_integer_strides(layout, "downcast", layout, n)
     modes = layout.modes()
-    unit = [k for k, (s, d) in enumerate(modes) if abs(d) == 1 and s > 1]
+    unit = [k for k, (s, d) in enumerate(modes) if d == 1 and s > 1]
     trivial = [k for k, (s, _) in enumerate(modes) if s == 1]
     if n > 1 and not unit and not trivial:
+        backwards = any(d == -1 and s > 1 for s, d in modes)
         raise LayoutError(
-            "downcast", "no mode has stride 1 or -1, so the narrow elements inside each element "
-            "would not be addressed", layout, n,
+            "downcast", "no mode has stride 1, so the narrow elements inside each element would not be "
+            "addressed" + (" (the mode of stride -1 runs backwards, and they run forwards)" if backwards else ""),
+            layout, n,
         )
     grow = unit[0] if unit else trivial[0] if trivial else -1
-    pairs = [
-        (s * n, d if abs(d) == 1 else 1) if k == grow else (s, d * n) for k, (s, d) in enumerate(modes)
-    ]
+    pairs = [(s * n, 1) if k == grow else (s, d * n) for k, (s, d) in enumerate(modes)]
     return Layout._make(
         unflatten(tuple(s for s, _ in pairs), layout.shape), unflatten(tuple(d for _, d in pairs), layout.shape)
     )

@@ -172,11 +172,18 @@ def ceil_div(a: int, b: int) -> int:
 
 def shape_div(a: IntTuple, b: int) -> IntTuple:
     """Divide `b` out of shape `a` from the left, mode by mode; each step must divide one way."""
+    a = as_int_tuple(a, "shape_div", "shape")
+    if not is_int(b) or b < 1 or any(s < 1 for s in flatten(a)):
+        raise LayoutError("shape_div", "the shape and the divisor must be positive ints", a, b)
+    return _shape_div(a, b)
+
+
+def _shape_div(a: IntTuple, b: int) -> IntTuple:
     if isinstance(a, tuple):
         out = []
         for e in a:
-            out.append(shape_div(e, b))
-            b = shape_div(b, product(e))  # type: ignore[assignment]
+            out.append(_shape_div(e, b))
+            b = _shape_div(b, product(e))  # type: ignore[assignment]
         return tuple(out)
     if a % b == 0:
         return a // b

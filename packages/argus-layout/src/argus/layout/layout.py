@@ -238,20 +238,20 @@ class Layout:
             return None
 
 
-def _checked_coordinate(crd: Any, layout: Layout) -> Any:
+def _checked_coordinate(crd: Any, layout: Layout, op: str = "evaluate") -> Any:
     """Scalar indices and coordinates: non-negative ints (numpy integers too) or symbolic values."""
     if is_tuple(crd):
-        return tuple(_checked_coordinate(c, layout) for c in crd)
+        return tuple(_checked_coordinate(c, layout, op) for c in crd)
     if isinstance(crd, np.integer):
         crd = int(crd)
     if is_int(crd):
         if crd < 0:
-            raise LayoutError("evaluate", f"index or coordinate {crd} is negative", layout)
+            raise LayoutError(op, f"index or coordinate {crd} is negative", layout)
         return crd
     if isinstance(crd, Expr):
         return crd
     raise LayoutError(
-        "evaluate",
+        op,
         f"expected an int, a tuple coordinate, an integer numpy array or a symbolic expression, "
         f"got {type(crd).__name__} {crd!r}",
         layout,
@@ -348,7 +348,10 @@ def make_layout(*args: Any) -> Layout:
 
 def make_layout_like(layout: Layout) -> Layout:
     """Compact layout with the same shape, modes ordered like `layout`'s strides."""
-    order = tuple(abs(d) if d != 0 else 0 for d in flatten(layout.stride))
+    if not isinstance(layout, Layout):
+        raise LayoutError("make_layout_like", f"expected a Layout, got {type(layout).__name__}", layout)
+    require_integer_strides(layout, "make_layout_like", layout)
+    order = tuple(abs(d) for d in flatten(layout.stride))
     return make_ordered_layout(layout.shape, unflatten(order, layout.shape))
 
 
@@ -372,8 +375,10 @@ def slice_and_offset(crd: Any, layout: Layout) -> tuple[Layout, int]:
             for ci, si, di in zip(c, s, d):  # type: ignore[arg-type]
                 walk(ci, si, di)
         else:
-            offset += crd2idx(c, s, d)
+            offset += crd2idx(_checked_coordinate(c, layout, "slice"), s, d)
 
+    if not isinstance(layout, Layout):
+        raise LayoutError("slice", f"expected a Layout to slice, got {type(layout).__name__}", crd, layout)
     if crd is None:
         return layout, 0
     check_nesting(crd, "slice", "coordinate")

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .basis import has_basis
 from .errors import LayoutError
 from .inttuple import is_int
 from .layout import Layout
@@ -175,6 +176,23 @@ class ComposedLayout:
 
     def with_inner(self, inner: Layout) -> ComposedLayout:
         return ComposedLayout(self.outer, self.offset, inner)
+
+    def check_defined(self, op: str, *operands: Any) -> ComposedLayout:
+        """This layout, if its outer function is defined wherever its domain leads: a swizzle and
+        a layout take non-negative offsets only. An operation whose answer would leave that
+        range (an inner layout read past its size, where it may run below 0) has no answer, and
+        `op` refuses it with a `LayoutError`. Coordinate (basis) strides are not offsets: kept."""
+        if has_basis(self.inner):
+            return self
+        lowest = self.offset + self.inner.codomain()[0]
+        if lowest < 0:
+            raise LayoutError(
+                op,
+                f"the result is not defined: its offset plus its inner layout reaches {number_text(lowest)}, "
+                "where the outer function is not defined (it takes non-negative offsets only)",
+                *operands,
+            )
+        return self
 
     def __getitem__(self, i: int) -> ComposedLayout:
         return self.with_inner(self.inner[i])

@@ -53,7 +53,7 @@ def _lift(op: str, f: Any) -> Any:
 
     def lifted(a: Any, tiler: Any) -> Any:
         if isinstance(a, ComposedLayout):
-            return a.with_inner(lifted(a.inner, tiler))
+            return a.with_inner(lifted(a.inner, tiler)).check_defined(op, a, tiler)
         if not isinstance(a, Layout):
             raise LayoutError(op, f"expected a Layout, got {type(a).__name__} {a!r}", a, tiler)
         return f(a, tiler)
@@ -201,6 +201,8 @@ def _tile_to_shape(block: Layout, target: Any, order: Any = None) -> Layout:
     target = as_int_tuple(target, "tile_to_shape", "target shape")
     modes = list(target) if is_tuple(target) else [target]
     r = len(modes)
+    if r == 0 and block.rank == 0:
+        return block  # the empty shape holds one element, as the empty block does
     if block.rank > r:
         raise LayoutError("tile_to_shape", f"block rank {block.rank} exceeds target rank {r}", block, target)
     padded = _padded(block, r)
@@ -220,7 +222,8 @@ def _tile_to_shape(block: Layout, target: Any, order: Any = None) -> Layout:
 
 def tile_to_shape(block: Any, target: Any, order: Any = None) -> Any:
     if isinstance(block, ComposedLayout):
-        return block.with_inner(_tile_to_shape(block.inner, target, order))
+        tiled = block.with_inner(_tile_to_shape(block.inner, target, order))
+        return tiled.check_defined("tile_to_shape", block, target)
     return _tile_to_shape(as_layout(block, "tile_to_shape"), target, order)
 
 
