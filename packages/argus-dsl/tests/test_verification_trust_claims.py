@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from argus.dsl import Tensor, f32, kernel, make_local, make_shared, syncthreads, tag, thread_idx
+from argus.dsl import Tensor, block_idx, f32, kernel, make_local, make_shared, syncthreads, tag, thread_idx
 from argus.dsl.cli import main
 from argus.dsl.shadow import check_launch
 from argus.verify import Result, Verdict
@@ -149,3 +149,40 @@ def test_an_assertion_no_launch_reaches_is_not_proved(k):
 def test_an_assertion_some_launches_reach_is_proved():
     result = asserted_in_a_branch_some_launches_take.verify()
     assert result.verdict is Verdict.PROVED, result.text()
+
+
+# ---- accesses under branches on runtime conditions -------------------------------------------------
+
+
+@kernel(block=(32,), verify=False)
+def guarded_store_past_the_end(x: Tensor[f32, 32], n: int):
+    if n > 0:
+        x[thread_idx.x + 1] = 1.0  # thread 31 stores x[32] wherever the branch is taken
+
+
+@kernel(block=(32,), verify=False)
+def guarded_store_past_a_runtime_size(x: Tensor[f32, "n"], n: int):
+    i = block_idx.x * 32 + thread_idx.x
+    if i < n:
+        x[i + n] = 1.0  # past the end for every thread that gets here
+
+
+@kernel(block=(32,), verify=False)
+def guarded_store_within_bounds(x: Tensor[f32, "n"], n: int):
+    i = block_idx.x * 32 + thread_idx.x
+    if i < n:
+        x[i] = 1.0
+
+
+@pytest.mark.parametrize("k, args", [(guarded_store_past_the_end, (np.zeros(32, np.float32), 1)),
+                                     (guarded_store_past_a_runtime_size, (np.zeros(8, np.float32), 8))])
+def test_a_store_under_a_branch_out_of_bounds_wherever_it_runs_is_violated(k, args):
+    result = k.verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    witness = result.witnesses[0]
+    assert witness["kind"] == "out-of-bounds", witness
+    assert witness["replayed"].startswith("the interpreter faults the same way"), witness
+
+
+def test_a_store_under_a_branch_within_bounds_is_no_finding():
+    assert guarded_store_within_bounds.verify().verdict is Verdict.NOTHING_TO_PROVE

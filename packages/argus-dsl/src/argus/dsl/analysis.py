@@ -43,7 +43,8 @@ from . import batching, tag_liveness
 from . import dialect as D
 from .atoms import CopyAtom, MMAAtom
 from .dtypes import DType
-from .initialization import UNKNOWN_PATHS, Conjunction, Initialization, MaybeUnwritten, Paths, conditional, written
+from .findings import Conditional
+from .initialization import UNKNOWN_PATHS, Conjunction, Initialization, Paths, conditional, written
 from .op_table import OpTable
 from .product_reads import OperandMemory, operand_allocations
 from .errors import SourceLocation, VerificationError
@@ -601,6 +602,9 @@ class TagAnalysis:
         self.path: Conjunction = ()
         """When the ops being walked run, as far as branches on runtime conditions every thread
         shares tell (inside such a branch: its condition)."""
+        self.branches: list[tuple[Affine, str]] = []
+        """The conditions of the branches on runtime conditions around the ops being walked, each
+        with the comparison the side taken makes of it ("ne0" or "eq0"): each thread's path."""
         self.reached: dict[str, set[tuple[tuple[int, ...], Conjunction]]] = {}
         """Per assertion (and product pairing), the runtime loops and the path around each place
         the walk compared it: a proof needs a launch that gets there."""
@@ -752,6 +756,10 @@ class TagAnalysis:
         """`site`, whose comparison the walk makes here (`reached`)."""
         self.reached.setdefault(site, set()).add((self.obligations.scope, self.path))
         return site
+
+    def path_of(self, thread: int) -> Conjunction:
+        """When `thread` gets to the ops being walked: the comparisons its branches make."""
+        return tuple((kind, condition.row(thread)) for condition, kind in self.branches)
 
     def thread_of(self, points: np.ndarray) -> np.ndarray:
         """The threads of points (themselves, unless copies run together)."""
@@ -1035,7 +1043,11 @@ class TagAnalysis:
 
     def in_bounds(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
         """Outside symbolic branches, a launch's accesses are in bounds: a fact of the domain."""
-        if self.guards or not active.any():
+        if not active.any():
+            return
+        if self.guards:
+            if self.checking:
+                self.bounds_under_branches(op, ref, coords, active)
             return
         memo = self._bounds.get(op)
         if memo is not None and _same_objects(memo[0], [ref, active, *coords]):
@@ -1051,6 +1063,24 @@ class TagAnalysis:
         self._in_bounds(op, ref, coords, active)
         now = set(self.loop_facts[scope[-1]]) if scope else set(self.facts)
         self._bounds[op] = ([ref, active, *coords], self._faults[mark:], now - here, self.replay_facts - replay)
+
+    def bounds_under_branches(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
+        """An access under a branch on a runtime condition states no fact (the branch may be what
+        keeps it in bounds), but one out of bounds in every launch, as the bounds of the symbols
+        tell (`x[n + thread_idx.x]` of a tensor of `n`), is a fault wherever its thread gets to
+        it: a finding in the launches whose branches take a thread there."""
+        if not all(type(c) is Affine or type(c) is Uniform for c in coords):
+            return  # (a coordinate read from memory: the interpreter's to check)
+        points, space = self.active(active), self.space
+        for axis, (c, d) in enumerate(zip(coords, ref.dims)):
+            for margin in (c, space.add(space.sub(d, c), space.constant(-1, len(c)))):  # both ≥ 0 in bounds
+                outside = points[self.initialization.highest(margin, points) < 0]
+                if outside.size:
+                    threads = [int(t) % self.threads for t in np.unique(self.thread_of(outside))]
+                    index = tuple(space.describe(x.row(int(outside[0]))) for x in coords)
+                    _conditional(self, op, "out-of-bounds", [self.path_of(t) for t in threads], threads,
+                                 {"index": index, "extent": f"tensor {ref.name!r}, mode {axis}"})
+                    return
 
     def _in_bounds(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
         points = self.active(active)
@@ -2426,7 +2456,7 @@ def _unwritten(a: TagAnalysis, op: Operation, status: np.ndarray, threads: np.nd
     site = str(a.where(op))
     rows = np.flatnonzero((status == NEVER).any(axis=1))
     details = {"operand": operand} if operand else {}
-    if rows.size and not any(c.site == site and c.kind == "uninitialized-read" and not isinstance(c, MaybeUnwritten)
+    if rows.size and not any(c.site == site and c.kind == "uninitialized-read" and not isinstance(c, Conditional)
                              for c in a.obligations.candidates):
         thread = int(threads[rows[0]]) % a.threads
         a.obligations.fault(site, "uninitialized-read", thread, _describer(a, op, site, np.arange(a.threads)),
@@ -2440,29 +2470,37 @@ def _unwritten(a: TagAnalysis, op: Operation, status: np.ndarray, threads: np.nd
 
 def _maybe_unwritten(a: TagAnalysis, op: Operation, site: str, status: np.ndarray, coded: np.ndarray,
                      threads: np.ndarray, details: dict[str, Any]) -> None:
-    """A read of bytes written on some paths only: one finding per op and loop scope, whose
-    alternatives are the launches, one per distinct condition with the first thread reading a
-    byte of it, that reach the read (`TagAnalysis.path`) and take none of those paths."""
+    """A read of bytes written on some paths only: a finding whose alternatives are the
+    launches, one per distinct condition with the first thread reading a byte of it, in which
+    that thread reaches the read (`TagAnalysis.path_of`) and takes none of those paths."""
     rows, cols = np.nonzero(coded)
     codes, first = np.unique(status[rows, cols], return_index=True)
     alternatives, points = [], []
     for code, at in zip(codes.tolist(), first.tolist()):
         thread = int(threads[rows[at]]) % a.threads
         for conjunction in a.initialization.condition(code):
-            both = a.initialization.simplified(a.path + conjunction)
-            if both is not None:
-                alternatives.append(both)
-                points.append(thread)
-    if not alternatives:  # (no launch reaching the read takes none of the paths)
+            alternatives.append(a.path_of(thread) + conjunction)
+            points.append(thread)
+    _conditional(a, op, "uninitialized-read", alternatives, points, details)
+
+
+def _conditional(a: TagAnalysis, op: Operation, kind: str, alternatives: list[Conjunction], points: list[int],
+                 details: dict[str, Any]) -> None:
+    """A finding of `op` in the launches of one of `alternatives`, each about a thread of
+    `points` (`findings.Conditional`): one per op, kind and loop scope, its alternatives
+    gathered from every walk that finds it."""
+    kept = [(both, point) for conjunction, point in zip(alternatives, points)
+            if (both := a.initialization.simplified(conjunction)) is not None]
+    if not kept:  # (no launch takes such a path)
         return
-    scope = a.obligations.scope
+    site, scope = str(a.where(op)), a.obligations.scope
     for c in a.obligations.candidates:
-        if isinstance(c, MaybeUnwritten) and c.site == site and c.scope == scope:
-            c.add(alternatives, points)
+        if isinstance(c, Conditional) and c.site == site and c.kind == kind and c.scope == scope:
+            c.add(*map(list, zip(*kept)))
             return
-    finding = MaybeUnwritten(site, "uninitialized-read", points[0], 0, _describer(a, op, site, np.arange(a.threads)),
-                             details=details, scope=scope)
-    finding.add(alternatives, points)
+    finding = Conditional(site, kind, kept[0][1], 0, _describer(a, op, site, np.arange(a.threads)), details=details,
+                          scope=scope)
+    finding.add(*map(list, zip(*kept)))
     a.obligations.candidates.append(finding)
 
 
@@ -2745,6 +2783,9 @@ def _if(a: TagAnalysis, op: scf.IfOp, mask: np.ndarray) -> None:
     outside = a.path
     shared = cond.row(int(np.flatnonzero(mask)[0])) if isinstance(cond, Affine) and \
         _uniform_over(cond, np.flatnonzero(mask)) else None
+    known = isinstance(cond, Affine)
+    if known:
+        a.branches.append((cond, "ne0"))
     a.guards += 1
     try:
         a.path = outside + _path_of(a, shared, "ne0")
@@ -2755,10 +2796,14 @@ def _if(a: TagAnalysis, op: scf.IfOp, mask: np.ndarray) -> None:
         a.set_tracking(tracked)
         if op.false_region.blocks:
             a.path = outside + _path_of(a, shared, "eq0")
+            if known:
+                a.branches[-1] = (cond, "eq0")
             a.run_block(op.false_region.block, mask)
     finally:
         a.guards -= 1
         a.path = outside
+        if known:
+            a.branches.pop()
     a.join_into(after_true, cond if isinstance(cond, Affine) else None, origin=str(a.where(op)), paths=paths)
     a.join_tracking(tracked_true)
 

@@ -9,19 +9,17 @@ under which nothing wrote it: a disjunction of conjunctions of comparisons, as t
 them. Taking such a byte for written would turn "written on one path" into "written", and a
 read of it into a false proof; taking it for never written would report reads that no launch
 makes. A read of a coded byte is an uninitialized read exactly in the launches satisfying its
-condition (and reaching the read): a `MaybeUnwritten` candidate, decided with the domain once
-the kernel has been walked, and replayed like every finding.
+condition (and reaching the read): a `findings.Conditional` candidate, decided with the domain
+once the kernel has been walked, and replayed like every finding.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys
 from argus.verify.memory import NEVER, RESET
-from argus.verify.obligations import Candidate
 
 Comparison = tuple[str, Key]
 Conjunction = tuple[Comparison, ...]
@@ -33,8 +31,6 @@ FIRST_CODE = RESET - 1
 """The site of a byte written on some paths only is ``FIRST_CODE - k`` for its k-th condition."""
 MAX_ALTERNATIVES = 16
 """Conjunctions kept per condition; beyond, it is weakened (to what they all require)."""
-MAX_READ_ALTERNATIVES = 256
-"""Alternatives of one read's finding (per thread and condition) before they are weakened."""
 
 
 def written(sites: np.ndarray) -> np.ndarray:
@@ -209,6 +205,17 @@ class Initialization:
             out.append((kind, key))
         return tuple(out)
 
+    def highest(self, value: Affine, points: np.ndarray) -> np.ndarray:
+        """Per point of `points`, the largest `value` can be, from the bounds of its symbols
+        (infinite where an atom is not a symbol)."""
+        out = value.const[points].astype(np.float64)
+        for atom, coefficients in value.terms.items():
+            coefficient = coefficients[points]
+            low, high = self._range((0, ((atom, 1),)))
+            with np.errstate(invalid="ignore"):
+                out += np.where(coefficient > 0, coefficient * high, np.where(coefficient < 0, coefficient * low, 0))
+        return out  # type: ignore[no-any-return]
+
     def _range(self, key: Key, depth: int = 4) -> tuple[float, float]:
         """Bounds of `key` from the constant bounds of its symbols (their own bounds in turn, a
         few levels deep); infinite where an atom is not a symbol."""
@@ -351,28 +358,3 @@ def _weakened(condition: Condition) -> Condition:
         return condition
     shared = set(condition[0]).intersection(*condition[1:])
     return (tuple(sorted(shared)),)
-
-
-@dataclass
-class MaybeUnwritten(Candidate):
-    """A read of bytes written on some paths only: an uninitialized read in the launches of one
-    of `alternatives` (each with the thread, `points`, that reads such bytes there). The
-    checker picks the alternative, thread and model once the domain is known."""
-
-    alternatives: list[Conjunction] = field(default_factory=list)
-    points: list[int] = field(default_factory=list)
-
-    def add(self, alternatives: list[Conjunction], points: list[int]) -> None:
-        """More launches in which the same read finds bytes unwritten (another iteration of an
-        unrolled loop, say)."""
-        for conjunction, point in zip(alternatives, points):
-            if conjunction not in self.alternatives:
-                self.alternatives.append(conjunction)
-                self.points.append(point)
-        if len(self.alternatives) > MAX_READ_ALTERNATIVES:  # weakened to "some launch reaching the read"
-            self.alternatives, self.points = [()], [self.points[0]]
-
-    def choose(self, alternative: int, model: dict[int, int]) -> None:
-        self.condition = list(self.alternatives[alternative])
-        self.point = self.points[alternative]
-        self.model = model

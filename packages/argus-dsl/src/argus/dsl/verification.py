@@ -28,7 +28,7 @@ from argus.verify.solvers import solver as find_solver
 from . import dialect as D
 from .analysis import Analysis, Preparation, TagAnalysis, Undecidable
 from .errors import ArgusError, KernelFault
-from .initialization import MaybeUnwritten
+from .findings import Conditional
 from .interpreter import storage_dtype
 
 #: Largest tensor (bytes) a replay allocates; a witness needing more is reported unreplayed.
@@ -100,7 +100,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
             facts = kept
             everything, empty = domain(facts)
         undecided = analysis.obligations.decide(engine, facts, timeout_ms, lambda scope: _scoped(analysis, scope))
-        undecided += _decide_unwritten(analysis, engine, facts, timeout_ms)
+        undecided += _decide_conditional(analysis, engine, facts, timeout_ms)
         base_model = empty.model
         if everything.status != "sat":
             _overruns(analysis, engine, facts, timeout_ms)
@@ -185,14 +185,15 @@ def _no_collection() -> Iterator[None]:
             gc.enable()
 
 
-def _decide_unwritten(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int) -> list[str]:
-    """Settle the reads of bytes written on some paths only (`initialization.MaybeUnwritten`):
-    one is a finding when a launch of the domain reaches it and takes none of those paths (the
-    solver picks the launch and the thread), and is dropped when none does; the reasons of those
-    the solver could not settle."""
+def _decide_conditional(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int) -> list[str]:
+    """Settle the findings that hold in some launches only (`findings.Conditional`: a read of
+    bytes written on some paths only, an access under a branch out of bounds wherever it runs):
+    one stands when a launch of the domain satisfies one of its alternatives (the solver picks
+    the launch and the thread), and is dropped when none does; the reasons of those the solver
+    could not settle."""
     undecided, kept = [], []
     for c in analysis.obligations.candidates:
-        if not isinstance(c, MaybeUnwritten):
+        if not isinstance(c, Conditional):
             kept.append(c)
             continue
         answer = engine.solve(Query(analysis.space, facts + _scoped(analysis, c.scope), c.alternatives), timeout_ms)
@@ -200,8 +201,8 @@ def _decide_unwritten(analysis: Analysis, engine: Any, facts: list[Any], timeout
             c.choose(answer.alternative, answer.model)
             kept.append(c)
         elif answer.status != "unsat":
-            undecided.append(f"{c.site}: whether this read finds bytes that are written on some paths only "
-                             f"unwritten could not be decided: {answer.reason or 'the solver found no usable model'}")
+            undecided.append(f"{c.site}: whether some launch has this {c.kind} could not be decided: "
+                             f"{answer.reason or 'the solver found no usable model'}")
     analysis.obligations.candidates[:] = kept
     return undecided
 
