@@ -16,10 +16,10 @@ MAX_NESTING = 100
 """How deep the syntax tree may nest (statements, expressions, brackets): Python's own parser,
 compiler and `ast.unparse` recurse on it and fail with RecursionError a few hundred levels down."""
 
-MAX_FUNCTIONS = 16
+MAX_FUNCTIONS = 8
 """Functions a candidate defines (the kernel, its helpers, the grid): a kernel module has two or
-three; the compiler reads helpers that call helpers recursively, and its cost grows quickly with
-how deep they call each other (thousands of them take it past Python's recursion limit)."""
+three. The compiler reads helpers that call helpers recursively, at a cost that doubles with
+each level (a chain of thirteen took it 40 s, thousands past Python's recursion limit)."""
 
 MAX_GRID = (2**31 - 1, 65_535, 65_535)
 """The most blocks a launch grid may have along x, y and z: what any target launches."""
