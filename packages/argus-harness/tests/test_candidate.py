@@ -64,8 +64,8 @@ def test_tag_assertions_are_counted_wherever_they_are_written() -> None:
     """`Candidate.assertions` counts the text: a helper the kernel never calls counts too."""
     text = gemm_candidate()
     assert parse_candidate(text).assertions == 1
-    helper = ("from argus.dsl import device\n\n@device\ndef unused(x):\n    assert tag(x[0]) == tag(x[1]), 'never reached'\n    return x\n\n"
-              "@kernel(block=(THREADS,))")
+    helper = ("from argus.dsl import device\n\n@device\ndef unused(x):\n"
+              "    assert tag(x[0]) == tag(x[1]), 'never reached'\n    return x\n\n@kernel(block=(THREADS,))")
     assert parse_candidate(text.replace("@kernel(block=(THREADS,))", helper, 1)).assertions == 2
 
 

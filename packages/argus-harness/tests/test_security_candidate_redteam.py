@@ -50,7 +50,8 @@ def unchecked(text: str) -> Candidate:
 
 # ---- the file the front-end reads is the text that was checked ---------------------------------
 
-def hidden_in_a_comment(encoding: str, hidden_newline: str, sentinel: Path, first: str = "#!/usr/bin/env python") -> str:
+def hidden_in_a_comment(encoding: str, hidden_newline: str, sentinel: Path,
+                        first: str = "#!/usr/bin/env python") -> str:
     """A kernel with a comment that, decoded as `encoding`, ends and goes on as code writing
     `sentinel`. Checked as a string, the comment is a comment. `first`: its first line, before
     the declaration (Python reads one on line 2 after a comment)."""
@@ -74,7 +75,10 @@ def test_a_coding_declaration_other_than_utf8_is_refused(encoding: str, tmp_path
     the file: under utf-7 a comment of the checked text decodes to code calling ``open``."""
     sentinel = tmp_path / "written"
     text = hidden_in_a_comment(encoding, HIDDEN[encoding], sentinel)
-    for check in (parse_candidate, lambda t: load_candidate(unchecked(t), tmp_path / "candidate.py").kernel.specialize()):
+    def build(text: str) -> object:
+        return load_candidate(unchecked(text), tmp_path / "candidate.py").kernel.specialize()
+
+    for check in (parse_candidate, build):
         with pytest.raises(CandidateError, match=f"declares the encoding '{encoding}'") as caught:
             check(text)
         assert caught.value.location is not None and caught.value.location.line == 2
