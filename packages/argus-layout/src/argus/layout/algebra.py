@@ -135,6 +135,17 @@ def _extension_modes(a: Layout) -> list[Mode]:
     return merged or [(1, 0)]
 
 
+def line_stride(a: Layout) -> Any:
+    """The c with ``a(i) == i·c`` for every natural i, when A is such a straight line, else None.
+
+    Only a straight line is defined below 0 (as ``i·c`` there too): composition reads a single-mode
+    A that way. Decided on A's modes with its continuation (a trailing size-1 mode may break the
+    line past A's size, which plain coalescing would hide).
+    """
+    modes = _extension_modes(a)
+    return modes[0][1] if len(modes) == 1 else None
+
+
 def _compose_mode(a_modes: list[Mode], s: int, d: int, a: Layout, b: Layout) -> list[Mode]:
     """A ∘ (s:d) for A given by its extension modes; the last A mode is unbounded.
 

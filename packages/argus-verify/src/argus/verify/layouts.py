@@ -19,7 +19,7 @@ import numpy as np
 
 from argus.layout import ComposedLayout, Layout, LayoutError, Swizzle, coalesce, idx2crd
 from argus.layout import composition as compose
-from argus.layout.algebra import fit_modes
+from argus.layout.algebra import fit_modes, line_stride
 from argus.layout.basis import require_integer_strides
 
 from .results import Result, proved, unknown, violated
@@ -374,10 +374,9 @@ def composition(a: AnyLayout | Swizzle, b: Layout, r: AnyLayout | None = None, *
     if not isinstance(b, Layout):
         raise LayoutError("composition", f"B must be a plain Layout, got {type(b).__name__}", b)
     b = _checked(b, "composition")  # type: ignore[assignment]
-    if isinstance(a, Swizzle):
-        _checked(ComposedLayout(a, 0, b), "composition")  # a swizzle is defined on B's offsets
-    else:
+    if not isinstance(a, Swizzle):
         a = _checked(a, "composition")
+    _require_defined_on(a, b)
     if r is not None:
         r = _checked(r, "composition")
     claim = f"{a} o {b} is a layout" if r is None else f"{r} == {a} o {b}"
@@ -397,6 +396,20 @@ def composition(a: AnyLayout | Swizzle, b: Layout, r: AnyLayout | None = None, *
     return _pointwise(claim, a, b, r, limit, f"A∘B = {result}")
 
 
+def _require_defined_on(a: AnyLayout | Swizzle, b: Layout) -> None:
+    """Refuse, as for a composed layout that is not defined on its own domain, an A whose outer
+    function (a swizzle, or a composed layout's outer) B leads below 0, where it is not defined:
+    decided on ``A∘B`` where the algebra gives A's inner part exactly."""
+    if isinstance(a, Swizzle):
+        ComposedLayout(a, 0, b).check_defined("composition", a, b)
+    elif isinstance(a, ComposedLayout):
+        try:
+            inner = compose(a.inner, b)
+        except LayoutError:
+            return  # no exact form: A∘B is then refused, and decided point by point, if at all
+        a.with_inner(inner).check_defined("composition", a, b)
+
+
 def _at(a: AnyLayout | Swizzle, indices: np.ndarray) -> np.ndarray | None:
     """A at the given indices, in int64; None where A is not defined there (a negative index
     of anything but a straight line) or its offsets leave int64."""
@@ -413,10 +426,10 @@ def _at(a: AnyLayout | Swizzle, indices: np.ndarray) -> np.ndarray | None:
             return None
         return _at(a.outer, inner + a.offset)
     if lo < 0:
-        modes = coalesce(a).modes()
-        if len(modes) != 1 or abs(modes[0][1]) * max(-lo, hi) > INT64_MAX:
+        line = line_stride(a)  # a straight line is defined below 0 too, as the algebra reads it
+        if line is None or abs(line) * max(-lo, hi) > INT64_MAX:
             return None
-        return indices * modes[0][1]  # a single mode is a straight line, defined below 0 too
+        return indices * line
     bound_lo, bound_hi = _bounds_on(a, hi)
     if max(-bound_lo, bound_hi) > INT64_MAX:
         return None
@@ -555,6 +568,9 @@ def bank_conflict_free(addresses: AnyLayout, element_bytes: int, access_bytes: i
             raise LayoutError("banks", f"{name} must be a positive int{bound}, got {value!r}", addresses)
     if access_bytes & (access_bytes - 1):
         raise LayoutError("banks", f"access_bytes must be a power of two, got {access_bytes}", addresses)
+    if addresses.size() < threads:
+        raise LayoutError("banks", f"the layout gives {addresses.size()} addresses for {threads} threads; "
+                                   "it needs one for every thread", addresses)
     claim = f"{threads} threads accessing {access_bytes} bytes at {addresses} ({element_bytes}-byte elements) are bank-conflict free"
     words_per_access = max(1, access_bytes // bank_bytes)
     starts = [int(addresses(t)) * element_bytes for t in range(threads)]  # exact Python ints
