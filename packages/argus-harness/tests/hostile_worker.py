@@ -258,3 +258,10 @@ def name_thread(request: dict[str, Any]) -> dict[str, Any]:
     thread.start()
     thread.join()
     return named
+
+
+def hold(request: dict[str, Any]) -> dict[str, Any]:
+    """Leave a process, named by the request's token, holding the channel open after the report."""
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(120)", request["token"]])
+    return {"held": True}

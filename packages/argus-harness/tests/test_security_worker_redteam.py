@@ -134,6 +134,24 @@ def test_a_report_the_harness_cannot_read_fails_the_round(tmp_path: Path, name: 
     assert outcome.result is None and "the worker's channel" in (outcome.failure or ""), outcome
 
 
+def test_a_report_past_the_channel_s_size_is_cut_off(tmp_path: Path) -> None:
+    line = '{"report": "' + "x" * (40 << 20) + '"}'
+    outcome = run_worker({"line": line}, _folder(tmp_path), LIMITS, entry="hostile_worker:raw")
+    assert outcome.result is None and "larger than 32 MB" in (outcome.failure or ""), outcome
+
+
+def test_a_process_holding_the_channel_open_neither_hangs_the_harness_nor_outlives_the_round(tmp_path: Path) -> None:
+    token = f"argus-hold-{uuid.uuid4().hex}"
+    started = time.monotonic()
+    outcome = run_worker({"token": token}, _folder(tmp_path), LIMITS, entry="hostile_worker:hold")
+    try:
+        assert outcome.result == {"held": True} and time.monotonic() - started < 30, outcome
+        assert _gone(token) or "pid_namespace" in outcome.isolation["missing"]
+    finally:
+        for pid in _processes_named(token):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _report(**output: Any) -> dict[str, Any]:
     measured = {"position": 2, "name": "c", "shape": [4, 4], "expected_shape": [4, 4], "atol": 1e-4, "rtol": 1e-4,
                 "size": 16, "unwritten": 0, "mismatched": 0, "max_error": 0.0, "spread": 1.0,
