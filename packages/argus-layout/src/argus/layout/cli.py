@@ -60,7 +60,7 @@ from .output import Output, flush_quietly
 from .svg import MAX_CELLS, offset_grid, save_svg, tv_grid
 from .swizzle import ComposedLayout, Swizzle
 
-__all__ = ["FUNCTIONS", "CliError", "evaluate", "main"]
+__all__ = ["FUNCTIONS", "CliError", "OneLineArgumentParser", "UsageError", "evaluate", "main"]
 
 PROG = "argus-layout"
 
@@ -479,19 +479,21 @@ commands:
 """
 
 
-class _UsageError(Exception):
-    pass
+class UsageError(Exception):
+    """A command line argparse cannot read: the message and, in parentheses, the usage."""
 
 
-class _ArgumentParser(argparse.ArgumentParser):
-    """Reports usage mistakes as one ``error:`` line instead of exiting from inside argparse."""
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """Reports usage mistakes by raising `UsageError`, for the command to print as one
+    ``error:`` line, instead of printing the usage and exiting from inside argparse. The
+    parsers of its sub-commands are of this class too."""
 
     def error(self, message: str) -> Any:  # type: ignore[override]
-        raise _UsageError(f"{message} ({self.format_usage().strip()})")
+        raise UsageError(f"{message} ({self.format_usage().strip()})")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _ArgumentParser(
+    parser = OneLineArgumentParser(
         prog=PROG,
         usage="%(prog)s [-h] COMMAND ...",
         description=_DESCRIPTION,
@@ -560,7 +562,7 @@ def _run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exit_:  # --help
         return exit_.code if isinstance(exit_.code, int) else 2
-    except _UsageError as usage:
+    except UsageError as usage:
         _error(str(usage), err)
         return 2
     try:

@@ -162,7 +162,13 @@ class LayoutTexts:
     # ---- command lines ---------------------------------------------------------------
 
     def layout_command(self, functions: Sequence[str]) -> list[str]:
-        """Arguments for ``argus-layout``: ``eval`` of an expression, or ``show`` of a layout."""
+        """Arguments for ``argus-layout``: ``eval`` of an expression, or ``show`` of a layout,
+        and now and then a usage mistake."""
+        if self.rng.random() < 0.08:
+            return self.usage_mistake(self._layout_command(functions))
+        return self._layout_command(functions)
+
+    def _layout_command(self, functions: Sequence[str]) -> list[str]:
         roll = self.rng.random()
         if roll < 0.6:
             return ["eval", self.expression(functions)]
@@ -171,8 +177,28 @@ class LayoutTexts:
         tile = self.rng.choice(["16,8", "4,4", "0,4", "99999999999,2", "x", "8x8", "", "3,-1", "1000,1000"])
         return ["show", self.layout_argument(), "--tv", tile]
 
+    def usage_mistake(self, argv: list[str]) -> list[str]:
+        """A command line argparse refuses: cut short, an unknown option or word, or empty."""
+        rng = self.rng
+        roll = rng.random()
+        if roll < 0.3:
+            return argv[: rng.randint(0, min(2, len(argv)))]
+        if roll < 0.6:
+            i = rng.randint(0, len(argv))
+            return [*argv[:i], rng.choice(["--bogus", "-x", "--json=1", "--", "-h2"]), *argv[i:]]
+        if roll < 0.8:
+            return [rng.choice(["teleport", "Layout", "", "-"]), *argv[1:]]
+        return argv[:1] + [rng.choice(["teleport", "INJECTIVE", ""]), *argv[2:]]
+
     def verify_command(self) -> list[str]:
-        """Arguments for ``argus-verify layout``: every check, with layouts and numbers."""
+        """Arguments for ``argus-verify layout``: every check, with layouts and numbers, and
+        now and then a usage mistake."""
+        rng = self.rng
+        if rng.random() < 0.08:
+            return self.usage_mistake(self._verify_command())
+        return self._verify_command()
+
+    def _verify_command(self) -> list[str]:
         rng = self.rng
         check = rng.choice(["injective", "bijective", "equal", "composition", "composition", "partition", "banks"])
         if check in ("injective", "bijective"):
@@ -197,7 +223,7 @@ _VERDICT_STATUS = {"proved": 0, "violated": 1, "unknown": 2}
 
 def verify_command_problem(code: int, out: str, err: str) -> str | None:
     """What is wrong with an ``argus-verify`` run, or None: a verdict on stdout with its status
-    (0 proved, 1 violated, 2 unknown), or status 2 with an ``error:`` on stderr."""
+    (0 proved, 1 violated, 2 unknown), or status 2 with one ``error:`` line on stderr."""
     if "Traceback" in out + err or "internal error" in err:
         return "crashed"
     if out:
@@ -208,8 +234,8 @@ def verify_command_problem(code: int, out: str, err: str) -> str | None:
         if verdict not in _VERDICT_STATUS or code != _VERDICT_STATUS[verdict] or err:
             return f"status {code} with {verdict!r} on stdout"
         return None
-    if code != 2 or "error:" not in err:
-        return f"status {code} without a verdict"
+    if code != 2 or not err.startswith("error: ") or len(err.splitlines()) != 1:
+        return f"status {code} without a verdict, and with {err[:200]!r}"
     return None
 
 

@@ -1,14 +1,15 @@
 """``argus-verify``: prove or refute from a shell. Exit status 0 proved, 1 violated (the
-counterexample is printed), 2 unknown or bad input (with the position of the error)."""
+counterexample is printed), 2 unknown or bad input (one ``error:`` line, with the position of
+the error or the usage)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO, cast
 
 from argus.layout import Layout, LayoutError, LayoutParseError, parse
+from argus.layout.cli import OneLineArgumentParser, UsageError
 from argus.layout.errors import excerpt
 from argus.layout.output import Output, flush_quietly
 
@@ -78,20 +79,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
-    parser = argparse.ArgumentParser(prog="argus-verify", description=__doc__)
-    sub = parser.add_subparsers(dest="domain", metavar="DOMAIN")
+    parser = OneLineArgumentParser(prog="argus-verify", description=__doc__)
+    sub = parser.add_subparsers(dest="domain", metavar="DOMAIN", required=True)
     layout = sub.add_parser("layout", help="properties of CuTe layouts", description="Prove or refute a property of layouts.")
-    checks = layout.add_subparsers(dest="check", metavar="CHECK")
+    checks = layout.add_subparsers(dest="check", metavar="CHECK", required=True)
     for name, (usage, help_) in ((n, (c[0], c[1])) for n, c in CHECKS.items()):
         p = checks.add_parser(name, help=f"{help_}   ({usage})", description=help_)
         p.add_argument("layouts", nargs="+", metavar="ARG", help=usage)
         p.add_argument("--json", action="store_true", help="print the result as JSON")
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exit_:
+    except SystemExit as exit_:  # --help
         return NOT_DECIDED if exit_.code else 0
-    if args.domain is None or getattr(args, "check", None) is None:
-        parser.print_help(out)
+    except UsageError as usage:
+        print("error: " + " ".join(str(usage).split()), file=err)
         return NOT_DECIDED
     low, high = _ARITY[args.check]
     if not low <= len(args.layouts) <= high:
