@@ -143,7 +143,8 @@ class Validator:
         self.kept_tags = source_invariants(initial) if initial is not None else Invariants(basis=SOURCE)
         """The invariants the task's kernel states in its text: what the check of a candidate's
         text holds it to before anything runs."""
-        self.kept_assertions = initial.assertions if initial is not None else 0
+        self.kept_assertions = len(self.kept_tags.assertions)
+        """How many tag assertions the task's kernel reaches in its text: a floor for a candidate's."""
 
     @property
     def device(self) -> str:

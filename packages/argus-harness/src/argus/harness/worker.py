@@ -161,6 +161,8 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                 test["outputs"] = measure_outputs(case, launch(case), params)
             except ArgusError as err:
                 test["error"] = str(err)
+            except Exception as err:  # noqa: BLE001 - a launch that fails any other way fails its test, not the report
+                test["error"] = f"{type(err).__name__}: {err}"
             tests.append(test)
             if not _passed(test):
                 break
