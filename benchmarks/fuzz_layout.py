@@ -2,9 +2,10 @@
 
 Each case is a command line drawn by `argus.layout.fuzzing` (valid, large and mutated
 layouts and expressions: deep nesting, huge integers, negative and zero sizes, swizzles out
-of range, unbalanced parentheses, unicode, empty text) and run in this process. A case fails
-when its run ends in anything but the documented statuses (a traceback, an internal error, a
-verdict's status without its verdict). The continuous tests run a few hundred cases; this
+of range, unbalanced parentheses, unicode, empty text; and usage mistakes: command lines cut
+short, unknown options and words) and run in this process. A case fails when its run ends in
+anything but the documented statuses (a traceback, an internal error, a verdict's status
+without its verdict, an error of more than one line). The continuous tests run a few hundred cases; this
 runs as many as asked and prints a summary, with every failing command line.
 
 Run:  python benchmarks/fuzz_layout.py --cases 20000 [--seed 1]
