@@ -258,7 +258,7 @@ def test_copies_that_depend_on_each_other_run_one_by_one() -> None:
     assert _largest_group(unchained.specialize(), "argus.store") == 4
     assert _largest_group(chained.specialize(), "arith.addi") == 1  # copy i adds to copy i - 1's index
     assert _largest_group(chained.specialize(), "argus.store") == 4  # the stores do not depend on each other
-    assert verify_kernel(chained.specialize(), "chained").verdict is Verdict.PROVED
+    assert verify_kernel(chained.specialize(), "chained").verdict is Verdict.NOTHING_TO_PROVE
 
 
 MMA = warp_mma_16x8x16(bf16, bf16, f32)

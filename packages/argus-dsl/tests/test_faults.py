@@ -14,7 +14,7 @@ def line_of(fn, text: str) -> int:
     return first + next(i for i, line in enumerate(lines) if text in line)
 
 
-@kernel(block=(32,))
+@kernel(block=(32,), verify=False)  # the checker refutes it at compile time: this is the interpreter's test
 def neighbour_without_barrier(out: Tensor[f32, 32]):
     buf = make_shared((32,), f32)
     t = thread_idx.x
@@ -31,7 +31,7 @@ def neighbour_with_barrier(out: Tensor[f32, 32]):
     out[t] = buf[(t + 1) % 32]
 
 
-@kernel(block=(32,))
+@kernel(block=(32,), verify=False)  # the checker refutes it at compile time: this is the interpreter's test
 def same_slot(out: Tensor[f32, 32]):
     buf = make_shared((4,), f32)
     buf[thread_idx.x % 4] = 2.0  # eight threads write each slot
@@ -39,7 +39,7 @@ def same_slot(out: Tensor[f32, 32]):
     out[thread_idx.x] = buf[0]
 
 
-@kernel(block=(32,))
+@kernel(block=(32,), verify=False)  # the checker refutes it at compile time: this is the interpreter's test
 def half_written(out: Tensor[f32, 32]):
     buf = make_shared((32,), f32)
     t = thread_idx.x
