@@ -188,8 +188,8 @@ class ComposedLayout:
         if lowest < 0:
             raise LayoutError(
                 op,
-                f"the result is not defined: its offset plus its inner layout reaches {number_text(lowest)}, "
-                "where the outer function is not defined (it takes non-negative offsets only)",
+                f"the composed layout's offset plus its inner layout reaches {number_text(lowest)}, where "
+                "its outer function is not defined (it takes non-negative offsets only)",
                 *operands,
             )
         return self

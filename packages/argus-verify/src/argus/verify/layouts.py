@@ -48,10 +48,7 @@ def _checked(x: Any, op: str) -> AnyLayout:
     for part in _parts(x):
         require_integer_strides(part, op, x)
     if isinstance(x, ComposedLayout):
-        lowest = x.offset + x.inner.codomain()[0]
-        if lowest < 0:
-            raise LayoutError(op, f"the offset plus the inner layout reaches {lowest}, where the outer "
-                              "function is not defined (offsets into it must be non-negative)", x)
+        x.check_defined(op, x)
     return x
 
 
