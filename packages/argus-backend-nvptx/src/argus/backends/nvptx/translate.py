@@ -5,7 +5,9 @@ function with its launch attributes, thread and block indices from the special r
 ``bar.sync`` (after ``fence.proxy.async`` when an asynchronous unit reads shared memory),
 ``shfl.sync``, tensor-core instructions (``mma.sync`` from `instructions`, ``wgmma`` with
 shared-memory descriptors from `warpgroup`), and the hooks the other modules of this package
-fill: their intrinsics' rules (`RULES`) and the cooperative copy atoms (`COOPERATIVE_COPIES`).
+fill: their intrinsics' rules (`RULES`) and the cooperative copy atoms (`COOPERATIVE_COPIES`),
+each of which runs only the atom described exactly as the language's atom of that name
+(`COPY_ATOMS`).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from argus.dsl.errors import SourceLocation
 from argus.dsl.llvm import RULES as GENERIC_RULES
 from argus.dsl.llvm import KernelABI, Memory, Param, element_type, ident, natural_alignment
 from argus.dsl.llvm import Translator as LLVMTranslator
+from argus.layout import same_function
 from xdsl.dialects import builtin
 from xdsl.ir import Operation, SSAValue
 
 from .errors import CodegenError
 from .instructions import Instruction, mma_instruction
+from .language import LDMATRIX_X4, LDMATRIX_X4_TRANS, STMATRIX_X4, STMATRIX_X4_TRANS
 from .targets import Arch
 from .warpgroup import NotDescribable, descriptor_form, runs_as_wgmma, wgmma_text
 
@@ -117,11 +121,18 @@ class Translator(LLVMTranslator):
             _warp_mma(self, op, atom)
 
     def cooperative_copy(self, op: D.CopyOp, atom: CopyAtom) -> None:
-        rule = COOPERATIVE_COPIES.get(atom.name)
-        if rule is None:
-            raise self.unsupported(op, f"the cooperative copy atom {atom.name} (NVIDIA GPUs run "
-                                       f"{', '.join(sorted(COOPERATIVE_COPIES))})")
-        rule(self, op, atom.name)
+        name = copy_instruction(atom)
+        if name is not None:
+            COOPERATIVE_COPIES[name](self, op, name)
+            return
+        known = COPY_ATOMS.get(atom.name)
+        if known is not None:
+            raise CodegenError(f"the copy atom {atom.name} is not NVIDIA's {known.name}: its "
+                               f"{'; its '.join(copy_differences(atom, known))} (the checker and the interpreter "
+                               "move data as an atom's own layouts say; argus.backends.nvptx.language's "
+                               f"{known.name.upper()} is the instruction)", self.where(op))
+        raise self.unsupported(op, f"the cooperative copy atom {atom.name} (NVIDIA GPUs run the copy atoms of "
+                                   f"argus.backends.nvptx.language: {', '.join(sorted(COOPERATIVE_COPIES))})")
 
     def before(self, op: Operation) -> None:
         """Warpgroup MMAs in a row form one group; anything else first waits for the group."""
@@ -301,6 +312,42 @@ def _constraint(ty: str) -> str:
 #: Code for cooperative copy atoms (a warp's matrix loads and stores), by atom name.
 COOPERATIVE_COPIES: dict[str, Callable[[Translator, D.CopyOp, str], None]] = {}
 
+#: The atom each name of `COOPERATIVE_COPIES` stands for: the language's atom of that name.
+#: The checker and the interpreter move data as an atom's own description says, never by its
+#: name, so a copy runs as an instruction only when its whole description is the instruction's.
+COPY_ATOMS: dict[str, CopyAtom] = {atom.name: atom for atom in (LDMATRIX_X4, LDMATRIX_X4_TRANS, STMATRIX_X4,
+                                                                 STMATRIX_X4_TRANS)}
+
+
+def copy_differences(atom: CopyAtom, known: CopyAtom) -> list[str]:
+    """How `atom` moves data other than `known` does (empty when it moves it the same way): its
+    vector width, thread count, and source and target layouts as functions of (thread, value).
+    The element type is the tiles', which each instruction's rule checks."""
+    found = []
+    if atom.vector_bytes != known.vector_bytes:
+        found.append(f"vectors are {atom.vector_bytes} bytes, not {known.vector_bytes}")
+    if atom.threads != known.threads:
+        found.append(f"threads are {atom.threads}, not {known.threads}")
+    for label, mine, theirs in (("source layout", atom.src_layout, known.src_layout),
+                                ("target layout", atom.dst_layout, known.dst_layout)):
+        same = mine is theirs if mine is None or theirs is None else same_function(mine, theirs)
+        if not same:
+            found.append(f"{label} is {mine}, not {theirs}")
+    return found
+
+
+def copy_instruction(atom: CopyAtom) -> str | None:
+    """The name of the registered copy that moves data exactly as `atom` does, or None when no
+    instruction does. An atom bearing a registered name must be that atom; one named otherwise
+    runs as the registered atom it is described as, if any."""
+    named = COPY_ATOMS.get(atom.name)
+    candidates = [named] if named is not None else list(COPY_ATOMS.values())
+    for known in candidates:
+        if known.name in COOPERATIVE_COPIES and not copy_differences(atom, known):
+            return known.name
+    return None
+
+
 #: The rules of every op this backend translates; the package's intrinsic modules add theirs.
 RULES: dict[type, Rule] = {**GENERIC_RULES, D.MmaWaitOp: _mma_wait}
 Translator.RULES = RULES
@@ -312,5 +359,5 @@ def translate(kernel: D.KernelOp, arch: Arch, locations: dict[Operation, SourceL
     return Translator(kernel, arch, locations).translate()
 
 
-__all__ = ["COOPERATIVE_COPIES", "RULES", "KernelABI", "Param", "Translator", "convergent", "element_type", "ident",
-           "inline_asm", "translate"]
+__all__ = ["COOPERATIVE_COPIES", "COPY_ATOMS", "RULES", "KernelABI", "Param", "Translator", "convergent",
+           "copy_differences", "copy_instruction", "element_type", "ident", "inline_asm", "translate"]
