@@ -26,11 +26,10 @@ from .algebra import (
     upcast,
 )
 from .basis import ArithmeticTuple, E, ScaledBasis, make_identity_layout
-from .errors import LayoutError, LayoutParseError
-from .inttuple import (
-    IntTuple,
-    as_int_tuple,
+from .checked import (
     ceil_div,
+    compact_col_major,
+    compact_row_major,
     congruent,
     crd2idx,
     depth,
@@ -40,12 +39,11 @@ from .inttuple import (
     prefix_product,
     product,
     rank,
-    shape_div,
 )
+from .errors import LayoutError, LayoutParseError
+from .inttuple import IntTuple, as_int_tuple, shape_div
 from .layout import (
     Layout,
-    compact_col_major,
-    compact_row_major,
     cosize,
     make_layout,
     make_layout_like,

@@ -4,10 +4,14 @@ An int-tuple is a Python ``int`` or a ``tuple`` of int-tuples. Shapes are positi
 and coordinates may be any integer. The coordinate functions here are written with plain
 operators only, so they evaluate Python ints, numpy index arrays and symbolic expressions
 alike.
+
+These take well-formed int-tuples on trust: the algebra calls them on values it has checked.
+What `argus.layout` exports are the versions of `checked`, which refuse anything else.
 """
 
 from __future__ import annotations
 
+import numbers
 import operator
 from collections.abc import Callable, Iterator
 from functools import reduce
@@ -63,17 +67,17 @@ def as_int_tuple(x: Any, op: str, what: str, allow_basis: bool = False) -> IntTu
             if len(path) >= MAX_NESTING:
                 raise LayoutError(op, f"the {what} is nested more than {MAX_NESTING} levels deep")
             return tuple(walk(e, path + (i,)) for i, e in enumerate(v))
-        if not isinstance(v, bool) and hasattr(v, "__index__") and type(v).__module__ == "numpy":
+        if isinstance(v, numbers.Integral) and not isinstance(v, bool):  # numpy integers (never arrays)
             return operator.index(v)
         where = f" at mode {_path(path)}" if path else ""
         raise LayoutError(
-            op, f"{what}{where} must be an int or a tuple of int-tuples, got {type(v).__name__} {_shown(v)}", x
+            op, f"{what}{where} must be an int or a tuple of int-tuples, got {type(v).__name__} {shown(v)}", x
         )
 
     return walk(x, ())
 
 
-def _shown(v: Any) -> str:
+def shown(v: Any) -> str:
     """repr of a rejected value, short, and never an error of its own."""
     try:
         text = repr(v)

@@ -285,6 +285,8 @@ def _path(path: tuple[int, ...]) -> str:
 
 def parse_int_tuple(text: str) -> IntTuple:
     """Read an int-tuple such as ``((2,2),8)``."""
+    if not isinstance(text, str):
+        raise LayoutError("parse_int_tuple", f"expected a string, got {type(text).__name__}", text)
     p = NotationParser(text)
     value = p.int_tuple()
     if not p.at_end():

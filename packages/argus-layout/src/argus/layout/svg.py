@@ -20,6 +20,7 @@ order gives ``layout.offsets()``.
 from __future__ import annotations
 
 import colorsys
+from os import PathLike, fspath
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
@@ -327,6 +328,9 @@ def to_svg(
     _check_layout(layout, "to_svg")
     if not is_int(cell) or cell < 8:
         raise LayoutError("to_svg", f"cell must be an int of at least 8 pixels, got {cell!r}", layout)
+    if title is not None and not isinstance(title, str):
+        raise LayoutError("to_svg", f"title must be a string (or None for the layout's notation), got "
+                                    f"{type(title).__name__}", layout)
     if tv_tile is None:
         return _offset_picture(layout, str(layout) if title is None else title, cell)
     rows, cols = _tile_shape(tv_tile, layout, "to_svg")
@@ -336,7 +340,11 @@ def to_svg(
 
 
 def save_svg(layout: Any, path: str | Path, **kw: Any) -> Path:
-    """Write ``to_svg(layout, **kw)`` to `path` (UTF-8) and return the path."""
+    """Write ``to_svg(layout, **kw)`` to `path` (UTF-8) and return the path. Writing may fail as
+    any file does (an `OSError`); a path of the wrong kind is a `LayoutError`."""
+    if not isinstance(path, (str, PathLike)) or not isinstance(fspath(path), str) or "\0" in fspath(path):
+        raise LayoutError("save_svg", f"path must be a file name (a string without NUL, or a path), got "
+                                      f"{type(path).__name__} {path!r:.80}", layout)
     path = Path(path)
     path.write_text(to_svg(layout, **kw), encoding="utf-8")
     return path

@@ -15,7 +15,7 @@ from typing import Any
 from .algebra import as_layout, coalesce, complement, composition
 from .basis import require_integer_strides
 from .errors import LayoutError
-from .inttuple import as_int_tuple, is_tuple, product
+from .inttuple import as_int_tuple, is_tuple, leaves, product
 from .layout import Layout, make_layout, make_ordered_layout
 from .limits import check_nesting
 from .swizzle import ComposedLayout
@@ -84,15 +84,20 @@ def _zip(op: str, grouped: Layout, tiler: Any) -> Layout:
     """((t0, r0), (t1, r1), extra...) -> ((t0, t1), (r0, r1, extra...)) for a tuple tiler."""
     if not is_tuple(tiler):
         return grouped
-    if any(t is None for t in tiler):
+    if any(t is None for t in leaves(tiler)):
         raise LayoutError(op, "a tuple tiler entry may not be None here; use the mode's size", tiler)
-    k, shape, stride = len(tiler), grouped.shape, grouped.stride
-    tile = (tuple(s[0] for s in shape[:k]), tuple(d[0] for d in stride[:k]))  # type: ignore[index]
-    rest = (
-        tuple(s[1] for s in shape[:k]) + shape[k:],  # type: ignore[index]
-        tuple(d[1] for d in stride[:k]) + stride[k:],  # type: ignore[index]
-    )
-    return Layout._make((tile[0], rest[0]), (tile[1], rest[1]))
+    return _stack(list(_unzip(grouped, tiler)))
+
+
+def _unzip(grouped: Layout, tiler: Any) -> tuple[Layout, Layout]:
+    """The tile modes and the rest modes of a layout divided (or multiplied) by `tiler`, whose
+    modes follow the tiler's nesting: a tiler entry that is a tuple itself left a mode of
+    (tile, rest) pairs, unzipped in turn (CuTe's zip2_by)."""
+    if not is_tuple(tiler):
+        return grouped[0], grouped[1]
+    pairs = [_unzip(grouped[i], t) for i, t in enumerate(tiler)]
+    extra = [grouped[i] for i in range(len(tiler), grouped.rank)]
+    return _stack([tile for tile, _ in pairs]), _stack([rest for _, rest in pairs] + extra)
 
 
 def _zipped_divide(a: Layout, tiler: Any) -> Layout:

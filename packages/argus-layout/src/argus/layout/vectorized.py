@@ -12,7 +12,7 @@ import numpy as np
 
 from .basis import ScaledBasis, has_basis, nest_coordinate
 from .errors import LayoutError
-from .inttuple import crd2idx, fits, flatten, is_tuple, leaves, prefix_product, unflatten
+from .inttuple import crd2idx, fits, flatten, is_tuple, leaves, prefix_product, shown, unflatten
 from .limits import number_text
 
 if TYPE_CHECKING:
@@ -43,7 +43,10 @@ def _as_int64(a: Any, layout: Layout) -> Any:
         if a.dtype.kind == "u" and a.size and int(a.max()) > INT64_MAX:
             raise LayoutError("evaluate", "index values exceed int64", layout)
         return a.astype(np.int64, copy=False)
-    return a
+    if isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) and a >= 0:
+        return int(a)
+    raise LayoutError("evaluate", f"a coordinate holding arrays takes integer arrays and ints ≥ 0, got "
+                                  f"{type(a).__name__} {shown(a)}", layout)
 
 
 def _leaf_max(a: Any) -> int:
@@ -67,6 +70,12 @@ def evaluate_array(layout: Layout, crd: Any) -> Any:
         crd = _map_leaves(crd, lambda a: _as_int64(a, layout))
         if not fits(crd, layout.shape):
             raise LayoutError("evaluate", f"coordinate rank does not match the shape {layout.shape}", layout)
+        try:
+            np.broadcast_shapes(*(np.shape(x) for x in leaves(crd)))
+        except ValueError:
+            raise LayoutError("evaluate", "the coordinate's arrays have shapes "
+                              f"{', '.join(str(np.shape(x)) for x in leaves(crd))}, which do not broadcast "
+                              "together", layout) from None
         bound = _coordinate_bound(crd, layout.shape, layout.stride)
     else:
         crd = _as_int64(crd, layout)
