@@ -191,6 +191,11 @@ def test_the_error_names_the_argument_and_what_it_accepts(call: Any, says: str) 
     lambda: al.inner_product((2, 3), (1, (1,))),  # was 5: the nesting ignored
     lambda: al.compact_row_major((4, 0)),  # was (0, 1)
     lambda: al.prefix_product((4, 2), True),  # was (True, 4)
+    lambda: E(0) * 2.5,  # was 2.5@0
+    lambda: "ab" * E(0),  # was ab@0
+    lambda: E(0) * (1, 2),  # was (1, 2)@0
+    lambda: al.ArithmeticTuple({(0,): 0.5}),  # was accepted
+    lambda: al.ArithmeticTuple({}),  # was accepted, and failed when printed
 ])
 def test_a_wrong_kind_never_gets_an_answer(call: Any) -> None:
     with pytest.raises(LayoutError):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import LayoutError
 from .inttuple import flatten
 from .limits import MAX_MODES, MAX_NESTING, int_text
+from .symbolic import Expr
 
 if TYPE_CHECKING:
     from .layout import Layout
@@ -31,21 +32,17 @@ class ScaledBasis:
     def __init__(self, scale: int, mode: Path) -> None:
         if not isinstance(scale, int) or isinstance(scale, bool):
             raise LayoutError("ScaledBasis", f"scale must be an int, got {scale!r}", scale, mode)
-        if not isinstance(mode, tuple) or not mode or not all(
-            isinstance(m, int) and not isinstance(m, bool) and 0 <= m < MAX_MODES for m in mode
-        ):
-            raise LayoutError(
-                "ScaledBasis", f"mode must be a non-empty tuple of ints in [0, {MAX_MODES}), got {mode!r}", scale
-            )
-        if len(mode) > MAX_NESTING:
-            raise LayoutError("ScaledBasis", f"mode path is longer than {MAX_NESTING}", scale)
+        _check_path(mode, "ScaledBasis", scale)
         self.scale = scale
         self.mode = tuple(mode)
 
     def __mul__(self, k: Any) -> Any:
         """Scale by an int or a symbolic expression (arrays go through `vectorized`)."""
-        if isinstance(k, (ScaledBasis, ArithmeticTuple, bool)) or type(k).__module__ == "numpy":
+        if type(k).__module__ == "numpy":
             return NotImplemented
+        if not _is_scale(k):
+            raise LayoutError("scale", f"a basis element scales by an int or a symbolic expression, got "
+                                       f"{type(k).__name__} {k!r:.80}", self)
         scale = self.scale * k
         if isinstance(scale, int) and scale == 0:
             return 0
@@ -87,11 +84,26 @@ class ArithmeticTuple:
     __slots__ = ("entries",)
 
     def __init__(self, entries: dict[Path, Any]) -> None:
-        self.entries = entries
+        if not isinstance(entries, dict) or not entries:
+            raise LayoutError("ArithmeticTuple", "entries must be a non-empty dict from mode paths to ints or "
+                                                 f"symbolic expressions, got {type(entries).__name__}", entries)
+        for mode, value in entries.items():
+            _check_path(mode, "ArithmeticTuple", entries)
+            if not _is_scale(value):
+                raise LayoutError("ArithmeticTuple", f"the entry of mode {mode} must be an int or a symbolic "
+                                                     f"expression, got {type(value).__name__} {value!r:.80}", entries)
+        self.entries = dict(entries)
+
+    @classmethod
+    def _make(cls, entries: dict[Path, Any]) -> ArithmeticTuple:
+        """Without checks, for sums of checked entries."""
+        result = object.__new__(cls)
+        result.entries = entries
+        return result
 
     @classmethod
     def of(cls, b: ScaledBasis) -> ArithmeticTuple:
-        return cls({b.mode: b.scale})
+        return cls._make({b.mode: b.scale})
 
     def __add__(self, other: Any) -> Any:
         if isinstance(other, int) and not isinstance(other, bool) and other == 0:
@@ -103,7 +115,7 @@ class ArithmeticTuple:
         entries = dict(self.entries)
         for mode, v in other.entries.items():
             entries[mode] = entries[mode] + v if mode in entries else v
-        return ArithmeticTuple(entries)
+        return ArithmeticTuple._make(entries)
 
     __radd__ = __add__
 
@@ -121,6 +133,22 @@ class ArithmeticTuple:
 
     def __repr__(self) -> str:
         return f"ArithmeticTuple({self.as_coordinate()!r})"
+
+
+def _check_path(mode: Any, op: str, *operands: Any) -> None:
+    """A mode path: a non-empty tuple of at most `MAX_NESTING` ints in [0, `MAX_MODES`)."""
+    if not isinstance(mode, tuple) or not mode or not all(
+        isinstance(m, int) and not isinstance(m, bool) and 0 <= m < MAX_MODES for m in mode
+    ):
+        raise LayoutError(op, f"mode must be a non-empty tuple of ints in [0, {MAX_MODES}), got {mode!r:.80}",
+                          *operands)
+    if len(mode) > MAX_NESTING:
+        raise LayoutError(op, f"mode path is longer than {MAX_NESTING}", *operands)
+
+
+def _is_scale(k: Any) -> bool:
+    """What a basis element scales by: an int (not a bool) or a symbolic expression."""
+    return (isinstance(k, int) and not isinstance(k, bool)) or isinstance(k, Expr)
 
 
 def nest_coordinate(entries: dict[Path, Any]) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 from .algebra import as_layout, coalesce, complement, composition
 from .basis import require_integer_strides
 from .errors import LayoutError
-from .inttuple import as_int_tuple, is_tuple, leaves, product
+from .inttuple import as_int_tuple, is_tuple, product
 from .layout import Layout, make_layout, make_ordered_layout
 from .limits import check_nesting
 from .swizzle import ComposedLayout
@@ -84,20 +84,24 @@ def _zip(op: str, grouped: Layout, tiler: Any) -> Layout:
     """((t0, r0), (t1, r1), extra...) -> ((t0, t1), (r0, r1, extra...)) for a tuple tiler."""
     if not is_tuple(tiler):
         return grouped
-    if any(t is None for t in leaves(tiler)):
-        raise LayoutError(op, "a tuple tiler entry may not be None here; use the mode's size", tiler)
-    return _stack(list(_unzip(grouped, tiler)))
+    (tile_shape, tile_stride), (rest_shape, rest_stride) = _unzip(op, grouped.shape, grouped.stride, tiler, tiler)
+    return Layout._make((tile_shape, rest_shape), (tile_stride, rest_stride))
 
 
-def _unzip(grouped: Layout, tiler: Any) -> tuple[Layout, Layout]:
-    """The tile modes and the rest modes of a layout divided (or multiplied) by `tiler`, whose
-    modes follow the tiler's nesting: a tiler entry that is a tuple itself left a mode of
-    (tile, rest) pairs, unzipped in turn (CuTe's zip2_by)."""
+def _unzip(op: str, shape: Any, stride: Any, tiler: Any, whole: Any) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+    """The (shape, stride) of the tile modes and of the rest modes of a layout divided (or
+    multiplied) by `tiler` (part of the tiler `whole`), whose modes follow the tiler's nesting:
+    a tiler entry that is a tuple itself left a mode of (tile, rest) pairs, unzipped in turn
+    (CuTe's zip2_by)."""
+    if tiler is None:
+        raise LayoutError(op, "a tuple tiler entry may not be None here; use the mode's size", whole)
     if not is_tuple(tiler):
-        return grouped[0], grouped[1]
-    pairs = [_unzip(grouped[i], t) for i, t in enumerate(tiler)]
-    extra = [grouped[i] for i in range(len(tiler), grouped.rank)]
-    return _stack([tile for tile, _ in pairs]), _stack([rest for _, rest in pairs] + extra)
+        return (shape[0], stride[0]), (shape[1], stride[1])
+    pairs = [_unzip(op, shape[i], stride[i], t, whole) for i, t in enumerate(tiler)]
+    k = len(tiler)
+    tile = (tuple(t[0] for t, _ in pairs), tuple(t[1] for t, _ in pairs))
+    rest = (tuple(r[0] for _, r in pairs) + shape[k:], tuple(r[1] for _, r in pairs) + stride[k:])
+    return tile, rest
 
 
 def _zipped_divide(a: Layout, tiler: Any) -> Layout:
