@@ -22,14 +22,22 @@ from hypothesis import strategies as st
 
 L42 = Layout((4, 2), (1, 4))
 
+
+def nested(levels: int) -> Any:
+    """4 inside `levels` one-element tuples: deeper than an int-tuple may nest."""
+    value: Any = 4
+    for _ in range(levels):
+        value = (value,)
+    return value
+
+
 #: Arguments of the wrong kind for (almost) any parameter; some are right for a few.
 WRONG: list[Any] = [
     None, "abc", "4", b"4", 2.5, float("nan"), 1j, True, np.bool_(True), [], (), {}, {1: 2}, object(), -3, 0,
     1 << 70, -(1 << 70), np.int64(3), np.array([1, 2]), np.array([[1], [2, 3]], dtype=object), np.array([0.5]),
     L42, Swizzle(2, 2, 3), al.make_composed_layout(Swizzle(1, 1, 1), 0, Layout(4)), E(0), al.ArithmeticTuple({(0,): 1}),
     (4, "x"), (4, (2, None)), (4, 2.0), (0,), (4, -2), ((4,), 2), (4, (2, 3)), ((1 << 64), 3), (L42, 2), [4, [2, "y"]],
-    ((((((((((((((((((((((((((((((((((((4,),),),),),),),),),),),),),),),),),),),),),),),),),),),),),),),),),),),),
-    Var("x"), (Var("x"), 1), print, Layout, range(3),
+    nested(40), Var("x"), (Var("x"), 1), print, Layout, range(3),
 ]
 
 
