@@ -121,8 +121,11 @@ def test_every_export_has_a_valid_call_here_and_it_works(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("name", EXPORTED)
-def test_a_wrong_kind_of_argument_is_a_layout_error(name: str, tmp_path: Path) -> None:
-    """Each argument in turn takes each wrong kind, the others staying valid."""
+def test_a_wrong_kind_of_argument_is_a_layout_error(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                    ) -> None:
+    """Each argument in turn takes each wrong kind, the others staying valid (a string is a
+    file name to save_svg: it lands in a scratch folder)."""
+    monkeypatch.chdir(tmp_path)
     function, args = getattr(al, name), valid_calls(tmp_path)[name]
     for position in range(len(args)):
         for wrong in WRONG:
