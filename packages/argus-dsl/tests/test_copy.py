@@ -87,3 +87,23 @@ def test_a_cooperative_copy_redistributes_values_as_its_layouts_say():
     t = np.arange(64)
     lane, warp = t % 32, t // 32
     assert np.array_equal(out, warp * 32 + 8 * (lane % 4) + lane // 4)
+
+
+# ---- a per-thread atom that reorders its values: compiled as the interpreter runs it -----------
+
+from argus.dsl.interpreter import _redistribute  # noqa: E402
+from argus.dsl.llvm import _value_order  # noqa: E402
+
+
+@pytest.mark.parametrize("source, target", [
+    (Layout((1, (2, 2)), (0, (2, 1))), Layout((1, 4), (0, 1))),   # a transposed 2×2
+    (Layout((1, 4), (0, 1)), Layout((1, (2, 2)), (0, (1, 2)))),  # the same order, written as two modes
+    (Layout((1, 8), (0, 1)), Layout((1, (2, 4)), (0, (4, 1)))),    # 2×4 read as 4×2
+])
+def test_generated_code_hands_a_thread_its_values_in_the_order_the_interpreter_does(source, target):
+    atom = CopyAtom("reorder_4B", 4, 1, source, target)
+    per = atom.values()
+    count = 3 * per  # three uses of the atom per thread
+    raw = np.arange(count, dtype=np.int64).reshape(1, count, 1)  # value i of the thread holds i
+    interpreted = _redistribute(raw, atom, 1).reshape(-1).tolist()
+    assert _value_order(atom, count) == interpreted

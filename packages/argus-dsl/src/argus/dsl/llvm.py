@@ -910,9 +910,24 @@ def _copy(t: Translator, op: D.CopyOp) -> None:
         return
     src_memory, ty, src_offsets = t.fragment(op.source, op)
     dst_memory, _, dst_offsets = t.fragment(op.target, op)
-    for s, d in zip(src_offsets, dst_offsets):
+    order = _value_order(atom, len(src_offsets))
+    for w, d in enumerate(dst_offsets):
+        s = src_offsets[order[w]]
         value = t.load(ty, src_memory, t.element_pointer(src_memory, ty, str(s)))
         t.store(ty, value, dst_memory, t.element_pointer(dst_memory, ty, str(d)))
+
+
+def _value_order(atom: CopyAtom, count: int) -> list[int]:
+    """For each of a thread's `count` target values, the source value it receives: in order,
+    unless the atom's layouts hand a group's values out in another order (as the interpreter
+    does: target value w takes the source value that sits where the target layout puts w)."""
+    if atom.src_layout is None or atom.dst_layout is None:
+        return list(range(count))
+    per = atom.values()
+    assert per is not None and count % per == 0
+    where = {int(o): v for v, o in enumerate(atom.src_layout.offsets())}
+    group = [where[int(o)] for o in atom.dst_layout.offsets()]
+    return [base + v for base in range(0, count, per) for v in group]
 
 
 RULES: dict[type, Rule] = {
