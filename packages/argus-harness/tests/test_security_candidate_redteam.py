@@ -287,9 +287,9 @@ FORGED_ATOMS = {
     "matrix-atom": ("MMAAtom", "A = MMAAtom('mma', (1, 1, 1), 1, Layout((1, 1), (0, 0)), Layout((1, 1), (0, 0)), "
                                "Layout((1, 1), (0, 0)), f32, f32, f32)"),
 }
-"""Atoms built from layouts: the nvptx backend compiles a cooperative copy by its atom's name,
-while the checker and the interpreter read its layouts (here ldmatrix's transposed fragment
-under the plain instruction's name)."""
+"""Atoms built from layouts: each is a description the checker, the interpreter and the backends
+must read alike (here ldmatrix's transposed fragment under the plain instruction's name, which
+the nvptx backend refuses; a candidate is not let build one at all)."""
 
 
 @pytest.mark.parametrize("name, constant", FORGED_ATOMS.values(), ids=FORGED_ATOMS.keys())

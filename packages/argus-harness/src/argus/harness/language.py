@@ -29,8 +29,9 @@ from argus.layout import ArithmeticTuple, ComposedLayout, Layout, ScaledBasis, S
 #: Names of `argus.dsl` that belong to the language (errors, problems and host helpers do not).
 #: Nor do the classes of its element types and atoms: a candidate uses the named ones (f32,
 #: ``warp_mma_16x8x16(...)``, ``nv.LDMATRIX_X4``). A ``DType('f32', 16, ...)`` is 2 bytes to some
-#: checks and 4 in the IR; a ``CopyAtom('ldmatrix_x4', ...)`` with other layouts is checked and
-#: interpreted by its layouts but compiled by its name.
+#: checks and 4 in the IR; an atom of a candidate's own making is one more description that the
+#: checker, the interpreter and every backend must read alike (the backends refuse an atom that
+#: bears a registered name with another description; refusing them here keeps that surface shut).
 _NOT_LANGUAGE = {
     "ArgusError", "ArgusLaunchError", "ArgusSyntaxError", "ArgusTypeError", "ArgusVerificationWarning",
     "CodegenError", "CompiledKernel", "TagAssertionError", "VerificationError", "Kernel", "KernelFault",
