@@ -396,10 +396,13 @@ def _set(frame: _Frame, op: Operation, value: np.ndarray) -> None:
     frame.values[op.results[0]] = value
 
 
-def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], unsigned: bool = False) -> Rule:
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], unsigned: bool = False, divides: bool = False,
+            shifts: bool = False) -> Rule:
     def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
         dtype = _result_dtype(op)
         a, b = _scalar_array(frame, op.operands[0]), _scalar_array(frame, op.operands[1])
+        if divides or shifts:
+            _defined(interp, op, frame, mask, b, dtype, divides)
         if unsigned:
             view = np.dtype(f"u{dtype.nbytes}")
             result = fn(a.astype(dtype.numpy).view(view), b.astype(dtype.numpy).view(view)).astype(view).view(dtype.numpy)
@@ -408,6 +411,18 @@ def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], unsigned: bool =
         _set(frame, op, dtype.round(result))
 
     return rule
+
+
+def _defined(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, b: np.ndarray, dtype: DType,
+             divides: bool) -> None:
+    """An integer division by zero, or a shift by a negative amount or by the width or more, is
+    undefined on the GPU: a fault for the first active thread that does one."""
+    bad = mask & ((b == 0) if divides else ((b < 0) | (b >= dtype.bits)))
+    if bad.any():
+        thread = int(np.flatnonzero(bad)[0])
+        what = "divides by zero" if divides else \
+            f"shifts a {dtype} by {int(b[thread])} bits (0 to {dtype.bits - 1} are defined)"
+        raise interp.fault("undefined-arithmetic", f"thread {thread} {what}", op, frame, thread=thread)
 
 
 def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -1275,10 +1290,11 @@ def _handlers() -> dict[type, Rule]:
     rules: dict[type, Rule] = {**_EXTENSIONS, D.MmaWaitOp: _mma_wait,
         arith.ConstantOp: _constant,
         arith.AddiOp: _binary(np.add), arith.SubiOp: _binary(np.subtract), arith.MuliOp: _binary(np.multiply),
-        arith.FloorDivSIOp: _binary(_int_divide), arith.DivUIOp: _binary(_int_divide, unsigned=True),
+        arith.FloorDivSIOp: _binary(_int_divide, divides=True),
+        arith.DivUIOp: _binary(_int_divide, unsigned=True, divides=True),
         arith.AndIOp: _binary(np.bitwise_and), arith.OrIOp: _binary(np.bitwise_or), arith.XOrIOp: _binary(np.bitwise_xor),
-        arith.ShLIOp: _binary(_shift_left), arith.ShRSIOp: _binary(_shift_right),
-        arith.ShRUIOp: _binary(_shift_right, unsigned=True),
+        arith.ShLIOp: _binary(_shift_left, shifts=True), arith.ShRSIOp: _binary(_shift_right, shifts=True),
+        arith.ShRUIOp: _binary(_shift_right, unsigned=True, shifts=True),
         arith.MinSIOp: _binary(np.minimum), arith.MaxSIOp: _binary(np.maximum),
         arith.MinUIOp: _binary(np.minimum, unsigned=True), arith.MaxUIOp: _binary(np.maximum, unsigned=True),
         arith.AddfOp: _binary(np.add), arith.SubfOp: _binary(np.subtract), arith.MulfOp: _binary(np.multiply),
@@ -1296,7 +1312,8 @@ def _handlers() -> dict[type, Rule]:
         D.DimOp: _dim,
         D.MakeSharedOp: _make_shared, D.MakeLocalOp: _make_local, D.ViewOp: _view,
         D.LoadOp: _load, D.StoreOp: _store, D.LoadAtOp: _load_at, D.StoreAtOp: _store_at,
-        arith.RemUIOp: _binary(_int_remainder, unsigned=True), arith.RemSIOp: _binary(_int_remainder_truncated),
+        arith.RemUIOp: _binary(_int_remainder, unsigned=True, divides=True),
+        arith.RemSIOp: _binary(_int_remainder_truncated, divides=True),
         D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
         D.SyncThreadsOp: _sync, D.AssumeOp: _assume,
         D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
