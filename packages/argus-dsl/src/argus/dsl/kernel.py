@@ -4,6 +4,7 @@ launched as ``kernel[grid](*args)``."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import json
 import linecache
@@ -23,6 +24,7 @@ from .cache import cache_key
 from .dialect import parse_module
 from .errors import ArgusLaunchError, ArgusSyntaxError, ArgusVerificationWarning, SourceLocation, TagAssertionError
 from .frontend import FrontEnd, KernelSource
+from .frontend.limits import MAX_NESTING
 from .frontend.values import MustUnroll
 from .passes import canonicalize
 
@@ -187,6 +189,11 @@ class Kernel:
                 break
             except MustUnroll as must:
                 unrolled |= {must.loop}
+            except (RecursionError, MemoryError) as err:  # past what the front end's limits foresee
+                exhausted = "stack" if isinstance(err, RecursionError) else "memory"
+                where = SourceLocation(self.source.file, self.source.line_offset + self.source.tree.lineno, 1)
+                raise ArgusSyntaxError(f"reading {self.name} exhausted the compiler's {exhausted}; simplify it (fewer "
+                                       "nested expressions, smaller static loops and tiles)", where) from None
         if self.min_blocks_per_sm is not None:
             op.properties["min_blocks_per_sm"] = builtin.IntAttr(self.min_blocks_per_sm)
         if self.max_registers is not None:
@@ -319,17 +326,27 @@ def kernel(fn: Callable[..., Any] | None = None, *, block: Sequence[Any] | None 
             raise ArgusSyntaxError(f"cluster is 1 to 3 positive ints with at most {MAX_CLUSTER} blocks in all, "
                                    f"e.g. cluster=(2, 1, 1); got {cluster!r}")
         cluster = dims
-    if fn is not None:
-        return Kernel(fn, block, warp_size, verify, min_blocks_per_sm, max_registers, cluster)
-    return lambda f: Kernel(f, block, warp_size, verify, min_blocks_per_sm, max_registers, cluster)
+    if isinstance(block, (str, bytes)) or not isinstance(block, Sequence):
+        raise ArgusSyntaxError(f"block is a tuple of 1 to 3 dims (ints or constexpr names), got {block!r}")
+
+    def declare(f: Any) -> Kernel:
+        if not inspect.isfunction(f):
+            raise ArgusSyntaxError(f"@kernel declares a function written with def, not {type(f).__name__} {f!r}")
+        return Kernel(f, block, warp_size, verify, min_blocks_per_sm, max_registers, cluster)
+
+    return declare(fn) if fn is not None else declare
 
 
-def _fingerprint(fn: Callable[..., Any], seen: frozenset[int] = frozenset()) -> list[str]:
+def _fingerprint(fn: Callable[..., Any], seen: frozenset[int] = frozenset(),
+                 known: dict[int, str] | None = None) -> list[str]:
     """What a compile of `fn` depends on besides the constexpr values, read without parsing it
     (so that a cached kernel launches quickly): its file, first line and source text (decorators
     to the end of the body), its evaluated annotations and defaults, and the values of the
-    global and enclosing names its code uses: a device function by its own fingerprint; a
-    module, function or class by its qualified name; anything else by its repr."""
+    global and enclosing names its code uses: a device function by a digest of its own
+    fingerprint (worked out once per function, `known`: however long the chain of device
+    functions or often each is called, the fingerprint grows with their number only); a module,
+    function or class by its qualified name; anything else by its repr."""
+    known = {} if known is None else known
     code = fn.__code__
     codes = _nested_codes(code)
     last = max((end for c in codes for _, end, _, _ in c.co_positions() if end is not None), default=code.co_firstlineno)
@@ -342,8 +359,12 @@ def _fingerprint(fn: Callable[..., Any], seen: frozenset[int] = frozenset()) -> 
     for name in sorted({n for c in codes for n in (*c.co_names, *c.co_freevars)} & scope.keys()):
         value = scope[name]
         if isinstance(value, lang.DeviceFunction):
-            inner = [] if id(value) in seen else _fingerprint(value.fn, seen | {id(value)})
-            out.append(f"{name}=device:{inner}")
+            digest = known.get(id(value))
+            if digest is None:
+                deep = id(value) in seen or len(seen) > MAX_NESTING  # (the front end refuses a longer chain)
+                inner = [] if deep else _fingerprint(value.fn, seen | {id(value)}, known)
+                digest = known[id(value)] = hashlib.sha256("\0".join(inner).encode()).hexdigest()
+            out.append(f"{name}=device:{digest}")
         elif inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value):
             out.append(f"{name}={getattr(value, '__qualname__', getattr(value, '__name__', name))}")
         else:

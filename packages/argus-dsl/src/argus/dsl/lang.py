@@ -7,6 +7,7 @@ so. Their docstrings are the language reference in short.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -194,6 +195,8 @@ class DeviceFunction:
 
 def device(fn: Callable[..., Any]) -> DeviceFunction:
     """Declare a helper for kernels: ``@device``; it is inlined where it is called."""
+    if not inspect.isfunction(fn):
+        raise ArgusSyntaxError(f"@device declares a function written with def, not {type(fn).__name__} {fn!r}")
     return DeviceFunction(fn)
 
 

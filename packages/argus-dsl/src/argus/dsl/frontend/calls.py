@@ -29,11 +29,11 @@ from .. import dialect as D
 from .. import lang
 from ..atoms import CopyAtom, MMAAtom
 from ..dtypes import DTYPES, DType, boolean, i32
-from ..errors import ArgusError, ArgusSyntaxError, ArgusTypeError
+from ..errors import ArgusError, ArgusSyntaxError, ArgusTypeError, SourceLocation
 from ..types import mlir_type
 from .expressions import _is_static_callable
 from .limits import MAX_LOCAL_BYTES, MAX_SHARED_BYTES
-from .values import BoundMethod, TensorRef, TileRef, Value, describe
+from .values import BoundMethod, TensorRef, TileRef, Value, describe, snippet
 from ..intrinsics import Intrinsic
 from ..intrinsics import call as intrinsic_call
 from ..layout_texts import text_of
@@ -71,8 +71,10 @@ class Calls:
                 raise self.type_error(node, f"{describe(fn)} runs at compile time; its arguments must be compile-time values")
             try:
                 return fn(*args, **kwargs)
-            except ArgusError:
-                raise
+            except ArgusError as err:  # (a constructor of the language's, an atom say, knows no line)
+                if err.location is not None:
+                    raise
+                raise _located(err, self.loc(node), snippet(node)) from None
             except Exception as err:  # noqa: BLE001 - whatever a helper raises is the kernel's error at this line
                 raise self.type_error(node, f"{describe(fn)} failed at compile time: {type(err).__name__}: {err}") from None
         raise self.type_error(node, f"{describe(fn)} is not callable in a kernel")
@@ -161,7 +163,8 @@ class Calls:
             space = "shared" if name == "make_shared" else "local"
             limit = MAX_SHARED_BYTES if space == "shared" else MAX_LOCAL_BYTES
             inner = layout.inner if isinstance(layout, ComposedLayout) else layout
-            if inner.size() * dtype.nbytes > limit or _footprint_bytes(layout, dtype) > limit:
+            if inner.size() * dtype.nbytes > limit or \
+                    (int(self.element_offsets(node.args[0], layout).max(initial=-1)) + 1) * dtype.nbytes > limit:
                 raise self.type_error(
                     node, f"a {space} tile of {inner.size()} {dtype} elements spans more than the {limit} bytes "
                     f"a {'block' if space == 'shared' else 'thread'} may hold",
@@ -302,17 +305,27 @@ class Calls:
         tile, how, index = args
         layout = tile.type.layout
         inner = layout.inner if isinstance(layout, ComposedLayout) else layout
+        if name == "partition" and (not isinstance(how, Layout) or how.rank != 2):
+            raise self.type_error(node.args[1], "a TV layout is a rank-2 Layout: (threads, values) -> index")
+        if name == "local_tile" and not (isinstance(how, Layout) or (
+                isinstance(how, tuple) and len(how) == inner.rank
+                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in how))):
+            raise self.type_error(node.args[1], f"a tiler is a Layout or a tuple of {inner.rank} positive ints, one "
+                                                f"per mode of the tile, got {describe(how)}")
         try:
             if name == "partition":
-                if not isinstance(how, Layout) or how.rank != 2:
-                    raise self.type_error(node.args[1], "a TV layout is a rank-2 Layout: (threads, values) -> index")
                 split = composition(inner, how)
                 selector, values = split[0], split[1]
             else:
-                divided = zipped_divide(inner, how)
-                selector, values = divided[1], divided[0]
+                split = zipped_divide(inner, how)
+                selector, values = split[1], split[0]
         except LayoutError as err:
             raise self.type_error(node, f"{name}: {err}") from None
+        if split.size() != inner.size() or not np.isin(split.offsets(), inner.offsets()).all():
+            what = "TV layout" if name == "partition" else "tiler"
+            raise self.type_error(node.args[1], f"{name}: the {what} {how} does not divide this tile of shape "
+                                                f"{inner.shape} into parts of its own elements (its parts reach "
+                                                f"{split.size()} elements of {inner.size()})")
         if isinstance(layout, ComposedLayout):
             part: Layout | ComposedLayout = ComposedLayout(layout.outer, layout.offset, values)
         else:
@@ -387,6 +400,8 @@ class Calls:
     def apply_layout(self, node: ast.AST, layout: Any, args: list[Any]) -> Any:
         """A compile-time layout evaluated at runtime coordinates: index arithmetic in the IR."""
         if isinstance(layout, Swizzle):
+            if len(args) != 1:
+                raise self.type_error(node, f"the swizzle {layout} takes one offset, got {len(args)} arguments")
             (x,) = args
             picked = self.binop(node, ast.BitAnd(), x, layout.source_mask)
             moved = (self.binop(node, ast.RShift(), picked, layout.shift) if layout.shift >= 0
@@ -482,6 +497,10 @@ class Calls:
         if not isinstance(dtype, DType):
             raise self.type_error(node.args[1], "the second argument of view is a dtype")
         old = base.type
+        if layout.size() > old.layout.size() * old.dtype.nbytes:
+            raise self.type_error(node, f"a view of {layout.size()} elements cannot fit in the {old.layout.size()} "
+                                        f"{old.dtype} elements of this tile")
+        self.element_offsets(node.args[0], layout)
         old_bytes = old.layout.cosize() * old.dtype.nbytes
         new_bytes = layout.cosize() * dtype.nbytes
         if old_bytes != new_bytes:
@@ -492,6 +511,19 @@ class Calls:
         tile = D.TileType.of(old.space.data, dtype, layout)
         op = D.ViewOp.create(operands=[base.ssa], result_types=[tile])
         return TileRef(self.emit(op).results[0], tile)
+
+    def element_offsets(self, node: ast.expr, layout: Layout | ComposedLayout) -> np.ndarray:
+        """Where a tile's elements lie in its memory: offsets ≥ 0, or a type error at `node`."""
+        try:
+            offsets = np.asarray(layout.offsets(), np.int64)
+        except (LayoutError, OverflowError) as err:
+            raise self.type_error(node, f"the layout {layout} cannot place a tile's elements ({err}); they lie at "
+                                        "offsets ≥ 0: mind negative strides and offsets") from None
+        if offsets.size and offsets.min() < 0:
+            k = int(offsets.argmin())
+            raise self.type_error(node, f"the layout {layout} places element {k} at offset {int(offsets[k])}; a "
+                                        "tile's elements lie at offsets ≥ 0: mind negative strides and offsets")
+        return offsets  # type: ignore[no-any-return]
 
     def static_layout(self, node: ast.expr, value: Any) -> Layout | ComposedLayout:
         """A layout argument: a Layout, a ComposedLayout, or a shape tuple (compact, row-major)."""
@@ -508,14 +540,17 @@ class Calls:
 
     # ---- conversions -----------------------------------------------------------------
 
+def _located(err: ArgusError, where: SourceLocation, construct: str) -> ArgusError:
+    """`err` at `where`: one of its class with its message (a type error if its class takes
+    other arguments)."""
+    if type(err).__init__ is ArgusError.__init__:
+        return type(err)(err.message, where, err.construct or construct)
+    return ArgusTypeError(err.message, where, construct)
+
+
 def _bits_type(bits: int) -> DType | None:
     """The unsigned (or vector) type of `bits` bits."""
     return DTYPES.get(f"u{bits}")
-
-
-def _footprint_bytes(layout: Layout | ComposedLayout, dtype: DType) -> int:
-    """Bytes from offset 0 to the end of the tile's last element."""
-    return (int(np.max(layout.offsets())) + 1) * dtype.nbytes if layout.size() else 0
 
 
 def _extent(mode: Any) -> int:

@@ -27,6 +27,7 @@ from ..errors import ArgusSyntaxError, ArgusTypeError, SourceLocation
 from ..types import mlir_type
 from .calls import Calls
 from .expressions import Expressions
+from .limits import MAX_BLOCK_THREADS, MAX_NESTING, MAX_OPS
 from .statements import Statements
 from .values import KernelSource, TensorRef, Value, snippet
 
@@ -55,6 +56,12 @@ class FrontEnd(Statements, Expressions, Calls):
         self.tagged = False
         self.inlining: list[Any] = []  # the device functions being expanded, innermost last
         """Where each op came from: the interpreter names the line of a fault with it."""
+        self.depth = 0
+        """How deep the statement or expression being read is nested (`deeper`)."""
+        self.unrolling = 1
+        """How many times the static loops around the statement being read unroll it."""
+        self.emitted = 0
+        """How many ops the kernel has been traced into so far (at most `MAX_OPS`)."""
 
     # ---- errors ----------------------------------------------------------------------
     def loc(self, node: ast.AST) -> SourceLocation:
@@ -65,6 +72,20 @@ class FrontEnd(Statements, Expressions, Calls):
 
     def type_error(self, node: ast.AST, message: str) -> ArgusTypeError:
         return ArgusTypeError(message, self.loc(node), snippet(node))
+
+    @contextmanager
+    def deeper(self, node: ast.AST) -> Iterator[None]:
+        """Read `node`, one level deeper than its parent: past `MAX_NESTING` the kernel is
+        refused (reading it would exhaust the compiler's stack)."""
+        if self.depth >= MAX_NESTING:
+            raise self.syntax_error(node, f"the kernel nests statements and expressions (device functions "
+                                          f"included) more than {MAX_NESTING} levels deep here; name intermediate "
+                                          "values to flatten it")
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     # ---- entry point -----------------------------------------------------------------
     def build(self) -> D.KernelOp:
@@ -162,9 +183,9 @@ class FrontEnd(Statements, Expressions, Calls):
         for item in items[1:]:
             name = item.value if isinstance(item, ast.Constant) and isinstance(item.value, str) else item.id if isinstance(item, ast.Name) else None
             if isinstance(item, ast.Constant) and isinstance(item.value, int) and not isinstance(item.value, bool):
-                dims.append(item.value)
+                dims.append(self.tensor_dim_size(item, item.value))
             elif name is not None and isinstance(self.constants.get(name), int):
-                dims.append(self.constants[name])
+                dims.append(self.tensor_dim_size(item, self.constants[name]))
             elif name is not None and name.isidentifier():
                 dims.append(name)
             else:
@@ -172,6 +193,12 @@ class FrontEnd(Statements, Expressions, Calls):
         if not dims:
             raise self.type_error(ann, "a tensor needs at least one dim: Tensor[dtype, dim0, ...]")
         return D.TensorType.of(dtype, dims)
+
+    def tensor_dim_size(self, item: ast.expr, size: int) -> int:
+        """A tensor dim known at compile time: at least 1, and an index into it fits in 32 bits."""
+        if isinstance(size, bool) or not 1 <= size < 2**31:
+            raise self.type_error(item, f"a tensor dim known at compile time is an int from 1 to 2**31 - 1, got {size}")
+        return size
 
     def block_dims(self) -> tuple[int, ...]:
         dims = []
@@ -185,10 +212,21 @@ class FrontEnd(Statements, Expressions, Calls):
             dims.append(value)
         if not 1 <= len(dims) <= 3:
             raise ArgusTypeError("a block has 1 to 3 dims", SourceLocation(self.src.file, self.src.line_offset + self.src.tree.lineno, 1))
+        threads = 1
+        for d in dims:
+            threads *= d
+        if threads > MAX_BLOCK_THREADS:
+            raise ArgusTypeError(f"a block has at most {MAX_BLOCK_THREADS} threads, got {threads} ({tuple(dims)})",
+                                 SourceLocation(self.src.file, self.src.line_offset + self.src.tree.lineno, 1))
         return tuple(dims)
 
     # ---- emission helpers --------------------------------------------------------------
     def emit(self, op: Operation) -> Operation:
+        self.emitted += 1
+        if self.emitted > MAX_OPS:
+            raise self.type_error(self.node or self.src.tree, f"the kernel traces into more than {MAX_OPS} operations "
+                                                              "(static loops unrolled, device functions inlined); "
+                                                              "use runtime loops (range) for long loops")
         self.block.add_op(op)
         if self.node is not None:
             self.locations[op] = self.loc(self.node)

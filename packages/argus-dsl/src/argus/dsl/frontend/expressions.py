@@ -27,6 +27,7 @@ from .. import dialect as D
 from .. import lang
 from ..dtypes import DType, boolean, f32, i32
 from ..types import mlir_type
+from .limits import MAX_CONSTANT_BITS, MAX_CONSTANT_LENGTH
 from .values import BoundMethod, MustUnroll, PendingSlot, RolledAway, Slot, TensorRef, TileRef, Value, describe, truth
 
 _STATIC_BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
@@ -54,6 +55,7 @@ _STATIC_CMP: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
 _INT_CMP = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
 _CMP_SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 _FLOAT_CMP = {ast.Lt: "olt", ast.LtE: "ole", ast.Gt: "ogt", ast.GtE: "oge", ast.Eq: "oeq", ast.NotEq: "une"}
+_UNARY_SYMBOL = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~", ast.Not: "not"}
 _OP_SYMBOL = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%", ast.Div: "/",
     ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>", ast.Pow: "**",
@@ -68,7 +70,8 @@ class Expressions:
         method = getattr(self, f"expr_{type(node).__name__}", None)
         if method is None:
             raise self.syntax_error(node, f"'{type(node).__name__}' expressions are not part of the Argus language")
-        return method(node)
+        with self.deeper(node):
+            return method(node)
 
     def expr_Constant(self, node: ast.Constant) -> Any:
         if isinstance(node.value, (bool, int, float, str)):
@@ -143,16 +146,27 @@ class Expressions:
             fn = _STATIC_BINOPS.get(type(op))
             if fn is None:
                 raise self.syntax_error(node, f"operator {type(op).__name__} is not supported")
+            symbol = _OP_SYMBOL.get(type(op), "?")
+            too_large = _too_large(op, left, right)
+            if too_large:
+                raise self.type_error(node, f"compile-time {symbol} {too_large}")
             try:
-                return fn(left, right)
+                result = fn(left, right)
             except Exception as err:  # user arithmetic on compile-time values
-                raise self.type_error(node, f"compile-time {_OP_SYMBOL.get(type(op), '?')} failed: {err}") from None
+                raise self.type_error(node, f"compile-time {symbol} failed: {err}") from None
+            return self.constant_within_limits(node, result)
         folded = _identity_fold(op, left, right)
         # in a static loop's iteration an integer constant may be the index's value there: the
         # op stays, so that every iteration builds the same ops (`rolling`; canonicalization
         # folds what is left unrolled)
         if folded is not None and not (self.iterating and folded.dtype.is_integer):
             return folded
+        if isinstance(left, Value) and left.dtype.is_integer and isinstance(right, int) and not isinstance(right, bool):
+            if isinstance(op, (ast.FloorDiv, ast.Mod)) and right == 0:
+                raise self.type_error(node, f"integer {_OP_SYMBOL[type(op)]} by zero")
+            if isinstance(op, (ast.LShift, ast.RShift)) and not 0 <= right < left.dtype.bits:
+                raise self.type_error(node, f"a shift of a {left.dtype} moves it 0 to {left.dtype.bits - 1} bits, not "
+                                            f"{right}")
         left, right = self.unify(node, left, right)
         return self.arith(node, op, left, right)
 
@@ -195,11 +209,24 @@ class Expressions:
             raise self.type_error(node, f"{sym} is not defined on {t}")
         return Value(self.emit(cls(a.ssa, b.ssa)).results[0], t)
 
+    def constant_within_limits(self, node: ast.AST, value: Any) -> Any:
+        """A compile-time result, refused past the limits on constants (`limits`)."""
+        if isinstance(value, int) and value.bit_length() > MAX_CONSTANT_BITS:
+            raise self.type_error(node, f"this compile-time integer has {value.bit_length()} bits; constants have at "
+                                        f"most {MAX_CONSTANT_BITS}")
+        if isinstance(value, (str, tuple)) and len(value) > MAX_CONSTANT_LENGTH:
+            raise self.type_error(node, f"this compile-time {type(value).__name__} has {len(value)} items; at most "
+                                        f"{MAX_CONSTANT_LENGTH}")
+        return value
+
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         operand = self.expr(node.operand)
         if not isinstance(operand, Value):
             fn = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert, ast.Not: operator.not_}[type(node.op)]
-            return fn(operand)
+            try:
+                return fn(operand)
+            except Exception as err:  # user arithmetic on compile-time values
+                raise self.type_error(node, f"compile-time {_UNARY_SYMBOL[type(node.op)]} failed: {err}") from None
         if isinstance(node.op, ast.UAdd):
             return operand
         if isinstance(node.op, ast.USub):
@@ -423,6 +450,22 @@ class Expressions:
             return self.constant(value, f32)
         raise self.type_error(node, f"{describe(value)} is not a runtime value")
 
+
+
+def _too_large(op: ast.operator, left: Any, right: Any) -> str:
+    """Why a compile-time operation would make a constant past the limits (`limits`), found
+    before it runs: ``10 ** 10 ** 10`` would take the compiler's time and memory first."""
+    ints = all(isinstance(v, int) for v in (left, right))
+    if ints and isinstance(op, ast.Pow) and right > 0 and abs(left) > 1 and \
+            right * (abs(left).bit_length() - 1) > MAX_CONSTANT_BITS:
+        return f"makes an integer of more than {MAX_CONSTANT_BITS} bits, the most a constant may have"
+    if ints and isinstance(op, ast.LShift) and left and right > MAX_CONSTANT_BITS:
+        return f"makes an integer of more than {MAX_CONSTANT_BITS} bits, the most a constant may have"
+    if isinstance(op, ast.Mult):
+        for seq, times in ((left, right), (right, left)):
+            if isinstance(seq, (str, tuple, list)) and isinstance(times, int) and len(seq) * times > MAX_CONSTANT_LENGTH:
+                return f"makes a sequence of more than {MAX_CONSTANT_LENGTH} items, the most a constant may have"
+    return ""
 
 
 def _identity_fold(op: ast.operator, left: Any, right: Any) -> Value | None:

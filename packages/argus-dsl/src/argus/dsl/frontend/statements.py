@@ -16,7 +16,7 @@ from xdsl.ir import Block, Region
 from .. import dialect as D
 from .. import lang
 from ..dtypes import DType, boolean, f32, i32
-from .limits import MAX_UNROLL
+from .limits import MAX_UNROLL, MAX_UNROLLED
 from ..passes import unroll
 from .rolling import defined_in, rolled
 from .values import BoundMethod, MustUnroll, PendingSlot, RolledAway, Slot, TensorRef, TileRef, Value, describe, truth
@@ -29,7 +29,8 @@ class Statements:
             raise self.syntax_error(node, f"'{type(node).__name__}' statements are not part of the Argus language")
         outer, self.node = self.node, node
         try:
-            method(node)
+            with self.deeper(node):
+                method(node)
         finally:
             self.node = outer
 
@@ -139,6 +140,20 @@ class Statements:
             raise self.type_error(node.iter, f"static_range: {err}") from None
         if count > MAX_UNROLL:
             raise self.type_error(node.iter, f"static_range of {count} iterations exceeds {MAX_UNROLL}; use range(...) for long loops")
+        if self.unrolling * count > MAX_UNROLLED:
+            raise self.type_error(node.iter, f"this static_range unrolls its body {self.unrolling * count} times with the "
+                                             f"static loops around it; at most {MAX_UNROLLED}: use range(...) for "
+                                             "some of them")
+        outer, self.unrolling = self.unrolling, self.unrolling * max(count, 1)
+        try:
+            self.unrolled_for(node, iterations, count)
+        finally:
+            self.unrolling = outer
+
+    def unrolled_for(self, node: ast.For, iterations: range, count: int) -> None:
+        """A static loop's iterations, read one after another (each with the loop variable
+        bound to its value), then rolled where they allow it."""
+        assert isinstance(node.target, ast.Name)
         if count < 2 or node in self.unrolled or not self.rolls:
             for i in iterations:
                 self.env[node.target.id] = i

@@ -72,10 +72,21 @@ class KernelSource:
         except (OSError, TypeError) as err:
             raise ArgusSyntaxError(f"cannot read the source of {fn.__name__}: {err}") from None
         source = textwrap.dedent("".join(lines))
-        tree = ast.parse(source)
-        fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        where = SourceLocation(inspect.getfile(fn), first, 1)
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as err:  # (the lines of a lambda: part of an expression)
+            raise ArgusSyntaxError(f"cannot read {fn.__name__} on its own: {err.msg}; write kernels and device "
+                                   "functions with def", where) from None
+        except (RecursionError, MemoryError):
+            raise ArgusSyntaxError(f"{fn.__name__} nests expressions too deeply to be read; name intermediate "
+                                   "values to flatten it", where) from None
+        fdef = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        if fdef is None:
+            raise ArgusSyntaxError(f"{fn.__name__} is not a function defined with def; write kernels and device "
+                                   "functions with def", where)
         if isinstance(fdef, ast.AsyncFunctionDef):
-            raise ArgusSyntaxError("a kernel cannot be async", SourceLocation(inspect.getfile(fn), first, 1))
+            raise ArgusSyntaxError("a kernel cannot be async", where)
         globals_ = dict(fn.__globals__)
         if fn.__closure__:
             globals_.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
