@@ -77,6 +77,8 @@ EDITS: list[str | tuple[str, str]] = [
     "x = warp_sum(True)", "x = warp_sum(t > 1)", "x = exp2(1.0)", "x = exp2(t)", "x = sqrt(t, t)",
     "x = select(t, 1, 2)", "x = select(t > 1, 1.0, t)", "x = select(t > 1)", "x = fma(1.0, 2.0, 3.0)", "x = fma(t, t, t)",
     "x = min(t, 1.0)", "x = max(t)", "x = min(1, 2, 3)", "x = min(t, 1, 2)", "x = rcp(2.0)", "x = rcp(t)",
+    "x = min('a', 1)", "x = max((1,), 2)", "x = np.ones(3) and 1", "x = select(np.ones(3), 1, 2)", "x = i32(float('inf'))",
+    "x = i32(float('nan'))", "x = 1 if np.ones(2) else 2", "x = a[np.ones(2)]", "x = (1, 2) < (1, 'a')",
     "matmul_wait(-1)", "matmul_wait(t)", "matmul_wait(1.5)", "assume(1)", "assume(t)", "assume(t > 1, 2)",
     "reset_tags(t)", "reset_tags(r)", "x = atomic_add(t, 1)", "x = atomic_add(r[0, 0], 1.0)",
     "x = atomic_add(s[0], t)", "x = atomic_max(s[0])", "x = atomic_exchange(a[t], s)",
@@ -349,6 +351,14 @@ def test_constant_shifts_and_divisions_the_gpu_leaves_undefined_are_refused(tmp_
     assert "a shift of a i32 moves it 0 to 31 bits, not 40" in _refusal(tmp_path, "x = t << 40")
     assert "integer // by zero" in _refusal(tmp_path, "x = t // 0")
     assert "integer % by zero" in _refusal(tmp_path, "x = t % 0")
+
+
+def test_compile_time_values_python_cannot_compare_or_convert_are_refused(tmp_path: Path):
+    assert "compile-time min failed: '<' not supported" in _refusal(tmp_path, "x = min('a', 1)")
+    assert "a condition must be a comparison or a compile-time bool, got ndarray" in \
+        _refusal(tmp_path, "x = np.ones(3) and 1")
+    assert "a condition must be a comparison or a compile-time bool" in _refusal(tmp_path, "x = select(np.ones(3), 1, 2)")
+    assert "inf is no integer: it has no i32 value" in _refusal(tmp_path, "x = i32(float('inf'))")
 
 
 def test_a_tensor_dim_of_zero_is_refused(tmp_path: Path):

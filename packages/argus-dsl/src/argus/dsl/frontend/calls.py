@@ -440,7 +440,10 @@ class Calls:
         if len(args) != 2:
             raise self.type_error(node, "min/max take two values in a kernel")
         if not any(isinstance(a, Value) for a in args):
-            return (min if is_min else max)(*args)
+            try:
+                return (min if is_min else max)(*args)
+            except Exception as err:  # user comparisons of compile-time values
+                raise self.type_error(node, f"compile-time {'min' if is_min else 'max'} failed: {err}") from None
         return self.minmax_values(node, *args, is_min)
 
     def minmax_values(self, node: ast.AST, a: Any, b: Any, is_min: bool) -> Value:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -271,7 +272,8 @@ class Expressions:
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
         values = [self.expr(v) for v in node.values]
         if not any(isinstance(v, Value) for v in values):
-            return all(values) if isinstance(node.op, ast.And) else any(values)
+            truths = [truth(v, n, self) for v, n in zip(values, node.values)]
+            return all(truths) if isinstance(node.op, ast.And) else any(truths)
         result = values[0]
         for v in values[1:]:
             for side in (result, v):
@@ -288,7 +290,7 @@ class Expressions:
 
     def select(self, node: ast.AST, cond: Any, a: Any, b: Any) -> Any:
         if not isinstance(cond, Value):
-            return a if cond else b
+            return a if truth(cond, node, self) else b
         if cond.dtype is not boolean:
             raise self.type_error(node, "select's condition must be a bool (a comparison)")
         if not isinstance(a, Value) and not isinstance(b, Value):
@@ -407,6 +409,8 @@ class Expressions:
             if dtype.is_integer:
                 if isinstance(value, float) and not explicit:
                     raise self.type_error(node, f"a float constant cannot become {dtype} implicitly")
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise self.type_error(node, f"{value} is no integer: it has no {dtype} value")
                 return int(value)
             if dtype.is_float:
                 return float(value)
