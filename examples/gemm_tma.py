@@ -127,7 +127,10 @@ def _helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any, AB: A
         """C in bf16 through shared memory: once the products are done the A stages are free,
         so each thread puts its pairs there (16-byte chunk j of row r at chunk j ^ (r % 8), so
         that a warp's pairs fall in distinct banks), and after a barrier the block writes whole
-        rows of C in 16-byte pieces, 512 contiguous bytes per warp."""
+        rows of C in 16-byte pieces, 512 contiguous bytes per warp. The barrier first: a
+        warpgroup's own products are done at its matmul_wait, the other's only at the barrier,
+        and a pair may land on a stage row the other warpgroup's last products read."""
+        syncthreads()
         pairs = sA.view((STAGES * BM * BK * AB.nbytes // (2 * BN), BN // 2), u32)
         for half in static_range(BM // 128):
             for p in static_range(MMA.values("c") // 2):

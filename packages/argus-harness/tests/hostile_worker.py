@@ -163,6 +163,7 @@ def hog(request: dict[str, Any]) -> dict[str, Any]:
     """Hold memory in several processes, each under the address-space limit, together over the
     memory limit; report after a while if nothing stopped it."""
     children = []
+    read_end, write_end = os.pipe()
     for _ in range(request["processes"]):
         pid = os.fork()
         if pid == 0:
@@ -173,11 +174,14 @@ def hog(request: dict[str, Any]) -> dict[str, Any]:
             except MemoryError:
                 pass
             finally:
+                os.write(write_end, bytes([len(held)]))  # how many pieces it holds
                 time.sleep(60)
                 os._exit(0)  # never back into the worker, which would report on the channel
         children.append(pid)
+    os.close(write_end)
     time.sleep(request["wait"])
-    return {"processes": len(children)}
+    pieces = os.read(read_end, len(children))
+    return {"processes": len(children), "held_mb": 10 * sum(pieces)}
 
 
 def hang(request: dict[str, Any]) -> dict[str, Any]:
