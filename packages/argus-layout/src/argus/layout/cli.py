@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -56,7 +55,7 @@ from .errors import LayoutError, LayoutParseError, excerpt
 from .layout import Layout
 from .limits import MAX_NESTING, int_text
 from .notation import NotationParser, parse
-from .output import Output, flush_quietly
+from .output import run_with_output
 from .svg import MAX_CELLS, offset_grid, save_svg, tv_grid
 from .swizzle import ComposedLayout, Swizzle
 
@@ -547,13 +546,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Output to a reader that stops reading (``| head -1``) is dropped without changing the status.
     """
-    out, err = Output(sys.stdout), Output(sys.stderr)
-    try:
-        return _run(argv, cast(TextIO, out), cast(TextIO, err))
-    finally:
-        out.flush()
-        err.flush()
-        flush_quietly(sys.stdout, sys.stderr)
+    return run_with_output(lambda out, err: _run(argv, out, err))
 
 
 def _run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:

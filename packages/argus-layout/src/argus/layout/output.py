@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import io
 import os
-from typing import TextIO
+import sys
+from typing import Callable, TextIO, cast
 
 __all__ = ["Output", "flush_quietly"]
 
@@ -66,3 +67,16 @@ def _discard(stream: TextIO) -> None:
     finally:
         os.close(null)
 
+
+
+def run_with_output(run: Callable[[TextIO, TextIO], int]) -> int:
+    """Run a command's body on standard output and error wrapped as `Output`, and return its
+    status: a reader that stops reading (``| head -1``) loses the rest of the output, never the
+    status."""
+    out, err = Output(sys.stdout), Output(sys.stderr)
+    try:
+        return run(cast(TextIO, out), cast(TextIO, err))
+    finally:
+        out.flush()
+        err.flush()
+        flush_quietly(sys.stdout, sys.stderr)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO, cast
+from typing import Any, TextIO
 
 from argus.layout import Layout, LayoutError, LayoutParseError, parse
 from argus.layout.cli import OneLineArgumentParser, UsageError
 from argus.layout.errors import excerpt
-from argus.layout.output import Output, flush_quietly
+from argus.layout.output import run_with_output
 
 from . import layouts
 from .results import Result
@@ -69,13 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Output to a reader that stops reading (``| head -1``) is dropped without changing the status.
     """
-    out, err = Output(sys.stdout), Output(sys.stderr)
-    try:
-        return _run(argv, cast(TextIO, out), cast(TextIO, err))
-    finally:
-        out.flush()
-        err.flush()
-        flush_quietly(sys.stdout, sys.stderr)
+    return run_with_output(lambda out, err: _run(argv, out, err))
 
 
 def _run(argv: Sequence[str] | None, out: TextIO, err: TextIO) -> int:
