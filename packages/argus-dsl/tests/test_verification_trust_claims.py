@@ -70,7 +70,8 @@ def test_a_kernel_with_nothing_to_prove_says_so_and_is_no_proof():
     assert "none of the faults it looks for" in result.reason
     assert Verdict.NOTHING_TO_PROVE.exit_status == 0
     assert Result.from_dict(json.loads(result.json())) == result  # (results are cached as JSON)
-    assert check_launch(copy_within_bounds, (1,), np.zeros(32, np.float32), np.zeros(32, np.float32))
+    launch = check_launch(copy_within_bounds, (1,), np.zeros(32, np.float32), np.zeros(32, np.float32))
+    assert launch.verdict is Verdict.NOTHING_TO_PROVE and not launch, launch.text()  # (as on every launch)
 
 
 def test_a_kernel_the_checker_cannot_follow_with_nothing_to_prove_says_both():

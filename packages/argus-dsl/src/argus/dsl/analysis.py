@@ -295,6 +295,13 @@ class Preparation:
         """Whether the kernel applies a tag function (with no assertion, MMA pairing is checked)."""
         return bool(self.table.of_kind(D.TagOp))
 
+    @cached_property
+    def claimless(self) -> bool:
+        """Whether the kernel makes no claim: no tag assertion, and no product whose operands a
+        tag function could pair up. Checking such a kernel (statically or on a launch) proves
+        nothing: at most it finds nothing wrong."""
+        return not self.assertions and not (self.tags_something and self.table.of_kind(D.MmaOp))
+
     def read(self, op: Operation, reader: Callable[[Operation], Any]) -> Any:
         """What `reader` reads off an op's attributes and types (once per kernel: the IR is fixed;
         one reader per kind of op)."""

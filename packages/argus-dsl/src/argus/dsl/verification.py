@@ -52,8 +52,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     with _no_collection():
         preparation = getattr(compiled, "preparation", None) or Preparation(op, compiled.locations)
         asserts = preparation.assertions
-        # no assertion, and no product whose operands a tag function could pair up: no claim
-        claimless = not asserts and not (preparation.tags_something and preparation.table.of_kind(D.MmaOp))
+        claimless = preparation.claimless
         claim = (f"{name} states no tag assertion and has no product of tagged operands; its accesses are checked "
                  f"for {launches}"
                  if claimless else f"the tag assertions of {name} hold for {launches}")
