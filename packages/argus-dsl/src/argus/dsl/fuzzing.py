@@ -1,0 +1,675 @@
+"""Differential testing of what a kernel means: random well-formed kernels, run past the static
+checker and the interpreter with shadow tags, whose answers must agree.
+
+Argus defines a kernel's meaning three times: the reference interpreter (with shadow tags,
+`argus.dsl.shadow`), the static tag checker (`argus.dsl.verification.verify_kernel`) and the
+compiled code. The checker may say "unknown" as often as it likes, but what it says must be
+true: a kernel it *proves* runs on the interpreter without a tag finding and without a fault
+of the kinds the checker looks for, and a kernel it finds *violated* comes with witnesses that
+replay — the checker replays them before reporting, and `check_case` replays each once more,
+independently, on the launch the witness names.
+
+`draw_kernel` builds a small kernel as Python source text (so that a failure prints as a file
+one can run), from choices drawn either by hypothesis (`st.data()`) or by a seeded
+`random.Random`: global tensors with tag functions, shared tiles with plain, padded and
+swizzled layouts, register tiles, copies global → shared → registers → global whose thread →
+data mappings are right or subtly wrong (off by one, swapped coordinates, a swizzle on one
+side only, a store some threads skip, a read past the tile's edge), barriers present or
+missing, branches on thread and block indices, static and runtime loops, warp shuffles, tag
+assertions on what each thread reads (right or wrong claims), and a small warp-level matrix
+product. `check_case` runs the oracles and returns the disagreements found; each carries the
+source and the launch.
+
+The interpreter runs are pluggable: `check_case(case, runners=[...])` takes any number of
+`Runner`s (the interpreter under another schedule of its warps, a GPU), holds each run to the
+checker's verdict, and holds fault-free runs to the same outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+import random
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from argus.verify.results import Result, Verdict
+
+from .errors import ArgusError, KernelFault
+
+__all__ = [
+    "Finding",
+    "KernelCase",
+    "LaunchSpec",
+    "Outcome",
+    "Report",
+    "Runner",
+    "check_case",
+    "compile_case",
+    "draw_kernel",
+    "kernel_from_source",
+    "shadow_runner",
+]
+
+
+# ---- cases ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One launch of a case: the grid, the arguments in order — a tensor as ("tensor", dtype
+    name, shape), an integer as ("int", value) — and the seed their data is drawn from."""
+
+    grid: tuple[int, ...]
+    args: tuple[tuple[Any, ...], ...]
+    seed: int
+
+    def arguments(self) -> list[Any]:
+        """The launch's arguments: numpy arrays of seeded random data, and integers."""
+        rng = np.random.default_rng(self.seed)
+        out: list[Any] = []
+        for spec in self.args:
+            if spec[0] == "int":
+                out.append(int(spec[1]))
+                continue
+            _, dtype, shape = spec
+            out.append(_random_array(rng, dtype, tuple(shape)))
+        return out
+
+    def text(self) -> str:
+        shown = ", ".join(f"{s[1]}{list(s[2])}" if s[0] == "tensor" else str(s[1]) for s in self.args)
+        return f"grid {self.grid}, args ({shown}), data seed {self.seed}"
+
+
+def _random_array(rng: np.random.Generator, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Random data of a kernel argument's type (bf16 as its uint16 bits, as hosts hold it)."""
+    if dtype == "bf16":
+        from . import to_storage
+        from .dtypes import bf16
+
+        return to_storage(rng.standard_normal(shape), bf16)
+    if dtype in ("i32", "u32"):
+        return rng.integers(-1000, 1000, size=shape).astype(np.int32)
+    return rng.standard_normal(shape).astype({"f32": np.float32, "f16": np.float16}[dtype])
+
+
+@dataclass(frozen=True)
+class KernelCase:
+    """A generated kernel: its source text, the kernel's name in it, the launches to run it on,
+    and the deliberate mistakes it was built with (for statistics: a kernel built without any
+    may still be wrong, and one built with some may happen to be right)."""
+
+    source: str
+    name: str
+    launches: tuple[LaunchSpec, ...]
+    mutations: tuple[str, ...] = ()
+    family: str = "tile"
+
+    def text(self) -> str:
+        """The case as one prints it: the source, then the launches."""
+        lines = [self.source.rstrip(), "", f"# kernel {self.name}; mutations: {', '.join(self.mutations) or 'none'}"]
+        lines += [f"# launch {i}: {launch.text()}" for i, launch in enumerate(self.launches)]
+        return "\n".join(lines)
+
+
+def kernel_from_source(source: str, name: str) -> Any:
+    """The `Kernel` named `name` defined by `source`, compiled under a file name derived from
+    the text (registered with `linecache`, so that errors and witnesses quote its lines)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    filename = f"<argus-fuzz-{digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, Any] = {"__name__": f"argus_fuzz_{digest}"}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
+
+
+def compile_case(case: KernelCase) -> Any:
+    """The case's `Kernel`."""
+    return kernel_from_source(case.source, case.name)
+
+
+# ---- drawing choices ------------------------------------------------------------------------
+
+
+class _Choices:
+    """Choices drawn from hypothesis's `st.data()` (which can shrink them) or from a seeded
+    `random.Random` (the long runs: every kernel reproducible from its seed)."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def pick(self, options: Sequence[Any]) -> Any:
+        if isinstance(self.data, random.Random):
+            return self.data.choice(list(options))
+        from hypothesis import strategies as st
+
+        return self.data.draw(st.sampled_from(list(options)))
+
+    def chance(self, p: float) -> bool:
+        """True with probability about `p` (hypothesis shrinks towards False)."""
+        if isinstance(self.data, random.Random):
+            return self.data.random() < p
+        from hypothesis import strategies as st
+
+        return self.data.draw(st.integers(0, 99)) < round(100 * p)
+
+    def number(self, low: int, high: int) -> int:
+        if isinstance(self.data, random.Random):
+            return self.data.randint(low, high)
+        from hypothesis import strategies as st
+
+        return self.data.draw(st.integers(low, high))
+
+
+def draw_kernel(data: Any) -> KernelCase:
+    """A random well-formed kernel (source text) with its launches. `data` is hypothesis's
+    `st.data()` object or a `random.Random`."""
+    c = _Choices(data)
+    if c.chance(0.2):
+        return _mma_kernel(c)
+    return _tile_kernel(c)
+
+
+HEADER = """from argus.dsl import *
+from argus.layout import ComposedLayout, Layout, Swizzle
+"""
+
+
+class _Lines:
+    """Source lines at an indentation."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def add(self, *lines: str) -> None:
+        self.lines.extend("    " * self.depth + line for line in lines)
+
+    def indent(self) -> _Lines:
+        self.depth += 1
+        return self
+
+    def dedent(self) -> None:
+        self.depth -= 1
+
+
+def _tile_kernel(c: _Choices) -> KernelCase:
+    """Global → shared → registers (→ a shuffle) → global, with a tag assertion on what each
+    thread holds. The claim is what the code intends; mutations of the code or of the claim
+    make one of the two wrong."""
+    mutations: list[str] = []
+    threads = c.pick((32, 64, 128))
+    tx = c.pick([x for x in (8, 16, 32) if threads // x <= 16])
+    ty = threads // tx
+    shapes = [(cols, per) for cols in (8, 16, 32) for per in (1, 2, 4) if threads * per // cols <= 32]
+    cols, per = c.pick(shapes)
+    rows = threads * per // cols
+    dtype = c.pick(("f32", "f32", "i32", "f16"))
+    bits = (rows * cols).bit_length() - 1
+    layouts = ["row", "col", "pad"] + (["swizzle", "swizzle"] if bits >= 2 else [])
+    layout = c.pick(layouts)
+    if layout == "row":
+        smem = f"Layout(({rows}, {cols}), ({cols}, 1))"
+    elif layout == "col":
+        smem = f"Layout(({rows}, {cols}), (1, {rows}))"
+    elif layout == "pad":
+        smem = f"Layout(({rows}, {cols}), ({cols + 1}, 1))"
+    else:
+        b = c.number(1, bits // 2)
+        m = c.number(0, bits - 2 * b)
+        s = c.number(b, bits - m - b)
+        smem = f"ComposedLayout(Swizzle({b}, {m}, {s}), 0, Layout(({rows}, {cols}), ({cols}, 1)))"
+    source_mode = c.pick(("fixed", "assume", "clamp"))
+    loop = c.pick(("none", "none", "static", "runtime"))
+    iters = 2 if loop == "static" else 1
+    end_barrier = loop == "none" or not c.chance(0.3)
+    if not end_barrier:
+        mutations.append("no-end-barrier")
+    tags = c.pick(("rc", "rc", "c", "r"))
+    write_map = c.pick(("rowmajor", "colmajor"))
+    read_map = c.pick(("same", "rowmajor", "colmajor", "reverse", "xor"))
+    write_mutation = c.pick(("none",) * 6 + ("shift", "partial"))
+    read_mutation = c.pick(("none",) * 8 + ("edge",) + (("unswizzled",) * 2 if layout == "swizzle" else ()))
+    branch = c.pick(("none", "none", "select-thread", "select-block", "guard"))
+    shuffle = c.pick(("none", "none", "xor", "rotate")) if branch != "guard" else "none"
+    claim_mutation = c.pick(("none",) * 6 + ("offby1", "swap", "no-row", "no-shuffle"))
+    if claim_mutation == "no-shuffle" and shuffle == "none":
+        claim_mutation = "none"
+    missing_sync = c.chance(0.12)
+    no_assert = c.chance(0.05)
+    mutations += [f"write-{write_mutation}"] if write_mutation != "none" else []
+    mutations += [f"read-{read_mutation}"] if read_mutation != "none" else []
+    mutations += [f"claim-{claim_mutation}"] if claim_mutation != "none" else []
+    mutations += ["no-sync"] if missing_sync else []
+    mutations += ["no-assert"] if no_assert else []
+
+    grid_blocks = c.number(1, 3)
+    steps = c.number(0, 3) if loop == "runtime" else 1
+    total = iters * steps
+    if source_mode == "fixed":
+        nrows = rows * grid_blocks * max(total, 1)
+        dims = f"{nrows}, {cols}"
+    else:
+        dims = f'"n", {cols}'
+    params = [f"src: Tensor[{dtype}, {dims}]", f"dst: Tensor[{dtype}, {dims}]"]
+    if source_mode != "fixed":
+        params.append("n: int")
+    if loop == "runtime":
+        params.append("steps: int")
+    name = "fz"
+    out = _Lines()
+    out.add(f"@kernel(block=({tx}, {ty}))", f"def {name}({', '.join(params)}):")
+    out.indent()
+    tid = "thread_idx.x" if ty == 1 else f"thread_idx.x + thread_idx.y * {tx}"
+    out.add(f"tid = {tid}")
+    tag_of = {"rc": "(r, c)", "c": "(c,)", "r": "(r,)"}[tags]
+    out.add(f"tag(src, lambda r, c: {tag_of})")
+    if source_mode == "assume":
+        out.add(f"assume(n % {rows} == 0)")
+    out.add(f"s = make_shared({smem}, {dtype})")
+    if read_mutation == "unswizzled":
+        out.add(f"plain = s.view(Layout(({rows}, {cols}), ({cols}, 1)), {dtype})")
+    out.add(f"got = make_local(({per},), {dtype})", f"want = make_local(({per},), {dtype})")
+    if loop == "runtime":
+        out.add("for it in range(steps):")
+        out.indent()
+        out.add(f"row0 = (block_idx.x * steps + it) * {rows}")
+    elif loop == "static":
+        out.add(f"for it in static_range({iters}):")
+        out.indent()
+        out.add(f"row0 = (block_idx.x * {iters} + it) * {rows}")
+    else:
+        out.add(f"row0 = block_idx.x * {rows}")
+
+    def mapping(kind: str, e: str) -> tuple[str, str]:
+        """(row, column) of the tile that linear index `e` names in a mapping."""
+        if kind == "rowmajor":
+            return f"({e}) // {cols}", f"({e}) % {cols}"
+        if kind == "colmajor":
+            return f"({e}) % {rows}", f"({e}) // {rows}"
+        if kind == "reverse":
+            return f"{rows - 1} - ({e}) // {cols}", f"{cols - 1} - ({e}) % {cols}"
+        return f"({e}) // {cols}", f"(({e}) % {cols}) ^ 1"
+
+    def global_row(r: str) -> str:
+        return f"min(row0 + {r}, n - 1)" if source_mode == "clamp" else f"row0 + {r}"
+
+    # stage: global -> shared
+    out.add(f"for k in static_range({per}):")
+    out.indent()
+    wr, wc = mapping(write_map, f"tid + k * {threads}")
+    out.add(f"wr = {wr}", f"wc = {wc}")
+    column = f"(wc + 1) % {cols}" if write_mutation == "shift" else "wc"
+    store = f"s[wr, wc] = src[{global_row('wr')}, {column}]"
+    if write_mutation == "partial":
+        out.add(f"if tid < {threads - 1}:")
+        out.add("    " + store)
+    else:
+        out.add(store)
+    out.dedent()
+    if not missing_sync:
+        out.add("syncthreads()")
+
+    # read: shared -> registers, with the claim
+    if read_map == "same":
+        read_map = write_map
+    other_map = {"rowmajor": "reverse", "colmajor": "xor", "reverse": "rowmajor", "xor": "colmajor"}[read_map]
+    cond = {"select-thread": "tid % 2 == 0", "select-block": "block_idx.x % 2 == 0",
+            "guard": c.pick(("tid < 16", "thread_idx.x % 2 == 1", "block_idx.x == 0"))}.get(branch)
+    partner = {"none": "tid", "xor": f"(tid ^ {c.pick((1, 2, 16))})",
+               "rotate": "(tid - tid % 32 + (tid + 1) % 32)"}[shuffle]
+    claimed = "tid" if claim_mutation == "no-shuffle" else partner
+
+    def claim(who: str) -> tuple[str, str]:
+        """The intended (row, column) of the element thread `who` read at value k."""
+        r, col = mapping(read_map, f"{who} + k * {threads}")
+        if branch in ("select-thread", "select-block"):
+            r2, col2 = mapping(other_map, f"{who} + k * {threads}")
+            which = cond if branch == "select-block" else cond.replace("tid", who)
+            r, col = f"select({which}, {r}, {r2})", f"select({which}, {col}, {col2})"
+        return r, col
+
+    cr, cc = claim(claimed)
+    row_claim = cr if claim_mutation == "no-row" else global_row(cr)
+    col_claim = f"{cc} + 1" if claim_mutation == "offby1" else cc
+    if claim_mutation == "swap":
+        row_claim, col_claim = col_claim, row_claim
+    want = {"rc": f"({row_claim}, {col_claim})", "c": f"({col_claim},)", "r": f"({row_claim},)"}[tags]
+    out.add(f"tag(want, lambda k: {want})")
+    if branch == "guard":
+        out.add(f"if {cond}:")
+        out.indent()
+    tile = "plain" if read_mutation == "unswizzled" else "s"
+    out.add(f"for k in static_range({per}):")
+    out.indent()
+
+    def read(kind: str) -> str:
+        r, col = mapping(kind, f"tid + k * {threads}")
+        if read_mutation == "edge":
+            col = f"({col}) + 1"
+        return f"{tile}[{r}, {col}]"
+
+    if branch in ("select-thread", "select-block"):
+        out.add(f"if {cond}:", f"    x = {read(read_map)}", "else:", f"    x = {read(other_map)}")
+    else:
+        out.add(f"x = {read(read_map)}")
+    if shuffle == "xor":
+        out.add(f"got[k] = shfl_xor(x, {partner.split('^ ')[1].rstrip(')')})")
+    elif shuffle == "rotate":
+        out.add("got[k] = shfl_idx(x, (lane_id() + 1) % 32)")
+    else:
+        out.add("got[k] = x")
+    out.dedent()
+    if not no_assert:
+        out.add('assert tag(got[...]) == tag(want[...]), "each thread holds the elements it meant to read"')
+    out.add(f"for k in static_range({per}):")
+    out.indent()
+    orow, ocol = mapping("rowmajor", f"tid + k * {threads}")
+    if source_mode == "clamp":
+        out.add(f"if row0 + {orow} < n:", f"    dst[row0 + {orow}, {ocol}] = got[k]")
+    else:
+        out.add(f"dst[row0 + {orow}, {ocol}] = got[k]")
+    out.dedent()
+    if branch == "guard":
+        out.dedent()
+    if loop != "none" and end_barrier:
+        out.add("syncthreads()")
+    source = HEADER + "\n\n" + "\n".join(out.lines) + "\n"
+
+    launches = []
+    for number in range(c.number(1, 2)):
+        blocks = grid_blocks if number == 0 else c.number(1, 3)
+        run_steps = steps if number == 0 or source_mode == "fixed" else c.number(0, 3)
+        if source_mode == "fixed":
+            blocks = grid_blocks
+            n = rows * grid_blocks * max(total, 1)
+        elif source_mode == "assume":
+            n = rows * blocks * iters * max(run_steps, 1)
+        else:
+            n = c.number(1, rows * blocks * iters * max(run_steps, 1))
+        shape = (n, cols)
+        args: list[tuple[Any, ...]] = [("tensor", dtype, shape), ("tensor", dtype, shape)]
+        if source_mode != "fixed":
+            args.append(("int", n))
+        if loop == "runtime":
+            args.append(("int", run_steps))
+        launches.append(LaunchSpec((blocks,), tuple(args), c.number(0, 2**16)))
+    return KernelCase(source, name, tuple(launches), tuple(mutations), "tile")
+
+
+def _mma_kernel(c: _Choices) -> KernelCase:
+    """One warp stages A (16×K) and B (8×K) in shared memory, loads the fragments of the
+    16×8×16 matrix-multiply atom and multiplies; the product pairs A[m, k] with B[n, k] by
+    their tags (an implicit claim), and an optional assertion states the fragment pairing."""
+    mutations: list[str] = []
+    runtime = c.chance(0.5)
+    a_mutation = c.pick(("none",) * 5 + ("swap",))
+    b_mutation = c.pick(("none",) * 5 + ("shift",))
+    tag_mutation = c.pick(("none",) * 6 + ("shift",))
+    missing_sync = c.chance(0.15)
+    end_barrier = not runtime or not c.chance(0.3)
+    zero = not c.chance(0.1)
+    mutations += [f"a-{a_mutation}"] if a_mutation != "none" else []
+    mutations += [f"b-{b_mutation}"] if b_mutation != "none" else []
+    mutations += [f"tag-{tag_mutation}"] if tag_mutation != "none" else []
+    mutations += ["no-sync"] if missing_sync else []
+    mutations += ["no-end-barrier"] if not end_barrier else []
+    mutations += ["no-zero"] if not zero else []
+    k_dim = '"K"' if runtime else "16"
+    out = _Lines()
+    out.add("MMA = warp_mma_16x8x16(bf16, bf16, f32)", "", "")
+    out.add("@kernel(block=(32,))")
+    params = [f"a: Tensor[bf16, 16, {k_dim}]", f"b: Tensor[bf16, 8, {k_dim}]", "c: Tensor[f32, 16, 8]"]
+    if runtime:
+        params.append("K: int")
+    out.add(f"def mm({', '.join(params)}):")
+    out.indent()
+    out.add("tag(a, lambda m, k: (k,))")
+    out.add("tag(b, lambda n, k: ((k + 1) % 16,))" if tag_mutation == "shift" else "tag(b, lambda n, k: (k,))")
+    if runtime:
+        out.add("assume(K % 16 == 0)")
+    out.add("sA = make_shared((16, 16), bf16)", "sB = make_shared((8, 16), bf16)",
+            "afrag = make_local((8,), bf16)", "bfrag = make_local((4,), bf16)", "acc = make_local((4,), f32)",
+            "t = thread_idx.x")
+    if zero:
+        out.add("for v in static_range(4):", "    acc[v] = 0.0")
+    if runtime:
+        out.add("for k0 in range(0, K, 16):")
+        out.indent()
+    else:
+        out.add("k0 = 0")
+    out.add("for i in static_range(8):", "    e = t + i * 32", "    sA[e // 16, e % 16] = a[e // 16, k0 + e % 16]")
+    out.add("for i in static_range(4):", "    e = t + i * 32", "    sB[e // 16, e % 16] = b[e // 16, k0 + e % 16]")
+    if not missing_sync:
+        out.add("syncthreads()")
+    a_read = "sA[idx // 16, idx % 16]" if a_mutation == "swap" else "sA[idx % 16, idx // 16]"
+    b_read = "sB[idx % 8, (idx // 8 + 1) % 16]" if b_mutation == "shift" else "sB[idx % 8, idx // 8]"
+    out.add("for v in static_range(8):", "    idx = MMA.a_layout(t, v)", f"    afrag[v] = {a_read}")
+    out.add("for v in static_range(4):", "    idx = MMA.b_layout(t, v)", f"    bfrag[v] = {b_read}")
+    out.add("matmul(afrag, bfrag, acc, MMA)")
+    if runtime:
+        if end_barrier:
+            out.add("syncthreads()")
+        out.dedent()
+    out.add("for v in static_range(4):", "    idx = MMA.c_layout(t, v)", "    c[idx % 16, idx // 16] = acc[v]")
+    source = HEADER + "\n\n" + "\n".join(out.lines) + "\n"
+    launches = []
+    for _ in range(c.number(1, 2)):
+        k = 16 * c.number(0 if runtime else 1, 3) if runtime else 16
+        args: list[tuple[Any, ...]] = [("tensor", "bf16", (16, k)), ("tensor", "bf16", (8, k)),
+                                       ("tensor", "f32", (16, 8))]
+        if runtime:
+            args.append(("int", k))
+        launches.append(LaunchSpec((1,), tuple(args), c.number(0, 2**16)))
+    return KernelCase(source, "mm", tuple(launches), tuple(mutations), "mma")
+
+
+# ---- running --------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one run of a launch did: the fault that stopped it (if one did), the tag findings
+    of the shadow run, and the arguments afterwards (the outputs)."""
+
+    fault: KernelFault | None = None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
+    error: str | None = None
+    """An error of Argus itself (not the kernel's): an exception other than a `KernelFault`."""
+
+
+class Runner(Protocol):
+    """Runs a compiled kernel on a launch (or only some of its blocks) and says what happened."""
+
+    def __call__(self, compiled: Any, grid: tuple[int, ...], args: list[Any],
+                 blocks: Sequence[tuple[int, int, int]] | None = None) -> Outcome: ...
+
+
+def shadow_runner(compiled: Any, grid: tuple[int, ...], args: list[Any],
+                  blocks: Sequence[tuple[int, int, int]] | None = None) -> Outcome:
+    """The reference interpreter with shadow tags (warps in lockstep, blocks one by one)."""
+    from .shadow import ShadowInterpreter
+
+    shadow = ShadowInterpreter(compiled.op, compiled.locations)
+    outcome = Outcome(outputs=args)
+    try:
+        shadow.launch(grid, args, blocks=blocks)
+    except KernelFault as fault:
+        outcome.fault = fault
+    except ArgusError as err:
+        outcome.error = f"{type(err).__name__}: {err}"
+    except Exception as err:  # noqa: BLE001 - a crash of the interpreter is a finding
+        outcome.error = f"the interpreter crashed: {type(err).__name__}: {err}"
+    outcome.findings = list(shadow.findings)
+    return outcome
+
+
+# ---- oracles --------------------------------------------------------------------------------
+
+
+#: Fault kinds the checker looks for on the data its claims read (docs/verify.md): a proof
+#: with one of these on a launch is a disagreement. Others (a barrier some threads skip, a
+#: shuffle reading an inactive lane, a global access outside the tensor, which it assumes
+#: away) are the interpreter's to find.
+CLAIMED_FAULTS = frozenset(("uninitialized-read", "data-race", "out-of-bounds"))
+
+#: The start of the note of a witness the checker replayed.
+REPLAYED = ("the interpreter faults", "reproduced")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A disagreement between the checker and a run, or an error of Argus itself."""
+
+    kind: str
+    """false-proof, fault-under-proof, unreplayed-witness, irreproducible-witness,
+    runner-disagreement, crash or refused."""
+    message: str
+    case: KernelCase
+
+    def text(self) -> str:
+        return f"{self.kind}: {self.message}\n{self.case.text()}"
+
+
+@dataclass
+class Report:
+    """What `check_case` found for one case."""
+
+    case: KernelCase
+    verdict: str | None = None
+    result: Result | None = None
+    findings: list[Finding] = field(default_factory=list)
+    runs: list[list[Outcome]] = field(default_factory=list)
+    """Per launch, the outcome of each runner."""
+    seconds: float = 0.0
+
+
+def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *,
+               verify: Callable[[Any], Result] | None = None) -> Report:
+    """Compile the case, check it statically, run each launch with every runner, and hold the
+    answers to each other:
+
+    - proved (or nothing to prove): no run has a tag finding, nor a fault of a kind the
+      checker looks for (`CLAIMED_FAULTS`; a race whose earlier access is a read is left to the
+      interpreter, as the docs say);
+    - violated: every witness says it was replayed, and running the launch it names once more
+      shows a fault or a tag finding;
+    - every runner's fault-free run of a launch leaves the same outputs.
+
+    `verify` replaces the checker (for tests of the oracles themselves)."""
+    started = time.perf_counter()
+    report = Report(case)
+    try:
+        k = compile_case(case)
+        compiled = k.specialize()
+    except ArgusError as err:
+        report.findings.append(Finding("refused", f"the front end refused a generated kernel: {err}", case))
+        return report
+    except Exception as err:  # noqa: BLE001 - a crash of the front end is a finding
+        report.findings.append(Finding("crash", f"the front end crashed: {type(err).__name__}: {err}", case))
+        return report
+    try:
+        if verify is not None:
+            result = verify(compiled)
+        else:
+            from .verification import verify_kernel
+
+            result = verify_kernel(compiled, case.name)
+    except ArgusError as err:
+        report.findings.append(Finding("refused", f"the checker refused the kernel: {err}", case))
+        return report
+    except Exception as err:  # noqa: BLE001
+        report.findings.append(Finding("crash", f"the checker crashed: {type(err).__name__}: {err}", case))
+        return report
+    report.result, report.verdict = result, result.verdict.value
+    add = report.findings.append
+    for number, launch in enumerate(case.launches):
+        outcomes = [runner(compiled, launch.grid, launch.arguments()) for runner in runners]
+        report.runs.append(outcomes)
+        where = f"launch {number} ({launch.text()})"
+        for index, outcome in enumerate(outcomes):
+            run = f"{where}, runner {index}"
+            if outcome.error is not None:
+                add(Finding("crash", f"{run}: {outcome.error}", case))
+            if result.verdict in (Verdict.PROVED, Verdict.NOTHING_TO_PROVE):
+                if outcome.findings:
+                    add(Finding("false-proof", f"the checker says {result.verdict.value}, but {run} finds "
+                                               f"{_finding_text(outcome.findings[0])}", case))
+                if outcome.fault is not None and _claimed(outcome.fault):
+                    add(Finding("fault-under-proof", f"the checker says {result.verdict.value}, but {run} faults: "
+                                                     f"{outcome.fault} at {outcome.fault.location}", case))
+        clean = [o for o in outcomes if o.fault is None and o.error is None]
+        for other in clean[1:]:
+            if not _same_outputs(clean[0].outputs, other.outputs):
+                add(Finding("runner-disagreement", f"{where}: two fault-free runs leave different outputs", case))
+                break
+    if result.verdict is Verdict.VIOLATED:
+        for witness in result.witnesses:
+            note = str(witness.get("replayed", ""))
+            if not note.startswith(REPLAYED):
+                add(Finding("unreplayed-witness", f"a reported witness was not replayed: {witness}", case))
+                continue
+            for runner in runners:
+                shown = _replay(compiled, witness, runner)
+                if shown is not None:
+                    add(Finding("irreproducible-witness", shown, case))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _claimed(fault: KernelFault) -> bool:
+    """Whether a proof rules this fault out (`CLAIMED_FAULTS`, but not a race that a write
+    makes with an earlier read, nor an access outside a global tensor)."""
+    if fault.kind not in CLAIMED_FAULTS:
+        return False
+    text = str(fault)
+    if fault.kind == "data-race" and "read it since the last barrier" in text:
+        return False
+    if fault.kind == "out-of-bounds" and "tile" not in text:
+        return False
+    return True
+
+
+def _finding_text(finding: dict[str, Any]) -> str:
+    keys = ("assertion", "kind", "block", "thread", "element", "lhs tag", "rhs tag")
+    return ", ".join(f"{k} = {finding[k]}" for k in keys if k in finding)
+
+
+def _same_outputs(first: list[Any], second: list[Any]) -> bool:
+    return all(not isinstance(a, np.ndarray) or np.array_equal(a, b, equal_nan=True) for a, b in zip(first, second))
+
+
+_GRID = re.compile(r"of grid \((\d+), (\d+), (\d+)\)")
+
+
+def _replay(compiled: Any, witness: dict[str, Any], runner: Runner) -> str | None:
+    """Run the launch a witness names (its sizes, grid and block) once more; None when it
+    shows a fault or a tag finding, else what went wrong."""
+    from . import dialect as D
+
+    sizes = dict(witness.get("sizes") or {})
+    block = tuple(witness.get("block") or (0, 0, 0))
+    found = _GRID.search(str(witness.get("replayed", "")))
+    grid = tuple(int(g) for g in found.groups()) if found else tuple(b + 1 for b in block)
+    op = compiled.op
+    names = [n.data for n in op.arg_names.data]
+    rng = np.random.default_rng(0)
+    args: list[Any] = []
+    for name, param in zip(names, op.body.block.args):
+        t = param.type
+        if isinstance(t, D.TensorType):
+            shape = tuple(d if isinstance(d, int) else max(1, int(sizes.get(str(d), 1))) for d in t.shape)
+            args.append(_random_array(rng, str(t.dtype), shape))
+        else:
+            args.append(int(sizes.get(name, 0)))
+    outcome = runner(compiled, grid, args, blocks=[block])  # type: ignore[list-item]
+    if outcome.fault is not None or outcome.findings:
+        return None
+    if outcome.error is not None:
+        return f"the replay of witness {witness} failed: {outcome.error}"
+    return f"the witness {witness} does not reproduce: block {block} of grid {grid} runs clean"
