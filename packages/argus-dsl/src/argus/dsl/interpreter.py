@@ -31,6 +31,8 @@ from .atoms import CopyAtom, MMAAtom
 from .dtypes import DType, boolean
 from .errors import ArgusLaunchError, KernelFault, SourceLocation
 from .layout_texts import layout_from_text
+from .ops import integers
+from .ops.integers import IntegerCast, IntegerOp
 from .types import dtype_of_mlir
 
 #: Iterations after which the interpreter calls a runtime loop runaway.
@@ -396,72 +398,57 @@ def _set(frame: _Frame, op: Operation, value: np.ndarray) -> None:
     frame.values[op.results[0]] = value
 
 
-def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], unsigned: bool = False, divides: bool = False,
-            shifts: bool = False) -> Rule:
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Rule:
+    """A float op: computed in numpy, rounded to the result type."""
     def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
-        dtype = _result_dtype(op)
-        a, b = _scalar_array(frame, op.operands[0]), _scalar_array(frame, op.operands[1])
-        if divides or shifts:
-            _defined(interp, op, frame, mask, b, dtype, divides)
-        if unsigned:
-            view = np.dtype(f"u{dtype.nbytes}")
-            result = fn(a.astype(dtype.numpy).view(view), b.astype(dtype.numpy).view(view)).astype(view).view(dtype.numpy)
-        else:
-            result = fn(a, b)
-        _set(frame, op, dtype.round(result))
+        _set(frame, op, _result_dtype(op).round(fn(_scalar_array(frame, op.operands[0]),
+                                                   _scalar_array(frame, op.operands[1]))))
 
     return rule
 
 
-def _defined(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, b: np.ndarray, dtype: DType,
-             divides: bool) -> None:
-    """An integer division by zero, or a shift by a negative amount or by the width or more, is
-    undefined on the GPU: a fault for the first active thread that does one."""
-    bad = mask & ((b == 0) if divides else ((b < 0) | (b >= dtype.bits)))
-    if bad.any():
-        thread = int(np.flatnonzero(bad)[0])
-        what = "divides by zero" if divides else \
-            f"shifts a {dtype} by {int(b[thread])} bits (0 to {dtype.bits - 1} are defined)"
-        raise interp.fault("undefined-arithmetic", f"thread {thread} {what}", op, frame, thread=thread)
+def _int_binary(kind: IntegerOp) -> Rule:
+    """An integer op as `argus.dsl.ops.integers` defines it, faulting where it is undefined."""
+    def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
+        dtype = _result_dtype(op)
+        a, b = _scalar_array(frame, op.operands[0]), _scalar_array(frame, op.operands[1])
+        bad = mask & kind.undefined(a, b, dtype.bits)
+        if bad.any():
+            thread = int(np.flatnonzero(bad)[0])
+            raise interp.fault("undefined-arithmetic", f"thread {thread} {_int_undefined(kind, a[thread], b[thread], dtype)}",
+                               op, frame, thread=thread)
+        _set(frame, op, kind(a, b, dtype.bits))
+
+    return rule
 
 
-def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    safe = np.where(b == 0, 1, b)
-    return np.floor_divide(a, safe)
+def _int_undefined(kind: IntegerOp, a: Any, b: Any, dtype: DType) -> str:
+    """What a thread did that the GPU leaves undefined, in words."""
+    if kind.shifts:
+        return f"shifts a {dtype} by {int(b)} bits (0 to {dtype.bits - 1} are defined)"
+    if int(b) == 0:
+        return "divides by zero"
+    return f"divides {int(a)} by -1 (the quotient {-int(a)} does not fit in {dtype})"
 
 
-def _int_remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.remainder(a, np.where(b == 0, 1, b))
+def _int_cast(kind: IntegerCast) -> Rule:
+    """A conversion to or from integers as `argus.dsl.ops.integers` defines it."""
+    def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
+        source, dtype = op.operands[0], _result_dtype(op)
+        bits = 0 if kind.from_float else dtype_of_mlir(source.type).bits
+        target = dtype.numpy if kind.to_float else dtype.bits
+        _set(frame, op, dtype.round(kind(_scalar_array(frame, source), bits, target)))
+
+    return rule
 
 
-def _int_remainder_truncated(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.fmod(a, np.where(b == 0, 1, b))
-
-
-def _shift_left(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    width = a.dtype.itemsize * 8
-    return np.where((b >= 0) & (b < width), np.left_shift(a, np.clip(b, 0, width - 1).astype(a.dtype)), 0)
-
-
-def _shift_right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    width = a.dtype.itemsize * 8
-    return np.right_shift(a, np.clip(b, 0, width - 1).astype(a.dtype))
-
-
-_CMPI = {
-    0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater, 5: np.greater_equal,
-    6: np.less, 7: np.less_equal, 8: np.greater, 9: np.greater_equal,
-}
 _CMPF = {1: np.equal, 2: np.greater, 3: np.greater_equal, 4: np.less, 5: np.less_equal, 6: np.not_equal, 13: np.not_equal}
 
 
 def _cmpi(interp: Interpreter, op: arith.CmpiOp, frame: _Frame, mask: np.ndarray) -> None:
     pred = op.predicate.value.data
     a, b = _scalar_array(frame, op.lhs), _scalar_array(frame, op.rhs)
-    if pred >= 6:  # unsigned predicates compare the same bits as unsigned
-        unsigned = np.dtype(f"u{a.dtype.itemsize}")
-        a, b = a.view(unsigned), b.view(unsigned)
-    _set(frame, op, _CMPI[pred](a, b))
+    _set(frame, op, integers.compare(pred, a, b, dtype_of_mlir(op.lhs.type).bits))
 
 
 def _cmpf(interp: Interpreter, op: arith.CmpfOp, frame: _Frame, mask: np.ndarray) -> None:
@@ -487,15 +474,9 @@ def _select(interp: Interpreter, op: arith.SelectOp, frame: _Frame, mask: np.nda
 
 
 def _cast(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
-    src = _scalar_array(frame, op.operands[0])
+    """A float widened or narrowed (rounded to the result type)."""
     dtype = _result_dtype(op)
-    if isinstance(op, (arith.UIToFPOp, arith.ExtUIOp)):
-        src = src.view(np.dtype(f"u{src.dtype.itemsize}"))
-    if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):
-        src = np.trunc(np.nan_to_num(src.astype(np.float64)))
-        if isinstance(op, arith.FPToUIOp):
-            src = src.astype(np.dtype(f"u{dtype.nbytes}")).view(dtype.numpy)
-    _set(frame, op, dtype.round(np.asarray(src).astype(dtype.numpy)))
+    _set(frame, op, dtype.round(np.asarray(_scalar_array(frame, op.operands[0])).astype(dtype.numpy)))
 
 
 def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Rule:
@@ -1289,20 +1270,13 @@ def register_rule(op_type: type, rule: Rule) -> None:
 def _handlers() -> dict[type, Rule]:
     rules: dict[type, Rule] = {**_EXTENSIONS, D.MmaWaitOp: _mma_wait,
         arith.ConstantOp: _constant,
-        arith.AddiOp: _binary(np.add), arith.SubiOp: _binary(np.subtract), arith.MuliOp: _binary(np.multiply),
-        arith.FloorDivSIOp: _binary(_int_divide, divides=True),
-        arith.DivUIOp: _binary(_int_divide, unsigned=True, divides=True),
-        arith.AndIOp: _binary(np.bitwise_and), arith.OrIOp: _binary(np.bitwise_or), arith.XOrIOp: _binary(np.bitwise_xor),
-        arith.ShLIOp: _binary(_shift_left, shifts=True), arith.ShRSIOp: _binary(_shift_right, shifts=True),
-        arith.ShRUIOp: _binary(_shift_right, unsigned=True, shifts=True),
-        arith.MinSIOp: _binary(np.minimum), arith.MaxSIOp: _binary(np.maximum),
-        arith.MinUIOp: _binary(np.minimum, unsigned=True), arith.MaxUIOp: _binary(np.maximum, unsigned=True),
+        **{cls: _int_binary(kind) for cls, kind in integers.INTEGER_OPS.items()},
         arith.AddfOp: _binary(np.add), arith.SubfOp: _binary(np.subtract), arith.MulfOp: _binary(np.multiply),
         arith.DivfOp: _binary(np.divide), arith.MinimumfOp: _binary(np.minimum), arith.MaximumfOp: _binary(np.maximum),
         arith.NegfOp: _unary(np.negative),
         arith.CmpiOp: _cmpi, arith.CmpfOp: _cmpf, arith.SelectOp: _select,
-        arith.ExtFOp: _cast, arith.TruncFOp: _cast, arith.SIToFPOp: _cast, arith.UIToFPOp: _cast,
-        arith.FPToSIOp: _cast, arith.FPToUIOp: _cast, arith.TruncIOp: _cast, arith.ExtSIOp: _cast, arith.ExtUIOp: _cast,
+        arith.ExtFOp: _cast, arith.TruncFOp: _cast,
+        **{cls: _int_cast(kind) for cls, kind in integers.INTEGER_CASTS.items()},
         math.Exp2Op: _unary(np.exp2), math.Log2Op: _unary(np.log2), math.SqrtOp: _unary(np.sqrt),
         math.RsqrtOp: _unary(lambda x: 1.0 / np.sqrt(x)), math.FmaOp: _fma,
         D.ThreadIdxOp: _index(lambda interp, frame: interp.thread_coordinates(frame)),
@@ -1312,8 +1286,6 @@ def _handlers() -> dict[type, Rule]:
         D.DimOp: _dim,
         D.MakeSharedOp: _make_shared, D.MakeLocalOp: _make_local, D.ViewOp: _view,
         D.LoadOp: _load, D.StoreOp: _store, D.LoadAtOp: _load_at, D.StoreAtOp: _store_at,
-        arith.RemUIOp: _binary(_int_remainder, unsigned=True, divides=True),
-        arith.RemSIOp: _binary(_int_remainder_truncated, divides=True),
         D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
         D.SyncThreadsOp: _sync, D.AssumeOp: _assume,
         D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,

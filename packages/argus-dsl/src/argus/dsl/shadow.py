@@ -41,6 +41,7 @@ from .interpreter import (
     shuffle_sources,
     tile_coordinates,
 )
+from .ops import integers
 from .types import dtype_of_mlir
 
 
