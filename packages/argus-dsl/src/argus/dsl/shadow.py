@@ -41,6 +41,7 @@ from .interpreter import (
     shuffle_sources,
     tile_coordinates,
 )
+from .ops import integers
 from .types import dtype_of_mlir
 
 
@@ -397,33 +398,22 @@ def _evaluate_tag_function(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, coo
             env[inner.result] = np.asarray(inner.value.value.data, dtype=np.int64).reshape(1, 1)  # type: ignore[union-attr]
             continue
         if isinstance(inner, arith.CmpiOp):
-            compare = _CMP[inner.predicate.value.data]
-            env[inner.result] = compare(value(inner.lhs), value(inner.rhs)).astype(np.int64)
+            bits = dtype_of_mlir(inner.lhs.type).bits
+            env[inner.result] = integers.compare(inner.predicate.value.data, value(inner.lhs), value(inner.rhs),
+                                                 bits).astype(np.int64)
             continue
-        fn = _TAG_ARITH.get(type(inner))
-        if fn is None:
+        if isinstance(inner, arith.SelectOp):
+            c, a, b = (value(v) for v in inner.operands)
+            env[inner.result] = np.where(c != 0, a, b).astype(np.int64)
+            continue
+        kind = integers.INTEGER_OPS.get(type(inner))
+        if kind is None:
             raise KernelFault("tag-function", f"tag functions use integer arithmetic; {inner.name} is not supported",
                               s.locations.get(op), {})
-        env[inner.results[0]] = np.asarray(fn(*(value(v) for v in inner.operands)), dtype=np.int64)
+        # the checker's answer where the op is undefined (a tag function describes, it does not run)
+        bits = dtype_of_mlir(inner.results[0].type).bits
+        env[inner.results[0]] = kind(value(inner.operands[0]), value(inner.operands[1]), bits).astype(np.int64)
     return []
-
-
-def _floor_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.floor_divide(a, np.where(b == 0, 1, b))
-
-
-_CMP = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater, 5: np.greater_equal,
-        6: np.less, 7: np.less_equal, 8: np.greater, 9: np.greater_equal}
-
-_TAG_ARITH: dict[type, Any] = {
-    arith.AddiOp: np.add, arith.SubiOp: np.subtract, arith.MuliOp: np.multiply,
-    arith.FloorDivSIOp: _floor_div, arith.DivUIOp: _floor_div, arith.DivSIOp: _floor_div,
-    arith.RemUIOp: lambda a, b: np.remainder(a, np.where(b == 0, 1, b)),
-    arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or, arith.XOrIOp: np.bitwise_xor,
-    arith.ShLIOp: np.left_shift, arith.ShRSIOp: np.right_shift, arith.ShRUIOp: np.right_shift,
-    arith.MinSIOp: np.minimum, arith.MaxSIOp: np.maximum,
-    arith.SelectOp: lambda c, a, b: np.where(c != 0, a, b),
-}
 
 
 def _assert(s: ShadowInterpreter, op: D.TagAssertOp, frame: _Frame, mask: np.ndarray) -> None:
