@@ -46,7 +46,7 @@ from .dtypes import DType
 from .findings import Conditional
 from .initialization import UNKNOWN_PATHS, Conjunction, Initialization, Paths, conditional, written
 from .op_table import OpTable
-from .product_reads import OperandMemory, operand_allocations
+from .product_reads import InFlight, OperandMemory, asynchronous_groups, operand_allocations
 from .errors import SourceLocation, VerificationError
 from .interpreter import TileValue, _offset_table, _pad3, _redistribute, segment_stride, tile_coordinates
 from .interpreter import _fragment_bytes as _all_fragment_bytes
@@ -187,7 +187,7 @@ class Preparation:
         self.atoms: dict[Operation, Any] = {}
         """The atom of each MMA or copy op."""
         self._read: dict[Operation, Any] = {}
-        self._kinds: dict[type, tuple[batching.Role, bool | None]] = {}
+        self._kinds: dict[Any, tuple[batching.Role, bool | None]] = {}
         self._allocations: dict[int, int] = {}
         self._fills: dict[Operation, bool] = {}
         self._fixed: dict[tuple[int, ...], Affine | None] = {}
@@ -291,6 +291,12 @@ class Preparation:
         return operand_allocations(self.kernel)
 
     @cached_property
+    def asynchronous_operands(self) -> dict[Operation, set[int]]:
+        """The shared allocations `matmul_async` products read operands from, with the sizes of
+        their groups (`product_reads`)."""
+        return asynchronous_groups(self.kernel)
+
+    @cached_property
     def tags_something(self) -> bool:
         """Whether the kernel applies a tag function (with no assertion, MMA pairing is checked)."""
         return bool(self.table.of_kind(D.TagOp))
@@ -366,10 +372,7 @@ class Preparation:
             return j not in bounds and not _batchable(table.ops[j])
 
         def moved(j: int) -> int:
-            found = self._kinds.get(table.kinds[j])
-            if found is None:
-                found = self._kinds[table.kinds[j]] = self._role(table.ops[j])
-            return found[0].moved
+            return self._kind_role(j)[0].moved
 
         numbers, singles = self._known[1], {v: np.array([c], np.int64) for v, c in constants.items()}
 
@@ -510,7 +513,7 @@ class Preparation:
         """What the plan asks of each op (by its number in `table`): its kind's `batching.Role`,
         and the key its copies share — source position and kind — where copies of it may run
         as one group (None where the op runs alone)."""
-        table, by_kind, locations = self.table, self._kinds, self._locations
+        table, locations = self.table, self._locations
         kinds, ops = table.kinds, table.ops
         bounds = self.liveness.bounds_only
         roles, keys = [], []
@@ -520,10 +523,7 @@ class Preparation:
                 keys.append(None)
                 continue
             kind = kinds[j]
-            found = by_kind.get(kind)
-            if found is None:
-                found = by_kind[kind] = self._role(ops[j])
-            role, copies = found
+            role, copies = self._kind_role(j)
             roles.append(role)
             key = None
             # a load's copies run together unless it reads an integer (an opaque value per load)
@@ -538,6 +538,18 @@ class Preparation:
     def _locations(self) -> dict[int, SourceLocation]:
         """`locations` by the op's identity (an op hashes in Python, an identity in C)."""
         return {id(op): where for op, where in self.locations.items()}
+
+    def _kind_role(self, number: int) -> tuple[batching.Role, bool | None]:
+        """`_role` of op `number`, found once per kind of op (a product started with
+        `matmul_async` is a kind of its own: it runs alone)."""
+        kind: Any = self.table.kinds[number]
+        op = self.table.ops[number]
+        if kind is D.MmaOp and op.asynchronous is not None:  # type: ignore[attr-defined]
+            kind = _STARTED
+        found = self._kinds.get(kind)
+        if found is None:
+            found = self._kinds[kind] = self._role(op)
+        return found
 
     @staticmethod
     def _role(op: Operation) -> tuple[batching.Role, bool | None]:
@@ -596,6 +608,8 @@ class TagAnalysis:
         self.values: dict[SSAValue, Any] = {}
         self.tags: dict[SSAValue, np.ndarray] = {}
         self.memories: list[TagMemory] = []
+        self.in_flight: list[InFlight] = []
+        """The running asynchronous products of each shared memory they read (`product_reads`)."""
         self.slots: list[_Slot] = []
         self.tag_functions: dict[str, tuple[D.TagOp, dict[SSAValue, Any]]] = {}
         self.written_globals: set[str] = set()
@@ -1207,7 +1221,7 @@ class TagAnalysis:
         if not isinstance(memory, OperandMemory):
             return
         memory.checked = True
-        if not self.checking:
+        if not self.checking or self.check_in_flight(op, memory, idx, threads):
             return
         rows = idx.reshape(threads.size, -1)
         unordered = memory.unordered(rows, threads)
@@ -1219,6 +1233,27 @@ class TagAnalysis:
             self.obligations.fault(site, "data-race", writer, _describer(self, op, site, np.arange(self.n)),
                                    {"memory": memory.name, "byte": byte, "threads": (reader, writer),
                                     "why": "written before a barrier orders a matrix product that read it"})
+
+    def check_in_flight(self, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray) -> bool:
+        """Thread `threads[r]` writing shared bytes `idx[r]` that a product started with
+        `matmul_async` may still read: a race, whoever writes (its own group too, a backend's
+        bulk copy) and whatever barriers came between, until the `matmul_wait` that retires
+        the product. Whether one was reported."""
+        pending = memory.pending if isinstance(memory, OperandMemory) else None
+        if pending is None or not self.checking:
+            return False
+        rows = idx.reshape(threads.size, -1)
+        running, leaders = pending.running(rows)
+        if not running.any():
+            return False
+        row, col = (int(x[0]) for x in np.nonzero(running))
+        writer, byte = int(threads[row]), int(rows[row, col])
+        site = str(self.where(op))
+        self.obligations.fault(site, "data-race", writer, _describer(self, op, site, np.arange(self.n)),
+                               {"memory": memory.name, "byte": byte, "threads": (int(leaders[row, col]), writer),
+                                "why": "written while a product started with matmul_async may still read it (a "
+                                       "barrier does not retire it: the matmul_wait that does comes later)"})
+        return True
 
     def every_iteration(self, key: Key) -> list[Key]:
         """A fact about one iteration of the enclosing runtime loops, and the same fact for their
@@ -1430,7 +1465,7 @@ class TagAnalysis:
             else:
                 self.initialization.join(m, m.site, site, paths)
             if writers is not None:
-                m.epoch_writer[...] = TagMemory.join_writers(m.epoch_writer, writers)
+                m.epoch_writer[...] = m.join_writers(m.epoch_writer, writers)
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
             s.tags = join(s.tags, tags)
             label = f"{carried or f'a value joined from two paths at {origin}'} (variable {i})"
@@ -1785,6 +1820,15 @@ def _alloc(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     if op in a.preparation.product_operands:  # with the groups whose products read it: a memory of their own
         memory = OperandMemory.operands(name, stride * a.blocks)
         a.memories.append(memory.readers)  # type: ignore[arg-type]
+        groups = a.preparation.asynchronous_operands.get(op)
+        if groups:  # and the asynchronous products still running that read it
+            if len(groups) > 1:
+                raise a.undecidable(op, "products started with matmul_async in groups of different sizes read this "
+                                        "tile; the checker follows one size per tile")
+            group, = groups
+            memory.pending = InFlight.of(name, -(-a.threads // group) * group, group, stride * a.blocks)  # type: ignore[attr-defined]
+            a.memories.append(memory.pending)  # type: ignore[attr-defined]
+            a.in_flight.append(memory.pending)  # type: ignore[attr-defined]
     else:
         memory = TagMemory.shared(name, stride * a.blocks)
     a.values[op.result] = TileValue(memory, layout, dtype,  # type: ignore[arg-type]
@@ -2093,6 +2137,12 @@ def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
         raise a.undecidable(op, f"{atom.name} needs whole groups of {atom.threads} threads")
     first, second, accumulator = (a.values[v] for v in a.shape(op)[0][:3])
     m, n, k = atom.shape
+    if op.asynchronous is not None:  # (alone, never in a run: one product per group, in program order)
+        assert a.n == a.threads, "a product started with matmul_async runs on its own"
+        leaders = a.thread_of(points)[::atom.threads]
+        for running in a.in_flight:
+            if running.group == atom.threads:  # (another size's products are not counted: they run longer)
+                running.started(leaders // running.group)
     at, a_rows = _atom_operand(a, op, first, points, atom.threads, atom.a_layout, m, k, "a")
     bt, b_rows = _atom_operand(a, op, second, points, atom.threads, atom.b_layout, n, k, "b")
     if a.checking:
@@ -2394,6 +2444,8 @@ def _atom_matrix(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray, 
         a.check_read(op, tile.memory, idx, owners, by_group=True)  # type: ignore[arg-type]
         if isinstance(tile.memory, OperandMemory):
             tile.memory.note_reads(idx, owners, group)
+            if op.asynchronous is not None and tile.memory.pending is not None:  # type: ignore[attr-defined]
+                tile.memory.pending.reads(idx, owners // tile.memory.pending.group)
         tags, _ = a.read_tags(tile.memory, idx, owners, points[::group])  # type: ignore[arg-type]
         _check_written(a, op, tile.memory, idx, owners, points[::group], tags,  # type: ignore[arg-type]
                        f"matmul reads operand {operand} from shared memory, which is not fully written", operand)
@@ -2562,6 +2614,13 @@ def _distinct_rows(value: Affine, points: np.ndarray) -> list[Key]:
     columns = np.stack([value.const, *(value.terms[t] for t in atoms)], axis=1)[points]
     return [(row[0], tuple((t, c) for t, c in zip(atoms, row[1:]) if c))
             for row in unique_rows(columns)[0].tolist()]
+
+
+def _mma_wait(a: TagAnalysis, op: D.MmaWaitOp, mask: np.ndarray) -> None:
+    """The waiting threads' groups retire their products but the newest `pending`."""
+    threads = a.thread_of(a.active(mask))
+    for running in a.in_flight:
+        running.retire(np.unique(threads // running.group), op.pending.data)
 
 
 def _sync(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
@@ -3037,7 +3096,7 @@ def _carries_nothing(a: TagAnalysis, entry: State, exposed: tuple[list[np.ndarra
     memories, slots = exposed
     if any(slots) or any(read.any() for read in memories):
         return False
-    return all(old is None or np.array_equal(old, TagMemory.join_writers(old, m.epoch_writer))
+    return all(old is None or np.array_equal(old, m.join_writers(old, m.epoch_writer))
                for (_, _, old), m in zip(entry.memories, a.memories))
 
 
@@ -3065,7 +3124,7 @@ def _reads_carried_cheaply(a: TagAnalysis, base: State, after: State, entry: Sta
                 if (read & (old_sites != sites)).any():
                     return True
         if old_writers is not None and \
-                not np.array_equal(old_writers, TagMemory.join_writers(our_writers, their_writers)):
+                not np.array_equal(old_writers, m.join_writers(our_writers, their_writers)):
             return True
     return False
 
@@ -3217,7 +3276,7 @@ _RULES: dict[type, Rule] = {
     D.LoadOp: _load, D.LoadAtOp: _load, D.StoreOp: _store, D.StoreAtOp: _store, D.AtomicOp: _atomic,
     D.BitcastOp: _same_bytes, D.ConcatOp: _concat, D.ExtractOp: _extract, D.BytePermOp: _byte_perm,
     D.ShuffleOp: _shuffle, D.VarOp: _var, D.VarStoreOp: _var_store, D.VarLoadOp: _var_load,
-    D.CopyOp: _copy, D.MmaOp: _mma, D.SyncThreadsOp: _sync, D.AssumeOp: _assume, D.ResetTagsOp: _reset, D.TagOp: _tag,
+    D.CopyOp: _copy, D.MmaOp: _mma, D.MmaWaitOp: _mma_wait, D.SyncThreadsOp: _sync, D.AssumeOp: _assume, D.ResetTagsOp: _reset, D.TagOp: _tag,
     D.TagAssertOp: _assert, scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _nothing,
     math.FmaOp: _float_op,
 }
@@ -3261,11 +3320,21 @@ _EXACT_CASTS = (arith.ExtFOp, arith.TruncFOp, arith.SIToFPOp, arith.UIToFPOp, ar
 
 
 def _runnable(op: Operation) -> bool:
-    return _rule_of(op) in _RUN_RULES and not op.regions
+    return _rule_of(op) in _RUN_RULES and not op.regions and not _started(op)
 
 
 def _batchable(op: Operation) -> bool:
     rule = _rule_of(op)
     if rule is _cast:
         return isinstance(op, _EXACT_CASTS)
-    return rule in _COPY_RULES and not op.regions
+    return rule in _COPY_RULES and not op.regions and not _started(op)
+
+
+def _started(op: Operation) -> bool:
+    """Whether an op is a product started with `matmul_async`: it runs alone, so that the
+    products each group started after a running one are counted in program order."""
+    return isinstance(op, D.MmaOp) and op.asynchronous is not None
+
+
+_STARTED = object()
+"""The kind of products started with `matmul_async`, to `Preparation._kind_role`."""

@@ -4,8 +4,8 @@ A product whose atom reads an operand whole from a shared tile reads it for its 
 threads as a unit, so a later write to those bytes by a thread outside the group, with no
 barrier between, is a data race (the interpreter's rule: the group's own threads may write
 them once the product has finished). The checker takes a product's reads as made where it
-starts; whether a write comes before the `matmul_wait` that finishes a product started with
-`matmul_async` is the interpreter's to find.
+starts, and a product started with `matmul_async` as reading until the `matmul_wait` that
+retires it (below).
 
 The groups that read a shared memory's bytes since the last barrier are kept as the writers
 of a memory of their own, `OperandMemory.readers`: the analysis lists it with its other
@@ -13,6 +13,15 @@ memories, so branches join it, loops carry it to the next iteration and barriers
 they do writers. A backend's asynchronous copy into those bytes (a bulk tensor copy) is taken
 as ordered after the reads, as its data is taken as landed and ordered for every reader: the
 interpreter checks both on each launch it runs.
+
+A product started with `matmul_async` reads its operands at any time until the `matmul_wait`
+that retires it, and a barrier does not retire it: until then a write to those bytes by any
+thread (its own group's, a backend's bulk copy) is a race. `InFlight` keeps, per group and
+byte, how many products the group started after the newest running product that reads the
+byte; `matmul_wait(pending)` retires, in the groups of the threads that wait, every product
+with `pending` or more started after it (the interpreter's rule: each thread's products but
+the newest `pending`). It is listed with the other memories too, so branches and loops carry
+it (a byte running on either path is running), and barriers leave it alone.
 """
 
 from __future__ import annotations
@@ -32,6 +41,62 @@ SEVERAL = -2
 
 
 @dataclass
+class InFlight(TagMemory):
+    """The asynchronous products still running that read a shared memory, per group and byte:
+    `epoch_writer[slot · size + byte]` is how many products the group of `slot` (led by thread
+    `slot · group`) started after the newest running one that reads the byte (`NONE`: none
+    runs). Its tags and sites stay empty."""
+
+    group: int = 1
+    """Threads per group of the asynchronous products that read the memory."""
+    size: int = 0
+    """Bytes of the memory."""
+
+    @classmethod
+    def of(cls, name: str, threads: int, group: int, size: int) -> InFlight:
+        memory = cls.shared(f"{name}, as running products read it", threads // group * size)
+        memory.group, memory.size = group, size  # type: ignore[attr-defined]
+        return memory  # type: ignore[return-value]
+
+    @property
+    def ages(self) -> np.ndarray:
+        """The ages as (slots, bytes): a view."""
+        return self.epoch_writer.reshape(-1, self.size)
+
+    def barrier(self) -> None:
+        """A barrier retires no product."""
+
+    @staticmethod
+    def join_writers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Two paths' running products: a byte running on either runs, retired no sooner than
+        the later of the two would retire it (the younger age)."""
+        return np.where(a == NONE, b, np.where(b == NONE, a, np.minimum(a, b)))
+
+    def started(self, slots: np.ndarray) -> None:
+        """The groups of `slots` each start one more product: theirs running age by one."""
+        ages = self.ages
+        rows = ages[slots]
+        ages[slots] = np.where(rows == NONE, NONE, rows + 1)
+
+    def reads(self, idx: np.ndarray, slots: np.ndarray) -> None:
+        """The product just started by the group of `slots[r]` reads bytes `idx[r]`."""
+        self.ages[slots[:, None], idx.reshape(slots.size, -1)] = 0
+
+    def retire(self, slots: np.ndarray, pending: int) -> None:
+        """The groups of `slots` wait until at most `pending` of their products run."""
+        ages = self.ages
+        rows = ages[slots]
+        ages[slots] = np.where(rows >= pending, NONE, rows)
+
+    def running(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per byte of `idx` (any shape), whether a running product reads it, and the first
+        thread of the group of one that does."""
+        ages = self.ages[:, idx]
+        hit = ages != NONE
+        return hit.any(axis=0), hit.argmax(axis=0) * self.group
+
+
+@dataclass
 class OperandMemory(TagMemory):
     """A shared memory some product reads an operand from, with the groups that read it."""
 
@@ -40,6 +105,8 @@ class OperandMemory(TagMemory):
     since the last barrier (`NONE`, `SEVERAL`)."""
     group: int = 0
     """Threads per group of the products that read it (0 until one has)."""
+    pending: InFlight | None = None
+    """The asynchronous products still running that read it (None: no `matmul_async` does)."""
     checked: bool = False
     """Whether the next write is a thread's that the analysis has checked against the reads
     (`unordered`). A write it has not checked, a backend's asynchronous copy, is taken as
@@ -95,6 +162,19 @@ def operand_allocations(kernel: D.KernelOp) -> set[Operation]:
             for operand in (op.a, op.b):
                 if isinstance(operand.type, D.TileType) and operand.type.space.data == "shared":
                     found.add(_allocation(operand))
+    return found
+
+
+def asynchronous_groups(kernel: D.KernelOp) -> dict[Operation, set[int]]:
+    """Per shared allocation some `matmul_async` of `kernel` reads an operand from, the sizes
+    of the groups of threads those products run in."""
+    found: dict[Operation, set[int]] = {}
+    for op in kernel.walk():
+        if isinstance(op, D.MmaOp) and op.asynchronous is not None:
+            threads = int(op.atom.data["threads"].data)  # type: ignore[attr-defined]
+            for operand in (op.a, op.b):
+                if isinstance(operand.type, D.TileType) and operand.type.space.data == "shared":
+                    found.setdefault(_allocation(operand), set()).add(threads)
     return found
 
 

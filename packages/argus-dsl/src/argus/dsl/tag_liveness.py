@@ -30,10 +30,11 @@ from xdsl.dialects import arith, scf
 from . import dialect as D
 from .dialect import UNROLLED
 from .op_table import OpTable
+from .product_reads import operand_allocations
 
 _VIEWS = (D.ViewOp, D.SliceOp, D.PartitionOp)
 _ALWAYS = (D.MakeSharedOp, D.MakeLocalOp, D.VarOp, D.TensorViewOp, D.SyncThreadsOp, D.TagAssertOp, D.MmaOp, D.AssumeOp,
-           scf.YieldOp, *_VIEWS)
+           D.MmaWaitOp, scf.YieldOp, *_VIEWS)
 _SOURCES = frozenset((*_VIEWS, D.TensorViewOp))
 """Ops whose result is a view of their first operand's memory."""
 
@@ -53,6 +54,7 @@ def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> Liveness:
     """The ops the tag analysis must run; the others cannot change what any check sees."""
     walk = _Liveness(table or OpTable(kernel))
     walk.unassigned = unassigned_reads(walk.table, kernel.body.block)
+    walk.operands = {id(op.results[0]) for op in operand_allocations(kernel)}
     walk.block(kernel.body.block, set())
     return Liveness(walk.keep | walk.bounds, walk.bounds - walk.keep, walk.traced)
 
@@ -106,6 +108,10 @@ class _Liveness:
         """The matrix products, by number (a loop's body keeps what those in it read written)."""
         self.unassigned: set[int] = set()
         """The reads of variables that may find them unassigned (`unassigned_reads`)."""
+        self.operands: set[int] = set()
+        """The shared memories products read operands from (`product_reads`): every write to them
+        is walked, whether or not anything reads what it writes, since it may race with a product
+        that read them (or still reads them: one started with `matmul_async`)."""
 
     def root(self, value: int) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
@@ -238,12 +244,13 @@ def _write(w: _Liveness, i: int, live: Live) -> None:
         return
     copy = kind is D.CopyOp
     store = kind is D.StoreOp or kind is D.StoreAtOp
-    if root in live or reads or (copy and w.space(i, 0) == "shared") or (not store and _written(root) in live):
+    if root in live or reads or (copy and (w.space(i, 0) == "shared" or root in w.operands)) or \
+            (not store and _written(root) in live):
         w.keep.add(i)
         live.update(operands)
         if copy:
             live.add(w.root(operands[0]))
-    elif _written(root) in live:  # which bytes it writes matters, not its data
+    elif _written(root) in live or root in w.operands:  # which bytes it writes matters, not its data
         w.keep.add(i)
         w.skipped.add(root)  # (its data: should a loop's back edge make it matter, the loop walks again)
         # its address, not its value (its tile is made by ops always kept: naming it here would

@@ -846,6 +846,7 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
             at = idx + shift
             if at.min() < 0 or at.max() >= tile.memory.tags.shape[-1]:
                 raise a.undecidable(op, "the box reaches outside its shared tile (the interpreter reports where)")
+            a.check_in_flight(op, tile.memory, at, np.array([p]))  # a running product may still read it
             tile.memory.write(at, ids, np.array([p]), a.site(op))
             tile.memory.epoch_writer[at] = -1  # the barrier wait orders it for every reader
 
@@ -879,6 +880,7 @@ def _analyze_cp_async(a: Any, op: CpAsyncOp, mask: np.ndarray) -> None:
     tags = a.global_tags(op, a.values[op.tensor], coords[rank:], mask)
     idx = a.tile_bytes(op, tile, coords[:rank], None, mask)
     active = a.active(mask)
+    a.check_in_flight(op, tile.memory, idx, active)  # a running product may still read it
     tile.memory.write(idx, tags if active is a.tid else tags[active], active, a.site(op))
 
 
