@@ -1,0 +1,174 @@
+"""Differential fuzz of what kernels mean: random well-formed kernels (`argus.dsl.fuzzing`) go
+through the static checker and the interpreter with shadow tags, and the two must agree — no
+proof of a kernel a launch refutes or faults in a way the checker looks for, no reported
+witness that does not replay. The runs are derandomized, so CI sees the same kernels each time;
+`benchmarks/fuzz_semantics.py` runs the long fuzz."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+from argus.dsl.fuzzing import (
+    KernelCase,
+    LaunchSpec,
+    Outcome,
+    check_case,
+    compile_case,
+    draw_kernel,
+    shadow_runner,
+)
+from argus.verify.results import proved, violated
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+def _fuzz(examples: int) -> settings:
+    """Reproducible in CI: derandomized, no example database, no deadline (a case takes a tenth
+    of a second, a slow machine more)."""
+    return settings(max_examples=examples, derandomize=True, deadline=None, database=None,
+                    print_blob=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _agree(case: KernelCase) -> None:
+    report = check_case(case)
+    assert not report.findings, "\n\n".join(f.text() for f in report.findings)
+
+
+# Two tests of copy kernels (hypothesis derives each one's examples from its name), so that two
+# workers share the fuzz; about 190 kernels in all with the matrix products.
+@_fuzz(80)
+@given(st.data())
+def test_random_copy_kernels_get_no_false_verdict(data: Any) -> None:
+    _agree(draw_kernel(data, "tile"))
+
+
+@_fuzz(80)
+@given(st.data())
+def test_more_random_copy_kernels_get_no_false_verdict(data: Any) -> None:
+    _agree(draw_kernel(data, "tile"))
+
+
+@_fuzz(30)
+@given(st.data())
+def test_random_matrix_products_get_no_false_verdict(data: Any) -> None:
+    _agree(draw_kernel(data, "mma"))
+
+
+WRONG = '''from argus.dsl import *
+
+
+@kernel(block=(32,))
+def off(src: Tensor[f32, 32], dst: Tensor[f32, 32]):
+    tag(src, lambda i: (i,))
+    got = make_local((1,), f32)
+    want = make_local((1,), f32)
+    tag(want, lambda v: (thread_idx.x,))
+    got[0] = src[(thread_idx.x + 1) % 32]
+    assert tag(got[...]) == tag(want[...]), "each thread holds its own element"
+    dst[thread_idx.x] = got[0]
+'''
+"""A kernel whose mapping is off by one: every launch breaks its assertion."""
+
+WRONG_CASE = KernelCase(WRONG, "off", (LaunchSpec((1,), (("tensor", "f32", (32,)), ("tensor", "f32", (32,))), 7),))
+
+
+def test_the_checker_refutes_the_wrong_mapping_with_a_replayed_witness() -> None:
+    report = check_case(WRONG_CASE)
+    assert report.verdict == "violated", report.result.text() if report.result else report.findings
+    assert not report.findings
+
+
+def test_a_proof_of_a_wrong_mapping_is_a_false_proof() -> None:
+    """A checker that proves a kernel a launch refutes is caught, with the source and the launch."""
+    report = check_case(WRONG_CASE, verify=lambda compiled: proved("every launch", "planted"))
+    kinds = [f.kind for f in report.findings]
+    assert kinds == ["false-proof"], kinds
+    text = report.findings[0].text()
+    assert "(thread_idx.x + 1) % 32" in text and "grid (1,)" in text
+
+
+def test_a_witness_the_checker_did_not_replay_is_reported() -> None:
+    witness = {"assertion": "x:1:1", "kind": "violated", "block": (0, 0, 0), "sizes": {},
+               "replayed": "not replayed: the launch is too large"}
+    report = check_case(WRONG_CASE, verify=lambda compiled: violated("every launch", "planted", witness))
+    assert [f.kind for f in report.findings] == ["unreplayed-witness"]
+
+
+def test_a_witness_that_runs_clean_is_irreproducible() -> None:
+    right = WRONG.replace("(thread_idx.x + 1) % 32", "thread_idx.x")
+    case = KernelCase(right, "off", WRONG_CASE.launches)
+    witness = {"assertion": "x:1:1", "kind": "violated", "block": (0, 0, 0), "sizes": {},
+               "replayed": "reproduced in block (0, 0, 0) of grid (1, 1, 1)"}
+    report = check_case(case, verify=lambda compiled: violated("every launch", "planted", witness))
+    assert [f.kind for f in report.findings] == ["irreproducible-witness"]
+
+
+def test_runners_that_leave_different_outputs_disagree() -> None:
+    """A second runner (another schedule, a GPU) is held to the same outputs as the first."""
+
+    def scribbling(compiled: Any, grid: tuple[int, ...], args: list[Any], blocks: Any = None) -> Outcome:
+        outcome = shadow_runner(compiled, grid, args, blocks)
+        outcome.outputs[1][0] += 1.0
+        return outcome
+
+    right = WRONG.replace("(thread_idx.x + 1) % 32", "thread_idx.x")
+    report = check_case(KernelCase(right, "off", WRONG_CASE.launches), runners=[shadow_runner, scribbling])
+    assert report.verdict == "proved"
+    assert [f.kind for f in report.findings] == ["runner-disagreement"]
+
+
+def test_a_race_under_a_proof_is_a_disagreement_but_a_later_write_is_left_to_the_interpreter() -> None:
+    racy = '''from argus.dsl import *
+
+
+@kernel(block=(32,))
+def racy(src: Tensor[f32, 32], dst: Tensor[f32, 32]):
+    tag(src, lambda i: (i,))
+    s = make_shared((32,), f32)
+    got = make_local((1,), f32)
+    want = make_local((1,), f32)
+    tag(want, lambda v: ((thread_idx.x + 1) % 32,))
+    s[thread_idx.x] = src[thread_idx.x]
+    got[0] = s[(thread_idx.x + 1) % 32]
+    assert tag(got[...]) == tag(want[...])
+    dst[thread_idx.x] = got[0]
+'''
+    case = KernelCase(racy, "racy", WRONG_CASE.launches)
+    report = check_case(case, verify=lambda compiled: proved("every launch", "planted"))
+    assert [f.kind for f in report.findings] == ["fault-under-proof"]
+    later = racy.replace("    dst[thread_idx.x] = got[0]\n", "    s[thread_idx.x] = 0.0\n    dst[thread_idx.x] = got[0]\n")
+    later = later.replace("    got[0] = s[", "    syncthreads()\n    got[0] = s[")
+    report = check_case(KernelCase(later, "racy", WRONG_CASE.launches),
+                        verify=lambda compiled: proved("every launch", "planted"))
+    assert report.runs[0][0].fault is not None and report.runs[0][0].fault.kind == "data-race"
+    assert not report.findings, "a write after another thread's read is the interpreter's to find"
+
+
+def test_generated_kernels_are_reproducible_from_their_seed() -> None:
+    first, again = draw_kernel(random.Random(11)), draw_kernel(random.Random(11))
+    assert first == again
+    assert [np.asarray(a).tolist() for a in first.launches[0].arguments()] == \
+        [np.asarray(a).tolist() for a in again.launches[0].arguments()]
+    compile_case(first)  # the source text alone builds the kernel
+
+
+def test_every_kind_of_verdict_is_drawn() -> None:
+    """The generator is no use if everything it draws is proved, or refuted: over two dozen
+    seeds, both happen, with and without deliberate mistakes."""
+    verdicts: dict[str, int] = {}
+    for seed in range(25):
+        case = draw_kernel(random.Random(seed))
+        report = check_case(case)
+        assert not report.findings, report.findings[0].text()
+        key = f"{report.verdict}{'' if case.mutations else ' (no mistake)'}"
+        verdicts[key] = verdicts.get(key, 0) + 1
+    assert verdicts.get("proved (no mistake)", 0) >= 3, verdicts
+    assert verdicts.get("violated", 0) >= 3, verdicts
+
+
+def test_an_unknown_family_is_refused() -> None:
+    with pytest.raises(ValueError, match="family"):
+        draw_kernel(random.Random(0), "warp")
