@@ -2137,7 +2137,7 @@ def _mma(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
         raise a.undecidable(op, f"{atom.name} needs whole groups of {atom.threads} threads")
     first, second, accumulator = (a.values[v] for v in a.shape(op)[0][:3])
     m, n, k = atom.shape
-    if op.asynchronous is not None:  # (alone, never in a run: one product per group, in program order)
+    if a.in_flight and op.asynchronous is not None:  # (alone, never in a run: one product per group, in order)
         assert a.n == a.threads, "a product started with matmul_async runs on its own"
         leaders = a.thread_of(points)[::atom.threads]
         for running in a.in_flight:
