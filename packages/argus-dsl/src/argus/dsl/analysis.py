@@ -2959,11 +2959,25 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         base = _Renamer(a, first, add_keys(me, (-step, ()))).state(after_first)
         a.restore(before)
         _fixpoint(a, op, mask, rest, base, step, scope, track=not nested, peelable=False)  # (not peelable: settles)
+        # a tag the first iteration leaves as the others do (theirs at the first index) is the
+        # last iteration's, whichever that is
+        kept = [a.inductive_join(tags, m.tags, rest, (0, ((first, 1),)))
+                for m, (tags, _, _) in zip(a.memories, after_first.memories)]
         a.join_into(after_first, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}",
                     rest, paths=_after_loop(a, add_keys(lb, (step, ())), ub))
-    # after the loop: it ran (the state it leaves) or it did not (the state before it)
+        for m, tags in zip(a.memories, kept):
+            m.tags[...] = tags
+    # after the loop: it ran (the state it leaves) or it did not (the state before it). A loop
+    # that runs in every launch leaves the tags of its last iteration, as functions of its index
+    # symbol, which is free outside the loop: what is proved of them holds whichever iteration
+    # was the last (a producer's stages, read by consumers in a loop of their own)
+    left = [m.tags.copy() for m in a.memories]
+    paths = _after_loop(a, lb, ub)
     a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol,
-                paths=_after_loop(a, lb, ub))
+                paths=paths)
+    if paths.theirs == (None,):
+        for m, tags in zip(a.memories, left):
+            m.tags[...] = tags
 
 
 def _after_loop(a: TagAnalysis, lb: Key, ub: Key) -> Paths:
