@@ -52,6 +52,7 @@ from .interpreter import TileValue, _offset_table, _pad3, _redistribute, segment
 from .interpreter import _fragment_bytes as _all_fragment_bytes
 from .interpreter import _shared_operand_bytes
 from .layout_texts import layout_from_text, unswizzled
+from .ops import integers
 from .tag_liveness import Liveness, Traced, relevant_ops
 from .types import dtype_of_mlir
 
@@ -262,7 +263,7 @@ class Preparation:
                 if value is None:
                     continue
             else:
-                function = _NUMPY.get(kind)  # integer ops: known integer operands make an integer
+                function = _numbers(ops[j])  # integer ops: known integer operands make an integer
                 if function is None or not all(map(numbers.__contains__, operands[j])):
                     continue
                 value = function(*map(numbers.__getitem__, operands[j]))
@@ -484,9 +485,9 @@ class Preparation:
 
     def arithmetic(self, number: int) -> Callable[..., np.ndarray] | None:
         """The numpy function of an integer op with an integer result (`batching.Planner`)."""
-        function = _NUMPY.get(self.table.kinds[number])
-        if function is None:
+        if self.table.kinds[number] not in integers.INTEGER_OPS:
             return None
+        function = _numbers(self.table.ops[number])
         result, = self.table.ops[number].results  # (unpacked: xDSL's indexing runs Python)
         return function if _is_int(result) else None
 
@@ -1672,9 +1673,10 @@ def _select_int(sp: Space, op: Operation, args: list[Affine]) -> Affine:
     return Affine(out_const, out_terms)
 
 
-def _binary(kind: str, concrete: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> IntRule:
+def _binary(kind: str) -> IntRule:
+    """An op kept symbolic as an atom of `kind`, computed on numbers as the table defines it."""
     def rule(sp: Space, op: Operation, args: list[Affine]) -> Affine:
-        return sp.binary(kind, args[0], args[1], concrete)
+        return sp.binary(kind, args[0], args[1], _numbers(op))  # type: ignore[arg-type]
 
     return rule
 
@@ -1689,15 +1691,54 @@ def _method(name: str) -> IntRule:
 _INT_RULES: dict[type, IntRule] = {
     arith.AddiOp: _method("add"), arith.SubiOp: _method("sub"), arith.MuliOp: _method("mul"),
     arith.FloorDivSIOp: _method("floordiv"), arith.DivUIOp: _method("floordiv"),
-    arith.DivSIOp: _binary("tdiv", lambda x, y: np.trunc(x / np.where(y == 0, 1, y))),
+    arith.DivSIOp: _binary("tdiv"),  # truncates: the quotient's remainder has the dividend's sign
     arith.RemUIOp: _method("mod"),
-    arith.RemSIOp: _binary("rem", lambda x, y: np.fmod(x, np.where(y == 0, 1, y))),
-    arith.AndIOp: _and, arith.OrIOp: _binary("or", np.bitwise_or), arith.XOrIOp: _binary("xor", np.bitwise_xor),
+    arith.RemSIOp: _binary("rem"),
+    arith.AndIOp: _and, arith.OrIOp: _binary("or"), arith.XOrIOp: _binary("xor"),
     arith.ShLIOp: _shift_left, arith.ShRSIOp: _shift_right, arith.ShRUIOp: _shift_right,
-    arith.MinSIOp: _binary("min", np.minimum), arith.MaxSIOp: _binary("max", np.maximum),
-    arith.MinUIOp: _binary("min", np.minimum), arith.MaxUIOp: _binary("max", np.maximum),
+    arith.MinSIOp: _binary("min"), arith.MaxSIOp: _binary("max"),
+    arith.MinUIOp: _binary("min"), arith.MaxUIOp: _binary("max"),
     arith.CmpiOp: _cmpi, arith.SelectOp: _select_int,
 }
+"""Symbolic forms: exact for the signed ops while nothing overflows (docs/verify.md); the
+unsigned ones read their operands as the signed numbers held (exact while those are not
+negative). Numbers are computed with `_numbers`, as `argus.dsl.ops.integers` defines them
+(`_on_numbers`, below)."""
+
+_BITS: dict[int, tuple[Any, Any]] = {}
+
+
+def _numbers(op: Operation) -> Callable[..., np.ndarray] | None:
+    """What an integer op computes on numbers (int64, as the checker holds them), from the one
+    table the interpreter reads too: wrapping at the op's width, the table's answer where the
+    op is undefined (a division by 0 divides by 1). None for `select`, which is not arithmetic."""
+    kind = integers.INTEGER_OPS.get(type(op))
+    if kind is not None:
+        bits = _by_type(_BITS, op.results[0].type, _bits_of_type)
+        return lambda x, y: kind(x, y, bits).astype(np.int64)
+    if isinstance(op, arith.CmpiOp):
+        bits, predicate = _by_type(_BITS, op.lhs.type, _bits_of_type), op.predicate.value.data
+        return lambda x, y: integers.compare(predicate, x, y, bits).astype(np.int64)
+    return None
+
+
+def _bits_of_type(t: Any) -> int:
+    return integers.width_of(t)
+
+
+def _on_numbers(rule: IntRule) -> IntRule:
+    """`rule`, except that numbers at every point are computed as `_numbers` says (the
+    symbolic forms compute with unbounded integers, which a wrapped number is not)."""
+    def exact(sp: Space, op: Operation, args: list[Affine]) -> Affine:
+        numbers = _numbers(op)
+        if numbers is not None and all(x.concrete for x in args):
+            return Affine(numbers(*(x.const for x in args)))
+        return rule(sp, op, args)
+
+    return exact
+
+
+_INT_RULES = {kind: _on_numbers(rule) for kind, rule in _INT_RULES.items()}
 
 # ---- op rules -----------------------------------------------------------------------------------
 
@@ -1712,7 +1753,7 @@ def _int_op(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
         return a.computed(op)
     values = a.values
     args = [values.get(v) for v in operands]
-    numbers = _NUMPY.get(type(op))
+    numbers = _numbers(op)
     if numbers is not None and all(type(x) is Affine and not x.terms for x in args):
         # numbers for every thread: numpy alone, and ⊥ tags unless an operand carries some
         result = Affine(numbers(*(x.const for x in args)))  # type: ignore[union-attr]
@@ -1764,12 +1805,16 @@ def _integer_constant(op: arith.ConstantOp) -> int | None:
 def _cast(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     source = a.shape(op)[0][0]
     value = a.values.get(source) if _is_int(source) and _is_int(op.results[0]) else None
-    if isinstance(op, arith.TruncIOp) and isinstance(value, Affine):  # wraps: exact for numbers only
-        dtype = dtype_of_mlir(op.results[0].type)
-        value = (Affine(value.const.astype(dtype.numpy).astype(np.int64)) if value.concrete
-                 else a.space.opaque(f"a narrowed integer at {a.where(op)}", a.n))
-    if isinstance(op, (arith.ExtUIOp,)) and value is not None and not value.concrete:
+    kind = integers.INTEGER_CASTS.get(type(op))
+    if kind is not None and isinstance(value, Affine) and value.concrete:  # numbers: as the table converts them
+        bits_in, bits_out = (_by_type(_BITS, v.type, _bits_of_type) for v in (source, op.results[0]))
+        value = Affine(kind(value.const, bits_in, bits_out).astype(np.int64))
+    elif isinstance(op, arith.TruncIOp) and isinstance(value, Affine):  # wraps: exact for numbers only
+        value = a.space.opaque(f"a narrowed integer at {a.where(op)}", a.n)
+    elif isinstance(op, arith.ExtUIOp) and value is not None:  # a negative number changes
         value = None
+    elif isinstance(op, arith.ExtSIOp) and isinstance(value, Affine) and _by_type(_BITS, source.type, _bits_of_type) == 1:
+        value = a.space.scale(value, -1)  # a condition held as 1 is -1 once widened with its sign
     a.values[op.results[0]] = value
     if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):
         a.values[op.results[0]] = a.space.opaque(f"float converted at {a.where(op)}", a.n)
@@ -3268,15 +3313,6 @@ def register_rule(op_type: type, rule: Rule) -> None:
     _RULES[op_type] = rule
     tag_liveness.keep_always(op_type)
 
-
-_NUMPY: dict[type, Callable[..., np.ndarray]] = {
-    arith.AddiOp: np.add, arith.SubiOp: np.subtract, arith.MuliOp: np.multiply,
-    arith.FloorDivSIOp: lambda x, y: np.floor_divide(x, np.where(y == 0, 1, y)),
-    arith.DivUIOp: lambda x, y: np.floor_divide(x, np.where(y == 0, 1, y)),
-    arith.RemUIOp: lambda x, y: np.remainder(x, np.where(y == 0, 1, y)),
-    arith.AndIOp: np.bitwise_and, arith.OrIOp: np.bitwise_or, arith.XOrIOp: np.bitwise_xor,
-    arith.MinSIOp: np.minimum, arith.MaxSIOp: np.maximum, arith.ShRSIOp: np.right_shift,
-}
 
 _RULES: dict[type, Rule] = {
     arith.ConstantOp: _constant,

@@ -14,18 +14,23 @@ import linecache
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from . import dialect as D
+from .ops import integers
 
 Step = tuple[str, tuple[int, ...], int, int]
 """(operation, the steps it reads, two integers: a constant's value, an argument's index, a
-tensor argument's index and a dim's axis, a comparison's predicate)."""
+tensor argument's index and a dim's axis, a comparison's predicate, an integer op's width)."""
 
-_BINARY = {arith.AddiOp: "add", arith.SubiOp: "sub", arith.MuliOp: "mul", arith.FloorDivSIOp: "floordiv",
-           arith.DivSIOp: "div", arith.RemSIOp: "rem", arith.AndIOp: "and", arith.OrIOp: "or", arith.XOrIOp: "xor",
-           arith.MinSIOp: "min", arith.MaxSIOp: "max"}
+_BINARY = {cls: kind.name for cls, kind in integers.INTEGER_OPS.items()}
+"""The step of each integer op: its name in `argus.dsl.ops.integers` (the interpreter's table)."""
+_BY_NAME = {kind.name: kind for kind in integers.INTEGER_OPS.values()}
+_FORMER_NAMES = {"add": "addi", "sub": "subi", "mul": "muli", "floordiv": "floordivsi", "div": "divsi", "rem": "remsi",
+                 "and": "andi", "or": "ori", "xor": "xori", "min": "minsi", "max": "maxsi"}
+"""Names of steps in conditions written before the table (read back from a cache)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,7 @@ class LaunchCondition:
             elif kind == "select":
                 value = args[1] if args[0] else args[2]
             else:
-                value = _arith(kind, *args)
+                value = _arith(kind, number or 32, *args)
             values.append(_i32(value))
         return bool(values[-1]), seen
 
@@ -100,8 +105,8 @@ def _compile(value: SSAValue, params: list[SSAValue], steps: list[Step], done: d
             step = ("cmp", tuple(reads), owner.predicate.value.data, 0)
         elif isinstance(owner, arith.SelectOp):
             step = ("select", tuple(reads), 0, 0)
-        else:
-            step = (_BINARY[type(owner)], tuple(reads), 0, 0)
+        else:  # the op's width in the place of a number
+            step = (_BINARY[type(owner)], tuple(reads), owner.results[0].type.width.data, 0)  # type: ignore[attr-defined]
     if step is None:
         return None
     steps.append(step)
@@ -113,24 +118,11 @@ def _i32(v: int) -> int:
     return (v + 2**31) % 2**32 - 2**31
 
 
-def _arith(kind: str, a: int, b: int) -> int:
-    if kind == "add":
-        return a + b
-    if kind == "sub":
-        return a - b
-    if kind == "mul":
-        return a * b
-    if kind == "floordiv":
-        return a // b if b else a  # the interpreter's: division by zero divides by one
-    if kind == "div":
-        return int(a / b) if b else a
-    if kind == "rem":
-        return a - b * int(a / b) if b else 0
-    if kind == "min":
-        return min(a, b)
-    if kind == "max":
-        return max(a, b)
-    return {"and": a & b, "or": a | b, "xor": a ^ b}[kind]
+def _arith(kind: str, bits: int, a: int, b: int) -> int:
+    """A step of integer arithmetic, as the interpreter computes it (a division by zero, which
+    the interpreter faults, divides by one here: the table's answer)."""
+    op = _BY_NAME[_FORMER_NAMES.get(kind, kind)]
+    return int(op(np.int64(a), np.int64(b), bits))
 
 
 def _compare(predicate: int, a: int, b: int) -> bool:

@@ -412,12 +412,13 @@ def _int_binary(kind: IntegerOp) -> Rule:
     def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
         dtype = _result_dtype(op)
         a, b = _scalar_array(frame, op.operands[0]), _scalar_array(frame, op.operands[1])
-        bad = mask & kind.undefined(a, b, dtype.bits)
+        bits = integers.width_of(op.results[0].type)
+        bad = mask & kind.undefined(a, b, bits)
         if bad.any():
             thread = int(np.flatnonzero(bad)[0])
             raise interp.fault("undefined-arithmetic", f"thread {thread} {_int_undefined(kind, a[thread], b[thread], dtype)}",
                                op, frame, thread=thread)
-        _set(frame, op, kind(a, b, dtype.bits))
+        _set(frame, op, kind(a, b, bits))
 
     return rule
 
@@ -435,8 +436,8 @@ def _int_cast(kind: IntegerCast) -> Rule:
     """A conversion to or from integers as `argus.dsl.ops.integers` defines it."""
     def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
         source, dtype = op.operands[0], _result_dtype(op)
-        bits = 0 if kind.from_float else dtype_of_mlir(source.type).bits
-        target = dtype.numpy if kind.to_float else dtype.bits
+        bits = 0 if kind.from_float else integers.width_of(source.type)
+        target = dtype.numpy if kind.to_float else integers.width_of(op.results[0].type)
         _set(frame, op, dtype.round(kind(_scalar_array(frame, source), bits, target)))
 
     return rule
@@ -448,7 +449,7 @@ _CMPF = {1: np.equal, 2: np.greater, 3: np.greater_equal, 4: np.less, 5: np.less
 def _cmpi(interp: Interpreter, op: arith.CmpiOp, frame: _Frame, mask: np.ndarray) -> None:
     pred = op.predicate.value.data
     a, b = _scalar_array(frame, op.lhs), _scalar_array(frame, op.rhs)
-    _set(frame, op, integers.compare(pred, a, b, dtype_of_mlir(op.lhs.type).bits))
+    _set(frame, op, integers.compare(pred, a, b, integers.width_of(op.lhs.type)))
 
 
 def _cmpf(interp: Interpreter, op: arith.CmpfOp, frame: _Frame, mask: np.ndarray) -> None:

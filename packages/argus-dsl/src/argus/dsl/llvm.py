@@ -5,10 +5,12 @@ A kernel becomes one function of the target's kernel calling convention. Its par
 named at launch, then the scalars in order (`KernelABI` says which is which, for the runtime).
 Shared tiles become ``addrspace(3)`` globals, local tiles and variables ``alloca``s (in the
 target's private address space) that LLVM promotes to registers once every index is constant.
-The semantics follow the reference interpreter: a floor division or remainder by zero divides
-by one, shifts past the width give 0 (left) or the sign/zero fill (right), float-to-int
-conversions saturate and send NaN to 0, and a shuffle from a lane outside the warp returns the
-thread's own value.
+Integer ops mean what `argus.dsl.ops.integers` defines; where the interpreter faults and the
+GPU's result would be undefined, the lowering still gives that table's answer: a division or
+remainder by zero divides by one, shifts by the width or more (the amount read unsigned) give
+0, or the sign for an arithmetic right shift. Only the most negative value divided by -1 is
+left to the target. Float-to-int conversions saturate and send NaN to 0, and a shuffle from a
+lane outside the warp returns the thread's own value.
 
 A backend subclasses `Translator`: its target triple and kernel attributes, where thread and
 block indices come from, the block barrier, the cross-lane move under shuffles, and rules for
@@ -509,7 +511,7 @@ def _zext(t: Translator, bit: str, ty: str) -> str:
 
 def _division(t: Translator, op: Any) -> None:
     ty = arith_type(op.result.type, t.where(op))
-    instr = {arith.DivUIOp: "udiv", arith.RemUIOp: "urem", arith.RemSIOp: "srem"}[type(op)]
+    instr = {arith.DivSIOp: "sdiv", arith.DivUIOp: "udiv", arith.RemUIOp: "urem", arith.RemSIOp: "srem"}[type(op)]
     t.define(op.result, f"{instr} {ty} {t.value(op.lhs)}, {_nonzero(t, ty, t.value(op.rhs))}")
 
 
@@ -521,16 +523,14 @@ def _shift(t: Translator, op: Any) -> None:
     if b.lstrip("-").isdigit() and 0 <= int(b) < width:
         t.define(op.result, f"{instr} {ty} {a}, {b}")
         return
-    # out-of-range amounts: shl gives 0; right shifts shift by width - 1 (interpreter semantics)
+    # amounts of the width or more (read unsigned) shift every bit out: 0, or the sign (ashr)
     inside = t.let(f"icmp ult {ty} {b}, {width}")
-    if instr == "shl":
-        shifted = t.let(f"shl {ty} {a}, {b}")
-        t.define(op.result, f"select i1 {inside}, {ty} {shifted}, {ty} 0")
+    if instr == "ashr":
+        amount = t.let(f"select i1 {inside}, {ty} {b}, {ty} {width - 1}")
+        t.define(op.result, f"ashr {ty} {a}, {amount}")
         return
-    negative = t.let(f"icmp slt {ty} {b}, 0")
-    clamped = t.let(f"select i1 {inside}, {ty} {b}, {ty} {width - 1}")
-    amount = t.let(f"select i1 {negative}, {ty} 0, {ty} {clamped}")
-    t.define(op.result, f"{instr} {ty} {a}, {amount}")
+    shifted = t.let(f"{instr} {ty} {a}, {b}")  # poison past the width, but then not selected
+    t.define(op.result, f"select i1 {inside}, {ty} {shifted}, {ty} 0")
 
 
 _ICMP = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge", 6: "ult", 7: "ule", 8: "ugt", 9: "uge"}
@@ -935,7 +935,7 @@ RULES: dict[type, Rule] = {
     **{cls: _binary for cls in (*_INT_BINARY, *_FLOAT_BINARY)},
     **{cls: _minmax for cls in _MINMAX},
     arith.FloorDivSIOp: _floordiv,
-    arith.DivUIOp: _division, arith.RemUIOp: _division, arith.RemSIOp: _division,
+    arith.DivSIOp: _division, arith.DivUIOp: _division, arith.RemUIOp: _division, arith.RemSIOp: _division,
     arith.ShLIOp: _shift, arith.ShRSIOp: _shift, arith.ShRUIOp: _shift,
     arith.CmpiOp: _compare, arith.CmpfOp: _compare, arith.SelectOp: _select, arith.NegfOp: _negf,
     **{cls: _cast for cls in (*_CASTS, arith.FPToSIOp, arith.FPToUIOp)},

@@ -398,7 +398,7 @@ def _evaluate_tag_function(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, coo
             env[inner.result] = np.asarray(inner.value.value.data, dtype=np.int64).reshape(1, 1)  # type: ignore[union-attr]
             continue
         if isinstance(inner, arith.CmpiOp):
-            bits = dtype_of_mlir(inner.lhs.type).bits
+            bits = integers.width_of(inner.lhs.type)
             env[inner.result] = integers.compare(inner.predicate.value.data, value(inner.lhs), value(inner.rhs),
                                                  bits).astype(np.int64)
             continue
@@ -411,7 +411,7 @@ def _evaluate_tag_function(s: ShadowInterpreter, op: D.TagOp, frame: _Frame, coo
             raise KernelFault("tag-function", f"tag functions use integer arithmetic; {inner.name} is not supported",
                               s.locations.get(op), {})
         # the checker's answer where the op is undefined (a tag function describes, it does not run)
-        bits = dtype_of_mlir(inner.results[0].type).bits
+        bits = integers.width_of(inner.results[0].type)
         env[inner.results[0]] = kind(value(inner.operands[0]), value(inner.operands[1]), bits).astype(np.int64)
     return []
 

@@ -31,6 +31,7 @@ from . import dialect as D
 from .dialect import UNROLLED
 from .op_table import OpTable
 from .product_reads import operand_allocations
+from .ops import integers
 
 _VIEWS = (D.ViewOp, D.SliceOp, D.PartitionOp)
 _ALWAYS = (D.MakeSharedOp, D.MakeLocalOp, D.VarOp, D.TensorViewOp, D.SyncThreadsOp, D.TagAssertOp, D.MmaOp, D.AssumeOp,
@@ -157,10 +158,9 @@ class _Liveness:
 _UNKNOWN = object()
 
 
-_INTEGER_ARITHMETIC = frozenset((arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.FloorDivSIOp, arith.DivSIOp,
-                                 arith.RemSIOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp, arith.ShLIOp, arith.ShRSIOp,
-                                 arith.ShRUIOp, arith.MaxSIOp, arith.MinSIOp))
-"""Integer ops whose result is a number when their operands are (`Traced`)."""
+_INTEGER_ARITHMETIC = frozenset(integers.INTEGER_OPS)
+"""Integer ops whose result is a number when their operands are (`Traced`): every one the
+language defines (`argus.dsl.ops.integers`)."""
 
 
 def _for(w: _Liveness, i: int, live: Live) -> None:

@@ -27,15 +27,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects import arith
+from xdsl.dialects import arith, builtin
+from xdsl.ir import Attribute
 
 __all__ = ["INTEGER_CASTS", "INTEGER_OPS", "IntegerCast", "IntegerOp", "WIDTHS", "compare", "held", "signed",
-           "unsigned"]
+           "unsigned", "width_of"]
 
 #: The widths integer values have in the language (1: conditions).
 WIDTHS = (1, 8, 16, 32, 64)
 
 _ALL_ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+
+
+def width_of(t: Attribute) -> int:
+    """The width of an MLIR integer type (1 for a condition, which the DSL holds as a bool)."""
+    if not isinstance(t, builtin.IntegerType):
+        raise TypeError(f"{t} is not an integer type")
+    return t.width.data
 
 
 def _mask(bits: int) -> np.uint64:
