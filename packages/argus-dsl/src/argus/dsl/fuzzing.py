@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import numpy as np
 from argus.verify.results import Result, Verdict
 
-from .errors import ArgusError, KernelFault
+from .errors import ArgusError, KernelFault, VerificationError
 
 __all__ = [
     "FAMILIES",
@@ -251,13 +251,23 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     tags = c.pick(("rc", "rc", "c", "r"))
     write_map = c.pick(("rowmajor", "colmajor"))
     read_map = c.pick(("same", "rowmajor", "colmajor", "reverse", "xor"))
-    write_mutation = c.pick(("none",) * 6 + ("shift", "partial"))
-    read_mutation = c.pick(("none",) * 8 + ("edge",) + (("unswizzled",) * 2 if layout == "swizzle" else ()))
-    branch = c.pick(("none", "none", "select-thread", "select-block", "guard"))
+    stride = c.pick(("blocked", "grid")) if loop == "runtime" else "blocked"
+    write_mutation = c.pick(("none",) * 6 + ("shift", "partial", "reset") +
+                            (("first-only",) if loop == "runtime" else ()))
+    read_mutation = c.pick(("none",) * 8 + ("edge", "select-data") +
+                           (("unswizzled",) * 2 if layout == "swizzle" else ()))
+    branch = c.pick(("none", "none", "select-thread", "select-block", "guard") +
+                    (("guard-size",) if source_mode != "fixed" else ()))
     shuffle = c.pick(("none", "none", "xor", "rotate")) if branch != "guard" else "none"
-    claim_mutation = c.pick(("none",) * 6 + ("offby1", "swap", "no-row", "no-shuffle"))
-    if claim_mutation == "no-shuffle" and shuffle == "none":
+    claim_mutation = c.pick(("none",) * 6 + ("offby1", "swap", "no-row", "no-shuffle", "no-roundtrip"))
+    # a round trip through a second tile: each thread stores what it read, and reads back what
+    # the thread at a permuted linear index stored
+    roundtrip = c.pick(("reverse", "xor")) if branch == "none" and shuffle == "none" and c.chance(0.3) else None
+    second_map = c.pick(("rowmajor", "colmajor")) if roundtrip else None
+    missing_second_sync = roundtrip is not None and c.chance(0.15)
+    if (claim_mutation == "no-shuffle" and shuffle == "none") or (claim_mutation == "no-roundtrip" and not roundtrip):
         claim_mutation = "none"
+    mutations += ["no-second-sync"] if missing_second_sync else []
     missing_sync = c.chance(0.12)
     no_assert = c.chance(0.05)
     mutations += [f"write-{write_mutation}"] if write_mutation != "none" else []
@@ -293,10 +303,15 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     if read_mutation == "unswizzled":
         out.add(f"plain = s.view(Layout(({rows}, {cols}), ({cols}, 1)), {dtype})")
     out.add(f"got = make_local(({per},), {dtype})", f"want = make_local(({per},), {dtype})")
+    if roundtrip:
+        out.add(f"mid = make_local(({per},), {dtype})", f"s2 = make_shared(({rows}, {cols}), {dtype})")
     if loop == "runtime":
         out.add("for it in range(steps):")
         out.indent()
-        out.add(f"row0 = (block_idx.x * steps + it) * {rows}")
+        if stride == "grid":  # a grid-stride loop: block b takes slices b, b + grid, ...
+            out.add(f"row0 = (it * grid_dim.x + block_idx.x) * {rows}")
+        else:
+            out.add(f"row0 = (block_idx.x * steps + it) * {rows}")
     elif loop == "static":
         out.add(f"for it in static_range({iters}):")
         out.indent()
@@ -314,8 +329,24 @@ def _tile_kernel(c: _Choices) -> KernelCase:
             return f"{rows - 1} - ({e}) // {cols}", f"{cols - 1} - ({e}) % {cols}"
         return f"({e}) // {cols}", f"(({e}) % {cols}) ^ 1"
 
-    def global_row(r: str) -> str:
-        return f"min(row0 + {r}, n - 1)" if source_mode == "clamp" else f"row0 + {r}"
+    def global_row(r: str, base: str = "row0") -> str:
+        return f"min({base} + {r}, n - 1)" if source_mode == "clamp" else f"{base} + {r}"
+
+    # the claim's first row: the kernel's `row0`, or the same (or a subtly different) quantity
+    # written another way, which the checker has to see through (products of symbols, floor
+    # divisions of sums)
+    row_form = c.pick(("var", "var", "inline", "inline-wrong"))
+    if loop == "runtime" and stride == "grid":
+        forms = (f"it * grid_dim.x * {rows} + block_idx.x * {rows}", f"it * grid_dim.x * {rows} + block_idx.x")
+    elif loop == "runtime":
+        forms = (f"block_idx.x * steps * {rows} + it * {rows}", f"block_idx.x * steps * {rows} + it")
+    elif loop == "static":
+        forms = (f"(block_idx.x * {2 * rows} + it * {2 * rows}) // 2", f"(block_idx.x * {2 * rows} + it) // 2")
+    else:
+        forms = (f"(block_idx.x * {rows} + tid % {rows}) // {rows} * {rows}", f"block_idx.x * {rows} + block_idx.x % 2")
+    row_base = {"var": "row0", "inline": f"({forms[0]})", "inline-wrong": f"({forms[1]})"}[row_form]
+    if row_form == "inline-wrong":
+        mutations.append("claim-row-form")
 
     # stage: global -> shared
     out.add(f"for k in static_range({per}):")
@@ -324,28 +355,37 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     out.add(f"wr = {wr}", f"wc = {wc}")
     column = f"(wc + 1) % {cols}" if write_mutation == "shift" else "wc"
     store = f"s[wr, wc] = src[{global_row('wr')}, {column}]"
-    if write_mutation == "partial":
-        out.add(f"if tid < {threads - 1}:")
+    if write_mutation in ("partial", "first-only"):
+        out.add(f"if tid < {threads - 1}:" if write_mutation == "partial" else "if it == 0:")
         out.add("    " + store)
     else:
         out.add(store)
     out.dedent()
     if not missing_sync:
         out.add("syncthreads()")
+    if write_mutation == "reset":  # the data stays, its tags are gone
+        out.add("reset_tags(s)")
 
     # read: shared -> registers, with the claim
     if read_map == "same":
         read_map = write_map
     other_map = {"rowmajor": "reverse", "colmajor": "xor", "reverse": "rowmajor", "xor": "colmajor"}[read_map]
-    cond = {"select-thread": "tid % 2 == 0", "select-block": "block_idx.x % 2 == 0",
+    cond = {"select-thread": "tid % 2 == 0", "select-block": "block_idx.x % 2 == 0", "guard-size": f"n > {rows}",
             "guard": c.pick(("tid < 16", "thread_idx.x % 2 == 1", "block_idx.x == 0"))}.get(branch)
     partner = {"none": "tid", "xor": f"(tid ^ {c.pick((1, 2, 16))})",
                "rotate": "(tid - tid % 32 + (tid + 1) % 32)"}[shuffle]
     claimed = "tid" if claim_mutation == "no-shuffle" else partner
 
+    def permuted(e: str) -> str:
+        """The linear index whose value a round trip brings to linear index `e`."""
+        return f"{threads * per - 1} - ({e})" if roundtrip == "reverse" else f"(({e}) ^ 1)"
+
     def claim(who: str) -> tuple[str, str]:
-        """The intended (row, column) of the element thread `who` read at value k."""
-        r, col = mapping(read_map, f"{who} + k * {threads}")
+        """The intended (row, column) of the element thread `who` holds at value k."""
+        linear = f"{who} + k * {threads}"
+        if roundtrip and claim_mutation != "no-roundtrip":
+            linear = permuted(linear)
+        r, col = mapping(read_map, linear)
         if branch in ("select-thread", "select-block"):
             r2, col2 = mapping(other_map, f"{who} + k * {threads}")
             which = cond if branch == "select-block" else cond.replace("tid", who)
@@ -353,13 +393,13 @@ def _tile_kernel(c: _Choices) -> KernelCase:
         return r, col
 
     cr, cc = claim(claimed)
-    row_claim = cr if claim_mutation == "no-row" else global_row(cr)
+    row_claim = cr if claim_mutation == "no-row" else global_row(cr, row_base)
     col_claim = f"{cc} + 1" if claim_mutation == "offby1" else cc
     if claim_mutation == "swap":
         row_claim, col_claim = col_claim, row_claim
     want = {"rc": f"({row_claim}, {col_claim})", "c": f"({col_claim},)", "r": f"({row_claim},)"}[tags]
     out.add(f"tag(want, lambda k: {want})")
-    if branch == "guard":
+    if branch in ("guard", "guard-size"):
         out.add(f"if {cond}:")
         out.indent()
     tile = "plain" if read_mutation == "unswizzled" else "s"
@@ -370,6 +410,9 @@ def _tile_kernel(c: _Choices) -> KernelCase:
         r, col = mapping(kind, f"tid + k * {threads}")
         if read_mutation == "edge":
             col = f"({col}) + 1"
+        if read_mutation == "select-data":  # which element a thread keeps depends on the data
+            mine, next_ = f"{tile}[{r}, {col}]", f"{tile}[{r}, (({col}) + 1) % {cols}]"
+            return f"select({mine} >= {next_}, {mine}, {next_})"
         return f"{tile}[{r}, {col}]"
 
     if branch in ("select-thread", "select-block"):
@@ -381,8 +424,18 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     elif shuffle == "rotate":
         out.add("got[k] = shfl_idx(x, (lane_id() + 1) % 32)")
     else:
-        out.add("got[k] = x")
+        out.add("mid[k] = x" if roundtrip else "got[k] = x")
     out.dedent()
+    if roundtrip:
+        assert second_map is not None
+        out.add(f"for k in static_range({per}):")
+        r2, c2 = mapping(second_map, f"tid + k * {threads}")
+        out.add(f"    s2[{r2}, {c2}] = mid[k]")
+        if not missing_second_sync:
+            out.add("syncthreads()")
+        out.add(f"for k in static_range({per}):")
+        r2, c2 = mapping(second_map, permuted(f"tid + k * {threads}"))
+        out.add(f"    got[k] = s2[{r2}, {c2}]")
     if not no_assert:
         out.add('assert tag(got[...]) == tag(want[...]), "each thread holds the elements it meant to read"')
     out.add(f"for k in static_range({per}):")
@@ -393,7 +446,7 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     else:
         out.add(f"dst[row0 + {orow}, {ocol}] = got[k]")
     out.dedent()
-    if branch == "guard":
+    if branch in ("guard", "guard-size"):
         out.dedent()
     if loop != "none" and end_barrier:
         out.add("syncthreads()")
@@ -561,6 +614,8 @@ class Report:
 
     case: KernelCase
     verdict: str | None = None
+    """The checker's verdict, "refused" where it cannot take the kernel as written, None where
+    the kernel did not compile or the checker crashed."""
     result: Result | None = None
     findings: list[Finding] = field(default_factory=list)
     runs: list[list[Outcome]] = field(default_factory=list)
@@ -598,6 +653,9 @@ def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *
             from .verification import verify_kernel
 
             result = verify_kernel(compiled, case.name)
+    except VerificationError:  # a kernel the checker cannot take as written (an assertion on untagged
+        report.verdict = "refused"  # data): no verdict, so nothing to hold it to
+        return report
     except ArgusError as err:
         report.findings.append(Finding("refused", f"the checker refused the kernel: {err}", case))
         return report

@@ -1,0 +1,81 @@
+"""A long differential fuzz of what kernels mean: the static tag checker against the interpreter
+with shadow tags, on random well-formed kernels (`argus.dsl.fuzzing`).
+
+Kernel i is drawn from `random.Random(seed + i)`, so any case reruns alone with
+``--seed SEED+i --kernels 1``. For each the checker's verdict is held to the interpreter's
+runs: a proof that a launch refutes (or faults in a way the checker looks for), a witness that
+was not replayed or does not reproduce, runners that disagree, and crashes of Argus itself are
+disagreements, printed with the kernel's source and its launch. The continuous tests run about
+two hundred kernels; this runs as many as asked.
+
+Run:  python benchmarks/fuzz_semantics.py --kernels 2000 [--seed 0] [--family tile|mma] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+from argus.dsl.fuzzing import FAMILIES, check_case, draw_kernel
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernels", type=int, default=500, metavar="N", help="kernels to draw (default 500)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first kernel (default 0)")
+    parser.add_argument("--family", choices=FAMILIES, help="draw only this kind of kernel")
+    parser.add_argument("--json", metavar="FILE", help="also write the summary and every disagreement as JSON")
+    args = parser.parse_args(argv)
+    if args.kernels < 1:
+        parser.error("--kernels must be a positive number")
+    verdicts: Counter[str] = Counter()
+    by_mutation: dict[str, Counter[str]] = {}
+    kinds: Counter[str] = Counter()
+    disagreements: list[dict[str, Any]] = []
+    slowest = (0.0, args.seed)
+    started = time.perf_counter()
+    for i in range(args.kernels):
+        seed = args.seed + i
+        case = draw_kernel(random.Random(seed), args.family)
+        report = check_case(case)
+        verdict = report.verdict or "not checked"
+        verdicts[verdict] += 1
+        for mutation in case.mutations or ("none",):
+            by_mutation.setdefault(mutation, Counter())[verdict] += 1
+        slowest = max(slowest, (report.seconds, seed))
+        for finding in report.findings:
+            kinds[finding.kind] += 1
+            disagreements.append({"seed": seed, "kind": finding.kind, "message": finding.message,
+                                  "source": case.source, "launches": [launch.text() for launch in case.launches],
+                                  "mutations": list(case.mutations)})
+            print(f"--- seed {seed}: {finding.text()}\n", flush=True)
+        if (i + 1) % 100 == 0:
+            print(f"{i + 1} kernels, {len(disagreements)} disagreement(s), {time.perf_counter() - started:.0f} s",
+                  file=sys.stderr, flush=True)
+    seconds = time.perf_counter() - started
+    print(f"kernels run: {args.kernels} (seeds {args.seed}..{args.seed + args.kernels - 1}) in {seconds:.1f} s "
+          f"({1000 * seconds / args.kernels:.0f} ms each, slowest {1000 * slowest[0]:.0f} ms: seed {slowest[1]})")
+    print("verdicts: " + ", ".join(f"{v} {n}" for v, n in verdicts.most_common()))
+    for mutation, counts in sorted(by_mutation.items()):
+        print(f"  {mutation:24} " + ", ".join(f"{v} {n}" for v, n in counts.most_common()))
+    print(f"disagreements: {len(disagreements)}" + (" (" + ", ".join(f"{k} {n}" for k, n in kinds.items()) + ")"
+                                                   if kinds else ""))
+    if args.json:
+        summary = {"kernels": args.kernels, "seed": args.seed, "family": args.family, "seconds": round(seconds, 2),
+                   "verdicts": dict(verdicts), "by_mutation": {m: dict(c) for m, c in by_mutation.items()},
+                   "disagreements": disagreements,
+                   "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                               "processor": platform.machine()}}
+        with open(args.json, "w") as out:
+            json.dump(summary, out, indent=2)
+    return 1 if disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
