@@ -6,7 +6,9 @@ witness that does not replay. The runs are derandomized, so CI sees the same ker
 
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -18,6 +20,7 @@ from argus.dsl.fuzzing import (
     check_case,
     compile_case,
     draw_kernel,
+    runner_within,
     shadow_runner,
 )
 from argus.verify.results import proved, violated
@@ -118,6 +121,20 @@ def test_runners_that_leave_different_outputs_disagree() -> None:
     report = check_case(KernelCase(right, "off", WRONG_CASE.launches), runners=[shadow_runner, scribbling])
     assert report.verdict == "proved"
     assert [f.kind for f in report.findings] == ["runner-disagreement"]
+
+
+def test_a_runner_runs_inside_its_context() -> None:
+    """An interpreter setting (a schedule of its warps) plugs in as a runner run inside a context."""
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def setting() -> Iterator[None]:
+        entered.append("in")
+        yield
+
+    right = WRONG.replace("(thread_idx.x + 1) % 32", "thread_idx.x")
+    report = check_case(KernelCase(right, "off", WRONG_CASE.launches), runners=[shadow_runner, runner_within(setting)])
+    assert entered == ["in"] and len(report.runs[0]) == 2 and not report.findings
 
 
 def test_a_race_under_a_proof_is_a_disagreement_but_a_later_write_is_left_to_the_interpreter() -> None:

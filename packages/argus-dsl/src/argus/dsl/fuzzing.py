@@ -34,6 +34,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -54,6 +55,7 @@ __all__ = [
     "compile_case",
     "draw_kernel",
     "kernel_from_source",
+    "runner_within",
     "shadow_runner",
 ]
 
@@ -248,7 +250,7 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     end_barrier = loop == "none" or not c.chance(0.3)
     if not end_barrier:
         mutations.append("no-end-barrier")
-    tags = c.pick(("rc", "rc", "c", "r"))
+    tags = c.pick(("rc", "rc", "c", "r", "rdiv", "rmod", "linear", "sum"))
     write_map = c.pick(("rowmajor", "colmajor"))
     read_map = c.pick(("same", "rowmajor", "colmajor", "reverse", "xor"))
     stride = c.pick(("blocked", "grid")) if loop == "runtime" else "blocked"
@@ -269,6 +271,8 @@ def _tile_kernel(c: _Choices) -> KernelCase:
         claim_mutation = "none"
     mutations += ["no-second-sync"] if missing_second_sync else []
     missing_sync = c.chance(0.12)
+    unequal = c.chance(0.2)
+    mutations += ["claim-unequal-row-only"] if unequal and tags == "r" else []  # a neighbour has the same tag
     no_assert = c.chance(0.05)
     mutations += [f"write-{write_mutation}"] if write_mutation != "none" else []
     mutations += [f"read-{read_mutation}"] if read_mutation != "none" else []
@@ -295,7 +299,7 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     out.indent()
     tid = "thread_idx.x" if ty == 1 else f"thread_idx.x + thread_idx.y * {tx}"
     out.add(f"tid = {tid}")
-    tag_of = {"rc": "(r, c)", "c": "(c,)", "r": "(r,)"}[tags]
+    tag_of = _tag_function(tags, "r", "c", cols)
     out.add(f"tag(src, lambda r, c: {tag_of})")
     if source_mode == "assume":
         out.add(f"assume(n % {rows} == 0)")
@@ -303,6 +307,8 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     if read_mutation == "unswizzled":
         out.add(f"plain = s.view(Layout(({rows}, {cols}), ({cols}, 1)), {dtype})")
     out.add(f"got = make_local(({per},), {dtype})", f"want = make_local(({per},), {dtype})")
+    if unequal:
+        out.add(f"beside = make_local(({per},), {dtype})")
     if roundtrip:
         out.add(f"mid = make_local(({per},), {dtype})", f"s2 = make_shared(({rows}, {cols}), {dtype})")
     if loop == "runtime":
@@ -341,7 +347,7 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     elif loop == "runtime":
         forms = (f"block_idx.x * steps * {rows} + it * {rows}", f"block_idx.x * steps * {rows} + it")
     elif loop == "static":
-        forms = (f"(block_idx.x * {2 * rows} + it * {2 * rows}) // 2", f"(block_idx.x * {2 * rows} + it) // 2")
+        forms = (f"(block_idx.x * {4 * rows} + it * {2 * rows}) // 2", f"(block_idx.x * {4 * rows} + it) // 2")
     else:
         forms = (f"(block_idx.x * {rows} + tid % {rows}) // {rows} * {rows}", f"block_idx.x * {rows} + block_idx.x % 2")
     row_base = {"var": "row0", "inline": f"({forms[0]})", "inline-wrong": f"({forms[1]})"}[row_form]
@@ -397,8 +403,10 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     col_claim = f"{cc} + 1" if claim_mutation == "offby1" else cc
     if claim_mutation == "swap":
         row_claim, col_claim = col_claim, row_claim
-    want = {"rc": f"({row_claim}, {col_claim})", "c": f"({col_claim},)", "r": f"({row_claim},)"}[tags]
+    want = _tag_function(tags, row_claim, col_claim, cols)
     out.add(f"tag(want, lambda k: {want})")
+    if unequal:  # a second claim: what each thread holds is not its right-hand neighbour
+        out.add(f"tag(beside, lambda k: {_tag_function(tags, row_claim, f'({col_claim}) + 1', cols)})")
     if branch in ("guard", "guard-size"):
         out.add(f"if {cond}:")
         out.indent()
@@ -438,6 +446,8 @@ def _tile_kernel(c: _Choices) -> KernelCase:
         out.add(f"    got[k] = s2[{r2}, {c2}]")
     if not no_assert:
         out.add('assert tag(got[...]) == tag(want[...]), "each thread holds the elements it meant to read"')
+    if unequal:
+        out.add('assert tag(got[...]) != tag(beside[...]), "no thread holds its neighbour\'s element"')
     out.add(f"for k in static_range({per}):")
     out.indent()
     orow, ocol = mapping("rowmajor", f"tid + k * {threads}")
@@ -471,6 +481,14 @@ def _tile_kernel(c: _Choices) -> KernelCase:
             args.append(("int", run_steps))
         launches.append(LaunchSpec((blocks,), tuple(args), c.number(0, 2**16)))
     return KernelCase(source, name, tuple(launches), tuple(mutations), "tile")
+
+
+def _tag_function(kind: str, r: str, c: str, cols: int) -> str:
+    """The tag of element (r, c) of the source: both coordinates, one, or integer functions of
+    them that the checker must follow through symbolic rows (floor division, remainder, a
+    linear index, a sum that gives different elements the same tag)."""
+    return {"rc": f"({r}, {c})", "c": f"({c},)", "r": f"({r},)", "rdiv": f"(({r}) // 2, {c})",
+            "rmod": f"(({r}) % 3, {c})", "linear": f"(({r}) * {cols} + ({c}),)", "sum": f"(({r}) + ({c}),)"}[kind]
 
 
 def _mma_kernel(c: _Choices) -> KernelCase:
@@ -579,6 +597,19 @@ def shadow_runner(compiled: Any, grid: tuple[int, ...], args: list[Any],
         outcome.error = f"the interpreter crashed: {type(err).__name__}: {err}"
     outcome.findings = list(shadow.findings)
     return outcome
+
+
+def runner_within(context: Callable[[], AbstractContextManager[Any]], runner: Runner = shadow_runner) -> Runner:
+    """`runner`, each run inside a fresh `context()`: the way to add an interpreter setting as
+    one more oracle, e.g. a schedule of its warps (``runner_within(lambda: using("random:3"))``)
+    beside the default run."""
+
+    def run(compiled: Any, grid: tuple[int, ...], args: list[Any],
+            blocks: Sequence[tuple[int, int, int]] | None = None) -> Outcome:
+        with context():
+            return runner(compiled, grid, args, blocks)
+
+    return run
 
 
 # ---- oracles --------------------------------------------------------------------------------
