@@ -503,6 +503,10 @@ def _mma_kernel(c: _Choices) -> KernelCase:
     missing_sync = c.chance(0.15)
     end_barrier = not runtime or not c.chance(0.3)
     zero = not c.chance(0.1)
+    swizzled = c.chance(0.4)
+    layouts = [f"ComposedLayout(Swizzle({c.number(1, 2)}, {c.number(0, 2)}, 3), 0, Layout(({rows}, 16), (16, 1)))"
+               if swizzled else f"({rows}, 16)" for rows in (16, 8)]
+    stated = c.chance(0.4)  # the pairing also stated as an assertion on A's fragment
     mutations += [f"a-{a_mutation}"] if a_mutation != "none" else []
     mutations += [f"b-{b_mutation}"] if b_mutation != "none" else []
     mutations += [f"tag-{tag_mutation}"] if tag_mutation != "none" else []
@@ -522,9 +526,9 @@ def _mma_kernel(c: _Choices) -> KernelCase:
     out.add("tag(b, lambda n, k: ((k + 1) % 16,))" if tag_mutation == "shift" else "tag(b, lambda n, k: (k,))")
     if runtime:
         out.add("assume(K % 16 == 0)")
-    out.add("sA = make_shared((16, 16), bf16)", "sB = make_shared((8, 16), bf16)",
+    out.add(f"sA = make_shared({layouts[0]}, bf16)", f"sB = make_shared({layouts[1]}, bf16)",
             "afrag = make_local((8,), bf16)", "bfrag = make_local((4,), bf16)", "acc = make_local((4,), f32)",
-            "t = thread_idx.x")
+            "want = make_local((8,), bf16)", "t = thread_idx.x")
     if zero:
         out.add("for v in static_range(4):", "    acc[v] = 0.0")
     if runtime:
@@ -539,6 +543,9 @@ def _mma_kernel(c: _Choices) -> KernelCase:
     a_read = "sA[idx // 16, idx % 16]" if a_mutation == "swap" else "sA[idx % 16, idx // 16]"
     b_read = "sB[idx % 8, (idx // 8 + 1) % 16]" if b_mutation == "shift" else "sB[idx % 8, idx // 8]"
     out.add("for v in static_range(8):", "    idx = MMA.a_layout(t, v)", f"    afrag[v] = {a_read}")
+    if stated:
+        out.add("tag(want, lambda v: (k0 + MMA.a_layout(t, v) // 16,))",
+                'assert tag(afrag[...]) == tag(want[...]), "value v of A\'s fragment is at k of the atom\'s layout"')
     out.add("for v in static_range(4):", "    idx = MMA.b_layout(t, v)", f"    bfrag[v] = {b_read}")
     out.add("matmul(afrag, bfrag, acc, MMA)")
     if runtime:
