@@ -260,6 +260,14 @@ def _tile_kernel(c: _Choices) -> KernelCase:
                            (("unswizzled",) * 2 if layout == "swizzle" else ()))
     branch = c.pick(("none", "none", "select-thread", "select-block", "guard") +
                     (("guard-size",) if source_mode != "fixed" else ()))
+    # the claim checked after a runtime loop, on what its last iteration left in the registers
+    # (nothing, where the loop runs no iteration, unless the kernel assumes it runs)
+    after = loop == "runtime" and c.chance(0.3)
+    after_claim = c.pick(("last", "last", "first")) if after else "last"
+    runs = after and c.chance(0.5)
+    if after:
+        branch = "select-block" if branch == "select-block" else "none"
+        mutations += ["claim-after-first"] if after_claim == "first" else []
     shuffle = c.pick(("none", "none", "xor", "rotate")) if branch != "guard" else "none"
     claim_mutation = c.pick(("none",) * 6 + ("offby1", "swap", "no-row", "no-shuffle", "no-roundtrip"))
     # a round trip through a second tile: each thread stores what it read, and reads back what
@@ -281,7 +289,7 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     mutations += ["no-assert"] if no_assert else []
 
     grid_blocks = c.number(1, 3)
-    steps = c.number(0, 3) if loop == "runtime" else 1
+    steps = c.number(1 if runs else 0, 3) if loop == "runtime" else 1
     total = iters * steps
     if source_mode == "fixed":
         nrows = rows * grid_blocks * max(total, 1)
@@ -303,6 +311,8 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     out.add(f"tag(src, lambda r, c: {tag_of})")
     if source_mode == "assume":
         out.add(f"assume(n % {rows} == 0)")
+    if runs:
+        out.add("assume(steps > 0)")
     out.add(f"s = make_shared({smem}, {dtype})")
     if read_mutation == "unswizzled":
         out.add(f"plain = s.view(Layout(({rows}, {cols}), ({cols}, 1)), {dtype})")
@@ -353,6 +363,10 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     row_base = {"var": "row0", "inline": f"({forms[0]})", "inline-wrong": f"({forms[1]})"}[row_form]
     if row_form == "inline-wrong":
         mutations.append("claim-row-form")
+    if after:  # the row of the last (or, wrongly, the first) iteration
+        last = "steps - 1" if after_claim == "last" else "0"
+        row_base = (f"(({last}) * grid_dim.x + block_idx.x) * {rows}" if stride == "grid"
+                    else f"(block_idx.x * steps + {last}) * {rows}")
 
     # stage: global -> shared
     out.add(f"for k in static_range({per}):")
@@ -404,9 +418,14 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     if claim_mutation == "swap":
         row_claim, col_claim = col_claim, row_claim
     want = _tag_function(tags, row_claim, col_claim, cols)
-    out.add(f"tag(want, lambda k: {want})")
-    if unequal:  # a second claim: what each thread holds is not its right-hand neighbour
-        out.add(f"tag(beside, lambda k: {_tag_function(tags, row_claim, f'({col_claim}) + 1', cols)})")
+
+    def state_claims() -> None:
+        out.add(f"tag(want, lambda k: {want})")
+        if unequal:  # a second claim: what each thread holds is not its right-hand neighbour
+            out.add(f"tag(beside, lambda k: {_tag_function(tags, row_claim, f'({col_claim}) + 1', cols)})")
+
+    if not after:
+        state_claims()
     if branch in ("guard", "guard-size"):
         out.add(f"if {cond}:")
         out.indent()
@@ -444,6 +463,11 @@ def _tile_kernel(c: _Choices) -> KernelCase:
         out.add(f"for k in static_range({per}):")
         r2, c2 = mapping(second_map, permuted(f"tid + k * {threads}"))
         out.add(f"    got[k] = s2[{r2}, {c2}]")
+    if after:
+        if end_barrier:
+            out.add("syncthreads()")
+        out.dedent()
+        state_claims()
     if not no_assert:
         out.add('assert tag(got[...]) == tag(want[...]), "each thread holds the elements it meant to read"')
     if unequal:
@@ -451,21 +475,22 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     out.add(f"for k in static_range({per}):")
     out.indent()
     orow, ocol = mapping("rowmajor", f"tid + k * {threads}")
+    base = row_base if after else "row0"
     if source_mode == "clamp":
-        out.add(f"if row0 + {orow} < n:", f"    dst[row0 + {orow}, {ocol}] = got[k]")
+        out.add(f"if {base} + {orow} < n:", f"    dst[{base} + {orow}, {ocol}] = got[k]")
     else:
-        out.add(f"dst[row0 + {orow}, {ocol}] = got[k]")
+        out.add(f"dst[{base} + {orow}, {ocol}] = got[k]")
     out.dedent()
     if branch in ("guard", "guard-size"):
         out.dedent()
-    if loop != "none" and end_barrier:
+    if loop != "none" and end_barrier and not after:
         out.add("syncthreads()")
     source = HEADER + "\n\n" + "\n".join(out.lines) + "\n"
 
     launches = []
     for number in range(c.number(1, 2)):
         blocks = grid_blocks if number == 0 else c.number(1, 3)
-        run_steps = steps if number == 0 or source_mode == "fixed" else c.number(0, 3)
+        run_steps = steps if number == 0 or source_mode == "fixed" else c.number(1 if runs else 0, 3)
         if source_mode == "fixed":
             blocks = grid_blocks
             n = rows * grid_blocks * max(total, 1)
