@@ -262,6 +262,10 @@ def _tile_kernel(c: _Choices) -> KernelCase:
                     (("guard-size",) if source_mode != "fixed" else ()))
     # the claim checked after a runtime loop, on what its last iteration left in the registers
     # (nothing, where the loop runs no iteration, unless the kernel assumes it runs)
+    # each source row read twice: the kernel loads row x // 2, and the claim says so in the same,
+    # an equal or (rounding up) a different form
+    halve = c.pick((None, None, None, "same", "shifted", "rounded-up"))
+    mutations += ["claim-half-rounding"] if halve == "rounded-up" else []
     after = loop == "runtime" and c.chance(0.3)
     after_claim = c.pick(("last", "last", "first")) if after else "last"
     runs = after and c.chance(0.5)
@@ -374,7 +378,8 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     wr, wc = mapping(write_map, f"tid + k * {threads}")
     out.add(f"wr = {wr}", f"wc = {wc}")
     column = f"(wc + 1) % {cols}" if write_mutation == "shift" else "wc"
-    store = f"s[wr, wc] = src[{global_row('wr')}, {column}]"
+    loaded = f"({global_row('wr')}) // 2" if halve else global_row("wr")
+    store = f"s[wr, wc] = src[{loaded}, {column}]"
     if write_mutation in ("partial", "first-only"):
         out.add(f"if tid < {threads - 1}:" if write_mutation == "partial" else "if it == 0:")
         out.add("    " + store)
@@ -414,6 +419,9 @@ def _tile_kernel(c: _Choices) -> KernelCase:
 
     cr, cc = claim(claimed)
     row_claim = cr if claim_mutation == "no-row" else global_row(cr, row_base)
+    if halve and claim_mutation != "no-row":
+        row_claim = {"same": f"({row_claim}) // 2", "shifted": f"(({row_claim}) + 2) // 2 - 1",
+                     "rounded-up": f"(({row_claim}) + 1) // 2"}[halve]
     col_claim = f"{cc} + 1" if claim_mutation == "offby1" else cc
     if claim_mutation == "swap":
         row_claim, col_claim = col_claim, row_claim
