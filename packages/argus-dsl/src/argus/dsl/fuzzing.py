@@ -266,6 +266,12 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     # an equal or (rounding up) a different form
     halve = c.pick((None, None, None, "same", "shifted", "rounded-up"))
     mutations += ["claim-half-rounding"] if halve == "rounded-up" else []
+    # a second grid dimension picks the column tile: columns become symbolic too
+    col_tiles = c.pick((1, 1, 2, 3))
+    col_claim_mutation = col_tiles > 1 and c.chance(0.15)
+    mutations += ["claim-column-block"] if col_claim_mutation else []
+    # the read through `partition` with a thread/value layout instead of computed coordinates
+    partitioned = c.chance(0.25)
     after = loop == "runtime" and c.chance(0.3)
     after_claim = c.pick(("last", "last", "first")) if after else "last"
     runs = after and c.chance(0.5)
@@ -297,9 +303,9 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     total = iters * steps
     if source_mode == "fixed":
         nrows = rows * grid_blocks * max(total, 1)
-        dims = f"{nrows}, {cols}"
+        dims = f"{nrows}, {cols * col_tiles}"
     else:
-        dims = f'"n", {cols}'
+        dims = f'"n", {cols * col_tiles}'
     params = [f"src: Tensor[{dtype}, {dims}]", f"dst: Tensor[{dtype}, {dims}]"]
     if source_mode != "fixed":
         params.append("n: int")
@@ -311,6 +317,8 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     out.indent()
     tid = "thread_idx.x" if ty == 1 else f"thread_idx.x + thread_idx.y * {tx}"
     out.add(f"tid = {tid}")
+    if col_tiles > 1:
+        out.add(f"col0 = block_idx.y * {cols}")
     tag_of = _tag_function(tags, "r", "c", cols)
     out.add(f"tag(src, lambda r, c: {tag_of})")
     if source_mode == "assume":
@@ -323,6 +331,7 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     out.add(f"got = make_local(({per},), {dtype})", f"want = make_local(({per},), {dtype})")
     if unequal:
         out.add(f"beside = make_local(({per},), {dtype})")
+    partition_at = len(out.lines)
     if roundtrip:
         out.add(f"mid = make_local(({per},), {dtype})", f"s2 = make_shared(({rows}, {cols}), {dtype})")
     if loop == "runtime":
@@ -378,6 +387,8 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     wr, wc = mapping(write_map, f"tid + k * {threads}")
     out.add(f"wr = {wr}", f"wc = {wc}")
     column = f"(wc + 1) % {cols}" if write_mutation == "shift" else "wc"
+    if col_tiles > 1:
+        column = f"col0 + {column}"
     loaded = f"({global_row('wr')}) // 2" if halve else global_row("wr")
     store = f"s[wr, wc] = src[{loaded}, {column}]"
     if write_mutation in ("partial", "first-only"):
@@ -423,6 +434,8 @@ def _tile_kernel(c: _Choices) -> KernelCase:
         row_claim = {"same": f"({row_claim}) // 2", "shifted": f"(({row_claim}) + 2) // 2 - 1",
                      "rounded-up": f"(({row_claim}) + 1) // 2"}[halve]
     col_claim = f"{cc} + 1" if claim_mutation == "offby1" else cc
+    if col_tiles > 1:
+        col_claim = f"{'block_idx.x' if col_claim_mutation else 'block_idx.y'} * {cols} + {col_claim}"
     if claim_mutation == "swap":
         row_claim, col_claim = col_claim, row_claim
     want = _tag_function(tags, row_claim, col_claim, cols)
@@ -438,6 +451,20 @@ def _tile_kernel(c: _Choices) -> KernelCase:
         out.add(f"if {cond}:")
         out.indent()
     tile = "plain" if read_mutation == "unswizzled" else "s"
+    if partitioned and branch not in ("select-thread", "select-block") and read_mutation in ("none", "unswizzled") \
+            and read_map in ("rowmajor", "colmajor") and threads % cols == 0:
+        # value v of thread t is linear index e = t + v * threads, at (e // cols, e % cols) (rowmajor)
+        # or (e % rows, e // rows) (colmajor); a tile's index is colexicographic: row + col * rows
+        tv = {"rowmajor": f"Layout((({cols}, {threads // cols}), {per}), (({rows}, 1), {threads // cols}))",
+              "colmajor": f"Layout(({threads}, {per}), (1, {threads}))"}
+        wrong = c.chance(0.2)
+        mutations.append("read-partition-other") if wrong else None
+        chosen = {"rowmajor": "colmajor", "colmajor": "rowmajor"}[read_map] if wrong else read_map
+        partition_line = f"mine = partition({tile}, {tv[chosen]}, tid)"  # before any loop (a tile is not a variable)
+        out.lines.insert(partition_at, "    " + partition_line)
+        read_map_text = "mine[k]"
+    else:
+        read_map_text = None
     out.add(f"for k in static_range({per}):")
     out.indent()
 
@@ -453,7 +480,7 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     if branch in ("select-thread", "select-block"):
         out.add(f"if {cond}:", f"    x = {read(read_map)}", "else:", f"    x = {read(other_map)}")
     else:
-        out.add(f"x = {read(read_map)}")
+        out.add(f"x = {read_map_text or read(read_map)}")
     if shuffle == "xor":
         out.add(f"got[k] = shfl_xor(x, {partner.split('^ ')[1].rstrip(')')})")
     elif shuffle == "rotate":
@@ -485,8 +512,10 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     orow, ocol = mapping("rowmajor", f"tid + k * {threads}")
     base = row_base if after else "row0"
     if source_mode == "clamp":
+        ocol = f"col0 + {ocol}" if col_tiles > 1 else ocol
         out.add(f"if {base} + {orow} < n:", f"    dst[{base} + {orow}, {ocol}] = got[k]")
     else:
+        ocol = f"col0 + {ocol}" if col_tiles > 1 else ocol
         out.add(f"dst[{base} + {orow}, {ocol}] = got[k]")
     out.dedent()
     if branch in ("guard", "guard-size"):
@@ -506,13 +535,14 @@ def _tile_kernel(c: _Choices) -> KernelCase:
             n = rows * blocks * iters * max(run_steps, 1)
         else:
             n = c.number(1, rows * blocks * iters * max(run_steps, 1))
-        shape = (n, cols)
+        shape = (n, cols * col_tiles)
         args: list[tuple[Any, ...]] = [("tensor", dtype, shape), ("tensor", dtype, shape)]
         if source_mode != "fixed":
             args.append(("int", n))
         if loop == "runtime":
             args.append(("int", run_steps))
-        launches.append(LaunchSpec((blocks,), tuple(args), c.number(0, 2**16)))
+        grid = (blocks, col_tiles) if col_tiles > 1 else (blocks,)
+        launches.append(LaunchSpec(grid, tuple(args), c.number(0, 2**16)))
     return KernelCase(source, name, tuple(launches), tuple(mutations), "tile")
 
 
