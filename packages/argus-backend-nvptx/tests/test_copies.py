@@ -71,12 +71,12 @@ def test_reading_a_copy_still_in_flight_is_a_race() -> None:
         nv.cp_async_commit()
         out[thread_idx.x] = s[thread_idx.x]
 
-    with pytest.raises(KernelFault, match="an asynchronous copy is still writing it; wait for the copy to land"):
+    with pytest.raises(KernelFault, match="data-race: thread 0 reads byte 0 of shared#0 and the cp.async copy of thread 0 wrote it"):
         early[1](np.zeros(32, np.uint32), np.zeros(32, np.uint32))
 
 
 def test_another_threads_copy_needs_a_barrier_after_the_wait() -> None:
-    with pytest.raises(KernelFault, match=r"data-race: thread 0 accesses byte 4 .* thread 1 wrote it"):
+    with pytest.raises(KernelFault, match=r"data-race: thread 0 reads byte 4 .* the cp.async copy of thread 1 wrote it"):
         run(staged(0, barrier=False, neighbour=True))
 
 

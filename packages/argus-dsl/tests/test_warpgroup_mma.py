@@ -100,7 +100,7 @@ def test_a_missing_barrier_before_the_product_is_a_race(no_result_cache, monkeyp
     assert result.verdict is Verdict.VIOLATED and "data-race" in result.text(), result.text()
     monkeypatch.setenv("ARGUS_VERIFY", "0")  # and the interpreter, unchecked, faults on it
     a, b, c, _ = _problem()
-    with pytest.raises(KernelFault, match="data-race.*matrix multiply reading shared memory"):
+    with pytest.raises(KernelFault, match="data-race: the matrix product of threads 0–127 reads byte 0 of shared#0 and thread 0 wrote it"):
         racy[(1,)](a, b, c, a.shape[1])
 
 
@@ -154,7 +154,7 @@ def test_a_product_started_asynchronously_computes_the_same_once_waited_for():
 def test_overwriting_an_operand_before_the_wait_is_a_race(monkeypatch):
     monkeypatch.setenv("ARGUS_VERIFY", "0")
     a, b, c, _ = _problem()
-    with pytest.raises(KernelFault, match="data-race.*matmul_async may still be reading it; call matmul_wait"):
+    with pytest.raises(KernelFault, match="data-race: thread 0 writes byte 0 of shared#0 and the matrix product of threads 0–127 read it"):
         _gemm(started=True, wait=4)[(1,)](a, b, c, a.shape[1])  # the next slice's stores hit running products
 
 

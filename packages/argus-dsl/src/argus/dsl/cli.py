@@ -160,23 +160,46 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("kernel", metavar="FILE:KERNEL")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--repeat", type=int, default=1, help="launches to time")
+    p.add_argument("--schedule", metavar="POLICY", default=None,
+                   help="the interleaving of warps and asynchronous operations: round-robin (default), delay-async "
+                        "(every asynchronous operation as late as the kernel allows) or random:SEED")
+    p.add_argument("--schedules", metavar="N", type=int, default=None,
+                   help="run N schedules (round-robin, delay-async, then random ones from --seed) and check each")
 
 
 def _run_run(args: argparse.Namespace) -> int:
+    from .machine import Schedule, schedules, using
+
     module, k, name = load_kernel(args.kernel)
-    problem = example_problem(module, name, args.seed)
-    times = []
-    for _ in range(max(1, args.repeat)):
-        start = time.perf_counter()
-        k[problem.grid](*problem.args, **problem.constants)
-        times.append(time.perf_counter() - start)
+    if args.schedule is not None and args.schedules is not None:
+        raise CommandError("give --schedule or --schedules, not both")
     try:
-        errors = problem.check()
-    except AssertionError as err:
-        raise CommandError(f"{name} does not match the reference: {err}") from None
-    worst = max(errors.values(), default=0.0)
-    print(f"{name}: grid {problem.grid}, block {k.block}: matches the reference (max abs error {worst:.3g}); "
-          f"interpreter {min(times):.3f} s")
+        chosen = [Schedule.parse(args.schedule)] if args.schedule is not None else None
+    except ValueError as err:
+        raise CommandError(f"--schedule: {err}") from None
+    if args.schedules is not None:
+        if args.schedules < 1:
+            raise CommandError(f"--schedules takes a positive count, got {args.schedules}")
+        chosen = schedules(args.schedules, args.seed)
+    for schedule in chosen or [None]:
+        problem = example_problem(module, name, args.seed)
+        times = []
+        for _ in range(max(1, args.repeat)):
+            start = time.perf_counter()
+            if schedule is None:
+                k[problem.grid](*problem.args, **problem.constants)
+            else:
+                with using(schedule):
+                    k[problem.grid](*problem.args, **problem.constants)
+            times.append(time.perf_counter() - start)
+        under = f" under schedule {schedule}" if schedule is not None else ""
+        try:
+            errors = problem.check()
+        except AssertionError as err:
+            raise CommandError(f"{name} does not match the reference{under}: {err}") from None
+        worst = max(errors.values(), default=0.0)
+        print(f"{name}: grid {problem.grid}, block {k.block}: matches the reference (max abs error {worst:.3g})"
+              f"{under}; interpreter {min(times):.3f} s")
     return 0
 
 

@@ -31,93 +31,40 @@ from .atoms import CopyAtom, MMAAtom
 from .dtypes import DType, boolean
 from .errors import ArgusLaunchError, KernelFault, SourceLocation
 from .layout_texts import layout_from_text
+from .machine import Agent, Clocks, Machine, Race, Schedule, Scheduler, Tracker, register_sync_point, register_wait
+from .machine.schedule import register_collective
+from .machine import active as active_schedule
+from .machine.barriers import BlockBarrier
 from .ops import integers
 from .ops.integers import IntegerCast, IntegerOp
 from .types import dtype_of_mlir
 
-#: Iterations after which the interpreter calls a runtime loop runaway.
-MAX_ITERATIONS = 1 << 20
 
 # ---- memories --------------------------------------------------------------------------------
-
-
-#: The writer of shared bytes an asynchronous copy (a target's bulk copy engine) is writing.
-ASYNC_WRITER = -4
 
 
 @dataclass
 class Memory:
     """Bytes with per-byte bookkeeping. `threads` > 0 makes it per-thread (registers).
 
-    In shared memory, the accesses since the last barrier: `writer`, the thread that wrote a
-    byte (-1: none); `reader` and `reader_last`, the first and last of the threads that read it
-    (-1: none), and `several`, whether they were more than one thread or one product's group.
-    A product reading its operands from shared memory reads them for its whole group (whose
-    threads may write them next), from the moment it has finished: at once for `matmul`, at
-    the `matmul_wait` that finishes it for `matmul_async`. Until then `in_flight` counts it,
-    and no thread may write the byte."""
+    `written` says which bytes were ever written (reads of others are faults). Who accessed a
+    shared byte, and whether that is ordered with what comes next, is the block's `Tracker`'s
+    (argus.dsl.machine.clocks)."""
 
     name: str
     space: str
     data: np.ndarray
     written: np.ndarray | None = None
-    writer: np.ndarray | None = None
-    reader: np.ndarray | None = None
-    reader_last: np.ndarray | None = None
-    several: np.ndarray | None = None
-    in_flight: np.ndarray | None = None
-    """Shared bytes: how many products started with matmul_async may still be reading each."""
     busy: np.ndarray | None = None
     """Registers a product started with matmul_async is still computing (made on first use)."""
 
     @classmethod
     def shared(cls, name: str, nbytes: int) -> Memory:
-        return cls(name, "shared", np.zeros(nbytes, np.uint8), np.zeros(nbytes, bool), np.full(nbytes, -1, np.int64),
-                   np.full(nbytes, -1, np.int64), np.full(nbytes, -1, np.int64), np.zeros(nbytes, bool),
-                   np.zeros(nbytes, np.int32))
+        return cls(name, "shared", np.zeros(nbytes, np.uint8), np.zeros(nbytes, bool))
 
     @classmethod
     def local(cls, name: str, threads: int, nbytes: int) -> Memory:
         return cls(name, "local", np.zeros((threads, nbytes), np.uint8), np.zeros((threads, nbytes), bool))
-
-    def new_epoch(self) -> None:
-        """A barrier: accesses before it are ordered before accesses after it (except the
-        bytes an asynchronous copy is still writing or a started product may still be reading:
-        only their completion orders those)."""
-        if self.writer is not None and self.reader is not None:
-            self.writer[self.writer != ASYNC_WRITER] = -1
-            self.reader.fill(-1)
-            self.several.fill(False)  # type: ignore[union-attr]
-
-    def note_readers(self, idx: np.ndarray, first: np.ndarray, last: np.ndarray) -> None:
-        """Threads `first[r]`…`last[r]` (one thread, or one product's group) read bytes `idx[r]`
-        (`first` and `last` broadcast against `idx`). A byte keeps one reader while every read
-        of it since the last barrier was that one's; otherwise it has several, and the readers'
-        range grows to hold them all."""
-        assert self.reader is not None and self.reader_last is not None and self.several is not None
-        flat = idx.reshape(-1)
-        if flat.size == 0:
-            return
-        first = np.broadcast_to(first, idx.shape).reshape(-1)
-        last = np.broadcast_to(last, idx.shape).reshape(-1)
-        order = np.argsort(flat, kind="stable")
-        flat, first, last = flat[order], first[order], last[order]
-        starts = np.flatnonzero(np.r_[True, flat[1:] != flat[:-1]])  # each byte's reads, together
-        flat = flat[starts]
-        low, high = np.minimum.reduceat(first, starts), np.maximum.reduceat(last, starts)
-        mixed = (low != np.maximum.reduceat(first, starts)) | (high != np.minimum.reduceat(last, starts))
-        old_first, old_last = self.reader[flat], self.reader_last[flat]
-        fresh = old_first == -1
-        self.several[flat] = np.where(fresh, mixed, self.several[flat] | mixed | (old_first != low) | (old_last != high))
-        self.reader[flat] = np.where(fresh, low, np.minimum(old_first, low))
-        self.reader_last[flat] = np.where(fresh, high, np.maximum(old_last, high))
-
-    def readers_exclude(self, idx: np.ndarray, owners: np.ndarray) -> np.ndarray:
-        """Where a byte of `idx` was read since the last barrier by another than its writer in
-        `owners` (broadcast against `idx`): another thread, or a group the writer is not in."""
-        assert self.reader is not None and self.reader_last is not None and self.several is not None
-        first, last = self.reader[idx], self.reader_last[idx]
-        return (first != -1) & (self.several[idx] | (owners < first) | (owners > last))  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -189,6 +136,8 @@ class _Frame:
     """Per-block (per-cluster) state of intrinsics (e.g. the phases of a target's memory barriers)."""
     blocks_of: np.ndarray | None = None
     """In a cluster: each thread's block, (3, threads)."""
+    machine: Any = None
+    """The block's clocks, access history, barriers and scheduler (argus.dsl.machine.Machine)."""
 
     @property
     def local_ids(self) -> np.ndarray:
@@ -225,7 +174,8 @@ class _Frame:
 class Interpreter:
     """Runs an ``argus.kernel`` op over a grid, on numpy arrays, in place."""
 
-    def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation] | None = None) -> None:
+    def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation] | None = None,
+                 schedule: Schedule | None = None) -> None:
         self.kernel = kernel
         self.locations = locations or {}
         self.block_dims = _pad3(kernel.block_dims)
@@ -233,6 +183,10 @@ class Interpreter:
         self.handlers = _handlers()
         self._atoms: dict[Operation, MMAAtom | CopyAtom] = {}
         self.constants: dict[Operation, np.ndarray] = {}
+        self.schedule = schedule or active_schedule()
+        self.points: list[Operation] = []
+        """Program points the access history names, by index (`point`)."""
+        self._point_ids: dict[Operation, int] = {}
 
     def launch(self, grid: Sequence[int], args: Sequence[Any], blocks: Sequence[tuple[int, int, int]] | None = None) -> None:
         """Run every block of `grid` (or only `blocks`, e.g. to replay one block of a witness)."""
@@ -261,7 +215,7 @@ class Interpreter:
                 frame.blocks_of = np.stack([origin + (ranks // step) % extent for origin, step, extent in
                                             zip((bx, by, bz), (1, cluster[0], cluster[0] * cluster[1]), cluster)])
             self.run_block(self.kernel.body.block, frame, np.ones(threads * size, bool))
-            if frame.state.get("matmul.pending"):
+            if any(not p.retired for p in frame.state.get("matmul.pending", [])):
                 raise KernelFault("in-flight", f"the block ends with products started by matmul_async that no "
                                   f"matmul_wait finished (block {(bx, by, bz)})", None, {"block": (bx, by, bz)})
 
@@ -297,9 +251,50 @@ class Interpreter:
 
     # ---- execution -------------------------------------------------------------------
     def run_block(self, block: Block, frame: _Frame, mask: np.ndarray) -> None:
-        with np.errstate(all="ignore"):
-            for op in block.ops:
-                self.run_op(op, frame, mask)
+        """Run a block (cluster) of threads from the start of `block`, under the schedule."""
+        threads = frame.threads
+        warps = -(-threads // self.warp_size)
+        clocks = Clocks(warps, self.warp_size)
+        frame.machine = Machine(clocks, Tracker(clocks), Scheduler(self, frame, self.schedule))
+        self._running = frame.machine.scheduler
+        frame.machine.scheduler.run(block, mask)
+
+    _running: Scheduler | None = None
+
+    @property
+    def loops(self) -> list[scf.ForOp]:
+        """The runtime loops around the op running now, outermost first."""
+        return self._running.loops() if self._running is not None else []
+
+    def point(self, op: Operation | None) -> int:
+        """The index of a program point in `points` (for the access history)."""
+        if op is None:
+            return -1
+        found = self._point_ids.get(op)
+        if found is None:
+            found = self._point_ids[op] = len(self.points)
+            self.points.append(op)
+        return found
+
+    def where(self, op: Operation | int | None) -> str:
+        """A program point in words: its source location, or the op's name."""
+        if isinstance(op, int):
+            op = self.points[op] if 0 <= op < len(self.points) else None
+        if op is None:
+            return "an unknown place"
+        loc = self.locations.get(op)
+        return str(loc) if loc is not None else op.name
+
+    def barrier_passed(self, op: Operation, frame: _Frame, threads: np.ndarray) -> None:
+        """Every thread of `threads` met at a barrier (subclasses follow what it orders)."""
+
+    def landed(self, op: Operation, frame: _Frame, tile: TileValue, target: np.ndarray, tensor: TensorValue,
+               source: np.ndarray, issuer: int) -> None:
+        """An asynchronous copy issued by `op` wrote bytes `target` of `tile`'s memory from bytes
+        `source` of `tensor` (-1: outside it, zero). Subclasses follow what moved."""
+
+    def scalars(self, frame: _Frame, ssa: SSAValue) -> np.ndarray:
+        return _scalar_array(frame, ssa)
 
     def run_op(self, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
         """One op for every thread of `mask` (subclasses add what else they track)."""
@@ -330,33 +325,15 @@ class Interpreter:
             where += f" of the cluster from block {frame.block_index}"
             if isinstance(thread, int):
                 where += f"; thread {thread} is thread {thread % frame.block_threads} of its block"
-        details = {"block": block, **details}
+        if self.schedule != Schedule() and f"schedule {self.schedule}" not in message:
+            where += f"; schedule {self.schedule}"
+        details = {"block": block, "schedule": str(self.schedule), **details}
         return KernelFault(kind, f"{message} ({where})", self.locations.get(op), details)
 
     def thread_coordinates(self, frame: _Frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         bx, by, _ = self.block_dims
         t = frame.local_ids
         return t % bx, (t // bx) % by, t // (bx * by)
-
-
-def order_threads(frame: _Frame, threads: np.ndarray) -> None:
-    """A barrier `threads` all reached: their shared-memory accesses before it are ordered
-    before theirs after it (bytes an asynchronous copy is still writing stay marked)."""
-    if threads.size == frame.threads:
-        for memory in frame.shared:
-            memory.new_epoch()
-        return
-    met = np.zeros(frame.threads + 1, np.int64)
-    met[threads + 1] = 1
-    met = np.cumsum(met)  # met[t] - met[s]: how many of threads s … t - 1 met here
-    for memory in frame.shared:
-        assert memory.writer is not None and memory.reader is not None and memory.reader_last is not None
-        memory.writer[np.isin(memory.writer, threads)] = -1
-        first, last = memory.reader, memory.reader_last
-        read = first >= 0  # ordered once every thread of the readers' range met here
-        ordered = read & (met[np.where(read, last + 1, 0)] - met[np.where(read, first, 0)] == last - first + 1)
-        first[ordered] = -1
-        memory.several[ordered] = False  # type: ignore[index]
 
 
 def storage_dtype(dtype: DType) -> np.dtype:
@@ -779,7 +756,6 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
         if idx.size and (idx.min() < 0 or idx.max() >= memory.data.size):
             raise interp.fault("out-of-bounds", f"operand {label} reaches outside its shared tile "
                                f"({memory.data.size} bytes)", op, frame, array=memory.name)
-        _check_product_read(interp, op, frame, memory, idx)
         if not memory.written[idx].all():  # type: ignore[index]
             raise interp.fault("uninitialized-read", f"matmul reads operand {label} from shared memory, which is not "
                                "fully written", op, frame, array=memory.name)
@@ -800,16 +776,18 @@ def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> N
     per_thread = flat.reshape(groups.size, -1, group).transpose(0, 2, 1).reshape(threads.size, -1)
     c.memory.data[threads[:, None, None], idx] = c.dtype.encode(atom.c_dtype.round(per_thread))
     product = _Product(c.memory, threads, idx, shared, threads[::group], group)
+    _issue(interp, op, frame, product)
     if started:
         _start(frame, product)
     else:
-        product.read_operands()
+        product.retire(frame)
 
 
 @dataclass(eq=False)
 class _Product:
     """A product: its accumulator registers (`idx`, rows: `threads`) and the shared bytes it
-    reads (a row per group, led by `leaders`)."""
+    reads (a row per group, led by `leaders`). Each group's reads are an agent of that group's
+    stream of products: they happen at a moment the schedule picks, before the product retires."""
 
     memory: Memory
     threads: np.ndarray
@@ -817,39 +795,80 @@ class _Product:
     shared: list[tuple[Memory, np.ndarray]]
     leaders: np.ndarray
     group: int
+    agents: list[Agent] = field(default_factory=list)
+    clocks: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
+    """Per group: its warps, and the clock of its reads."""
+    retired: bool = False
 
-    def read_operands(self) -> None:
-        """The product has finished: its shared operands count as read by its groups' threads."""
-        first = self.leaders[:, None]
-        for source, where in self.shared:
-            source.note_readers(where, first, first + self.group - 1)
+    def retire(self, frame: _Frame, threads: np.ndarray | None = None) -> None:
+        """The product has finished (for `threads`, or all of its threads): its reads have
+        happened, and whoever waited for it is ordered after them."""
+        frame.machine.scheduler.force(self.agents)
+        clocks = frame.machine.clocks
+        waiting = self.threads if threads is None else threads
+        for warps, vc in self.clocks:
+            mine = np.intersect1d(warps, clocks.warp_of(waiting))
+            if mine.size:
+                clocks.acquire(mine, vc, lanes=False)
+
+
+def _issue(interp: Interpreter, op: Operation, frame: _Frame, product: _Product) -> None:
+    """The product's shared operands are read by an agent per group, stamped with the group's
+    stream of products. The agent's clock covers what its warps saw before they issued it, but
+    not their own shared-memory writes since their last barrier (the products read shared
+    memory through the asynchronous proxy, which sees a thread's writes only after a barrier)."""
+    machine = frame.machine
+    clocks = machine.clocks
+    site = interp.point(op)
+    for row, leader in enumerate(product.leaders.tolist()):
+        warps = np.unique(clocks.warp_of(np.arange(leader, leader + product.group)))
+        own = clocks.matrix[warps, warps].copy()
+        stream = clocks.stream(("products", leader),
+                               f"the matrix product of threads {leader}–{leader + product.group - 1}", reads=True)
+        tick, vc = clocks.agent_clock(warps, stream)
+        vc[warps] = own - 1
+        product.clocks.append((warps, vc))
+        reads = [(memory, where[row]) for memory, where in product.shared]
+        if not reads:
+            continue
+
+        def run(reads: list[tuple[Memory, np.ndarray]] = reads, unit: int = stream.unit, tick: int = tick,
+                vc: np.ndarray = vc, leader: int = leader, name: str = stream.name) -> None:
+            for memory, where in reads:
+                try:
+                    machine.tracker.agent_read(machine.tracker.history(id(memory), memory.data.size), where, unit,
+                                               tick, vc, leader, name,
+                                               site)
+                except Race as race:
+                    raise _race(interp, op, frame, memory, race) from None
+
+        agent = Agent(f"{stream.name}: operand reads", run)
+        product.agents.append(agent)
+        machine.scheduler.start(agent)
 
 
 def _start(frame: _Frame, product: _Product) -> None:
-    """A product started asynchronously: its accumulator registers are busy and the shared
-    bytes it reads are in flight until a matmul_wait lets it finish."""
+    """A product started asynchronously: its accumulator registers are busy until a
+    matmul_wait retires it."""
     memory = product.memory
     if memory.busy is None:
         memory.busy = np.zeros(memory.data.shape, bool)
     memory.busy[product.threads[:, None, None], product.idx] = True
-    for source, where in product.shared:
-        np.add.at(source.in_flight, where.reshape(-1), 1)  # type: ignore[arg-type]
     frame.state.setdefault("matmul.pending", []).append(product)
 
 
 def _mma_wait(interp: Interpreter, op: D.MmaWaitOp, frame: _Frame, mask: np.ndarray) -> None:
-    """The waiting threads' products finish, all but the newest `pending`; then their shared
-    operands count as read by their groups (ordered before another thread's write only by a
-    barrier after this wait)."""
+    """The waiting threads' products retire, all but the newest `pending`: their operand reads
+    have happened, ordered before whatever the waiting threads do next."""
     pending: list[_Product] = frame.state.get("matmul.pending", [])
     keep = op.pending.data
-    threads = set(np.flatnonzero(mask).tolist())
+    active = np.flatnonzero(mask)
+    threads = set(active.tolist())
     mine = [p for p in pending if threads & set(p.threads.tolist())]
     for product in mine[:max(0, len(mine) - keep)]:
         product.memory.busy[product.threads[:, None, None], product.idx] = False  # type: ignore[index]
-        for source, where in product.shared:
-            np.subtract.at(source.in_flight, where.reshape(-1), 1)  # type: ignore[arg-type]
-        product.read_operands()
+        product.retire(frame, active)
+        product.retired = True
         pending.remove(product)
     for product in pending:  # registers a running product uses stay busy
         product.memory.busy[product.threads[:, None, None], product.idx] = True  # type: ignore[index]
@@ -962,47 +981,6 @@ def _assume(interp: Interpreter, op: D.AssumeOp, frame: _Frame, mask: np.ndarray
         thread = int(np.flatnonzero(broken)[0])
         raise interp.fault("assumption", f"this launch breaks the kernel's assumption for thread {thread}; every "
                            "launch must satisfy what the kernel assumes", op, frame, thread=thread)
-
-
-def _sync(interp: Interpreter, op: D.SyncThreadsOp, frame: _Frame, mask: np.ndarray) -> None:
-    size = frame.block_threads
-    for start in range(0, frame.threads, size):  # per block: all of its threads, or none (in a cluster)
-        here = mask[start:start + size]
-        if not here.all() and (frame.blocks_of is None or here.any()):
-            missing = np.flatnonzero(~here) + start
-            raise interp.fault(
-                "divergent-barrier",
-                f"syncthreads() is not reached by every thread of the block: threads {missing[:8].tolist()}"
-                f"{' ...' if missing.size > 8 else ''} ({missing.size} of {size}) are on another path",
-                op, frame, threads=missing.tolist(), thread=int(missing[0]),
-            )
-    order_threads(frame, np.flatnonzero(mask))
-
-
-def _if(interp: Interpreter, op: scf.IfOp, frame: _Frame, mask: np.ndarray) -> None:
-    cond = _scalar_array(frame, op.cond).astype(bool)
-    for region, sub in ((op.true_region, mask & cond), (op.false_region, mask & ~cond)):
-        if sub.any() and region.blocks:
-            interp.run_block(region.block, frame, sub)
-
-
-def _for(interp: Interpreter, op: scf.ForOp, frame: _Frame, mask: np.ndarray) -> None:
-    i = _scalar_array(frame, op.lb).astype(np.int64)
-    ub = _scalar_array(frame, op.ub).astype(np.int64)
-    step = _scalar_array(frame, op.step).astype(np.int64)
-    body = op.body.block
-    for _ in range(MAX_ITERATIONS + 1):
-        active = mask & (i < ub)
-        if not active.any():
-            return
-        frame.values[body.args[0]] = i.astype(np.int32)
-        interp.run_block(body, frame, active)
-        i = i + step
-    raise interp.fault("runaway-loop", f"a loop ran more than {MAX_ITERATIONS} iterations in one block", op, frame)
-
-
-def _yield(interp: Interpreter, op: scf.YieldOp, frame: _Frame, mask: np.ndarray) -> None:
-    pass
 
 
 def _compile_time_only(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
@@ -1168,94 +1146,42 @@ def _write(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, 
     memory.written[idx] = True  # type: ignore[index]
 
 
+def _history(frame: _Frame, memory: Memory) -> Any:
+    return frame.machine.tracker.history(id(memory), memory.data.size)
+
+
 def _check_write_race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, idx: np.ndarray,
                       active: np.ndarray) -> None:
-    writer, in_flight = memory.writer, memory.in_flight
-    assert writer is not None and in_flight is not None
-    owners = np.broadcast_to(active[:, None], idx.shape)
-    flat_idx, flat_owner = idx.reshape(-1), owners.reshape(-1)
-    order = np.argsort(flat_idx, kind="stable")
-    same = flat_idx[order][1:] == flat_idx[order][:-1]
-    other = flat_owner[order][1:] != flat_owner[order][:-1]
-    clash = np.flatnonzero(same & other)
-    if clash.size:
-        k = clash[0]
-        raise _race(interp, op, frame, memory, int(flat_idx[order][k]), int(flat_owner[order][k]),
-                    int(flat_owner[order][k + 1]), "both write it in the same instruction")
-    running = in_flight[flat_idx] > 0
-    if running.any():
-        k = int(np.flatnonzero(running)[0])
-        raise _race(interp, op, frame, memory, int(flat_idx[k]), int(flat_owner[k]), _PRODUCT,
-                    "a product started with matmul_async may still be reading it", "call matmul_wait first")
-    held = writer[flat_idx]
-    conflict = (held != -1) & (held != flat_owner)
-    if conflict.any():
-        k = int(np.flatnonzero(conflict)[0])
-        raise _race(interp, op, frame, memory, int(flat_idx[k]), int(flat_owner[k]), int(held[k]),
-                    f"{_who(int(held[k]))} wrote it since the last barrier")
-    read = memory.readers_exclude(flat_idx, flat_owner)
-    if read.any():
-        k = int(np.flatnonzero(read)[0])
-        raise _race(interp, op, frame, memory, int(flat_idx[k]), int(flat_owner[k]), int(memory.reader[flat_idx[k]]),
-                    f"{_readers(memory, int(flat_idx[k]))} read it since the last barrier")
-    writer[flat_idx] = flat_owner
+    """Threads `active[r]` write shared bytes `idx[r]`: ordered after every access to them so far?"""
+    try:
+        frame.machine.tracker.thread_write(_history(frame, memory), idx, active, interp.point(op))
+    except Race as race:
+        raise _race(interp, op, frame, memory, race) from None
 
 
 def _check_read_race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, idx: np.ndarray,
                      active: np.ndarray) -> None:
-    writer = memory.writer
-    assert writer is not None
-    owners = np.broadcast_to(active[:, None], idx.shape).reshape(-1)
-    flat_idx = idx.reshape(-1)
-    held = writer[flat_idx]
-    conflict = (held != -1) & (held != owners)
-    if conflict.any():
-        k = int(np.flatnonzero(conflict)[0])
-        raise _race(interp, op, frame, memory, int(flat_idx[k]), int(owners[k]), int(held[k]),
-                    f"{_who(int(held[k]))} wrote it since the last barrier")
-    memory.note_readers(flat_idx, owners, owners)
+    try:
+        frame.machine.tracker.thread_read(_history(frame, memory), idx, active, interp.point(op))
+    except Race as race:
+        raise _race(interp, op, frame, memory, race) from None
 
 
-def _check_product_read(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, idx: np.ndarray) -> None:
-    """A product's group reads its shared operands as a unit (which may run asynchronously to
-    the threads and sees their writes only after a barrier): a write by any thread since the
-    last barrier, the group's own included, is a race."""
-    writer = memory.writer
-    assert writer is not None
-    flat_idx = idx.reshape(-1)
-    held = writer[flat_idx]
-    if (held != -1).any():
-        k = int(np.flatnonzero(held != -1)[0])
-        raise _race(interp, op, frame, memory, int(flat_idx[k]), _PRODUCT, int(held[k]),
-                    f"{_who(int(held[k]))} wrote it since the last barrier")
-
-
-#: The product in race reports: its group reads shared operands as a unit.
-_PRODUCT = -3
-
-
-def _who(thread: int) -> str:
-    return f"thread {thread}" if thread >= 0 else "another thread"
-
-
-def _readers(memory: Memory, byte: int) -> str:
-    """Who read a shared byte since the last barrier, in words."""
-    assert memory.reader is not None and memory.reader_last is not None and memory.several is not None
-    first, last = int(memory.reader[byte]), int(memory.reader_last[byte])
-    if memory.several[byte]:
-        return f"several of threads {first}–{last}"
-    return f"thread {first}" if first == last else f"the matrix product of threads {first}–{last}"
-
-
-def _race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, byte: int, thread: int, other: int,
-          why: str, advice: str = "put syncthreads() between them") -> KernelFault:
-    who = f"thread {thread}" if thread >= 0 else "a matrix multiply reading shared memory"
-    if other == ASYNC_WRITER:
-        why, advice = "an asynchronous copy is still writing it", "wait for the copy to land first"
+def _race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, race: Race) -> KernelFault:
+    """A data race, naming both accesses and the schedule that shows it."""
+    earlier, later = race.earlier, race.later
+    verb, earlier_verb = race.verbs[1], race.verbs[0]
+    where = "in the same instruction" if earlier.op == later.op and verb == earlier_verb == "writes" else \
+        f"at {interp.where(earlier.op)}"
+    if earlier_verb == "writes":
+        earlier_verb = "writes it"
+    else:
+        earlier_verb = f"{earlier_verb} it"
     return interp.fault(
-        "data-race", f"{who} accesses byte {byte} of {memory.name} and {why}; {advice}",
-        op, frame, array=memory.name, byte=byte, threads=[thread, other],
-    )
+        "data-race", f"{later.who} {verb} byte {race.byte} of {memory.name} and {earlier.who} {earlier_verb} {where}, "
+        f"with nothing ordering the two (schedule {interp.schedule})",
+        op, frame, array=memory.name, byte=race.byte, threads=[later.thread, earlier.thread], thread=later.thread,
+        earlier=interp.where(earlier.op), schedule=str(interp.schedule))
 
 
 _EXTENSIONS: dict[type, Rule] = {}
@@ -1288,13 +1214,12 @@ def _handlers() -> dict[type, Rule]:
         D.MakeSharedOp: _make_shared, D.MakeLocalOp: _make_local, D.ViewOp: _view,
         D.LoadOp: _load, D.StoreOp: _store, D.LoadAtOp: _load_at, D.StoreAtOp: _store_at,
         D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
-        D.SyncThreadsOp: _sync, D.AssumeOp: _assume,
+        D.AssumeOp: _assume,
         D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
         D.SliceOp: _slice, D.MmaOp: _mma, D.PartitionOp: _partition, D.CopyOp: _copy,
         D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract, D.BytePermOp: _byte_perm, D.TensorViewOp: _tensor_view,
         D.AtomicOp: _atomic,
         D.TagOp: _compile_time_only, D.TagAssertOp: _compile_time_only, D.ResetTagsOp: _compile_time_only,
-        scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _yield,
     }
     return rules
 
@@ -1311,4 +1236,14 @@ checked_offsets = _checked_offsets
 read = _read
 write = _write
 check_write_race = _check_write_race
+check_read_race = _check_read_race
+race = _race
+history = _history
 byte_indices = _byte_indices
+
+
+register_wait(D.SyncThreadsOp, BlockBarrier())
+for _op in (D.MmaWaitOp, D.AtomicOp):
+    register_sync_point(_op)
+register_collective(D.MmaOp, lambda interp, op: interp.atom(op).threads)
+register_collective(D.CopyOp, lambda interp, op: interp.copy_atom(op).threads)

@@ -132,18 +132,31 @@ def dialects() -> list[Dialect]:
     return list(_DIALECTS)
 
 
-def define(op_type: type, *, interpret: Callable[..., None], analyze: Callable[..., None] | None = None,
+def define(op_type: type, *, interpret: Callable[..., None] | None = None, analyze: Callable[..., None] | None = None,
            shadow: Callable[..., None] | None = None,
-           lower: Callable[[Any, Callable[[SSAValue, list[SSAValue]], SSAValue]], Operation] | None = None) -> None:
+           lower: Callable[[Any, Callable[[SSAValue, list[SSAValue]], SSAValue]], Operation] | None = None,
+           wait: Any = None, sync: bool = False) -> None:
     """Give an intrinsic op its meaning: `interpret(interpreter, op, frame, mask)` runs it for
-    the threads of `mask`; `analyze(analysis, op, mask)` moves its tags in the static checker;
+    the threads of `mask` — or, for an op that may block (a barrier, a wait), `wait` is its
+    `argus.dsl.machine.schedule.WaitRule`; `sync` ends a group's turn after the op (it orders
+    memory or starts an asynchronous agent, so other warps' order around it matters);
+    `analyze(analysis, op, mask)` moves its tags in the static checker;
     `shadow(shadow_interpreter, op, frame, mask)` after `interpret`, in shadow-tag runs. An op
     that addresses tiles or tensors by coordinates gives `lower(op, offset_of)`, which layout
     lowering calls to replace it by an op on element offsets: ``offset_of(tile_or_tensor,
     coords)`` inserts the arithmetic of one offset before `op` and returns it."""
     from . import analysis, interpreter, lowering, shadow as shadow_mode, tag_liveness
 
-    interpreter.register_rule(op_type, interpret)
+    from .machine import register_sync_point, register_wait
+
+    if (interpret is None) == (wait is None):
+        raise ValueError(f"{op_type.__name__}: give exactly one of interpret= and wait=")
+    if interpret is not None:
+        interpreter.register_rule(op_type, interpret)
+    else:
+        register_wait(op_type, wait)
+    if sync:
+        register_sync_point(op_type)
     if lower is not None:
         lowering.register_rule(op_type, lower)
     if analyze is not None:

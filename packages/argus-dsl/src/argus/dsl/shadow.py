@@ -63,7 +63,6 @@ class ShadowInterpreter(Interpreter):
         self.memories: dict[Any, TagMemory] = {}
         self.sites: list[SourceLocation | None] = []
         self.site_ids: dict[Operation, int] = {}
-        self.loops: list[scf.ForOp] = []
         self.findings: list[dict[str, Any]] = []
         self.stop_at: Callable[[dict[str, Any]], bool] | None = None
         """A finding to stop at (`Reached` is raised): a replayed witness is done once it shows."""
@@ -78,19 +77,27 @@ class ShadowInterpreter(Interpreter):
             raise Reached(finding)
 
     def run_op(self, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
-        if isinstance(op, scf.ForOp):
-            self.loops.append(op)
-            try:
-                super().run_op(op, frame, mask)
-            finally:
-                self.loops.pop()
-            return
         super().run_op(op, frame, mask)
         rule = _RULES.get(type(op))
         if rule is not None:
             rule(self, op, frame, mask)
         elif op.results:
             self.computed(op, frame)
+
+    def barrier_passed(self, op: Operation, frame: _Frame, threads: np.ndarray) -> None:
+        """A barrier every thread of a block met orders the writes before it (tag conflicts are
+        between writes of one barrier interval)."""
+        if threads.size == frame.block_threads or threads.size == frame.threads:
+            for memory in self.memories.values():
+                if not memory.per_thread:
+                    memory.barrier()
+
+    def landed(self, op: Operation, frame: _Frame, tile: TileValue, target: np.ndarray, tensor: TensorValue,
+               source: np.ndarray, issuer: int) -> None:
+        """The tags of landed bytes are the tensor's, byte by byte (zero outside it)."""
+        tags = self.memory_tags(tensor, frame).read(np.maximum(source, 0)[None], np.array([issuer]))
+        tags = np.where(source[None] >= 0, tags, 0)
+        self.memory_tags(tile, frame).write(target[None], tags, np.array([issuer]), self.site(op))
 
     def site(self, op: Operation) -> int:
         ident = self.site_ids.get(op)
@@ -337,12 +344,6 @@ def _atomic(s: ShadowInterpreter, op: D.AtomicOp, frame: _Frame, mask: np.ndarra
     s.tags[op.result] = np.full((frame.threads, _width(op.result)), TOP, np.int64)
 
 
-def _sync(s: ShadowInterpreter, op: D.SyncThreadsOp, frame: _Frame, mask: np.ndarray) -> None:
-    for memory in s.memories.values():
-        if not memory.per_thread:
-            memory.barrier()
-
-
 def _reset(s: ShadowInterpreter, op: D.ResetTagsOp, frame: _Frame, mask: np.ndarray) -> None:
     s.memory_tags(_value(frame, op.target), frame).reset()
 
@@ -466,7 +467,7 @@ _RULES: dict[type, Any] = {
     arith.SelectOp: _select, arith.ConstantOp: _constant, D.ShuffleOp: _shuffle,
     D.VarOp: _var, D.VarStoreOp: _var_store, D.VarLoadOp: _var_load,
     D.CopyOp: _copy, D.MmaOp: _mma, D.AtomicOp: _atomic,
-    D.SyncThreadsOp: _sync, D.ResetTagsOp: _reset, D.TagOp: _tag, D.TagAssertOp: _assert,
+    D.ResetTagsOp: _reset, D.TagOp: _tag, D.TagAssertOp: _assert,
     D.MakeSharedOp: lambda *a: None, D.MakeLocalOp: lambda *a: None, D.ViewOp: lambda *a: None,
     D.SliceOp: lambda *a: None, D.PartitionOp: lambda *a: None, D.TensorViewOp: lambda *a: None,
 }

@@ -43,6 +43,7 @@ from argus.dsl import interpreter as I
 from argus.dsl.dtypes import i32
 from argus.dsl.errors import VerificationError
 from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, define, register_dialect
+from argus.dsl.machine.schedule import register_lockstep
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
 from argus.dsl.types import mlir_type
@@ -603,3 +604,4 @@ _define_lane_move(RowMoveOp, _row_sources)
 
 __all__ = ["ALL_ALU", "ALL_DS", "ALL_VMEM", "DS_READ", "DS_WRITE", "MFMA", "NOTHING", "SALU", "VALU", "VMEM_READ",
            "VMEM_WRITE", "agprs", "buffer_load", "buffer_load_agpr", "buffer_load_lds", "buffer_store", "readfirstlane", "row_rotate", "row_shift", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]
+register_lockstep(ReadFirstLaneOp, 64)  # it reads across the hardware wave, whatever warp the kernel declares

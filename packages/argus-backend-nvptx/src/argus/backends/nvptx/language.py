@@ -51,6 +51,9 @@ from argus.dsl import interpreter as I
 from argus.dsl.atoms import CopyAtom
 from argus.dsl.dtypes import u64
 from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, define, register_dialect
+from argus.dsl.machine import Agent
+from argus.dsl.machine.barriers import rendezvous
+from argus.dsl.machine.schedule import register_collective
 from argus.layout import Layout
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
@@ -417,8 +420,11 @@ STMATRIX_X4_TRANS = _matrix_atom("stmatrix_x4_trans", trans=True, store=True)
 # ---- interpreter semantics ----------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(eq=False)
 class _Copy:
+    """A copy in flight: its bytes (read from the tensor when it was issued) land in the tile
+    when the schedule picks, as an agent with its own clock."""
+
     tile: I.TileValue
     target: np.ndarray
     """Byte indices in the tile's memory."""
@@ -428,23 +434,56 @@ class _Copy:
     """Byte indices in the tensor of each landing byte (-1: outside the tensor, zero)."""
     tensor: I.TensorValue
     issuer: int
+    op: Any = None
+    frame: Any = None
+    unit: int = -1
+    tick: int = 0
+    vc: np.ndarray | None = None
+    agent: Any = None
+
+    def land(self, interp: Any, part: slice = slice(None)) -> None:
+        """The copy's bytes (or the `part` of them) are written, by the copy's agent."""
+        frame = self.frame
+        machine = frame.machine
+        memory = self.tile.memory
+        target = self.target[part]
+        try:
+            machine.tracker.agent_write(I.history(frame, memory), target, self.unit, self.tick, self.vc, self.issuer,
+                                        f"the bulk copy issued by thread {self.issuer}", interp.point(self.op))
+        except I.Race as race:
+            raise I.race(interp, self.op, frame, memory, race) from None
+        memory.data[target] = self.data[part]
+        memory.written[target] = True  # type: ignore[index]
+        interp.landed(self.op, frame, self.tile, target, self.tensor, self.source[part], self.issuer)
 
 
 @dataclass
 class _Barrier:
+    """A memory barrier: the arrivals its current phase still expects, the transaction bytes it
+    still expects (announced minus landed; it may go below zero until the announcement comes),
+    and the clock the phase's releases built up."""
+
     name: str
     count: int
     pending: int
-    announced: int = 0
+    stream: Any
+    tx: int = 0
     phase: int = 0
+    vc: np.ndarray | None = None
+    completed_vc: np.ndarray | None = None
     copies: list[_Copy] = field(default_factory=list)
-    arrived: set[int] = field(default_factory=set)
-    """Threads that arrived in the current phase."""
-    completed_by: set[int] = field(default_factory=set)
-    """Threads that arrived in the last completed phase."""
+    """Copies counted on this barrier that have not landed yet."""
 
-    def complete(self) -> bool:
-        return self.pending == 0 and self.announced == sum(c.data.size for c in self.copies)
+    def release(self, clocks: Any, vc: np.ndarray) -> None:
+        self.vc = vc if self.vc is None else np.maximum(clocks.widen(self.vc), clocks.widen(vc))
+
+    def settle(self, interp: Any, frame: Any) -> None:
+        """The phase completes once every arrival is in and no transaction byte is missing."""
+        if self.pending == 0 and self.tx == 0:
+            self.completed_vc = self.vc if self.vc is not None else np.zeros(frame.machine.clocks.units, np.int64)
+            self.vc = None
+            self.pending = self.count
+            self.phase += 1
 
 
 def _state(frame: Any) -> dict[Any, _Barrier]:
@@ -489,36 +528,16 @@ def _find(interp: Any, op: Any, frame: Any, key: tuple[int, int], thread: int) -
     return barrier
 
 
-def _land(frame: Any, barrier: _Barrier) -> None:
-    """The phase completes: its copies' bytes land, and the next phase begins."""
-    landed = frame.state.setdefault("nvptx.landed", [])
-    for copy in barrier.copies:
-        memory = copy.tile.memory
-        memory.data[copy.target] = copy.data
-        memory.written[copy.target] = True  # type: ignore[index]
-        memory.writer[copy.target] = -1  # type: ignore[index]
-        landed.append(copy)
-    barrier.copies = []
-    barrier.announced = 0
-    barrier.pending = barrier.count
-    barrier.phase += 1
-    barrier.completed_by, barrier.arrived = barrier.arrived, set()
-
-
-def _settle(frame: Any, barrier: _Barrier) -> None:
-    """A phase whose arrivals and bytes are all in has completed by the time of the next
-    operation on its barrier."""
-    if barrier.pending == 0 and barrier.complete():
-        _land(frame, barrier)
-
-
 def _init(interp: Any, op: MbarrierInitOp, frame: Any, mask: np.ndarray) -> None:
     counts = I.scalars(frame, op.count)[mask]
+    clocks = frame.machine.clocks
     for (thread, key), count in zip(_barrier_keys(interp, op, frame, mask), counts.tolist()):
         if count < 1:
             raise interp.fault("barrier", f"thread {thread} initializes a barrier for {count} arrivals; it needs "
                                "at least one", op, frame, thread=thread)
-        _state(frame)[key] = _Barrier(f"barrier at offset {key[1]}", int(count), int(count))
+        name = f"barrier at offset {key[1]}"
+        _state(frame)[key] = _Barrier(name, int(count), int(count), clocks.stream(("mbarrier", key), f"the copies "
+                                                                                   f"counted on the {name}"))
 
 
 def _arrive(interp: Any, op: MbarrierArriveOp, frame: Any, mask: np.ndarray) -> None:
@@ -528,41 +547,47 @@ def _arrive(interp: Any, op: MbarrierArriveOp, frame: Any, mask: np.ndarray) -> 
 
 
 def _arrive_on(interp: Any, op: Any, frame: Any, key: tuple[int, int], thread: int, nbytes: int) -> None:
-    """`thread` arrives on the barrier at `key`, announcing `nbytes` more to land."""
+    """`thread` arrives on the barrier at `key` (releasing what it did), announcing `nbytes`
+    more to land."""
     barrier = _find(interp, op, frame, key, thread)
-    _settle(frame, barrier)
     if barrier.pending == 0:
         raise interp.fault("barrier", f"thread {thread} arrives on a barrier whose phase already has its "
                            f"{barrier.count} arrival(s)", op, frame, thread=thread)
+    clocks = frame.machine.clocks
+    barrier.release(clocks, clocks.release(clocks.warp_of(np.array([thread]))))
     barrier.pending -= 1
-    barrier.arrived.add(thread)
-    barrier.announced += nbytes
+    barrier.tx += nbytes
+    barrier.settle(interp, frame)
 
 
-def _wait(interp: Any, op: MbarrierWaitOp, frame: Any, mask: np.ndarray) -> None:
-    parities = I.scalars(frame, op.parity)[mask].tolist()
-    for (thread, key), parity in zip(_barrier_keys(interp, op, frame, mask), parities):
-        barrier = _find(interp, op, frame, key, thread)
-        if barrier.phase % 2 != parity % 2:
-            _ordered(frame, barrier)
-            continue  # that phase has completed
-        if not barrier.complete():
-            brought = sum(c.data.size for c in barrier.copies)
-            raise interp.fault(
-                "deadlock", f"thread {thread} waits for phase {barrier.phase} of a barrier that cannot complete: "
-                f"{barrier.pending} of {barrier.count} arrival(s) missing, {barrier.announced} byte(s) announced, "
-                f"{brought} brought by copies", op, frame, thread=thread)
-        _land(frame, barrier)
-        _ordered(frame, barrier)
+class _PhaseWait:
+    """`mbarrier_wait(bars, i, parity)`: until the phase of that parity has completed."""
 
+    def _each(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> list[tuple[int, _Barrier, int]]:
+        parities = I.scalars(frame, op.parity)[mask].tolist()
+        return [(thread, _find(interp, op, frame, key, thread), int(parity) % 2)
+                for (thread, key), parity in zip(_barrier_keys(interp, op, frame, mask), parities)]
 
-def _ordered(frame: Any, barrier: _Barrier) -> None:
-    """A phase every thread of a block arrived on orders their accesses before whatever the
-    waiter does next, as a block barrier would (the race bookkeeping starts over; bytes a copy
-    is still writing stay marked)."""
-    arrived = np.fromiter(barrier.completed_by, np.int64, len(barrier.completed_by))
-    if arrived.size == frame.block_threads and np.unique(arrived // frame.block_threads).size == 1:
-        I.order_threads(frame, arrived)
+    def arrive(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+        self._each(interp, op, frame, mask)  # a barrier no one initialized is a fault at once
+
+    def ready(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> np.ndarray:
+        out = np.zeros(mask.size, bool)
+        for thread, barrier, parity in self._each(interp, op, frame, mask):
+            out[thread] = barrier.phase % 2 != parity
+        return out
+
+    def leave(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+        clocks = frame.machine.clocks
+        for thread, barrier, _ in self._each(interp, op, frame, mask):
+            if barrier.completed_vc is not None:
+                clocks.acquire(clocks.warp_of(np.array([thread])), barrier.completed_vc)
+
+    def waiting_for(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> tuple[str, str, None]:
+        thread, barrier, parity = self._each(interp, op, frame, mask)[0]
+        return ("deadlock", f"the phase of parity {parity} of the {barrier.name}, which cannot complete: "
+                f"{barrier.pending} of {barrier.count} arrival(s) missing, {barrier.tx} transaction byte(s) still "
+                f"expected, {len(barrier.copies)} copies in flight", None)
 
 
 def _multicast_ranks(interp: Any, op: TmaLoadOp, frame: Any) -> list[int] | None:
@@ -588,7 +613,8 @@ def _tma_load(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray) -> None:
 
 
 def _tma_copy(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray, ranks: np.ndarray | None) -> None:
-    """The box each active thread issues lands in its block's tile (block `ranks`' instead, if given)."""
+    """The box each active thread issues goes in flight toward its block's tile (block `ranks`'
+    instead, if given), counted on the barrier."""
     tile: I.TileValue = I.value_of(frame, op.tile)
     tensor: I.TensorValue = I.value_of(frame, op.tensor)
     coords = [I.scalars(frame, c)[mask].astype(np.int64) for c in op.coords]
@@ -599,9 +625,9 @@ def _tma_copy(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray, ranks: n
     threads = np.flatnonzero(mask)
     keys = _barrier_keys(interp, op, frame, mask, None if ranks is None else ranks[mask])
     shifts = np.zeros(threads.size, np.int64) if ranks is None else _block_shift(tile, frame, threads, ranks[mask])
+    clocks = frame.machine.clocks
     for row, (thread, key) in enumerate(keys):
         barrier = _find(interp, op, frame, key, thread)
-        _settle(frame, barrier)
         at = [c[row] + w for c, w in zip(coords, within)]
         inside = np.ones(at[0].shape, bool)
         flat = np.zeros(at[0].shape, np.int64)
@@ -616,25 +642,39 @@ def _tma_copy(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray, ranks: n
         if target.min() < 0 or target.max() >= memory.data.size:
             raise interp.fault("out-of-bounds", f"the box reaches outside its {memory.data.size}-byte shared tile",
                                op, frame, array=memory.name, thread=thread)
-        if (memory.in_flight[target] > 0).any():  # type: ignore[index]
-            raise interp.fault("data-race", f"thread {thread} starts a bulk copy into bytes of {memory.name} that a "
-                               "product started with matmul_async may still be reading; call matmul_wait first",
-                               op, frame, array=memory.name, thread=thread)
-        busy = (memory.writer[target] != -1) | (memory.reader[target] != -1)  # type: ignore[index]
-        if busy.any():
-            raise interp.fault("data-race", f"thread {thread} starts a bulk copy into bytes of {memory.name} that "
-                               "threads accessed since the last barrier; put syncthreads() before it",
-                               op, frame, array=memory.name, thread=thread)
-        memory.writer[target] = I.ASYNC_WRITER  # type: ignore[index]  # until the copy lands
-        barrier.copies.append(_Copy(tile, target, data, source, tensor, thread))
+        tick, vc = clocks.agent_clock(clocks.warp_of(np.array([thread])), barrier.stream)
+        copy = _Copy(tile, target, data, source, tensor, thread, op, frame, barrier.stream.unit, tick, vc)
+        barrier.copies.append(copy)
+        copy.agent = Agent(f"bulk copy by thread {thread}", functools.partial(_complete, interp, barrier, copy))
+        frame.machine.scheduler.start(copy.agent)
 
 
-def _shadow_landed(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
-    """Shadow tags: the tags of a landed box are the tensor's, element by element."""
-    for copy in frame.state.pop("nvptx.landed", []):
-        tags = s.memory_tags(copy.tensor, frame).read(np.maximum(copy.source, 0)[None], np.array([copy.issuer]))
-        tags = np.where(copy.source[None] >= 0, tags, 0)
-        s.memory_tags(copy.tile, frame).write(copy.target[None], tags, np.array([copy.issuer]), s.site(op))
+def _complete(interp: Any, barrier: _Barrier, copy: _Copy) -> None:
+    """A bulk copy lands and counts its bytes on the barrier. If the barrier's phase has every
+    arrival and expects fewer bytes than the copy brings, the phase completes part-way: the
+    copy's remaining bytes land afterwards, as the hardware's would, into a stage the waiters
+    already read."""
+    frame = copy.frame
+    clocks = frame.machine.clocks
+    size = copy.target.size
+    if barrier.pending == 0 and 0 < barrier.tx < size:
+        first = barrier.tx
+        copy.land(interp, slice(0, first))
+        barrier.tx = 0
+        barrier.release(clocks, copy.vc)  # type: ignore[arg-type]
+        barrier.settle(interp, frame)
+        rest = _Copy(copy.tile, copy.target[first:], copy.data[first:], copy.source[first:], copy.tensor, copy.issuer,
+                     copy.op, frame, copy.unit, copy.tick, copy.vc)
+        barrier.copies[barrier.copies.index(copy)] = rest
+        rest.agent = Agent(f"the rest of the bulk copy by thread {copy.issuer}",
+                           functools.partial(_complete, interp, barrier, rest))
+        frame.machine.scheduler.start(rest.agent)
+        return
+    copy.land(interp)
+    barrier.copies.remove(copy)
+    barrier.tx -= size
+    barrier.release(clocks, copy.vc)  # type: ignore[arg-type]
+    barrier.settle(interp, frame)
 
 
 @dataclass
@@ -669,17 +709,44 @@ def _cp_async_at(interp: Any, op: CpAsyncAtOp, frame: Any, mask: np.ndarray) -> 
 
 def _start_copies(interp: Any, op: Any, frame: Any, mask: np.ndarray, tile: Any, tensor: Any, tile_offsets: np.ndarray,
                   tensor_offsets: np.ndarray) -> None:
-    """Each active thread's copy goes in flight: its bytes are read now and land at its wait."""
+    """Each active thread's copy goes in flight: its bytes are read now and land at a moment the
+    schedule picks before the thread's wait, each thread's copies a stream of their own (a
+    thread's wait orders its own copies, not its neighbours')."""
     nbytes = tile.dtype.nbytes
     target = I.byte_indices(tile_offsets, nbytes)
     source = I.byte_indices(tensor_offsets, nbytes)
-    memory = tile.memory
     threads = np.flatnonzero(mask)
-    I.check_write_race(interp, op, frame, memory, target, threads)  # a write as any other, to start with
-    memory.writer[target] = I.ASYNC_WRITER  # type: ignore[index]  # until the copy lands
     data = tensor.bytes[source]
-    for row, thread in enumerate(threads.tolist()):
-        _groups(frame, thread).open.append(_Copy(tile, target[row], data[row], source[row], tensor, thread))
+    clocks = frame.machine.clocks
+    streams = [clocks.stream(("cp.async", t), f"the cp.async copy of thread {t}") for t in threads.tolist()]
+    issued = clocks.release(clocks.warp_of(threads))
+    units = np.array([st.unit for st in streams], np.int64)
+    ticks = np.array([st.tick() for st in streams], np.int64)
+    vcs = np.repeat(clocks.widen(issued)[None], threads.size, axis=0)
+    vcs[np.arange(threads.size), units] = ticks
+    copies = [_Copy(tile, target[r], data[r], source[r], tensor, int(t), op, frame, int(units[r]), int(ticks[r]),
+                    vcs[r]) for r, t in enumerate(threads.tolist())]
+    site = interp.point(op)
+    per = target.shape[1]
+
+    def land() -> None:
+        memory = tile.memory
+        try:
+            frame.machine.tracker.agent_write(I.history(frame, memory), target.reshape(-1), np.repeat(units, per),
+                                              np.repeat(ticks, per), np.repeat(vcs, per, axis=0),
+                                              np.repeat(threads, per), "a cp.async copy", site, per_thread=True)
+        except I.Race as race:
+            raise I.race(interp, op, frame, memory, race) from None
+        memory.data[target] = data
+        memory.written[target] = True  # type: ignore[index]
+        for c in copies:
+            interp.landed(op, frame, tile, c.target, tensor, c.source, c.issuer)
+
+    agent = Agent(f"cp.async copies of threads {threads[0]}–{threads[-1]}", land)
+    frame.machine.scheduler.start(agent)
+    for c in copies:
+        c.agent = agent
+        _groups(frame, c.issuer).open.append(c)
 
 
 def _cp_commit(interp: Any, op: CpAsyncCommitOp, frame: Any, mask: np.ndarray) -> None:
@@ -690,18 +757,16 @@ def _cp_commit(interp: Any, op: CpAsyncCommitOp, frame: Any, mask: np.ndarray) -
 
 
 def _cp_wait(interp: Any, op: CpAsyncWaitOp, frame: Any, mask: np.ndarray) -> None:
-    """The thread's oldest groups land: the bytes are written, by that thread (others see them
-    after a barrier)."""
-    landed = frame.state.setdefault("nvptx.landed", [])
+    """The thread's oldest groups have landed (at the latest now), ordered before what it does
+    next (other threads see them after a barrier that follows)."""
+    clocks = frame.machine.clocks
     for thread in np.flatnonzero(mask).tolist():
         groups = _groups(frame, thread)
         while len(groups.committed) > op.pending.data:
             for copy in groups.committed.pop(0):
-                memory = copy.tile.memory
-                memory.data[copy.target] = copy.data
-                memory.written[copy.target] = True  # type: ignore[index]
-                memory.writer[copy.target] = thread  # type: ignore[index]
-                landed.append(copy)
+                copy.agent.finish()
+                clocks.acquire(clocks.warp_of(np.array([thread])), copy.vc, lanes=False)
+                frame.machine.tracker.retired(I.history(frame, copy.tile.memory), copy.target, copy.unit, copy.tick)
 
 
 def _arrive_cluster(interp: Any, op: MbarrierArriveClusterOp, frame: Any, mask: np.ndarray) -> None:
@@ -715,13 +780,31 @@ def _cluster_rank(interp: Any, op: ClusterRankOp, frame: Any, mask: np.ndarray) 
     I.set_value(frame, op, frame.ranks.astype(np.int32))
 
 
-def _cluster_sync(interp: Any, op: ClusterSyncOp, frame: Any, mask: np.ndarray) -> None:
-    if not mask.all():
-        missing = np.flatnonzero(~mask)
-        raise interp.fault("divergent-barrier", f"cluster_sync() is not reached by every thread of the cluster: "
-                           f"threads {missing[:8].tolist()} ({missing.size} of {mask.size}) are on another path",
-                           op, frame, threads=missing.tolist(), thread=int(missing[0]))
-    I.order_threads(frame, np.flatnonzero(mask))
+class _ClusterSync:
+    """`cluster_sync()`: every thread of every block of the cluster."""
+
+    def _bar(self, interp: Any, frame: Any) -> Any:
+        return rendezvous(interp, frame, "cluster_sync", "cluster_sync()", frame.threads)
+
+    def arrive(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+        threads = np.flatnonzero(mask)
+        if self._bar(interp, frame).arrive(frame.machine.clocks, threads, op):
+            interp.barrier_passed(op, frame, np.arange(frame.threads))
+
+    def ready(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> np.ndarray:
+        out = np.zeros(mask.size, bool)
+        threads = np.flatnonzero(mask)
+        out[threads] = self._bar(interp, frame).passed(threads)
+        return out
+
+    def leave(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+        self._bar(interp, frame).leave(frame.machine.clocks, np.flatnonzero(mask))
+
+    def waiting_for(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> tuple[str, str, np.ndarray]:
+        bar = self._bar(interp, frame)
+        missing = np.flatnonzero(bar.arrival != bar.generation)
+        return ("divergent-barrier", f"the rest of the cluster at cluster_sync(): threads {missing[:8].tolist()} "
+                f"({missing.size} of {frame.threads}) never get there", missing)
 
 
 def register_shortfall(kernel: D.KernelOp, op: SetMaxRegistersOp) -> str:
@@ -802,15 +885,45 @@ def _elected(mask: np.ndarray, warp: int) -> np.ndarray:
     return out
 
 
-def _named_barrier(interp: Any, op: NamedBarrierOp, frame: Any, mask: np.ndarray) -> None:
-    expected = op.threads.data
-    whole = all(mask[w:w + interp.warp_size].all() or not mask[w:w + interp.warp_size].any()
-                for w in range(0, mask.size, interp.warp_size))
-    for threads in frame.block_threads_of(np.flatnonzero(mask)):  # a barrier of each block
-        if threads.size != expected or not whole:
-            raise interp.fault("barrier", f"named barrier {op.id.data} expects {expected} threads in whole warps; "
-                               f"{threads.size} arrive here", op, frame)
-        I.order_threads(frame, threads)  # accesses of the threads that met are ordered among them
+class _NamedBarrier:
+    """`barrier_sync(id, threads)`: named barrier `id` of the thread's block completes when
+    `threads` threads (whole warps) have arrived, at any op naming it."""
+
+    def _each(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> list[tuple[Any, np.ndarray]]:
+        out = []
+        for threads in frame.block_threads_of(np.flatnonzero(mask)):
+            rank = int(threads[0]) // frame.block_threads
+            bar = rendezvous(interp, frame, ("named", rank, op.id.data), f"named barrier {op.id.data}",
+                             op.threads.data)
+            if bar.count != op.threads.data:
+                raise interp.fault("barrier", f"named barrier {op.id.data} is used for {bar.count} threads elsewhere "
+                                   f"and for {op.threads.data} here", op, frame)
+            out.append((bar, threads))
+        return out
+
+    def arrive(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+        w = interp.warp_size
+        partial = [t for t in range(0, mask.size, w) if mask[t:t + w].any() and not mask[t:t + w].all()]
+        if partial:
+            raise interp.fault("barrier", f"named barrier {op.id.data} counts whole warps; warp {partial[0] // w} "
+                               "arrives with only some of its lanes", op, frame)
+        for bar, threads in self._each(interp, op, frame, mask):
+            if bar.arrive(frame.machine.clocks, threads, op):
+                interp.barrier_passed(op, frame, np.flatnonzero(bar.arrival == bar.generation - 1))
+
+    def ready(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> np.ndarray:
+        out = np.zeros(mask.size, bool)
+        for bar, threads in self._each(interp, op, frame, mask):
+            out[threads] = bar.passed(threads)
+        return out
+
+    def leave(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+        for bar, threads in self._each(interp, op, frame, mask):
+            bar.leave(frame.machine.clocks, threads)
+
+    def waiting_for(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> tuple[str, str, None]:
+        bar, _ = self._each(interp, op, frame, mask)[0]
+        return ("deadlock", f"named barrier {op.id.data}: {bar.arrived} of {bar.count} threads arrived", None)
 
 
 # ---- the static checker -------------------------------------------------------------------------
@@ -919,18 +1032,19 @@ def _analyze_named_barrier(a: Any, op: NamedBarrierOp, mask: np.ndarray) -> None
 
 define(ElectOneOp, interpret=_elect, analyze=_analyze_elect)
 define(SetMaxRegistersOp, interpret=_setmaxnreg, analyze=_no_tags)
-define(NamedBarrierOp, interpret=_named_barrier, analyze=_analyze_named_barrier)
-define(MbarrierInitOp, interpret=_init, analyze=_no_tags, shadow=_shadow_landed)
-define(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, shadow=_shadow_landed)
-define(MbarrierWaitOp, interpret=_wait, analyze=_no_tags, shadow=_shadow_landed)
-define(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, shadow=_shadow_landed)
-define(MbarrierArriveClusterOp, interpret=_arrive_cluster, analyze=_no_tags, shadow=_shadow_landed)
+register_collective(SetMaxRegistersOp, lambda interp, op: 128)  # a warpgroup's registers move together
+define(NamedBarrierOp, wait=_NamedBarrier(), analyze=_analyze_named_barrier)
+define(MbarrierInitOp, interpret=_init, analyze=_no_tags, sync=True)
+define(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, sync=True)
+define(MbarrierWaitOp, wait=_PhaseWait(), analyze=_no_tags)
+define(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, sync=True)
+define(MbarrierArriveClusterOp, interpret=_arrive_cluster, analyze=_no_tags, sync=True)
 define(ClusterRankOp, interpret=_cluster_rank, analyze=_analyze_cluster_rank)
-define(ClusterSyncOp, interpret=_cluster_sync, analyze=_analyze_cluster_sync)
-define(CpAsyncOp, interpret=_cp_async, analyze=_analyze_cp_async, lower=_lower_cp_async)
-define(CpAsyncAtOp, interpret=_cp_async_at)
+define(ClusterSyncOp, wait=_ClusterSync(), analyze=_analyze_cluster_sync)
+define(CpAsyncOp, interpret=_cp_async, analyze=_analyze_cp_async, lower=_lower_cp_async, sync=True)
+define(CpAsyncAtOp, interpret=_cp_async_at, sync=True)
 define(CpAsyncCommitOp, interpret=_cp_commit, analyze=_no_tags)
-define(CpAsyncWaitOp, interpret=_cp_wait, analyze=_no_tags, shadow=_shadow_landed)
+define(CpAsyncWaitOp, interpret=_cp_wait, analyze=_no_tags, sync=True)
 
 __all__ = ["LDMATRIX_X4", "LDMATRIX_X4_TRANS", "STMATRIX_X4", "STMATRIX_X4_TRANS", "barrier_sync", "cluster_rank",
            "cluster_sync", "cp_async", "cp_async_commit", "cp_async_wait", "elect_one", "mbarrier_arrive",
