@@ -164,6 +164,37 @@ def racy(src: Tensor[f32, 32], dst: Tensor[f32, 32]):
     assert not report.findings, "a write after another thread's read is the interpreter's to find"
 
 
+UNWRITTEN_REGISTERS = '''from argus.dsl import *
+
+
+@kernel(block=(32,))
+def last(src: Tensor[f32, "n", 32], dst: Tensor[f32, "n", 32], n: int, steps: int):
+    tag(src, lambda r, c: (c,))
+    got = make_local((1,), f32)
+    for it in range(steps):
+        got[0] = src[it, thread_idx.x]
+    dst[0, thread_idx.x] = got[0]
+'''
+"""No claim, and registers a loop of no iteration leaves unwritten (the fuzz's seed 31048 of
+`benchmarks/fuzz_semantics.py --seed 30000`, minimized)."""
+
+
+def test_unwritten_registers_no_check_reads_are_left_to_the_interpreter() -> None:
+    """docs/verify.md leaves a read of registers nothing wrote, where no check reads them, to the
+    interpreter: "nothing to prove" with that fault on a launch is no disagreement. The same
+    read of shared memory is the checker's, and it refutes the kernel."""
+    launch = LaunchSpec((1,), (("tensor", "f32", (2, 32)), ("tensor", "f32", (2, 32)), ("int", 2), ("int", 0)), 3)
+    report = check_case(KernelCase(UNWRITTEN_REGISTERS, "last", (launch,)))
+    assert report.verdict == "nothing to prove"
+    fault = report.runs[0][0].fault
+    assert fault is not None and fault.kind == "uninitialized-read" and "local tile" in str(fault)
+    assert not report.findings
+    shared = UNWRITTEN_REGISTERS.replace("got = make_local((1,), f32)", "got = make_shared((1, 32), f32)") \
+        .replace("got[0]", "got[0, thread_idx.x]")
+    report = check_case(KernelCase(shared, "last", (launch,)))
+    assert report.verdict == "violated" and not report.findings, report.result
+
+
 def test_generated_kernels_are_reproducible_from_their_seed() -> None:
     first, again = draw_kernel(random.Random(11)), draw_kernel(random.Random(11))
     assert first == again
