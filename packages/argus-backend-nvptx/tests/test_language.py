@@ -333,3 +333,12 @@ def test_register_counts_are_checked() -> None:
 
     with pytest.raises(ArgusError, match="multiple of 8 from 24 to 256, not 41"):
         wrong.compile()
+
+
+def test_a_refill_that_does_not_wait_for_the_empty_stage_is_not_proved(tmp_path: Path) -> None:
+    """Without the "empty" wait, the copying thread refills a stage the other warpgroup's products
+    may still read: the interpreter shows the race under a schedule, so the checker gives no proof."""
+    module = variant(tmp_path, ("nv.mbarrier_wait(empty, PREVIOUS[s], phase)  # … and so is every other", "pass"))
+    result = module.gemm_tma.verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    assert "data-race" in result.text() and "under schedule" in result.text(), result.text()

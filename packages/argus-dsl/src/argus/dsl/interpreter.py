@@ -204,10 +204,11 @@ class Interpreter:
                                    f"be whole clusters, got {grid3}")
         tid = np.arange(threads * size)
         self.grid = grid3
-        order = [(bx, by, bz) for bz, by, bx in itertools.product(range(grid3[2]), range(grid3[1]), range(grid3[0]))
-                 if bx % cluster[0] == 0 and by % cluster[1] == 0 and bz % cluster[2] == 0]
         if blocks is not None:  # the clusters holding them
             order = list(dict.fromkeys(tuple(b - b % c for b, c in zip(block, cluster)) for block in blocks))
+        else:
+            order = [(bx, by, bz) for bz, by, bx in itertools.product(range(grid3[2]), range(grid3[1]), range(grid3[0]))
+                     if bx % cluster[0] == 0 and by % cluster[1] == 0 and bz % cluster[2] == 0]
         for bx, by, bz in order:
             frame = _Frame({p: v for p, v in zip(params, bound)}, threads * size, tid, (bx, by, bz), threads)
             if size > 1:
