@@ -12,21 +12,22 @@ warp's matrix loads and stores (copy atoms).
         nv.tma_load(sA_stage, a, (row, col), bars, s)  # a box of `a` into the stage
     nv.mbarrier_wait(bars, s, phase)             # until the phase of that parity completes
 
-Semantics (the interpreter's, which the GPU follows): a barrier counts arrivals and announced
-bytes; its current phase completes once every expected thread has arrived and every announced
-byte has landed. A bulk copy (`tma_load`) lands its box — elements outside the tensor read as
-zero — when its barrier's phase completes, which the interpreter takes to be at the next
-operation on that barrier; a read of the destination before waiting sees the old contents
-(the interpreter reports it as uninitialized, or the result is wrong). Waiting for a phase that
-can never complete (too few arrivals, announced bytes that no copy brings) is a deadlock fault
-naming the barrier. `mbarrier_wait(bars, i, parity)` returns once the phase of that parity has
-completed: phases alternate 0, 1, 0, … so a pipeline waits with parity ``(round % 2)``. A phase
-every thread of the block arrived on orders their earlier accesses before what the waiting
-thread does next (a stage is free for the next copy once everyone has arrived on its "empty"
-barrier): the interpreter's race bookkeeping treats the wait as a block barrier.
+Semantics (the interpreter's, which the GPU follows): a barrier counts arrivals and transaction
+bytes; its current phase completes the moment every expected thread has arrived and every
+announced byte has landed. A bulk copy (`tma_load`) lands its box — elements outside the tensor
+read as zero — at a moment the interpreter's schedule picks between its issue and the phase it
+counts on (`argus run --schedule delay-async` lands every copy as late as the kernel allows); a
+read of the destination not ordered after that phase is a data race. A phase announced short
+completes part-way through a copy, whose rest lands afterwards. Waiting for a phase that can
+never complete (too few arrivals, announced bytes that no copy brings) is a deadlock fault
+naming the barrier and every waiting thread. `mbarrier_wait(bars, i, parity)` returns once the
+phase of that parity has completed: phases alternate 0, 1, 0, … so a pipeline waits with
+parity ``(round % 2)``. Leaving a wait orders what every arrival (and every landed copy) of the
+phase did before it before what the waiter does next: a stage is free for the next copy once
+everyone has arrived on its "empty" barrier.
 
-The static checker takes a bulk copy's tags as landing when issued and ordered for every
-reader (whether the kernel waits first is the interpreter's check, on each launch it runs).
+The static checker takes a bulk copy's tags as landing when issued; `verify` runs a kernel with
+memory barriers on the interpreter under several schedules before it proves anything.
 
 Clusters (``@kernel(..., cluster=(2, 1, 1))``, sm_90): the blocks of a cluster run at once;
 `cluster_rank()` is a block's rank in its cluster, `cluster_sync()` a barrier for every thread
