@@ -440,12 +440,26 @@ class _Copy:
     unit: int = -1
     tick: int = 0
     vc: np.ndarray | None = None
+    """The clock the copy's writes are ordered after: its issuer's when it issued it."""
     agent: Any = None
+    stream: Any = None
+    """The stream of the memory barrier a bulk copy counts on. Landings are stamped with its ticks
+    in the order they happen (not issue order), so that a phase covers exactly what landed before
+    it completed: the rest of a copy announced short, or a copy issued earlier that lands after
+    another completed the phase, is not covered."""
+
+    def released(self, clocks: Any) -> np.ndarray:
+        """What the landing publishes: the issuer's clock and the landing's own tick."""
+        vc = clocks.widen(self.vc).copy()
+        vc[self.unit] = self.tick
+        return vc  # type: ignore[no-any-return]
 
     def land(self, interp: Any, part: slice = slice(None)) -> None:
         """The copy's bytes (or the `part` of them) are written, by the copy's agent."""
         frame = self.frame
         machine = frame.machine
+        if self.stream is not None:
+            self.tick = self.stream.tick()
         memory = self.tile.memory
         target = self.target[part]
         try:
@@ -643,8 +657,11 @@ def _tma_copy(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray, ranks: n
         if target.min() < 0 or target.max() >= memory.data.size:
             raise interp.fault("out-of-bounds", f"the box reaches outside its {memory.data.size}-byte shared tile",
                                op, frame, array=memory.name, thread=thread)
-        tick, vc = clocks.agent_clock(clocks.warp_of(np.array([thread])), barrier.stream)
-        copy = _Copy(tile, target, data, source, tensor, thread, op, frame, barrier.stream.unit, tick, vc)
+        warp = clocks.warp_of(np.array([thread]))
+        tick, vc = clocks.agent_clock(warp, barrier.stream)
+        vc[barrier.stream.unit] = clocks.matrix[warp[0], barrier.stream.unit]  # landings on it the issuer saw
+        copy = _Copy(tile, target, data, source, tensor, thread, op, frame, barrier.stream.unit, tick, vc,
+                     stream=barrier.stream)
         barrier.copies.append(copy)
         copy.agent = Agent(f"bulk copy by thread {thread}", functools.partial(_complete, interp, barrier, copy))
         frame.machine.scheduler.start(copy.agent)
@@ -662,10 +679,10 @@ def _complete(interp: Any, barrier: _Barrier, copy: _Copy) -> None:
         first = barrier.tx
         copy.land(interp, slice(0, first))
         barrier.tx = 0
-        barrier.release(clocks, copy.vc)  # type: ignore[arg-type]
+        barrier.release(clocks, copy.released(clocks))
         barrier.settle(interp, frame)
         rest = _Copy(copy.tile, copy.target[first:], copy.data[first:], copy.source[first:], copy.tensor, copy.issuer,
-                     copy.op, frame, copy.unit, copy.tick, copy.vc)
+                     copy.op, frame, copy.unit, copy.tick, copy.vc, stream=copy.stream)
         barrier.copies[barrier.copies.index(copy)] = rest
         rest.agent = Agent(f"the rest of the bulk copy by thread {copy.issuer}",
                            functools.partial(_complete, interp, barrier, rest))
@@ -674,7 +691,7 @@ def _complete(interp: Any, barrier: _Barrier, copy: _Copy) -> None:
     copy.land(interp)
     barrier.copies.remove(copy)
     barrier.tx -= size
-    barrier.release(clocks, copy.vc)  # type: ignore[arg-type]
+    barrier.release(clocks, copy.released(clocks))
     barrier.settle(interp, frame)
 
 
