@@ -10,8 +10,20 @@ from typing import Any
 import numpy as np
 import pytest
 from argus.backends.nvptx import language as nv
-from argus.dsl import KernelFault, Tensor, kernel, make_shared, syncthreads, thread_idx, u32, u64
+from argus.dsl import (
+    KernelFault,
+    Tensor,
+    assume,
+    block_idx,
+    kernel,
+    make_shared,
+    syncthreads,
+    thread_idx,
+    u32,
+    u64,
+)
 from argus.dsl.machine import using
+from argus.verify import Verdict
 
 SCHEDULES = ["round-robin", "delay-async", *(f"random:{seed}" for seed in range(6))]
 
@@ -209,4 +221,48 @@ def test_named_barriers_order_what_they_count_and_nothing_else(schedule: str) ->
                                           r"(32|64) here"):
         with using(schedule):
             named(64, 32)[1](x, out)
+
+
+def large(announced: int, least: int) -> Any:
+    """The hand-off above on a tensor of n words, n at least `least` (an assumption)."""
+
+    @kernel(block=(64,))
+    def handoff(x: Tensor[u32, "n"], out: Tensor[u32, "n"]):
+        assume(x.shape[0] >= least)
+        assume(x.shape[0] % 64 == 0)
+        s = make_shared((64,), u32)
+        bars = make_shared((1,), u64)
+        t = thread_idx.x
+        base = block_idx.x * 64
+        if t == 0:
+            nv.mbarrier_init(bars, 0, 1)
+        syncthreads()
+        if t == 0:
+            nv.mbarrier_arrive_expect_tx(bars, 0, announced)
+            nv.tma_load(s, x, (base,), bars, 0)
+        if t >= 32:
+            nv.mbarrier_wait(bars, 0, 0)
+            out[base + t - 32] = s[t - 32]
+            out[base + t] = s[t]
+
+    return handoff
+
+
+def test_verify_runs_the_handoffs_of_a_kernel_assumed_larger_than_usual(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No launch of a few thousand words satisfies n >= 100000: verify used to run nothing and
+    still say that the hand-offs had run without fault under three schedules."""
+    monkeypatch.setenv("ARGUS_VERIFY", "1")
+    right = large(256, 100_000).verify()
+    assert right.verdict is Verdict.NOTHING_TO_PROVE, right.text()
+    assert "ran without fault on the interpreter under schedules round-robin, delay-async, random:1" in right.text()
+    wrong = large(128, 100_000).verify()
+    assert wrong.verdict is Verdict.VIOLATED, wrong.text()
+    assert "data-race" in wrong.text() and "under schedule round-robin" in wrong.text()
+
+
+def test_verify_does_not_vouch_for_handoffs_it_could_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARGUS_VERIFY", "1")
+    result = large(128, 1 << 27).verify()  # 512 MiB a tensor: more than a replay allocates
+    assert result.verdict is Verdict.UNKNOWN, result.text()
+    assert "could not run it under any schedule" in result.text() and "bytes" in result.text(), result.text()
 

@@ -110,12 +110,18 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     if not candidates and not undecided and not unreached and not never:
         timing = ""
         if replay and hands_off(op):
-            shown = _explore_schedules(compiled, analysis, facts, engine or chosen or find_solver(None), timeout_ms)
+            shown, ran, missed = _explore_schedules(compiled, analysis, facts, engine or chosen or find_solver(None),
+                                                    timeout_ms)
             if shown is not None:
                 return violated(claim, "the interpreter shows a fault of the kernel's synchronization, which the "
                                        "static analysis does not follow: " + shown["replayed"], shown)
+            if not ran:
+                return unknown(claim, "the kernel hands data between warps or asynchronous agents, whose timing the "
+                                      "static analysis does not follow, and the interpreter could not run it under any "
+                                      f"schedule to test it: {missed}")
             timing = (f"; its asynchronous hand-offs ran without fault on the interpreter under schedules "
-                      f"{', '.join(EXPLORED)} (one block of a launch with sizes of a few hundred: tested, not proved)")
+                      f"{', '.join(ran)} (one block of a launch with sizes of a few hundred: tested, not proved)"
+                      + (f"; not under {missed}" if missed else ""))
         if claimless:
             return nothing_to_prove(claim, "static analysis found none of the faults it looks for: an access out of "
                                            "bounds in every launch (or in the first block), a read of bytes nothing "
@@ -443,9 +449,11 @@ def hands_off(op: D.KernelOp) -> bool:
 
 
 def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engine: Any,
-                       timeout_ms: int) -> dict[str, Any] | None:
+                       timeout_ms: int) -> tuple[dict[str, Any] | None, list[str], str]:
     """Run block 0 of a launch whose sizes are a few hundred (so that pipelines go round more than
-    once) under each of `EXPLORED`; the first fault of the kernel, as a witness, or None."""
+    once, or as small as the kernel's assumptions allow) under each of `EXPLORED`: the first fault
+    of the kernel as a witness (or None), the schedules that ran to the end, and why the others
+    did not ("" if none was left out). A schedule that could not run tested nothing."""
     from .machine import using
     from .shadow import ShadowInterpreter
 
@@ -454,21 +462,23 @@ def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engi
     sizes = [s for s, sym in space.symbols.items() if sym.role == "size"]
     grids = [s for s, sym in space.symbols.items() if sym.role == "grid"]
     model = None
-    for low, high in ((2 * SMALL, 4 * SMALL), (0, SMALL), (0, 16 * SMALL)):
-        bounds = [("ge0", (high, ((s, -1),))) for s in sizes] + [("ge0", (-low, ((s, 1),))) for s in sizes] + \
-            [("ge0", (SMALL, ((s, -1),))) for s in grids]
+    for low, high in ((2 * SMALL, 4 * SMALL), (0, SMALL), (0, 16 * SMALL), (0, None)):
+        bounds = [("ge0", (-low, ((s, 1),))) for s in sizes] + [("ge0", (SMALL, ((s, -1),))) for s in grids] + \
+            ([("ge0", (high, ((s, -1),))) for s in sizes] if high is not None else [])
         answer = engine.solve(Query(space, facts + sorted(analysis.replay_facts) + bounds, [[]]), timeout_ms)
         if answer.status == "sat":
             model = answer.model
             break
     if model is None:
-        return None
+        return None, [], f"no launch with at most {SMALL} blocks satisfies the kernel's assumptions ({answer.status})"
     try:
         args = _replay_arguments(op, analysis, model)
-    except ValueError:
-        return None
+    except ValueError as err:
+        return None, [], str(err)
     grid = analysis.walk.grid_of(model)
     launch = {name: space.atom_value(symbol, model) for name, symbol in analysis.parameters.items()}
+    ran: list[str] = []
+    missed: list[str] = []
     for schedule in EXPLORED:
         shadow = ShadowInterpreter(op, compiled.locations)
         try:
@@ -476,19 +486,22 @@ def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engi
                 shadow.launch(grid, [a.copy() if isinstance(a, np.ndarray) else a for a in args], blocks=[(0, 0, 0)])
         except KernelFault as fault:
             if fault.kind in NOT_THE_KERNELS:
+                missed.append(f"{schedule} ({fault.message})")
                 continue
             details = {k: v for k, v in fault.details.items() if k != "block"}
             return {"assertion": str(fault.location), "kind": fault.kind, "block": fault.details.get("block"),
                     **details, "message": fault.message.removeprefix(f"{fault.kind}: "), "sizes": launch,
                     "replayed": f"the interpreter faults at {fault.location} under schedule {schedule}, in block "
-                                f"(0, 0, 0) of grid {tuple(grid)} with {launch}"}
-        except ArgusError:
+                                f"(0, 0, 0) of grid {tuple(grid)} with {launch}"}, ran, ""
+        except ArgusError as err:
+            missed.append(f"{schedule} ({err})")
             continue
         for finding in shadow.findings:
             return {**finding, "sizes": launch,
                     "replayed": f"shadow tags show it under schedule {schedule}, in block (0, 0, 0) of grid "
-                                f"{tuple(grid)} with {launch}"}
-    return None
+                                f"{tuple(grid)} with {launch}"}, ran, ""
+        ran.append(schedule)
+    return None, ran, "; ".join(missed)
 
 
 def _fault_witness(fault: KernelFault, witness: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
