@@ -266,3 +266,27 @@ def test_verify_does_not_vouch_for_handoffs_it_could_not_run(monkeypatch: pytest
     assert result.verdict is Verdict.UNKNOWN, result.text()
     assert "could not run it under any schedule" in result.text() and "bytes" in result.text(), result.text()
 
+
+@kernel(block=(32,), verify=False)
+def elected_wait(x: Tensor[u32, 32], out: Tensor[u32, 32]):
+    """Every lane writes a word; lane 0 alone arrives, waits on a memory barrier and reads
+    lane 5's word: nothing synchronized the warp's lanes."""
+    s = make_shared((32,), u32)
+    bars = make_shared((1,), u64)
+    t = thread_idx.x
+    if t == 0:
+        nv.mbarrier_init(bars, 0, 1)
+    syncthreads()
+    s[t] = x[t]
+    if t == 0:
+        nv.mbarrier_arrive(bars, 0)
+        nv.mbarrier_wait(bars, 0, 0)
+        out[0] = s[5]
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES[:3])
+def test_a_wait_by_one_lane_does_not_synchronize_its_warp(schedule: str) -> None:
+    with pytest.raises(KernelFault, match=rf"data-race: thread 0 reads byte 20 of shared#0 and thread 5 wrote it at "
+                                          rf".*schedule {schedule}"):
+        with using(schedule):
+            elected_wait[1](np.arange(32, dtype=np.uint32), np.zeros(32, np.uint32))

@@ -593,10 +593,15 @@ class _PhaseWait:
         return out
 
     def leave(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+        """The waiters acquire the phase. Only a wait every lane of a warp met orders the warp's
+        lanes among themselves (a wait by one elected lane does not)."""
         clocks = frame.machine.clocks
+        w = interp.warp_size
         for thread, barrier, _ in self._each(interp, op, frame, mask):
             if barrier.completed_vc is not None:
-                clocks.acquire(clocks.warp_of(np.array([thread])), barrier.completed_vc)
+                start = thread - thread % w
+                clocks.acquire(clocks.warp_of(np.array([thread])), barrier.completed_vc,
+                               lanes=bool(mask[start:start + w].all()))
 
     def waiting_for(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> tuple[str, str, None]:
         thread, barrier, parity = self._each(interp, op, frame, mask)[0]
