@@ -290,3 +290,39 @@ def test_a_wait_by_one_lane_does_not_synchronize_its_warp(schedule: str) -> None
                                           rf".*schedule {schedule}"):
         with using(schedule):
             elected_wait[1](np.arange(32, dtype=np.uint32), np.zeros(32, np.uint32))
+
+
+def initialized(synced: bool) -> Any:
+    """Thread 0 initializes the barrier and (`synced`) the block meets at syncthreads() before
+    warp 1 waits on it."""
+
+    @kernel(block=(64,), verify=False)
+    def init(x: Tensor[u32, 64], out: Tensor[u32, 64]):
+        s = make_shared((64,), u32)
+        bars = make_shared((1,), u64)
+        t = thread_idx.x
+        if t == 0:
+            nv.mbarrier_init(bars, 0, 1)
+        if synced:
+            syncthreads()
+        if t == 0:
+            nv.mbarrier_arrive_expect_tx(bars, 0, 256)
+            nv.tma_load(s, x, (0,), bars, 0)
+        if t >= 32:
+            nv.mbarrier_wait(bars, 0, 0)
+            out[t - 32] = s[t - 32]
+            out[t] = s[t]
+
+    return init
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_another_warp_may_use_a_barrier_only_after_a_syncthreads_follows_its_init(schedule: str) -> None:
+    """Warp 1 waits on the barrier with nothing ordering thread 0's mbarrier_init before: the
+    warps meeting after `if t == 0` made every schedule run the init first, and the wait passed."""
+    np.testing.assert_array_equal(launch(initialized(True), schedule), np.arange(64) * 7)
+    with pytest.raises(KernelFault, match=rf"data-race: thread 32 uses the barrier at offset 0 and thread 0 "
+                                          rf"initialized it at .*:\d+:\d+, with nothing ordering the two \(schedule "
+                                          rf"{schedule}\); other warps may use a barrier once a syncthreads\(\) "
+                                          rf"follows its mbarrier_init"):
+        launch(initialized(False), schedule)

@@ -488,6 +488,9 @@ class _Barrier:
     completed_vc: np.ndarray | None = None
     copies: list[_Copy] = field(default_factory=list)
     """Copies counted on this barrier that have not landed yet."""
+    init: tuple[int, int, int, Any] = (-1, 0, -1, None)
+    """Who initialized it: the warp, its clock then, the thread and the op. Another warp's use
+    must be ordered after that (a syncthreads() between them)."""
 
     def release(self, clocks: Any, vc: np.ndarray) -> None:
         self.vc = vc if self.vc is None else np.maximum(clocks.widen(self.vc), clocks.widen(vc))
@@ -540,6 +543,15 @@ def _find(interp: Any, op: Any, frame: Any, key: tuple[int, int], thread: int) -
     if barrier is None:
         raise interp.fault("uninitialized-barrier", f"thread {thread} uses a barrier no thread initialized "
                            "(mbarrier_init) in this block", op, frame, thread=thread)
+    warp, clock, initializer, site = barrier.init
+    clocks = frame.machine.clocks
+    user = thread // clocks.warp_size
+    if user != warp and clocks.matrix[user, warp] < clock:
+        raise interp.fault("data-race", f"thread {thread} uses the {barrier.name} and thread {initializer} initialized "
+                           f"it at {interp.where(site)}, with nothing ordering the two (schedule {interp.schedule}); "
+                           "other warps may use a barrier once a syncthreads() follows its mbarrier_init", op, frame,
+                           thread=thread, threads=[thread, initializer], earlier=interp.where(site),
+                           schedule=str(interp.schedule))
     return barrier
 
 
@@ -551,8 +563,10 @@ def _init(interp: Any, op: MbarrierInitOp, frame: Any, mask: np.ndarray) -> None
             raise interp.fault("barrier", f"thread {thread} initializes a barrier for {count} arrivals; it needs "
                                "at least one", op, frame, thread=thread)
         name = f"barrier at offset {key[1]}"
+        warp = thread // clocks.warp_size
         _state(frame)[key] = _Barrier(name, int(count), int(count), clocks.stream(("mbarrier", key), f"the copies "
-                                                                                   f"counted on the {name}"))
+                                                                                   f"counted on the {name}"),
+                                      init=(warp, int(clocks.matrix[warp, warp]), thread, op))
 
 
 def _arrive(interp: Any, op: MbarrierArriveOp, frame: Any, mask: np.ndarray) -> None:
