@@ -326,3 +326,19 @@ def test_another_warp_may_use_a_barrier_only_after_a_syncthreads_follows_its_ini
                                           rf"{schedule}\); other warps may use a barrier once a syncthreads\(\) "
                                           rf"follows its mbarrier_init"):
         launch(initialized(False), schedule)
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES)
+def test_a_wait_with_the_wrong_parity_faults_under_every_schedule(schedule: str) -> None:
+    """Parity 1 on a fresh barrier passes at once while phase 0 is incomplete (the reads then
+    meet the copy), and waits forever once phase 0 has completed: the deadlock says which
+    parity the completed phase had."""
+    with pytest.raises(KernelFault, match=rf"(deadlock: .*wait for the phase of parity 1 of the barrier at offset 0, "
+                                          rf"which cannot complete: 1 of 1 arrival\(s\) missing, 0 transaction "
+                                          rf"byte\(s\) still expected, 0 copies in flight; 1 of its phases completed, "
+                                          rf"the last of parity 0 \(a wait for that one passes parity 0\)"
+                                          rf"|uninitialized-read|data-race).*schedule {schedule}"):
+        launch(producer_consumer(256, parity=1), schedule)
+    if schedule == "round-robin":
+        with pytest.raises(KernelFault, match="the last of parity 0"):
+            launch(producer_consumer(256, parity=1), schedule)

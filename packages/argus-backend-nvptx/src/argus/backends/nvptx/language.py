@@ -619,9 +619,11 @@ class _PhaseWait:
 
     def waiting_for(self, interp: Any, op: Any, frame: Any, mask: np.ndarray) -> tuple[str, str, None]:
         thread, barrier, parity = self._each(interp, op, frame, mask)[0]
+        done = (f"; {barrier.phase} of its phases completed, the last of parity {1 - parity} (a wait for that one "
+                f"passes parity {1 - parity})" if barrier.phase else "")
         return ("deadlock", f"the phase of parity {parity} of the {barrier.name}, which cannot complete: "
                 f"{barrier.pending} of {barrier.count} arrival(s) missing, {barrier.tx} transaction byte(s) still "
-                f"expected, {len(barrier.copies)} copies in flight", None)
+                f"expected, {len(barrier.copies)} copies in flight{done}", None)
 
 
 def _multicast_ranks(interp: Any, op: TmaLoadOp, frame: Any) -> list[int] | None:
