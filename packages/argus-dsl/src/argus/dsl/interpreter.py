@@ -287,7 +287,12 @@ class Interpreter:
         return str(loc) if loc is not None else op.name
 
     def barrier_passed(self, op: Operation, frame: _Frame, threads: np.ndarray) -> None:
-        """Every thread of `threads` met at a barrier (subclasses follow what it orders)."""
+        """Every thread of `threads` met at a barrier: what their warps wrote before it is visible
+        to the products they start after it (subclasses follow what else it orders)."""
+        clocks = frame.machine.clocks
+        warps = np.unique(clocks.warp_of(threads))
+        # each warp has waited since its arrival, which published its clock less one
+        _fenced(frame)[warps] = clocks.matrix[warps, warps] - 1
 
     def landed(self, op: Operation, frame: _Frame, tile: TileValue, target: np.ndarray, tensor: TensorValue,
                source: np.ndarray, issuer: int) -> None:
@@ -823,11 +828,10 @@ def _issue(interp: Interpreter, op: Operation, frame: _Frame, product: _Product)
     site = interp.point(op)
     for row, leader in enumerate(product.leaders.tolist()):
         warps = np.unique(clocks.warp_of(np.arange(leader, leader + product.group)))
-        own = clocks.matrix[warps, warps].copy()
         stream = clocks.stream(("products", leader),
                                f"the matrix product of threads {leader}–{leader + product.group - 1}", reads=True)
         tick, vc = clocks.agent_clock(warps, stream)
-        vc[warps] = own - 1
+        vc[warps] = _fenced(frame)[warps]
         product.clocks.append((warps, vc))
         reads = [(memory, where[row]) for memory, where in product.shared]
         if not reads:
@@ -846,6 +850,14 @@ def _issue(interp: Interpreter, op: Operation, frame: _Frame, product: _Product)
         agent = Agent(f"{stream.name}: operand reads", run)
         product.agents.append(agent)
         machine.scheduler.start(agent)
+
+
+def _fenced(frame: _Frame) -> np.ndarray:
+    """Per warp: its clock as of the last barrier it passed, up to which its own shared-memory
+    writes are visible to the products it starts (not merely up to its last release: starting
+    a product, arriving on a memory barrier or issuing a copy publishes nothing to the
+    asynchronous proxy)."""
+    return frame.state.setdefault("matmul.fenced", np.zeros(frame.machine.clocks.warps, np.int64))  # type: ignore[no-any-return]
 
 
 def _start(frame: _Frame, product: _Product) -> None:

@@ -87,6 +87,7 @@ class ShadowInterpreter(Interpreter):
     def barrier_passed(self, op: Operation, frame: _Frame, threads: np.ndarray) -> None:
         """A barrier every thread of a block met orders the writes before it (tag conflicts are
         between writes of one barrier interval)."""
+        super().barrier_passed(op, frame, threads)
         if threads.size == frame.block_threads or threads.size == frame.threads:
             for memory in self.memories.values():
                 if not memory.per_thread:
