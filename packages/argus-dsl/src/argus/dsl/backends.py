@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .errors import ArgusError
-from .plugins import discover
+from .plugins import PluginError, discover
 
 
 class TargetError(ArgusError):
@@ -70,6 +70,8 @@ class BackendSpec:
     """What ``argus compile --emit`` can print for this backend."""
     compiler: Callable[[Target], Compiler]
     runtime: Callable[[Target], Runtime]
+    language: Callable[[], Any] | None = None
+    """The backend's intrinsic ops (`argus.dsl.intrinsics.Language`), imported when first needed."""
 
 
 class _InterpreterCompiler:
@@ -147,6 +149,18 @@ def backend_for(target: Target) -> BackendSpec:
             return spec  # type: ignore[no-any-return]
     known = sorted({k for p in plugins.values() for k in _kinds(p)})
     raise TargetError(f"no installed backend serves {str(target)!r}; available target kinds: {', '.join(known)}")
+
+
+def backends() -> dict[str, BackendSpec]:
+    """Every installed backend's spec, by entry-point name (one that fails to load is left out:
+    naming its target says why)."""
+    found = {}
+    for name, plugin in discover("argus.backends", {"interp": INTERPRETER}).items():
+        try:
+            found[name] = plugin.load()
+        except (ArgusError, PluginError):
+            continue
+    return found
 
 
 def _kinds(plugin: Any) -> tuple[str, ...]:

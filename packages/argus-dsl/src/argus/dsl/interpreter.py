@@ -176,6 +176,9 @@ class Interpreter:
 
     def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation] | None = None,
                  schedule: Schedule | None = None) -> None:
+        from .intrinsics import install_languages
+
+        install_languages()  # the meaning of every backend's intrinsics
         self.kernel = kernel
         self.locations = locations or {}
         self.block_dims = _pad3(kernel.block_dims)

@@ -25,7 +25,13 @@ def _runtime(target: Target) -> Any:
     return AmdgpuRuntime(target)
 
 
+def _language() -> Any:
+    from .language import LANGUAGE
+
+    return LANGUAGE
+
+
 BACKEND = BackendSpec("amdgpu", ("amdgpu",), ("mlir", "lowered", "llvm", "asm", "resources", "hsaco"),
-                      _compiler, _runtime)
+                      _compiler, _runtime, _language)
 
 __all__ = ["BACKEND"]

@@ -42,8 +42,7 @@ from argus.dsl import dialect as D
 from argus.dsl import interpreter as I
 from argus.dsl.dtypes import i32
 from argus.dsl.errors import VerificationError
-from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, define, register_dialect
-from argus.dsl.machine.schedule import register_lockstep
+from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, Language, Meaning
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
 from argus.dsl.types import mlir_type
@@ -206,7 +205,6 @@ class ReadFirstLaneOp(IRDLOperation):
 Amdgpu = Dialect("amdgpu", [SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, AgprBudgetOp, ReadFirstLaneOp,
                             RowMoveOp, BufferLoadOp, BufferStoreOp, BufferLoadAtOp, BufferStoreAtOp, BufferLoadLdsOp,
                             BufferLoadLdsAtOp, BufferLoadAgprOp, BufferLoadAgprAtOp], [])
-register_dialect(Amdgpu)
 HINTS = (SchedBarrierOp, SchedGroupBarrierOp, SetPrioOp, WaitCountOp, AgprBudgetOp)
 WAVE = 64
 
@@ -389,8 +387,8 @@ def _row_sources(op: RowMoveOp, mask: np.ndarray) -> np.ndarray:
     return np.where(mask[np.minimum(source, threads - 1)], source, t)
 
 
-def _define_lane_move(op_type: type, sources: Any) -> None:
-    """The rules of an op giving each thread `value` as another lane holds it: `sources(op,
+def _lane_move(op_type: type, sources: Any, lockstep: int = 0) -> Meaning:
+    """The meaning of an op giving each thread `value` as another lane holds it: `sources(op,
     mask)` is the lane each thread reads. Values, static tags and shadow tags all move so."""
 
     def interpret(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
@@ -405,7 +403,7 @@ def _define_lane_move(op_type: type, sources: Any) -> None:
     def shadow(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
         s.tags[op.result] = s.value_tags(frame, op.value)[sources(op, mask)].copy()
 
-    define(op_type, interpret=interpret, analyze=analyze, shadow=shadow)
+    return Meaning(op_type, interpret=interpret, analyze=analyze, shadow=shadow, lockstep=lockstep)
 
 
 def _interpret_hint(interp: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
@@ -586,22 +584,24 @@ def _lower_buffer_store(op: BufferStoreOp, offset_of: Any) -> BufferStoreAtOp:
     return BufferStoreAtOp.create(operands=[op.value, op.tensor, offset_of(op.tensor, list(op.coords))])
 
 
-define(BufferLoadOp, interpret=_interpret_buffer_load, analyze=_analyze_buffer_load, lower=_lower_buffer_load,
-       shadow=_shadow_buffer_load)
-define(BufferStoreOp, interpret=_interpret_buffer_store, analyze=_analyze_buffer_store, lower=_lower_buffer_store)
-define(BufferLoadAtOp, interpret=_interpret_buffer_load)
-define(BufferStoreAtOp, interpret=_interpret_buffer_store)
-define(BufferLoadAgprOp, interpret=_interpret_buffer_load, analyze=_analyze_buffer_load, lower=_lower_buffer_load_agpr,
-       shadow=_shadow_buffer_load)
-define(BufferLoadAgprAtOp, interpret=_interpret_buffer_load, shadow=_shadow_buffer_load)
-define(BufferLoadLdsOp, interpret=_interpret_lds_load, analyze=_analyze_lds_load, lower=_lower_lds_load,
-       shadow=_shadow_lds_load)
-define(BufferLoadLdsAtOp, interpret=_interpret_lds_load, shadow=_shadow_lds_load)
-for _hint in HINTS:
-    define(_hint, interpret=_interpret_hint, analyze=_no_tags)
-_define_lane_move(ReadFirstLaneOp, _first_lanes)
-_define_lane_move(RowMoveOp, _row_sources)
+#: The AMD intrinsics' dialect and meanings, installed through the backend's spec.
+LANGUAGE = Language(Amdgpu, (
+    Meaning(BufferLoadOp, interpret=_interpret_buffer_load, analyze=_analyze_buffer_load, lower=_lower_buffer_load,
+            shadow=_shadow_buffer_load),
+    Meaning(BufferStoreOp, interpret=_interpret_buffer_store, analyze=_analyze_buffer_store,
+            lower=_lower_buffer_store),
+    Meaning(BufferLoadAtOp, interpret=_interpret_buffer_load),
+    Meaning(BufferStoreAtOp, interpret=_interpret_buffer_store),
+    Meaning(BufferLoadAgprOp, interpret=_interpret_buffer_load, analyze=_analyze_buffer_load,
+            lower=_lower_buffer_load_agpr, shadow=_shadow_buffer_load),
+    Meaning(BufferLoadAgprAtOp, interpret=_interpret_buffer_load, shadow=_shadow_buffer_load),
+    Meaning(BufferLoadLdsOp, interpret=_interpret_lds_load, analyze=_analyze_lds_load, lower=_lower_lds_load,
+            shadow=_shadow_lds_load),
+    Meaning(BufferLoadLdsAtOp, interpret=_interpret_lds_load, shadow=_shadow_lds_load),
+    *(Meaning(hint, interpret=_interpret_hint, analyze=_no_tags) for hint in HINTS),
+    _lane_move(ReadFirstLaneOp, _first_lanes, lockstep=64),  # it reads across the hardware wave of 64
+    _lane_move(RowMoveOp, _row_sources),
+))
 
 __all__ = ["ALL_ALU", "ALL_DS", "ALL_VMEM", "DS_READ", "DS_WRITE", "MFMA", "NOTHING", "SALU", "VALU", "VMEM_READ",
            "VMEM_WRITE", "agprs", "buffer_load", "buffer_load_agpr", "buffer_load_lds", "buffer_store", "readfirstlane", "row_rotate", "row_shift", "sched_barrier", "sched_group_barrier", "setprio", "waitcnt"]
-register_lockstep(ReadFirstLaneOp, 64)  # it reads across the hardware wave, whatever warp the kernel declares

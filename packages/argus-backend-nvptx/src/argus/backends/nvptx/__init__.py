@@ -24,6 +24,13 @@ def _runtime(target: Target) -> Any:
     return NvptxRuntime(target)
 
 
-BACKEND = BackendSpec("nvptx", ("nvptx",), ("mlir", "lowered", "llvm", "ptx", "sass", "resources"), _compiler, _runtime)
+def _language() -> Any:
+    from .language import LANGUAGE
+
+    return LANGUAGE
+
+
+BACKEND = BackendSpec("nvptx", ("nvptx",), ("mlir", "lowered", "llvm", "ptx", "sass", "resources"), _compiler, _runtime,
+                      _language)
 
 __all__ = ["BACKEND"]

@@ -51,10 +51,9 @@ from argus.dsl import dialect as D
 from argus.dsl import interpreter as I
 from argus.dsl.atoms import CopyAtom
 from argus.dsl.dtypes import u64
-from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, define, register_dialect
+from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, Language, Meaning
 from argus.dsl.machine import Agent
 from argus.dsl.machine.barriers import rendezvous
-from argus.dsl.machine.schedule import register_collective
 from argus.layout import Layout
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
@@ -208,7 +207,6 @@ class CpAsyncWaitOp(IRDLOperation):
 Nvptx = Dialect("nvptx", [MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, TmaLoadOp, ElectOneOp, NamedBarrierOp,
                           SetMaxRegistersOp, CpAsyncOp, CpAsyncAtOp, CpAsyncCommitOp, CpAsyncWaitOp, ClusterRankOp,
                           ClusterSyncOp, MbarrierArriveClusterOp], [])
-register_dialect(Nvptx)
 
 BARRIER_OPS = (MbarrierInitOp, MbarrierArriveOp, MbarrierWaitOp, MbarrierArriveClusterOp)
 
@@ -1069,21 +1067,23 @@ def _analyze_named_barrier(a: Any, op: NamedBarrierOp, mask: np.ndarray) -> None
                 memory.epoch_writer[np.isin(memory.epoch_writer, threads)] = -1
 
 
-define(ElectOneOp, interpret=_elect, analyze=_analyze_elect)
-define(SetMaxRegistersOp, interpret=_setmaxnreg, analyze=_no_tags)
-register_collective(SetMaxRegistersOp, lambda interp, op: 128)  # a warpgroup's registers move together
-define(NamedBarrierOp, wait=_NamedBarrier(), analyze=_analyze_named_barrier)
-define(MbarrierInitOp, interpret=_init, analyze=_no_tags, sync=True)
-define(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, sync=True)
-define(MbarrierWaitOp, wait=_PhaseWait(), analyze=_no_tags)
-define(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, sync=True)
-define(MbarrierArriveClusterOp, interpret=_arrive_cluster, analyze=_no_tags, sync=True)
-define(ClusterRankOp, interpret=_cluster_rank, analyze=_analyze_cluster_rank)
-define(ClusterSyncOp, wait=_ClusterSync(), analyze=_analyze_cluster_sync)
-define(CpAsyncOp, interpret=_cp_async, analyze=_analyze_cp_async, lower=_lower_cp_async, sync=True)
-define(CpAsyncAtOp, interpret=_cp_async_at, sync=True)
-define(CpAsyncCommitOp, interpret=_cp_commit, analyze=_no_tags)
-define(CpAsyncWaitOp, interpret=_cp_wait, analyze=_no_tags, sync=True)
+#: The NVIDIA intrinsics' dialect and meanings, installed through the backend's spec.
+LANGUAGE = Language(Nvptx, (
+    Meaning(ElectOneOp, interpret=_elect, analyze=_analyze_elect),
+    Meaning(SetMaxRegistersOp, interpret=_setmaxnreg, analyze=_no_tags, collective=128),  # a warpgroup's registers
+    Meaning(NamedBarrierOp, wait=_NamedBarrier(), analyze=_analyze_named_barrier),
+    Meaning(MbarrierInitOp, interpret=_init, analyze=_no_tags, sync=True),
+    Meaning(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, sync=True),
+    Meaning(MbarrierWaitOp, wait=_PhaseWait(), analyze=_no_tags),
+    Meaning(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, sync=True),
+    Meaning(MbarrierArriveClusterOp, interpret=_arrive_cluster, analyze=_no_tags, sync=True),
+    Meaning(ClusterRankOp, interpret=_cluster_rank, analyze=_analyze_cluster_rank),
+    Meaning(ClusterSyncOp, wait=_ClusterSync(), analyze=_analyze_cluster_sync),
+    Meaning(CpAsyncOp, interpret=_cp_async, analyze=_analyze_cp_async, lower=_lower_cp_async, sync=True),
+    Meaning(CpAsyncAtOp, interpret=_cp_async_at, sync=True),
+    Meaning(CpAsyncCommitOp, interpret=_cp_commit, analyze=_no_tags),
+    Meaning(CpAsyncWaitOp, interpret=_cp_wait, analyze=_no_tags, sync=True),
+))
 
 __all__ = ["LDMATRIX_X4", "LDMATRIX_X4_TRANS", "STMATRIX_X4", "STMATRIX_X4_TRANS", "barrier_sync", "cluster_rank",
            "cluster_sync", "cp_async", "cp_async_commit", "cp_async_wait", "elect_one", "mbarrier_arrive",
