@@ -154,6 +154,9 @@ class _Choices:
 
     def __init__(self, data: Any) -> None:
         self.data = data
+        self.mistakes = True
+        """Whether this kernel may be drawn with deliberate mistakes (else every `mistake` is
+        False and every `pick_mistake` its first, right, option)."""
 
     def pick(self, options: Sequence[Any]) -> Any:
         if isinstance(self.data, random.Random):
@@ -169,6 +172,14 @@ class _Choices:
         from hypothesis import strategies as st
 
         return self.data.draw(st.integers(0, 99)) < round(100 * p)
+
+    def mistake(self, p: float) -> bool:
+        """A deliberate mistake, with probability about `p` where mistakes are drawn."""
+        return self.mistakes and self.chance(p)
+
+    def pick_mistake(self, options: Sequence[Any]) -> Any:
+        """One of `options`, whose first is the right one, the others mistakes."""
+        return self.pick(options) if self.mistakes else options[0]
 
     def number(self, low: int, high: int) -> int:
         if isinstance(self.data, random.Random):
@@ -190,6 +201,7 @@ def draw_kernel(data: Any, family: str | None = None) -> KernelCase:
     if family is not None and family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
     c = _Choices(data)
+    c.mistakes = c.chance(0.6)  # two kernels in five are drawn right: proofs to hold to the runs
     if family == "mma" or (family is None and c.chance(0.2)):
         return _mma_kernel(c)
     return _tile_kernel(c)
@@ -247,16 +259,16 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     source_mode = c.pick(("fixed", "assume", "clamp"))
     loop = c.pick(("none", "none", "static", "runtime"))
     iters = 2 if loop == "static" else 1
-    end_barrier = loop == "none" or not c.chance(0.3)
+    end_barrier = loop == "none" or not c.mistake(0.3)
     if not end_barrier:
         mutations.append("no-end-barrier")
     tags = c.pick(("rc", "rc", "c", "r", "rdiv", "rmod", "linear", "sum"))
     write_map = c.pick(("rowmajor", "colmajor"))
     read_map = c.pick(("same", "rowmajor", "colmajor", "reverse", "xor"))
     stride = c.pick(("blocked", "grid")) if loop == "runtime" else "blocked"
-    write_mutation = c.pick(("none",) * 6 + ("shift", "partial", "reset") +
+    write_mutation = c.pick_mistake(("none",) * 6 + ("shift", "partial", "reset") +
                             (("first-only",) if loop == "runtime" else ()))
-    read_mutation = c.pick(("none",) * 8 + ("edge", "select-data") +
+    read_mutation = c.pick_mistake(("none",) * 8 + ("edge", "select-data") +
                            (("unswizzled",) * 2 if layout == "swizzle" else ()))
     branch = c.pick(("none", "none", "select-thread", "select-block", "guard") +
                     (("guard-size",) if source_mode != "fixed" else ()))
@@ -264,34 +276,34 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     # (nothing, where the loop runs no iteration, unless the kernel assumes it runs)
     # each source row read twice: the kernel loads row x // 2, and the claim says so in the same,
     # an equal or (rounding up) a different form
-    halve = c.pick((None, None, None, "same", "shifted", "rounded-up"))
+    halve = c.pick((None, None, None, "same", "shifted") + (("rounded-up",) if c.mistakes else ()))
     mutations += ["claim-half-rounding"] if halve == "rounded-up" else []
     # a second grid dimension picks the column tile: columns become symbolic too
     col_tiles = c.pick((1, 1, 2, 3))
-    col_claim_mutation = col_tiles > 1 and c.chance(0.15)
+    col_claim_mutation = col_tiles > 1 and c.mistake(0.15)
     mutations += ["claim-column-block"] if col_claim_mutation else []
     # the read through `partition` with a thread/value layout instead of computed coordinates
     partitioned = c.chance(0.25)
     after = loop == "runtime" and c.chance(0.3)
-    after_claim = c.pick(("last", "last", "first")) if after else "last"
+    after_claim = c.pick_mistake(("last", "last", "first")) if after else "last"
     runs = after and c.chance(0.5)
     if after:
         branch = "select-block" if branch == "select-block" else "none"
         mutations += ["claim-after-first"] if after_claim == "first" else []
     shuffle = c.pick(("none", "none", "xor", "rotate")) if branch != "guard" else "none"
-    claim_mutation = c.pick(("none",) * 6 + ("offby1", "swap", "no-row", "no-shuffle", "no-roundtrip"))
+    claim_mutation = c.pick_mistake(("none",) * 6 + ("offby1", "swap", "no-row", "no-shuffle", "no-roundtrip"))
     # a round trip through a second tile: each thread stores what it read, and reads back what
     # the thread at a permuted linear index stored
     roundtrip = c.pick(("reverse", "xor")) if branch == "none" and shuffle == "none" and c.chance(0.3) else None
     second_map = c.pick(("rowmajor", "colmajor")) if roundtrip else None
-    missing_second_sync = roundtrip is not None and c.chance(0.15)
+    missing_second_sync = roundtrip is not None and c.mistake(0.15)
     if (claim_mutation == "no-shuffle" and shuffle == "none") or (claim_mutation == "no-roundtrip" and not roundtrip):
         claim_mutation = "none"
     mutations += ["no-second-sync"] if missing_second_sync else []
-    missing_sync = c.chance(0.12)
-    unequal = c.chance(0.2)
+    missing_sync = c.mistake(0.12)
+    unequal = c.chance(0.2) and (tags != "r" or c.mistakes)
     mutations += ["claim-unequal-row-only"] if unequal and tags == "r" else []  # a neighbour has the same tag
-    no_assert = c.chance(0.05)
+    no_assert = c.mistake(0.05)
     mutations += [f"write-{write_mutation}"] if write_mutation != "none" else []
     mutations += [f"read-{read_mutation}"] if read_mutation != "none" else []
     mutations += [f"claim-{claim_mutation}"] if claim_mutation != "none" else []
@@ -364,7 +376,7 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     # the claim's first row: the kernel's `row0`, or the same (or a subtly different) quantity
     # written another way, which the checker has to see through (products of symbols, floor
     # divisions of sums)
-    row_form = c.pick(("var", "var", "inline", "inline-wrong"))
+    row_form = c.pick(("var", "var", "inline") + (("inline-wrong",) if c.mistakes else ()))
     if loop == "runtime" and stride == "grid":
         forms = (f"it * grid_dim.x * {rows} + block_idx.x * {rows}", f"it * grid_dim.x * {rows} + block_idx.x")
     elif loop == "runtime":
@@ -457,7 +469,7 @@ def _tile_kernel(c: _Choices) -> KernelCase:
         # or (e % rows, e // rows) (colmajor); a tile's index is colexicographic: row + col * rows
         tv = {"rowmajor": f"Layout((({cols}, {threads // cols}), {per}), (({rows}, 1), {threads // cols}))",
               "colmajor": f"Layout(({threads}, {per}), (1, {threads}))"}
-        wrong = c.chance(0.2)
+        wrong = c.mistake(0.2)
         mutations.append("read-partition-other") if wrong else None
         chosen = {"rowmajor": "colmajor", "colmajor": "rowmajor"}[read_map] if wrong else read_map
         partition_line = f"mine = partition({tile}, {tv[chosen]}, tid)"  # before any loop (a tile is not a variable)
@@ -560,12 +572,12 @@ def _mma_kernel(c: _Choices) -> KernelCase:
     their tags (an implicit claim), and an optional assertion states the fragment pairing."""
     mutations: list[str] = []
     runtime = c.chance(0.5)
-    a_mutation = c.pick(("none",) * 5 + ("swap",))
-    b_mutation = c.pick(("none",) * 5 + ("shift",))
-    tag_mutation = c.pick(("none",) * 6 + ("shift",))
-    missing_sync = c.chance(0.15)
-    end_barrier = not runtime or not c.chance(0.3)
-    zero = not c.chance(0.1)
+    a_mutation = c.pick_mistake(("none",) * 5 + ("swap",))
+    b_mutation = c.pick_mistake(("none",) * 5 + ("shift",))
+    tag_mutation = c.pick_mistake(("none",) * 6 + ("shift",))
+    missing_sync = c.mistake(0.15)
+    end_barrier = not runtime or not c.mistake(0.3)
+    zero = not c.mistake(0.1)
     swizzled = c.chance(0.4)
     layouts = [f"ComposedLayout(Swizzle({c.number(1, 2)}, {c.number(0, 2)}, 3), 0, Layout(({rows}, 16), (16, 1)))"
                if swizzled else f"({rows}, 16)" for rows in (16, 8)]
@@ -725,7 +737,7 @@ class Report:
 
 
 def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *,
-               verify: Callable[[Any], Result] | None = None) -> Report:
+               verify: Callable[[Any], Result] | None = None, solver_timeout_ms: int | None = None) -> Report:
     """Compile the case, check it statically, run each launch with every runner, and hold the
     answers to each other:
 
@@ -736,7 +748,9 @@ def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *
       shows a fault or a tag finding;
     - every runner's fault-free run of a launch leaves the same outputs.
 
-    `verify` replaces the checker (for tests of the oracles themselves)."""
+    `verify` replaces the checker (for tests of the oracles themselves); `solver_timeout_ms`
+    bounds each of the checker's solver queries (a query that runs out makes an answer unknown,
+    never wrong: a short fuzz trades a few verdicts for time)."""
     started = time.perf_counter()
     report = Report(case)
     try:
@@ -753,7 +767,8 @@ def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *
         else:
             from .verification import verify_kernel
 
-            result = verify_kernel(compiled, case.name)
+            result = verify_kernel(compiled, case.name, **({} if solver_timeout_ms is None
+                                                           else {"timeout_ms": solver_timeout_ms}))
     except VerificationError:  # a kernel the checker cannot take as written (an assertion on untagged
         report.verdict = "refused"  # data): no verdict, so nothing to hold it to
         return report
