@@ -147,6 +147,8 @@ class History:
     """Per byte: the one thread that read it since the last write, -2 several, -1 none."""
     read_sync: np.ndarray = field(init=False)
     read_op: np.ndarray = field(init=False)
+    read_any: np.ndarray = field(init=False)
+    """Per byte: whether any unit read it since the last write."""
 
     def __post_init__(self) -> None:
         n = self.nbytes
@@ -159,6 +161,7 @@ class History:
         self.read_thread = np.full(n, -1, np.int64)
         self.read_sync = np.zeros(n, np.int64)
         self.read_op = np.full(n, -1, np.int64)
+        self.read_any = np.zeros(n, bool)
 
     def widen_readers(self, readers: int) -> None:
         if readers > self.readers:
@@ -197,24 +200,26 @@ class Tracker:
         flat, owners = _flatten(idx, threads)
         if flat.size == 0:
             return
-        warps = self.clocks.warp_of(owners)
-        self._after_write(h, flat, owners, warps, self.clocks.matrix[warps], op, "reads")
-        h.widen_readers(len(self.clocks.reader_units))
-        h.read_clock[flat, warps] = self.clocks.matrix[warps, warps]
-        # one reader thread per byte since its warp last synchronized, or several
-        syncs = self.clocks.syncs[warps]
+        clocks = self.clocks
+        warps = owners // clocks.warp_size
+        self._after_write(h, flat, owners, warps, _WarpClocks(clocks.matrix, warps), op, "reads", thread=True)
+        h.widen_readers(len(clocks.reader_units))
+        h.read_clock[flat, warps] = clocks.matrix[warps, warps]
+        # one reader thread per byte since its warp last synchronized, or several (-2): several
+        # before, or another thread of the warp now (scattering the owners, a byte two of them
+        # read keeps only one, so the others see it differ)
+        syncs = clocks.syncs[warps]
         old = h.read_thread[flat]
-        same_epoch = (old >= 0) & (self.clocks.warp_of(np.maximum(old, 0)) == warps) & (h.read_sync[flat] == syncs)
-        several = (old == -2) | (same_epoch & (old != owners))
-        order = np.argsort(flat, kind="stable")
-        sf, so = flat[order], owners[order]
-        dup = np.zeros(flat.size, bool)
-        mixed = (sf[1:] == sf[:-1]) & (so[1:] != so[:-1])
-        dup[order[1:]] |= mixed
-        dup[order[:-1]] |= mixed
-        h.read_thread[flat] = np.where(several | dup, -2, owners)
+        h.read_thread[flat] = owners
+        several = h.read_thread[flat] != owners
+        if (old != -1).any():
+            several |= (old == -2) | ((old >= 0) & (old != owners) & (old // clocks.warp_size == warps)
+                                      & (h.read_sync[flat] == syncs))
+        if several.any():
+            h.read_thread[flat[several]] = -2
         h.read_sync[flat] = syncs
         h.read_op[flat] = op
+        h.read_any[flat] = True
 
     def thread_write(self, h: History, idx: np.ndarray, threads: np.ndarray, op: int) -> None:
         flat, owners = _flatten(idx, threads)
@@ -227,11 +232,12 @@ class Tracker:
             k = clash[0]
             raise Race(int(sf[k]), Access(f"thread {int(so[k])}", op, int(so[k])),
                        Access(f"thread {int(so[k + 1])}", op, int(so[k + 1])), ("writes", "writes"))
-        warps = self.clocks.warp_of(owners)
-        vcs = self.clocks.matrix[warps]
-        self._after_write(h, flat, owners, warps, vcs, op, "writes")
-        self._after_reads(h, flat, owners, warps, vcs, op)
-        self._record_write(h, flat, warps, self.clocks.matrix[warps, warps], owners, self.clocks.syncs[warps], op)
+        clocks = self.clocks
+        warps = owners // clocks.warp_size
+        vcs = _WarpClocks(clocks.matrix, warps)
+        self._after_write(h, flat, owners, warps, vcs, op, "writes", thread=True)
+        self._after_reads(h, flat, owners, warps, vcs, op, thread=True)
+        self._record_write(h, flat, warps, clocks.matrix[warps, warps], owners, clocks.syncs[warps], op)
 
     # ---- agents --------------------------------------------------------------------------
     def agent_read(self, h: History, flat: np.ndarray, unit: int, tick: int, vc: np.ndarray, issuer: int,
@@ -242,11 +248,11 @@ class Tracker:
         vc = self.clocks.widen(vc)
         units = np.full(flat.size, unit)
         owners = np.full(flat.size, issuer)
-        self._after_write(h, flat, owners, units, np.broadcast_to(vc, (flat.size, vc.size)), op, "reads",
-                          agent=name)
+        self._after_write(h, flat, owners, units, _OneClock(vc), op, "reads", agent=name)
         h.widen_readers(len(self.clocks.reader_units))
         h.read_clock[flat, self.clocks.column[unit]] = tick
         h.read_op[flat] = op
+        h.read_any[flat] = True
 
     def agent_write(self, h: History, flat: np.ndarray, unit: int | np.ndarray, tick: int | np.ndarray,
                     vc: np.ndarray, issuer: int | np.ndarray, name: str, op: int, per_thread: bool = False) -> None:
@@ -257,8 +263,8 @@ class Tracker:
             return
         units = np.broadcast_to(np.asarray(unit, np.int64), flat.shape)
         owners = np.broadcast_to(np.asarray(issuer, np.int64), flat.shape)
-        vcs = np.broadcast_to(self.clocks.widen(vc) if vc.ndim == 1 else _widen_rows(vc, self.clocks.units),
-                              (flat.size, self.clocks.units))
+        vcs: _Clock = _OneClock(self.clocks.widen(vc)) if vc.ndim == 1 else \
+            _RowClocks(np.broadcast_to(_widen_rows(vc, self.clocks.units), (flat.size, self.clocks.units)))
         self._after_write(h, flat, owners, units, vcs, op, "writes", agent=name)
         self._after_reads(h, flat, owners, units, vcs, op, agent=name)
         self._record_write(h, flat, units, np.broadcast_to(np.asarray(tick, np.int64), flat.shape), owners,
@@ -274,23 +280,32 @@ class Tracker:
         h.write_sync[flat[mine]] = self.clocks.syncs[warp]
 
     # ---- checks --------------------------------------------------------------------------
-    def _after_write(self, h: History, flat: np.ndarray, owners: np.ndarray, units: np.ndarray, vcs: np.ndarray,
-                     op: int, verb: str, agent: str | None = None) -> None:
+    def _after_write(self, h: History, flat: np.ndarray, owners: np.ndarray, units: np.ndarray, vcs: _Clock,
+                     op: int, verb: str, agent: str | None = None, thread: bool = False) -> None:
         """The access must be ordered after the byte's last write (another lane of the same
-        warp: only after the warp synchronized since)."""
+        warp: only after the warp synchronized since). `thread`: the access is by threads
+        (`units` are their warps), else by an agent (`units` are streams). Only bytes with a
+        recorded write are looked at."""
         wu = h.write_unit[flat]
-        written = wu >= 0
-        if not written.any():
+        rows = np.flatnonzero(wu >= 0)
+        if rows.size == 0:
             return
-        seen = vcs[np.arange(flat.size), np.maximum(wu, 0)] >= h.write_clock[flat]
-        same_warp = written & (wu == units) & (units < self.clocks.warps)
-        lane_race = same_warp & (h.write_thread[flat] != owners) & (h.write_sync[flat] == self.clocks.syncs[np.minimum(units, self.clocks.warps - 1)])
-        # a copy of one thread, retired by that thread's wait: its warp's other lanes need a sync
-        ws, wt = h.write_sync[flat], h.write_thread[flat]
-        reader_syncs = self.clocks.syncs[np.minimum(units, self.clocks.warps - 1)]
-        lane_copy = written & (wu >= self.clocks.warps) & (ws != -1) & (units < self.clocks.warps) & (
-            wt // self.clocks.warp_size == units) & (wt != owners) & ((ws == PENDING) | (ws == reader_syncs))
-        bad = written & ((~seen & ~same_warp) | lane_race | lane_copy)
+        if rows.size != flat.size:
+            flat, owners, units, wu = flat[rows], owners[rows], units[rows], wu[rows]
+        seen = vcs.at(rows, wu) >= h.write_clock[flat]
+        if thread:
+            warps = self.clocks.warps
+            ws, wt = h.write_sync[flat], h.write_thread[flat]
+            reader_syncs = self.clocks.syncs[units]
+            same_warp = wu == units
+            other = wt != owners
+            lane_race = same_warp & other & (ws == reader_syncs)
+            # a copy of one thread, retired by that thread's wait: its warp's other lanes need a sync
+            lane_copy = (wu >= warps) & (ws != -1) & other & (wt // self.clocks.warp_size == units) & (
+                (ws == PENDING) | (ws == reader_syncs))
+            bad = (~seen & ~same_warp) | lane_race | lane_copy
+        else:
+            bad = ~seen
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             byte = int(flat[k])
@@ -299,30 +314,37 @@ class Tracker:
             later = Access(agent or f"thread {int(owners[k])}", op, int(owners[k]))
             raise Race(byte, earlier, later, ("wrote", verb))
 
-    def _after_reads(self, h: History, flat: np.ndarray, owners: np.ndarray, units: np.ndarray, vcs: np.ndarray,
-                     op: int, agent: str | None = None) -> None:
-        """A write must be ordered after every read recorded since the last write."""
+    def _after_reads(self, h: History, flat: np.ndarray, owners: np.ndarray, units: np.ndarray, vcs: _Clock,
+                     op: int, agent: str | None = None, thread: bool = False) -> None:
+        """A write must be ordered after every read recorded since the last write. Only bytes
+        read since their last write are looked at."""
+        rows = np.flatnonzero(h.read_any[flat])
+        if rows.size == 0:
+            return
+        if rows.size != flat.size:
+            flat, owners, units = flat[rows], owners[rows], units[rows]
         readers = h.read_clock.shape[1]
         reads = h.read_clock[flat]
-        seen = vcs[:, self.clocks.reader_units[:readers]] >= reads
-        # a warp's own earlier reads are in program order with its writes, except another lane's
-        own = np.zeros_like(seen)
-        is_warp = units < self.clocks.warps
-        own[np.flatnonzero(is_warp), units[is_warp]] = True
-        bad_unit = (~seen & ~own).any(axis=1)
+        unseen = reads > vcs.columns(rows, self.clocks.reader_units[:readers])
         rt = h.read_thread[flat]
-        warp_of_reader = np.where(rt >= 0, rt // self.clocks.warp_size, -1)
-        lane_race = is_warp & (h.read_sync[flat] == self.clocks.syncs[np.minimum(units, self.clocks.warps - 1)]) & (
-            ((rt >= 0) & (warp_of_reader == units) & (rt != owners))
-            | ((rt == -2) & (reads[np.arange(flat.size), np.minimum(units, readers - 1)] > 0)))
-        bad = bad_unit | lane_race
+        if thread:
+            # a warp's own earlier reads are in program order with its writes, except another lane's
+            along = np.arange(flat.size)
+            unseen[along, units] = False
+            lane_race = (h.read_sync[flat] == self.clocks.syncs[units]) & (
+                ((rt >= 0) & (rt // self.clocks.warp_size == units) & (rt != owners))
+                | ((rt == -2) & (reads[along, units] > 0)))
+            bad_unit = unseen.any(axis=1)
+            bad = bad_unit | lane_race
+        else:
+            bad = bad_unit = unseen.any(axis=1)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             byte = int(flat[k])
             if bad_unit[k]:
-                unit = self.clocks.reader_units[int(np.flatnonzero(~seen[k] & ~own[k])[0])]
-                thread = int(rt[k]) if rt[k] >= 0 and rt[k] // self.clocks.warp_size == unit else -1
-                earlier = Access(self._who(unit, thread), int(h.read_op[byte]), thread)
+                unit = self.clocks.reader_units[int(np.flatnonzero(unseen[k])[0])]
+                thread_id = int(rt[k]) if rt[k] >= 0 and rt[k] // self.clocks.warp_size == unit else -1
+                earlier = Access(self._who(unit, thread_id), int(h.read_op[byte]), thread_id)
             else:
                 earlier = Access("another thread of its warp" if rt[k] == -2 else f"thread {int(rt[k])}",
                                  int(h.read_op[byte]), int(rt[k]))
@@ -338,6 +360,7 @@ class Tracker:
         h.write_op[flat] = op
         h.read_clock[flat] = NEVER
         h.read_thread[flat] = -1
+        h.read_any[flat] = False
 
     def _who(self, unit: int, thread: int) -> str:
         if unit < self.clocks.warps:
@@ -345,11 +368,59 @@ class Tracker:
         return self.clocks.names[unit]
 
 
+class _WarpClocks:
+    """The clocks of the accessing threads' warps, one row per accessed byte, read without
+    building the (bytes × units) array."""
+
+    def __init__(self, matrix: np.ndarray, warps: np.ndarray) -> None:
+        self.matrix, self.warps = matrix, warps
+
+    def at(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """Row `rows[i]`'s clock of unit `cols[i]` (`rows` index the accessed bytes)."""
+        return self.matrix[self.warps[rows], cols]  # type: ignore[no-any-return]
+
+    def columns(self, rows: np.ndarray, cols: list[int]) -> np.ndarray:
+        """Rows `rows`' clocks of units `cols`, as a (rows × cols) array."""
+        return self.matrix[:, cols][self.warps[rows]]  # type: ignore[no-any-return]
+
+
+class _OneClock:
+    """One clock for every accessed byte (an agent)."""
+
+    def __init__(self, vc: np.ndarray) -> None:
+        self.vc = vc
+
+    def at(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        return self.vc[cols]  # type: ignore[no-any-return]
+
+    def columns(self, rows: np.ndarray, cols: list[int]) -> np.ndarray:
+        return self.vc[cols][None, :]  # type: ignore[no-any-return]
+
+
+class _RowClocks:
+    """A clock per accessed byte (copies of several threads landing together)."""
+
+    def __init__(self, vcs: np.ndarray) -> None:
+        self.vcs = vcs
+
+    def at(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        return self.vcs[rows, cols]  # type: ignore[no-any-return]
+
+    def columns(self, rows: np.ndarray, cols: list[int]) -> np.ndarray:
+        return self.vcs[rows][:, cols]  # type: ignore[no-any-return]
+
+
+_Clock = _WarpClocks | _OneClock | _RowClocks
+
+
 def _widen_rows(vcs: np.ndarray, units: int) -> np.ndarray:
     return vcs if vcs.shape[1] == units else np.pad(vcs, ((0, 0), (0, units - vcs.shape[1])))
 
 
 def _flatten(idx: np.ndarray, threads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    flat = idx.reshape(-1).astype(np.int64, copy=False)
+    if idx.ndim > 1 and threads.size == idx.shape[0]:  # a row per thread
+        return flat, np.repeat(threads.astype(np.int64, copy=False), flat.size // max(1, threads.size))
     owners = np.broadcast_to(threads.reshape(-1, *([1] * (idx.ndim - 1))), idx.shape) if idx.ndim > 1 else \
         np.broadcast_to(threads, idx.shape)
-    return idx.reshape(-1).astype(np.int64), np.asarray(owners).reshape(-1).astype(np.int64)
+    return flat, np.asarray(owners).reshape(-1).astype(np.int64)
