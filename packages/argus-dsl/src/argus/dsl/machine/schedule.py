@@ -157,6 +157,16 @@ def lockstep(kernel: Operation, warp: int) -> int:
     return max([warp, *wide])
 
 
+def _lockstep_of(interp: Interpreter) -> int:
+    """`lockstep` of the interpreter's kernel, found once per interpreter (a block's scheduler
+    would otherwise walk the whole kernel again for every block of the grid)."""
+    found: tuple[int, int] | None = getattr(interp, "_lockstep_lanes", None)
+    if found is None or found[0] != interp.warp_size:
+        found = (interp.warp_size, lockstep(interp.kernel, interp.warp_size))
+        interp._lockstep_lanes = found  # type: ignore[attr-defined]
+    return found[1]
+
+
 def register_sync_point(op_type: type) -> None:
     """End a group's turn after `op_type` (it orders memory or starts an asynchronous agent)."""
     _SYNC_POINTS.add(op_type)
@@ -257,7 +267,7 @@ class Scheduler:
         self.interp = interp
         self.schedule = schedule
         self.random = random.Random(schedule.seed)
-        self.warp = lockstep(interp.kernel, interp.warp_size)
+        self.warp = _lockstep_of(interp)
         self.groups: list[Group] = []
         self.agents: list[Agent] = []
         self.families: dict[int, set[int]] = {}
@@ -265,6 +275,15 @@ class Scheduler:
         self.frame = frame
         self.turn = 0
         self.current: Group | None = None
+        self._block_ops: dict[Block, list[Operation]] = {}
+
+    def _ops(self, block: Block) -> list[Operation]:
+        """The ops of `block`, listed once (a loop body is entered every iteration; cursors only
+        read the list)."""
+        found = self._block_ops.get(block)
+        if found is None:
+            found = self._block_ops[block] = list(block.ops)
+        return found
 
     def loops(self) -> list[scf.ForOp]:
         """The runtime loops around the group running now, outermost first."""
@@ -518,7 +537,7 @@ class Scheduler:
             else:
                 if top.pending:
                     block, sub = top.pending.pop(0)
-                    g.stack.append(_Run(list(block.ops), 0, sub))
+                    g.stack.append(_Run(self._ops(block), 0, sub))
                 else:
                     g.stack.pop()
                     if self._region_done(g):
@@ -569,7 +588,9 @@ class Scheduler:
         if loop.iterations > MAX_ITERATIONS:
             raise self.interp.fault("runaway-loop", f"a loop ran more than {MAX_ITERATIONS} iterations in one block",
                                     loop.op, g.frame)
-        done = self._per_thread(~self._by_warp(active).any(axis=1), active.size) & loop.mask
+        leaving = loop.mask & ~active
+        done = self._per_thread(~self._by_warp(active).any(axis=1), active.size) & loop.mask if leaving.any() \
+            else leaving  # every thread of the loop goes on: no warp leaves
         if done.any():  # these warps have left the loop: they go on without the others
             family = self._family() if not g.joins or g.joins[-1][1] != len(g.stack) - 1 else g.joins[-1][0]
             depth = len(g.stack) - 1
@@ -579,7 +600,7 @@ class Scheduler:
             loop.mask = loop.mask & ~done
         body = loop.op.body.block
         g.frame.values[body.args[0]] = loop.i.astype(np.int32)
-        g.stack.append(_Run(list(body.ops), 0, active & ~done))
+        g.stack.append(_Run(self._ops(body), 0, active & ~done))
         return False
 
     def _region_done(self, g: Group) -> bool:
