@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from argus.dsl import Kernel
-from argus.dsl.dialect import parse_module
+from argus.dsl.ir.dialect import parse_module
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -49,10 +49,10 @@ def test_printed_mlir_parses_back_to_an_equal_module(module, name):
 
 @pytest.mark.parametrize("module, name", list(example_kernels()))
 def test_lowering_layouts_to_index_arithmetic_keeps_the_results(module, name):
-    from argus.dsl.dialect import LoadOp, StoreOp
+    from argus.dsl.ir.dialect import LoadOp, StoreOp
     from argus.dsl.interpreter import Interpreter
-    from argus.dsl.lowering import lower_layouts
-    from argus.dsl.passes import canonicalize
+    from argus.dsl.ir.lowering import lower_layouts
+    from argus.dsl.ir.passes import canonicalize
 
     problem = getattr(module, f"example_{name}")(np.random.default_rng(2))
     lowered = canonicalize(lower_layouts(getattr(module, name).compile(**problem.constants).module.clone()))
@@ -70,4 +70,6 @@ def test_tag_assertions_hold_on_the_example_launch(module, name):
 
     problem = getattr(module, f"example_{name}")(np.random.default_rng(3))
     result = check_launch(getattr(module, name), problem.grid, *problem.args, **problem.constants)
-    assert result.verdict is Verdict.PROVED, result.text()
+    # an example that states no claim (vector_add, softmax) has nothing to prove, and runs clean
+    claimless = "states no tag assertion" in result.text()
+    assert result.verdict is (Verdict.NOTHING_TO_PROVE if claimless else Verdict.PROVED), result.text()
