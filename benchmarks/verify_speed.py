@@ -39,6 +39,7 @@ import argparse
 import atexit
 import dataclasses
 import gc
+import importlib
 import json
 import os
 import re
@@ -155,8 +156,9 @@ def counted_part(example: str, kernel: str, n: int, counted: str) -> None:
     """What `n` first checks of a compiled kernel prepare, part by part as `preparation_parts`
     times it (the collector paused, as a check pauses it), part `counted` called through
     `sys.call_tracing` (see `counted_checks`)."""
-    from argus.dsl.analysis import Preparation
     from argus.dsl.verification import verify_kernel
+
+    Preparation = checker_module("analysis").Preparation
 
     ir = compiled(example, kernel)
     verify_kernel(ir, kernel)
@@ -174,7 +176,7 @@ def counted_part(example: str, kernel: str, n: int, counted: str) -> None:
 def instructions_per_part(example: str, kernel: str, n: int) -> dict[str, float]:
     """Millions of instructions each part of a kernel's preparation executes (`counted_part`,
     one counting interpreter per part)."""
-    from argus.dsl.analysis import Preparation
+    Preparation = checker_module("analysis").Preparation
 
     # the parts the imported checker prepares (a checker from before `known` has none of those)
     names = [name for name, _ in preparation_steps(Preparation(compiled(example, kernel).op, {}))]
@@ -201,6 +203,22 @@ def _counted(call: str, what: str) -> int:
     return int(counted.group(1))
 
 
+def checker_module(name: str) -> Any:
+    """A module of the static checker, `argus.dsl.check.<name>`, or `argus.dsl.<name>` in a tree
+    from before the checker had its own folder (so that `--against` reaches older revisions)."""
+    return _module(f"check.{name}", name)
+
+
+def _module(name: str, before: str) -> Any:
+    """`argus.dsl.<name>`, or `argus.dsl.<before>` in a tree from before argus.dsl's folders."""
+    try:
+        return importlib.import_module(f"argus.dsl.{name}")
+    except ModuleNotFoundError as err:
+        if err.name is None or not f"argus.dsl.{name}".startswith(err.name):
+            raise
+        return importlib.import_module(f"argus.dsl.{before}")
+
+
 def preparation_steps(prep: Any) -> Iterator[tuple[str, Callable[[], Any]]]:
     """What a kernel's first check prepares, part by part, in the order it prepares them: the op
     table, tag liveness, the values known before the walk, the batching plan (every block's
@@ -223,7 +241,7 @@ def preparation_steps(prep: Any) -> Iterator[tuple[str, Callable[[], Any]]]:
 
 def preparation_parts(ir: Any, repeat: int) -> dict[str, float]:
     """CPU time of each part of what a kernel's first check prepares, median of `repeat`."""
-    from argus.dsl.analysis import Preparation
+    Preparation = checker_module("analysis").Preparation
 
     times: dict[str, list[float]] = {}
     for _ in range(repeat):
@@ -234,16 +252,15 @@ def preparation_parts(ir: Any, repeat: int) -> dict[str, float]:
 
 def _unrolled(op: Any) -> bool:
     """Whether a loop is a static loop kept rolled (a checker from before them has none)."""
-    from argus.dsl import dialect
-
+    dialect = _module("ir.dialect", "dialect")
     return bool(getattr(dialect, "is_unrolled", lambda _: False)(op))
 
 
 def step_times(ir: Any, repeat: int, shown: int) -> list[tuple[str, float]]:
     """The analysis's costliest steps (wall time, ms, median of `repeat` walks of a prepared
     kernel): which runs of copies, products and single ops a check spends its time on."""
-    from argus.dsl import batching
-    from argus.dsl.analysis import TagAnalysis
+    batching = checker_module("batching")
+    TagAnalysis = checker_module("analysis").TagAnalysis
 
     def label(step: Any) -> str:
         if isinstance(step, batching.Run):

@@ -101,9 +101,9 @@ def test_measure_times_with_clocks() -> None:
 def random_arguments(k: Any, rng: np.random.Generator, size: int = 64) -> list[Any]:
     """Random arguments for any kernel: named dims and integer scalars of their name `size`,
     other integer scalars 3, tensors of random values in their host storage."""
-    from argus.dsl import dialect as D
+    from argus.dsl.ir import dialect as D
     from argus.dsl import to_storage
-    from argus.dsl.types import dtype_of_mlir
+    from argus.dsl.ir.types import dtype_of_mlir
 
     op = k.specialize().op
     names = [n.data for n in op.arg_names.data]

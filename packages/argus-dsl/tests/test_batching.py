@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 from argus.dsl import Tensor, bf16, block_idx, f32, i32, kernel, lane_id, make_local, matmul, static_range, tag, warp_mma_16x8x16
-from argus.dsl import batching, make_shared, syncthreads, thread_idx, u32
-from argus.dsl.analysis import Preparation, TagAnalysis
+from argus.dsl.check import batching
+from argus.dsl import make_shared, syncthreads, thread_idx, u32
+from argus.dsl.check.analysis import Preparation, TagAnalysis
 from argus.dsl.cli import load_module
-from argus.dsl.dialect import is_unrolled
+from argus.dsl.ir.dialect import is_unrolled
 from argus.dsl.frontend import FrontEnd
 from argus.dsl.verification import verify_kernel
 from argus.verify import Verdict

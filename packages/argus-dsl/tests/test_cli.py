@@ -13,7 +13,7 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def test_compile_prints_mlir_that_parses(capsys):
-    from argus.dsl.dialect import parse_module
+    from argus.dsl.ir.dialect import parse_module
 
     assert main(["compile", f"{EXAMPLES / 'transpose.py'}:transpose", "--emit", "mlir"]) == 0
     text = capsys.readouterr().out

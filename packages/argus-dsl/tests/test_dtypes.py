@@ -59,7 +59,7 @@ def test_every_storable_dtype_has_a_byte_size():
 @given(st.lists(st.tuples(st.integers(1, 5), st.integers(-6, 6)), min_size=1, max_size=3), st.booleans())
 def test_a_tiles_footprint_is_one_past_its_largest_offset(modes, swizzled):
     """The memory a tile needs, from its layout's strides (or its offsets, when swizzled)."""
-    from argus.dsl.dialect import TileType
+    from argus.dsl.ir.dialect import TileType
     from argus.layout import ComposedLayout, Layout, Swizzle
 
     shape = tuple(s for s, _ in modes)
@@ -76,7 +76,7 @@ def test_a_tiles_footprint_is_one_past_its_largest_offset(modes, swizzled):
 def test_a_tile_types_layout_reads_back_as_the_layout_it_was_made_from(modes, swizzled):
     """The layout a tile type gives back equals the one it was made from, and what parsing
     the type's text gives (printed IR read in another process)."""
-    from argus.dsl.dialect import TileType
+    from argus.dsl.ir.dialect import TileType
     from argus.layout import ComposedLayout, Layout, Swizzle, parse
 
     layout = Layout(tuple(s for s, _ in modes), tuple(abs(d) if swizzled else d for _, d in modes))
@@ -88,7 +88,7 @@ def test_a_tile_types_layout_reads_back_as_the_layout_it_was_made_from(modes, sw
 
 
 def test_a_layout_the_front_end_printed_is_not_parsed_again_in_its_process():
-    from argus.dsl.dialect import TileType
+    from argus.dsl.ir.dialect import TileType
     from argus.layout import Layout
 
     layout = Layout((7, 11, 13), (1, 7001, 77))  # a text no other test makes
@@ -98,9 +98,9 @@ def test_a_layout_the_front_end_printed_is_not_parsed_again_in_its_process():
 def test_equal_types_are_one_object():
     """Copies of an unrolled statement are compared by their types: equal types are the same
     object, so that comparison is an identity test."""
-    from argus.dsl.dialect import TileType
+    from argus.dsl.ir.dialect import TileType
     from argus.dsl.dtypes import u16
-    from argus.dsl.types import mlir_type
+    from argus.dsl.ir.types import mlir_type
     from argus.layout import Layout
 
     assert mlir_type(i32) is mlir_type(i32) and mlir_type(u16) is mlir_type(u16)

@@ -14,7 +14,9 @@ from xdsl.ir import Block, Operation
 from xdsl.rewriter import Rewriter
 
 from argus.dsl import KernelFault, Tensor, i32, kernel, make_local, tag, thread_idx
-from argus.dsl import analysis, assumptions, llvm, tag_liveness
+from argus.dsl import assumptions
+from argus.dsl.check import analysis, tag_liveness
+from argus.dsl.llvm import translate as llvm
 from argus.dsl.interpreter import Interpreter, _Frame
 from argus.dsl.ops.integers import INTEGER_CASTS, INTEGER_OPS, compare, held
 from argus.dsl.shadow import check_launch

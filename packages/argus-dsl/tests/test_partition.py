@@ -15,8 +15,8 @@ from argus.dsl import (
     thread_idx,
 )
 from argus.dsl.interpreter import Interpreter
-from argus.dsl.lowering import lower_layouts
-from argus.dsl.passes import canonicalize
+from argus.dsl.ir.lowering import lower_layouts
+from argus.dsl.ir.passes import canonicalize
 from argus.layout import ComposedLayout, Layout, Swizzle
 
 SMEM = ComposedLayout(Swizzle(2, 2, 3), 0, Layout((8, 16), (16, 1)))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 from argus.dsl import Tensor, constexpr, f32, i32, kernel, static_range, thread_idx
-from argus.dsl import dialect as D
-from argus.dsl.lowering import lowered
+from argus.dsl.ir import dialect as D
+from argus.dsl.ir.lowering import lowered
 
 
 @kernel(block=(4,))

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 from argus.dsl import Tensor, bf16, f32, kernel, make_local, matmul, static_range, tag, thread_idx, warp_mma_16x8x16
-from argus.dsl import analysis
-from argus.dsl.analysis import Preparation, TagAnalysis, _Renamer
-from argus.dsl.dialect import StoreOp, is_unrolled
+from argus.dsl.check import analysis
+from argus.dsl.check.analysis import Preparation, TagAnalysis, _Renamer
+from argus.dsl.ir.dialect import StoreOp, is_unrolled
 from argus.dsl.cli import load_module
-from argus.dsl.op_table import OpTable
-from argus.dsl.tag_liveness import Liveness
+from argus.dsl.check.op_table import OpTable
+from argus.dsl.check.tag_liveness import Liveness
 from argus.dsl.verification import verify_kernel
 from argus.verify import Verdict
 from xdsl.dialects import arith, scf

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 from argus.dsl import Tensor, bf16, block_idx, constexpr, f32, kernel, make_local, static_range, tag, thread_idx
-from argus.dsl.dialect import is_unrolled
+from argus.dsl.ir.dialect import is_unrolled
 from argus.dsl.frontend import FrontEnd
-from argus.dsl.lowering import lowered
+from argus.dsl.ir.lowering import lowered
 from argus.dsl.verification import verify_kernel
 from argus.verify import Verdict
 from xdsl.dialects import arith, scf

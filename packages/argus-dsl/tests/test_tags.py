@@ -17,7 +17,7 @@ from argus.dsl import (
     tag,
     thread_idx,
 )
-from argus.dsl.dialect import TagAssertOp, TagOp, parse_module
+from argus.dsl.ir.dialect import TagAssertOp, TagOp, parse_module
 
 
 @kernel(block=(32,))

@@ -481,7 +481,7 @@ def test_no_warning_for_proved_kernels():
 
 def test_backends_teach_the_analysis_their_ops(monkeypatch):
     """An op without a rule computes new data (⊤); a registered rule can say it moves tags."""
-    from argus.dsl import analysis, tag_liveness
+    from argus.dsl.check import analysis, tag_liveness
     from xdsl.dialects import math
 
     @kernel(block=(32,), verify=False)

@@ -18,7 +18,7 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
-from . import dialect as D
+from .ir import dialect as D
 from .ops import integers
 
 Step = tuple[str, tuple[int, ...], int, int]

@@ -21,7 +21,7 @@ from argus.layout import Layout, parse
 
 from .dtypes import DType, dtype_named
 from .errors import ArgusTypeError
-from .layout_texts import layout_from_text, text_of
+from .ir.layout_texts import layout_from_text, text_of
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ class _InterpreterCompiler:
 
     def emit(self, compiled: Any, stage: str) -> str:
         if stage == "lowered":
-            from .lowering import lowered
+            from .ir.lowering import lowered
 
             return str(lowered(compiled)[0])
         return str(compiled.module)

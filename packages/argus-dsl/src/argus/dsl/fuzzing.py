@@ -847,7 +847,7 @@ _GRID = re.compile(r"of grid \((\d+), (\d+), (\d+)\)")
 def _replay(compiled: Any, witness: dict[str, Any], runner: Runner) -> str | None:
     """Run the launch a witness names (its sizes, grid and block) once more; None when it
     shows a fault or a tag finding, else what went wrong."""
-    from . import dialect as D
+    from .ir import dialect as D
 
     sizes = dict(witness.get("sizes") or {})
     block = tuple(witness.get("block") or (0, 0, 0))

@@ -26,18 +26,18 @@ from argus.layout import ComposedLayout, Layout
 from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
 
-from . import dialect as D
+from .ir import dialect as D
 from .atoms import CopyAtom, MMAAtom
 from .dtypes import DType, boolean
 from .errors import ArgusLaunchError, KernelFault, SourceLocation
-from .layout_texts import layout_from_text
+from .ir.layout_texts import layout_from_text
 from .machine import Agent, Clocks, Machine, Race, Schedule, Scheduler, Tracker, register_sync_point, register_wait
 from .machine.schedule import register_collective
 from .machine import active as active_schedule
 from .machine.barriers import BlockBarrier
 from .ops import integers
 from .ops.integers import IntegerCast, IntegerOp
-from .types import dtype_of_mlir
+from .ir.types import dtype_of_mlir
 
 
 # ---- memories --------------------------------------------------------------------------------

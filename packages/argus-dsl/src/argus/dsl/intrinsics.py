@@ -209,7 +209,9 @@ def define(op_type: type, *, interpret: Callable[..., None] | None = None, analy
     that addresses tiles or tensors by coordinates gives `lower(op, offset_of)`, which layout
     lowering calls to replace it by an op on element offsets: ``offset_of(tile_or_tensor,
     coords)`` inserts the arithmetic of one offset before `op` and returns it."""
-    from . import analysis, interpreter, lowering, shadow as shadow_mode, tag_liveness
+    from . import interpreter, shadow as shadow_mode
+    from .check import analysis, tag_liveness
+    from .ir import lowering
 
     from .machine import register_sync_point, register_wait
     from .machine.schedule import register_collective, register_lockstep

@@ -21,12 +21,12 @@ from xdsl.ir import Operation
 
 from . import cache, lang
 from .cache import cache_key
-from .dialect import parse_module
+from .ir.dialect import parse_module
 from .errors import ArgusLaunchError, ArgusSyntaxError, ArgusVerificationWarning, SourceLocation, TagAssertionError
 from .frontend import FrontEnd, KernelSource
 from .frontend.limits import MAX_NESTING
 from .frontend.values import MustUnroll
-from .passes import canonicalize
+from .ir.passes import canonicalize
 
 #: Blocks a cluster may have (the portable limit of NVIDIA sm_90).
 MAX_CLUSTER = 8
@@ -45,8 +45,8 @@ class CompiledKernel:
 
     @functools.cached_property
     def preparation(self) -> Any:
-        """What every check of this IR starts from (`argus.dsl.analysis.Preparation`)."""
-        from .analysis import Preparation  # the checker loads only when it runs
+        """What every check of this IR starts from (`argus.dsl.check.analysis.Preparation`)."""
+        from .check.analysis import Preparation  # the checker loads only when it runs
 
         return Preparation(self.op, self.locations)
 

@@ -22,8 +22,8 @@ from argus.verify.tags import BOTTOM, TOP, TagTable, resize
 from xdsl.dialects import arith, scf
 from xdsl.ir import Operation, SSAValue
 
-from . import dialect as D
-from .analysis import Preparation
+from .ir import dialect as D
+from .check.analysis import Preparation
 from .errors import KernelFault, SourceLocation
 from .interpreter import (
     _shared_operand_bytes,
@@ -42,7 +42,7 @@ from .interpreter import (
     tile_coordinates,
 )
 from .ops import integers
-from .types import dtype_of_mlir
+from .ir.types import dtype_of_mlir
 
 
 class Reached(Exception):

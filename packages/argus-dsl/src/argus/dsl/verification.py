@@ -25,10 +25,10 @@ from argus.verify.results import Result, nothing_to_prove, proved, unknown, viol
 from argus.verify.solvers import Query
 from argus.verify.solvers import solver as find_solver
 
-from . import dialect as D
-from .analysis import Analysis, Preparation, TagAnalysis, Undecidable
+from .ir import dialect as D
+from .check.analysis import Analysis, Preparation, TagAnalysis, Undecidable
 from .errors import ArgusError, KernelFault
-from .findings import Conditional
+from .check.findings import Conditional
 from .interpreter import storage_dtype
 
 #: Largest tensor (bytes) a replay allocates; a witness needing more is reported unreplayed.

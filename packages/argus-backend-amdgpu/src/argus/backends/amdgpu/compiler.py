@@ -19,7 +19,7 @@ from typing import Any
 
 from argus.dsl import cache
 from argus.dsl.backends import Target
-from argus.dsl.lowering import lowered
+from argus.dsl.ir.lowering import lowered
 from argus.dsl.llvm import KernelABI
 
 from . import toolchain

@@ -38,14 +38,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from argus.dsl import dialect as D
+from argus.dsl.ir import dialect as D
 from argus.dsl import interpreter as I
 from argus.dsl.dtypes import i32
 from argus.dsl.errors import VerificationError
 from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, Language, Meaning
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
-from argus.dsl.types import mlir_type
+from argus.dsl.ir.types import mlir_type
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, prop_def, result_def, var_operand_def
 
 #: Instruction classes of `sched_barrier` and `sched_group_barrier` masks (LLVM's encoding).

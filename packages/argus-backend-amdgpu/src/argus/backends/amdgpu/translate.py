@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from argus.dsl import dialect as D
+from argus.dsl.ir import dialect as D
 from argus.dsl.atoms import MMAAtom, wave_mma_16x16x16, wave_mma_16x16x32, wave_mma_32x32x8, wave_mma_32x32x16
 from argus.dsl.dtypes import f32
 from argus.dsl.errors import CodegenError, SourceLocation

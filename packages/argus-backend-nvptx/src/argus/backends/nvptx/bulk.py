@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from argus.dsl import dialect as D
+from argus.dsl.ir import dialect as D
 from argus.layout import ComposedLayout, Layout, Swizzle
 
 from .errors import CodegenError

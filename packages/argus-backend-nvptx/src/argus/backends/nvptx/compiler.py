@@ -16,7 +16,7 @@ from typing import Any
 
 from argus.dsl import cache
 from argus.dsl.backends import Target
-from argus.dsl.lowering import lowered
+from argus.dsl.ir.lowering import lowered
 
 from . import bulk, copies, matrices  # noqa: F401  # the code of the language's NVIDIA intrinsics
 from . import toolchain

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from argus.dsl import dialect as D
+from argus.dsl.ir import dialect as D
 from argus.dsl import interpreter as I
 from argus.dsl.atoms import CopyAtom
 from argus.dsl.dtypes import u64

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from argus.dsl import dialect as D
+from argus.dsl.ir import dialect as D
 
 from .errors import CodegenError
 from .translate import COOPERATIVE_COPIES, Translator, convergent

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from argus.dsl import dialect as D
+from argus.dsl.ir import dialect as D
 from argus.dsl.atoms import CopyAtom, MMAAtom
 from argus.dsl.errors import SourceLocation
 from argus.dsl.llvm import RULES as GENERIC_RULES

@@ -40,21 +40,21 @@ from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from . import batching, tag_liveness
-from . import dialect as D
-from .atoms import CopyAtom, MMAAtom
-from .dtypes import DType
+from ..ir import dialect as D
+from ..atoms import CopyAtom, MMAAtom
+from ..dtypes import DType
 from .findings import Conditional
 from .initialization import UNKNOWN_PATHS, Conjunction, Initialization, Paths, conditional, written
 from .op_table import OpTable
 from .product_reads import InFlight, OperandMemory, asynchronous_groups, operand_allocations
-from .errors import SourceLocation, VerificationError
-from .interpreter import TileValue, _offset_table, _pad3, _redistribute, segment_stride, tile_coordinates
-from .interpreter import _fragment_bytes as _all_fragment_bytes
-from .interpreter import _shared_operand_bytes
-from .layout_texts import layout_from_text, unswizzled
-from .ops import integers
+from ..errors import SourceLocation, VerificationError
+from ..interpreter import TileValue, _offset_table, _pad3, _redistribute, segment_stride, tile_coordinates
+from ..interpreter import _fragment_bytes as _all_fragment_bytes
+from ..interpreter import _shared_operand_bytes
+from ..ir.layout_texts import layout_from_text, unswizzled
+from ..ops import integers
 from .tag_liveness import Liveness, Traced, relevant_ops
-from .types import dtype_of_mlir
+from ..ir.types import dtype_of_mlir
 
 #: Iterations up to which a runtime loop with concrete bounds is unrolled by the analysis.
 CONCRETE_TRIPS = 64

@@ -46,8 +46,8 @@ from argus.verify.memory import TagMemory
 from argus.verify.tags import BOTTOM
 from xdsl.ir import Operation, SSAValue
 
-from .interpreter import TileValue
-from .layout_texts import moved_layout
+from ..interpreter import TileValue
+from ..ir.layout_texts import moved_layout
 from .op_table import OpTable
 
 if TYPE_CHECKING:

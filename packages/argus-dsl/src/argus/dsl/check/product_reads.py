@@ -32,7 +32,7 @@ import numpy as np
 from argus.verify.memory import TagMemory
 from xdsl.ir import Operation, SSAValue
 
-from . import dialect as D
+from ..ir import dialect as D
 
 #: No group read the byte since the last barrier.
 NONE = -1

@@ -27,11 +27,11 @@ from typing import NamedTuple
 
 from xdsl.dialects import arith, scf
 
-from . import dialect as D
-from .dialect import UNROLLED
+from ..ir import dialect as D
+from ..ir.dialect import UNROLLED
 from .op_table import OpTable
 from .product_reads import operand_allocations
-from .ops import integers
+from ..ops import integers
 
 _VIEWS = (D.ViewOp, D.SliceOp, D.PartitionOp)
 _ALWAYS = (D.MakeSharedOp, D.MakeLocalOp, D.VarOp, D.TensorViewOp, D.SyncThreadsOp, D.TagAssertOp, D.MmaOp, D.AssumeOp,

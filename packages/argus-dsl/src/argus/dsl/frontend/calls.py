@@ -25,18 +25,18 @@ from argus.layout import (
 from xdsl.dialects import arith, builtin, math
 from xdsl.ir import SSAValue
 
-from .. import dialect as D
+from ..ir import dialect as D
 from .. import lang
 from ..atoms import CopyAtom, MMAAtom
 from ..dtypes import DTYPES, DType, boolean, i32
 from ..errors import ArgusError, ArgusSyntaxError, ArgusTypeError, SourceLocation
-from ..types import mlir_type
+from ..ir.types import mlir_type
 from .expressions import _is_static_callable
 from .limits import MAX_LOCAL_BYTES, MAX_SHARED_BYTES
 from .values import BoundMethod, TensorRef, TileRef, Value, describe, snippet
 from ..intrinsics import Intrinsic
 from ..intrinsics import call as intrinsic_call
-from ..layout_texts import text_of
+from ..ir.layout_texts import text_of
 
 
 class Calls:

@@ -20,11 +20,11 @@ from typing import Any
 from xdsl.dialects import arith, builtin
 from xdsl.ir import Block, Operation, Region
 
-from .. import dialect as D
+from ..ir import dialect as D
 from .. import lang
 from ..dtypes import DType, boolean, f32, i32
 from ..errors import ArgusSyntaxError, ArgusTypeError, SourceLocation
-from ..types import mlir_type
+from ..ir.types import mlir_type
 from .calls import Calls
 from .expressions import Expressions
 from .limits import MAX_BLOCK_THREADS, MAX_NESTING, MAX_OPS

@@ -24,10 +24,10 @@ from argus.layout import (
 from xdsl.dialects import arith, builtin
 from xdsl.ir import Operation, SSAValue
 
-from .. import dialect as D
+from ..ir import dialect as D
 from .. import lang
 from ..dtypes import DType, boolean, f32, i32
-from ..types import mlir_type
+from ..ir.types import mlir_type
 from .limits import MAX_CONSTANT_BITS, MAX_CONSTANT_LENGTH
 from .values import BoundMethod, MustUnroll, PendingSlot, RolledAway, Slot, TensorRef, TileRef, Value, describe, truth
 

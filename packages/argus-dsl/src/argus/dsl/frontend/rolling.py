@@ -21,9 +21,9 @@ from xdsl.dialects import arith, builtin, scf
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.traits import is_side_effect_free
 
-from .. import dialect as D
-from ..dialect import UNROLLED
-from ..layout_texts import unswizzled
+from ..ir import dialect as D
+from ..ir.dialect import UNROLLED
+from ..ir.layout_texts import unswizzled
 
 
 def defined_in(blocks: list[Block]) -> set[SSAValue]:

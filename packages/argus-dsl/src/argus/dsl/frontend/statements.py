@@ -13,11 +13,11 @@ from typing import Any
 from xdsl.dialects import builtin, scf
 from xdsl.ir import Block, Region
 
-from .. import dialect as D
+from ..ir import dialect as D
 from .. import lang
 from ..dtypes import DType, boolean, f32, i32
 from .limits import MAX_UNROLL, MAX_UNROLLED
-from ..passes import unroll
+from ..ir.passes import unroll
 from .rolling import defined_in, rolled
 from .values import BoundMethod, MustUnroll, PendingSlot, RolledAway, Slot, TensorRef, TileRef, Value, describe, truth
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from xdsl.ir import SSAValue
 
-from .. import dialect as D
+from ..ir import dialect as D
 from ..dtypes import DType
 from ..errors import ArgusSyntaxError, SourceLocation
 

@@ -39,7 +39,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, NoTerminator, Pure
 
-from .dtypes import DType, dtype_named
+from ..dtypes import DType, dtype_named
 from .layout_texts import layout_from_text, text_of
 
 MEMORY_SPACES = ("global", "shared", "local")
@@ -635,7 +635,7 @@ def context() -> Any:
     """An xDSL context that can parse every dialect Argus prints."""
     from xdsl.context import Context
 
-    from .intrinsics import dialects
+    from ..intrinsics import dialects
 
     ctx = Context()
     for dialect in (builtin.Builtin, arith.Arith, math.Math, scf.Scf, Argus, *dialects()):

@@ -7,7 +7,7 @@ from functools import lru_cache
 from xdsl.dialects import builtin
 from xdsl.ir import Attribute
 
-from .dtypes import DType, boolean, dtype_named
+from ..dtypes import DType, boolean, dtype_named
 
 _FLOATS: dict[str, Attribute] = {
     "f16": builtin.f16,

@@ -29,13 +29,13 @@ from argus.layout import ComposedLayout, Layout
 from xdsl.dialects import arith, math, scf
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from . import assumptions
-from . import dialect as D
-from .assumptions import LaunchCondition, launch_conditions
-from .atoms import CopyAtom, MMAAtom
-from .dtypes import DType
-from .errors import CodegenError, SourceLocation
-from .types import dtype_of_mlir
+from .. import assumptions
+from ..ir import dialect as D
+from ..assumptions import LaunchCondition, launch_conditions
+from ..atoms import CopyAtom, MMAAtom
+from ..dtypes import DType
+from ..errors import CodegenError, SourceLocation
+from ..ir.types import dtype_of_mlir
 
 #: 128-bit values are vectors of words: they load and store as one access and views of them as
 #: words need no 128-bit shifts.

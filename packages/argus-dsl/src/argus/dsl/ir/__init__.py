@@ -1,0 +1,1 @@
+"""The argus dialect, its types, passes and layout lowering."""
