@@ -30,11 +30,16 @@ from .ir import dialect as D
 from .atoms import CopyAtom, MMAAtom
 from .dtypes import DType, boolean
 from .errors import ArgusLaunchError, KernelFault, SourceLocation
+from .ir.dialect import pad3 as _pad3
 from .ir.layout_texts import layout_from_text
 from .machine import Agent, Clocks, Machine, Race, Schedule, Scheduler, Tracker, register_sync_point, register_wait
 from .machine.schedule import register_collective
 from .machine import active as active_schedule
 from .machine.barriers import BlockBarrier
+from .machine.tiles import fragment_bytes as _fragment_bytes
+from .machine.tiles import offset_table as _offset_table
+from .machine.tiles import redistribute as _redistribute
+from .machine.tiles import shared_operand_bytes as _shared_operand_bytes
 from .ops import integers
 from .ops.integers import IntegerCast, IntegerOp
 from .ir.types import dtype_of_mlir
@@ -356,11 +361,6 @@ def storage_dtype(dtype: DType) -> np.dtype:
     return dtype.numpy
 
 
-def _pad3(dims: tuple[int, ...]) -> tuple[int, int, int]:
-    padded = tuple(dims) + (1,) * (3 - len(dims))
-    return padded[0], padded[1], padded[2]
-
-
 # ---- op rules --------------------------------------------------------------------------------
 
 Rule = Callable[[Interpreter, Any, _Frame, np.ndarray], None]
@@ -627,16 +627,6 @@ def tile_coordinates(layout: Layout | ComposedLayout) -> list[np.ndarray]:
     return list(entry[1])
 
 
-def _fragment_bytes(tile: TileValue, threads: np.ndarray) -> np.ndarray:
-    """Byte indices (threads, values, nbytes) of each thread's fragment elements, in value order."""
-    count = _offset_table(tile.layout)[0].size
-    offsets = tile.offsets(np.arange(count)[None, :], threads[:, None])  # (threads or 1, values)
-    nbytes = tile.dtype.nbytes
-    out = np.empty((threads.size, count, nbytes), np.int64)
-    out[...] = offsets[..., None] * nbytes + np.arange(nbytes)  # (a broadcast in C)
-    return out
-
-
 def _fragment_in_tile(interp: Interpreter, op: Operation, frame: _Frame, tile: TileValue, threads: np.ndarray,
                       role: str) -> np.ndarray:
     """A fragment's byte indices, after checking that they lie inside the tile's memory."""
@@ -681,21 +671,6 @@ def _copy(interp: Interpreter, op: D.CopyOp, frame: _Frame, mask: np.ndarray) ->
         _check_write_race(interp, op, frame, target.memory, dst_idx.reshape(-1, nbytes), owners)
         target.memory.data[dst_idx] = raw
         target.memory.written[dst_idx] = True  # type: ignore[index]
-
-
-def _redistribute(raw: np.ndarray, atom: CopyAtom, count: int) -> np.ndarray:
-    """Per group of atom.threads threads and per repetition: the atom tile gathered through the
-    source layout, handed out through the target layout. raw is (threads, values, bytes)."""
-    group, per = atom.threads, atom.values()
-    assert atom.src_layout is not None and atom.dst_layout is not None and per is not None
-    values, nbytes = raw.shape[1], raw.shape[2]
-    reps = values // per
-    # (groups, threads, reps, per, bytes) -> atom-tile order (thread fastest, as layouts index)
-    blocks = raw.reshape(count // group, group, reps, per, nbytes).transpose(0, 2, 3, 1, 4)
-    tile = np.empty_like(blocks.reshape(count // group, reps, group * per, nbytes))
-    tile[:, :, atom.src_layout.offsets()] = blocks.reshape(count // group, reps, group * per, nbytes)
-    out = tile[:, :, atom.dst_layout.offsets()].reshape(count // group, reps, per, group, nbytes)
-    return out.transpose(0, 3, 1, 2, 4).reshape(count, values, nbytes)
 
 
 def _check_vectors(interp: Interpreter, op: Operation, frame: _Frame, atom: CopyAtom, first_bytes: np.ndarray,
@@ -902,15 +877,6 @@ def _not_busy(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory,
                            "is still computing; call matmul_wait first", op, frame, thread=thread, array=memory.name)
 
 
-def _shared_operand_bytes(tile: TileValue, owners: np.ndarray, count: int) -> np.ndarray:
-    """Byte indices (groups, count·nbytes) of a shared tile's elements in colexicographic order,
-    for the group led by each of `owners` (a partitioned tile may differ per group)."""
-    flat = np.broadcast_to(np.arange(count), (owners.size, count)).reshape(-1)
-    offsets = tile.offsets(flat, np.repeat(owners, count)).reshape(owners.size, count)
-    nbytes = tile.dtype.nbytes
-    return (offsets[..., None] * nbytes + np.arange(nbytes)).reshape(owners.size, -1)
-
-
 def _operand_dtype(ssa: SSAValue) -> DType:
     return dtype_of_mlir(ssa.type)
 
@@ -1028,20 +994,6 @@ def _element_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: 
         for c, n in zip(reversed(coords), reversed(sizes)):
             flat = flat * n + c
     return target.offsets(flat, np.flatnonzero(active))
-
-
-_TABLES: dict[int, tuple[Any, np.ndarray, list[int]]] = {}
-
-
-def _offset_table(layout: Layout | ComposedLayout) -> tuple[np.ndarray, list[int]]:
-    """Every offset of a tile in index order, and the size of each top-level mode: a lookup
-    replaces evaluating the layout at each access (tiles are small). Tile types share one
-    layout object per layout text, so the object's identity is the key (kept alive here)."""
-    entry = _TABLES.get(id(layout))
-    if entry is None:
-        inner = layout.inner if isinstance(layout, ComposedLayout) else layout
-        entry = _TABLES[id(layout)] = (layout, np.asarray(layout.offsets(), dtype=np.int64), [m.size() for m in inner])
-    return entry[1], entry[2]
 
 
 def _coordinate(coords: Sequence[np.ndarray], row: int) -> tuple[int, ...]:

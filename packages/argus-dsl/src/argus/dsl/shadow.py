@@ -26,21 +26,21 @@ from .ir import dialect as D
 from .check.analysis import Preparation
 from .errors import KernelFault, SourceLocation
 from .interpreter import (
-    _shared_operand_bytes,
     Interpreter,
     Memory,
     TensorValue,
     TileValue,
     _byte_indices,
     _element_offsets,
-    _fragment_bytes,
     _Frame,
-    _redistribute,
     _scalar_array,
     _value,
     shuffle_sources,
     tile_coordinates,
 )
+from .machine.tiles import fragment_bytes as _fragment_bytes
+from .machine.tiles import redistribute as _redistribute
+from .machine.tiles import shared_operand_bytes as _shared_operand_bytes
 from .ops import integers
 from .ir.types import dtype_of_mlir
 

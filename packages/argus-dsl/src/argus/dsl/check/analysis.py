@@ -48,9 +48,10 @@ from .initialization import UNKNOWN_PATHS, Conjunction, Initialization, Paths, c
 from .op_table import OpTable
 from .product_reads import InFlight, OperandMemory, asynchronous_groups, operand_allocations
 from ..errors import SourceLocation, VerificationError
-from ..interpreter import TileValue, _offset_table, _pad3, _redistribute, segment_stride, tile_coordinates
-from ..interpreter import _fragment_bytes as _all_fragment_bytes
-from ..interpreter import _shared_operand_bytes
+from ..interpreter import TileValue, segment_stride, tile_coordinates
+from ..ir.dialect import pad3
+from ..machine.tiles import fragment_bytes as tile_fragment_bytes
+from ..machine.tiles import offset_table, redistribute, shared_operand_bytes
 from ..ir.layout_texts import layout_from_text, unswizzled
 from ..ops import integers
 from .tag_liveness import Liveness, Traced, relevant_ops
@@ -144,7 +145,7 @@ class Launch:
     thread p mod `block_threads` of the cluster's block p // `block_threads`)."""
 
     def __init__(self, kernel: D.KernelOp) -> None:
-        self.block_dims = _pad3(tuple(kernel.block_dims))
+        self.block_dims = pad3(tuple(kernel.block_dims))
         self.warp = kernel.warp_size.data
         self.cluster = kernel.cluster_dims
         (bx, by, bz), (cx, cy, cz) = self.block_dims, self.cluster
@@ -652,7 +653,7 @@ class TagAnalysis:
         self._iterations: dict[Key, list[Key]] = {}
         self._shapes: dict[tuple[Any, ...], dict[tuple[int, ...], int]] = {}
         """Per op, its operands and result last time: a later pass over a loop body reuses them."""
-        g = _pad3(tuple(grid)) if grid else None
+        g = pad3(tuple(grid)) if grid else None
         clustered = self.cluster != (1, 1, 1)
         if g is not None and clustered:
             g = tuple(d // c for d, c in zip(g, self.cluster))  # type: ignore[assignment]
@@ -916,7 +917,7 @@ class TagAnalysis:
             offsets = self.concrete_offsets(op, offset, "address")[active]
         else:
             assert coords is not None
-            table, sizes = _offset_table(tile.layout)
+            table, sizes = offset_table(tile.layout)
             sizes = sizes if len(coords) > 1 else [table.size]
             values = [self.concrete_offsets(op, c, "tile coordinate") for c in coords]
             if active is not self.tid:
@@ -1933,7 +1934,7 @@ def _view_type(op: Any) -> tuple[Any, DType, bool]:
 def _partition(a: TagAnalysis, op: D.PartitionOp, mask: np.ndarray) -> None:
     source: TileValue = a.values[op.source]
     t: D.TileType = op.result.type  # type: ignore[assignment]
-    table = _offset_table(layout_from_text(op.selector.data))[0]
+    table = offset_table(layout_from_text(op.selector.data))[0]
     index = a.concrete_offsets(op, a.int_value(op.index, op), "partition index")
     bad = mask & ((index < 0) | (index >= table.size))
     if bad.any():  # the first offender is reported (as the interpreter faults); the others read inside, as clipped
@@ -2150,7 +2151,7 @@ def _copy(a: TagAnalysis, op: D.CopyOp, mask: np.ndarray) -> None:
     _check_written(a, op, source.memory, src_idx.reshape(threads.size, -1), threads, threads, tags,
                    f"copies from {_space(source.memory)} bytes that no thread has written")
     if atom.src_layout is not None:
-        tags = _redistribute(tags, atom, threads.size)
+        tags = redistribute(tags, atom, threads.size)
     dst_idx = _fragment_bytes(a, target, threads)
     a.check_overwrite(op, target.memory, dst_idx, threads)
     target.memory.write(dst_idx.reshape(threads.size, -1), tags.reshape(threads.size, -1), threads, a.site(op))
@@ -2483,7 +2484,7 @@ def _atom_matrix(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray, 
     if layout is None:  # read whole from a shared tile, colexicographically
         tile: TileValue = value
         owners = threads[::group]
-        idx = _shared_operand_bytes(tile, owners, rows * cols)
+        idx = shared_operand_bytes(tile, owners, rows * cols)
         if idx.size and (idx.min() < 0 or idx.max() >= tile.memory.tags.shape[-1]):  # type: ignore[attr-defined]
             raise Undecidable("a shared operand reaches outside its tile (the interpreter reports where)", None)
         a.check_read(op, tile.memory, idx, owners, by_group=True)  # type: ignore[arg-type]
@@ -2750,7 +2751,7 @@ def _fragment_bytes(a: TagAnalysis, tile: TileValue, threads: np.ndarray, inside
              None if tile.segment is None else tile.segment.tobytes(), inside)
     idx = a.preparation.fragments.get(shape)
     if idx is None:
-        idx = _all_fragment_bytes(tile, threads)
+        idx = tile_fragment_bytes(tile, threads)
         if inside and idx.size and (idx.min() < 0 or idx.max() >= size):
             raise Undecidable(f"a fragment reaches outside its {size}-byte tile (the interpreter reports where)", None)
         idx.flags.writeable = False

@@ -212,6 +212,12 @@ class KernelOp(IRDLOperation):
         return (dims + [1, 1, 1])[:3]  # type: ignore[return-value]
 
 
+def pad3(dims: tuple[int, ...]) -> tuple[int, int, int]:
+    """Dims along x, y and z, those not given being 1 (a block or grid given in fewer dims)."""
+    padded = tuple(dims) + (1,) * (3 - len(dims))
+    return padded[0], padded[1], padded[2]
+
+
 class _IndexOp(IRDLOperation):
     dim = prop_def(StringAttr)
     result = result_def(builtin.i32)
