@@ -7,11 +7,13 @@ Each kernel is compiled first (timed apart), then launched on fresh random input
 against its float64 reference.
 
 To compare two versions side by side, `--against REV` checks REV out into a temporary git
-worktree and runs every case there and here, each round in two new interpreters (one whose
-PYTHONPATH names the worktree's packages, one naming this tree's), alternating which goes
-first; the table gives the median launch time of each side over the rounds and their ratio
-(here over REV). A case REV cannot run (gemm_ws needs independently scheduled warps) is "n/a"
-there. `--schedule` picks the schedule of this tree's launches (REV's interpreter may have none).
+worktree and runs every case there and here: in each round, each case in two new interpreters
+one right after the other (one whose PYTHONPATH names the worktree's packages, one naming this
+tree's), alternating which goes first. The table gives each side's median launch time over the
+rounds, wall clock and the process's CPU time (less moved by other work on a shared machine),
+and the median of the rounds' ratios (here over REV). A case REV cannot run (gemm_ws needs
+independently scheduled warps) is "n/a" there. `--schedule` picks the schedule of this tree's
+launches (REV's interpreter may have none).
 
 Run:  hatch run bench-interp       (writes benchmarks/results/interpreter-<date>.json)
       python benchmarks/interpreter_bench.py --against 8cc239a~1 --rounds 3 [--cases gemm_tma gemm_ws]
@@ -74,15 +76,15 @@ def run_case(examples: Path, label: str, schedule: str | None) -> dict[str, Any]
         else:
             scope = nullcontext()
         with scope:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             k[problem.grid](*problem.args, **problem.constants)
-            run_s = time.perf_counter() - t0
+            run_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
         error = max(problem.check().values())
     except Exception as err:  # noqa: BLE001 - reported as the case's result
         line = str(err).splitlines()[0] if str(err) else ""
         return {"case": label, "error": f"{type(err).__name__}: {line}"[:300],
                 "traceback": traceback.format_exc(limit=3)}
-    return {"case": label, "compile_s": compile_s, "run_s": run_s, "max_abs_error": float(error)}
+    return {"case": label, "compile_s": compile_s, "run_s": run_s, "cpu_s": cpu_s, "max_abs_error": float(error)}
 
 
 def machine() -> dict[str, Any]:
@@ -141,12 +143,16 @@ def against(rev: str, cases: list[str], rounds: int, schedule: str | None) -> di
                 order = [("here", ROOT, schedule), ("there", tree, None)]
                 if r % 2:
                     order.reverse()
-                got = {name: side(path, cases, sched) for name, path, sched in order}
+                print(f"round {r + 1}/{rounds} ({order[0][0]} first)", flush=True)
+                got: dict[str, Any] = {"here": {"rows": [], "load": []}, "there": {"rows": [], "load": []}}
+                for label in cases:  # the two sides of a case one right after the other
+                    for name, path, sched in order:
+                        one = side(path, [label], sched)
+                        got[name]["rows"] += one["rows"]
+                        got[name]["load"].append(one["load"])
+                    print("  " + row_text(label, [got["here"]], [got["there"]]) +
+                          f"   (load average {got['here']['load'][-1]:.1f})", flush=True)
                 history.append(got)
-                loads = " ".join(f"{name} {got[name]['load']:.2f}" for name, _, _ in order)
-                print(f"round {r + 1}/{rounds} ({order[0][0]} first; load average {loads})", flush=True)
-                for label in cases:
-                    print("  " + row_text(label, [got["here"]], [got["there"]]), flush=True)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
                            check=False, capture_output=True)
@@ -154,22 +160,37 @@ def against(rev: str, cases: list[str], rounds: int, schedule: str | None) -> di
     return {"against": rev, "commit": commit, "schedule": schedule or "round-robin", "rounds": history}
 
 
-def median_run(results: list[dict[str, Any]], label: str) -> tuple[float | None, str | None]:
+def runs(results: list[dict[str, Any]], label: str, key: str) -> tuple[list[float] | None, str | None]:
+    """The case's `key` figure in each result (None and the error where it failed)."""
     rows = [next(row for row in res["rows"] if row["case"] == label) for res in results]
     failed = [row["error"] for row in rows if "error" in row]
     if failed:
         return None, failed[0]
-    return statistics.median(row["run_s"] for row in rows), None
+    return [row[key] for row in rows], None
+
+
+def median_run(results: list[dict[str, Any]], label: str) -> tuple[float | None, str | None]:
+    got, err = runs(results, label, "run_s")
+    return (None, err) if got is None else (statistics.median(got), None)
 
 
 def row_text(label: str, here: list[dict[str, Any]], there: list[dict[str, Any]]) -> str:
-    a, a_err = median_run(here, label)
-    b, _ = median_run(there, label)
-    if a_err:
+    """Medians of wall-clock and CPU launch time on each side, and the median of the rounds'
+    ratios (here over there), which pairs figures taken one right after the other: on a
+    shared machine the load moves between rounds more than between the two sides of one."""
+    a, a_err = runs(here, label, "run_s")
+    if a is None:
         return f"{label:44s} here FAILED: {a_err}"
-    b_text = "n/a" if b is None else f"{b:7.2f} s"
-    ratio = "" if b is None else f"   ratio {a / b:5.2f}"
-    return f"{label:44s} here {a:7.2f} s   there {b_text:>9s}{ratio}"
+    a_cpu, _ = runs(here, label, "cpu_s")
+    b, _ = runs(there, label, "run_s")
+    b_cpu, _ = runs(there, label, "cpu_s")
+    text = f"{label:44s} here {statistics.median(a):6.2f} s (cpu {statistics.median(a_cpu):6.2f})"
+    if b is None:
+        return text + "   there      n/a"
+    wall = statistics.median(x / y for x, y in zip(a, b))
+    cpu = statistics.median(x / y for x, y in zip(a_cpu, b_cpu))
+    return text + (f"   there {statistics.median(b):6.2f} s (cpu {statistics.median(b_cpu):6.2f})"
+                   f"   ratio {wall:4.2f} (cpu {cpu:4.2f})")
 
 
 def main() -> None:
@@ -213,8 +234,8 @@ def main() -> None:
             parser.error(str(err))
         here = [got["here"] for got in compared["rounds"]]
         there = [got["there"] for got in compared["rounds"]]
-        print(f"median of {args.rounds} round(s), launch time; here ({compared['schedule']}) over "
-              f"{args.against} ({compared['commit'][:10]})")
+        print(f"median of {args.rounds} round(s), launch time (wall clock, and the process's CPU time); ratio: median of "
+              f"the rounds' ratios, here ({compared['schedule']}) over {args.against} ({compared['commit'][:10]})")
         for label in cases:
             print("  " + row_text(label, here, there))
             failed |= median_run(here, label)[1] is not None
@@ -229,7 +250,8 @@ def main() -> None:
                 failed = True
                 print(f"{label:44s} FAILED: {row['error']}", flush=True)
                 continue
-            print(f"{label:44s} compile {row['compile_s']:6.2f} s   run {row['run_s']:6.2f} s   "
+            print(f"{label:44s} compile {row['compile_s']:6.2f} s   run {row['run_s']:6.2f} s "
+                  f"(cpu {row['cpu_s']:6.2f} s)   "
                   f"max error {row['max_abs_error']:.2g}", flush=True)
         report.update({"schedule": args.schedule or "round-robin", "cases": rows})
         name = f"interpreter-{dt.date.today().isoformat()}.json"
