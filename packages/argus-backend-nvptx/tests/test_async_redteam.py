@@ -342,3 +342,41 @@ def test_a_wait_with_the_wrong_parity_faults_under_every_schedule(schedule: str)
     if schedule == "round-robin":
         with pytest.raises(KernelFault, match="the last of parity 0"):
             launch(producer_consumer(256, parity=1), schedule)
+
+
+def skipping(block: int) -> Any:
+    """The hand-off of `large`, where warp 1 of block `block` (-1: none) reads without waiting."""
+
+    @kernel(block=(64,))
+    def handoff(x: Tensor[u32, "n"], out: Tensor[u32, "n"]):
+        assume(x.shape[0] % 64 == 0)
+        s = make_shared((64,), u32)
+        bars = make_shared((1,), u64)
+        t = thread_idx.x
+        base = block_idx.x * 64
+        if t == 0:
+            nv.mbarrier_init(bars, 0, 1)
+        syncthreads()
+        if t == 0:
+            nv.mbarrier_arrive_expect_tx(bars, 0, 256)
+            nv.tma_load(s, x, (base,), bars, 0)
+        if t >= 32:
+            if block_idx.x != block:
+                nv.mbarrier_wait(bars, 0, 0)
+            out[base + t - 32] = s[t - 32]
+            out[base + t] = s[t]
+
+    return handoff
+
+
+def test_verify_runs_blocks_besides_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only block 1 skips the wait: verify ran block 0 of a one-block grid and said the hand-offs
+    ran without fault."""
+    monkeypatch.setenv("ARGUS_VERIFY", "1")
+    right = skipping(-1).verify()
+    assert right.verdict is Verdict.NOTHING_TO_PROVE, right.text()
+    assert "round-robin in block (1, 0, 0)" in right.text(), right.text()
+    wrong = skipping(1).verify()
+    assert wrong.verdict is Verdict.VIOLATED, wrong.text()
+    assert wrong.witnesses[0]["block"] == (1, 0, 0) and wrong.witnesses[0]["kind"] == "data-race", wrong.text()
+    assert "under schedule round-robin, in block (1, 0, 0) of grid" in wrong.text(), wrong.text()

@@ -26,7 +26,7 @@ from argus.verify.solvers import Query
 from argus.verify.solvers import solver as find_solver
 
 from .ir import dialect as D
-from .check.analysis import Analysis, Preparation, TagAnalysis, Undecidable
+from .check import Analysis, Preparation, TagAnalysis, Undecidable
 from .errors import ArgusError, KernelFault
 from .check.findings import Conditional
 from .interpreter import storage_dtype
@@ -120,7 +120,8 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
                                       "static analysis does not follow, and the interpreter could not run it under any "
                                       f"schedule to test it: {missed}")
             timing = (f"; its asynchronous hand-offs ran without fault on the interpreter under schedules "
-                      f"{', '.join(ran)} (one block of a launch with sizes of a few hundred: tested, not proved)"
+                      f"{', '.join(ran)} (block (0, 0, 0) unless named, of a launch with sizes of a few hundred: "
+                      "tested, not proved)"
                       + (f"; not under {missed}" if missed else ""))
         if claimless:
             return nothing_to_prove(claim, "static analysis found none of the faults it looks for: an access out of "
@@ -461,15 +462,18 @@ def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engi
     space = analysis.space
     sizes = [s for s, sym in space.symbols.items() if sym.role == "size"]
     grids = [s for s, sym in space.symbols.items() if sym.role == "grid"]
+    model = None
     # a grid of one or two clusters along x: a kernel whose tiles follow the grid (grid_dim as the
     # tile count) meets sizes it was written for, not a grid past its tiles
     cluster = analysis.walk.cluster
     tight = [("ge0", (limit, ((s, -1),))) for s, limit in zip(analysis.walk.grid_symbols, (2 * cluster[0], *cluster[1:]))
              if s in grids]
-    model = None
-    for low, high in ((2 * SMALL, 4 * SMALL), (0, SMALL), (0, 16 * SMALL), (0, None)):
+    # more than one block along x where the kernel allows it, so that blocks besides block 0 run
+    across = [("ge0", (-2, ((s, 1),))) for s in analysis.walk.grid_symbols[:1] if s in grids]
+    for several, low, high in [(True, *r) for r in ((2 * SMALL, 4 * SMALL), (0, SMALL))] + \
+            [(False, *r) for r in ((2 * SMALL, 4 * SMALL), (0, SMALL), (0, 16 * SMALL), (0, None))]:
         bounds = [("ge0", (-low, ((s, 1),))) for s in sizes] + tight + \
-            ([("ge0", (high, ((s, -1),))) for s in sizes] if high is not None else [])
+            ([("ge0", (high, ((s, -1),))) for s in sizes] if high is not None else []) + (across if several else [])
         answer = engine.solve(Query(space, facts + sorted(analysis.replay_facts) + bounds, [[]]), timeout_ms)
         if answer.status == "sat":
             model = answer.model
@@ -484,28 +488,31 @@ def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engi
     launch = {name: space.atom_value(symbol, model) for name, symbol in analysis.parameters.items()}
     ran: list[str] = []
     missed: list[str] = []
-    for schedule in EXPLORED:
+    others = _other_blocks(grid, analysis.walk.cluster)
+    runs = [(schedule, (0, 0, 0)) for schedule in EXPLORED] + [(EXPLORED[0], block) for block in others]
+    for schedule, block in runs:
         shadow = ShadowInterpreter(op, compiled.locations)
+        what = schedule if block == (0, 0, 0) else f"{schedule} in block {block}"
         try:
             with using(schedule):
-                shadow.launch(grid, [a.copy() if isinstance(a, np.ndarray) else a for a in args], blocks=[(0, 0, 0)])
+                shadow.launch(grid, [a.copy() if isinstance(a, np.ndarray) else a for a in args], blocks=[block])
         except KernelFault as fault:
             if fault.kind in NOT_THE_KERNELS or fault.kind in NOT_THE_TIMING:
-                missed.append(f"{schedule} ({fault.message})")
+                missed.append(f"{what} ({fault.message})")
                 continue
             details = {k: v for k, v in fault.details.items() if k != "block"}
             return {"assertion": str(fault.location), "kind": fault.kind, "block": fault.details.get("block"),
                     **details, "message": fault.message.removeprefix(f"{fault.kind}: "), "sizes": launch,
                     "replayed": f"the interpreter faults at {fault.location} under schedule {schedule}, in block "
-                                f"(0, 0, 0) of grid {tuple(grid)} with {launch}"}, ran, ""
+                                f"{fault.details.get('block', block)} of grid {tuple(grid)} with {launch}"}, ran, ""
         except ArgusError as err:
-            missed.append(f"{schedule} ({err})")
+            missed.append(f"{what} ({err})")
             continue
         for finding in shadow.findings:
             return {**finding, "sizes": launch,
-                    "replayed": f"shadow tags show it under schedule {schedule}, in block (0, 0, 0) of grid "
+                    "replayed": f"shadow tags show it under schedule {schedule}, in block {block} of grid "
                                 f"{tuple(grid)} with {launch}"}, ran, ""
-        ran.append(schedule)
+        ran.append(what)
     return None, ran, "; ".join(missed)
 
 
@@ -513,6 +520,22 @@ def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engi
 #: the solver's pick, which a kernel need not be written for (the checker finds out-of-bounds
 #: accesses of every launch itself).
 NOT_THE_TIMING = frozenset(("out-of-bounds", "view-size"))
+
+
+def _other_blocks(grid: Sequence[int], cluster: Sequence[int]) -> list[tuple[int, int, int]]:
+    """Blocks run besides block 0 (whose cluster they are not in): the first of the next cluster
+    along x and the last block, where a kernel that treats blocks differently (a wait skipped
+    by some of them, a boundary tile) shows what block 0 does not."""
+    def origin(block: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(b - b % c for b, c in zip(block, cluster))
+
+    candidates = [(cluster[0], 0, 0), tuple(g - 1 for g in grid)]
+    out: list[tuple[int, int, int]] = []
+    for block in candidates:
+        if all(b < g for b, g in zip(block, grid)) and origin(block) != (0, 0, 0) and \
+                origin(block) not in {origin(o) for o in out}:
+            out.append(block)  # type: ignore[arg-type]
+    return out
 
 
 def _fault_witness(fault: KernelFault, witness: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
