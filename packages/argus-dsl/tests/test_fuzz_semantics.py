@@ -27,6 +27,7 @@ from argus.verify.results import proved, violated
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+
 def _fuzz(examples: int) -> settings:
     """Reproducible in CI: derandomized, no example database, no deadline (a case takes a tenth
     of a second, a slow machine more)."""
