@@ -69,7 +69,7 @@ def test_the_speed_benchmark_checks_the_kernels_asked_for_in_this_process_and_a_
 
 def test_the_speed_benchmark_prepares_a_kernel_part_by_part_as_a_first_check_does(monkeypatch):
     speed = _speed_benchmark()
-    from argus.dsl.check.analysis import Preparation
+    from argus.dsl.check import Preparation
 
     ir = speed.compiled("gemm", "gemm")
     prep = Preparation(ir.op, ir.locations)

@@ -12,7 +12,7 @@ import pytest
 from argus.dsl import Tensor, bf16, block_idx, f32, i32, kernel, lane_id, make_local, matmul, static_range, tag, warp_mma_16x8x16
 from argus.dsl.check import batching
 from argus.dsl import make_shared, syncthreads, thread_idx, u32
-from argus.dsl.check.analysis import Preparation, TagAnalysis
+from argus.dsl.check import Preparation, TagAnalysis
 from argus.dsl.cli import load_module
 from argus.dsl.ir.dialect import is_unrolled
 from argus.dsl.frontend import FrontEnd

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 from argus.dsl import Tensor, bf16, f32, kernel, make_local, matmul, static_range, tag, thread_idx, warp_mma_16x8x16
-from argus.dsl.check import analysis
-from argus.dsl.check.analysis import Preparation, TagAnalysis, _Renamer
+from argus.dsl.check import Preparation, TagAnalysis, control
+from argus.dsl.check.control import Renamer
 from argus.dsl.ir.dialect import StoreOp, is_unrolled
 from argus.dsl.cli import load_module
 from argus.dsl.check.op_table import OpTable
@@ -111,20 +111,20 @@ def test_renaming_a_loops_state_leaves_the_tags_made_before_the_loop_as_they_are
     renaming every tag makes it."""
     compiled = _compiled("flash_attention")
     renamed: list[tuple[Any, Any, Any]] = []
-    rename = _Renamer.state
+    rename = Renamer.state
 
-    def recorded(self: _Renamer, state: Any) -> Any:
+    def recorded(self: Renamer, state: Any) -> Any:
         out = rename(self, state)
         renamed.append((self, state, out))
         return out
 
-    monkeypatch.setattr(_Renamer, "state", recorded)
-    monkeypatch.setattr(analysis, "_reads_carried_cheaply", lambda *args: True)  # the whole entry state, renamed
+    monkeypatch.setattr(Renamer, "state", recorded)
+    monkeypatch.setattr(control, "reads_carried_cheaply", lambda *args: True)  # the whole entry state, renamed
     TagAnalysis(compiled.op, compiled.locations, None, compiled.preparation).run()
     assert renamed  # its loop carries its softmax state to the next iteration
     for renamer, state, out in renamed:
         assert renamer.kept > 0  # Q's fragments were tagged before the loop
-        reading_all = _Renamer(renamer.a, renamer.symbol, renamer.replacement)
+        reading_all = Renamer(renamer.a, renamer.symbol, renamer.replacement)
         reading_all.kept = 0
         expected = rename(reading_all, state)
         assert any(not np.array_equal(a[0], b[0]) for a, b in zip(state.memories, expected.memories))  # it renames
@@ -142,11 +142,11 @@ def test_a_loop_settles_as_it_does_when_its_whole_entry_state_is_built(name, mon
     compiled = _compiled(name)
     kernel_name = {**KERNELS, **PIPELINES}[name]
     answers: list[bool] = []
-    carried = analysis._reads_carried_cheaply
-    monkeypatch.setattr(analysis, "_reads_carried_cheaply", lambda *args: answers.append(carried(*args)) or answers[-1])
+    carried = control.reads_carried_cheaply
+    monkeypatch.setattr(control, "reads_carried_cheaply", lambda *args: answers.append(carried(*args)) or answers[-1])
     cheap = verify_kernel(dataclasses.replace(compiled), kernel_name)
     walked = TagAnalysis(compiled.op, compiled.locations, None, compiled.preparation).run()
-    monkeypatch.setattr(analysis, "_reads_carried_cheaply", lambda *args: True)
+    monkeypatch.setattr(control, "reads_carried_cheaply", lambda *args: True)
     whole = verify_kernel(dataclasses.replace(compiled), kernel_name)
     built = TagAnalysis(compiled.op, compiled.locations, None, compiled.preparation).run()
     assert cheap.verdict is whole.verdict is Verdict.PROVED, cheap.text()

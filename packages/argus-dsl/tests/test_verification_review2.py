@@ -36,7 +36,7 @@ from argus.dsl import (
     u32,
 )
 from argus.dsl import Kernel
-from argus.dsl.check.analysis import TagAnalysis
+from argus.dsl.check import TagAnalysis
 from argus.dsl.shadow import check_launch
 from argus.verify.affine import key_constant
 from argus.verify import Verdict

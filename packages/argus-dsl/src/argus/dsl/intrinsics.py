@@ -210,7 +210,7 @@ def define(op_type: type, *, interpret: Callable[..., None] | None = None, analy
     lowering calls to replace it by an op on element offsets: ``offset_of(tile_or_tensor,
     coords)`` inserts the arithmetic of one offset before `op` and returns it."""
     from . import interpreter, shadow as shadow_mode
-    from .check import analysis, tag_liveness
+    from .check import register_rule, tag_liveness
     from .ir import lowering
 
     from .machine import register_sync_point, register_wait
@@ -231,7 +231,7 @@ def define(op_type: type, *, interpret: Callable[..., None] | None = None, analy
     if lower is not None:
         lowering.register_rule(op_type, lower)
     if analyze is not None:
-        analysis.register_rule(op_type, analyze)
+        register_rule(op_type, analyze)
     else:
         tag_liveness.keep_always(op_type)
     if shadow is not None:

@@ -45,8 +45,8 @@ class CompiledKernel:
 
     @functools.cached_property
     def preparation(self) -> Any:
-        """What every check of this IR starts from (`argus.dsl.check.analysis.Preparation`)."""
-        from .check.analysis import Preparation  # the checker loads only when it runs
+        """What every check of this IR starts from (`argus.dsl.check.Preparation`)."""
+        from .check import Preparation  # the checker loads only when it runs
 
         return Preparation(self.op, self.locations)
 

@@ -23,7 +23,7 @@ from xdsl.dialects import arith, scf
 from xdsl.ir import Operation, SSAValue
 
 from .ir import dialect as D
-from .check.analysis import Preparation
+from .check import Preparation
 from .errors import KernelFault, SourceLocation
 from .interpreter import (
     Interpreter,

@@ -1,1 +1,45 @@
-"""The static tag checker."""
+"""The static tag checker: an engine that walks a kernel once for every launch, and rules that
+say what each kind of op does to values and byte tags.
+
+Layout:
+
+- `analysis` — the walker (`TagAnalysis`) and the table of built-in rules;
+- `state` — what the walk holds and returns (`GlobalRef`, `Slot`, `State`, `Analysis`, `Undecidable`);
+- `preparation` — what a check prepares once per kernel (`Preparation`: op table, liveness,
+  values known before the walk, the batching plan);
+- `rules` — the rule table and `register_rule`;
+- rule families: `arithmetic` (integers, indices, casts), `access` (tiles, views, loads,
+  stores, copies, variables), `products` (matrix products), `tags` (tag functions,
+  assertions, barriers), `control` (branches and loops), with `reports` (findings about
+  unwritten bytes and how a finding names its place);
+- `batching`, `op_table`, `tag_liveness`, `product_reads`, `initialization`, `findings` — the
+  machinery the walker uses (runs of loop copies checked together, integer op tables, the ops
+  that matter, reads by asynchronous products, bytes written on some paths only, findings that
+  hold under conditions).
+
+The rule API. A rule is ``rule(a, op, mask) -> None``, registered for an op kind with
+`register_rule` (a backend does so through ``argus.dsl.intrinsics.define(analyze=...)``):
+
+- it receives the `TagAnalysis` ``a``, the op, and ``mask``, a boolean array over the walk's
+  points (``a.n`` of them: threads, or threads times loop copies when copies run together)
+  saying which run the op;
+- it reads its operands with ``a.values[ssa]`` (an `Affine` integer, a tile, a `GlobalRef`, a
+  `Slot`) or ``a.int_value(ssa, op)``, and their byte tags with ``a.tags_of(ssa)``;
+- it sets its results in ``a.values`` and ``a.tags`` (or calls ``a.computed(op)``: new data,
+  ⊤ unless every input is ⊥);
+- it moves tags through memory with ``a.tile_bytes``, ``a.read_tags``, ``a.write_tags``,
+  ``a.global_tags``, and checks accesses with ``a.check_read``, ``a.check_overwrite`` and
+  ``a.in_bounds``;
+- it reports through the walker: ``a.obligations`` (claims to prove, with a `describer` for
+  witnesses), ``a.add_fact`` (facts a launch must satisfy), ``a.undecidable(op, reason)`` (raise
+  it: the check answers unknown, never proved), ``a.where(op)`` for the source location.
+
+A rule never says "proved": it adds obligations, and `argus.dsl.verification` decides them.
+"""
+
+from .analysis import TagAnalysis
+from .preparation import Preparation
+from .rules import Rule, register_rule
+from .state import Analysis, GlobalRef, Undecidable
+
+__all__ = ["Analysis", "GlobalRef", "Preparation", "Rule", "TagAnalysis", "Undecidable", "register_rule"]

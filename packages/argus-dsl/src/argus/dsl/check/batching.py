@@ -21,7 +21,7 @@ when two accesses to one shared byte, one of them a write, ran in another order 
 program's, or a register read ran before a write it needed, the run is undone and walked again
 op by op. So is a run in which anything was reported (a fault, a race) or a rule failed:
 findings come from the plain walk, whose witnesses name one thread and one copy. The plan of
-each block is made once per compiled kernel (`analysis.Preparation`). Two shortcuts skip the
+each block is made once per compiled kernel (`preparation.Preparation`). Two shortcuts skip the
 journal where order cannot matter: copies of a product that read one register fragment alike
 read it once while the run has not written that memory (`Footprint.read_alike`), and a run that
 is one group of stores of a constant writes its registers directly.
@@ -95,7 +95,7 @@ class Gather:
     """Per thread count, the points to take from the concatenation."""
     fixed: Affine | None = None
     """The operand over every copy's points where every copy's value is known before any check
-    (`analysis.Preparation.known`: an element's coordinates in an unrolled loop)."""
+    (`preparation.Preparation.known`: an element's coordinates in an unrolled loop)."""
 
     def index(self, n: int) -> np.ndarray | None:
         """The points to take from the concatenation (None: all of them, in order)."""
@@ -118,7 +118,7 @@ class _Operand:
 
 @dataclass
 class Known:
-    """Values every check computes alike (`analysis.Preparation.known`), set when it begins."""
+    """Values every check computes alike (`preparation.Preparation.known`), set when it begins."""
 
     results: list[SSAValue]
     values: list[Any]
@@ -127,7 +127,7 @@ class Known:
 @dataclass
 class Products:
     """Matrix products in a row, with only views and assertions between them, outside a run:
-    their operands are read together (`analysis._products`). Views and assertions write
+    their operands are read together (`products.products_rule`). Views and assertions write
     nothing, so reading every product's operands before any product writes its accumulator
     changes nothing when no product reads another's accumulator (checked as they run)."""
 
@@ -141,7 +141,7 @@ def moved_tile(tile: Any, start: int) -> Any:
 
 class TileCopies:
     """An operand that is another tile in each copy of a group (a slice per iteration of an
-    unrolled loop). Only the rules that know it take it (`analysis._point_fragments`); on any
+    unrolled loop). Only the rules that know it take it (`products.point_fragments`); on any
     other it fails, and the run is walked op by op. Copies of one tile moved on by a start per
     copy (`moved`) make their tiles only when asked: their fragments are the one tile's, shifted."""
 
@@ -1181,7 +1181,7 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
     footprint.alone = len(run.groups) == 1 and any(gather.tags_only for gather in run.groups[0].gathers)
     mark = a.obligations.mark()
     compared = a.obligations.compared
-    faults = len(a._faults)
+    faults = len(a.faults)
     a.footprint = footprint
     n = a.n
     results: list[list[tuple[Any, Any]]] = []
@@ -1196,7 +1196,7 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
                 results.append(_run_group(a, group, mask, rule_of, results))
         # findings come from the plain walk; comparisons left to decide are kept (their
         # witnesses are described per point, as the plain walk would)
-        fine = footprint.in_order() and len(a.obligations.candidates) == mark[0] and len(a._faults) == faults
+        fine = footprint.in_order() and len(a.obligations.candidates) == mark[0] and len(a.faults) == faults
     except Exception:
         fine = False
     finally:
@@ -1208,7 +1208,7 @@ def execute(a: TagAnalysis, run: Run, mask: np.ndarray, rule_of: Callable[[Opera
     footprint.undo()
     a.obligations.rollback(mark)
     a.obligations.compared = compared
-    del a._faults[faults:]
+    del a.faults[faults:]
     if again is not None:
         again()
         return
@@ -1252,20 +1252,20 @@ def _run_rule(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable[
         values[stand_in] = value
         if t is not None:
             tags[stand_in] = t
-    a._shapes_of[first] = (group.operands, results)  # the rule reads the stand-ins
-    a._ops.pop(first, None)
+    a.shapes_of[first] = (group.operands, results)  # the rule reads the stand-ins
+    a.op_parts.pop(first, None)
     a.footprint.group, a.footprint.threads = group, n  # type: ignore[union-attr]
     points = _points(a, copies)
-    saved = (a.n, a.tid, a.everyone, a.thread_ids, a._zeros)
+    saved = (a.n, a.tid, a.everyone, a.thread_ids, a.zero_tags)
     full = mask is a.everyone
-    a.n, a.tid, a.everyone, a.thread_ids, a._zeros = points
+    a.n, a.tid, a.everyone, a.thread_ids, a.zero_tags = points
     try:
         (group.rule or rule_of(first))(a, first, points[2] if full else np.tile(mask, copies))
         out = [(values.get(r), tags.get(r)) for r in results]
     finally:
-        a.n, a.tid, a.everyone, a.thread_ids, a._zeros = saved
-        del a._shapes_of[first]
-        a._ops.pop(first, None)
+        a.n, a.tid, a.everyone, a.thread_ids, a.zero_tags = saved
+        del a.shapes_of[first]
+        a.op_parts.pop(first, None)
         for stand_in in group.operands:
             values.pop(stand_in, None)
             tags.pop(stand_in, None)
@@ -1275,10 +1275,10 @@ def _run_rule(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable[
 def _points(a: TagAnalysis, copies: int) -> tuple[Any, ...]:
     """The analysis's point arrays over `copies` × its threads (point p is thread p mod n): the
     count, the ids, the everyone mask, each point's thread, the zero tags by width."""
-    found = a._points.get(copies)
+    found = a.copy_points.get(copies)
     if found is None:
         count = a.n * copies
-        found = a._points[copies] = (count, np.arange(count), np.ones(count, bool),
+        found = a.copy_points[copies] = (count, np.arange(count), np.ones(count, bool),
                                      np.concatenate([a.thread_ids] * copies), {})
     return found
 
@@ -1286,7 +1286,7 @@ def _points(a: TagAnalysis, copies: int) -> tuple[Any, ...]:
 def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tuple[Any, Any]]]
             ) -> tuple[Any, np.ndarray | None]:
     """An operand's value and tags over every copy's points."""
-    tiled = a._tiled
+    tiled = a.tiled_values
     if gather.shared is not None:  # one value for every copy
         tags = a.tags.get(gather.shared)
         value = None if gather.tags_only else _tile(a.values.get(gather.shared), copies, tiled)
@@ -1333,7 +1333,7 @@ def _gather(a: TagAnalysis, gather: Gather, copies: int, earlier: list[list[tupl
 def _tiles(values: list[Any], sizes: list[int], n: int, rows: tuple[int, ...]) -> Any:
     """Each copy's tile, from its sources' tiles (`sizes`: their points): one tile if all are
     the same, else a `TileCopies`."""
-    from .analysis import GlobalRef  # the analysis imports this module
+    from .state import GlobalRef  # (the state module imports this one)
 
     listed: list[Any] = []
     for value, size in zip(values, sizes):
@@ -1384,7 +1384,7 @@ def _tile(value: Any, copies: int, tiled: dict[Any, Any]) -> Any:
         out = Affine(np.concatenate([value.const] * copies),
                      {t: np.concatenate([c] * copies) for t, c in value.terms.items()})
     else:
-        from .analysis import GlobalRef  # the analysis imports this module
+        from .state import GlobalRef  # (the state module imports this one)
 
         if not isinstance(value, GlobalRef):
             return value

@@ -1,0 +1,431 @@
+"""Control flow and loops: branches (masked where the condition is concrete, both sides joined
+where it is symbolic), loops with concrete bounds unrolled, loops with symbolic bounds run with
+a fresh index symbol until their entry state is stable (`fixpoint`, renaming the previous
+iteration with `Renamer`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from argus.verify.affine import Affine, add_keys, sub_keys
+from argus.verify.tags import BYTES, TOP, join
+
+from ..ir import dialect as D
+from . import batching, rules
+from .initialization import Paths, written
+from .state import CONCRETE_TRIPS, LoopContext, MAX_PASSES, State, key_component, same_values
+
+if TYPE_CHECKING:
+    from typing import Any
+    from argus.verify.affine import Key
+    from xdsl.dialects import scf
+    from .analysis import TagAnalysis
+    from .initialization import Conjunction
+
+
+def if_rule(a: TagAnalysis, op: scf.IfOp, mask: np.ndarray) -> None:
+    cond = a.values.get(op.cond)
+    if isinstance(cond, Affine) and cond.concrete:
+        c = cond.const != 0
+        for region, sub in ((op.true_region, mask & c), (op.false_region, mask & ~c)):
+            if sub.any() and region.blocks:
+                a.run_block(region.block, sub)
+        return
+    # a symbolic (or data-dependent) condition: both sides, joined
+    before = a.snapshot()
+    tracked = a.tracking()
+    paths = Paths.branch(cond if isinstance(cond, Affine) else None)
+    outside = a.path
+    shared = cond.row(int(np.flatnonzero(mask)[0])) if isinstance(cond, Affine) and \
+        _uniform_over(cond, np.flatnonzero(mask)) else None
+    known = isinstance(cond, Affine)
+    if known:
+        a.branches.append((cond, "ne0"))
+    a.guards += 1
+    try:
+        a.path = outside + _path_of(a, shared, "ne0")
+        a.run_block(op.true_region.block, mask)
+        after_true = a.snapshot(scope=(len(before.memories), len(before.slots)))
+        tracked_true = a.tracking()
+        a.restore(before)
+        a.set_tracking(tracked)
+        if op.false_region.blocks:
+            a.path = outside + _path_of(a, shared, "eq0")
+            if known:
+                a.branches[-1] = (cond, "eq0")
+            a.run_block(op.false_region.block, mask)
+    finally:
+        a.guards -= 1
+        a.path = outside
+        if known:
+            a.branches.pop()
+    a.join_into(after_true, cond if isinstance(cond, Affine) else None, origin=str(a.where(op)), paths=paths)
+    a.join_tracking(tracked_true)
+
+
+def _path_of(a: TagAnalysis, condition: Key | None, kind: str) -> Conjunction:
+    """When a side of a branch runs, for `TagAnalysis.path`: the comparison `kind` of the
+    condition the threads running it share (none where they do not share one: a read there is
+    then taken to run whenever its block does)."""
+    return (a.initialization.simplified(((kind, condition),)) or ()) if condition is not None else ()
+
+
+def for_rule(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray) -> None:
+    lb, ub, step = (a.int_value(v, op) for v in (op.lb, op.ub, op.step))
+    body = op.body.block
+    name = body.args[0].name_hint or "i"
+    if not step.concrete or (step.const[mask] <= 0).any():
+        raise a.undecidable(op, "the checker needs loops with a positive constant step")
+    if not mask.any():
+        return
+    if lb.concrete and ub.concrete:
+        if D.is_unrolled(op):  # a static loop kept rolled: its iterations at once where they can be
+            run = a.preparation.rolled(op)
+            if run is None:
+                return _for_concrete(a, op, mask, lb.const, ub.const, step.const, name)
+            return batching.execute(a, run, mask, rules.rule_of,
+                                    lambda: _for_concrete(a, op, mask, lb.const, ub.const, step.const, name))
+        trips = np.maximum(0, -(-(ub.const - lb.const) // np.maximum(step.const, 1)))
+        if trips[mask].max(initial=0) <= CONCRETE_TRIPS:
+            return _for_concrete(a, op, mask, lb.const, ub.const, step.const, name)
+    active = np.flatnonzero(mask)
+    s = int(step.const[active[0]])
+    if not (_uniform_over(lb, active) and _uniform_over(ub, active)) or (step.const[mask] != s).any():
+        raise a.undecidable(op, "the threads of a block disagree on the bounds of this runtime loop; the checker "
+                                "needs bounds every thread shares when they are symbolic")
+    first = int(active[0])
+    _for_symbolic(a, op, mask, lb.row(first), ub.row(first), s, name)
+
+
+def _uniform_over(value: Affine, points: np.ndarray) -> bool:
+    """Whether `value` has one form at all of `points`."""
+    return all(bool((x[points] == x[points[0]]).all()) for x in (value.const, *value.terms.values()))
+
+
+def _for_concrete(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: np.ndarray, ub: np.ndarray, step: np.ndarray,
+                  name: str) -> None:
+    i = lb.copy()
+    body = op.body.block
+    context = LoopContext(name, None)
+    a.loops.append(context)
+    try:
+        while True:
+            active = mask & (i < ub)
+            if not active.any():
+                return
+            context.values = i.copy()
+            a.values[body.args[0]] = a.space.constant(i, a.n)
+            a.tags.pop(body.args[0], None)
+            a.run_block(body, active)
+            i = i + step
+    finally:
+        a.loops.pop()
+
+
+def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: Key, step: int, name: str) -> None:
+    """Every iteration at once, from the join of the state before the loop and the state an
+    iteration leaves (see the module docstring). When that join loses tags both sides have
+    (a pipeline's prologue fills a stage with what iteration i then refills for i + 1, in
+    another form), the first iteration is analysed on its own and the others from what it
+    leaves; their first walk records what it reads before writing, so that it is final when
+    the entry state later iterations see changes none of that. A loop whose shared tiles
+    receive data both before it and in it is peeled at once (`Preparation.fills_before`): a
+    pipeline is walked twice, once for its first iteration and once for the others."""
+    before = a.snapshot()
+    scope = (len(before.memories), len(before.slots))
+    last = add_keys(ub, (-1, ()))
+    nested = a.preparation.holds_a_loop(op)
+    symbol = _loop_symbol(a, name, lb, last, step, lb)
+    settled = not a.preparation.fills_before(op) and \
+        _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True)
+    if not settled:  # peel the first iteration
+        first = _loop_symbol(a, name, lb, lb, 1, lb, runs_until=last)
+        a.restore(before)
+        _one_pass(a, op, mask, first, step)
+        after_first = a.snapshot(scope)
+        rest = _loop_symbol(a, name, add_keys(lb, (step, ())), last, step, lb)
+        me: Key = (0, ((rest, 1),))
+        base = Renamer(a, first, add_keys(me, (-step, ()))).state(after_first)
+        a.restore(before)
+        _fixpoint(a, op, mask, rest, base, step, scope, track=not nested, peelable=False)  # (not peelable: settles)
+        # a tag the first iteration leaves as the others do (theirs at the first index) is the
+        # last iteration's, whichever that is
+        kept = [a.inductive_join(tags, m.tags, rest, (0, ((first, 1),)))
+                for m, (tags, _, _) in zip(a.memories, after_first.memories)]
+        a.join_into(after_first, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}",
+                    rest, paths=_after_loop(a, add_keys(lb, (step, ())), ub))
+        for m, tags in zip(a.memories, kept):
+            m.tags[...] = tags
+    # after the loop: it ran (the state it leaves) or it did not (the state before it). A loop
+    # that runs in every launch leaves the tags of its last iteration, as functions of its index
+    # symbol, which is free outside the loop: what is proved of them holds whichever iteration
+    # was the last (a producer's stages, read by consumers in a loop of their own)
+    left = [m.tags.copy() for m in a.memories]
+    paths = _after_loop(a, lb, ub)
+    a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol,
+                paths=paths)
+    if paths.theirs == (None,):
+        for m, tags in zip(a.memories, left):
+            m.tags[...] = tags
+
+
+def _after_loop(a: TagAnalysis, lb: Key, ub: Key) -> Paths:
+    """The paths joining after a loop from `lb` to `ub` (exclusive): the state before it joined in
+    ("theirs") where it runs no iteration, the state it leaves ("ours") where it runs (a loop
+    from 0 to a tensor's size: only ours)."""
+    return a.initialization.paths((("ge0", sub_keys(lb, ub)),), (("ge0", sub_keys(ub, add_keys(lb, (1, ())))),))
+
+
+def _loop_symbol(a: TagAnalysis, name: str, lo: Key, hi: Key, step: int, start: Key,
+                 runs_until: Key | None = None) -> int:
+    """The symbol of a loop's index over [lo, hi], on the grid start + step·n; its bounds are
+    facts inside the loop only (a launch where it runs no iteration stays in the domain of
+    everything outside it). `runs_until`: the last index the loop reaches (for a symbol that
+    stands for one iteration, which exists only if the loop runs that far)."""
+    sp = a.space
+    known = len(sp.constraints)
+    symbol = sp.symbol(name, "loop", lo, hi)
+    a.elements_before[symbol] = len(a.table.tags)
+    me: Key = (0, ((symbol, 1),))
+    if step > 1:
+        sp.require_zero(sp._mod(sub_keys(me, start), (step, ())))
+    if runs_until is not None:
+        sp.require_nonnegative(sub_keys(runs_until, me))
+    a.loop_facts[symbol] = sp.constraints[known:]
+    del sp.constraints[known:]
+    return symbol
+
+
+def _one_pass(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, step: int) -> None:
+    """The body once, its assertions checked, with the index `symbol`."""
+    body = op.body.block
+    a.values[body.args[0]] = a.space.of_symbol(symbol, a.n)
+    a.tags.pop(body.args[0], None)
+    a.loops.append(LoopContext(a.space.symbols[symbol].name, symbol, step=step))
+    a.obligations.scope = a.obligations.scope + (symbol,)
+    try:
+        a.run_block(body, mask)
+    finally:
+        a.loops.pop()
+        a.obligations.scope = a.obligations.scope[:-1]
+
+
+def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base: State, step: int,
+              scope: tuple[int, int], track: bool, peelable: bool) -> bool:
+    """Run the body from the join of `base` (what flows into the iterations of `symbol`) and
+    what an iteration leaves, renamed to the next, until that entry settles: True, the state
+    being what the final pass left; False when `peelable` and the join loses tags both sides
+    have."""
+    sp = a.space
+    me: Key = (0, ((symbol, 1),))
+    lo = sp.symbols[symbol].lo
+    body = op.body.block
+    a.values[body.args[0]] = sp.of_symbol(symbol, a.n)
+    a.tags.pop(body.args[0], None)
+    entry = base
+    frozen: list[np.ndarray] = []
+    """Per memory, the bytes whose write status at the entry no longer moves from pass to pass
+    once widened: the status before the loop (what the first iteration sees, and no less)."""
+    rename = Renamer(a, symbol, add_keys(me, (-step, ())))
+    carried = f"a value carried from one iteration to the next of the loop at {a.where(op)}"
+    checking = a.checking
+    a.loops.append(LoopContext(sp.symbols[symbol].name, symbol, step=step))
+    a.obligations.scope = a.obligations.scope + (symbol,)
+    try:
+        # Assertions are checked on a pass whose entry state is final. The first pass starts
+        # from `base`; it is final when what the iteration carries to the next (the entry state
+        # changes) is never read before being overwritten, which the first pass records.
+        # Otherwise the passes go on until the entry state settles.
+        for attempt in range(MAX_PASSES + 1):
+            mark = a.obligations.mark()
+            facts_mark = (set(a.facts), set(a.replay_facts), {k: list(v) for k, v in a.loop_facts.items()})
+            a.restore(entry)
+            tracking = attempt == 0 and track
+            a.checking = checking and (attempt > 0 or tracking)
+            if tracking:
+                a.track(scope)
+            a.run_block(body, mask)
+            exposed = a.untrack(scope) if tracking else None
+            if exposed is not None and (a.checking or not checking) and _carries_nothing(a, entry, exposed):
+                return True  # the entry state of later iterations changes nothing this pass saw
+            after = a.snapshot(scope)
+            if exposed is not None and (a.checking or not checking) and \
+                    not reads_carried_cheaply(a, base, after, entry, exposed, rename, symbol, lo, step):
+                return True  # (what the pass left is the state now)
+            # the entry of a later iteration: what this iteration leaves, seen one step later
+            a.restore(base)
+            back = rename.state(after)
+            a.join_into(back, None, carried, symbol, first=lo, step=step)
+            for m, still, (_, site, _) in zip(a.memories, frozen, base.memories):
+                m.site[still] = site[still]  # (widened: the write status before the loop, in every iteration)
+            new_entry = a.snapshot(scope)
+            if new_entry.same_as(entry) or (exposed is not None and not _reads_carried(entry, new_entry, exposed)):
+                if a.checking or not checking:
+                    a.restore(after)
+                    return True
+                continue
+            a.obligations.rollback(mark)
+            a.facts, a.replay_facts = set(facts_mark[0]), set(facts_mark[1])  # the pass's facts go too
+            a.loop_facts = {k: list(v) for k, v in facts_mark[2].items()}
+            a.floors = {}  # some of the bounds it knew are gone
+            a.bounded = {}
+            if peelable and attempt == 0 and _loses_tags(base, back, new_entry):
+                return False
+            if attempt == MAX_PASSES - 2:  # widen what still moves
+                frozen = [n[1] != e[1] for n, e in zip(new_entry.memories, entry.memories)]
+                new_entry = State([(np.where(n[0] != e[0], TOP, n[0]), np.where(still, b[1], n[1]), n[2]) for
+                                   n, e, b, still in zip(new_entry.memories, entry.memories, base.memories, frozen)],
+                                  new_entry.slots)
+            entry = new_entry
+        raise a.undecidable(op, "the tags this loop carries from one iteration to the next do not settle")
+    finally:
+        a.loops.pop()
+        a.obligations.scope = a.obligations.scope[:-1]
+        a.checking = checking
+
+
+def _loses_tags(base: State, back: State, joined: State) -> bool:
+    """Whether a loop-entry join made conflicting (⊤) bytes that both sides had tags for."""
+    for (ours, *_), (theirs, *_), (both, *_) in zip(base.memories, back.memories, joined.memories):
+        if ((ours > TOP) & (theirs > TOP) & (both == TOP)).any():
+            return True
+    return False
+
+
+def _carries_nothing(a: TagAnalysis, entry: State, exposed: tuple[list[np.ndarray], list[bool]]) -> bool:
+    """Whether a pass read nothing before overwriting it and leaves no shared write unordered
+    that the pass's entry did not have: then no entry state of a later iteration can change
+    what it saw (`_reads_carried` without building that state)."""
+    memories, slots = exposed
+    if any(slots) or any(read.any() for read in memories):
+        return False
+    return all(old is None or np.array_equal(old, m.join_writers(old, m.epoch_writer))
+               for (_, _, old), m in zip(entry.memories, a.memories))
+
+
+def reads_carried_cheaply(a: TagAnalysis, base: State, after: State, entry: State,
+                           exposed: tuple[list[np.ndarray], list[bool]], rename: Renamer, symbol: int,
+                           first: Key | None, step: int) -> bool:
+    """`_reads_carried` of the entry state a later iteration sees (`base` joined with `after`
+    renamed one step back), built only where the pass read before writing: the tags and the
+    write status of the memories it read so, the writers of shared memories. (A variable it
+    read so: True, and the whole state is built.)"""
+    memories, slots = exposed
+    if any(slots):
+        return True
+    for (ours, our_sites, our_writers), (theirs, their_sites, their_writers), (old, old_sites, old_writers), m, read \
+            in zip(base.memories, after.memories, entry.memories, a.memories, memories):
+        if read.any():
+            back = rename.ids(theirs)
+            joined = join(ours, back) if first is None else a.inductive_join(ours, back, symbol, first)
+            if (read & (old != joined)).any():
+                return True
+            if first is not None and (read & ~written(old_sites)).any():
+                sites = our_sites.copy()
+                a.initialization.enter(m, sites, a.initialization.renamed(their_sites, symbol, rename.replacement),
+                                       symbol, first, step)
+                if (read & (old_sites != sites)).any():
+                    return True
+        if old_writers is not None and \
+                not np.array_equal(old_writers, m.join_writers(our_writers, their_writers)):
+            return True
+    return False
+
+
+def _reads_carried(entry: State, new_entry: State, exposed: tuple[list[np.ndarray], list[bool]]) -> bool:
+    """Whether a pass read, before overwriting it, anything the entry state changes — or left
+    shared writes unordered by a barrier at the end of the body (they race with the next
+    iteration's accesses)."""
+    memories, slots = exposed
+    for (old, old_sites, old_writers), (new, new_sites, new_writers), read in \
+            zip(entry.memories, new_entry.memories, memories):
+        if (read & ((old != new) | (old_sites != new_sites))).any() or \
+                (old_writers is not None and not np.array_equal(old_writers, new_writers)):
+            return True
+    for (old_tags, old_value), (new_tags, new_value), read in zip(entry.slots, new_entry.slots, slots):
+        if read and (not np.array_equal(old_tags, new_tags) or not same_values([old_value], [new_value])):
+            return True
+    return False
+
+
+class Renamer:
+    """Rewrites tags and values from iteration `symbol` to the iteration before it."""
+
+    def __init__(self, a: TagAnalysis, symbol: int, replacement: Key) -> None:
+        self.a = a
+        self.symbol = symbol
+        self.replacement = replacement
+        self.memo: dict[int, int] = {}
+        self.components: dict[tuple[Any, ...], Key] = {}
+        """Per symbolic part of a component, the part renamed."""
+        self.shift = np.zeros(0, np.int64)
+        """Per element id: what renaming adds to it (where `done`)."""
+        self.done = np.zeros(0, bool)
+        self.kept = a.elements_before.get(symbol, 0)
+        """Elements below this id were made before the symbol: renaming leaves them as they are."""
+
+    def state(self, state: State) -> State:
+        codes = self.a.initialization
+        return State([(self.ids(t), codes.renamed(site, self.symbol, self.replacement), writers)
+                      for t, site, writers in state.memories],
+                     [(self.ids(t), self.value(v)) for t, v in state.slots])
+
+    def ids(self, tags: np.ndarray) -> np.ndarray:
+        concrete = tags > TOP
+        if not concrete.any():
+            return tags
+        known = tags[concrete]
+        element = (known - 2) // BYTES
+        size = int(element.max()) + 1
+        if size > len(self.shift):  # element ids are small: a table of shifts, filled as needed
+            grown = np.zeros(max(size, 2 * len(self.shift)), np.int64)
+            grown[:len(self.shift)] = self.shift
+            done = np.zeros(len(grown), bool)
+            done[:len(self.done)] = self.done
+            done[:self.kept] = True
+            self.shift, self.done = grown, done
+        present = np.zeros(size, bool)
+        present[element] = True
+        for e in np.flatnonzero(present & ~self.done[:size]).tolist():
+            self.shift[e] = self.element(e) - e
+            self.done[e] = True
+        shift = self.shift[element]
+        if not shift.any():
+            return tags
+        out = tags.copy()
+        out[concrete] = known + shift * BYTES
+        return out
+
+    def element(self, e: int) -> int:
+        new = self.memo.get(e)
+        if new is None:
+            tag = self.a.table.tags[e]
+            renamed = tuple(self.component(v) if isinstance(v, tuple) else v for v in tag)
+            new = self.memo[e] = e if renamed == tag else self.a.table.element_id(renamed)
+        return new
+
+    def component(self, key: Key) -> Any:
+        """A symbolic component of a tag, renamed. Renaming adds to the constant what it makes
+        of the symbolic part, which components share (the elements of a tile differ in their
+        constants)."""
+        part = self.components.get(key[1])
+        if part is None:
+            part = self.components[key[1]] = self.a.space.substitute((0, key[1]), self.symbol, self.replacement)
+        if part[0] == 0 and part[1] == key[1]:  # the symbol does not appear in it
+            return key
+        return key_component(add_keys((key[0], ()), part))
+
+    def value(self, v: Affine | None) -> Affine | None:
+        if v is None or self.symbol not in self.a.space.atoms_of((0, tuple((t, 1) for t in v.terms))) | set(v.terms):
+            return v
+        forms, inverse = v.forms()
+        const = np.zeros(len(forms), np.int64)
+        terms: dict[int, np.ndarray] = {}
+        for p, form in enumerate(forms):
+            key = self.a.space.substitute(form, self.symbol, self.replacement)
+            const[p] = key[0]
+            for t, c in key[1]:
+                terms.setdefault(t, np.zeros(len(forms), np.int64))[p] = c
+        return Affine(const[inverse], {t: column[inverse] for t, column in terms.items()})
