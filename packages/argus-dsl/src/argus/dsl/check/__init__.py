@@ -3,7 +3,10 @@ say what each kind of op does to values and byte tags.
 
 Layout:
 
-- `analysis` — the walker (`TagAnalysis`) and the table of built-in rules;
+- `analysis` — the walker (`TagAnalysis`) and the table of built-in rules, with the walker's
+  parts `memory` (the abstract memory: byte tags, access checks), `bounds` (global tensors:
+  tag functions at symbolic coordinates, in-bounds facts) and `joins` (snapshots and joins of
+  the walk's state at branches and loops);
 - `state` — what the walk holds and returns (`GlobalRef`, `Slot`, `State`, `Analysis`, `Undecidable`);
 - `preparation` — what a check prepares once per kernel (`Preparation`: op table, liveness,
   values known before the walk, the batching plan);
