@@ -8,7 +8,11 @@ was not replayed or does not reproduce, runners that disagree, and crashes of Ar
 disagreements, printed with the kernel's source and its launch. The continuous tests run about
 two hundred kernels; this runs as many as asked.
 
-Run:  python benchmarks/fuzz_semantics.py --kernels 2000 [--seed 0] [--family tile|mma] [--json FILE]
+With `--schedules N`, each launch also runs under N schedules of the interpreter's warps
+(delay-async, then random ones; the default run is round-robin), held to the same rules: a
+proof must hold under every schedule, and fault-free runs must leave the same outputs.
+
+Run:  python benchmarks/fuzz_semantics.py --kernels 2000 [--seed 0] [--family tile|mma] [--schedules N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ import time
 from collections import Counter
 from typing import Any
 
-from argus.dsl.fuzzing import FAMILIES, check_case, draw_kernel
+from argus.dsl.fuzzing import FAMILIES, check_case, draw_kernel, runner_within, shadow_runner
+from argus.dsl.machine import schedules, using
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,10 +35,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", type=int, default=500, metavar="N", help="kernels to draw (default 500)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the first kernel (default 0)")
     parser.add_argument("--family", choices=FAMILIES, help="draw only this kind of kernel")
+    parser.add_argument("--schedules", type=int, default=0, metavar="N",
+                        help="also run each launch under N more schedules of the warps (default 0)")
     parser.add_argument("--json", metavar="FILE", help="also write the summary and every disagreement as JSON")
     args = parser.parse_args(argv)
     if args.kernels < 1:
         parser.error("--kernels must be a positive number")
+    if args.schedules < 0:
+        parser.error("--schedules must be 0 or more")
+    extra = schedules(args.schedules + 1, args.seed)[1:]  # round-robin is the default run's
+    runners = [shadow_runner, *(runner_within(lambda s=s: using(s)) for s in extra)]
     verdicts: Counter[str] = Counter()
     by_mutation: dict[str, Counter[str]] = {}
     kinds: Counter[str] = Counter()
@@ -43,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.kernels):
         seed = args.seed + i
         case = draw_kernel(random.Random(seed), args.family)
-        report = check_case(case)
+        report = check_case(case, runners)
         verdict = report.verdict or "not checked"
         verdicts[verdict] += 1
         for mutation in case.mutations or ("none",):
@@ -68,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                                                    if kinds else ""))
     if args.json:
         summary = {"kernels": args.kernels, "seed": args.seed, "family": args.family, "seconds": round(seconds, 2),
+                   "schedules": ["round-robin", *(str(s) for s in extra)],
                    "verdicts": dict(verdicts), "by_mutation": {m: dict(c) for m, c in by_mutation.items()},
                    "disagreements": disagreements,
                    "machine": {"python": platform.python_version(), "platform": platform.platform(),
