@@ -376,6 +376,17 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
     def undecidable(self, op: Operation, reason: str) -> Undecidable:
         return Undecidable(reason, self.where(op))
 
+    def points(self) -> tuple[Any, ...]:
+        """The points the walk runs over: their count, ids, the all-points mask, each point's
+        thread and zero tags by width. Points are the block's threads, or threads × copies
+        while copies of an unrolled loop run together (`batching`)."""
+        return self.n, self.tid, self.everyone, self.thread_ids, self.zero_tags
+
+    def set_points(self, points: tuple[Any, ...]) -> None:
+        """Run over other points (as `points` gives them); `batching` sets a run's copies and
+        puts the threads back after it."""
+        self.n, self.tid, self.everyone, self.thread_ids, self.zero_tags = points
+
     def active(self, mask: np.ndarray) -> np.ndarray:
         """The indices of the threads of `mask` (all of them, without a search, when all are)."""
         if mask is self.everyone:

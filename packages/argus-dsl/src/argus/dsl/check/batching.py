@@ -1256,14 +1256,14 @@ def _run_rule(a: TagAnalysis, group: Group, mask: np.ndarray, rule_of: Callable[
     a.op_parts.pop(first, None)
     a.footprint.group, a.footprint.threads = group, n  # type: ignore[union-attr]
     points = _points(a, copies)
-    saved = (a.n, a.tid, a.everyone, a.thread_ids, a.zero_tags)
+    saved = a.points()
     full = mask is a.everyone
-    a.n, a.tid, a.everyone, a.thread_ids, a.zero_tags = points
+    a.set_points(points)
     try:
         (group.rule or rule_of(first))(a, first, points[2] if full else np.tile(mask, copies))
         out = [(values.get(r), tags.get(r)) for r in results]
     finally:
-        a.n, a.tid, a.everyone, a.thread_ids, a.zero_tags = saved
+        a.set_points(saved)
         del a.shapes_of[first]
         a.op_parts.pop(first, None)
         for stand_in in group.operands:
