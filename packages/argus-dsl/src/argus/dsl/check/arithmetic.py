@@ -127,6 +127,8 @@ negative). Numbers are computed with `numeric_rule`, as `argus.dsl.ops.integers`
 
 
 _BITS: dict[int, tuple[Any, Any]] = {}
+_NUMERIC: dict[tuple[str, int], Callable[..., np.ndarray]] = {}
+"""Per integer op and width, what it computes on numbers (made once)."""
 
 
 def numeric_rule(op: Operation) -> Callable[..., np.ndarray] | None:
@@ -136,7 +138,10 @@ def numeric_rule(op: Operation) -> Callable[..., np.ndarray] | None:
     kind = integers.INTEGER_OPS.get(type(op))
     if kind is not None:
         bits = by_type(_BITS, op.results[0].type, _bits_of_type)
-        return lambda x, y: kind(x, y, bits).astype(np.int64)
+        found = _NUMERIC.get((kind.name, bits))
+        if found is None:
+            found = _NUMERIC[(kind.name, bits)] = lambda x, y: kind(x, y, bits).astype(np.int64, copy=False)
+        return found
     if isinstance(op, arith.CmpiOp):
         bits, predicate = by_type(_BITS, op.lhs.type, _bits_of_type), op.predicate.value.data
         return lambda x, y: integers.compare(predicate, x, y, bits).astype(np.int64)
