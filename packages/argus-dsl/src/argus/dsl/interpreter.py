@@ -1195,7 +1195,8 @@ def _handlers() -> dict[type, Rule]:
 __all__ = ["Interpreter", "KernelFault", "storage_dtype"]
 
 
-# ---- for intrinsics (argus.dsl.intrinsics): what their rules may use -----------------------------
+# ---- for intrinsics (argus.dsl.intrinsics) and the shadow interpreter: what their rules may use ----
+Frame = _Frame
 value_of = _value
 scalars = _scalar_array
 set_value = _set

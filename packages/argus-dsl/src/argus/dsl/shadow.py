@@ -26,18 +26,18 @@ from .ir import dialect as D
 from .check import Preparation
 from .errors import KernelFault, SourceLocation
 from .interpreter import (
+    Frame as _Frame,
     Interpreter,
     Memory,
     TensorValue,
     TileValue,
-    _byte_indices,
-    _element_offsets,
-    _Frame,
-    _scalar_array,
-    _value,
     shuffle_sources,
     tile_coordinates,
 )
+from .interpreter import byte_indices as _byte_indices
+from .interpreter import element_offsets as _element_offsets
+from .interpreter import scalars as _scalar_array
+from .interpreter import value_of as _value
 from .machine.tiles import fragment_bytes as _fragment_bytes
 from .machine.tiles import redistribute as _redistribute
 from .machine.tiles import shared_operand_bytes as _shared_operand_bytes

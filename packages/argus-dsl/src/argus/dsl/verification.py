@@ -438,11 +438,11 @@ def hands_off(op: D.KernelOp) -> bool:
     """Whether the kernel hands data between warps or asynchronous agents through anything but
     block barriers (memory barriers, bulk or cp.async copies, products started asynchronously):
     the timing the static analysis does not follow, which the interpreter must run."""
-    from .machine.schedule import _SYNC_POINTS, _WAITS
+    from .machine.schedule import is_sync_point, is_wait
 
     for o in op.walk():
         kind = type(o)
-        if (kind in _WAITS and kind is not D.SyncThreadsOp) or (kind in _SYNC_POINTS and kind is not D.AtomicOp):
+        if (is_wait(o) and kind is not D.SyncThreadsOp) or (is_sync_point(o) and kind is not D.AtomicOp):
             return True
         if kind is D.MmaOp and o.asynchronous is not None:  # type: ignore[attr-defined]
             return True

@@ -173,7 +173,13 @@ def register_sync_point(op_type: type) -> None:
 
 
 def is_wait(op: Operation) -> bool:
+    """Whether `op` may block (a barrier, a wait on a memory barrier)."""
     return type(op) in _WAITS
+
+
+def is_sync_point(op: Operation) -> bool:
+    """Whether other warps' order around `op` matters (it orders memory or starts an agent)."""
+    return type(op) in _SYNC_POINTS
 
 
 # ---- agents --------------------------------------------------------------------------------
