@@ -168,7 +168,7 @@ def load(example: str, edits: tuple[tuple[str, str], ...], workdir: Path, tag: s
 def check(module: Any, kernel: str, *, first: bool = False) -> tuple[Any, float]:
     """Check a compiled kernel; `first`: as the first check of it (what every check of the
     kernel's IR shares — which ops matter, which are copies of one statement — found too)."""
-    from argus.dsl.verification import verify_kernel
+    from argus.dsl.check.verification import verify_kernel
 
     k = getattr(module, kernel)
     constants = getattr(module, f"example_{kernel}")(np.random.default_rng(0)).constants

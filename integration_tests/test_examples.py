@@ -50,7 +50,7 @@ def test_printed_mlir_parses_back_to_an_equal_module(module, name):
 @pytest.mark.parametrize("module, name", list(example_kernels()))
 def test_lowering_layouts_to_index_arithmetic_keeps_the_results(module, name):
     from argus.dsl.ir.dialect import LoadOp, StoreOp
-    from argus.dsl.interpreter import Interpreter
+    from argus.dsl.machine.interpreter import Interpreter
     from argus.dsl.ir.lowering import lower_layouts
     from argus.dsl.ir.passes import canonicalize
 
@@ -65,7 +65,7 @@ def test_lowering_layouts_to_index_arithmetic_keeps_the_results(module, name):
 
 @pytest.mark.parametrize("module, name", list(example_kernels()))
 def test_tag_assertions_hold_on_the_example_launch(module, name):
-    from argus.dsl.shadow import check_launch
+    from argus.dsl.machine.shadow import check_launch
     from argus.verify import Verdict
 
     problem = getattr(module, f"example_{name}")(np.random.default_rng(3))

@@ -260,7 +260,7 @@ def test_a_launch_reading_past_the_end_agrees_with_the_proof() -> None:
     from pathlib import Path
 
     from argus.dsl.cli import load_module
-    from argus.dsl.shadow import check_launch
+    from argus.dsl.machine.shadow import check_launch
     from argus.verify import Verdict
 
     module = load_module(Path(__file__).resolve().parents[3] / "examples" / "attention_cdna.py")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from argus.dsl import ArgusError, KernelFault
-from argus.dsl.shadow import check_launch
+from argus.dsl.machine.shadow import check_launch
 from argus.verify import Verdict
 
 

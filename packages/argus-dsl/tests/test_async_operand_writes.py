@@ -31,7 +31,7 @@ from argus.dsl import (
     to_storage,
     warpgroup_mma_64xNx16,
 )
-from argus.dsl.shadow import check_launch
+from argus.dsl.machine.shadow import check_launch
 from argus.verify import Verdict
 
 N = 16

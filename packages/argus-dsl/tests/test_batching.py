@@ -16,7 +16,7 @@ from argus.dsl.check import Preparation, TagAnalysis
 from argus.dsl.cli import load_module
 from argus.dsl.ir.dialect import is_unrolled
 from argus.dsl.frontend import FrontEnd
-from argus.dsl.verification import verify_kernel
+from argus.dsl.check.verification import verify_kernel
 from argus.verify import Verdict
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

@@ -91,7 +91,7 @@ def test_a_cooperative_copy_redistributes_values_as_its_layouts_say():
 
 # ---- a per-thread atom that reorders its values: compiled as the interpreter runs it -----------
 
-from argus.dsl.interpreter import _redistribute  # noqa: E402
+from argus.dsl.machine.interpreter import _redistribute  # noqa: E402
 from argus.dsl.llvm.translate import _value_order  # noqa: E402
 
 

@@ -17,10 +17,10 @@ from argus.dsl import KernelFault, Tensor, i32, kernel, make_local, tag, thread_
 from argus.dsl import assumptions
 from argus.dsl.check import arithmetic, tag_liveness
 from argus.dsl.llvm import translate as llvm
-from argus.dsl.interpreter import Interpreter, _Frame
+from argus.dsl.machine.interpreter import Interpreter, _Frame
 from argus.dsl.ops.integers import INTEGER_CASTS, INTEGER_OPS, compare, held
-from argus.dsl.shadow import check_launch
-from argus.dsl.verification import verify_kernel
+from argus.dsl.machine.shadow import check_launch
+from argus.dsl.check.verification import verify_kernel
 from argus.verify import Verdict
 from argus.verify.affine import Affine, Space
 

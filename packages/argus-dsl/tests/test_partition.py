@@ -14,7 +14,7 @@ from argus.dsl import (
     syncthreads,
     thread_idx,
 )
-from argus.dsl.interpreter import Interpreter
+from argus.dsl.machine.interpreter import Interpreter
 from argus.dsl.ir.lowering import lower_layouts
 from argus.dsl.ir.passes import canonicalize
 from argus.layout import ComposedLayout, Layout, Swizzle

@@ -17,7 +17,7 @@ from argus.dsl.ir.dialect import StoreOp, is_unrolled
 from argus.dsl.cli import load_module
 from argus.dsl.check.op_table import OpTable
 from argus.dsl.check.tag_liveness import Liveness
-from argus.dsl.verification import verify_kernel
+from argus.dsl.check.verification import verify_kernel
 from argus.verify import Verdict
 from xdsl.dialects import arith, scf
 

@@ -11,7 +11,7 @@ from argus.dsl import Tensor, bf16, block_idx, constexpr, f32, kernel, make_loca
 from argus.dsl.ir.dialect import is_unrolled
 from argus.dsl.frontend import FrontEnd
 from argus.dsl.ir.lowering import lowered
-from argus.dsl.verification import verify_kernel
+from argus.dsl.check.verification import verify_kernel
 from argus.verify import Verdict
 from xdsl.dialects import arith, scf
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from argus.dsl import Tensor, bf16, kernel, make_local, make_shared, syncthreads, tag, thread_idx
-from argus.dsl.shadow import check_launch
+from argus.dsl.machine.shadow import check_launch
 from argus.verify import Verdict
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

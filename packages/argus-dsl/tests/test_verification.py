@@ -30,7 +30,7 @@ from argus.dsl import (
     tag,
     thread_idx,
 )
-from argus.dsl.shadow import check_launch
+from argus.dsl.machine.shadow import check_launch
 from argus.verify import Verdict
 
 
@@ -101,7 +101,7 @@ def test_results_are_cached_with_the_kernel(monkeypatch, tmp_path):
     monkeypatch.setenv("ARGUS_CACHE_DIR", str(tmp_path))
     first = kernel(block=(32,))(staged.fn).verify()
     calls = []
-    import argus.dsl.verification as verification
+    import argus.dsl.check.verification as verification
 
     monkeypatch.setattr(verification, "verify_kernel", lambda *a, **k: calls.append(a) or first)
     again = kernel(block=(32,))(staged.fn).verify()  # a new Kernel object: read from disk
@@ -502,7 +502,7 @@ def test_backends_teach_the_analysis_their_ops(monkeypatch):
         a.tags[op.results[0]] = a.tags_of(op.operands[0])
 
     register_rule(math.Exp2Op, same_tags)
-    from argus.dsl.verification import verify_kernel
+    from argus.dsl.check.verification import verify_kernel
 
     assert verify_kernel(passes_through.specialize(), "passes_through").verdict is Verdict.PROVED
     with pytest.raises(ValueError, match="already has a tag rule"):
@@ -586,7 +586,7 @@ def test_a_malformed_grid_is_refused():
 def test_checking_leaves_the_garbage_collector_as_it_found_it(no_result_cache):
     import gc
 
-    from argus.dsl.verification import verify_kernel
+    from argus.dsl.check.verification import verify_kernel
 
     assert gc.isenabled()
     assert verify_kernel(staged.specialize(), "staged").verdict is Verdict.PROVED

@@ -37,7 +37,7 @@ from argus.dsl import (
 )
 from argus.dsl import Kernel
 from argus.dsl.check import TagAnalysis
-from argus.dsl.shadow import check_launch
+from argus.dsl.machine.shadow import check_launch
 from argus.verify.affine import key_constant
 from argus.verify import Verdict
 

@@ -28,7 +28,7 @@ from argus.dsl import (
     thread_idx,
     to_storage,
 )
-from argus.dsl.shadow import check_launch
+from argus.dsl.machine.shadow import check_launch
 from argus.layout import ComposedLayout, Layout, Swizzle
 from argus.verify import Verdict
 

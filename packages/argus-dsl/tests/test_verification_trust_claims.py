@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from argus.dsl import Tensor, block_idx, f32, kernel, make_local, make_shared, syncthreads, tag, thread_idx
 from argus.dsl.cli import main
-from argus.dsl.shadow import check_launch
+from argus.dsl.machine.shadow import check_launch
 from argus.verify import Result, Verdict
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

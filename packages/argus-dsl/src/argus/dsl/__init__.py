@@ -114,7 +114,7 @@ from .problem import Problem
 
 def to_storage(values: np.ndarray, dtype: DType) -> np.ndarray:
     """Host values as the array a kernel parameter of `dtype` takes (bf16 as uint16 bits, fp8 as uint8)."""
-    from .interpreter import storage_dtype
+    from .machine.interpreter import storage_dtype
 
     raw = dtype.encode(np.asarray(values))
     return np.ascontiguousarray(raw).view(storage_dtype(dtype)).reshape(np.shape(values))

@@ -96,7 +96,7 @@ class _InterpreterRuntime:
         self.target = target
 
     def launch(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any]) -> None:
-        from .interpreter import Interpreter
+        from .machine.interpreter import Interpreter
 
         compiled = kernel.compiled()
         Interpreter(compiled.op, compiled.locations).launch(grid, args)

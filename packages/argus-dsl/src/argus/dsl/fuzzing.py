@@ -2,7 +2,7 @@
 checker and the interpreter with shadow tags, whose answers must agree.
 
 Argus defines a kernel's meaning three times: the reference interpreter (with shadow tags,
-`argus.dsl.shadow`), the static tag checker (`argus.dsl.verification.verify_kernel`) and the
+`argus.dsl.machine.shadow`), the static tag checker (`argus.dsl.check.verification.verify_kernel`) and the
 compiled code. The checker may say "unknown" as often as it likes, but what it says must be
 true: a kernel it *proves* runs on the interpreter without a tag finding and without a fault
 of the kinds the checker looks for, and a kernel it finds *violated* comes with witnesses that
@@ -665,7 +665,7 @@ class Runner(Protocol):
 def shadow_runner(compiled: Any, grid: tuple[int, ...], args: list[Any],
                   blocks: Sequence[tuple[int, int, int]] | None = None) -> Outcome:
     """The reference interpreter with shadow tags (warps in lockstep, blocks one by one)."""
-    from .shadow import ShadowInterpreter
+    from .machine.shadow import ShadowInterpreter
 
     shadow = ShadowInterpreter(compiled.op, compiled.locations)
     outcome = Outcome(outputs=args)
@@ -765,7 +765,7 @@ def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *
         if verify is not None:
             result = verify(compiled)
         else:
-            from .verification import verify_kernel
+            from .check.verification import verify_kernel
 
             result = verify_kernel(compiled, case.name, **({} if solver_timeout_ms is None
                                                            else {"timeout_ms": solver_timeout_ms}))

@@ -209,7 +209,7 @@ def define(op_type: type, *, interpret: Callable[..., None] | None = None, analy
     that addresses tiles or tensors by coordinates gives `lower(op, offset_of)`, which layout
     lowering calls to replace it by an op on element offsets: ``offset_of(tile_or_tensor,
     coords)`` inserts the arithmetic of one offset before `op` and returns it."""
-    from . import interpreter, shadow as shadow_mode
+    from .machine import interpreter, shadow as shadow_mode
     from .check import register_rule, tag_liveness
     from .ir import lowering
 

@@ -146,7 +146,7 @@ class Kernel:
             stored = cache.load(disk, "tags.json")  # read before building any IR
             result = Result.from_dict(json.loads(stored)) if stored is not None else None
             if result is None:
-                from .verification import verify_kernel  # the checker loads only when it runs
+                from .check.verification import verify_kernel  # the checker loads only when it runs
 
                 result = verify_kernel(self.specialize(**constants), self.name, grid=grid, solver=solver)
                 cache.store(disk, "tags.json", result.json().encode())

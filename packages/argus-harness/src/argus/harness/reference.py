@@ -15,7 +15,7 @@ from argus.dsl import from_storage, to_storage
 from argus.dsl.cli import load_module
 from argus.dsl.errors import ArgusError
 from argus.dsl.dtypes import DType, dtype_named
-from argus.dsl.interpreter import storage_dtype
+from argus.dsl.machine.interpreter import storage_dtype
 
 from .candidate import Parameter
 from .errors import TaskError

@@ -79,7 +79,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     """The measurements of the request's candidate (or, for a probe, the task's outputs)."""
     from argus.dsl.backends import backend_for, parse_target
     from argus.dsl.errors import ArgusError
-    from argus.dsl.verification import verify_kernel
+    from argus.dsl.check.verification import verify_kernel
 
     from . import gpu
     from .candidate import parse_candidate

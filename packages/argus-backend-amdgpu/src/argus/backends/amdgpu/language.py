@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 from argus.dsl.ir import dialect as D
-from argus.dsl import interpreter as I
+from argus.dsl.machine import interpreter as I
 from argus.dsl.dtypes import i32
 from argus.dsl.errors import VerificationError
 from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, Language, Meaning

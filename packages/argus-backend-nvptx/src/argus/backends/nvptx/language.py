@@ -35,7 +35,7 @@ of the cluster, `tma_load_multicast` lands one box in the same place of several 
 (each counting the bytes on its own copy of the barrier), and `mbarrier_arrive_cluster`
 arrives on another block's copy of a barrier — how a block says that a stage a partner fills
 for it is free again. The interpreter runs a cluster's blocks together (see
-`argus.dsl.interpreter`), so all of this has its exact meaning there, races between blocks
+`argus.dsl.machine.interpreter`), so all of this has its exact meaning there, races between blocks
 included; the checker follows the tags across the blocks the same way.
 """
 
@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 from argus.dsl.ir import dialect as D
-from argus.dsl import interpreter as I
+from argus.dsl.machine import interpreter as I
 from argus.dsl.atoms import CopyAtom
 from argus.dsl.dtypes import u64
 from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, Language, Meaning

@@ -37,7 +37,7 @@ The rule API. A rule is ``rule(a, op, mask) -> None``, registered for an op kind
   witnesses), ``a.add_fact`` (facts a launch must satisfy), ``a.undecidable(op, reason)`` (raise
   it: the check answers unknown, never proved), ``a.where(op)`` for the source location.
 
-A rule never says "proved": it adds obligations, and `argus.dsl.verification` decides them.
+A rule never says "proved": it adds obligations, and `argus.dsl.check.verification` decides them.
 """
 
 from .analysis import TagAnalysis

@@ -15,7 +15,7 @@ from argus.verify.memory import TagMemory
 from argus.verify.tags import TOP, resize
 
 from ..atoms import CopyAtom
-from ..interpreter import TileValue, segment_stride
+from ..machine.interpreter import TileValue, segment_stride
 from ..ir import dialect as D
 from ..ir.layout_texts import layout_from_text, unswizzled
 from ..machine.tiles import fragment_bytes as tile_fragment_bytes, offset_table, redistribute

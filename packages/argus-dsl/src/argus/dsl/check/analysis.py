@@ -88,7 +88,7 @@ if TYPE_CHECKING:
     from argus.verify.memory import TagMemory
     from xdsl.ir import Block, Operation, SSAValue
     from ..errors import SourceLocation
-    from ..interpreter import TileValue
+    from ..machine.interpreter import TileValue
     from .initialization import Conjunction, Paths
     from .product_reads import InFlight
     from .rules import Rule

@@ -46,7 +46,7 @@ from argus.verify.memory import TagMemory
 from argus.verify.tags import BOTTOM
 from xdsl.ir import Operation, SSAValue
 
-from ..interpreter import TileValue
+from ..machine.interpreter import TileValue
 from ..ir.layout_texts import moved_layout
 from .op_table import OpTable
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from argus.verify.affine import Affine
     from argus.verify.memory import TagMemory
     from xdsl.ir import Operation
-    from ..interpreter import TileValue
+    from ..machine.interpreter import TileValue
 
 
 class AbstractMemory:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
     from argus.verify.memory import TagMemory
     from xdsl.ir import Operation
-    from ..interpreter import TileValue
+    from ..machine.interpreter import TileValue
     from .analysis import TagAnalysis
 
 

@@ -12,7 +12,7 @@ from argus.verify.affine import Affine, Uniform, uniform, unique_rows
 from argus.verify.tags import BOTTOM
 
 from ..errors import VerificationError
-from ..interpreter import tile_coordinates
+from ..machine.interpreter import tile_coordinates
 from ..ir import dialect as D
 from . import batching
 from .access import fragment_bytes
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from argus.verify.affine import Key
     from argus.verify.memory import TagMemory
     from xdsl.ir import Operation, SSAValue
-    from ..interpreter import TileValue
+    from ..machine.interpreter import TileValue
     from .analysis import TagAnalysis
 
 

@@ -12,7 +12,7 @@ from xdsl.ir import Operation
 from .clocks import Clocks
 
 if TYPE_CHECKING:
-    from ..interpreter import Interpreter
+    from .interpreter import Interpreter
 
 
 @dataclass

@@ -35,7 +35,7 @@ from xdsl.dialects import scf
 from xdsl.ir import Block, Operation
 
 if TYPE_CHECKING:
-    from ..interpreter import Interpreter, _Frame
+    from .interpreter import Interpreter, _Frame
 
 POLICIES = ("round-robin", "random", "delay-async")
 

@@ -14,7 +14,7 @@ from argus.layout import ComposedLayout, Layout
 
 if TYPE_CHECKING:
     from ..atoms import CopyAtom
-    from ..interpreter import TileValue
+    from .interpreter import TileValue
 
 _TABLES: dict[int, tuple[Any, np.ndarray, list[int]]] = {}
 

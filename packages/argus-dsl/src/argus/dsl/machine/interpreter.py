@@ -26,23 +26,23 @@ from argus.layout import ComposedLayout, Layout
 from xdsl.dialects import arith, math, scf
 from xdsl.ir import Block, Operation, SSAValue
 
-from .ir import dialect as D
-from .atoms import CopyAtom, MMAAtom
-from .dtypes import DType, boolean
-from .errors import ArgusLaunchError, KernelFault, SourceLocation
-from .ir.dialect import pad3 as _pad3
-from .ir.layout_texts import layout_from_text
-from .machine import Agent, Clocks, Machine, Race, Schedule, Scheduler, Tracker, register_sync_point, register_wait
-from .machine.schedule import register_collective
-from .machine import active as active_schedule
-from .machine.barriers import BlockBarrier
-from .machine.tiles import fragment_bytes as _fragment_bytes
-from .machine.tiles import offset_table as _offset_table
-from .machine.tiles import redistribute as _redistribute
-from .machine.tiles import shared_operand_bytes as _shared_operand_bytes
-from .ops import integers
-from .ops.integers import IntegerCast, IntegerOp
-from .ir.types import dtype_of_mlir
+from ..ir import dialect as D
+from ..atoms import CopyAtom, MMAAtom
+from ..dtypes import DType, boolean
+from ..errors import ArgusLaunchError, KernelFault, SourceLocation
+from ..ir.dialect import pad3 as _pad3
+from ..ir.layout_texts import layout_from_text
+from . import Agent, Clocks, Machine, Race, Schedule, Scheduler, Tracker, register_sync_point, register_wait
+from .schedule import register_collective
+from . import active as active_schedule
+from .barriers import BlockBarrier
+from .tiles import fragment_bytes as _fragment_bytes
+from .tiles import offset_table as _offset_table
+from .tiles import redistribute as _redistribute
+from .tiles import shared_operand_bytes as _shared_operand_bytes
+from ..ops import integers
+from ..ops.integers import IntegerCast, IntegerOp
+from ..ir.types import dtype_of_mlir
 
 
 # ---- memories --------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ class Interpreter:
 
     def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation] | None = None,
                  schedule: Schedule | None = None) -> None:
-        from .intrinsics import install_languages
+        from ..intrinsics import install_languages
 
         install_languages()  # the meaning of every backend's intrinsics
         self.kernel = kernel

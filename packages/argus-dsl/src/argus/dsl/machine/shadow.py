@@ -22,9 +22,9 @@ from argus.verify.tags import BOTTOM, TOP, TagTable, resize
 from xdsl.dialects import arith, scf
 from xdsl.ir import Operation, SSAValue
 
-from .ir import dialect as D
-from .check import Preparation
-from .errors import KernelFault, SourceLocation
+from ..ir import dialect as D
+from ..check import Preparation
+from ..errors import KernelFault, SourceLocation
 from .interpreter import (
     Frame as _Frame,
     Interpreter,
@@ -38,11 +38,11 @@ from .interpreter import byte_indices as _byte_indices
 from .interpreter import element_offsets as _element_offsets
 from .interpreter import scalars as _scalar_array
 from .interpreter import value_of as _value
-from .machine.tiles import fragment_bytes as _fragment_bytes
-from .machine.tiles import redistribute as _redistribute
-from .machine.tiles import shared_operand_bytes as _shared_operand_bytes
-from .ops import integers
-from .ir.types import dtype_of_mlir
+from .tiles import fragment_bytes as _fragment_bytes
+from .tiles import redistribute as _redistribute
+from .tiles import shared_operand_bytes as _shared_operand_bytes
+from ..ops import integers
+from ..ir.types import dtype_of_mlir
 
 
 class Reached(Exception):

@@ -25,11 +25,11 @@ from argus.verify.results import Result, nothing_to_prove, proved, unknown, viol
 from argus.verify.solvers import Query
 from argus.verify.solvers import solver as find_solver
 
-from .ir import dialect as D
-from .check import Analysis, Preparation, TagAnalysis, Undecidable
-from .errors import ArgusError, KernelFault
-from .check.findings import Conditional
-from .interpreter import storage_dtype
+from ..ir import dialect as D
+from . import Analysis, Preparation, TagAnalysis, Undecidable
+from ..errors import ArgusError, KernelFault
+from .findings import Conditional
+from ..machine.interpreter import storage_dtype
 
 #: Largest tensor (bytes) a replay allocates; a witness needing more is reported unreplayed.
 REPLAY_BYTES = 1 << 28
@@ -391,7 +391,7 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     """Run the witness's block on the interpreter with shadow tags: whether the same assertion
     fails there the same way, what happened, and the fault that stopped the replay before it
     got there, if one did."""
-    from .shadow import Reached, ShadowInterpreter
+    from ..machine.shadow import Reached, ShadowInterpreter
 
     op: D.KernelOp = compiled.op
     model = candidate.model
@@ -438,7 +438,7 @@ def hands_off(op: D.KernelOp) -> bool:
     """Whether the kernel hands data between warps or asynchronous agents through anything but
     block barriers (memory barriers, bulk or cp.async copies, products started asynchronously):
     the timing the static analysis does not follow, which the interpreter must run."""
-    from .machine.schedule import is_sync_point, is_wait
+    from ..machine.schedule import is_sync_point, is_wait
 
     for o in op.walk():
         kind = type(o)
@@ -455,8 +455,8 @@ def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engi
     once, or as small as the kernel's assumptions allow) under each of `EXPLORED`: the first fault
     of the kernel as a witness (or None), the schedules that ran to the end, and why the others
     did not ("" if none was left out). A schedule that could not run tested nothing."""
-    from .machine import using
-    from .shadow import ShadowInterpreter
+    from ..machine import using
+    from ..machine.shadow import ShadowInterpreter
 
     op: D.KernelOp = compiled.op
     space = analysis.space
