@@ -106,7 +106,7 @@ def cold_check_ms(example: str, kernel: str) -> float:
 
 def first_check_here(example: str, kernel: str) -> float:
     """CPU time of the first check of a kernel compiled in this interpreter (`cold_check_ms`)."""
-    from argus.dsl.check.verification import verify_kernel
+    verify_kernel = checker_module("verification").verify_kernel
 
     ir = compiled(example, kernel)
     return cpu_ms(lambda: verify_kernel(ir, kernel))
@@ -115,7 +115,7 @@ def first_check_here(example: str, kernel: str) -> float:
 def counted_checks(example: str, kernel: str, n: int, first: bool) -> None:
     """`n` checks of a compiled kernel (`first`: each of a fresh copy), each called through
     `sys.call_tracing`: the one call in which `instructions_per_check` has callgrind count."""
-    from argus.dsl.check.verification import verify_kernel
+    verify_kernel = checker_module("verification").verify_kernel
 
     ir = compiled(example, kernel)
     verify_kernel(ir, kernel)
@@ -128,7 +128,7 @@ def counted_checks(example: str, kernel: str, n: int, first: bool) -> None:
 def counted_cold_check(example: str, kernel: str) -> None:
     """A kernel's first check in this interpreter, right after compiling it (`cold_check_ms`),
     called through `sys.call_tracing` (see `counted_checks`)."""
-    from argus.dsl.check.verification import verify_kernel
+    verify_kernel = checker_module("verification").verify_kernel
 
     ir = compiled(example, kernel)
     gc.collect()
@@ -156,7 +156,7 @@ def counted_part(example: str, kernel: str, n: int, counted: str) -> None:
     """What `n` first checks of a compiled kernel prepare, part by part as `preparation_parts`
     times it (the collector paused, as a check pauses it), part `counted` called through
     `sys.call_tracing` (see `counted_checks`)."""
-    from argus.dsl.check.verification import verify_kernel
+    verify_kernel = checker_module("verification").verify_kernel
 
     Preparation = checker_module("analysis").Preparation
 
@@ -428,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             args.json.write_text(json.dumps(report, indent=2))
         return 0
-    from argus.dsl.check.verification import verify_kernel
+    verify_kernel = checker_module("verification").verify_kernel
 
     report: dict[str, Any] = {"machine_ms": machine_ms()}
     print(f"machine: {report['machine_ms']} ms for a fixed loop of plain Python (compare sittings through it)",
