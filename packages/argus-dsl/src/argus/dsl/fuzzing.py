@@ -22,7 +22,9 @@ source and the launch.
 
 The interpreter runs are pluggable: `check_case(case, runners=[...])` takes any number of
 `Runner`s (the interpreter under another schedule of its warps, a GPU), holds each run to the
-checker's verdict, and holds fault-free runs to the same outputs.
+checker's verdict, and holds fault-free runs to the same outputs. `GpuRunner` is the third
+oracle, the compiled kernel on an NVIDIA GPU: it runs the launches the interpreter ran without a
+fault (where the semantics determine the outputs) and must leave what the interpreter left.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ import os
 import random
 import re
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,15 +48,19 @@ from .errors import ArgusError, KernelFault, VerificationError
 __all__ = [
     "FAMILIES",
     "Finding",
+    "GpuRunner",
     "KernelCase",
     "LaunchSpec",
     "Outcome",
     "Report",
     "Runner",
+    "argument_dtypes",
     "check_case",
+    "checks_faults",
     "compile_case",
     "draw_kernel",
     "kernel_from_source",
+    "output_difference",
     "runner_within",
     "shadow_runner",
 ]
@@ -131,18 +137,24 @@ def kernel_from_source(source: str, name: str) -> Any:
     return namespace[name]
 
 
-def compile_case(case: KernelCase) -> Any:
-    """The case's compiled kernel, built without the disk cache (thousands of throwaway kernels
-    would fill it)."""
+@contextmanager
+def _no_disk_cache() -> Iterator[None]:
+    """Builds inside leave nothing in the disk cache (thousands of throwaway kernels would fill it)."""
     previous = os.environ.get("ARGUS_CACHE_DIR")
     os.environ["ARGUS_CACHE_DIR"] = "off"
     try:
-        return kernel_from_source(case.source, case.name).specialize()
+        yield
     finally:
         if previous is None:
             del os.environ["ARGUS_CACHE_DIR"]
         else:
             os.environ["ARGUS_CACHE_DIR"] = previous
+
+
+def compile_case(case: KernelCase) -> Any:
+    """The case's compiled kernel, built without the disk cache."""
+    with _no_disk_cache():
+        return kernel_from_source(case.source, case.name).specialize()
 
 
 # ---- drawing choices ------------------------------------------------------------------------
@@ -653,13 +665,26 @@ class Outcome:
     outputs: list[Any] = field(default_factory=list)
     error: str | None = None
     """An error of Argus itself (not the kernel's): an exception other than a `KernelFault`."""
+    skipped: str | None = None
+    """Why the runner did not run this launch (a device runner, where no interpreter run was
+    fault-free: what the launch leaves is then not determined)."""
 
 
 class Runner(Protocol):
-    """Runs a compiled kernel on a launch (or only some of its blocks) and says what happened."""
+    """Runs a compiled kernel on a launch (or only some of its blocks) and says what happened.
+
+    A runner with an attribute ``checks_faults = False`` (compiled code on a device, which has
+    no shadow tags and does not stop at a fault) is a *device runner*: `check_case` runs it only
+    on launches that a checking runner ran without a fault, never asks it to replay a witness,
+    and holds its outputs to that run's within the runner's ``rtol`` and ``atol``."""
 
     def __call__(self, compiled: Any, grid: tuple[int, ...], args: list[Any],
                  blocks: Sequence[tuple[int, int, int]] | None = None) -> Outcome: ...
+
+
+def checks_faults(runner: Runner) -> bool:
+    """Whether a runner reports faults and tag findings (an interpreter) rather than outputs only."""
+    return bool(getattr(runner, "checks_faults", True))
 
 
 def shadow_runner(compiled: Any, grid: tuple[int, ...], args: list[Any],
@@ -694,6 +719,125 @@ def runner_within(context: Callable[[], AbstractContextManager[Any]], runner: Ru
     return run
 
 
+class GpuRunner:
+    """The compiled kernel on an NVIDIA GPU through the NVPTX backend: the third oracle.
+
+    Each launch builds the kernel for the device (no disk cache), copies the arguments to the
+    GPU, runs the whole grid and copies them back. A device runner (`Runner`): it reports no
+    faults, so `check_case` runs it only where the interpreter ran the launch without one, and
+    holds what it leaves to the interpreter's outputs — integers bit for bit, floating-point
+    values within `rtol`/`atol` (a matrix unit may round partial sums differently)."""
+
+    checks_faults = False
+
+    def __init__(self, device: int = 0, arch: str | None = None, *, rtol: float = 1e-4, atol: float = 1e-4) -> None:
+        try:
+            import torch
+            from argus.backends.nvptx import runtime, targets
+        except ImportError as err:
+            raise ArgusError(f"the GPU oracle needs argus-backend-nvptx and PyTorch: {err}") from None
+        if not torch.cuda.is_available() or device >= torch.cuda.device_count():
+            raise ArgusError(f"the GPU oracle needs CUDA device {device}; torch sees "
+                             f"{torch.cuda.device_count() if torch.cuda.is_available() else 'no CUDA device'}")
+        if arch is not None and arch not in targets.ARCHS:
+            raise ArgusError(f"unknown NVIDIA target {arch!r}; known: {', '.join(sorted(targets.ARCHS))}")
+        self.device = device
+        self.target = runtime.device_arch(device) if arch is None else targets.ARCHS[arch]
+        self.rtol, self.atol = rtol, atol
+        self.broken: str | None = None
+        """Set once a launch leaves the device unusable (a fault poisons its context): the
+        later launches are reported as errors, not run."""
+
+    def __call__(self, compiled: Any, grid: tuple[int, ...], args: list[Any],
+                 blocks: Sequence[tuple[int, int, int]] | None = None) -> Outcome:
+        import torch
+        from argus.backends.nvptx import compiler, runtime
+        from argus.backends.nvptx.bench import to_gpu, to_numpy
+
+        outcome = Outcome(outputs=args)
+        if blocks is not None:
+            outcome.error = "a GPU runs whole grids, not chosen blocks"
+            return outcome
+        if self.broken is not None:
+            outcome.error = f"the GPU is unusable since an earlier launch: {self.broken}"
+            return outcome
+        try:
+            with _no_disk_cache():
+                binary = compiler.build(compiled, self.target)
+        except ArgusError as err:
+            outcome.error = f"the NVPTX backend refused the kernel: {type(err).__name__}: {err}"
+            return outcome
+        except Exception as err:  # noqa: BLE001 - a crash of the backend is a finding
+            outcome.error = f"the NVPTX backend crashed: {type(err).__name__}: {err}"
+            return outcome
+        loaded = None
+        try:
+            device = [to_gpu(a) for a in args]
+            loaded = runtime.LoadedKernel(binary, self.device)
+            loaded.launch(grid, device)
+            torch.cuda.synchronize(self.device)
+            outcome.outputs = [to_numpy(d, a) for d, a in zip(device, args)]
+            from cuda.bindings import driver
+
+            module, loaded = loaded.module, None
+            runtime.check(driver.cuModuleUnload(module), "unloading the kernel")  # hundreds are run
+        except Exception as err:  # noqa: BLE001 - a launch the interpreter ran clean must run here too
+            outcome.error = f"the GPU run failed: {type(err).__name__}: {err}"
+            self.broken = self._unusable()
+        return outcome
+
+    def _unusable(self) -> str | None:
+        """Why the device takes no more work, or None when it still does."""
+        import torch
+
+        try:
+            torch.cuda.synchronize(self.device)
+            probe = torch.ones(4, device=f"cuda:{self.device}")
+            if float(probe.sum()) != 4.0:
+                return "a probe computed a wrong sum"
+        except Exception as err:  # noqa: BLE001
+            return f"{type(err).__name__}: {err}"
+        return None
+
+
+def output_difference(reference: Sequence[Any], got: Sequence[Any], dtypes: Sequence[Any], *,
+                      rtol: float = 0.0, atol: float = 0.0) -> str | None:
+    """None where `got` holds what `reference` holds (arguments after a launch, in host
+    storage); else which argument and element differ first, both values, and how many differ.
+    `dtypes` gives each argument's Argus type (None for scalars): floating-point values are
+    compared decoded, within ``atol + rtol·|reference|``, NaN matching NaN only; everything
+    else bit for bit."""
+    from . import from_storage
+
+    if len(reference) != len(got):
+        return f"{len(got)} arguments instead of {len(reference)}"
+    for index, (want, have, dtype) in enumerate(zip(reference, got, dtypes)):
+        if not isinstance(want, np.ndarray):
+            continue
+        if not isinstance(have, np.ndarray) or have.shape != want.shape or have.dtype != want.dtype:
+            shown = f"{have.dtype}{list(have.shape)}" if isinstance(have, np.ndarray) else type(have).__name__
+            return f"argument {index}: {shown} instead of {want.dtype}{list(want.shape)}"
+        if dtype is not None and dtype.is_float:
+            w = np.asarray(from_storage(want, dtype), np.float64)
+            h = np.asarray(from_storage(have, dtype), np.float64)
+            bad = ~np.isclose(h, w, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            w, h = want, have
+            bad = want != have
+        if bad.any():
+            first = tuple(int(i) for i in np.argwhere(bad)[0])
+            return (f"argument {index}: {int(bad.sum())} of {bad.size} elements differ, the first at {first}: "
+                    f"{h[first]!r} instead of {w[first]!r}")
+    return None
+
+
+def argument_dtypes(compiled: Any) -> list[Any]:
+    """Each parameter's element type (an Argus `DType`), None for scalars."""
+    from .ir import dialect as D
+
+    return [a.type.dtype if isinstance(a.type, D.TensorType) else None for a in compiled.op.body.block.args]
+
+
 # ---- oracles --------------------------------------------------------------------------------
 
 
@@ -713,7 +857,7 @@ class Finding:
 
     kind: str
     """false-proof, fault-under-proof, unreplayed-witness, irreproducible-witness,
-    runner-disagreement, crash or refused."""
+    runner-disagreement, device-disagreement, device-error, crash or refused."""
     message: str
     case: KernelCase
 
@@ -734,6 +878,12 @@ class Report:
     runs: list[list[Outcome]] = field(default_factory=list)
     """Per launch, the outcome of each runner."""
     seconds: float = 0.0
+    device_runs: int = 0
+    """Device runs compared with the interpreter's outputs (`Runner`'s device runners)."""
+    device_exact: int = 0
+    """Of those, the runs whose outputs were the same bit for bit."""
+    device_skipped: int = 0
+    """Device runs not made: no interpreter run of the launch was fault-free."""
 
 
 def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *,
@@ -746,7 +896,10 @@ def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *
       interpreter, as the docs say);
     - violated: every witness says it was replayed, and running the launch it names once more
       shows a fault or a tag finding;
-    - every runner's fault-free run of a launch leaves the same outputs.
+    - every runner's fault-free run of a launch leaves the same outputs;
+    - a device runner (`Runner`), run only where an interpreter run was fault-free (so that what
+      the launch leaves is determined: no race, no read of unwritten data, no access out of
+      bounds), runs without error and leaves those outputs within its tolerance.
 
     `verify` replaces the checker (for tests of the oracles themselves); `solver_timeout_ms`
     bounds each of the checker's solver queries (a query that runs out makes an answer unknown,
@@ -780,11 +933,39 @@ def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *
         return report
     report.result, report.verdict = result, result.verdict.value
     add = report.findings.append
+    checking = [runner for runner in runners if checks_faults(runner)]
+    if not checking:
+        raise ValueError("check_case needs a runner that checks faults (an interpreter) beside device runners")
+    dtypes = argument_dtypes(compiled)
     for number, launch in enumerate(case.launches):
-        outcomes = [runner(compiled, launch.grid, launch.arguments()) for runner in runners]
-        report.runs.append(outcomes)
         where = f"launch {number} ({launch.text()})"
+        ran = {i: runner(compiled, launch.grid, launch.arguments()) for i, runner in enumerate(runners)
+               if checks_faults(runner)}
+        reference = next((o for o in ran.values() if o.fault is None and o.error is None), None)
+        for index, runner in enumerate(runners):
+            if index in ran:
+                continue
+            if reference is None:
+                ran[index] = Outcome(skipped="no interpreter run of the launch was fault-free")
+                report.device_skipped += 1
+                continue
+            outcome = ran[index] = runner(compiled, launch.grid, launch.arguments())
+            if outcome.error is not None:
+                add(Finding("device-error", f"{where}, runner {index}: {outcome.error}", case))
+                continue
+            report.device_runs += 1
+            difference = output_difference(reference.outputs, outcome.outputs, dtypes,
+                                           rtol=getattr(runner, "rtol", 0.0), atol=getattr(runner, "atol", 0.0))
+            if difference is not None:
+                add(Finding("device-disagreement", f"{where}: runner {index} leaves other outputs than the "
+                                                   f"interpreter: {difference}", case))
+            elif _same_outputs(reference.outputs, outcome.outputs):
+                report.device_exact += 1
+        outcomes = [ran[i] for i in range(len(runners))]
+        report.runs.append(outcomes)
         for index, outcome in enumerate(outcomes):
+            if not checks_faults(runners[index]):
+                continue
             run = f"{where}, runner {index}"
             if outcome.error is not None:
                 add(Finding("crash", f"{run}: {outcome.error}", case))
@@ -795,7 +976,7 @@ def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *
                 if outcome.fault is not None and _claimed(outcome.fault, result.verdict):
                     add(Finding("fault-under-proof", f"the checker says {result.verdict.value}, but {run} faults: "
                                                      f"{outcome.fault} at {outcome.fault.location}", case))
-        clean = [o for o in outcomes if o.fault is None and o.error is None]
+        clean = [o for o, r in zip(outcomes, runners) if checks_faults(r) and o.fault is None and o.error is None]
         for other in clean[1:]:
             if not _same_outputs(clean[0].outputs, other.outputs):
                 add(Finding("runner-disagreement", f"{where}: two fault-free runs leave different outputs", case))
@@ -806,7 +987,7 @@ def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *
             if not note.startswith(REPLAYED):
                 add(Finding("unreplayed-witness", f"a reported witness was not replayed: {witness}", case))
                 continue
-            for runner in runners:
+            for runner in checking:
                 shown = _replay(compiled, witness, runner)
                 if shown is not None:
                     add(Finding("irreproducible-witness", shown, case))
