@@ -479,9 +479,12 @@ def test_no_warning_for_proved_kernels():
         kernel(block=(32,))(staged.fn).compile()
 
 
-def test_backends_teach_the_analysis_their_ops(monkeypatch):
-    """An op without a rule computes new data (⊤); a registered rule can say it moves tags."""
-    from argus.dsl.check import register_rule, rules, tag_liveness
+def test_an_op_family_teaches_the_analysis_its_ops(monkeypatch):
+    """An op without a tag rule computes new data (⊤); an op family (or a backend's language)
+    that defines one can say the op moves tags; an op is defined once."""
+    from argus.dsl.check import rules, tag_liveness
+    from argus.dsl.ir import registry
+    from argus.dsl.machine import interpreter
     from xdsl.dialects import math
 
     @kernel(block=(32,), verify=False)
@@ -494,19 +497,22 @@ def test_backends_teach_the_analysis_their_ops(monkeypatch):
         assert tag(got[...]) == tag(want[...])
 
     assert passes_through.verify().verdict is not Verdict.PROVED  # ⊤: computed data
+    registry.install()
     monkeypatch.setattr(rules, "RULES", dict(rules.RULES))
-    monkeypatch.setattr(tag_liveness, "_RULES", dict(tag_liveness._RULES))
+    monkeypatch.setattr(tag_liveness, "RULES", dict(tag_liveness.RULES))
+    monkeypatch.setattr(registry, "_MEANINGS", {k: v for k, v in registry._MEANINGS.items() if k is not math.Exp2Op})
 
     def same_tags(a, op, mask):
         a.values[op.results[0]] = None
         a.tags[op.results[0]] = a.tags_of(op.operands[0])
 
-    register_rule(math.Exp2Op, same_tags)
+    monkeypatch.setattr(interpreter, "RULES", dict(interpreter.RULES))
+    registry.define(math.Exp2Op, interpret=interpreter.RULES[math.Exp2Op], analyze=same_tags)
     from argus.dsl.check.verification import verify_kernel
 
     assert verify_kernel(passes_through.specialize(), "passes_through").verdict is Verdict.PROVED
-    with pytest.raises(ValueError, match="already has a tag rule"):
-        register_rule(math.Exp2Op, same_tags)
+    with pytest.raises(ValueError, match="already has a meaning"):
+        registry.define(math.Exp2Op, interpret=interpreter.RULES[math.Exp2Op], analyze=same_tags)
 
 
 @kernel(block=(32,), verify=False)

@@ -5,33 +5,39 @@ package:
 
 1. the stub kernels call, an `Intrinsic`, whose `build` turns a call into IR through the small
    `IntrinsicBuilder` interface (checked operands, errors that name the call's line);
-2. its `Language`: the dialect its ops belong to, so printed IR parses back, and each op's
-   `Meaning` for every consumer of the IR: the interpreter (the executable semantics,
-   required: a rule, or a wait for an op that may block), the tag analysis (how the op moves
-   tags; without a rule its results are computed data), the shadow-tag interpreter (the same,
-   at run time), layout lowering, and the scheduler's traits (a synchronization point, an op a
-   whole warpgroup runs, an op reading across a hardware wave).
+2. its `Language` (`argus.dsl.ir.registry`): the dialect its ops belong to, so printed IR
+   parses back, and each op's `Meaning` for every consumer of the IR — the same declaration
+   the core language's op families make (`argus.dsl.ops`): the interpreter (the executable
+   semantics, required: a rule, or a wait for an op that may block), the tag analysis (how the
+   op moves tags; without a rule its results are computed data, and the op is always kept by
+   tag liveness, since it may touch memory), the shadow-tag interpreter, layout lowering, and the
+   scheduler's traits (a synchronization point, an op a whole warpgroup runs, an op reading
+   across a hardware wave).
 
-The backend's `BackendSpec` names its language (`language=`); Argus installs every discovered
-backend's language the first time one is needed (an intrinsic's op built, printed IR parsed),
-so nothing depends on which module a program happened to import first.
+The backend's `BackendSpec` names its language (`language=`); the registry installs every
+discovered backend's language the first time any consumer needs a meaning, so nothing depends
+on which module a program happened to import first.
 
-Code generation stays in the backend, which is the only one that knows the instruction.
+Code generation stays in the backend, which is the only one that knows the instruction (its
+translator's own rules).
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from xdsl.ir import Dialect, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from . import lang
 from .dtypes import DType, i32
 from .errors import ArgusTypeError
 from .frontend.values import TensorRef, TileRef, Value, describe
+from .ir.registry import Language, Meaning, dialects, install, install_language
+
+__all__ = ["Intrinsic", "IntrinsicBuilder", "Language", "Meaning", "call", "dialects", "install_language",
+           "install_languages"]
 
 
 class IntrinsicBuilder:
@@ -127,112 +133,6 @@ def call(frontend: Any, node: ast.Call, intrinsic: Intrinsic) -> Any:
     return intrinsic.build(IntrinsicBuilder(frontend, node), args)
 
 
-_DIALECTS: list[Dialect] = []
-
-
-def register_dialect(dialect: Dialect) -> None:
-    """Make printed IR of `dialect`'s ops parse (the kernel cache stores IR as text)."""
-    if all(d.name != dialect.name for d in _DIALECTS):
-        _DIALECTS.append(dialect)
-
-
-def dialects() -> list[Dialect]:
-    install_languages()
-    return list(_DIALECTS)
-
-
-@dataclass(frozen=True)
-class Meaning:
-    """What one op of a backend means to each consumer of the IR (see `define`)."""
-
-    op_type: type
-    interpret: Callable[..., None] | None = None
-    wait: Any = None
-    analyze: Callable[..., None] | None = None
-    shadow: Callable[..., None] | None = None
-    lower: Callable[..., Operation] | None = None
-    sync: bool = False
-    collective: int = 0
-    """Threads that run the op together (a warpgroup's 128), when more than a warp."""
-    lockstep: int = 0
-    """Lanes the op reads across (a hardware wave of 64), when more than a warp."""
-
-
-@dataclass(frozen=True)
-class Language:
-    """A backend's intrinsic ops: their dialect and their meanings."""
-
-    dialect: Dialect
-    meanings: Sequence[Meaning]
-
-
-_INSTALLED: set[str] = set()
-_DISCOVERED = False
-
-
-def install(language: Language) -> None:
-    """Give every consumer of the IR the meaning of `language`'s ops (once)."""
-    if language.dialect.name in _INSTALLED:
-        return
-    _INSTALLED.add(language.dialect.name)
-    register_dialect(language.dialect)
-    for m in language.meanings:
-        define(m.op_type, interpret=m.interpret, analyze=m.analyze, shadow=m.shadow, lower=m.lower, wait=m.wait,
-               sync=m.sync, collective=m.collective, lockstep=m.lockstep)
-
-
 def install_languages() -> None:
-    """Install the language of every backend the `argus.backends` entry points name (once)."""
-    global _DISCOVERED
-    if _DISCOVERED:
-        return
-    _DISCOVERED = True
-    from .backends import backends
-
-    for spec in backends().values():
-        if spec.language is not None:
-            install(spec.language())
-
-
-def define(op_type: type, *, interpret: Callable[..., None] | None = None, analyze: Callable[..., None] | None = None,
-           shadow: Callable[..., None] | None = None,
-           lower: Callable[[Any, Callable[[SSAValue, list[SSAValue]], SSAValue]], Operation] | None = None,
-           wait: Any = None, sync: bool = False, collective: int = 0, lockstep: int = 0) -> None:
-    """Give an intrinsic op its meaning: `interpret(interpreter, op, frame, mask)` runs it for
-    the threads of `mask` — or, for an op that may block (a barrier, a wait), `wait` is its
-    `argus.dsl.machine.schedule.WaitRule`; `sync` ends a group's turn after the op (it orders
-    memory or starts an asynchronous agent, so other warps' order around it matters);
-    `collective` (threads, more than a warp) makes warps of a group that get to the op first wait
-    for the rest; `lockstep` (lanes, more than a warp) runs a kernel using the op in lockstep
-    groups of that many lanes; `analyze(analysis, op, mask)` moves its tags in the static checker;
-    `shadow(shadow_interpreter, op, frame, mask)` after `interpret`, in shadow-tag runs. An op
-    that addresses tiles or tensors by coordinates gives `lower(op, offset_of)`, which layout
-    lowering calls to replace it by an op on element offsets: ``offset_of(tile_or_tensor,
-    coords)`` inserts the arithmetic of one offset before `op` and returns it."""
-    from .machine import interpreter, shadow as shadow_mode
-    from .check import register_rule, tag_liveness
-    from .ir import lowering
-
-    from .machine import register_sync_point, register_wait
-    from .machine.schedule import register_collective, register_lockstep
-
-    if (interpret is None) == (wait is None):
-        raise ValueError(f"{op_type.__name__}: give exactly one of interpret= and wait=")
-    if interpret is not None:
-        interpreter.register_rule(op_type, interpret)
-    else:
-        register_wait(op_type, wait)
-    if sync:
-        register_sync_point(op_type)
-    if collective:
-        register_collective(op_type, lambda interp, op, threads=collective: threads)
-    if lockstep:
-        register_lockstep(op_type, lockstep)
-    if lower is not None:
-        lowering.register_rule(op_type, lower)
-    if analyze is not None:
-        register_rule(op_type, analyze)
-    else:
-        tag_liveness.keep_always(op_type)
-    if shadow is not None:
-        shadow_mode.register_rule(op_type, shadow)
+    """Define every op family (the core language's and each backend's language), once."""
+    install()

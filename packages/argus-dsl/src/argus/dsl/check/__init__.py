@@ -10,7 +10,7 @@ Layout:
 - `state` — what the walk holds and returns (`GlobalRef`, `Slot`, `State`, `Analysis`, `Undecidable`);
 - `preparation` — what a check prepares once per kernel (`Preparation`: op table, liveness,
   values known before the walk, the batching plan);
-- `rules` — the rule table and `register_rule`;
+- `rules` — the rule table the op registry fills;
 - rule families: `arithmetic` (integers, indices, casts), `access` (tiles, views, loads,
   stores, copies, variables), `products` (matrix products), `tags` (tag functions,
   assertions, barriers), `control` (branches and loops), with `reports` (findings about
@@ -20,8 +20,9 @@ Layout:
   that matter, reads by asynchronous products, bytes written on some paths only, findings that
   hold under conditions).
 
-The rule API. A rule is ``rule(a, op, mask) -> None``, registered for an op kind with
-`register_rule` (a backend does so through ``argus.dsl.intrinsics.define(analyze=...)``):
+The rule API. A rule is ``rule(a, op, mask) -> None``, declared with the rest of its op's
+meaning, ``argus.dsl.ir.registry.define(op_type, analyze=rule, ...)`` (an op family of
+`argus.dsl.ops`, or a backend's `Language`):
 
 - it receives the `TagAnalysis` ``a``, the op, and ``mask``, a boolean array over the walk's
   points (``a.n`` of them: threads, or threads times loop copies when copies run together)
@@ -42,7 +43,7 @@ A rule never says "proved": it adds obligations, and `argus.dsl.check.verificati
 
 from .analysis import TagAnalysis
 from .preparation import Preparation
-from .rules import Rule, register_rule
+from .rules import Rule
 from .state import Analysis, GlobalRef, Undecidable
 
-__all__ = ["Analysis", "GlobalRef", "Preparation", "Rule", "TagAnalysis", "Undecidable", "register_rule"]
+__all__ = ["Analysis", "GlobalRef", "Preparation", "Rule", "TagAnalysis", "Undecidable"]

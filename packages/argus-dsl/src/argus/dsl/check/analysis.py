@@ -65,10 +65,7 @@ from .arithmetic import (
     INT_RULES,
     cast_rule,
     constant_rule,
-    dim_rule,
-    index_rule,
     int_op_rule,
-    lane_or_warp_rule,
 )
 from .bounds import GlobalAccess
 from .control import for_rule, if_rule
@@ -474,8 +471,6 @@ rules.RULES.update({
     **{t: int_op_rule for t in INT_RULES},
     arith.ExtFOp: cast_rule, arith.TruncFOp: cast_rule, arith.SIToFPOp: cast_rule, arith.UIToFPOp: cast_rule, arith.FPToSIOp: cast_rule,
     arith.FPToUIOp: cast_rule, arith.TruncIOp: cast_rule, arith.ExtSIOp: cast_rule, arith.ExtUIOp: cast_rule,
-    D.ThreadIdxOp: index_rule("thread"), D.BlockIdxOp: index_rule("block"), D.BlockDimOp: index_rule("block_dim"),
-    D.GridDimOp: index_rule("grid"), D.LaneIdOp: lane_or_warp_rule, D.WarpIdOp: lane_or_warp_rule, D.DimOp: dim_rule,
     D.MakeSharedOp: alloc_rule, D.MakeLocalOp: alloc_rule, D.ViewOp: view_rule, D.SliceOp: view_rule, D.PartitionOp: partition_rule,
     D.TensorViewOp: tensor_view_rule,
     D.LoadOp: load_rule, D.LoadAtOp: load_rule, D.StoreOp: store_rule, D.StoreAtOp: store_rule, D.AtomicOp: atomic_rule,

@@ -86,6 +86,9 @@ class Preparation:
     keeps its own."""
 
     def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation], batch: bool = True) -> None:
+        from ..ir.registry import install
+
+        install()  # every op's tag rule, the core language's and every backend's
         self.kernel = kernel
         self.locations = locations
         self.batch = batch

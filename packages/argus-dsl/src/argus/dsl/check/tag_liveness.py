@@ -143,7 +143,7 @@ class _Liveness:
         t = self.table
         kinds, operands, results, keep = t.kinds, t.operands, t.results, self.keep
         for i in reversed(t.blocks[id(block)]):
-            rule = _RULES.get(kinds[i])
+            rule = RULES.get(kinds[i])
             if rule is not None:
                 rule(self, i, live)
                 continue
@@ -360,7 +360,7 @@ def _always(w: _Liveness, i: int, live: Live) -> None:
             live.update(_written(w.root(v)) for v in operands[:3])
 
 
-_RULES = {
+RULES = {
     scf.ForOp: _for, scf.IfOp: _if, D.TagOp: _tag, D.ResetTagsOp: _reset,
     D.StoreOp: _write, D.StoreAtOp: _write, D.AtomicOp: _write, D.CopyOp: _write,
     D.VarStoreOp: _var_store, D.VarLoadOp: _var_load, D.LoadOp: _load, D.LoadAtOp: _load,
@@ -376,4 +376,4 @@ def _covers_memory(tile: object) -> bool:
 
 def keep_always(op_type: type) -> None:
     """Run every op of this type (an op with a registered tag rule may move tags in memory)."""
-    _RULES[op_type] = _always
+    RULES[op_type] = _always

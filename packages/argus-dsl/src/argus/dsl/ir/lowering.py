@@ -216,19 +216,14 @@ class _LowerCooperativeCopy(RewritePattern):
         op.operands = (*op.operands, *starts)  # in place: the op keeps its source location
 
 
-_INTRINSICS: dict[type, Callable[[Any, Callable[[SSAValue, list[SSAValue]], SSAValue]], Operation]] = {}
-
-
-def register_rule(op_type: type, lower: Callable[[Any, Callable[[SSAValue, list[SSAValue]], SSAValue]], Operation]
-                  ) -> None:
-    """How a backend's intrinsic op that names coordinates becomes one on element offsets
-    (see argus.dsl.intrinsics.define)."""
-    _INTRINSICS[op_type] = lower
+RULES: dict[type, Callable[[Any, Callable[[SSAValue, list[SSAValue]], SSAValue]], Operation]] = {}
+"""How an op that names coordinates becomes one on element offsets, by op kind
+(`argus.dsl.ir.registry.define(lower=...)` fills it)."""
 
 
 class _LowerIntrinsic(_Replacing):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        lower = _INTRINSICS.get(type(op))
+        lower = RULES.get(type(op))
         if lower is not None:
             self.replace(rewriter, op, lower(op, lambda source, coords: _element_offset(rewriter, source, coords)))
 
@@ -236,6 +231,9 @@ class _LowerIntrinsic(_Replacing):
 def lower_layouts(module: builtin.ModuleOp, moved: dict[Operation, Operation] | None = None) -> builtin.ModuleOp:
     """Rewrite every coordinate access of `module` into offset arithmetic, in place; `moved`
     receives the op that replaced each rewritten one."""
+    from .registry import install
+
+    install()  # every op family's lowering, the core language's and every backend's
     moved = {} if moved is None else moved
     PatternRewriteWalker(GreedyRewritePatternApplier([_LowerLoad(moved), _LowerStore(moved), _LowerMma(),
                                                       _LowerCooperativeCopy(), _LowerIntrinsic(moved)]),

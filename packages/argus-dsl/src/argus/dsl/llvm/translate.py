@@ -188,6 +188,9 @@ class Translator:
     RULES: ClassVar[dict[type, Rule]] = {}
 
     def __init__(self, kernel: D.KernelOp, target: Any, locations: dict[Operation, SourceLocation] | None = None) -> None:
+        from ..ir.registry import install
+
+        install()  # every op family's meaning, the core language's and every backend's
         self.kernel = kernel
         self.target = target
         self.locations = locations or {}
@@ -350,7 +353,7 @@ class Translator:
     # ---- walking -----------------------------------------------------------------------
     def _block(self, block: Block) -> None:
         for op in block.ops:
-            rule = self.RULES.get(type(op))
+            rule = self.RULES.get(type(op)) or RULES.get(type(op))
             if rule is None:
                 raise self.unsupported(op, f"the operation {op.name}")
             self.before(op)
@@ -586,33 +589,6 @@ def _fma(t: Translator, op: math.FmaOp) -> None:
     ty = arith_type(op.result.type, t.where(op))
     a, b, c = (t.value(v) for v in op.operands)
     t.names[op.result] = t.call(ty, f"llvm.fma.{_suffix(ty)}", [(ty, a), (ty, b), (ty, c)])
-
-
-def _index(t: Translator, op: Any) -> None:
-    axis = "xyz".index(op.dim.data)
-    if isinstance(op, D.BlockDimOp):
-        t.names[op.result] = str(t.block[axis])
-        return
-    if isinstance(op, D.ThreadIdxOp) and t.block[axis] == 1:
-        t.names[op.result] = "0"
-        return
-    kind = {D.ThreadIdxOp: "thread", D.BlockIdxOp: "block", D.GridDimOp: "grid"}[type(op)]
-    t.names[op.result] = t.index(kind, axis)
-
-
-def _lane_or_warp(t: Translator, op: Any) -> None:
-    tid = t.linear_thread()
-    if isinstance(op, D.LaneIdOp):
-        t.define(op.result, f"and i32 {tid}, {t.warp_size - 1}")
-    else:
-        t.define(op.result, f"lshr i32 {tid}, {t.warp_size.bit_length() - 1}")
-
-
-def _dim(t: Translator, op: D.DimOp) -> None:
-    found = t.dims.get((op.tensor, op.index.data))
-    if found is None:
-        raise CodegenError(f"internal: no size for dim {op.index.data}", t.where(op))
-    t.names[op.result] = found
 
 
 def _tensor_view(t: Translator, op: D.TensorViewOp) -> None:
@@ -941,9 +917,7 @@ RULES: dict[type, Rule] = {
     **{cls: _cast for cls in (*_CASTS, arith.FPToSIOp, arith.FPToUIOp)},
     **{cls: _math for cls in (*_MATH, math.RsqrtOp)},
     math.FmaOp: _fma,
-    D.ThreadIdxOp: _index, D.BlockIdxOp: _index, D.BlockDimOp: _index, D.GridDimOp: _index,
-    D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
-    D.DimOp: _dim, D.TensorViewOp: _tensor_view,
+    D.TensorViewOp: _tensor_view,
     D.MakeSharedOp: _make_shared, D.MakeLocalOp: _make_local,
     D.SliceOp: _same_memory, D.ViewOp: _same_memory, D.PartitionOp: _same_memory,
     D.LoadAtOp: _load_at, D.StoreAtOp: _store_at,
@@ -954,4 +928,5 @@ RULES: dict[type, Rule] = {
     D.ShuffleOp: _shuffle, D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract,
     D.BytePermOp: _byte_perm, D.AtomicOp: _atomic, D.MmaOp: _mma, D.CopyOp: _copy,
 }
-"""The rules every LLVM backend shares; a backend's `Translator.RULES` extends them."""
+"""The rules every LLVM backend shares (`argus.dsl.ir.registry.define(translate=...)` fills it); a
+backend's `Translator.RULES` holds its own, which come first."""

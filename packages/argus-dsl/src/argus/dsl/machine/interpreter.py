@@ -181,14 +181,14 @@ class Interpreter:
 
     def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation] | None = None,
                  schedule: Schedule | None = None) -> None:
-        from ..intrinsics import install_languages
+        from ..ir.registry import install
 
-        install_languages()  # the meaning of every backend's intrinsics
+        install()  # every op family's meaning, the core language's and every backend's
         self.kernel = kernel
         self.locations = locations or {}
         self.block_dims = _pad3(kernel.block_dims)
         self.warp_size = kernel.warp_size.data
-        self.handlers = _handlers()
+        self.handlers = RULES
         self._atoms: dict[Operation, MMAAtom | CopyAtom] = {}
         self.constants: dict[Operation, np.ndarray] = {}
         self.schedule = schedule or active_schedule()
@@ -479,20 +479,6 @@ def _fma(interp: Interpreter, op: math.FmaOp, frame: _Frame, mask: np.ndarray) -
     _set(frame, op, _result_dtype(op).round(a * b + c))
 
 
-def _index(axis_of: Callable[[Interpreter, _Frame], tuple[Any, Any, Any]]) -> Rule:
-    def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
-        axis = "xyz".index(op.dim.data)
-        value = axis_of(interp, frame)[axis]
-        _set(frame, op, np.broadcast_to(np.asarray(value, dtype=np.int32), (frame.threads,)).copy())
-
-    return rule
-
-
-def _dim(interp: Interpreter, op: D.DimOp, frame: _Frame, mask: np.ndarray) -> None:
-    tensor: TensorValue = _value(frame, op.tensor)
-    _set(frame, op, np.full(frame.threads, tensor.array.shape[op.index.data], np.int32))
-
-
 def _make_shared(interp: Interpreter, op: D.MakeSharedOp, frame: _Frame, mask: np.ndarray) -> None:
     t: D.TileType = op.result.type  # type: ignore[assignment]
     nbytes = t.footprint * t.dtype.nbytes
@@ -543,12 +529,6 @@ def _var_store(interp: Interpreter, op: D.VarStoreOp, frame: _Frame, mask: np.nd
     slot = _value(frame, op.var)
     slot[0][mask] = _scalar_array(frame, op.value)[mask]
     slot[1] |= mask
-
-
-def _lane_or_warp(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
-    w = interp.warp_size
-    ids = frame.local_ids % w if isinstance(op, D.LaneIdOp) else frame.local_ids // w
-    _set(frame, op, ids.astype(np.int32))
 
 
 def shuffle_sources(interp: Interpreter, op: D.ShuffleOp, frame: _Frame) -> np.ndarray:
@@ -1152,18 +1132,7 @@ def _race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, rac
         earlier=interp.where(earlier.op), schedule=str(interp.schedule))
 
 
-_EXTENSIONS: dict[type, Rule] = {}
-
-
-def register_rule(op_type: type, rule: Rule) -> None:
-    """Run an op of another dialect (a backend's intrinsic, see argus.dsl.intrinsics)."""
-    if op_type in _EXTENSIONS:
-        raise ValueError(f"{op_type.__name__} already has an interpreter rule")
-    _EXTENSIONS[op_type] = rule
-
-
-def _handlers() -> dict[type, Rule]:
-    rules: dict[type, Rule] = {**_EXTENSIONS, D.MmaWaitOp: _mma_wait,
+RULES: dict[type, Rule] = {D.MmaWaitOp: _mma_wait,
         arith.ConstantOp: _constant,
         **{cls: _int_binary(kind) for cls, kind in integers.INTEGER_OPS.items()},
         arith.AddfOp: _binary(np.add), arith.SubfOp: _binary(np.subtract), arith.MulfOp: _binary(np.multiply),
@@ -1174,22 +1143,17 @@ def _handlers() -> dict[type, Rule]:
         **{cls: _int_cast(kind) for cls, kind in integers.INTEGER_CASTS.items()},
         math.Exp2Op: _unary(np.exp2), math.Log2Op: _unary(np.log2), math.SqrtOp: _unary(np.sqrt),
         math.RsqrtOp: _unary(lambda x: 1.0 / np.sqrt(x)), math.FmaOp: _fma,
-        D.ThreadIdxOp: _index(lambda interp, frame: interp.thread_coordinates(frame)),
-        D.BlockIdxOp: _index(lambda interp, frame: frame.block_index if frame.blocks_of is None else frame.blocks_of),
-        D.BlockDimOp: _index(lambda interp, frame: interp.block_dims),
-        D.GridDimOp: _index(lambda interp, frame: interp.grid),
-        D.DimOp: _dim,
         D.MakeSharedOp: _make_shared, D.MakeLocalOp: _make_local, D.ViewOp: _view,
         D.LoadOp: _load, D.StoreOp: _store, D.LoadAtOp: _load_at, D.StoreAtOp: _store_at,
         D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
         D.AssumeOp: _assume,
-        D.ShuffleOp: _shuffle, D.LaneIdOp: _lane_or_warp, D.WarpIdOp: _lane_or_warp,
+        D.ShuffleOp: _shuffle,
         D.SliceOp: _slice, D.MmaOp: _mma, D.PartitionOp: _partition, D.CopyOp: _copy,
         D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract, D.BytePermOp: _byte_perm, D.TensorViewOp: _tensor_view,
         D.AtomicOp: _atomic,
         D.TagOp: _compile_time_only, D.TagAssertOp: _compile_time_only, D.ResetTagsOp: _compile_time_only,
-    }
-    return rules
+}
+"""Each op kind's interpreter rule; `argus.dsl.ir.registry.define` fills it."""
 
 
 __all__ = ["Interpreter", "KernelFault", "storage_dtype"]

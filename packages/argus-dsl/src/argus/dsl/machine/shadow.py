@@ -78,7 +78,7 @@ class ShadowInterpreter(Interpreter):
 
     def run_op(self, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
         super().run_op(op, frame, mask)
-        rule = _RULES.get(type(op))
+        rule = RULES.get(type(op))
         if rule is not None:
             rule(self, op, frame, mask)
         elif op.results:
@@ -462,7 +462,7 @@ def _site_text(s: ShadowInterpreter, sites: np.ndarray) -> str:
     return str(loc) if loc is not None else "an op without a source line"
 
 
-_RULES: dict[type, Any] = {
+RULES: dict[type, Any] = {
     D.LoadOp: _load, D.LoadAtOp: _load, D.StoreOp: _store, D.StoreAtOp: _store,
     D.BitcastOp: _same_bytes, D.ConcatOp: _concat, D.ExtractOp: _extract, D.BytePermOp: _byte_perm,
     arith.SelectOp: _select, arith.ConstantOp: _constant, D.ShuffleOp: _shuffle,
@@ -496,10 +496,3 @@ def check_launch(kernel: Any, grid: Sequence[int] | int, *args: Any, **constants
     if claimless:
         return nothing_to_prove(claim, "the launch ran with shadow tags and no fault")
     return proved(claim, "checked for every thread at every assertion it reached (shadow tags)")
-
-
-def register_rule(op_type: type, rule: Any) -> None:
-    """Move tags for an op of another dialect in shadow runs (see argus.dsl.intrinsics)."""
-    if op_type in _RULES:
-        raise ValueError(f"{op_type.__name__} already has a shadow rule")
-    _RULES[op_type] = rule
