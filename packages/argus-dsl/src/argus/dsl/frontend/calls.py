@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,15 @@ from ..intrinsics import Intrinsic
 from ..intrinsics import call as intrinsic_call
 from ..ir.layout_texts import text_of
 
+
+
+Builder = Callable[[Any, ast.Call, list[Any]], Any]
+
+BUILDERS: dict[str, Builder] = {}
+"""Each builtin's builder, by name: ``build(frontend, call, arguments)`` checks the evaluated
+arguments (errors at the call's line: ``frontend.type_error(node, message)``), emits the op(s)
+(``frontend.emit(op)``) and returns the call's value (None for a statement). An op family
+declares its builtins' builders with `argus.dsl.ir.registry.builtin`."""
 
 class Calls:
     def expr_Call(self, node: ast.Call) -> Any:
@@ -148,6 +158,9 @@ class Calls:
             return None
         args = [self.expr(a) for a in node.args]
         name = fn.name
+        build = BUILDERS.get(name)
+        if build is not None:
+            return build(self, node, args)
         if name == "syncthreads":
             if args:
                 raise self.type_error(node, "syncthreads() takes no arguments")
@@ -282,11 +295,6 @@ class Calls:
                 raise self.type_error(node, "reset_tags(t) takes one shared tile")
             self.emit(D.ResetTagsOp.create(operands=[args[0].ssa]))
             return None
-        if name in ("lane_id", "warp_id"):
-            if args:
-                raise self.type_error(node, f"{name}() takes no arguments")
-            op_class = D.LaneIdOp if name == "lane_id" else D.WarpIdOp
-            return Value(self.emit(op_class()).results[0], i32)
         if name.startswith("shfl_"):
             if len(args) != 2 or not isinstance(args[0], Value):
                 raise self.type_error(node, f"{name}(value, lane_or_offset) with a runtime value")

@@ -41,6 +41,9 @@ class FrontEnd(Statements, Expressions, Calls):
 
     def __init__(self, source: KernelSource, constants: dict[str, Any], unrolled: frozenset[ast.For] = frozenset()
                  ) -> None:
+        from ..ir.registry import install
+
+        install()  # every op family's builtins (and every op's meaning)
         self.src = source
         self.unrolled = unrolled
         """The static loops to unroll even where their iterations could stay one rolled loop."""

@@ -20,7 +20,7 @@ from typing import Any
 
 from xdsl.ir import Dialect
 
-__all__ = ["Language", "Meaning", "define", "install", "meaning", "meanings"]
+__all__ = ["Language", "Meaning", "builtin", "define", "install", "meaning", "meanings"]
 
 Collective = int | Callable[[Any, Any], int]
 
@@ -135,6 +135,21 @@ def _hand_out(m: Meaning, keep: bool) -> None:
         lowering.RULES[m.op_type] = m.lower
     if m.translate is not None:
         translate.RULES[m.op_type] = m.translate
+
+
+def builtin(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare the front-end builder of the language's builtin `name` (`argus.dsl.lang`):
+    ``build(frontend, call, arguments)`` (see `argus.dsl.frontend.calls.BUILDERS`)."""
+
+    def declare(build: Callable[..., Any]) -> Callable[..., Any]:
+        from ..frontend.calls import BUILDERS
+
+        if name in BUILDERS:
+            raise ValueError(f"the builtin {name}() already has a builder")
+        BUILDERS[name] = build
+        return build
+
+    return declare
 
 
 def meaning(op_type: type) -> Meaning | None:

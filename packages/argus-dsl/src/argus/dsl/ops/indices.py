@@ -10,6 +10,7 @@ constant where the block is one thread wide on that axis).
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +19,30 @@ import numpy as np
 from ..check.arithmetic import dim_rule, index_rule, lane_or_warp_rule
 from ..errors import CodegenError
 from ..ir import dialect as D
-from ..ir.registry import define
+from ..dtypes import i32
+from ..frontend.values import Value
+from ..ir.registry import builtin, define
 from ..machine.interpreter import Frame, Interpreter, TensorValue, set_value, value_of
 
 if TYPE_CHECKING:
     from ..llvm import Translator
 
 AXES = "xyz"
+
+
+# ---- the front end ------------------------------------------------------------------------
+
+def _build_lane_or_warp(op_class: type) -> Callable[..., Value]:
+    def build(fe: Any, node: ast.Call, args: list[Any]) -> Value:
+        if args:
+            raise fe.type_error(node, f"{'lane_id' if op_class is D.LaneIdOp else 'warp_id'}() takes no arguments")
+        return Value(fe.emit(op_class()).results[0], i32)
+
+    return build
+
+
+builtin("lane_id")(_build_lane_or_warp(D.LaneIdOp))
+builtin("warp_id")(_build_lane_or_warp(D.WarpIdOp))
 
 
 # ---- the interpreter ----------------------------------------------------------------------
