@@ -454,20 +454,31 @@ class _Copy:
 
     def land(self, interp: Any, part: slice = slice(None)) -> None:
         """The copy's bytes (or the `part` of them) are written, by the copy's agent."""
-        frame = self.frame
-        machine = frame.machine
         if self.stream is not None:
             self.tick = self.stream.tick()
-        memory = self.tile.memory
         target = self.target[part]
-        try:
-            machine.tracker.agent_write(I.history(frame, memory), target, self.unit, self.tick, self.vc, self.issuer,
-                                        f"the bulk copy issued by thread {self.issuer}", interp.point(self.op))
-        except I.Race as race:
-            raise I.race(interp, self.op, frame, memory, race) from None
-        memory.data[target] = self.data[part]
-        memory.written[target] = True  # type: ignore[index]
-        interp.landed(self.op, frame, self.tile, target, self.tensor, self.source[part], self.issuer)
+        _write_landing(interp, self.op, self.frame, self.tile, target, self.data[part], self.unit, self.tick, self.vc,
+                       self.issuer, f"the bulk copy issued by thread {self.issuer}", interp.point(self.op))
+        interp.landed(self.op, self.frame, self.tile, target, self.tensor, self.source[part], self.issuer)
+
+
+def _write_landing(interp: Any, op: Any, frame: Any, tile: I.TileValue, target: np.ndarray, data: np.ndarray,
+                   unit: int | np.ndarray, tick: int | np.ndarray, vc: np.ndarray, issuer: int | np.ndarray,
+                   what: str, site: int, per_thread: bool = False) -> None:
+    """Asynchronous copies' bytes land in the tile's memory: the access history checks the
+    write of their agent (`what`, in a race's report) against what the threads did, then
+    the bytes are stored. `unit`, `tick`, `vc` and `issuer` are the copy's, or one per byte
+    (`per_thread`: several threads' copies, each retired by its own thread's wait); bulk
+    copies and cp.async copies land through here alike."""
+    memory = tile.memory
+    flat = target.reshape(-1)
+    try:
+        frame.machine.tracker.agent_write(I.history(frame, memory), flat, unit, tick, vc, issuer, what, site,
+                                          per_thread=per_thread)
+    except I.Race as race:
+        raise I.race(interp, op, frame, memory, race) from None
+    memory.data[flat] = data.reshape(-1)
+    memory.written[flat] = True  # type: ignore[index]
 
 
 @dataclass
@@ -767,15 +778,8 @@ def _start_copies(interp: Any, op: Any, frame: Any, mask: np.ndarray, tile: Any,
     per = target.shape[1]
 
     def land() -> None:
-        memory = tile.memory
-        try:
-            frame.machine.tracker.agent_write(I.history(frame, memory), target.reshape(-1), np.repeat(units, per),
-                                              np.repeat(ticks, per), np.repeat(vcs, per, axis=0),
-                                              np.repeat(threads, per), "a cp.async copy", site, per_thread=True)
-        except I.Race as race:
-            raise I.race(interp, op, frame, memory, race) from None
-        memory.data[target] = data
-        memory.written[target] = True  # type: ignore[index]
+        _write_landing(interp, op, frame, tile, target, data, np.repeat(units, per), np.repeat(ticks, per),
+                       np.repeat(vcs, per, axis=0), np.repeat(threads, per), "a cp.async copy", site, per_thread=True)
         for c in copies:
             interp.landed(op, frame, tile, c.target, tensor, c.source, c.issuer)
 
