@@ -410,16 +410,9 @@ class Scheduler:
             elsewhere = [o for o in self.groups if o is not g and o.threads[missing].any()]
             if all(o.converging and o.waiting is not g.waiting for o in elsewhere):
                 g.waiting, g.converging = None, False
-                self._advance_collective(g)
+                self._advance(g, alone=True)
                 return True
         return False
-
-    def _advance_collective(self, g: Group) -> None:
-        top = g.stack[-1]
-        op = top.ops[top.index]
-        top.index += 1
-        self.current = g
-        self.interp.run_op(op, g.frame, top.mask)
 
     def _passes(self, g: Group) -> bool:
         """Whether a waiting group may go on (part of it may: it splits)."""
@@ -500,8 +493,10 @@ class Scheduler:
         raise self.interp.fault(kind, f"no thread can go on: {described} (schedule {self.schedule})", op, self.frame,
                                 thread=int(named[0]) if named.size else None, threads=named.tolist())
 
-    def _advance(self, g: Group) -> None:
-        """Run `g` until its turn ends: a sync point, a wait, a split, or its end."""
+    def _advance(self, g: Group, alone: bool = False) -> None:
+        """Run `g` until its turn ends: a sync point, a wait, a split, or its end. `alone`: `g`
+        stands at a collective op the rest of its threads never reach; it runs that op without
+        them (the op's rule reports who is missing) and its turn ends there."""
         interp = self.interp
         self.current = g
         while True:
@@ -530,12 +525,12 @@ class Scheduler:
                 if kind in _WAITS:
                     g.waiting = op
                     return
-                if kind in _COLLECTIVES and self._missing(g, op, top.mask).any():
+                if kind in _COLLECTIVES and not alone and self._missing(g, op, top.mask).any():
                     top.index -= 1
                     g.waiting, g.converging = op, True
                     return
                 interp.run_op(op, g.frame, top.mask)
-                if kind in _SYNC_POINTS:
+                if alone or kind in _SYNC_POINTS:
                     return
             elif isinstance(top, _Loop):
                 if self._next_iteration(g, top):
