@@ -259,16 +259,19 @@ def _unrolled(op: Any) -> bool:
 def step_times(ir: Any, repeat: int, shown: int) -> list[tuple[str, float]]:
     """The analysis's costliest steps (wall time, ms, median of `repeat` walks of a prepared
     kernel): which runs of copies, products and single ops a check spends its time on."""
-    batching = checker_module("batching")
+    try:
+        plan = checker_module("run_plan")
+    except ModuleNotFoundError:  # a tree from before the plan of runs had a module of its own
+        plan = checker_module("batching")
     TagAnalysis = checker_module("analysis").TagAnalysis
 
     def label(step: Any) -> str:
-        if isinstance(step, batching.Run):
+        if isinstance(step, plan.Run):
             first = ir.locations.get(step.ops[0])
             return f"run of {len(step.ops)} ops in {len(step.groups)} groups from {first}"
-        if isinstance(step, batching.Products):
+        if isinstance(step, plan.Products):
             return f"{len(step.ops)} products and views from {ir.locations.get(step.ops[0])}"
-        if isinstance(step, batching.Known):
+        if isinstance(step, plan.Known):
             return f"{len(step.results)} values known before the check"
         if _unrolled(step):
             return f"static loop at {ir.locations.get(step)}"

@@ -4,13 +4,15 @@ one, on every example and on kernels made to defeat the grouping."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from argus.dsl import Tensor, bf16, block_idx, f32, i32, kernel, lane_id, make_local, matmul, static_range, tag, warp_mma_16x8x16
-from argus.dsl.check import batching
+from argus.dsl.check import footprint, rules, run_plan
+from argus.dsl.check.copies import CannotBatch, TileCopies
 from argus.dsl import make_shared, syncthreads, thread_idx, u32
 from argus.dsl.check import Preparation, TagAnalysis
 from argus.dsl.cli import load_module
@@ -50,15 +52,15 @@ def _findings(result: Any) -> list[tuple[Any, ...]]:
                                                 "rhs written at")) for w in result.witnesses)
 
 
-def _runs(compiled: Any) -> list[batching.Run]:
+def _runs(compiled: Any) -> list[run_plan.Run]:
     """The runs of copies a check walks: in blocks, and static loops kept rolled."""
     prep = compiled.preparation
     return [step for op in compiled.op.walk() for region in op.regions for block in region.blocks
-            for step in prep.steps(block) if isinstance(step, batching.Run)] + \
+            for step in prep.steps(block) if isinstance(step, run_plan.Run)] + \
         [run for op in compiled.op.walk() if is_unrolled(op) and (run := prep.rolled(op)) is not None]
 
 
-def _groups(compiled: Any) -> list[batching.Group]:
+def _groups(compiled: Any) -> list[run_plan.Group]:
     return [g for run in _runs(compiled) for g in run.groups]
 
 
@@ -319,7 +321,7 @@ def one_row_against_two_columns(a: Tensor[bf16, 16, 16], b: Tensor[bf16, 16, 16]
 
 def test_products_reading_one_fragment_and_writing_apart_find_what_one_by_one_finds() -> None:
     compiled = one_row_against_two_columns.specialize()
-    rows = [step for step in compiled.preparation.steps(compiled.op.body.block) if isinstance(step, batching.Products)]
+    rows = [step for step in compiled.preparation.steps(compiled.op.body.block) if isinstance(step, run_plan.Products)]
     assert [sum(op.name == "argus.mma" for op in row.ops) for row in rows] == [2]
     assert all(op.name in ("argus.mma", "argus.slice") for row in rows for op in row.ops)
     together = verify_kernel(compiled, "one_row_against_two_columns")
@@ -386,14 +388,14 @@ def row_reloaded_in_the_loop(a: Tensor[bf16, 16, 32], b: Tensor[bf16, 16, 32], c
 def _alike_reads(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each read of a fragment for the copies of a product was made once for them all."""
     made: list[bool] = []
-    read_alike = batching.Footprint.read_alike
+    read_alike = footprint.Footprint.read_alike
 
     def counted(self: Any, *args: Any) -> Any:
         found = read_alike(self, *args)
         made.append(found is not None)
         return found
 
-    monkeypatch.setattr(batching.Footprint, "read_alike", counted)
+    monkeypatch.setattr(footprint.Footprint, "read_alike", counted)
     return made
 
 
@@ -487,14 +489,14 @@ def test_products_after_their_fragments_are_one_step(tmp_path: Path, monkeypatch
     verify_kernel(compiled, "gemm")
     blocks = [block for op in compiled.op.walk() for region in op.regions for block in region.blocks]
     rows = [step for block in blocks for step in compiled.preparation.steps(block)
-            if isinstance(step, batching.Products)]
+            if isinstance(step, run_plan.Products)]
     assert [sum(op.name == "argus.mma" for op in row.ops) for row in rows] == [8]
     assert _largest_group(compiled, "argus.mma") == 1
 
 
 def test_products_side_by_side_find_what_one_by_one_finds() -> None:
     compiled = into_two_accumulators.specialize()
-    assert batching.Products in _step_kinds(compiled)
+    assert run_plan.Products in _step_kinds(compiled)
     together = verify_kernel(compiled, "into_two_accumulators")
     alone = verify_kernel(_one_by_one(compiled), "into_two_accumulators")
     assert together.verdict is alone.verdict is Verdict.VIOLATED, together.text()
@@ -505,7 +507,7 @@ def test_products_side_by_side_find_what_one_by_one_finds() -> None:
     assert written == {"the first accumulator holds the inputs": first, "the second accumulator holds the inputs": second}
 
 
-@pytest.mark.parametrize("stored, step", [(False, batching.Products), (True, batching.Run)])
+@pytest.mark.parametrize("stored, step", [(False, run_plan.Products), (True, run_plan.Run)])
 def test_a_product_reads_what_the_product_before_it_wrote(stored: bool, step: type, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     compiled = _product_feeds_product(tmp_path, stored, monkeypatch)
@@ -572,24 +574,24 @@ def _random_groups(rng: np.random.Generator, size: int) -> tuple[list[list[int]]
 def test_groups_run_after_the_groups_they_read_and_in_program_order_where_free(seed: int) -> None:
     rng = np.random.default_rng(seed)
     sources, groups = _random_groups(rng, int(rng.integers(1, 16)))
-    order = batching._schedule(sources, groups)
+    order = run_plan._schedule(sources, groups)
     assert sorted(i for g in order for i in g) == list(range(len(sources)))  # every op, once
     assert all(g in groups or len(g) == 1 for g in order)  # a group runs whole, or op by op
     ran_at = {i: k for k, g in enumerate(order) for i in g}
     assert all(ran_at[j] < ran_at[i] for i in range(len(sources)) for j in sources[i])  # what it reads ran before
-    assert batching._schedule(sources, groups[::-1]) == order  # whatever order the groups come in
+    assert run_plan._schedule(sources, groups[::-1]) == order  # whatever order the groups come in
     group_of = {i: g for g in groups for i in g}
     if all(group_of[j][0] < g[0] for g in groups for i in g for j in sources[i]):
         assert order == sorted(groups)  # nothing waits for a group beginning after it: program order
 
 
 def test_a_group_waits_for_a_group_beginning_after_it() -> None:
-    assert batching._schedule([[], [], [1]], [[0, 2], [1]]) == [[1], [0, 2]]
-    assert batching._schedule([[], [0]], [[0, 1]]) == [[0], [1]]  # a copy reads another: op by op
+    assert run_plan._schedule([[], [], [1]], [[0, 2], [1]]) == [[1], [0, 2]]
+    assert run_plan._schedule([[], [0]], [[0, 1]]) == [[0], [1]]  # a copy reads another: op by op
 
 
-def _role(whole: bool = False, view: bool = False) -> batching.Role:
-    return batching.Role(runnable=True, whole=whole, view=view, product=whole, tiles=whole)
+def _role(whole: bool = False, view: bool = False) -> run_plan.Role:
+    return run_plan.Role(runnable=True, whole=whole, view=view, product=whole, tiles=whole)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -599,7 +601,7 @@ def test_a_run_is_cut_into_alternating_stretches_and_clusters(seed: int) -> None
     rng = np.random.default_rng(seed)
     roles = [_role(*[(True, False), (False, True), (False, False)][int(k)]) for k in rng.integers(0, 3, 12)]
     lo, hi = sorted(int(x) for x in rng.integers(0, len(roles) + 1, 2))
-    pieces = batching._pieces(roles, lo, hi)
+    pieces = run_plan._pieces(roles, lo, hi)
     assert [i for a, b, _ in pieces for i in range(a, b)] == list(range(lo, hi))
     assert all(b > a for a, b, _ in pieces)
     for (a, b, cluster), after in zip(pieces, pieces[1:] + [None]):
@@ -608,3 +610,52 @@ def test_a_run_is_cut_into_alternating_stretches_and_clusters(seed: int) -> None
         else:
             assert not any(r.whole for r in roles[a:b])
         assert after is None or after[2] != cluster
+
+
+def _over_copies(compiled: Any, raised: Callable[[], Exception], monkeypatch: pytest.MonkeyPatch) -> type:
+    """Make the rule of the kind of op with the most copies in a group raise `raised()` whenever
+    it runs over copies' points together, as it would with a bug only copies meet (its plain
+    walk, one copy at a time, stays right). The plan is made before, with the rule as it was."""
+    verify_kernel(compiled, "gemm")  # (plans every block and rolled loop once, with the true rules)
+    kind = type(max((g for g in _groups(compiled) if g.rule is None and type(g.ops[0]) in rules.RULES),
+                    key=lambda g: len(g.ops)).ops[0])
+    rule = rules.RULES[kind]
+
+    def buggy(a: Any, op: Any, mask: np.ndarray) -> None:
+        if a.n > a.threads:  # (over copies: points are threads × copies)
+            raise raised()
+        rule(a, op, mask)
+
+    monkeypatch.setitem(rules.RULES, kind, buggy)
+    return kind
+
+
+def test_a_bug_a_rule_meets_over_copies_surfaces_instead_of_being_walked_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule that fails with something other than `CannotBatch` has a bug: the check fails with
+    it (the command exits 2, as for any failure of the checker), rather than walking the run again
+    op by op, which here would prove the kernel and hide the bug."""
+    compiled = _example(tmp_path, "gemm")
+    _over_copies(compiled, lambda: ZeroDivisionError("a rule's bug"), monkeypatch)
+    assert verify_kernel(_one_by_one(compiled), "gemm").verdict is Verdict.PROVED  # what a second walk would say
+    with pytest.raises(ZeroDivisionError, match="a rule's bug"):
+        verify_kernel(compiled, "gemm")
+
+
+def test_a_rule_that_declines_copies_has_its_run_walked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`CannotBatch` is how a rule says its copies cannot run together: their runs are walked
+    again op by op, with the verdict and findings of the plain walk."""
+    compiled = _example(tmp_path, "gemm")
+    _over_copies(compiled, lambda: CannotBatch("copies apart"), monkeypatch)
+    assert verify_kernel(compiled, "gemm").verdict is Verdict.PROVED
+    assert any(run.walked_again for run in _runs(compiled))
+
+
+def test_a_rule_reading_a_tile_off_a_tile_per_copy_declines_the_copies() -> None:
+    """A tile per copy has none of a tile's attributes: a rule that does not take copies
+    together, reading one, raises `CannotBatch` (its run is walked again), not a bug's error."""
+    copies = TileCopies((object(), object()))
+    with pytest.raises(CannotBatch, match="memory"):
+        copies.memory  # noqa: B018
+    assert not hasattr(copies, "__array_interface__")  # (protocol lookups stay plain misses)
+    assert len(copies.tiles) == 2

@@ -15,10 +15,13 @@ Layout:
   stores, copies, variables), `products` (matrix products), `tags` (tag functions,
   assertions, barriers), `control` (branches and loops), with `reports` (findings about
   unwritten bytes and how a finding names its place);
-- `batching`, `op_table`, `tag_liveness`, `product_reads`, `initialization`, `findings` — the
-  machinery the walker uses (runs of loop copies checked together, integer op tables, the ops
-  that matter, reads by asynchronous products, bytes written on some paths only, findings that
-  hold under conditions).
+- runs of loop copies checked together: `run_plan` (which copies run as one, in what order),
+  `rolled_loops` (the run of a static loop kept rolled), `batching` (running a run, or walking it
+  again op by op), `footprint` (what a run did to memory, to tell whether its order was sound),
+  `copies` (what a rule sees of copies: `TileCopies`, `CannotBatch`);
+- `op_table`, `tag_liveness`, `product_reads`, `initialization`, `findings` — the machinery the
+  walker uses (integer op tables, the ops that matter, reads by asynchronous products, bytes
+  written on some paths only, findings that hold under conditions).
 
 The rule API. A rule is ``rule(a, op, mask) -> None``, declared with the rest of its op's
 meaning, ``argus.dsl.ir.registry.define(op_type, analyze=rule, ...)`` (an op family of
@@ -36,7 +39,11 @@ meaning, ``argus.dsl.ir.registry.define(op_type, analyze=rule, ...)`` (an op fam
   ``a.in_bounds``;
 - it reports through the walker: ``a.obligations`` (claims to prove, with a `describer` for
   witnesses), ``a.add_fact`` (facts a launch must satisfy), ``a.undecidable(op, reason)`` (raise
-  it: the check answers unknown, never proved), ``a.where(op)`` for the source location.
+  it: the check answers unknown, never proved), ``a.where(op)`` for the source location;
+- while copies of an unrolled loop run together, a rule that cannot take them together raises
+  `copies.CannotBatch` (reading a tile's attribute off a `copies.TileCopies` does): the run is
+  walked again op by op. Any other exception is a bug of the rule and fails the check (the
+  command exits 2); it is never retried.
 
 A rule never says "proved": it adds obligations, and `argus.dsl.check.verification` decides them.
 """

@@ -19,7 +19,7 @@ from ..machine.interpreter import TileValue, segment_stride
 from ..ir import dialect as D
 from ..ir.layout_texts import layout_from_text, unswizzled
 from ..machine.tiles import fragment_bytes as tile_fragment_bytes, offset_table, redistribute
-from . import batching
+from .copies import TileCopies, moved_tile
 from .product_reads import InFlight, OperandMemory
 from .reports import check_written, space_name
 from .state import GlobalRef, Slot, Undecidable, byte_width, is_int
@@ -83,7 +83,7 @@ def view_rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
         a.memo[op] = (source, view, start)
         return
     view = source.map(lambda tile: tile.derived(layout, dtype, tile.base if slice_ else None)) \
-        if isinstance(source, batching.TileCopies) else source.derived(layout, dtype, source.base if slice_ else None)
+        if isinstance(source, TileCopies) else source.derived(layout, dtype, source.base if slice_ else None)
     a.values[results[0]] = view
     a.memo[op] = (source, view, None)
 
@@ -96,13 +96,13 @@ def _moved_sub_tiles(a: TagAnalysis, op: Any, source: Any, start: Affine, layout
     per_copy = starts.reshape(-1, threads)
     if (per_copy != per_copy[:, :1]).any():
         raise a.undecidable(op, "the threads of a block disagree on where a sub-tile starts")
-    if len(per_copy) > 1 and not isinstance(source, batching.TileCopies) and unswizzled(layout):
+    if len(per_copy) > 1 and not isinstance(source, TileCopies) and unswizzled(layout):
         # no swizzle after the start: each copy's offsets are the first's moved by its start
-        return batching.TileCopies(moved=(source.derived(layout, dtype, source.base), per_copy[:, 0]))
-    sources = source.tiles if isinstance(source, batching.TileCopies) else (source,) * len(per_copy)
-    tiles = tuple(batching.moved_tile(tile.derived(layout, dtype, tile.base), int(s))
+        return TileCopies(moved=(source.derived(layout, dtype, source.base), per_copy[:, 0]))
+    sources = source.tiles if isinstance(source, TileCopies) else (source,) * len(per_copy)
+    tiles = tuple(moved_tile(tile.derived(layout, dtype, tile.base), int(s))
                   for tile, s in zip(sources, per_copy[:, 0]))
-    return tiles[0] if len(tiles) == 1 else batching.TileCopies(tiles)
+    return tiles[0] if len(tiles) == 1 else TileCopies(tiles)
 
 
 def _view_type(op: Any) -> tuple[Any, DType, bool]:

@@ -41,7 +41,7 @@ from ..errors import VerificationError
 from ..ir import dialect as D
 from ..ir.dialect import pad3
 from ..ir.types import dtype_of_mlir
-from . import batching, rules
+from . import batching, rules, run_plan
 from .access import (
     alloc_rule,
     atomic_rule,
@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from xdsl.ir import Block, Operation, SSAValue
     from ..errors import SourceLocation
     from ..machine.interpreter import TileValue
+    from .footprint import Footprint
     from .initialization import Conjunction, Paths
     from .product_reads import InFlight
     from .rules import Rule
@@ -116,7 +117,7 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         self.thread_ids = self.tid
         """Each point's thread: the points are the threads, except while copies of an unrolled
         loop's op run together (`batching`), when point p is thread p mod n of copy p // n."""
-        self.footprint: batching.Footprint | None = None
+        self.footprint: Footprint | None = None
         self.step_times: dict[int, tuple[Any, float]] | None = None
         """Where set, per step of the walk (by identity: an op, or a `batching` step), the step and
         its wall time in seconds, summed over passes over loop bodies (`verify_speed.py --steps`)."""
@@ -286,14 +287,14 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
                 seconds = times.get(id(step), (step, 0.0))[1]
                 times[id(step)] = (step, seconds + time.perf_counter() - start)
 
-    def run_step(self, step: Operation | batching.Run | batching.Products | batching.Known,
+    def run_step(self, step: Operation | run_plan.Run | run_plan.Products | run_plan.Known,
                  mask: np.ndarray) -> None:
         """One step of a block's plan: an op, a run of copies, or products side by side."""
-        if type(step) is batching.Run:
+        if type(step) is run_plan.Run:
             batching.execute(self, step, mask, rules.rule_of)
-        elif type(step) is batching.Known:
+        elif type(step) is run_plan.Known:
             self.values.update(zip(step.results, step.values))
-        elif type(step) is batching.Products:
+        elif type(step) is run_plan.Products:
             products_rule(self, step, mask)
         elif type(step) is TileBounds:
             tile_bounds_rule(self, step.op, mask)

@@ -15,7 +15,7 @@ from xdsl.dialects import arith, scf
 from ..ir import dialect as D
 from ..ir.dialect import pad3
 from ..ops import integers
-from . import batching, rules
+from . import rolled_loops, rules, run_plan
 from .access import (
     byte_perm_rule,
     concat_rule,
@@ -97,11 +97,11 @@ class Preparation:
         self.atoms: dict[Operation, Any] = {}
         """The atom of each MMA or copy op."""
         self._read: dict[Operation, Any] = {}
-        self._kinds: dict[Any, tuple[batching.Role, bool | None]] = {}
+        self._kinds: dict[Any, tuple[run_plan.Role, bool | None]] = {}
         self._allocations: dict[int, int] = {}
         self._fills: dict[Operation, bool] = {}
         self._fixed: dict[tuple[int, ...], Affine | None] = {}
-        self._rolled: dict[Operation, batching.Run | None] = {}
+        self._rolled: dict[Operation, run_plan.Run | None] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
         """Fragment byte indices by layout (its identity: layouts are shared per text), element
         size, memory size, threads, base and segment."""
@@ -149,7 +149,7 @@ class Preparation:
         constants, the thread indices of the launch's blocks, and integer arithmetic on those
         alone (float constants: None). The same numbers in every check and every pass over a
         loop, they are computed here once, with one numpy call per op, and set when a check
-        begins (`batching.Known`); the walk and its runs skip their ops."""
+        begins (`run_plan.Known`); the walk and its runs skip their ops."""
         return self._known[0]
 
     @cached_property
@@ -181,7 +181,7 @@ class Preparation:
         return found, numbers
 
     def fixed(self, values: tuple[int, ...]) -> Affine | None:
-        """An operand over every copy's points (`batching.Planner`), if every copy's value is known
+        """An operand over every copy's points (`run_plan.Planner`), if every copy's value is known
         (one object per column of values: a load and the store of its copy often share one)."""
         found = self._fixed.get(values, UNREAD)
         if found is UNREAD:
@@ -227,7 +227,7 @@ class Preparation:
         return found
 
     def steps(self, block: Block) -> list[Any]:
-        """A block's relevant ops, runs of copies as `batching.Run` steps."""
+        """A block's relevant ops, runs of copies as `run_plan.Run` steps."""
         found = self._steps.get(id(block))
         if found is None:
             relevant, table = self.relevant, self.table
@@ -237,9 +237,9 @@ class Preparation:
                 return found
             known = self.known
             numbers = [j for j in numbers if j not in known]
-            lead = [batching.Known([table.ops[j].results[0] for j in known], list(known.values()))] \
+            lead = [run_plan.Known([table.ops[j].results[0] for j in known], list(known.values()))] \
                 if known and block is self.kernel.body.block else []
-            steps = batching.plan(table, numbers, self)
+            steps = run_plan.plan(table, numbers, self)
             bounds = self.liveness.bounds_only
             if bounds:  # (they run alone: `roles`)
                 only = {id(table.ops[j]) for j in bounds}
@@ -247,12 +247,12 @@ class Preparation:
             found = self._steps[id(block)] = lead + steps
         return found
 
-    def rolled(self, loop: scf.ForOp) -> batching.Run | None:
+    def rolled(self, loop: scf.ForOp) -> run_plan.Run | None:
         """A static loop kept rolled, with the rolled loops in its body, as one run over all their
-        iterations (`batching.rolled_run`); None where an op of theirs must run on its own."""
+        iterations (`rolled_loops.rolled_run`); None where an op of theirs must run on its own."""
         found = self._rolled.get(loop, UNREAD)
         if found is UNREAD:
-            found = self._rolled[loop] = batching.rolled_run(self.table, self._numbers[loop], self._nest, self,
+            found = self._rolled[loop] = rolled_loops.rolled_run(self.table, self._numbers[loop], self._nest, self,
                                                              self.launch.n) if self.batch else None
         return found  # type: ignore[no-any-return]
 
@@ -262,8 +262,8 @@ class Preparation:
         return {op: j for j, op in enumerate(self.table.ops) if self.table.kinds[j] is scf.ForOp}
 
     @cached_property
-    def _nest(self) -> batching.Nest:
-        """What `batching.rolled_run` asks of the kernel's ops (by their number in `table`)."""
+    def _nest(self) -> rolled_loops.Nest:
+        """What `rolled_loops.rolled_run` asks of the kernel's ops (by their number in `table`)."""
         table, relevant, known, constants = self.table, self.relevant, self.known, self._integer_constants
         bounds = self.liveness.bounds_only
 
@@ -290,7 +290,7 @@ class Preparation:
             found = singles.get(v)
             return numbers.get(v) if found is None else found
 
-        return batching.Nest(body, indices, alone, lambda j: id(table.bodies[j].args[0]),
+        return rolled_loops.Nest(body, indices, alone, lambda j: id(table.bodies[j].args[0]),
                              lambda j: tile_bounds_rule if j in bounds else None, known_numbers, moved)
 
     def holds_a_loop(self, op: scf.ForOp) -> bool:
@@ -339,7 +339,7 @@ class Preparation:
 
     def tiles(self, numbers: list[int]) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
         """Per op of `numbers` (ops accessing tiles), what it reads of tiles and what it writes, as
-        keys (`batching.plan` makes a read wait for the writes of its keys before it): ("whole",
+        keys (`run_plan.plan` makes a read wait for the writes of its keys before it): ("whole",
         tile) what an assertion or a product reads whole, which any write of the tile may change;
         ("element", view, coordinates) an element at constant coordinates, which a store there
         writes; ("products", tile) any element of a tile products write. Tiles are named by the op
@@ -393,7 +393,7 @@ class Preparation:
         return out
 
     def arithmetic(self, number: int) -> Callable[..., np.ndarray] | None:
-        """The numpy function of an integer op with an integer result (`batching.Planner`)."""
+        """The numpy function of an integer op with an integer result (`run_plan.Planner`)."""
         if self.table.kinds[number] not in integers.INTEGER_OPS:
             return None
         function = numeric_rule(self.table.ops[number])
@@ -419,8 +419,8 @@ class Preparation:
             self._allocations[value] = found
         return found
 
-    def roles(self, numbers: list[int]) -> tuple[list[batching.Role], list[Any]]:
-        """What the plan asks of each op (by its number in `table`): its kind's `batching.Role`,
+    def roles(self, numbers: list[int]) -> tuple[list[run_plan.Role], list[Any]]:
+        """What the plan asks of each op (by its number in `table`): its kind's `run_plan.Role`,
         and the key its copies share — source position and kind — where copies of it may run
         as one group (None where the op runs alone)."""
         table, locations = self.table, self._locations
@@ -449,7 +449,7 @@ class Preparation:
         """`locations` by the op's identity (an op hashes in Python, an identity in C)."""
         return {id(op): where for op, where in self.locations.items()}
 
-    def _kind_role(self, number: int) -> tuple[batching.Role, bool | None]:
+    def _kind_role(self, number: int) -> tuple[run_plan.Role, bool | None]:
         """`_role` of op `number`, found once per kind of op (a product started with
         `matmul_async` is a kind of its own: it runs alone)."""
         kind: Any = self.table.kinds[number]
@@ -462,11 +462,11 @@ class Preparation:
         return found
 
     @staticmethod
-    def _role(op: Operation) -> tuple[batching.Role, bool | None]:
+    def _role(op: Operation) -> tuple[run_plan.Role, bool | None]:
         """The role of an op's kind, and whether copies of it may run as one group (None: it
         depends on the op — whether a load reads an integer)."""
         kind, rule = type(op), rules.RULES.get(type(op))
-        role = batching.Role(_runnable(op), rule in (mma_rule, assert_rule), rule is view_rule, kind is D.MmaOp,
+        role = run_plan.Role(_runnable(op), rule in (mma_rule, assert_rule), rule is view_rule, kind is D.MmaOp,
                              kind in _TILE_ACCESSES, 0 if rule is store_rule else -1)  # a store moves its value's tags
         return role, None if rule is load_rule else _batchable(op)
 
@@ -487,7 +487,7 @@ _COPY_RULES: set[Any] = {int_op_rule, float_op_rule, load_rule, store_rule, same
 _TILE_ACCESSES = (D.LoadOp, D.StoreOp, D.StoreAtOp, D.MmaOp, D.TagAssertOp)
 
 
-_ALONE = batching.Role(False, False, False, False, False)
+_ALONE = run_plan.Role(False, False, False, False, False)
 """The role of an op walked on its own, outside runs (`TileBounds`)."""
 
 

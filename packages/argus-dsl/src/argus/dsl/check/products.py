@@ -15,11 +15,13 @@ from argus.verify.tags import BOTTOM, TOP
 from ..atoms import MMAAtom
 from ..ir import dialect as D
 from ..machine.tiles import shared_operand_bytes
-from . import batching, rules
+from . import rules
 from .access import atom_of_op, fragment_bytes, view_rule
+from .copies import CannotBatch, TileCopies
 from .initialization import written
 from .product_reads import OperandMemory
 from .reports import PairIndex, check_written, describer, unwritten, written_status
+from .run_plan import Products
 from .state import Undecidable
 
 if TYPE_CHECKING:
@@ -89,7 +91,7 @@ def _alike_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> tuple[np
     copies = a.n // n
     if copies < 2 or points.size != a.n:
         return None
-    if not isinstance(value, batching.TileCopies):  # one tile for every copy
+    if not isinstance(value, TileCopies):  # one tile for every copy
         return fragment_bytes(a, value, a.thread_ids[:n]), np.zeros(copies, np.int64)
     if value.moved is not None:
         origin, shifts = value.moved
@@ -117,8 +119,8 @@ def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarra
     a.write_tags(memory, idx, np.full(idx.shape, TOP, np.int64), threads, points, a.site(op))
 
 
-def products_rule(a: TagAnalysis, step: batching.Products, mask: np.ndarray) -> None:
-    """Products in a row with views and assertions between them (`batching.Products`): every
+def products_rule(a: TagAnalysis, step: Products, mask: np.ndarray) -> None:
+    """Products in a row with views and assertions between them (`run_plan.Products`): every
     product's operands are read at once when the products share one atom and register operand
     memories and none accumulates into memory another reads; otherwise one by one. The views
     run first (they read no tags), the assertions in their place among the products. Products
@@ -224,8 +226,8 @@ def _one_by_one(a: TagAnalysis, ops: list[Operation], mask: np.ndarray) -> None:
 
 def point_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> np.ndarray:
     """Byte indices (points, values, bytes) of each point's fragment of `value`: a tile, or a
-    tile per copy (`batching.TileCopies`, while copies run together)."""
-    if not isinstance(value, batching.TileCopies):
+    tile per copy (`copies.TileCopies`, while copies run together)."""
+    if not isinstance(value, TileCopies):
         return fragment_bytes(a, value, a.thread_of(points))
     n = a.threads
     if points.size == a.n:  # every point: each copy's threads are all threads (an assertion and a product share it)
@@ -255,12 +257,12 @@ def _moved_fragments(a: TagAnalysis, origin: TileValue, shifts: np.ndarray) -> n
 
 def memory_of(value: Any) -> TagMemory:
     """The memory of a tile, or of every tile of a tile per copy (which must share one)."""
-    if isinstance(value, batching.TileCopies):
+    if isinstance(value, TileCopies):
         if value.moved is not None:
             return value.moved[0].memory  # type: ignore[no-any-return]
         memory = value.tiles[0].memory
         if any(tile.memory is not memory for tile in value.tiles):
-            raise batching.NotUniform()
+            raise CannotBatch("copies of one op read tiles of different memories")
         return memory  # type: ignore[no-any-return]
     return value.memory  # type: ignore[no-any-return]
 

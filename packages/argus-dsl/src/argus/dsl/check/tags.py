@@ -14,8 +14,8 @@ from argus.verify.tags import BOTTOM
 from ..errors import VerificationError
 from ..machine.interpreter import tile_coordinates
 from ..ir import dialect as D
-from . import batching
 from .access import fragment_bytes
+from .copies import CannotBatch, TileCopies
 from .initialization import written
 from .products import memory_of, point_fragments
 from .reports import describer
@@ -159,12 +159,12 @@ def assert_rule(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
 
 def _layout_of(value: Any) -> Any:
     """The layout of a tile, or of a tile per copy (whose tiles must share one shape)."""
-    if isinstance(value, batching.TileCopies):
+    if isinstance(value, TileCopies):
         if value.moved is not None:
             return value.moved[0].layout  # (moved copies of one tile: one shape)
         layout = value.tiles[0].layout
         if any(tile.layout.shape != layout.shape for tile in value.tiles):
-            raise batching.NotUniform()
+            raise CannotBatch("copies of one assertion read tiles of different shapes")
         return layout
     return value.layout
 

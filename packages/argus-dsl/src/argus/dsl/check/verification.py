@@ -40,6 +40,11 @@ WITNESSES_PER_FINDING = 2
 SMALL = 256
 
 
+class WitnessTooLarge(Exception):
+    """A witness's tensors would take more than `REPLAY_BYTES`: it is not replayed (the one
+    reason a replay is skipped; any other failure while making its arguments is a bug)."""
+
+
 def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | None = None,
                   solver: str | None = None, replay: bool = True, timeout_ms: int = 10_000) -> Result:
     """Prove the tag assertions (and MMA operand pairing) of a compiled kernel for every launch,
@@ -397,7 +402,7 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     model = candidate.model
     try:
         args = _replay_arguments(op, analysis, model)
-    except ValueError as err:
+    except WitnessTooLarge as err:
         return False, str(err), None
     grid = analysis.walk.grid_of(model)
     block = witness.get("block") or analysis.walk.block_of(0, model)
@@ -482,7 +487,7 @@ def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engi
         return None, [], f"no launch with at most {SMALL} blocks satisfies the kernel's assumptions ({answer.status})"
     try:
         args = _replay_arguments(op, analysis, model)
-    except ValueError as err:
+    except WitnessTooLarge as err:
         return None, [], str(err)
     grid = analysis.walk.grid_of(model)
     launch = {name: space.atom_value(symbol, model) for name, symbol in analysis.parameters.items()}
@@ -560,7 +565,7 @@ def _replay_arguments(op: D.KernelOp, analysis: Analysis, model: dict[int, int])
                           for d in t.shape)
             nbytes = int(np.prod(shape)) * t.dtype.nbytes
             if nbytes > REPLAY_BYTES:
-                raise ValueError(f"tensor {name!r} of the witness would take {nbytes} bytes")
+                raise WitnessTooLarge(f"tensor {name!r} of the witness would take {nbytes} bytes")
             dtype = storage_dtype(t.dtype)
             data = rng.integers(0, 2**8, size=int(np.prod(shape)) * dtype.itemsize, dtype=np.uint8)
             array = data.view(dtype).reshape(shape).copy()
