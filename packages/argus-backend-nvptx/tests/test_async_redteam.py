@@ -35,9 +35,10 @@ def unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
 
 
-def producer_consumer(announced: int, parity: int = 0) -> Any:
-    """Thread 0 loads 64 words with one bulk copy counted on a barrier, announcing `announced`
-    bytes; warp 1 waits for the phase of `parity` and copies the words out."""
+def producer_consumer(announced: int, parity: int = 0, synced: bool = True) -> Any:
+    """Thread 0 initializes a barrier and (`synced`) the block meets at syncthreads(); thread 0
+    loads 64 words with one bulk copy counted on the barrier, announcing `announced` bytes;
+    warp 1 waits for the phase of `parity` and copies the words out."""
 
     @kernel(block=(64,), verify=False)
     def handoff(x: Tensor[u32, 64], out: Tensor[u32, 64]):
@@ -46,7 +47,8 @@ def producer_consumer(announced: int, parity: int = 0) -> Any:
         t = thread_idx.x
         if t == 0:
             nv.mbarrier_init(bars, 0, 1)
-        syncthreads()
+        if synced:
+            syncthreads()
         if t == 0:
             nv.mbarrier_arrive_expect_tx(bars, 0, announced)
             nv.tma_load(s, x, (0,), bars, 0)
@@ -223,12 +225,14 @@ def test_named_barriers_order_what_they_count_and_nothing_else(schedule: str) ->
             named(64, 32)[1](x, out)
 
 
-def large(announced: int, least: int) -> Any:
-    """The hand-off above on a tensor of n words, n at least `least` (an assumption)."""
+def blocked(announced: int = 256, least: int = 0, skipping: int = -1) -> Any:
+    """The hand-off above on a tensor of n words (`least` or more, an assumption), 64 a block;
+    warp 1 of block `skipping` (-1: none) reads without waiting."""
 
     @kernel(block=(64,))
     def handoff(x: Tensor[u32, "n"], out: Tensor[u32, "n"]):
-        assume(x.shape[0] >= least)
+        if least > 0:
+            assume(x.shape[0] >= least)
         assume(x.shape[0] % 64 == 0)
         s = make_shared((64,), u32)
         bars = make_shared((1,), u64)
@@ -241,7 +245,8 @@ def large(announced: int, least: int) -> Any:
             nv.mbarrier_arrive_expect_tx(bars, 0, announced)
             nv.tma_load(s, x, (base,), bars, 0)
         if t >= 32:
-            nv.mbarrier_wait(bars, 0, 0)
+            if block_idx.x != skipping:
+                nv.mbarrier_wait(bars, 0, 0)
             out[base + t - 32] = s[t - 32]
             out[base + t] = s[t]
 
@@ -252,17 +257,17 @@ def test_verify_runs_the_handoffs_of_a_kernel_assumed_larger_than_usual(monkeypa
     """No launch of a few thousand words satisfies n >= 100000: verify used to run nothing and
     still say that the hand-offs had run without fault under three schedules."""
     monkeypatch.setenv("ARGUS_VERIFY", "1")
-    right = large(256, 100_000).verify()
+    right = blocked(256, 100_000).verify()
     assert right.verdict is Verdict.NOTHING_TO_PROVE, right.text()
     assert "ran without fault on the interpreter under schedules round-robin, delay-async, random:1" in right.text()
-    wrong = large(128, 100_000).verify()
+    wrong = blocked(128, 100_000).verify()
     assert wrong.verdict is Verdict.VIOLATED, wrong.text()
     assert "data-race" in wrong.text() and "under schedule round-robin" in wrong.text()
 
 
 def test_verify_does_not_vouch_for_handoffs_it_could_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARGUS_VERIFY", "1")
-    result = large(128, 1 << 27).verify()  # 512 MiB a tensor: more than a replay allocates
+    result = blocked(128, 1 << 27).verify()  # 512 MiB a tensor: more than a replay allocates
     assert result.verdict is Verdict.UNKNOWN, result.text()
     assert "could not run it under any schedule" in result.text() and "bytes" in result.text(), result.text()
 
@@ -292,40 +297,16 @@ def test_a_wait_by_one_lane_does_not_synchronize_its_warp(schedule: str) -> None
             elected_wait[1](np.arange(32, dtype=np.uint32), np.zeros(32, np.uint32))
 
 
-def initialized(synced: bool) -> Any:
-    """Thread 0 initializes the barrier and (`synced`) the block meets at syncthreads() before
-    warp 1 waits on it."""
-
-    @kernel(block=(64,), verify=False)
-    def init(x: Tensor[u32, 64], out: Tensor[u32, 64]):
-        s = make_shared((64,), u32)
-        bars = make_shared((1,), u64)
-        t = thread_idx.x
-        if t == 0:
-            nv.mbarrier_init(bars, 0, 1)
-        if synced:
-            syncthreads()
-        if t == 0:
-            nv.mbarrier_arrive_expect_tx(bars, 0, 256)
-            nv.tma_load(s, x, (0,), bars, 0)
-        if t >= 32:
-            nv.mbarrier_wait(bars, 0, 0)
-            out[t - 32] = s[t - 32]
-            out[t] = s[t]
-
-    return init
-
-
 @pytest.mark.parametrize("schedule", SCHEDULES)
 def test_another_warp_may_use_a_barrier_only_after_a_syncthreads_follows_its_init(schedule: str) -> None:
     """Warp 1 waits on the barrier with nothing ordering thread 0's mbarrier_init before: the
     warps meeting after `if t == 0` made every schedule run the init first, and the wait passed."""
-    np.testing.assert_array_equal(launch(initialized(True), schedule), np.arange(64) * 7)
+    np.testing.assert_array_equal(launch(producer_consumer(256), schedule), np.arange(64) * 7)
     with pytest.raises(KernelFault, match=rf"data-race: thread 32 uses the barrier at offset 0 and thread 0 "
                                           rf"initialized it at .*:\d+:\d+, with nothing ordering the two \(schedule "
                                           rf"{schedule}\); other warps may use a barrier once a syncthreads\(\) "
                                           rf"follows its mbarrier_init"):
-        launch(initialized(False), schedule)
+        launch(producer_consumer(256, synced=False), schedule)
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)
@@ -344,39 +325,14 @@ def test_a_wait_with_the_wrong_parity_faults_under_every_schedule(schedule: str)
             launch(producer_consumer(256, parity=1), schedule)
 
 
-def skipping(block: int) -> Any:
-    """The hand-off of `large`, where warp 1 of block `block` (-1: none) reads without waiting."""
-
-    @kernel(block=(64,))
-    def handoff(x: Tensor[u32, "n"], out: Tensor[u32, "n"]):
-        assume(x.shape[0] % 64 == 0)
-        s = make_shared((64,), u32)
-        bars = make_shared((1,), u64)
-        t = thread_idx.x
-        base = block_idx.x * 64
-        if t == 0:
-            nv.mbarrier_init(bars, 0, 1)
-        syncthreads()
-        if t == 0:
-            nv.mbarrier_arrive_expect_tx(bars, 0, 256)
-            nv.tma_load(s, x, (base,), bars, 0)
-        if t >= 32:
-            if block_idx.x != block:
-                nv.mbarrier_wait(bars, 0, 0)
-            out[base + t - 32] = s[t - 32]
-            out[base + t] = s[t]
-
-    return handoff
-
-
 def test_verify_runs_blocks_besides_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only block 1 skips the wait: verify ran block 0 of a one-block grid and said the hand-offs
     ran without fault."""
     monkeypatch.setenv("ARGUS_VERIFY", "1")
-    right = skipping(-1).verify()
+    right = blocked().verify()
     assert right.verdict is Verdict.NOTHING_TO_PROVE, right.text()
     assert "round-robin in block (1, 0, 0)" in right.text(), right.text()
-    wrong = skipping(1).verify()
+    wrong = blocked(skipping=1).verify()
     assert wrong.verdict is Verdict.VIOLATED, wrong.text()
     assert wrong.witnesses[0]["block"] == (1, 0, 0) and wrong.witnesses[0]["kind"] == "data-race", wrong.text()
     assert "under schedule round-robin, in block (1, 0, 0) of grid" in wrong.text(), wrong.text()

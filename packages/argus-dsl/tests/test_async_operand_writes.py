@@ -28,14 +28,10 @@ from argus.dsl import (
     syncthreads,
     tag,
     thread_idx,
-    to_storage,
-    warpgroup_mma_64xNx16,
 )
 from argus.dsl.machine.shadow import check_launch
 from argus.verify import Verdict
-
-N = 16
-MMA = warpgroup_mma_64xNx16(N, bf16, bf16, f32)
+from warpgroup_products import MMA, N, operands, products_in_a_loop, stage, store, zero
 
 pytestmark = pytest.mark.usefixtures("no_result_cache")
 
@@ -57,12 +53,8 @@ def _overwrite(where: str, barrier: bool = False) -> Any:
         acc = make_local((MMA.values("c"),), f32)
         t = thread_idx.x
         wg = t // 128
-        for v in static_range(MMA.values("c")):
-            acc[v] = 0.0
-        for i in static_range(128 * N // 256):
-            e = t + 256 * i
-            sA[e // N, e % N] = a[e // N, e % N]
-        sB[t // N, t % N] = b[t // N, t % N]
+        zero(acc)
+        stage(a, b, sA, sB, t, 0)
         syncthreads()
         row = (t % 128) // 2
         matmul_async(local_tile(sA, (64, N), wg), sB, acc, MMA)
@@ -77,24 +69,16 @@ def _overwrite(where: str, barrier: bool = False) -> Any:
         if where == "none":
             sC[t // N, t % N] = bf16(0.0)
         matmul_wait(0)
-        for v in static_range(MMA.values("c")):
-            idx = MMA.c_layout(t % 128, v)
-            c[64 * wg + idx % 64, idx // 64] = acc[v]
+        store(c, acc, t)
 
     return overwrite
-
-
-def _args() -> tuple[np.ndarray, ...]:
-    rng = np.random.default_rng(0)
-    return (to_storage(rng.standard_normal((128, N)), bf16), to_storage(rng.standard_normal((N, N)), bf16),
-            np.zeros((128, N), np.float32))
 
 
 def _found(k: Any) -> str:
     """The checker's violation of `k`: a data race, found statically and replayed on the
     interpreter (which faults on the launch too)."""
     with pytest.raises(KernelFault, match="data-race"):
-        k[(1,)](*_args())
+        k[(1,)](*operands())
     result = k.verify()
     assert result.verdict is Verdict.VIOLATED, result.text()
     witness = result.witnesses[0]
@@ -116,7 +100,7 @@ def test_a_barrier_does_not_retire_a_running_product(where: str):
 
 def test_writes_to_a_tile_no_product_reads_are_no_race():
     k = _overwrite("none", barrier=True)
-    k[(1,)](*_args())
+    k[(1,)](*operands())
     assert k.verify().verdict is Verdict.PROVED
 
 
@@ -135,13 +119,11 @@ def _after_wait(where: str, pending: int, barrier: bool) -> Any:
         acc = make_local((MMA.values("c"),), f32)
         t = thread_idx.x
         wg = t // 128
-        for v in static_range(MMA.values("c")):
-            acc[v] = 0.0
+        zero(acc)
+        stage(a, b, sA, sB, t, 0)
         for i in static_range(128 * N // 256):
             e = t + 256 * i
-            sA[e // N, e % N] = a[e // N, e % N]
             sD[e // N, e % N] = a[e // N, e % N]
-        sB[t // N, t % N] = b[t // N, t % N]
         syncthreads()
         row = (t % 128) // 2
         matmul_async(local_tile(sA, (64, N), wg), sB, acc, MMA)
@@ -154,9 +136,7 @@ def _after_wait(where: str, pending: int, barrier: bool) -> Any:
         if where == "d":
             sD[row + 64 * wg, t % 2] = bf16(0.0)
         matmul_wait(0)
-        for v in static_range(MMA.values("c")):
-            idx = MMA.c_layout(t % 128, v)
-            c[64 * wg + idx % 64, idx // 64] = acc[v]
+        store(c, acc, t)
 
     return after_wait
 
@@ -166,7 +146,7 @@ def test_a_wait_retires_all_but_the_newest_pending_products(barrier: bool):
     """`matmul_wait(1)` retires the first product: its group may write what it read (the
     other group's product does not read those rows); the second still runs."""
     k = _after_wait("a", 1, barrier)
-    k[(1,)](*_args())
+    k[(1,)](*operands())
     result = k.verify()
     assert result.verdict is Verdict.PROVED, result.text()
     _found(_after_wait("d", 1, barrier))
@@ -174,7 +154,7 @@ def test_a_wait_retires_all_but_the_newest_pending_products(barrier: bool):
 
 def test_a_wait_for_every_product_retires_them_all():
     k = _after_wait("d", 0, False)
-    k[(1,)](*_args())
+    k[(1,)](*operands())
     assert k.verify().verdict is Verdict.PROVED
 
 
@@ -183,34 +163,9 @@ def test_a_write_in_the_next_iteration_of_a_runtime_loop_is_found():
     the next iteration's stores refill its tile (the wait comes after the loop), barriers
     between or not."""
 
-    @kernel(block=(256,), verify=False)
-    def next_iteration(a: Tensor[bf16, 128, "K"], b: Tensor[bf16, N, "K"], c: Tensor[f32, 128, N], K: int):
-        tag(a, lambda m, k: (k,))
-        tag(b, lambda n, k: (k,))
-        sA = make_shared((128, N), bf16)
-        sB = make_shared((N, N), bf16)
-        acc = make_local((MMA.values("c"),), f32)
-        t = thread_idx.x
-        wg = t // 128
-        for v in static_range(MMA.values("c")):
-            acc[v] = 0.0
-        for k0 in range(0, K, N):
-            syncthreads()
-            for i in static_range(128 * N // 256):
-                e = t + 256 * i
-                sA[e // N, e % N] = a[e // N, k0 + e % N]
-            sB[t // N, t % N] = b[t // N, k0 + t % N]
-            syncthreads()
-            matmul_async(local_tile(sA, (64, N), wg), sB, acc, MMA)
-        matmul_wait(0)
-        for v in static_range(MMA.values("c")):
-            idx = MMA.c_layout(t % 128, v)
-            c[64 * wg + idx % 64, idx // 64] = acc[v]
-
+    next_iteration = products_in_a_loop(started=True)
     with pytest.raises(KernelFault, match="data-race"):
-        rng = np.random.default_rng(0)
-        next_iteration[(1,)](to_storage(rng.standard_normal((128, 2 * N)), bf16),
-                             to_storage(rng.standard_normal((N, 2 * N)), bf16), np.zeros((128, N), np.float32), 2 * N)
+        next_iteration[(1,)](*operands(2 * N), 2 * N)
     result = next_iteration.verify()
     # the race needs a second iteration, which the witness a fixpoint over every iteration finds
     # need not run: no proof, at least

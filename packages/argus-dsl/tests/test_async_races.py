@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from argus.dsl import (
     KernelFault,
-    assume,
     Tensor,
     bf16,
     f32,
@@ -25,25 +24,16 @@ from argus.dsl import (
     matmul,
     matmul_async,
     matmul_wait,
-    static_range,
     syncthreads,
     tag,
     thread_idx,
-    to_storage,
-    warpgroup_mma_64xNx16,
 )
 from argus.verify import Verdict
+from warpgroup_products import MMA, N, operands, products_in_a_loop, stage, store, zero
 
-N = 16
-MMA = warpgroup_mma_64xNx16(N, bf16, bf16, f32)
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
-
-@pytest.fixture(autouse=True)
-def unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Launches run on the interpreter alone (the checker's view is tested where stated)."""
-    monkeypatch.setenv("ARGUS_VERIFY", "0")
-    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+pytestmark = pytest.mark.usefixtures("interpreter_only")
 
 
 def _two_groups(after: str, started: bool = True) -> Any:
@@ -64,12 +54,8 @@ def _two_groups(after: str, started: bool = True) -> Any:
         acc = make_local((MMA.values("c"),), f32)
         t = thread_idx.x
         wg = t // 128
-        for v in static_range(MMA.values("c")):
-            acc[v] = 0.0
-        for i in static_range(128 * N // 256):
-            e = t + 256 * i
-            sA[e // N, e % N] = a[e // N, e % N]
-        sB[t // N, t % N] = b[t // N, t % N]
+        zero(acc)
+        stage(a, b, sA, sB, t, 0)
         syncthreads()
         row = (t % 128) // 2
         if started:
@@ -90,18 +76,13 @@ def _two_groups(after: str, started: bool = True) -> Any:
             sA[row + 64 * (1 - wg), t % 2] = bf16(0.0)
         syncthreads()
         matmul(local_tile(sA, (64, N), wg), sB, acc, MMA)
-        for v in static_range(MMA.values("c")):
-            idx = MMA.c_layout(t % 128, v)
-            c[64 * wg + idx % 64, idx // 64] = acc[v]
+        store(c, acc, t)
 
     return two_groups
 
 
 def _launch(k: Any) -> np.ndarray:
-    rng = np.random.default_rng(0)
-    a = to_storage(rng.standard_normal((128, N)), bf16)
-    b = to_storage(rng.standard_normal((N, N)), bf16)
-    c = np.zeros((128, N), np.float32)
+    a, b, c = operands()
     k[(1,)](a, b, c)
     first = from_storage(a, bf16).astype(np.float64)
     second = first.copy()
@@ -212,27 +193,5 @@ def test_the_checker_carries_a_products_reads_into_the_next_iteration():
     """The products of one iteration read A; the next iteration's stores overwrite it before
     any barrier: no proof (the witness needs two iterations)."""
 
-    @kernel(block=(256,))
-    def carried(a: Tensor[bf16, 128, "K"], b: Tensor[bf16, N, "K"], c: Tensor[f32, 128, N], K: int):
-        tag(a, lambda m, k: (k,))
-        tag(b, lambda n, k: (k,))
-        assume(K % N == 0)
-        sA = make_shared((128, N), bf16)
-        sB = make_shared((N, N), bf16)
-        acc = make_local((MMA.values("c"),), f32)
-        t = thread_idx.x
-        wg = t // 128
-        for v in static_range(MMA.values("c")):
-            acc[v] = 0.0
-        for k0 in range(0, K, N):
-            for i in static_range(128 * N // 256):
-                e = t + 256 * i
-                sA[e // N, e % N] = a[e // N, k0 + e % N]
-            sB[t // N, t % N] = b[t // N, k0 + t % N]
-            syncthreads()
-            matmul(local_tile(sA, (64, N), wg), sB, acc, MMA)
-        for v in static_range(MMA.values("c")):
-            idx = MMA.c_layout(t % 128, v)
-            c[64 * wg + idx % 64, idx // 64] = acc[v]
-
+    carried = products_in_a_loop(started=False)
     assert carried.verify().verdict is not Verdict.PROVED
