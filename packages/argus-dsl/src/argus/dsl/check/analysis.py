@@ -43,23 +43,7 @@ from ..ir.dialect import pad3
 from ..ir.types import dtype_of_mlir
 from . import batching, rules, run_plan
 from .access import (
-    alloc_rule,
-    atomic_rule,
-    byte_perm_rule,
-    concat_rule,
-    copy_rule,
-    extract_rule,
-    load_rule,
-    partition_rule,
-    same_bytes_rule,
-    shuffle_rule,
-    store_rule,
-    tensor_view_rule,
     tile_bounds_rule,
-    var_load_rule,
-    var_rule,
-    var_store_rule,
-    view_rule,
 )
 from .arithmetic import (
     INT_RULES,
@@ -68,15 +52,14 @@ from .arithmetic import (
     int_op_rule,
 )
 from .bounds import GlobalAccess
-from .control import for_rule, if_rule
 from .initialization import Initialization
 from .joins import Joins
 from .memory import AbstractMemory
 from .preparation import Preparation
-from .products import mma_rule, mma_wait_rule, products_rule
-from .rules import float_op_rule, nothing_rule
+from .products import products_rule
+from .rules import float_op_rule
 from .state import Analysis, GlobalRef, INT32, Slot, TileBounds, Undecidable, byte_width, same_objects
-from .tags import assert_rule, assume_rule, captured_values, reset_rule, sync_rule, tag_rule
+from .tags import captured_values
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -472,12 +455,5 @@ rules.RULES.update({
     **{t: int_op_rule for t in INT_RULES},
     arith.ExtFOp: cast_rule, arith.TruncFOp: cast_rule, arith.SIToFPOp: cast_rule, arith.UIToFPOp: cast_rule, arith.FPToSIOp: cast_rule,
     arith.FPToUIOp: cast_rule, arith.TruncIOp: cast_rule, arith.ExtSIOp: cast_rule, arith.ExtUIOp: cast_rule,
-    D.MakeSharedOp: alloc_rule, D.MakeLocalOp: alloc_rule, D.ViewOp: view_rule, D.SliceOp: view_rule, D.PartitionOp: partition_rule,
-    D.TensorViewOp: tensor_view_rule,
-    D.LoadOp: load_rule, D.LoadAtOp: load_rule, D.StoreOp: store_rule, D.StoreAtOp: store_rule, D.AtomicOp: atomic_rule,
-    D.BitcastOp: same_bytes_rule, D.ConcatOp: concat_rule, D.ExtractOp: extract_rule, D.BytePermOp: byte_perm_rule,
-    D.ShuffleOp: shuffle_rule, D.VarOp: var_rule, D.VarStoreOp: var_store_rule, D.VarLoadOp: var_load_rule,
-    D.CopyOp: copy_rule, D.MmaOp: mma_rule, D.MmaWaitOp: mma_wait_rule, D.SyncThreadsOp: sync_rule, D.AssumeOp: assume_rule, D.ResetTagsOp: reset_rule, D.TagOp: tag_rule,
-    D.TagAssertOp: assert_rule, scf.IfOp: if_rule, scf.ForOp: for_rule, scf.YieldOp: nothing_rule,
     math.FmaOp: float_op_rule,
 })

@@ -23,6 +23,7 @@ data. A static loop kept rolled with nothing in it to walk is skipped too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from xdsl.dialects import arith, scf
@@ -34,8 +35,6 @@ from .product_reads import operand_allocations
 from ..ops import integers
 
 _VIEWS = (D.ViewOp, D.SliceOp, D.PartitionOp)
-_ALWAYS = (D.MakeSharedOp, D.MakeLocalOp, D.VarOp, D.TensorViewOp, D.SyncThreadsOp, D.TagAssertOp, D.MmaOp, D.AssumeOp,
-           D.MmaWaitOp, scf.YieldOp, *_VIEWS)
 _SOURCES = frozenset((*_VIEWS, D.TensorViewOp))
 """Ops whose result is a view of their first operand's memory."""
 
@@ -163,7 +162,8 @@ _INTEGER_ARITHMETIC = frozenset(integers.INTEGER_OPS)
 language defines (`argus.dsl.ops.integers`)."""
 
 
-def _for(w: _Liveness, i: int, live: Live) -> None:
+def loop(w: _Liveness, i: int, live: Live) -> None:
+    """A runtime loop (`scf.for`): its body until its live-in is stable, and its bounds."""
     op: scf.ForOp = w.table.ops[i]  # type: ignore[assignment]
     after = live  # (what is live after the loop: `live` changes only once the body's live-in is known)
     # what the body's products need written is live at its top whatever the rest of it does (a
@@ -190,7 +190,8 @@ def _for(w: _Liveness, i: int, live: Live) -> None:
     w.keep.add(i)
 
 
-def _if(w: _Liveness, i: int, live: Live) -> None:
+def branch(w: _Liveness, i: int, live: Live) -> None:
+    """A runtime branch (`scf.if`): both sides, and its condition."""
     op: scf.IfOp = w.table.ops[i]  # type: ignore[assignment]
     branches = [w.block(r.block, live) for r in (op.true_region, op.false_region) if r.blocks]
     for b in branches:
@@ -199,7 +200,8 @@ def _if(w: _Liveness, i: int, live: Live) -> None:
     w.keep.add(i)
 
 
-def _tag(w: _Liveness, i: int, live: Live) -> None:
+def tag_function(w: _Liveness, i: int, live: Live) -> None:
+    """A tag function applied to a tile or tensor: kept when its tags may be read."""
     op: D.TagOp = w.table.ops[i]  # type: ignore[assignment]
     value = w.table.operands[i][0]
     target = w.root(value)
@@ -213,7 +215,8 @@ def _tag(w: _Liveness, i: int, live: Live) -> None:
         live.update(map(id, op.captured()))
 
 
-def _reset(w: _Liveness, i: int, live: Live) -> None:
+def reset(w: _Liveness, i: int, live: Live) -> None:
+    """`reset_tags` of a shared tile: kept when the tile is read later."""
     target = w.root(w.table.operands[i][0])
     if target in live:
         w.keep.add(i)  # shared memory: earlier writes still race with later accesses, so they stay
@@ -229,7 +232,8 @@ _PAIRS = frozenset((D.TagAssertOp, D.MmaOp))
 """Ops that read the data of their first two operands."""
 
 
-def _write(w: _Liveness, i: int, live: Live) -> None:
+def write(w: _Liveness, i: int, live: Live) -> None:
+    """A store, atomic or copy: kept when what it writes (or, for an atomic, returns) may be read."""
     t = w.table
     kind, operands = t.kinds[i], t.operands[i]
     place = 1 if kind in _TARGET_SECOND else 0
@@ -270,7 +274,8 @@ def _written(memory: int) -> int:
     return ~memory
 
 
-def _var_store(w: _Liveness, i: int, live: Live) -> None:
+def var_store(w: _Liveness, i: int, live: Live) -> None:
+    """An assignment of a variable: kept when the variable, or that it was assigned, matters."""
     var = w.table.operands[i][1]
     if var in live:
         w.keep.add(i)
@@ -281,7 +286,8 @@ def _var_store(w: _Liveness, i: int, live: Live) -> None:
             w.keep.add(i)
 
 
-def _var_load(w: _Liveness, i: int, live: Live) -> None:
+def var_load(w: _Liveness, i: int, live: Live) -> None:
+    """A read of a variable: kept when its value is used, or when it may find it unassigned."""
     var = w.table.operands[i][0]
     if i in w.unassigned:  # it may fault, whatever reads its value: whether it was assigned matters
         w.keep.add(i)
@@ -322,7 +328,8 @@ def _assigned(table: OpTable, block: object, before: frozenset[int], found: set[
     return assigned
 
 
-def _load(w: _Liveness, i: int, live: Live) -> None:
+def load(w: _Liveness, i: int, live: Live) -> None:
+    """A load: kept when its value is used, for a shared read's races, or for a tensor's bounds."""
     operands = w.table.operands[i]
     source = operands[0]
     used = w.table.results[i][0] in live
@@ -346,7 +353,8 @@ def _bounds_only(w: _Liveness, i: int, live: Live, coordinates: tuple[int, ...])
         live.update(coordinates)
 
 
-def _always(w: _Liveness, i: int, live: Live) -> None:
+def always(w: _Liveness, i: int, live: Live) -> None:
+    """Keep the op whatever is used of it (a barrier, an allocation, a view, an assertion...)."""
     w.keep.add(i)
     operands = w.table.operands[i]
     # a view reads no data: its source matters only through what reads the view
@@ -360,12 +368,9 @@ def _always(w: _Liveness, i: int, live: Live) -> None:
             live.update(_written(w.root(v)) for v in operands[:3])
 
 
-RULES = {
-    scf.ForOp: _for, scf.IfOp: _if, D.TagOp: _tag, D.ResetTagsOp: _reset,
-    D.StoreOp: _write, D.StoreAtOp: _write, D.AtomicOp: _write, D.CopyOp: _write,
-    D.VarStoreOp: _var_store, D.VarLoadOp: _var_load, D.LoadOp: _load, D.LoadAtOp: _load,
-    **{t: _always for t in _ALWAYS},
-}
+RULES: dict[type, Callable[[_Liveness, int, Live], None]] = {}
+"""Each op kind's liveness rule (`argus.dsl.ir.registry.define(liveness=...)` fills it); an op
+without one is kept when a check needs one of its results."""
 
 
 def _covers_memory(tile: object) -> bool:
@@ -376,4 +381,4 @@ def _covers_memory(tile: object) -> bool:
 
 def keep_always(op_type: type) -> None:
     """Run every op of this type (an op with a registered tag rule may move tags in memory)."""
-    RULES[op_type] = _always
+    RULES[op_type] = always

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from argus.layout import ComposedLayout, Layout
-from xdsl.dialects import arith, math, scf
+from xdsl.dialects import arith, math
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from .. import assumptions
@@ -154,6 +154,10 @@ def _bits(llvm: str) -> int:
             "float": 32, "double": 64}[llvm]
 
 
+bit_width = _bits
+"""The width in bits of an LLVM type the translation emits (for op families' rules)."""
+
+
 def _float_literal(value: float, llvm: str) -> str:
     if llvm == "double" or llvm == "float":  # LLVM writes float constants as the exact double
         if llvm == "float":
@@ -251,7 +255,7 @@ class Translator:
     def translate(self) -> tuple[str, KernelABI]:
         name = self.kernel.sym_name.data
         params = self._parameters()
-        self._block(self.kernel.body.block)
+        self.translate_block(self.kernel.body.block)
         params = [replace(p, align=self.alignment[p.tensor]) if p.kind == "pointer" else p for p in params]
         params += self.extra_params()
         arguments = tuple(n.data for n in self.kernel.arg_names.data)
@@ -350,8 +354,25 @@ class Translator:
     def unsupported(self, op: Operation, what: str) -> CodegenError:
         return CodegenError(f"{what} is not supported by the {self.BACKEND} backend ({self.target.name})", self.where(op))
 
+    @property
+    def current_label(self) -> str:
+        """The label of the basic block being emitted (a phi names where its values come from)."""
+        return self.fn.label
+
+    def reserve_line(self) -> Callable[[str], None]:
+        """Hold the next line's place for an instruction known only later (a loop's phi, once
+        its latch block is): call what it returns with the instruction."""
+        at = len(self.fn.lines)
+        self.fn.lines.append("")
+
+        def fill(text: str) -> None:
+            self.fn.lines[at] = f"  {text}"
+
+        return fill
+
     # ---- walking -----------------------------------------------------------------------
-    def _block(self, block: Block) -> None:
+    def translate_block(self, block: Block) -> None:
+        """Emit every op of `block` in order, each by its rule (the backend's first)."""
         for op in block.ops:
             rule = self.RULES.get(type(op)) or RULES.get(type(op))
             if rule is None:
@@ -485,6 +506,10 @@ def _suffix(ty: str) -> str:
     return {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16"}.get(ty, ty)
 
 
+intrinsic_suffix = _suffix
+"""For op families (`argus.dsl.ops`): an LLVM type's name in an intrinsic's ("llvm.fma.f32")."""
+
+
 def _nonzero(t: Translator, ty: str, b: str) -> str:
     """The divisor, with 0 replaced by 1 (the interpreter's division by zero)."""
     if b.lstrip("-").isdigit():
@@ -591,24 +616,15 @@ def _fma(t: Translator, op: math.FmaOp) -> None:
     t.names[op.result] = t.call(ty, f"llvm.fma.{_suffix(ty)}", [(ty, a), (ty, b), (ty, c)])
 
 
-def _tensor_view(t: Translator, op: D.TensorViewOp) -> None:
-    memory = t.memories[op.result] = t.memory(op.source, op)
-    t.alignment[memory.tensor] = max(t.alignment[memory.tensor], op.result.type.dtype.nbytes)  # type: ignore[attr-defined]
-    runtime = iter(op.dims)
-    shape = op.result.type.shape  # type: ignore[attr-defined]
-    for axis, dim in enumerate(shape):
-        t.dims[(op.result, axis)] = t.value(next(runtime)) if isinstance(dim, str) else str(dim)
-
-
 def shared_layout(kernel: D.KernelOp) -> tuple[dict[Operation, int], int]:
-    """Where each shared tile would start in one allocation (each aligned as `_make_shared`
-    aligns it), and the allocation's size."""
+    """Where each shared tile would start in one allocation (each aligned as `shared_alignment`
+    says), and the allocation's size."""
     offsets: dict[Operation, int] = {}
     end = 0
     for op in kernel.walk():
         if isinstance(op, D.MakeSharedOp):
             tile: D.TileType = op.result.type  # type: ignore[assignment]
-            align = _shared_alignment(tile)
+            align = shared_alignment(tile)
             start = -(-end // align) * align
             offsets[op] = start
             end = start + tile.footprint * tile.dtype.nbytes
@@ -622,288 +638,15 @@ def _shared_plan(kernel: D.KernelOp, static: int | None) -> tuple[dict[Operation
     return (offsets, end) if static is not None and end > static else ({}, 0)
 
 
-def _make_shared(t: Translator, op: D.MakeSharedOp) -> None:
-    tile: D.TileType = op.result.type  # type: ignore[assignment]
-    ty = element_type(tile.dtype, t.where(op))
-    if t.shared_bytes:
-        offset = t.shared_offsets[op]
-        t.memories[op.result] = Memory(f"getelementptr (i8, ptr addrspace(3) @argus_dynamic_shared, i32 {offset})", 3)
-        return
-    count = tile.footprint
-    name = f"@smem{len(t.globals)}"
-    t.globals.append(f"{name} = internal addrspace(3) global [{count} x {ty}] undef, align {_shared_alignment(tile)}")
-    t.memories[op.result] = Memory(name, 3)
-
-
-def _shared_alignment(tile: D.TileType) -> int:
-    """At least 128 bytes; a swizzled tile is aligned to its swizzle's period, so that a unit
-    that swizzles addresses (wgmma, TMA) sees the layout's swizzle of offsets."""
+def shared_alignment(tile: D.TileType) -> int:
+    """Where a shared tile starts: at least 128 bytes; a swizzled tile is aligned to its
+    swizzle's period, so that a unit that swizzles addresses (wgmma, TMA) sees the layout's
+    swizzle of offsets."""
     layout = tile.layout
     if isinstance(layout, ComposedLayout) and getattr(layout.outer, "bits", 0):
         sw = layout.outer
         return max(128, (1 << (sw.bits + sw.base + sw.shift)) * tile.dtype.nbytes)
     return 128
-
-
-def _make_local(t: Translator, op: D.MakeLocalOp) -> None:
-    tile: D.TileType = op.result.type  # type: ignore[assignment]
-    ty = element_type(tile.dtype, t.where(op))
-    t.memories[op.result] = Memory(t.alloca(ty, tile.footprint), t.PRIVATE_SPACE)
-
-
-def _same_memory(t: Translator, op: Any) -> None:
-    t.memories[op.result] = t.memory(op.source, op)
-
-
-def _load_at(t: Translator, op: D.LoadAtOp) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
-    memory = t.memory(op.source, op)
-    t.names[op.result] = t.load(ty, memory, t.element_pointer(memory, ty, t.value(op.offset)))
-
-
-def _store_at(t: Translator, op: D.StoreAtOp) -> None:
-    ty = llvm_type(op.value.type, t.where(op))
-    memory = t.memory(op.target, op)
-    t.store(ty, t.value(op.value), memory, t.element_pointer(memory, ty, t.value(op.offset)))
-
-
-def _var(t: Translator, op: D.VarOp) -> None:
-    ty = element_type(op.result.type.dtype, t.where(op))  # type: ignore[attr-defined]
-    t.names[op.result] = t.alloca(ty, 1, 8)
-
-
-def _var_load(t: Translator, op: D.VarLoadOp) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
-    t.names[op.result] = t.load(ty, t.private, t.value(op.var))
-
-
-def _var_store(t: Translator, op: D.VarStoreOp) -> None:
-    ty = llvm_type(op.value.type, t.where(op))
-    t.store(ty, t.value(op.value), t.private, t.value(op.var))
-
-
-def _sync(t: Translator, op: D.SyncThreadsOp) -> None:
-    t.barrier(op)
-
-
-def _assume(t: Translator, op: D.AssumeOp) -> None:
-    t.call("void", "llvm.assume", [("i1", t.value(op.cond))])
-
-
-def _nothing(t: Translator, op: Operation) -> None:
-    """Tag functions, tag assertions and tag resets are checked at compile time only."""
-
-
-def _if(t: Translator, op: scf.IfOp) -> None:
-    then, other, join = t.label("then"), t.label("else"), t.label("endif")
-    has_else = bool(op.false_region.blocks) and any(not isinstance(o, scf.YieldOp) for o in op.false_region.block.ops)
-    t.emit(f"br i1 {t.value(op.cond)}, label %{then}, label %{other if has_else else join}")
-    t.start(then)
-    t._block(op.true_region.block)
-    t.emit(f"br label %{join}")
-    if has_else:
-        t.start(other)
-        t._block(op.false_region.block)
-        t.emit(f"br label %{join}")
-    t.start(join)
-
-
-def _for(t: Translator, op: scf.ForOp) -> None:
-    """``for (i = lb; i < ub; i += step)``, as the interpreter runs it (a signed comparison)."""
-    if op.results:
-        raise t.unsupported(op, "a loop carrying values (scf.for with results)")
-    lb, ub, step = t.value(op.lb), t.value(op.ub), t.value(op.step)
-    before = t.fn.label
-    head, body, done = t.label("loop"), t.label("body"), t.label("done")
-    t.emit(f"br label %{head}")
-    t.start(head)
-    iv = t.fresh("i")
-    t.names[op.body.block.args[0]] = iv
-    phi_at = len(t.fn.lines)
-    t.fn.lines.append("")  # the phi, filled in once the latch block is known
-    more = t.let(f"icmp slt i32 {iv}, {ub}")
-    t.emit(f"br i1 {more}, label %{body}, label %{done}")
-    t.start(body)
-    t._block(op.body.block)
-    latch = t.fn.label
-    nxt = t.fresh("i")
-    t.emit(f"{nxt} = add i32 {iv}, {step}")
-    t.emit(f"br label %{head}")
-    t.fn.lines[phi_at] = f"  {iv} = phi i32 [ {lb}, %{before} ], [ {nxt}, %{latch} ]"
-    t.start(done)
-
-
-def _yield(t: Translator, op: scf.YieldOp) -> None:
-    if op.operands:
-        raise t.unsupported(op, "a region yielding values")
-
-
-def _shuffle(t: Translator, op: D.ShuffleOp) -> None:
-    ty = llvm_type(op.value.type, t.where(op))
-    bits = _bits(ty)
-    if bits > 32:
-        raise t.unsupported(op, f"a shuffle of a {bits}-bit value")
-    mode = op.mode.data
-    x = t.value(op.value)
-    word = x
-    if ty != "i32":
-        raw = x
-        if ty in ("half", "bfloat", "float"):
-            raw = t.let(f"bitcast {ty} {x} to i{bits}")
-        if bits < 32:
-            word = t.let(f"zext i{bits} {raw} to i32")
-        else:
-            word = raw
-    got = t.shuffle_word(op, mode, word, t.value(op.lane))
-    if ty == "i32":
-        t.names[op.result] = got
-        return
-    narrow = got
-    if bits < 32:
-        narrow = t.let(f"trunc i32 {got} to i{bits}")
-    if ty in ("half", "bfloat", "float"):
-        t.define(op.result, f"bitcast i{bits} {narrow} to {ty}")
-    else:
-        t.names[op.result] = narrow
-
-
-def _as_int(t: Translator, x: str, ty: str) -> str:
-    if ty.startswith("i"):
-        return x
-    out = t.let(f"bitcast {ty} {x} to i{_bits(ty)}")
-    return out
-
-
-def _from_int(t: Translator, x: str, ty: str, result: SSAValue) -> None:
-    if ty.startswith("i"):
-        t.names[result] = x
-    else:
-        t.define(result, f"bitcast i{_bits(ty)} {x} to {ty}")
-
-
-def _bitcast(t: Translator, op: D.BitcastOp) -> None:
-    src, dst = llvm_type(op.value.type, t.where(op)), llvm_type(op.result.type, t.where(op))
-    t.define(op.result, f"bitcast {src} {t.value(op.value)} to {dst}")
-
-
-def _concat(t: Translator, op: D.ConcatOp) -> None:
-    dst = llvm_type(op.result.type, t.where(op))
-    width = _bits(dst)
-    total, shift = "0", 0
-    for v in op.values:
-        ty = llvm_type(v.type, t.where(op))
-        part = _as_int(t, t.value(v), ty)
-        wide = t.let(f"zext i{_bits(ty)} {part} to i{width}") if _bits(ty) < width else part
-        if shift:
-            wide = t.let(f"shl i{width} {wide}, {shift}")
-        total, shift = t.let(f"or i{width} {total}, {wide}"), shift + _bits(ty)
-    _from_int(t, total, dst, op.result)
-
-
-def _extract(t: Translator, op: D.ExtractOp) -> None:
-    src, dst = llvm_type(op.value.type, t.where(op)), llvm_type(op.result.type, t.where(op))
-    word = _as_int(t, t.value(op.value), src)
-    shift = 8 * op.byte.data
-    if shift:
-        moved = t.let(f"lshr i{_bits(src)} {word}, {shift}")
-        word = moved
-    if _bits(dst) < _bits(src):
-        narrow = t.let(f"trunc i{_bits(src)} {word} to i{_bits(dst)}")
-        word = narrow
-    _from_int(t, word, dst, op.result)
-
-
-def _byte_perm(t: Translator, op: D.BytePermOp) -> None:
-    a_ty, b_ty = llvm_type(op.a.type, t.where(op)), llvm_type(op.b.type, t.where(op))
-    dst = llvm_type(op.result.type, t.where(op))
-    wa, wb, width = _bits(a_ty), _bits(b_ty), _bits(dst)
-    both = wa + wb
-    a = _as_int(t, t.value(op.a), a_ty)
-    b = _as_int(t, t.value(op.b), b_ty)
-    wide_a = t.let(f"zext i{wa} {a} to i{both}")
-    wide_b = t.let(f"zext i{wb} {b} to i{both}")
-    high = t.let(f"shl i{both} {wide_b}, {wa}")
-    joined = t.let(f"or i{both} {wide_a}, {high}")
-    total = "0"
-    for k, pick in enumerate(i.data for i in op.selector.data):
-        byte = t.let(f"lshr i{both} {joined}, {8 * pick}")
-        low = t.let(f"trunc i{both} {byte} to i8")
-        wide = t.let(f"zext i8 {low} to i{width}")
-        placed = t.let(f"shl i{width} {wide}, {8 * k}")
-        acc = t.let(f"or i{width} {total}, {placed}")
-        total = acc
-    _from_int(t, total, dst, op.result)
-
-
-_ATOMIC_INT = {"add": "add", "max": "max", "min": "min", "exchange": "xchg"}
-_ATOMIC_FLOAT = {"add": "fadd", "max": "fmax", "min": "fmin", "exchange": "xchg"}
-
-
-def _atomic(t: Translator, op: D.AtomicOp) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
-    kind = op.kind.data
-    table = _ATOMIC_INT if ty.startswith("i") else _ATOMIC_FLOAT
-    if kind not in table:
-        raise t.unsupported(op, f"atomic {kind!r}")
-    if op.coords and len(op.coords) != 1:
-        raise t.unsupported(op, "an atomic addressed by coordinates (lower layouts first)")
-    memory = t.memory(op.target, op)
-    pointer = t.element_pointer(memory, ty, t.value(op.coords[0]))
-    space = f" addrspace({memory.space})" if memory.space else ""
-    t.define(op.result, f"atomicrmw {table[kind]} ptr{space} {pointer}, {ty} {t.value(op.value)} monotonic")
-
-
-def _mma(t: Translator, op: D.MmaOp) -> None:
-    atom = MMAAtom.from_properties({k: v.data for k, v in op.atom.data.items()})  # type: ignore[attr-defined]
-    if atom.threads == 1 and atom.shape == (1, 1, 1):
-        _scalar_fma(t, op, atom)
-    else:
-        t.matrix_multiply(op, atom)
-
-
-def _scalar_fma(t: Translator, op: D.MmaOp, atom: MMAAtom) -> None:
-    loaded = []
-    for tile in (op.a, op.b, op.c):
-        memory, ty, offsets = t.fragment(tile, op)
-        pointer = t.element_pointer(memory, ty, str(offsets[0]))
-        loaded.append((ty, t.load(ty, memory, pointer), pointer, memory))
-    (ta, a, _, _), (tb, b, _, _), (tc, c, cp, cm) = loaded
-    for ty, name in ((ta, "a"), (tb, "b")):
-        if ty != tc:
-            raise t.unsupported(op, f"a scalar multiply-add with {name} of type {ty} and an accumulator of type {tc}")
-    if tc.startswith("i"):
-        prod = t.let(f"mul {tc} {a}, {b}")
-        acc = t.let(f"add {tc} {prod}, {c}")
-    else:
-        acc = t.call(tc, f"llvm.fma.{_suffix(tc)}", [(tc, a), (tc, b), (tc, c)])
-    t.store(tc, acc, cm, cp)
-
-
-def _copy(t: Translator, op: D.CopyOp) -> None:
-    atom = CopyAtom.from_properties({k: v.data for k, v in op.atom.data.items()})  # type: ignore[attr-defined]
-    if atom.threads != 1:
-        t.cooperative_copy(op, atom)
-        return
-    src_memory, ty, src_offsets = t.fragment(op.source, op)
-    dst_memory, _, dst_offsets = t.fragment(op.target, op)
-    order = _value_order(atom, len(src_offsets))
-    for w, d in enumerate(dst_offsets):
-        s = src_offsets[order[w]]
-        value = t.load(ty, src_memory, t.element_pointer(src_memory, ty, str(s)))
-        t.store(ty, value, dst_memory, t.element_pointer(dst_memory, ty, str(d)))
-
-
-def _value_order(atom: CopyAtom, count: int) -> list[int]:
-    """For each of a thread's `count` target values, the source value it receives: in order,
-    unless the atom's layouts hand a group's values out in another order (as the interpreter
-    does: target value w takes the source value that sits where the target layout puts w)."""
-    if atom.src_layout is None or atom.dst_layout is None:
-        return list(range(count))
-    per = atom.values()
-    assert per is not None and count % per == 0
-    where = {int(o): v for v, o in enumerate(atom.src_layout.offsets())}
-    group = [where[int(o)] for o in atom.dst_layout.offsets()]
-    return [base + v for base in range(0, count, per) for v in group]
 
 
 RULES: dict[type, Rule] = {
@@ -917,16 +660,6 @@ RULES: dict[type, Rule] = {
     **{cls: _cast for cls in (*_CASTS, arith.FPToSIOp, arith.FPToUIOp)},
     **{cls: _math for cls in (*_MATH, math.RsqrtOp)},
     math.FmaOp: _fma,
-    D.TensorViewOp: _tensor_view,
-    D.MakeSharedOp: _make_shared, D.MakeLocalOp: _make_local,
-    D.SliceOp: _same_memory, D.ViewOp: _same_memory, D.PartitionOp: _same_memory,
-    D.LoadAtOp: _load_at, D.StoreAtOp: _store_at,
-    D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
-    D.SyncThreadsOp: _sync, D.AssumeOp: _assume,
-    D.TagOp: _nothing, D.TagAssertOp: _nothing, D.ResetTagsOp: _nothing,
-    scf.IfOp: _if, scf.ForOp: _for, scf.YieldOp: _yield,
-    D.ShuffleOp: _shuffle, D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract,
-    D.BytePermOp: _byte_perm, D.AtomicOp: _atomic, D.MmaOp: _mma, D.CopyOp: _copy,
 }
 """The rules every LLVM backend shares (`argus.dsl.ir.registry.define(translate=...)` fills it); a
 backend's `Translator.RULES` holds its own, which come first."""

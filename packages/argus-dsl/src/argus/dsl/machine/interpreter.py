@@ -31,15 +31,10 @@ from ..atoms import CopyAtom, MMAAtom
 from ..dtypes import DType, boolean
 from ..errors import ArgusLaunchError, KernelFault, SourceLocation
 from ..ir.dialect import pad3 as _pad3
-from ..ir.layout_texts import layout_from_text
-from . import Agent, Clocks, Machine, Race, Schedule, Scheduler, Tracker, register_sync_point, register_wait
-from .schedule import register_collective
+from . import Clocks, Machine, Race, Schedule, Scheduler, Tracker
 from . import active as active_schedule
-from .barriers import BlockBarrier
 from .tiles import fragment_bytes as _fragment_bytes
 from .tiles import offset_table as _offset_table
-from .tiles import redistribute as _redistribute
-from .tiles import shared_operand_bytes as _shared_operand_bytes
 from ..ops import integers
 from ..ops.integers import IntegerCast, IntegerOp
 from ..ir.types import dtype_of_mlir
@@ -479,111 +474,10 @@ def _fma(interp: Interpreter, op: math.FmaOp, frame: _Frame, mask: np.ndarray) -
     _set(frame, op, _result_dtype(op).round(a * b + c))
 
 
-def _make_shared(interp: Interpreter, op: D.MakeSharedOp, frame: _Frame, mask: np.ndarray) -> None:
-    t: D.TileType = op.result.type  # type: ignore[assignment]
-    nbytes = t.footprint * t.dtype.nbytes
-    if frame.blocks_of is None:
-        memory = Memory.shared(f"shared#{len(frame.shared)}", nbytes)
-        frame.values[op.result] = TileValue(memory, t.layout, t.dtype)
-    else:  # one segment per block of the cluster, each block's threads in their own
-        stride = segment_stride(nbytes)
-        memory = Memory.shared(f"shared#{len(frame.shared)}", stride * frame.blocks)
-        frame.values[op.result] = TileValue(memory, t.layout, t.dtype, segment=frame.ranks * stride)
-    frame.shared.append(memory)
-
-
 def segment_stride(nbytes: int) -> int:
     """Bytes between the segments of a cluster's blocks in one shared tile's memory (aligned
     for every element size)."""
     return -(-max(nbytes, 1) // 128) * 128
-
-
-def _make_local(interp: Interpreter, op: D.MakeLocalOp, frame: _Frame, mask: np.ndarray) -> None:
-    t: D.TileType = op.result.type  # type: ignore[assignment]
-    memory = Memory.local(f"local#{op.result.name_hint or id(op)}", frame.threads, t.footprint * t.dtype.nbytes)
-    frame.values[op.result] = TileValue(memory, t.layout, t.dtype)
-
-
-def _view(interp: Interpreter, op: D.ViewOp, frame: _Frame, mask: np.ndarray) -> None:
-    source: TileValue = _value(frame, op.source)
-    t: D.TileType = op.result.type  # type: ignore[assignment]
-    frame.values[op.result] = source.derived(t.layout, t.dtype, None)
-
-
-def _var(interp: Interpreter, op: D.VarOp, frame: _Frame, mask: np.ndarray) -> None:
-    dtype: DType = op.result.type.dtype  # type: ignore[attr-defined]
-    shape = (frame.threads, dtype.nbytes) if dtype.kind == "bits" else (frame.threads,)
-    frame.values[op.result] = [np.zeros(shape, dtype.numpy), np.zeros(frame.threads, bool)]
-
-
-def _var_load(interp: Interpreter, op: D.VarLoadOp, frame: _Frame, mask: np.ndarray) -> None:
-    values, assigned = _value(frame, op.var)
-    if np.any(mask & ~assigned):
-        threads = np.flatnonzero(mask & ~assigned)
-        raise interp.fault("uninitialized-read", f"a variable is read before it is assigned by thread(s) {threads[:8].tolist()}",
-                           op, frame, threads=threads.tolist())
-    _set(frame, op, values.copy())
-
-
-def _var_store(interp: Interpreter, op: D.VarStoreOp, frame: _Frame, mask: np.ndarray) -> None:
-    slot = _value(frame, op.var)
-    slot[0][mask] = _scalar_array(frame, op.value)[mask]
-    slot[1] |= mask
-
-
-def shuffle_sources(interp: Interpreter, op: D.ShuffleOp, frame: _Frame) -> np.ndarray:
-    """The thread each thread reads in a shuffle (itself when the lane is outside the warp)."""
-    w = interp.warp_size
-    t = frame.thread_ids
-    lane = frame.local_ids % w
-    base = t - lane
-    last = t - frame.local_ids + frame.block_threads - 1  # the block's last thread
-    arg = _scalar_array(frame, op.lane).astype(np.int64)
-    src = {"xor": lane ^ arg, "idx": arg, "down": lane + arg, "up": lane - arg}[op.mode.data]
-    outside = (src < 0) | (src >= w)
-    return np.minimum(np.where(outside, t, base + np.clip(src, 0, w - 1)), last)
-
-
-def _shuffle(interp: Interpreter, op: D.ShuffleOp, frame: _Frame, mask: np.ndarray) -> None:
-    w = interp.warp_size
-    source = shuffle_sources(interp, op, frame)
-    idle = mask & ~mask[source]
-    if idle.any():
-        k = int(np.flatnonzero(idle)[0])
-        raise interp.fault(
-            "inactive-lane", f"thread {k} shuffles from lane {int(source[k] % w)}, which is not active here "
-            "(every lane a shuffle reads must take part in it)", op, frame, thread=k, threads=[k, int(source[k])],
-        )
-    values = _scalar_array(frame, op.value)
-    _set(frame, op, values[source].copy())
-
-
-def _slice(interp: Interpreter, op: D.SliceOp, frame: _Frame, mask: np.ndarray) -> None:
-    source: TileValue = _value(frame, op.source)
-    t: D.TileType = op.result.type  # type: ignore[assignment]
-    base = source.base
-    if op.start is not None:  # (a static loop kept rolled: the sub-tile starts where its index says)
-        start = _scalar_array(frame, op.start).astype(np.int64)
-        base = start if base is None else base + start
-    frame.values[op.result] = source.derived(t.layout, t.dtype, base)
-
-
-def _partition(interp: Interpreter, op: D.PartitionOp, frame: _Frame, mask: np.ndarray) -> None:
-    source: TileValue = _value(frame, op.source)
-    t: D.TileType = op.result.type  # type: ignore[assignment]
-    selector = layout_from_text(op.selector.data)
-    table = _offset_table(selector)[0]
-    index = _scalar_array(frame, op.index).astype(np.int64)
-    bad = mask & ((index < 0) | (index >= table.size))
-    if bad.any():
-        thread = int(np.flatnonzero(bad)[0])
-        raise interp.fault("out-of-bounds", f"thread {thread} asks for part {int(index[thread])} of a tile that has "
-                           f"{table.size} parts", op, frame, array=source.memory.name, thread=thread,
-                           index=(int(index[thread]),))
-    base = table[np.clip(index, 0, table.size - 1)]
-    if source.base is not None:
-        base = base + source.base
-    frame.values[op.result] = source.derived(t.layout, t.dtype, base)
 
 
 _COORDINATES: dict[int, tuple[Any, list[np.ndarray]]] = {}
@@ -618,59 +512,6 @@ def _fragment_in_tile(interp: Interpreter, op: Operation, frame: _Frame, tile: T
     return idx
 
 
-def _copy(interp: Interpreter, op: D.CopyOp, frame: _Frame, mask: np.ndarray) -> None:
-    atom = interp.copy_atom(op)
-    source: TileValue = _value(frame, op.source)
-    target: TileValue = _value(frame, op.target)
-    threads = _atom_threads(interp, op, frame, mask, atom.threads, atom.name)
-    if threads.size == 0:
-        return
-    nbytes = source.dtype.nbytes
-    src_idx = _fragment_in_tile(interp, op, frame, source, threads, "source")
-    dst_idx = _fragment_in_tile(interp, op, frame, target, threads, "target")
-    for idx, tile, role in ((src_idx, source, "source"), (dst_idx, target, "target")):
-        _check_vectors(interp, op, frame, atom, idx[..., 0], threads, tile, role)
-    owners = np.repeat(threads, src_idx.shape[1])
-    if source.memory.space == "local":
-        raw = source.memory.data[threads[:, None, None], src_idx]
-        unset = ~source.memory.written[threads[:, None, None], src_idx]  # type: ignore[index]
-    else:
-        raw = source.memory.data[src_idx]
-        unset = ~source.memory.written[src_idx]  # type: ignore[index]
-        _check_read_race(interp, op, frame, source.memory, src_idx.reshape(-1, nbytes), owners)
-    if unset.any():
-        t = int(np.flatnonzero(unset.any(axis=(1, 2)))[0])
-        raise interp.fault("uninitialized-read", f"thread {int(threads[t])} copies from {source.memory.space} bytes "
-                           "that no thread has written", op, frame, thread=int(threads[t]), array=source.memory.name)
-    if atom.src_layout is not None and atom.dst_layout is not None:
-        raw = _redistribute(raw, atom, threads.size)
-    if target.memory.space == "local":
-        target.memory.data[threads[:, None, None], dst_idx] = raw
-        target.memory.written[threads[:, None, None], dst_idx] = True  # type: ignore[index]
-    else:
-        _check_write_race(interp, op, frame, target.memory, dst_idx.reshape(-1, nbytes), owners)
-        target.memory.data[dst_idx] = raw
-        target.memory.written[dst_idx] = True  # type: ignore[index]
-
-
-def _check_vectors(interp: Interpreter, op: Operation, frame: _Frame, atom: CopyAtom, first_bytes: np.ndarray,
-                   threads: np.ndarray, tile: TileValue, role: str) -> None:
-    """Every `vector_bytes` run of a fragment must be contiguous and aligned in memory."""
-    nbytes = tile.dtype.nbytes
-    per_vector = atom.vector_bytes // nbytes
-    groups = first_bytes.reshape(threads.size, -1, per_vector)
-    contiguous = (np.diff(groups, axis=-1) == nbytes).all(axis=-1) if per_vector > 1 else np.ones(groups.shape[:2], bool)
-    aligned = groups[..., 0] % atom.vector_bytes == 0
-    bad = ~(contiguous & aligned)
-    if bad.any():
-        t, g = (int(i) for i in np.argwhere(bad)[0])
-        what = "not contiguous" if not contiguous[t, g] else f"not aligned to {atom.vector_bytes} bytes"
-        raise interp.fault(
-            "misaligned-copy", f"{atom.name}: thread {int(threads[t])}'s vector {g} of the {role} starts at byte "
-            f"{int(groups[t, g, 0])} and is {what}", op, frame, thread=int(threads[t]), array=tile.memory.name,
-        )
-
-
 def _atom_threads(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray, group: int, name: str) -> np.ndarray:
     """The active threads of an atom, which must come in whole groups of `group` threads."""
     if frame.block_threads % group:
@@ -686,163 +527,12 @@ def _atom_threads(interp: Interpreter, op: Operation, frame: _Frame, mask: np.nd
     return (groups[:, None] * group + np.arange(group)).reshape(-1)
 
 
-def _mma(interp: Interpreter, op: D.MmaOp, frame: _Frame, mask: np.ndarray) -> None:
-    atom = interp.atom(op)
-    group = atom.threads
-    threads = _atom_threads(interp, op, frame, mask, group, atom.name)
-    if threads.size == 0:
-        return
-    groups = threads[::group] // group
-    m, n, k = atom.shape
-
-    def read(tile: TileValue, label: str) -> np.ndarray:
-        idx = _fragment_in_tile(interp, op, frame, tile, threads, f"operand {label}")
-        raw = tile.memory.data[threads[:, None, None], idx]
-        if not tile.memory.written[threads[:, None, None], idx].all():  # type: ignore[index]
-            raise interp.fault("uninitialized-read", f"matmul reads fragment {label}, which is not fully written",
-                               op, frame, array=tile.memory.name)
-        values = tile.dtype.decode(raw).astype(np.float64).reshape(groups.size, group, -1)
-        return values.transpose(0, 2, 1).reshape(groups.size, -1)  # layout index order: thread fastest
-
-    def matrix(values: np.ndarray, layout: Layout, rows: int, cols: int) -> np.ndarray:
-        out = np.zeros((groups.size, rows * cols))
-        out[:, layout.offsets()] = values
-        return out.reshape(groups.size, cols, rows).transpose(0, 2, 1)
-
-    shared: list[tuple[Memory, np.ndarray]] = []  # the shared bytes the product reads (a row per group)
-
-    def operand(tile: TileValue, label: str, layout: Layout | None, rows: int) -> np.ndarray:
-        if layout is not None:
-            return matrix(read(tile, label), layout, rows, k)
-        idx = _shared_operand_bytes(tile, threads[::group], rows * k)
-        memory = tile.memory
-        shared.append((memory, idx))
-        if idx.size and (idx.min() < 0 or idx.max() >= memory.data.size):
-            raise interp.fault("out-of-bounds", f"operand {label} reaches outside its shared tile "
-                               f"({memory.data.size} bytes)", op, frame, array=memory.name)
-        if not memory.written[idx].all():  # type: ignore[index]
-            raise interp.fault("uninitialized-read", f"matmul reads operand {label} from shared memory, which is not "
-                               "fully written", op, frame, array=memory.name)
-        raw = memory.data[idx].reshape(groups.size, rows * k, tile.dtype.nbytes)
-        values = tile.dtype.decode(raw).astype(np.float64)  # (groups, rows·k) colexicographic
-        return values.reshape(groups.size, k, rows).transpose(0, 2, 1)
-
-    a, b, c = (_value(frame, v) for v in (op.a, op.b, op.c))
-    started = op.asynchronous is not None
-    idx = _fragment_in_tile(interp, op, frame, c, threads, "accumulator")
-    if not started:
-        _not_busy(interp, op, frame, c.memory, threads, idx, "uses as its accumulator")
-    A = operand(a, "a", atom.a_layout, m)
-    B = operand(b, "b", atom.b_layout, n)
-    C = matrix(read(c, "c"), atom.c_layout, m, n)
-    C = C + A @ B.transpose(0, 2, 1)
-    flat = C.transpose(0, 2, 1).reshape(groups.size, m * n)[:, atom.c_layout.offsets()]
-    per_thread = flat.reshape(groups.size, -1, group).transpose(0, 2, 1).reshape(threads.size, -1)
-    c.memory.data[threads[:, None, None], idx] = c.dtype.encode(atom.c_dtype.round(per_thread))
-    product = _Product(c.memory, threads, idx, shared, threads[::group], group)
-    _issue(interp, op, frame, product)
-    if started:
-        _start(frame, product)
-    else:
-        product.retire(frame)
-
-
-@dataclass(eq=False)
-class _Product:
-    """A product: its accumulator registers (`idx`, rows: `threads`) and the shared bytes it
-    reads (a row per group, led by `leaders`). Each group's reads are an agent of that group's
-    stream of products: they happen at a moment the schedule picks, before the product retires."""
-
-    memory: Memory
-    threads: np.ndarray
-    idx: np.ndarray
-    shared: list[tuple[Memory, np.ndarray]]
-    leaders: np.ndarray
-    group: int
-    agents: list[Agent] = field(default_factory=list)
-    clocks: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
-    """Per group: its warps, and the clock of its reads."""
-    retired: bool = False
-
-    def retire(self, frame: _Frame, threads: np.ndarray | None = None) -> None:
-        """The product has finished (for `threads`, or all of its threads): its reads have
-        happened, and whoever waited for it is ordered after them."""
-        frame.machine.scheduler.force(self.agents)
-        clocks = frame.machine.clocks
-        waiting = self.threads if threads is None else threads
-        for warps, vc in self.clocks:
-            mine = np.intersect1d(warps, clocks.warp_of(waiting))
-            if mine.size:
-                clocks.acquire(mine, vc, lanes=False)
-
-
-def _issue(interp: Interpreter, op: Operation, frame: _Frame, product: _Product) -> None:
-    """The product's shared operands are read by an agent per group, stamped with the group's
-    stream of products. The agent's clock covers what its warps saw before they issued it, but
-    not their own shared-memory writes since their last barrier (the products read shared
-    memory through the asynchronous proxy, which sees a thread's writes only after a barrier)."""
-    machine = frame.machine
-    clocks = machine.clocks
-    site = interp.point(op)
-    for row, leader in enumerate(product.leaders.tolist()):
-        warps = np.unique(clocks.warp_of(np.arange(leader, leader + product.group)))
-        stream = clocks.stream(("products", leader),
-                               f"the matrix product of threads {leader}–{leader + product.group - 1}", reads=True)
-        tick, vc = clocks.agent_clock(warps, stream)
-        vc[warps] = _fenced(frame)[warps]
-        product.clocks.append((warps, vc))
-        reads = [(memory, where[row]) for memory, where in product.shared]
-        if not reads:
-            continue
-
-        def run(reads: list[tuple[Memory, np.ndarray]] = reads, unit: int = stream.unit, tick: int = tick,
-                vc: np.ndarray = vc, leader: int = leader, name: str = stream.name) -> None:
-            for memory, where in reads:
-                try:
-                    machine.tracker.agent_read(machine.tracker.history(id(memory), memory.data.size), where, unit,
-                                               tick, vc, leader, name,
-                                               site)
-                except Race as race:
-                    raise _race(interp, op, frame, memory, race) from None
-
-        agent = Agent(f"{stream.name}: operand reads", run)
-        product.agents.append(agent)
-        machine.scheduler.start(agent)
-
-
 def _fenced(frame: _Frame) -> np.ndarray:
     """Per warp: its clock as of the last barrier it passed, up to which its own shared-memory
     writes are visible to the products it starts (not merely up to its last release: starting
     a product, arriving on a memory barrier or issuing a copy publishes nothing to the
     asynchronous proxy)."""
     return frame.state.setdefault("matmul.fenced", np.zeros(frame.machine.clocks.warps, np.int64))  # type: ignore[no-any-return]
-
-
-def _start(frame: _Frame, product: _Product) -> None:
-    """A product started asynchronously: its accumulator registers are busy until a
-    matmul_wait retires it."""
-    memory = product.memory
-    if memory.busy is None:
-        memory.busy = np.zeros(memory.data.shape, bool)
-    memory.busy[product.threads[:, None, None], product.idx] = True
-    frame.state.setdefault("matmul.pending", []).append(product)
-
-
-def _mma_wait(interp: Interpreter, op: D.MmaWaitOp, frame: _Frame, mask: np.ndarray) -> None:
-    """The waiting threads' products retire, all but the newest `pending`: their operand reads
-    have happened, ordered before whatever the waiting threads do next."""
-    pending: list[_Product] = frame.state.get("matmul.pending", [])
-    keep = op.pending.data
-    active = np.flatnonzero(mask)
-    threads = set(active.tolist())
-    mine = [p for p in pending if threads & set(p.threads.tolist())]
-    for product in mine[:max(0, len(mine) - keep)]:
-        product.memory.busy[product.threads[:, None, None], product.idx] = False  # type: ignore[index]
-        product.retire(frame, active)
-        product.retired = True
-        pending.remove(product)
-    for product in pending:  # registers a running product uses stay busy
-        product.memory.busy[product.threads[:, None, None], product.idx] = True  # type: ignore[index]
 
 
 def _not_busy(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, threads: np.ndarray,
@@ -855,98 +545,6 @@ def _not_busy(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory,
         thread = int(threads[int(np.flatnonzero(hit.reshape(threads.size, -1).any(axis=1))[0])])
         raise interp.fault("in-flight", f"thread {thread} {what} registers of {memory.name} that a matmul_async "
                            "is still computing; call matmul_wait first", op, frame, thread=thread, array=memory.name)
-
-
-def _operand_dtype(ssa: SSAValue) -> DType:
-    return dtype_of_mlir(ssa.type)
-
-
-def _bitcast(interp: Interpreter, op: D.BitcastOp, frame: _Frame, mask: np.ndarray) -> None:
-    raw = _operand_dtype(op.value).encode(_value_array(frame, op.value))
-    _set(frame, op, _result_dtype(op).decode(raw))
-
-
-def _concat(interp: Interpreter, op: D.ConcatOp, frame: _Frame, mask: np.ndarray) -> None:
-    raw = np.concatenate([_operand_dtype(v).encode(_value_array(frame, v)) for v in op.values], axis=-1)
-    _set(frame, op, _result_dtype(op).decode(raw))
-
-
-def _byte_perm(interp: Interpreter, op: D.BytePermOp, frame: _Frame, mask: np.ndarray) -> None:
-    raw = np.concatenate([_operand_dtype(v).encode(_value_array(frame, v)) for v in (op.a, op.b)], axis=-1)
-    picks = [i.data for i in op.selector.data]
-    _set(frame, op, _result_dtype(op).decode(raw[..., picks]))
-
-
-def _extract(interp: Interpreter, op: D.ExtractOp, frame: _Frame, mask: np.ndarray) -> None:
-    out = _result_dtype(op)
-    raw = _operand_dtype(op.value).encode(_value_array(frame, op.value))
-    start = op.byte.data
-    _set(frame, op, out.decode(raw[..., start:start + out.nbytes]))
-
-
-def _value_array(frame: _Frame, ssa: SSAValue) -> np.ndarray:
-    """Like _scalar_array, for values that may be vectors (one row of bytes per thread)."""
-    v = frame.values[ssa]
-    return np.broadcast_to(v, (frame.threads, *v.shape)) if v.ndim == 0 else v  # type: ignore[no-any-return]
-
-
-def _tensor_view(interp: Interpreter, op: D.TensorViewOp, frame: _Frame, mask: np.ndarray) -> None:
-    source: TensorValue = _value(frame, op.source)
-    t: D.TensorType = op.result.type  # type: ignore[assignment]
-    runtime = iter(op.dims)
-    dims = []
-    for d in t.shape:
-        if isinstance(d, int):
-            dims.append(d)
-            continue
-        values = _scalar_array(frame, next(runtime))[mask]
-        if values.size and (values != values[0]).any():
-            raise interp.fault("view-size", f"threads disagree on the size of a view of {source.name!r}", op, frame)
-        dims.append(int(values[0]) if values.size else 0)
-    raw = source.array.reshape(-1).view(np.uint8)
-    want = int(np.prod(dims)) * t.dtype.nbytes
-    if want != raw.size or min(dims, default=1) < 1:
-        raise interp.fault(
-            "view-size", f"a view of {source.name!r} as {tuple(dims)} of {t.dtype} covers {want} bytes; the tensor has {raw.size}",
-            op, frame, array=source.name,
-        )
-    frame.values[op.result] = TensorValue(f"{source.name}.view", raw.view(storage_dtype(t.dtype)).reshape(dims), t.dtype)
-
-
-_ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum, "exchange": lambda old, new: new}
-
-
-def _atomic(interp: Interpreter, op: D.AtomicOp, frame: _Frame, mask: np.ndarray) -> None:
-    """Active threads update one after another, in thread order (one valid serialization)."""
-    target = _value(frame, op.target)
-    dtype: DType = target.dtype
-    active = np.flatnonzero(mask)
-    coords = [_scalar_array(frame, c)[active].astype(np.int64) for c in op.coords]
-    offsets = _element_offsets(interp, op, frame, target, coords, mask)
-    data = target.bytes if isinstance(target, TensorValue) else target.memory.data
-    values = _scalar_array(frame, op.value)
-    result = np.zeros(frame.threads, dtype.numpy)
-    combine = _ATOMIC[op.kind.data]
-    for t, offset in zip(active, offsets):
-        span = slice(int(offset) * dtype.nbytes, (int(offset) + 1) * dtype.nbytes)
-        old = dtype.decode(data[span][None])[0]
-        result[t] = old
-        data[span] = dtype.encode(dtype.round(np.asarray(combine(old, values[t]))))[()] if dtype.kind != "bits" else values[t]
-        if not isinstance(target, TensorValue):
-            target.memory.written[span] = True  # type: ignore[index]
-    _set(frame, op, result)
-
-
-def _assume(interp: Interpreter, op: D.AssumeOp, frame: _Frame, mask: np.ndarray) -> None:
-    broken = mask & ~_scalar_array(frame, op.cond).astype(bool)
-    if broken.any():
-        thread = int(np.flatnonzero(broken)[0])
-        raise interp.fault("assumption", f"this launch breaks the kernel's assumption for thread {thread}; every "
-                           "launch must satisfy what the kernel assumes", op, frame, thread=thread)
-
-
-def _compile_time_only(interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
-    """Tag functions and assertions are checked by the verifier and do nothing at run time."""
 
 
 # ---- loads and stores ------------------------------------------------------------------------
@@ -995,32 +593,6 @@ def _check_bounds(interp: Interpreter, op: Operation, frame: _Frame, coords: Seq
 
 def _byte_indices(offsets: np.ndarray, nbytes: int) -> np.ndarray:
     return offsets[:, None] * nbytes + np.arange(nbytes)
-
-
-def _load(interp: Interpreter, op: D.LoadOp, frame: _Frame, mask: np.ndarray) -> None:
-    source = _value(frame, op.source)
-    coords = [_scalar_array(frame, c)[mask].astype(np.int64) for c in op.coords]
-    offsets = _element_offsets(interp, op, frame, source, coords, mask)
-    _read(interp, op, frame, mask, source, offsets, lambda row: _coordinate(coords, row))
-
-
-def _store(interp: Interpreter, op: D.StoreOp, frame: _Frame, mask: np.ndarray) -> None:
-    target = _value(frame, op.target)
-    coords = [_scalar_array(frame, c)[mask].astype(np.int64) for c in op.coords]
-    offsets = _element_offsets(interp, op, frame, target, coords, mask)
-    _write(interp, op, frame, mask, target, offsets, _scalar_array(frame, op.value))
-
-
-def _load_at(interp: Interpreter, op: D.LoadAtOp, frame: _Frame, mask: np.ndarray) -> None:
-    source = _value(frame, op.source)
-    offsets = _checked_offsets(interp, op, frame, source, _scalar_array(frame, op.offset)[mask].astype(np.int64), mask)
-    _read(interp, op, frame, mask, source, offsets, lambda row: (int(offsets[row]),))
-
-
-def _store_at(interp: Interpreter, op: D.StoreAtOp, frame: _Frame, mask: np.ndarray) -> None:
-    target = _value(frame, op.target)
-    offsets = _checked_offsets(interp, op, frame, target, _scalar_array(frame, op.offset)[mask].astype(np.int64), mask)
-    _write(interp, op, frame, mask, target, offsets, _scalar_array(frame, op.value))
 
 
 def _checked_offsets(interp: Interpreter, op: Operation, frame: _Frame, target: Any, offsets: np.ndarray,
@@ -1132,7 +704,7 @@ def _race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, rac
         earlier=interp.where(earlier.op), schedule=str(interp.schedule))
 
 
-RULES: dict[type, Rule] = {D.MmaWaitOp: _mma_wait,
+RULES: dict[type, Rule] = {
         arith.ConstantOp: _constant,
         **{cls: _int_binary(kind) for cls, kind in integers.INTEGER_OPS.items()},
         arith.AddfOp: _binary(np.add), arith.SubfOp: _binary(np.subtract), arith.MulfOp: _binary(np.multiply),
@@ -1143,15 +715,6 @@ RULES: dict[type, Rule] = {D.MmaWaitOp: _mma_wait,
         **{cls: _int_cast(kind) for cls, kind in integers.INTEGER_CASTS.items()},
         math.Exp2Op: _unary(np.exp2), math.Log2Op: _unary(np.log2), math.SqrtOp: _unary(np.sqrt),
         math.RsqrtOp: _unary(lambda x: 1.0 / np.sqrt(x)), math.FmaOp: _fma,
-        D.MakeSharedOp: _make_shared, D.MakeLocalOp: _make_local, D.ViewOp: _view,
-        D.LoadOp: _load, D.StoreOp: _store, D.LoadAtOp: _load_at, D.StoreAtOp: _store_at,
-        D.VarOp: _var, D.VarLoadOp: _var_load, D.VarStoreOp: _var_store,
-        D.AssumeOp: _assume,
-        D.ShuffleOp: _shuffle,
-        D.SliceOp: _slice, D.MmaOp: _mma, D.PartitionOp: _partition, D.CopyOp: _copy,
-        D.BitcastOp: _bitcast, D.ConcatOp: _concat, D.ExtractOp: _extract, D.BytePermOp: _byte_perm, D.TensorViewOp: _tensor_view,
-        D.AtomicOp: _atomic,
-        D.TagOp: _compile_time_only, D.TagAssertOp: _compile_time_only, D.ResetTagsOp: _compile_time_only,
 }
 """Each op kind's interpreter rule; `argus.dsl.ir.registry.define` fills it."""
 
@@ -1173,10 +736,8 @@ check_read_race = _check_read_race
 race = _race
 history = _history
 byte_indices = _byte_indices
-
-
-register_wait(D.SyncThreadsOp, BlockBarrier())
-for _op in (D.MmaWaitOp, D.AtomicOp):
-    register_sync_point(_op)
-register_collective(D.MmaOp, lambda interp, op: interp.atom(op).threads)
-register_collective(D.CopyOp, lambda interp, op: interp.copy_atom(op).threads)
+coordinate = _coordinate
+atom_threads = _atom_threads
+fragment_in_tile = _fragment_in_tile
+not_busy = _not_busy
+fenced = _fenced
