@@ -1,0 +1,166 @@
+"""Tags and assumptions: what a kernel claims and assumes, which only checks read.
+
+- A tag function (``tag(t)`` on a ``with`` block, `D.TagOp`, its body ending in the `D.YieldTagOp`
+  of the element's tag components) describes the data of a tile or tensor: it gives every element
+  its tag.
+- A tag assertion (``assert tag(a[...]) == tag(b[...])``, `D.TagAssertOp`) states which data an
+  element holds.
+- ``reset_tags(t)`` (`D.ResetTagsOp`) forgets the tags of a shared tile before its memory is reused.
+- ``assume(cond)`` (`D.AssumeOp`) states what every launch satisfies; the checker reasons under it.
+
+Tag functions, assertions and resets do nothing at run time: the static checker
+(`argus.dsl.check.tags`) and the shadow-tag interpreter (below) read them, and the LLVM
+translation emits nothing for them. An assumption is checked by the interpreter for every
+thread that reaches it, and becomes ``llvm.assume`` on the GPU. The front end builds tag
+functions and assertions itself (`attach_tag`, the ``assert`` statement: they are statements,
+not calls); ``reset_tags`` and ``assume`` are builtins, built here.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from argus.verify.assertions import check
+from xdsl.ir import Operation
+
+from ..check import tag_liveness
+from ..check.tags import assert_rule, assume_rule, reset_rule, tag_rule
+from ..dtypes import boolean
+from ..frontend.values import TileRef, Value
+from ..ir import dialect as D
+from ..ir.registry import builtin, define
+from ..machine.interpreter import Frame, Interpreter, TensorValue, TileValue, scalars, value_of
+from ..machine.shadow import ShadowInterpreter, buffer_key
+
+if TYPE_CHECKING:
+    from ..llvm import Translator
+
+
+# ---- the front end ------------------------------------------------------------------------
+
+@builtin("assume")
+def _build_assume(fe: Any, node: ast.Call, args: list[Any]) -> None:
+    if len(args) != 1 or not isinstance(args[0], Value) or args[0].dtype is not boolean:
+        raise fe.type_error(node, "assume(condition) takes one runtime condition, e.g. assume(n % 64 == 0)")
+    fe.emit(D.AssumeOp.create(operands=[args[0].ssa]))
+
+
+@builtin("reset_tags")
+def _build_reset_tags(fe: Any, node: ast.Call, args: list[Any]) -> None:
+    if len(args) != 1 or not isinstance(args[0], TileRef) or args[0].type.space.data != "shared":
+        raise fe.type_error(node, "reset_tags(t) takes one shared tile")
+    fe.emit(D.ResetTagsOp.create(operands=[args[0].ssa]))
+
+
+# ---- the interpreter ----------------------------------------------------------------------
+
+def _interpret_assume(interp: Interpreter, op: D.AssumeOp, frame: Frame, mask: np.ndarray) -> None:
+    broken = mask & ~scalars(frame, op.cond).astype(bool)
+    if broken.any():
+        thread = int(np.flatnonzero(broken)[0])
+        raise interp.fault("assumption", f"this launch breaks the kernel's assumption for thread {thread}; every "
+                           "launch must satisfy what the kernel assumes", op, frame, thread=thread)
+
+
+def _compile_time_only(interp: Interpreter, op: Operation, frame: Frame, mask: np.ndarray) -> None:
+    """Tag functions, assertions and resets are read by the checks and do nothing at run time."""
+
+
+# ---- shadow tags --------------------------------------------------------------------------
+
+def _shadow_reset(s: ShadowInterpreter, op: D.ResetTagsOp, frame: Frame, mask: np.ndarray) -> None:
+    s.memory_tags(value_of(frame, op.target), frame).reset()
+
+
+def _shadow_tag(s: ShadowInterpreter, op: D.TagOp, frame: Frame, mask: np.ndarray) -> None:
+    target = value_of(frame, op.target)
+    threads = np.flatnonzero(mask)
+    if threads.size == 0:
+        return
+    if isinstance(target, TensorValue):
+        s.tag_functions[buffer_key(target)] = (op, target)
+    coords = s.coordinates(target)
+    per_thread = isinstance(target, TileValue) and target.memory.space == "local"
+    rows = threads if per_thread else threads[:1]  # shared data and tensors: one description, the first thread's
+    components = s.evaluate_tag_function(op, frame, coords, rows)  # list of (rows, elements)
+    elements = coords[0].size if coords else 1
+    nbytes = target.dtype.nbytes
+    stacked = np.stack(components, axis=-1) if components else np.zeros((rows.size, elements, 0), np.int64)
+    idx = s.element_bytes(target, rows)
+    ids = s.table.rows_to_ids(stacked[:rows.size].reshape(-1, stacked.shape[-1]), nbytes).reshape(rows.size, -1, nbytes)
+    memory = s.memory_tags(target, frame)
+    if memory.per_thread:
+        memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, s.site(op))
+    else:  # a tag function describes data: nothing is written, nothing races
+        memory.relabel(idx.reshape(-1), ids.reshape(-1), s.site(op))
+
+
+def _shadow_assert(s: ShadowInterpreter, op: D.TagAssertOp, frame: Frame, mask: np.ndarray) -> None:
+    """Check the assertion for every active thread; each violation is reported with the block,
+    thread, loop indices, element, tags and the lines that wrote them."""
+    threads = np.flatnonzero(mask)
+    if threads.size == 0:
+        return
+    lhs_target, rhs_target = value_of(frame, op.lhs), value_of(frame, op.rhs)
+    sides = []
+    for target in (lhs_target, rhs_target):
+        idx = s.element_bytes(target, threads)
+        memory = s.memory_tags(target, frame)
+        tags = memory.read(idx.reshape(threads.size, -1), threads).reshape(idx.shape)
+        sites = (memory.site[threads[:, None], idx.reshape(threads.size, -1)] if memory.per_thread
+                 else memory.site[idx.reshape(threads.size, -1)]).reshape(idx.shape)
+        sides.append((target, tags, sites))
+    (_, lhs, lhs_sites), (_, rhs, rhs_sites) = sides
+    where = s.locations.get(op)
+    if lhs.shape != rhs.shape:
+        s.report({"assertion": str(where), "kind": "shapes differ",
+                  "lhs elements": lhs.shape[1:], "rhs elements": rhs.shape[1:]})
+        return
+    for f in check(lhs, rhs, equal=op.kind.data == "eq", limit=4):
+        thread = int(threads[f.point])
+        element = tuple(int(c[f.element]) for c in s.coordinates(lhs_target))
+        witness = {
+            "assertion": str(where), "kind": f.kind, "block": frame.block_of(thread), "thread": thread,
+            "loops": {(loop.body.block.args[0].name_hint or "i"): int(frame.values[loop.body.block.args[0]][thread])
+                      for loop in s.loops},
+            "element": element,
+            "lhs tag": s.table.element_tag(f.lhs), "rhs tag": s.table.element_tag(f.rhs),
+            "lhs written at": _site_text(s, lhs_sites[f.point, f.element]),
+            "rhs written at": _site_text(s, rhs_sites[f.point, f.element]),
+        }
+        if op.message.data:
+            witness["message"] = op.message.data
+        s.report(witness)
+
+
+def _site_text(s: ShadowInterpreter, sites: np.ndarray) -> str:
+    known = [int(x) for x in np.ravel(sites) if x >= 0]
+    if not known:
+        return "never written"
+    loc = s.sites[known[0]]
+    return str(loc) if loc is not None else "an op without a source line"
+
+
+# ---- LLVM ---------------------------------------------------------------------------------
+
+def _translate_assume(t: Translator, op: D.AssumeOp) -> None:
+    t.call("void", "llvm.assume", [("i1", t.value(op.cond))])
+
+
+def _translate_nothing(t: Translator, op: Operation) -> None:
+    """Tag functions, tag assertions and tag resets are checked at compile time only."""
+
+
+# ---- the ops ------------------------------------------------------------------------------
+
+define(D.TagOp, interpret=_compile_time_only, analyze=tag_rule, liveness=tag_liveness.tag_function,
+       shadow=_shadow_tag, translate=_translate_nothing)
+define(D.YieldTagOp, walked=True)  # (the end of a tag function's body, read where the function is evaluated)
+define(D.TagAssertOp, interpret=_compile_time_only, analyze=assert_rule, liveness=tag_liveness.always,
+       shadow=_shadow_assert, translate=_translate_nothing)
+define(D.ResetTagsOp, interpret=_compile_time_only, analyze=reset_rule, liveness=tag_liveness.reset,
+       shadow=_shadow_reset, translate=_translate_nothing)
+define(D.AssumeOp, interpret=_interpret_assume, analyze=assume_rule, liveness=tag_liveness.always,
+       translate=_translate_assume)
