@@ -61,10 +61,10 @@ C_TYPE = "bf16"  # the element type of C
 THREADS = 256
 
 
-def _pipeline(BM: int, BN: int, BK: int, STAGES: int, AB: Any) -> tuple[Any, ...]:
-    """What both kernels derive from the tile shape and the input type AB: the atom, the bytes
-    that land per stage, the products a thread starts per stage, the stage before each, and the
-    stages' layouts."""
+def pipeline(BM: int, BN: int, BK: int, STAGES: int, AB: Any) -> tuple[Any, ...]:
+    """What every kernel of this pipeline (these and gemm_ws.py's) derives from the tile shape
+    and the input type AB: the atom, the bytes that land per stage, the products a thread starts
+    per stage (two warpgroups multiplying), the stage before each, and the stages' layouts."""
     atom = warpgroup_mma_64xNx16 if AB.nbytes == 2 else warpgroup_mma_64xNx32
     mma = atom(BN, AB, AB, f32)
     stage_bytes = (BM + BN) * BK * AB.nbytes
@@ -78,8 +78,9 @@ def _pipeline(BM: int, BN: int, BK: int, STAGES: int, AB: Any) -> tuple[Any, ...
     return mma, stage_bytes, products, previous, a_stages, b_stages
 
 
-def _helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any, AB: Any) -> tuple[Any, ...]:
-    """Device functions both kernels use: where tile t starts (tiles in groups of GROUP tile
+def helpers(BM: int, BN: int, BK: int, STAGES: int, GROUP: int, MMA: Any, AB: Any) -> tuple[Any, ...]:
+    """Device functions these kernels (and gemm_ws.py's) use, for two warpgroups multiplying,
+    warpgroup wg taking the tile's blocks of 64 rows wg, wg + 2, …: where tile t starts (tiles in groups of GROUP tile
     rows, column by column, so that the blocks running at once share rows of A and columns of B
     in the L2 cache), the barriers' and accumulators' first state, a stage's products, and C."""
 
@@ -153,8 +154,8 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: in
     """The kernel for BM×BN tiles of C, K slices of BK (one swizzled row of 128 bytes: 64 bf16
     or 128 fp8; 64- and 32-byte rows work too), STAGES shared-memory stages, blocks ordered in groups of GROUP tile rows, and A
     and B of type AB (bf16, f16, f8e4m3 or f8e5m2)."""
-    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES, AB)
-    tile_row, tile_column, start, multiply, _, store_staged = _helpers(BM, BN, BK, STAGES, GROUP, MMA, AB)
+    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = pipeline(BM, BN, BK, STAGES, AB)
+    tile_row, tile_column, start, multiply, _, store_staged = helpers(BM, BN, BK, STAGES, GROUP, MMA, AB)
 
     def gemm_tma(a: Tensor[AB, "M", "K"], b: Tensor[AB, "N", "K"], c: Tensor[bf16, "M", "N"], M: int, N: int,
                  K: int):
@@ -210,8 +211,8 @@ def build_persistent(BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
     stream through the stages, so the next tile's first slices are in flight while a tile's
     products finish and its C is written. Rounds never straddle two tiles (K is a whole number
     of rounds), and a tile's C is written after its last round."""
-    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES, bf16)
-    tile_row, tile_column, start, multiply, store, _ = _helpers(BM, BN, BK, STAGES, GROUP, MMA, bf16)
+    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = pipeline(BM, BN, BK, STAGES, bf16)
+    tile_row, tile_column, start, multiply, store, _ = helpers(BM, BN, BK, STAGES, GROUP, MMA, bf16)
 
     def gemm_persistent(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int,
                         N: int, K: int):
@@ -278,9 +279,9 @@ def build_cluster(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, G
     blocks are done with it: each block's copying thread waits until its own block is
     ("empty"), says so on the "free" barrier of both blocks, and waits on its own "free" until
     the partner has said so too. Launch it on a 1-D grid of (M / BM)·(N / BN) blocks."""
-    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = _pipeline(BM, BN, BK, STAGES, bf16)
-    pair_row, pair_column, *_ = _helpers(2 * BM, BN, BK, STAGES, GROUP, MMA, bf16)
-    _, _, _, multiply, _, store_staged = _helpers(BM, BN, BK, STAGES, GROUP, MMA, bf16)
+    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = pipeline(BM, BN, BK, STAGES, bf16)
+    pair_row, pair_column, *_ = helpers(2 * BM, BN, BK, STAGES, GROUP, MMA, bf16)
+    _, _, _, multiply, _, store_staged = helpers(BM, BN, BK, STAGES, GROUP, MMA, bf16)
     HALF = BN // 2
     B_HALVES = ComposedLayout(B_STAGES.outer, 0, Layout((STAGES, 2, HALF, BK), (BN * BK, HALF * BK, BK, 1)))
 

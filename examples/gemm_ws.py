@@ -7,7 +7,8 @@ producer: it gives back most of its registers (setmaxnreg), and one elected thre
 ahead through the K slices, copying each slice of A and B with bulk tensor copies (TMA) into
 one of STAGES shared-memory stages as soon as the consumers have handed that stage back.
 Warpgroups 1 and 2 are the consumers: they take the registers the producer gave back (their
-accumulators live there) and each multiplies its BM/2 rows of the tile. Per stage there are two
+accumulators live there) and each multiplies half of the tile's rows (its blocks of 64 rows,
+as in gemm_tma.py, whose stage layouts, products and store of C this kernel shares). Per stage there are two
 memory barriers: "full" completes when a slice's bytes have landed (one arrival, the producer's,
 with the bytes it announces), "empty" when every consumer thread is done with the stage (256
 arrivals). A consumer waits for "full", starts the stage's products without waiting for them
@@ -24,8 +25,6 @@ completed, so the first round fills every stage at once).
 M and N must be multiples of BM and BN, and K of STAGES·BK.
 """
 
-from typing import Any
-
 import numpy as np
 from argus.backends.nvptx import language as nv
 from argus.dsl import (
@@ -35,15 +34,11 @@ from argus.dsl import (
     assume,
     bf16,
     block_idx,
-    concat,
-    device,
     f32,
     from_storage,
     kernel,
-    local_tile,
     make_local,
     make_shared,
-    matmul_async,
     matmul_wait,
     static_range,
     syncthreads,
@@ -53,13 +48,12 @@ from argus.dsl import (
     u32,
     u64,
     warp_id,
-    warpgroup_mma_64xNx16,
 )
-from argus.layout import ComposedLayout, Layout, Swizzle
+from gemm_tma import helpers, pipeline  # the same stages, products and store of C
 
 TARGETS = ("nvptx:sm_90a",)  # warpgroup MMA and setmaxnreg
 C_TYPE = "bf16"  # the element type of C
-CONSUMERS = 2  # warpgroups multiplying; one more copies
+CONSUMERS = 2  # warpgroups multiplying (gemm_tma's two); one more copies
 THREADS = 128 * (CONSUMERS + 1)
 # Registers per thread: 65536 / 384 = 170 at launch, rounded down to 168; the producer keeps 40,
 # so each consumer may grow to 232 (40 + 2 · 232 = 3 · 168: the block's whole pool).
@@ -68,39 +62,16 @@ REGISTERS, PRODUCER_REGISTERS, CONSUMER_REGISTERS = 168, 40, 232
 
 def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4) -> Kernel:
     """The kernel for BM×BN tiles of C (BM a multiple of 128: each consumer takes BM/2 rows, in
-    blocks of 64), K slices of BK (64 bf16: one 128-byte swizzled row; 32 and 16 work too) and
+    blocks of 64, every other one), K slices of BK (64 bf16: one 128-byte swizzled row; 32 and 16 work too) and
     STAGES shared-memory stages."""
     if BM % (64 * CONSUMERS) or BN % 8 or not 8 <= BN <= 256 or BK not in (16, 32, 64) or STAGES < 1:
         raise ValueError(f"gemm_ws tiles: BM a multiple of {64 * CONSUMERS}, BN a multiple of 8 up to 256, "
                          f"BK 16, 32 or 64, one stage or more; got {BM}×{BN}×{BK}, {STAGES} stages")
-    MMA = warpgroup_mma_64xNx16(BN, bf16, bf16, f32)
+    # STAGE_BYTES: what lands on a stage's "full" barrier; PRODUCTS: what a consumer thread
+    # starts per stage
+    MMA, STAGE_BYTES, PRODUCTS, PREVIOUS, A_STAGES, B_STAGES = pipeline(BM, BN, BK, STAGES, bf16)
+    _, _, _, multiply, store, _ = helpers(BM, BN, BK, STAGES, 1, MMA, bf16)
     HALVES = BM // (64 * CONSUMERS)  # blocks of 64 rows per consumer
-    PRODUCTS = (BK // 16) * HALVES  # products a consumer thread starts per stage
-    STAGE_BYTES = (BM + BN) * BK * 2  # what lands on a stage's "full" barrier
-    PREVIOUS = tuple((s + STAGES - 1) % STAGES for s in range(STAGES))
-    # rows of BK bf16; 16-byte chunk c of row r at chunk c ^ (r % chunks per row): the copy
-    # engine's and the MMA's swizzle of that row width
-    swizzle = Swizzle((BK // 8).bit_length() - 1, 3, 3)
-    A_STAGES = ComposedLayout(swizzle, 0, Layout((STAGES, BM, BK), (BM * BK, BK, 1)))
-    B_STAGES = ComposedLayout(swizzle, 0, Layout((STAGES, BN, BK), (BN * BK, BK, 1)))
-
-    @device
-    def multiply(sA: Any, sB: Any, s: Any, acc: Any, consumer: Any) -> None:
-        """Start the products of stage s: this consumer's rows of A against all of B's."""
-        for ks in static_range(BK // 16):
-            for half in static_range(HALVES):
-                matmul_async(local_tile(sA[s, :, :], (64, 16), consumer * HALVES + half + (BM // 64) * ks),
-                             local_tile(sB[s, :, :], (BN, 16), ks), acc[:, half], MMA)
-
-    @device
-    def store(cw: Any, acc: Any, row: Any, bn: Any, t: Any) -> None:
-        """C in bf16 straight from the accumulators: a thread's values 2p and 2p + 1 are
-        neighbours in a row, rounded and written as one 4-byte pair."""
-        for half in static_range(HALVES):
-            for p in static_range(MMA.values("c") // 2):
-                idx = MMA.c_layout(t, 2 * p)
-                pair = concat(bf16(acc[2 * p, half]), bf16(acc[2 * p + 1, half]))
-                cw[row + half * 64 + idx % 64, (bn + idx // 64) // 2] = pair
 
     def gemm_ws(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int, N: int,
                 K: int):
@@ -149,7 +120,7 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4) -> Kernel
                         nv.mbarrier_arrive(empty, PREVIOUS[s])
             matmul_wait(0)
             nv.mbarrier_arrive(empty, STAGES - 1)  # the last stage, so that every round ends alike
-            store(c.view((M, N // 2), u32), acc, bm + consumer * (BM // CONSUMERS), bn, tid % 128)
+            store(c.view((M, N // 2), u32), acc, bm, bn, consumer, tid % 128)
 
     return kernel(block=(THREADS,), max_registers=REGISTERS)(gemm_ws)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -54,4 +55,8 @@ def example_variant(tmp_path: Path, name: str, *edits: tuple[str, str]) -> Any:
         source = source.replace(old, new, 1)
     path = tmp_path / f"{name}_variant_{abs(hash(edits))}.py"
     path.write_text(source)
-    return load_module(path)
+    sys.path.insert(0, str(EXAMPLES))  # an example may import another (gemm_ws.py: gemm_tma.py's pipeline)
+    try:
+        return load_module(path)
+    finally:
+        sys.path.remove(str(EXAMPLES))

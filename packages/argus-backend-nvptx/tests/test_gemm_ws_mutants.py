@@ -26,7 +26,8 @@ MUTANTS = {
     "refill-stage-off-by-one": (("nv.tma_load(sA[s, :, :], a, (bm, k0 + s * BK), full, s)",
                                  "nv.tma_load(sA[(s + 1) % STAGES, :, :], a, (bm, k0 + s * BK), full, s)"),),
     "phase-off-by-one": (("nv.mbarrier_wait(full, s, phase)", "nv.mbarrier_wait(full, s, phase ^ 1)"),),
-    "expect-tx-short": (("STAGE_BYTES = (BM + BN) * BK * 2", "STAGE_BYTES = BM * BK * 2"),),  # A's bytes only
+    "expect-tx-short": (("nv.mbarrier_arrive_expect_tx(full, s, STAGE_BYTES)",
+                         "nv.mbarrier_arrive_expect_tx(full, s, BM * BK * 2)"),),  # A's bytes only
 }
 
 #: What the interpreter may say of a mutant: a fault of one of these kinds (a producer that does
