@@ -55,7 +55,11 @@ CASES: dict[str, tuple[str, str, dict[str, int]]] = {
 def load(examples: Path, name: str) -> Any:
     spec = importlib.util.spec_from_file_location(f"bench_{name}", examples / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(examples))  # an example may import another (gemm_ws: gemm_tma's pipeline)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(examples))
     return module
 
 
