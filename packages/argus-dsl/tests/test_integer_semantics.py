@@ -14,10 +14,10 @@ from xdsl.ir import Block, Operation
 from xdsl.rewriter import Rewriter
 
 from argus.dsl import KernelFault, Tensor, i32, kernel, make_local, tag, thread_idx
-from argus.dsl import assumptions
+from argus.dsl.assumptions import LaunchCondition
 from argus.dsl.check import arithmetic, tag_liveness
 from argus.dsl.llvm import translate as llvm
-from argus.dsl.machine.interpreter import Interpreter, _Frame
+from argus.dsl.machine.interpreter import Frame, Interpreter
 from argus.dsl.ops.integers import INTEGER_CASTS, INTEGER_OPS, compare, held
 from argus.dsl.machine.shadow import check_launch
 from argus.dsl.check.verification import verify_kernel
@@ -64,7 +64,7 @@ def interpret(op: Operation, values: dict[Any, np.ndarray], mask: np.ndarray) ->
     """One op run by the interpreter for as many threads as there are values."""
     n = mask.size
     interp = Interpreter(_host.specialize().op)
-    frame = _Frame(dict(values), n, np.arange(n), (0, 0, 0), n)
+    frame = Frame(dict(values), n, np.arange(n), (0, 0, 0), n)
     interp.run_op(op, frame, mask)
     return frame.values[op.results[0]]
 
@@ -203,11 +203,15 @@ def test_the_checker_compares_numbers_as_the_interpreter_does(predicate: int):
 
 @pytest.mark.parametrize("cls", list(INTEGER_OPS), ids=lambda c: INTEGER_OPS[c].name)
 def test_launch_conditions_compute_as_the_table_does(cls: type):
+    """A condition `x op y == table's answer` on two scalar arguments holds for every pair."""
     a, b = operand_pairs(32)
     kind = INTEGER_OPS[cls]
-    name = assumptions._BINARY[cls]
     for x, y in zip(a[:400].tolist(), b[:400].tolist()):
-        assert assumptions._arith(name, 32, x, y) == int(kind(np.int32(x), np.int32(y), 32)), (x, y)
+        expected = int(kind(np.int32(x), np.int32(y), 32))
+        steps = (("arg", (), 0, 0), ("arg", (), 1, 0), (kind.name, (0, 1), 32, 0), ("const", (), expected, 0),
+                 ("cmp", (2, 3), 0, 0))  # predicate 0: equal
+        holds, _ = LaunchCondition("here", f"x {kind.name} y == {expected}", steps).holds(lambda i: (x, y)[i], None)
+        assert holds, (x, y, expected)
 
 
 # ---- the LLVM lowering, run on this CPU --------------------------------------------------------------

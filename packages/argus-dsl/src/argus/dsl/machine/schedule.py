@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -35,7 +36,7 @@ from xdsl.dialects import scf
 from xdsl.ir import Block, Operation
 
 if TYPE_CHECKING:
-    from .interpreter import Interpreter, _Frame
+    from .interpreter import Frame, Interpreter
 
 POLICIES = ("round-robin", "random", "delay-async")
 
@@ -113,17 +114,17 @@ def schedules(count: int, seed: int = 0) -> list[Schedule]:
 class WaitRule(Protocol):
     """An op that may block: arrive once, then wait until `ready` lets threads go."""
 
-    def arrive(self, interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray) -> None: ...
+    def arrive(self, interp: Interpreter, op: Operation, frame: Frame, mask: np.ndarray) -> None: ...
 
-    def ready(self, interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray) -> np.ndarray:
+    def ready(self, interp: Interpreter, op: Operation, frame: Frame, mask: np.ndarray) -> np.ndarray:
         """Which of `mask`'s threads may go on now (no side effect)."""
         ...
 
-    def leave(self, interp: Interpreter, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
+    def leave(self, interp: Interpreter, op: Operation, frame: Frame, mask: np.ndarray) -> None:
         """`mask`'s threads go on: they acquire what the wait orders before them."""
         ...
 
-    def waiting_for(self, interp: Interpreter, op: Operation, frame: _Frame,
+    def waiting_for(self, interp: Interpreter, op: Operation, frame: Frame,
                     mask: np.ndarray) -> tuple[str, str, np.ndarray | None]:
         """The fault kind if the wait is never satisfied, what the threads wait for, in words,
         and the threads to name (None: the waiting ones)."""
@@ -157,13 +158,16 @@ def lockstep(kernel: Operation, warp: int) -> int:
     return max([warp, *wide])
 
 
+#: `lockstep` of each interpreter's kernel, with the warp size it was found for.
+_LOCKSTEP_OF: weakref.WeakKeyDictionary[Any, tuple[int, int]] = weakref.WeakKeyDictionary()
+
+
 def _lockstep_of(interp: Interpreter) -> int:
     """`lockstep` of the interpreter's kernel, found once per interpreter (a block's scheduler
     would otherwise walk the whole kernel again for every block of the grid)."""
-    found: tuple[int, int] | None = getattr(interp, "_lockstep_lanes", None)
+    found = _LOCKSTEP_OF.get(interp)
     if found is None or found[0] != interp.warp_size:
-        found = (interp.warp_size, lockstep(interp.kernel, interp.warp_size))
-        interp._lockstep_lanes = found  # type: ignore[attr-defined]
+        found = _LOCKSTEP_OF[interp] = (interp.warp_size, lockstep(interp.kernel, interp.warp_size))
     return found[1]
 
 
@@ -269,7 +273,7 @@ class Deadlock(Exception):
 class Scheduler:
     """Runs one block (or cluster) of `interp`'s kernel under `schedule`."""
 
-    def __init__(self, interp: Interpreter, frame: _Frame, schedule: Schedule) -> None:
+    def __init__(self, interp: Interpreter, frame: Frame, schedule: Schedule) -> None:
         self.interp = interp
         self.schedule = schedule
         self.random = random.Random(schedule.seed)
