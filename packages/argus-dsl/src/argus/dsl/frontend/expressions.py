@@ -486,5 +486,7 @@ def _identity_fold(op: ast.operator, left: Any, right: Any) -> Value | None:
     return None
 
 
-def _is_static_callable(fn: Any) -> bool:
+def is_static_callable(fn: Any) -> bool:
+    """Whether a call of `fn` runs at compile time, as Python (a helper or a closure), rather
+    than being built into the kernel: a callable that is no builtin, dtype or tile method."""
     return callable(fn) and not lang.is_builtin(fn) and not isinstance(fn, (DType, BoundMethod))
