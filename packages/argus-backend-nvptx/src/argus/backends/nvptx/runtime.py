@@ -36,7 +36,9 @@ _LOCK = threading.Lock()
 _DRIVER: Any = None
 
 
-def _driver() -> Any:
+def cuda_driver() -> Any:
+    """The CUDA driver bindings (cuda.bindings.driver), imported once, with a clear error where
+    they are missing: launches, modules and tensor maps all reach the driver through this."""
     global _DRIVER
     if _DRIVER is None:
         try:
@@ -50,7 +52,7 @@ def _driver() -> Any:
 
 def check(result: Any, what: str) -> Any:
     """The values of a driver call, or a CudaError naming `what` and the driver's message."""
-    driver = _driver()
+    driver = cuda_driver()
     err, *values = result if isinstance(result, tuple) else (result,)
     if err != driver.CUresult.CUDA_SUCCESS:
         _, text = driver.cuGetErrorString(err)
@@ -64,7 +66,7 @@ _CONTEXTS: dict[int, Any] = {}
 
 def use_device(ordinal: int) -> Any:
     """Make the device's primary context (the one torch and CuPy use) current; returns it."""
-    driver = _driver()
+    driver = cuda_driver()
     context = _CONTEXTS.get(ordinal)
     if context is None:
         with _LOCK:
@@ -80,7 +82,7 @@ def use_device(ordinal: int) -> Any:
 
 def device_arch(ordinal: int) -> Arch:
     """The best target for a device: sm_90a on Hopper, sm_80 on Ampere and Ada."""
-    driver = _driver()
+    driver = cuda_driver()
     use_device(ordinal)
     device = check(driver.cuDeviceGet(ordinal), f"opening CUDA device {ordinal}")
     attr = driver.CUdevice_attribute
@@ -130,7 +132,7 @@ def device_array(x: Any) -> DeviceArray | None:
 
 
 def _pointer_device(pointer: int) -> int:
-    driver = _driver()
+    driver = cuda_driver()
     attr = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
     try:
         return int(check(driver.cuPointerGetAttribute(attr, pointer), "reading a pointer's device"))
@@ -145,7 +147,7 @@ class LoadedKernel:
     """A kernel loaded on one device, ready to launch."""
 
     def __init__(self, binary: Binary, device: int) -> None:
-        driver = _driver()
+        driver = cuda_driver()
         use_device(device)
         self.binary = binary
         self.abi: KernelABI = binary.abi
@@ -162,7 +164,7 @@ class LoadedKernel:
     def launch(self, grid: Sequence[int], args: Sequence[Any], *, stream: int | None = None,
                views: Sequence[DeviceArray | None] | None = None) -> None:
         """Launch on `args`; `views` are their `device_array`s when the caller has them already."""
-        driver = _driver()
+        driver = cuda_driver()
         if len(args) != len(self.abi.arguments):
             raise CudaError(f"{self.abi.name} takes {len(self.abi.arguments)} runtime argument(s) "
                             f"({', '.join(self.abi.arguments)}), got {len(args)}")
@@ -197,7 +199,7 @@ class LoadedKernel:
 @functools.lru_cache(maxsize=1)
 def _launch_kernel() -> Any:
     """The driver's cuLaunchKernel called directly (a launch is its arguments and one call)."""
-    _driver()  # the bindings are present, so is the driver they load
+    cuda_driver()  # the bindings are present, so is the driver they load
     library = ctypes.CDLL("libcuda.so.1")
     launch = library.cuLaunchKernel
     launch.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),

@@ -33,7 +33,7 @@ _MAPS: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 def tensor_map(kernel: str, name: str, pointer: int, shape: tuple[int, ...], dtype: str, nbytes: int,
                box: tuple[int, ...], swizzle: int, device: int) -> Any:
     """The device pointer of the tensor map of a C-contiguous tensor (encoded once, then kept)."""
-    from .runtime import _driver, check
+    from .runtime import check, cuda_driver
 
     key = (device, pointer, shape, dtype, box, swizzle)
     with _LOCK:
@@ -41,7 +41,7 @@ def tensor_map(kernel: str, name: str, pointer: int, shape: tuple[int, ...], dty
         if found is not None:
             _MAPS.move_to_end(key)
             return found
-    driver = _driver()
+    driver = cuda_driver()
     if pointer % 16:
         raise CudaError(f"{kernel}: argument {name!r} is copied in bulk and must start at a multiple of 16 bytes; its "
                         f"address is {pointer:#x}")
