@@ -213,6 +213,7 @@ def test_min_blocks_per_sm_is_checked() -> None:
 
 def test_a_launch_breaking_an_assumption_is_refused_before_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     from argus.backends.nvptx import runtime
+    from argus.dsl import launch_args
 
     monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
     gemm = next(p.values for p in example_kernels() if p.id == "gemm_tma:gemm_tma")
@@ -223,10 +224,10 @@ def test_a_launch_breaking_an_assumption_is_refused_before_it_starts(monkeypatch
               enumerate([(256, 1000), (256, 1000), (256, 256)])}
     args = [None, None, None, 256, 256, 1000]  # K = 1000: not a whole number of pipeline rounds
     for condition in binary.abi.conditions[:2]:
-        runtime._check_condition(binary.abi, condition, args, arrays)
+        launch_args.check_condition(binary.abi, condition, args, arrays, runtime.CudaError)
     with pytest.raises(runtime.CudaError, match=r"breaks the kernel's assumption at .*gemm_tma\.py:\d+:\d+: "
                                                 r"assume\(K % \(STAGES \* BK\) == 0\) \(K = 1000\)"):
-        runtime._check_condition(binary.abi, binary.abi.conditions[2], args, arrays)
+        launch_args.check_condition(binary.abi, binary.abi.conditions[2], args, arrays, runtime.CudaError)
 
 
 def test_marshalling_checks_the_assumptions_once_per_launch_shape(monkeypatch: pytest.MonkeyPatch) -> None:

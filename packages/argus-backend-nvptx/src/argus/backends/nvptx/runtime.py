@@ -229,11 +229,6 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
     return values, stream
 
 
-def _check_condition(abi: KernelABI, condition: Any, args: Sequence[Any], arrays: dict[int, DeviceArray]) -> None:
-    """A broken assumption is an error here: on the GPU the launch would be undefined."""
-    launch_args.check_condition(abi, condition, args, arrays, CudaError)
-
-
 def _torch_stream(device: int) -> int:
     import torch
 
