@@ -62,7 +62,7 @@ def cache(pristine: tuple[Path, compiler.Binary, bytes], tmp_path: Path,
 
 
 def entry_file(root: Path, target: Chip, kind: str) -> Path:
-    key = compiler._disk_key(KEY, target)
+    key = compiler.disk_key(KEY, target)
     if kind == "hsaco":  # stored per linker
         return next((root / key[:2]).glob(f"{key}.*.hsaco"))
     return root / key[:2] / f"{key}.{kind}"
@@ -129,7 +129,7 @@ def test_a_damaged_file_is_discarded_with_a_warning_and_made_again(
     binary, code, warned = build_and_link(compiled)
     assert same(binary, pristine[1]) and code == pristine[2]
     assert len(warned) == 1, warned
-    key = compiler._disk_key(KEY, MI300)
+    key = compiler.disk_key(KEY, MI300)
     named = entry_file(cache, MI300, kind).name.removeprefix(f"{key}.") if kind == "hsaco" else kind
     assert str(cache / key[:2] / key) in warned[0] and f"its {named} file {problem}" in warned[0]
     # the entry was written again: the next build comes from the cache, whole and silent

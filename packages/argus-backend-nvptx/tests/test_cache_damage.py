@@ -62,7 +62,7 @@ def cache(pristine: tuple[Path, compiler.Binary], tmp_path: Path, monkeypatch: p
 
 
 def entry_file(root: Path, target: Arch, kind: str) -> Path:
-    key = compiler._disk_key(KEY, target)
+    key = compiler.disk_key(KEY, target)
     return root / key[:2] / f"{key}.{kind}"
 
 
@@ -126,7 +126,7 @@ def test_a_damaged_file_is_discarded_with_a_warning_and_built_again(
     binary, warned = build_warning_once(compiled)
     assert same(binary, pristine[1])
     assert len(warned) == 1, warned
-    key = compiler._disk_key(KEY, HOPPER)
+    key = compiler.disk_key(KEY, HOPPER)
     assert str(cache / key[:2] / key) in warned[0] and f"its {kind} file {problem}" in warned[0]
     # the entry was written again: the next build comes from the cache, whole and silent
     monkeypatch.setattr(compiler, "lowered", lambda *a: pytest.fail("the rebuilt entry was not served"))
@@ -146,7 +146,7 @@ def test_emit_ptx_prints_the_whole_ptx_when_the_cached_one_was_truncated(
         compiled: Any, pristine: tuple[Path, compiler.Binary], cache: Path) -> None:
     """`argus compile --emit ptx` once printed a truncated cache file as the kernel's PTX."""
     emit = NvptxCompiler(parse_target("nvptx:sm_90a"))
-    ir_key = compiler._disk_key(compiled.mlir(), HOPPER)
+    ir_key = compiler.disk_key(compiled.mlir(), HOPPER)
     compiler.build(compiled, HOPPER, assemble=False)  # the entry `emit` reads: keyed by the IR
     ptx = cache / ir_key[:2] / f"{ir_key}.ptx"
     ptx.write_bytes(ptx.read_bytes()[: len(ptx.read_bytes()) // 2])

@@ -83,7 +83,7 @@ def _key(tmp_path: Path, name: str, width: float = 1.0, scale: float = 2.0, fact
 
     path = tmp_path / f"{name}.py"
     path.write_text(KERNEL.format(scale=scale, factor=factor, tail=tail))
-    return load_module(path).build(width)._disk_key({})
+    return load_module(path).build(width).disk_key({})
 
 
 def test_the_cache_key_follows_everything_the_compile_reads(tmp_path):
@@ -251,7 +251,7 @@ def _fresh(k):
 
 def _entry(root: Path, k, kind: str) -> Path:
     """The cached `kind` file of kernel `k` (a verdict's key carries the grid and solver too)."""
-    (path,) = (root / k._disk_key({})[:2]).glob(f"{k._disk_key({})}*.{kind}")
+    (path,) = (root / k.disk_key({})[:2]).glob(f"{k.disk_key({})}*.{kind}")
     return path
 
 

@@ -142,7 +142,7 @@ class Kernel:
         key = _constants_key(constants) + (("grid", grid), ("solver", solver))
         result = self._verified.get(key)
         if result is None:
-            disk = self._disk_key(constants) + f"-tags-{grid}-{solver}"
+            disk = self.disk_key(constants) + f"-tags-{grid}-{solver}"
             stored = cache.load(disk, "tags.json")  # read before building any IR
             result = Result.from_dict(json.loads(stored)) if stored is not None else None
             if result is None:
@@ -169,7 +169,9 @@ class Kernel:
             self._cache[key] = compiled
         return compiled
 
-    def _disk_key(self, constants: dict[str, Any]) -> str:
+    def disk_key(self, constants: dict[str, Any]) -> str:
+        """The name of the disk cache's entries for this kernel specialized with `constants`
+        (its MLIR, binaries and check results start with it), found once per set of constants."""
         memo = _constants_key(constants)
         found = self._keys.get(memo)
         if found is None:
@@ -201,7 +203,7 @@ class Kernel:
         if self.cluster is not None:
             op.properties["cluster"] = builtin.ArrayAttr([builtin.IntAttr(d) for d in self.cluster])
         module = builtin.ModuleOp([op])
-        key = self._disk_key(constants)
+        key = self.disk_key(constants)
         if cache.dumping():
             cache.dump(self.name, key, "frontend.mlir", str(module))
         canonicalize(module)
@@ -217,7 +219,7 @@ class Kernel:
         return compiled
 
     def _from_disk(self, constants: dict[str, Any]) -> CompiledKernel | None:
-        key = self._disk_key(constants)
+        key = self.disk_key(constants)
         text, where = cache.load(key, "mlir"), cache.load(key, "locations.json")
         if text is None or where is None:
             return None
@@ -290,7 +292,7 @@ class Kernel:
 
     def specialization(self, **constants: Any) -> Specialization:
         """The handle a runtime launches: this kernel for these constexpr values, by cache key."""
-        return Specialization(self, _constants_key(constants), self._disk_key(constants))
+        return Specialization(self, _constants_key(constants), self.disk_key(constants))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise ArgusSyntaxError(f"launch {self.name} with a grid: {self.name}[grid](*args)")

@@ -58,7 +58,7 @@ def build(compiled: Any, target: Chip, *, key: str | None = None) -> Binary:
     """`compiled` (an `argus.dsl.kernel.CompiledKernel`) for `target`, up to its assembly, or the
     same from the cache. `key` names the kernel's specialization
     (`argus.dsl.kernel.Specialization.key`); without one, its IR does."""
-    disk = _disk_key(key if key is not None else compiled.mlir(), target)
+    disk = disk_key(key if key is not None else compiled.mlir(), target)
     binary = _load(disk, target)
     if binary is not None:
         return binary
@@ -73,10 +73,12 @@ def build(compiled: Any, target: Chip, *, key: str | None = None) -> Binary:
 
 def cached(key: str, target: Chip) -> Binary | None:
     """The binary built earlier for the specialization `key`, or None: no IR is needed."""
-    return _load(_disk_key(key, target), target)
+    return _load(disk_key(key, target), target)
 
 
-def _disk_key(source: str, target: Chip) -> str:
+def disk_key(source: str, target: Chip) -> str:
+    """The name of the disk cache's entry for `source` compiled for `target`: it changes with
+    the source, the target, llvmlite's version and this backend's code."""
     return cache.cache_key("argus-amdgpu", source, target.name, cache.installed_version("llvmlite"),
                            cache.code_digest(__name__.rpartition(".")[0]))
 

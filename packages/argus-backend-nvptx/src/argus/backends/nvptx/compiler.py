@@ -48,7 +48,7 @@ def build(compiled: Any, target: Arch, *, assemble: bool | None = None, key: str
     `assemble` is true, or when it is None and ptxas is installed. `key` names the kernel's
     specialization (`argus.dsl.kernel.Specialization.key`); without one, its IR does."""
     want_cubin = _want_cubin(assemble)
-    disk = _disk_key(key if key is not None else compiled.mlir(), target)
+    disk = disk_key(key if key is not None else compiled.mlir(), target)
     binary = _load(disk, target, want_cubin)
     if binary is not None:
         return binary
@@ -69,10 +69,12 @@ def build(compiled: Any, target: Arch, *, assemble: bool | None = None, key: str
 
 def cached(key: str, target: Arch, *, assemble: bool | None = None) -> Binary | None:
     """The binary built earlier for the specialization `key`, or None: no IR is needed."""
-    return _load(_disk_key(key, target), target, _want_cubin(assemble))
+    return _load(disk_key(key, target), target, _want_cubin(assemble))
 
 
-def _disk_key(source: str, target: Arch) -> str:
+def disk_key(source: str, target: Arch) -> str:
+    """The name of the disk cache's entry for `source` compiled for `target`: it changes with
+    the source, the target, llvmlite's version and this backend's code."""
     return cache.cache_key("argus-nvptx", source, target.name, cache.installed_version("llvmlite"),
                            cache.code_digest(__name__.rpartition(".")[0]))
 
