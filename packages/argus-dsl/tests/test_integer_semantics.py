@@ -238,7 +238,7 @@ def jit():
 def lowered(op: Operation, params: list[tuple[str, Any]]) -> str:
     """The function `f` computing `op` with the LLVM lowering's own rule for it."""
     t = llvm.Translator.__new__(llvm.Translator)
-    t.names, t.counter, t.declarations, t.fn, t.locations = {}, 0, set(), llvm._Function(), {}
+    t.names, t.counter, t.declarations, t.fn, t.locations = {}, 0, set(), llvm.FunctionBody(), {}
     for k, (_, v) in enumerate(params):
         t.names[v] = f"%p{k}"
     llvm.RULES[type(op)](t, op)

@@ -107,7 +107,10 @@ class Memory:
 
 
 @dataclass
-class _Function:
+class FunctionBody:
+    """The LLVM function a translation writes: its instructions, the allocas of its entry
+    block, and the label of the block being written (a rule's text goes in `lines`)."""
+
     lines: list[str] = field(default_factory=list)
     entry: list[str] = field(default_factory=list)
     """Allocas, kept in the entry block so that LLVM promotes them."""
@@ -205,7 +208,7 @@ class Translator:
         """Per tensor argument, the widest element it is read or written as."""
         self.declarations: set[str] = set()
         self.globals: list[str] = []
-        self.fn = _Function()
+        self.fn = FunctionBody()
         self.counter = 0
         self.shared_offsets, self.shared_bytes = _shared_plan(kernel, self.STATIC_SHARED)
         """Where each shared tile starts in dynamic shared memory, and its size (0: static tiles)."""
