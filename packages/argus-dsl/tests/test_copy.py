@@ -91,8 +91,8 @@ def test_a_cooperative_copy_redistributes_values_as_its_layouts_say():
 
 # ---- a per-thread atom that reorders its values: compiled as the interpreter runs it -----------
 
-from argus.dsl.machine.interpreter import _redistribute  # noqa: E402
-from argus.dsl.llvm.translate import _value_order  # noqa: E402
+from argus.dsl.machine.tiles import redistribute  # noqa: E402
+from argus.dsl.ops.memory import value_order  # noqa: E402
 
 
 @pytest.mark.parametrize("source, target", [
@@ -105,5 +105,5 @@ def test_generated_code_hands_a_thread_its_values_in_the_order_the_interpreter_d
     per = atom.values()
     count = 3 * per  # three uses of the atom per thread
     raw = np.arange(count, dtype=np.int64).reshape(1, count, 1)  # value i of the thread holds i
-    interpreted = _redistribute(raw, atom, 1).reshape(-1).tolist()
-    assert _value_order(atom, count) == interpreted
+    interpreted = redistribute(raw, atom, 1).reshape(-1).tolist()
+    assert value_order(atom, count) == interpreted

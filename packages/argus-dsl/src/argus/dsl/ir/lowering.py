@@ -166,22 +166,10 @@ class _Replacing(RewritePattern):
         self.moved[op] = new
 
 
-class _LowerLoad(_Replacing):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: D.LoadOp, rewriter: PatternRewriter) -> None:
-        offset = _element_offset(rewriter, op.source, list(op.coords))
-        self.replace(rewriter, op, D.LoadAtOp.create(operands=[op.source, offset], result_types=[op.result.type]))
-
-
-class _LowerStore(_Replacing):
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: D.StoreOp, rewriter: PatternRewriter) -> None:
-        offset = _element_offset(rewriter, op.target, list(op.coords))
-        self.replace(rewriter, op, D.StoreAtOp.create(operands=[op.value, op.target, offset]))
-
-
 class _LowerMma(RewritePattern):
-    """A matrix multiply reading operands whole from shared memory gets where each starts."""
+    """A matrix multiply reading operands whole from shared memory gets where each starts (the
+    unswizzled offset of its first element, added to the op in place: not a `lower(op, offset_of)`
+    rule of `argus.dsl.ops.products`, which replaces an access by coordinates)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: D.MmaOp, rewriter: PatternRewriter) -> None:
@@ -235,7 +223,7 @@ def lower_layouts(module: builtin.ModuleOp, moved: dict[Operation, Operation] | 
 
     install()  # every op family's lowering, the core language's and every backend's
     moved = {} if moved is None else moved
-    PatternRewriteWalker(GreedyRewritePatternApplier([_LowerLoad(moved), _LowerStore(moved), _LowerMma(),
+    PatternRewriteWalker(GreedyRewritePatternApplier([_LowerMma(),
                                                       _LowerCooperativeCopy(), _LowerIntrinsic(moved)]),
                          apply_recursively=False).rewrite_module(module)
     return module

@@ -137,16 +137,18 @@ def _hand_out(m: Meaning, keep: bool) -> None:
         translate.RULES[m.op_type] = m.translate
 
 
-def builtin(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def builtin(name: str, *, syntax: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare the front-end builder of the language's builtin `name` (`argus.dsl.lang`):
-    ``build(frontend, call, arguments)`` (see `argus.dsl.frontend.calls.BUILDERS`)."""
+    ``build(frontend, call, arguments)`` (see `argus.dsl.frontend.calls.BUILDERS`). With
+    `syntax`, `arguments` are the call's argument nodes, not evaluated: for a builtin whose
+    argument names a place (``atomic_add(t[i], v)`` updates ``t[i]``; evaluating it would load it)."""
 
     def declare(build: Callable[..., Any]) -> Callable[..., Any]:
-        from ..frontend.calls import BUILDERS
+        from ..frontend.calls import BUILDERS, SYNTAX_BUILDERS
 
-        if name in BUILDERS:
+        if name in BUILDERS or name in SYNTAX_BUILDERS:
             raise ValueError(f"the builtin {name}() already has a builder")
-        BUILDERS[name] = build
+        (SYNTAX_BUILDERS if syntax else BUILDERS)[name] = build
         return build
 
     return declare
