@@ -7,16 +7,16 @@ producer: it gives back most of its registers (setmaxnreg), and one elected thre
 ahead through the K slices, copying each slice of A and B with bulk tensor copies (TMA) into
 one of STAGES shared-memory stages as soon as the consumers have handed that stage back.
 Warpgroups 1 and 2 are the consumers: they take the registers the producer gave back (their
-accumulators live there) and each multiplies half of the tile's rows (its blocks of 64 rows,
-as in gemm_tma.py, whose stage layouts, products and store of C this kernel shares). Per stage there are two
-memory barriers: "full" completes when a slice's bytes have landed (one arrival, the producer's,
-with the bytes it announces), "empty" when every consumer thread is done with the stage (256
-arrivals). A consumer waits for "full", starts the stage's products without waiting for them
-(matmul_async), waits for the previous stage's products only (matmul_wait), and then hands
-that previous stage back on its "empty" barrier; so the tensor cores always have products
-queued while the producer refills a stage. Neither side waits for the other except through
-these barriers, and the producer's thread never issues a product: its copies go out while the
-consumers multiply.
+accumulators live there) and each multiplies half of the tile's rows (every other block of 64
+rows, as in gemm_tma.py, whose stage layouts, products and store of C this kernel shares). Per
+stage there are two memory barriers: "full" completes when a slice's bytes have landed (one
+arrival, the producer's, with the bytes it announces), "empty" when every consumer thread is
+done with the stage (256 arrivals). A consumer waits for "full", starts the stage's products
+without waiting for them (matmul_async), waits for the previous stage's products only
+(matmul_wait), and then hands that previous stage back on its "empty" barrier; so the tensor
+cores always have products queued while the producer refills a stage. Neither side waits for
+the other except through these barriers, and the producer's thread never issues a product: its
+copies go out while the consumers multiply.
 
 Phases: in round r (STAGES slices) the consumers wait for phase r of "full" (parity r % 2) and
 the producer for phase r - 1 of "empty" (parity (r + 1) % 2, which a fresh barrier counts as
@@ -62,8 +62,8 @@ REGISTERS, PRODUCER_REGISTERS, CONSUMER_REGISTERS = 168, 40, 232
 
 def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4) -> Kernel:
     """The kernel for BM×BN tiles of C (BM a multiple of 128: each consumer takes BM/2 rows, in
-    blocks of 64, every other one), K slices of BK (64 bf16: one 128-byte swizzled row; 32 and 16 work too) and
-    STAGES shared-memory stages."""
+    blocks of 64, every other one), K slices of BK (64 bf16: one 128-byte swizzled row; 32 and
+    16 work too) and STAGES shared-memory stages."""
     if BM % (64 * CONSUMERS) or BN % 8 or not 8 <= BN <= 256 or BK not in (16, 32, 64) or STAGES < 1:
         raise ValueError(f"gemm_ws tiles: BM a multiple of {64 * CONSUMERS}, BN a multiple of 8 up to 256, "
                          f"BK 16, 32 or 64, one stage or more; got {BM}×{BN}×{BK}, {STAGES} stages")
