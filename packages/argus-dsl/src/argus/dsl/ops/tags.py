@@ -1,8 +1,8 @@
 """Tags and assumptions: what a kernel claims and assumes, which only checks read.
 
-- A tag function (``tag(t)`` on a ``with`` block, `D.TagOp`, its body ending in the `D.YieldTagOp`
-  of the element's tag components) describes the data of a tile or tensor: it gives every element
-  its tag.
+- A tag function (``tag(t, lambda i, j: ...)``, `D.TagOp`: its body is the lambda's, ending in the
+  `D.YieldTagOp` of an element's tag components) describes the data of a tile or tensor: it
+  gives every element its tag.
 - A tag assertion (``assert tag(a[...]) == tag(b[...])``, `D.TagAssertOp`) states which data an
   element holds.
 - ``reset_tags(t)`` (`D.ResetTagsOp`) forgets the tags of a shared tile before its memory is reused.
@@ -10,10 +10,12 @@
 
 Tag functions, assertions and resets do nothing at run time: the static checker
 (`argus.dsl.check.tags`) and the shadow-tag interpreter (below) read them, and the LLVM
-translation emits nothing for them. An assumption is checked by the interpreter for every
-thread that reaches it, and becomes ``llvm.assume`` on the GPU. The front end builds tag
-functions and assertions itself (`attach_tag`, the ``assert`` statement: they are statements,
-not calls); ``reset_tags`` and ``assume`` are builtins, built here.
+translation emits nothing for them. The shadow interpreter evaluates a tag function's body
+itself (`ShadowInterpreter.evaluate_tag_function`: a load past a tensor's end reads its tags
+too), as the checker does (`TagAnalysis.evaluate_tag_function`). An assumption is checked by
+the interpreter for every thread that reaches it, and becomes ``llvm.assume`` on the GPU. The
+front end builds tag functions and assertions itself (`attach_tag`, the ``assert`` statement:
+they are statements, not calls); ``reset_tags`` and ``assume`` are builtins, built here.
 """
 
 from __future__ import annotations
