@@ -127,24 +127,19 @@ negative). Numbers are computed with `numeric_rule`, as `argus.dsl.ops.integers`
 
 
 _BITS: dict[int, tuple[Any, Any]] = {}
-_NUMERIC: dict[tuple[str, int], Callable[..., np.ndarray]] = {}
-"""Per integer op and width, what it computes on numbers (made once)."""
 
 
 def numeric_rule(op: Operation) -> Callable[..., np.ndarray] | None:
     """What an integer op computes on numbers (int64, as the checker holds them), from the one
     table the interpreter reads too: wrapping at the op's width, the table's answer where the
-    op is undefined (a division by 0 divides by 1). None for `select`, which is not arithmetic."""
+    op is undefined (a division by 0 divides by 1). None for `select`, which is not arithmetic.
+    The table makes each op's function once per width (`IntegerOp.on_int64`)."""
     kind = integers.INTEGER_OPS.get(type(op))
     if kind is not None:
-        bits = by_type(_BITS, op.results[0].type, _bits_of_type)
-        found = _NUMERIC.get((kind.name, bits))
-        if found is None:
-            found = _NUMERIC[(kind.name, bits)] = lambda x, y: kind(x, y, bits).astype(np.int64, copy=False)
-        return found
+        result, = op.results  # (unpacked: xDSL's indexing runs Python)
+        return kind.on_int64(by_type(_BITS, result.type, _bits_of_type))
     if isinstance(op, arith.CmpiOp):
-        bits, predicate = by_type(_BITS, op.lhs.type, _bits_of_type), op.predicate.value.data
-        return lambda x, y: integers.compare(predicate, x, y, bits).astype(np.int64)
+        return integers.comparison_on_int64(op.predicate.value.data, by_type(_BITS, op.lhs.type, _bits_of_type))
     return None
 
 
@@ -156,9 +151,10 @@ def _on_numbers(rule: IntRule) -> IntRule:
     """`rule`, except that numbers at every point are computed as `numeric_rule` says (the
     symbolic forms compute with unbounded integers, which a wrapped number is not)."""
     def exact(sp: Space, op: Operation, args: list[Affine]) -> Affine:
-        numbers = numeric_rule(op)
-        if numbers is not None and all(x.concrete for x in args):
-            return Affine(numbers(*(x.const for x in args)))
+        if all(x.concrete for x in args):
+            numbers = numeric_rule(op)
+            if numbers is not None:
+                return Affine(numbers(*(x.const for x in args)))
         return rule(sp, op, args)
 
     return exact
@@ -175,7 +171,7 @@ def int_op_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
         return a.computed(op)
     values = a.values
     args = [values.get(v) for v in operands]
-    numbers = numeric_rule(op)
+    numbers = a.preparation.read(op, numeric_rule)
     if numbers is not None and all(type(x) is Affine and not x.terms for x in args):
         # numbers for every thread: numpy alone, and ⊥ tags unless an operand carries some
         result = Affine(numbers(*(x.const for x in args)))  # type: ignore[union-attr]

@@ -102,6 +102,7 @@ class Preparation:
         self._fills: dict[Operation, bool] = {}
         self._fixed: dict[tuple[int, ...], Affine | None] = {}
         self._rolled: dict[Operation, run_plan.Run | None] = {}
+        self._arithmetic: dict[int, Callable[..., np.ndarray] | None] = {}
         self.fragments: dict[tuple[Any, ...], np.ndarray] = {}
         """Fragment byte indices by layout (its identity: layouts are shared per text), element
         size, memory size, threads, base and segment."""
@@ -171,9 +172,12 @@ class Preparation:
                 value = launch.numbers(ops[j])
                 if value is None:
                     continue
-            else:
-                function = numeric_rule(ops[j])  # integer ops: known integer operands make an integer
-                if function is None or not all(map(numbers.__contains__, operands[j])):
+            else:  # integer ops: known integer operands make an integer
+                if (kind not in integers.INTEGER_OPS and kind is not arith.CmpiOp) or \
+                        not all(map(numbers.__contains__, operands[j])):
+                    continue
+                function = numeric_rule(ops[j])
+                if function is None:
                     continue
                 value = function(*map(numbers.__getitem__, operands[j]))
             numbers[results[j][0]] = value
@@ -393,12 +397,17 @@ class Preparation:
         return out
 
     def arithmetic(self, number: int) -> Callable[..., np.ndarray] | None:
-        """The numpy function of an integer op with an integer result (`run_plan.Planner`)."""
-        if self.table.kinds[number] not in integers.INTEGER_OPS:
-            return None
-        function = numeric_rule(self.table.ops[number])
-        result, = self.table.ops[number].results  # (unpacked: xDSL's indexing runs Python)
-        return function if is_int(result) else None
+        """The numpy function of an integer op with an integer result (`run_plan.Planner`; the
+        plan asks for an op once per block walked, and each check's groups call it)."""
+        found = self._arithmetic.get(number, UNREAD)
+        if found is UNREAD:
+            found = None
+            if self.table.kinds[number] in integers.INTEGER_OPS:
+                result, = self.table.ops[number].results  # (unpacked: xDSL's indexing runs Python)
+                if is_int(result):
+                    found = numeric_rule(self.table.ops[number])
+            self._arithmetic[number] = found
+        return found  # type: ignore[no-any-return]
 
     @cached_property
     def _integer_constants(self) -> dict[int, int]:

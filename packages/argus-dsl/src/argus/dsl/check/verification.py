@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,6 +24,7 @@ from argus.verify.obligations import Candidate
 from argus.verify.results import Result, nothing_to_prove, proved, unknown, violated
 from argus.verify.solvers import Query
 from argus.verify.solvers import solver as find_solver
+from xdsl.ir import Operation
 
 from ..ir import dialect as D
 from . import Analysis, Preparation, TagAnalysis, Undecidable
@@ -114,7 +115,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     took = f"{op.block_dims and _threads(op)} threads in {1000 * (time.perf_counter() - started):.1f} ms"
     if not candidates and not undecided and not unreached and not never:
         timing = ""
-        if replay and hands_off(op):
+        if replay and hands_off(preparation.table.ops):
             shown, ran, missed = _explore_schedules(compiled, analysis, facts, engine or chosen or find_solver(None),
                                                     timeout_ms)
             if shown is not None:
@@ -439,13 +440,15 @@ interpreter's own limits, a tag function the shadow tags cannot evaluate."""
 EXPLORED = ("round-robin", "delay-async", "random:1")
 
 
-def hands_off(op: D.KernelOp) -> bool:
-    """Whether the kernel hands data between warps or asynchronous agents through anything but
-    block barriers (memory barriers, bulk or cp.async copies, products started asynchronously):
-    the timing the static analysis does not follow, which the interpreter must run."""
+def hands_off(ops: Iterable[Operation]) -> bool:
+    """Whether the kernel whose ops (every one, at any depth) are `ops` hands data between warps
+    or asynchronous agents through anything but block barriers (memory barriers, bulk or
+    cp.async copies, products started asynchronously): the timing the static analysis does not
+    follow, which the interpreter must run. (A check passes its op table's list: walking the IR
+    again cost GEMM's check about 5%.)"""
     from ..machine.schedule import is_sync_point, is_wait
 
-    for o in op.walk():
+    for o in ops:
         kind = type(o)
         if (is_wait(o) and kind is not D.SyncThreadsOp) or (is_sync_point(o) and kind is not D.AtomicOp):
             return True

@@ -24,14 +24,14 @@ lowering emits and what both GPU families' conversion instructions do).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import arith, builtin
 from xdsl.ir import Attribute
 
-__all__ = ["INTEGER_CASTS", "INTEGER_OPS", "IntegerCast", "IntegerOp", "WIDTHS", "compare", "held", "signed",
-           "unsigned", "width_of"]
+__all__ = ["INTEGER_CASTS", "INTEGER_OPS", "IntegerCast", "IntegerOp", "Numbers", "WIDTHS", "compare",
+           "comparison_on_int64", "held", "signed", "unsigned", "width_of"]
 
 #: The widths integer values have in the language (1: conditions).
 WIDTHS = (1, 8, 16, 32, 64)
@@ -92,6 +92,13 @@ def held(x: np.ndarray | int, bits: int) -> np.ndarray:
 
 Binary = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
 
+Numbers = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""An op at one width on int64 arrays (the checker's numbers, `IntegerOp.on_int64`)."""
+Fast = Callable[[np.ndarray, np.ndarray], "np.ndarray | None"]
+"""A fast path of `Numbers`: None where it leaves the operands to the general function."""
+
+_INT64 = np.dtype(np.int64)
+
 
 @dataclass(frozen=True)
 class IntegerOp:
@@ -107,12 +114,30 @@ class IntegerOp:
     """Reads its operands as unsigned numbers."""
     overflows: bool = False
     """A signed division: also undefined for the most negative value divided by -1."""
+    fast: Callable[[int], Fast] | None = field(default=None, compare=False, repr=False)
+    """Per width of 32 or 64 bits, the op on int64 arrays in straight numpy (`on_int64`); it may
+    leave a case to `fn` (None), which defines the op and which it must agree with everywhere
+    else (`test_integer_semantics`)."""
+    _made: dict[int, Numbers] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """`on_int64`'s functions, by width."""
 
     def __call__(self, a: np.ndarray | int, b: np.ndarray | int, bits: int) -> np.ndarray:
         if not self.divides:  # integer array arithmetic raises no floating-point warnings
             return self.fn(np.asarray(a), np.asarray(b), bits)
         with np.errstate(all="ignore"):
             return self.fn(np.asarray(a), np.asarray(b), bits)
+
+    def on_int64(self, bits: int) -> Numbers:
+        """This op at width `bits` on int64 arrays whose low `bits` bits are the operands (the
+        checker's numbers), its result as int64: the signed reading of the `bits`-bit result (a
+        condition: 0 or 1). Made once per op and width; at 32 and 64 bits it runs the numpy
+        function on int64 (or int32) arrays without the bit readings `__call__` makes, and any
+        other operands (another dtype, or a case the fast path leaves out: a divisor that is not
+        positive) take `__call__`."""
+        made = self._made.get(bits)
+        if made is None:
+            made = self._made[bits] = _on_int64(self, bits)
+        return made
 
     def undefined(self, a: np.ndarray | int, b: np.ndarray | int, bits: int) -> np.ndarray:
         """Where the result is undefined on the GPU (the interpreter's `undefined-arithmetic`)."""
@@ -213,24 +238,108 @@ def _by(read: Callable[[np.ndarray, int], np.ndarray], fn: Callable[[np.ndarray,
     return op
 
 
+# ---- the same ops on int64 arrays, for the checker ----------------------------------------------
+#
+# The checker holds every number as int64 and computes an op over a few hundred threads at a
+# time, where the bit readings of the general functions (casts, masks, `np.errstate`) cost
+# several times the arithmetic. At 32 and 64 bits an int64 array already holds the value (its
+# low bits); these compute the same result with one numpy function and the casts that wrap it:
+# int64 arithmetic wraps modulo 2^64, and a cast to int32 keeps the low 32 bits, read signed.
+
+_HELD_AS = {32: np.dtype(np.int32), 64: _INT64}
+
+
+def _on_int64(op: IntegerOp, bits: int) -> Numbers:
+    """`IntegerOp.on_int64`: the fast function where the op has one at this width, falling back
+    on the general one for operands that are not both int64 arrays or that it leaves out."""
+    def general(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return op(a, b, bits).astype(np.int64, copy=False)
+
+    fast = op.fast(bits) if op.fast is not None and bits in _HELD_AS else None
+    if fast is None:
+        return general
+
+    def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is _INT64 and b.dtype is _INT64:
+            found = fast(a, b)
+            if found is not None:
+                return found
+        return general(a, b)
+
+    return numbers
+
+
+def _wraps(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[int], Fast]:
+    """Addition, subtraction, multiplication, bitwise ops: the low N bits of the int64 result
+    are those of the N-bit one."""
+    def at(bits: int) -> Fast:
+        if bits == 64:
+            return fn
+        held_as = _HELD_AS[bits]
+        return lambda a, b: fn(a, b).astype(held_as).astype(np.int64)
+    return at
+
+
+def _signed_fast(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[int], Fast]:
+    """Signed min and max: on the operands read signed at the width (a cast)."""
+    def at(bits: int) -> Fast:
+        if bits == 64:
+            return fn
+        held_as = _HELD_AS[bits]
+        return lambda a, b: fn(a.astype(held_as), b.astype(held_as)).astype(np.int64)
+    return at
+
+
+def _positive_divisor(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[int], Fast]:
+    """`floordivsi`, `remsi` where every divisor (read signed) is positive: neither a division by
+    0 nor the one overflowing quotient can occur, and the quotient or remainder is no larger in
+    magnitude than the dividend, so it fits the width. Other divisors take the general function
+    (None)."""
+    def at(bits: int) -> Fast:
+        held_as = _HELD_AS[bits]
+
+        def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+            x, y = a, b  # (int64 divides faster than int32: the signed readings in int64)
+            if bits != 64:
+                x, y = a.astype(held_as).astype(np.int64), b.astype(held_as).astype(np.int64)
+            if not y.size or np.minimum.reduce(y, axis=None) <= 0:
+                return None
+            return fn(x, y)  # type: ignore[no-any-return]
+        return numbers
+    return at
+
+
+def _shrsi_fast(bits: int) -> Fast:
+    """An arithmetic right shift by the amount read unsigned, at most the width less 1 (an
+    amount of the width or more shifts every bit out: the sign)."""
+    held_as, top = _HELD_AS[bits], np.uint64(bits - 1)
+
+    def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        x = a.astype(held_as, copy=False).astype(np.int64, copy=False)
+        n = b.astype(held_as, copy=False).astype(np.uint64)  # the signed reading's bits: a negative amount is huge
+        return np.right_shift(x, np.minimum(n, top).view(np.int64))  # type: ignore[no-any-return]
+    return numbers
+
+
 #: Every binary integer op of the language, by its ``arith`` class.
 INTEGER_OPS: dict[type, IntegerOp] = {
-    arith.AddiOp: IntegerOp("addi", _wrapping(np.add)),
-    arith.SubiOp: IntegerOp("subi", _wrapping(np.subtract)),
-    arith.MuliOp: IntegerOp("muli", _wrapping(np.multiply)),
+    arith.AddiOp: IntegerOp("addi", _wrapping(np.add), fast=_wraps(np.add)),
+    arith.SubiOp: IntegerOp("subi", _wrapping(np.subtract), fast=_wraps(np.subtract)),
+    arith.MuliOp: IntegerOp("muli", _wrapping(np.multiply), fast=_wraps(np.multiply)),
     arith.DivSIOp: IntegerOp("divsi", _divsi, divides=True, overflows=True),
-    arith.FloorDivSIOp: IntegerOp("floordivsi", _floordivsi, divides=True, overflows=True),
-    arith.RemSIOp: IntegerOp("remsi", _remsi, divides=True, overflows=True),
+    arith.FloorDivSIOp: IntegerOp("floordivsi", _floordivsi, divides=True, overflows=True,
+                                  fast=_positive_divisor(np.floor_divide)),
+    arith.RemSIOp: IntegerOp("remsi", _remsi, divides=True, overflows=True, fast=_positive_divisor(np.fmod)),
     arith.DivUIOp: IntegerOp("divui", _divui, divides=True, unsigned=True),
     arith.RemUIOp: IntegerOp("remui", _remui, divides=True, unsigned=True),
-    arith.AndIOp: IntegerOp("andi", _wrapping(np.bitwise_and)),
-    arith.OrIOp: IntegerOp("ori", _wrapping(np.bitwise_or)),
-    arith.XOrIOp: IntegerOp("xori", _wrapping(np.bitwise_xor)),
+    arith.AndIOp: IntegerOp("andi", _wrapping(np.bitwise_and), fast=_wraps(np.bitwise_and)),
+    arith.OrIOp: IntegerOp("ori", _wrapping(np.bitwise_or), fast=_wraps(np.bitwise_or)),
+    arith.XOrIOp: IntegerOp("xori", _wrapping(np.bitwise_xor), fast=_wraps(np.bitwise_xor)),
     arith.ShLIOp: IntegerOp("shli", _shli, shifts=True),
-    arith.ShRSIOp: IntegerOp("shrsi", _shrsi, shifts=True),
+    arith.ShRSIOp: IntegerOp("shrsi", _shrsi, shifts=True, fast=_shrsi_fast),
     arith.ShRUIOp: IntegerOp("shrui", _shrui, shifts=True, unsigned=True),
-    arith.MinSIOp: IntegerOp("minsi", _by(signed, np.minimum)),
-    arith.MaxSIOp: IntegerOp("maxsi", _by(signed, np.maximum)),
+    arith.MinSIOp: IntegerOp("minsi", _by(signed, np.minimum), fast=_signed_fast(np.minimum)),
+    arith.MaxSIOp: IntegerOp("maxsi", _by(signed, np.maximum), fast=_signed_fast(np.maximum)),
     arith.MinUIOp: IntegerOp("minui", _by(unsigned, np.minimum), unsigned=True),
     arith.MaxUIOp: IntegerOp("maxui", _by(unsigned, np.maximum), unsigned=True),
 }
@@ -253,6 +362,39 @@ def compare(predicate: int, a: np.ndarray | int, b: np.ndarray | int, bits: int)
     fn, is_unsigned = _PREDICATES[predicate]
     read = unsigned if is_unsigned else signed
     return fn(read(a, bits), read(b, bits))  # type: ignore[no-any-return]
+
+
+_COMPARISONS: dict[tuple[int, int], Numbers] = {}
+
+
+def comparison_on_int64(predicate: int, bits: int) -> Numbers:
+    """``arith.cmpi`` with `predicate` at width `bits` on int64 arrays (the checker's numbers,
+    as `IntegerOp.on_int64`), its result 0 or 1 as int64. Made once per predicate and width; at
+    32 and 64 bits the operands are read signed or unsigned by a cast or a view."""
+    made = _COMPARISONS.get((predicate, bits))
+    if made is None:
+        if predicate not in _PREDICATES:
+            raise ValueError(f"arith.cmpi has predicates 0 to 9, got {predicate}")
+        made = _COMPARISONS[(predicate, bits)] = _comparison(predicate, bits)
+    return made
+
+
+def _comparison(predicate: int, bits: int) -> Numbers:
+    fn, is_unsigned = _PREDICATES[predicate]
+
+    def general(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return compare(predicate, a, b, bits).astype(np.int64)
+
+    if bits not in _HELD_AS:
+        return general
+    read = np.dtype(f"u{bits // 8}") if is_unsigned else _HELD_AS[bits]  # a cast keeps the low bits
+
+    def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is _INT64 and b.dtype is _INT64:
+            return fn(a.astype(read, copy=False), b.astype(read, copy=False)).astype(np.int64)  # type: ignore[no-any-return]
+        return general(a, b)
+
+    return numbers
 
 
 # ---- conversions -------------------------------------------------------------------------------
