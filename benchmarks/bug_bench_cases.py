@@ -365,3 +365,23 @@ _same("attention_cdna", "reduction width", "sum butterfly in the other order",
        "        total = total + shfl_xor(total, 32)\n        total = total + shfl_xor(total, 16)\n"))
 _same("attention_cdna", "fragment rows", "query from the lane as lane & 15",
       ("col = lane % 16  # this lane's query", "col = lane & 15  # this lane's query"))
+
+# ---- more of the kinds the lists above hold few of --------------------------------------------
+TM_REFILL_IF = "                if tid == 0:\n                    nv.mbarrier_wait(empty, PREVIOUS[s], phase)  # … and so is every other"
+_bug("gemm_tma", "predicate", "first slices issued by a thread of each warpgroup",
+     ("if tid == 0:  # the first STAGES - 1 slices", "if tid % 128 == 0:  # the first STAGES - 1 slices"))
+_bug("gemm_tma", "predicate", "refills issued by a thread of each warpgroup",
+     (TM_REFILL_IF, TM_REFILL_IF.replace("if tid == 0:", "if tid % 128 == 0:")))
+_bug("gemm_sm90", "accumulator init", "accumulator not zeroed",
+     ("    for v in static_range(MMA.values(\"c\")):\n        acc[v] = 0.0\n", ""))
+_same("flash_attention", "accumulator init", "running sum starts at 1 (the first correction, exp2(-inf), zeroes it)",
+      ("        row_sum[v1] = 0.0\n", "        row_sum[v1] = 1.0\n"))
+_bug("attention_cdna", "accumulator init", "running sum never set", ("    stats[1] = 0.0\n", ""))
+_bug("attention_cdna", "swizzle mismatch", "Vᵀ written unswizzled, read swizzled",
+     ("sVw = sVt.view(vt_tile(D, 4), u64)", "sVw = sVt.view(Layout((D, KT // 4), (KT // 4, 1)), u64)"))
+_same("transpose", "swizzle mismatch", "tile stored column-major on both sides",
+      ("SMEM = ComposedLayout(Swizzle(5, 0, 5), 0, Layout((TILE, TILE), (TILE, 1)))",
+       "SMEM = ComposedLayout(Swizzle(5, 0, 5), 0, Layout((TILE, TILE), (1, TILE)))"))
+_same("attention_cdna", "swizzle mismatch", "K tile swizzled over fewer rows on both sides",
+      ("return ComposedLayout(Swizzle(3, 0, r.bit_length() - 1), 0, rows)",
+       "return ComposedLayout(Swizzle(2, 0, r.bit_length() - 1), 0, rows)"))
