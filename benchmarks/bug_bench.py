@@ -165,11 +165,11 @@ statically or by exploration), equivalents, false alarms, unknowns."""
                                       "unknown": 0})
         if row["equivalent"]:
             t["equivalents"] += 1
-            t["false_alarms"] += row["outcome"] == "false alarm"
+            t["false_alarms"] += row.get("outcome") == "false alarm"
         else:
             t["bugs"] += 1
-            t["caught"] += row["outcome"] == "caught"
-            t["flagged"] += row["outcome"] in ("caught", "caught by exploration")
+            t["caught"] += row.get("outcome") == "caught"
+            t["flagged"] += row.get("outcome") in ("caught", "caught by exploration")
         t["unknown"] += row.get("verdict") in ("unknown", "refused", "timeout")
     return out
 
