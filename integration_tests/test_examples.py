@@ -4,6 +4,7 @@ numpy reference; its printed MLIR parses back to an equal module."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +17,15 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def load(path: Path):
+    """Import an example as `argus` does: with its folder on the import path (gemm_ws builds on
+    gemm_tma's pipeline)."""
     spec = importlib.util.spec_from_file_location(f"argus_example_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
     return module
 
 

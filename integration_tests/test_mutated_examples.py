@@ -76,6 +76,7 @@ def test_mutated_kernels_fail_only_with_argus_errors(path: Path, data: st.DataOb
     spec = importlib.util.spec_from_file_location(f"mutant_{path.stem}", tmp)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
+    sys.path.insert(0, str(path.parent))  # as argus loads an example: gemm_ws builds on gemm_tma
     try:
         spec.loader.exec_module(module)
         for name, k in vars(module).items():
@@ -88,4 +89,5 @@ def test_mutated_kernels_fail_only_with_argus_errors(path: Path, data: st.DataOb
                 except ArgusError:
                     pass
     finally:
+        sys.path.remove(str(path.parent))
         sys.modules.pop(spec.name, None)

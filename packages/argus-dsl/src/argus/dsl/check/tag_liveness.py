@@ -52,6 +52,9 @@ class Liveness(NamedTuple):
 
 def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> Liveness:
     """The ops the tag analysis must run; the others cannot change what any check sees."""
+    from ..ir.registry import install
+
+    install()  # every op's liveness rule: an op missing one would be dropped when unused
     walk = _Liveness(table or OpTable(kernel))
     walk.unassigned = unassigned_reads(walk.table, kernel.body.block)
     walk.operands = {id(op.results[0]) for op in operand_allocations(kernel)}
@@ -254,12 +257,14 @@ def write(w: _Liveness, i: int, live: Live) -> None:
         live.update(operands)
         if copy:
             live.add(w.root(operands[0]))
-    elif _written(root) in live or root in w.operands:  # which bytes it writes matters, not its data
-        w.keep.add(i)
+    elif _written(root) in live or root in w.operands or (copy and w.space(i, 0) == "local"):
+        w.keep.add(i)  # which bytes it writes matters, not its data
         w.skipped.add(root)  # (its data: should a loop's back edge make it matter, the loop walks again)
         # its address, not its value (its tile is made by ops always kept: naming it here would
         # make the memory's tags matter, since a memory is named by the value allocating it)
         live.update(operands[2:])
+        if copy and w.space(i, 0) == "local":  # a copy from registers faults on bytes nothing wrote (`load`)
+            live.add(_written(w.root(operands[0])))
     else:
         w.skipped.add(root)
         w.skipped.add(_written(root))
@@ -340,6 +345,10 @@ def load(w: _Liveness, i: int, live: Live) -> None:
         live.update(operands[1:])
         if used or shared:  # a shared read races with the writes before it, so they matter too
             live.add(w.root(source))
+    elif space == "local":  # it faults on bytes nothing wrote, whatever reads its value: the
+        w.keep.add(i)  # writes before it matter as writes (a running sum no check reads, never set)
+        live.update(operands[1:])
+        live.add(_written(w.root(source)))
     else:
         _bounds_only(w, i, live, operands[1:])
 

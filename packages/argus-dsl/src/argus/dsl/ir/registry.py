@@ -14,6 +14,7 @@ core families, then every discovered backend's language), whatever the program i
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -171,6 +172,10 @@ def install_language(language: Language) -> None:
     kept by tag liveness: without a tag rule, it may still touch memory."""
     if language.dialect.name in _INSTALLED_LANGUAGES:
         return
+    taken = [m.op_type.__name__ for m in language.meanings if m.op_type in _MEANINGS]
+    if taken:  # refused whole, before any of its ops is entered
+        raise ValueError(f"the language {language.dialect.name!r} redefines {', '.join(taken)}, which already "
+                         "have a meaning")
     _INSTALLED_LANGUAGES.add(language.dialect.name)
     if all(d.name != language.dialect.name for d in _DIALECTS):
         _DIALECTS.append(language.dialect)
@@ -191,12 +196,26 @@ def install() -> None:
         from ..backends import backends
 
         ops.define_core()
-        for spec in backends().values():
+        for name, spec in backends().items():
             if spec.language is not None:
-                install_language(spec.language())
+                _install_backend_language(name, spec.language)
         _INSTALLED = True
     finally:
         _INSTALLING = False
+
+
+def _install_backend_language(backend: str, language: Callable[[], Language]) -> None:
+    """Install one backend's language; a backend whose language is broken (its module fails to
+    import, or it redefines an op that already has a meaning) is named in a warning and left out,
+    so that it never breaks the core language or the other backends."""
+    try:
+        found = language()
+        if not isinstance(found, Language):
+            raise TypeError(f"its language is a {type(found).__name__}, not an argus.dsl.intrinsics.Language")
+        install_language(found)
+    except Exception as err:  # a plugin's failure, reported: the plugin boundary
+        warnings.warn(f"backend {backend!r}: its intrinsics are not available: {type(err).__name__}: {err}",
+                      RuntimeWarning, stacklevel=3)
 
 
 def dialects() -> list[Dialect]:
