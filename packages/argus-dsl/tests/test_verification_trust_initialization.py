@@ -13,11 +13,15 @@ import pytest
 from argus.dsl import (
     Tensor,
     block_idx,
+    copy,
+    copy_vector,
+    exp2,
     f32,
     kernel,
     make_local,
     make_shared,
     reset_tags,
+    static_range,
     syncthreads,
     tag,
     thread_idx,
@@ -338,4 +342,134 @@ def test_accumulators_zeroed_in_the_first_iteration_are_written_in_every_later_o
 
 def test_accumulators_zeroed_in_the_second_iteration_are_read_unwritten_in_the_first(tmp_path):
     witness = _uninitialized(_gemm_zeroing_in_the_loop(tmp_path, "k0 == BK").verify(), "matmul(")
+    assert witness["loops"]["k0"] == 0, witness
+
+
+# ---- registers whose values no check reads -------------------------------------------------------
+# A read of registers faults on bytes nothing wrote whatever becomes of the value it reads (a
+# running sum stored to global memory, no assertion on it): such reads are walked, and so are
+# the writes before them (as writes).
+
+
+@kernel(block=(32,), verify=False)
+def running_sum_never_set(x: Tensor[f32, 32, "n"], out: Tensor[f32, 32], n: int):
+    stats = make_local((2,), f32)  # the running maximum and sum of the row
+    stats[0] = float("-inf")
+    for k in range(0, n):
+        peak = max(stats[0], x[thread_idx.x, k])
+        stats[1] = stats[1] * exp2(stats[0] - peak) + exp2(x[thread_idx.x, k] - peak)
+        stats[0] = peak
+    out[thread_idx.x] = stats[1]
+
+
+@kernel(block=(32,), verify=False)
+def running_max_never_set(x: Tensor[f32, 32, "n"], out: Tensor[f32, 32], n: int):
+    stats = make_local((2,), f32)
+    stats[1] = 0.0
+    for k in range(0, n):
+        peak = max(stats[0], x[thread_idx.x, k])
+        stats[1] = stats[1] * exp2(stats[0] - peak) + exp2(x[thread_idx.x, k] - peak)
+        stats[0] = peak
+    out[thread_idx.x] = stats[1]
+
+
+@kernel(block=(32,), verify=False)
+def running_sum_set_in_later_iterations(x: Tensor[f32, 32, "n"], out: Tensor[f32, 32], n: int):
+    acc = make_local((1,), f32)
+    for k in range(0, n):
+        if k > 0:  # (meant: k == 0)
+            acc[0] = 0.0
+        acc[0] = acc[0] + x[thread_idx.x, k]
+    out[thread_idx.x] = acc[0]
+
+
+@kernel(block=(32,), verify=False)
+def running_sum_set_in_the_first_iteration(x: Tensor[f32, 32, "n"], out: Tensor[f32, 32], n: int):
+    acc = make_local((1,), f32)
+    for k in range(0, n):
+        if k == 0:
+            acc[0] = 0.0
+        acc[0] = acc[0] + x[thread_idx.x, k]
+    out[thread_idx.x] = acc[0]
+
+
+@kernel(block=(32,), verify=False)
+def running_sum_variable_set_in_later_iterations(x: Tensor[f32, 32, "n"], out: Tensor[f32, 32], n: int):
+    for k in range(0, n):
+        if k > 0:
+            total = 0.0
+        total = total + x[thread_idx.x, k]
+    out[thread_idx.x] = total
+
+
+@kernel(block=(32,), verify=False)
+def running_sum_set(x: Tensor[f32, 32, "n"], out: Tensor[f32, 32], n: int):
+    stats = make_local((2,), f32)
+    stats[0] = float("-inf")
+    stats[1] = 0.0
+    for k in range(0, n):
+        peak = max(stats[0], x[thread_idx.x, k])
+        stats[1] = stats[1] * exp2(stats[0] - peak) + exp2(x[thread_idx.x, k] - peak)
+        stats[0] = peak
+    out[thread_idx.x] = stats[1]
+
+
+@kernel(block=(32,), verify=False)
+def registers_set_in_a_loop_that_may_not_run(x: Tensor[f32, 32], out: Tensor[f32, 32], m: int):
+    r = make_local((1,), f32)
+    for i in range(0, m):
+        r[0] = x[thread_idx.x]
+    out[thread_idx.x] = r[0]
+
+
+@kernel(block=(32,), verify=False)
+def registers_copied_partly_written(x: Tensor[f32, 32], out: Tensor[f32, 32]):
+    r = make_local((4,), f32)
+    q = make_local((4,), f32)
+    for i in static_range(3):  # (one element short)
+        r[i] = x[thread_idx.x]
+    copy(r, q, copy_vector(16))
+
+
+@pytest.mark.parametrize("k, site, iteration", [
+    (running_sum_never_set, "stats[1] = stats[1] *", None),
+    (running_max_never_set, "peak = max(stats[0]", None),
+    (running_sum_set_in_later_iterations, "acc[0] = acc[0] +", 0),
+    (running_sum_variable_set_in_later_iterations, "total = total +", 0),
+])
+def test_a_running_statistic_no_check_reads_is_read_unwritten(k, site, iteration):
+    witness = _uninitialized(k.verify(), site)
+    if iteration is not None:
+        assert witness["loops"]["k"] == iteration, witness
+
+
+def test_registers_set_only_in_a_loop_that_may_not_run():
+    witness = _uninitialized(registers_set_in_a_loop_that_may_not_run.verify(), "out[thread_idx.x] = r[0]")
+    assert witness["sizes"]["m"] <= 0, witness
+
+
+def test_a_copy_from_registers_partly_written():
+    _uninitialized(registers_copied_partly_written.verify(), "copy(r, q")
+
+
+@pytest.mark.parametrize("k", [running_sum_set, running_sum_set_in_the_first_iteration])
+def test_a_running_statistic_set_before_its_first_read_is_no_finding(k):
+    assert k.verify().verdict is Verdict.NOTHING_TO_PROVE
+
+
+ATTENTION_SUM_SET = "    stats[1] = 0.0\n"
+
+
+def test_attention_with_its_running_sum_never_set(tmp_path):
+    """The CDNA attention example without its running sum's initial value: its checks (the
+    operands of both products pair up) still hold, and the sum is read unwritten in the first
+    key tile."""
+    source = (EXAMPLES / "attention_cdna.py").read_text()
+    assert source.count(ATTENTION_SUM_SET) == 1
+    path = tmp_path / "attention_cdna_unset.py"
+    path.write_text(source.replace(ATTENTION_SUM_SET, "").replace("@kernel(block=(THREADS,), warp_size=64)",
+                                                                  "@kernel(block=(THREADS,), warp_size=64, verify=False)"))
+    module = load_module(path)
+    result = module.attention_cdna.verify(D=64, GQA=2)
+    witness = _uninitialized(result, "stats[1] = stats[1] * correction")
     assert witness["loops"]["k0"] == 0, witness
