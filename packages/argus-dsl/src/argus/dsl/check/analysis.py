@@ -35,7 +35,7 @@ import numpy as np
 from argus.verify.affine import Affine, Space, add_keys
 from argus.verify.obligations import Obligations
 from argus.verify.tags import BOTTOM, TOP, TagTable
-from xdsl.dialects import arith, math, scf
+from xdsl.dialects import arith, scf
 
 from ..errors import VerificationError
 from ..ir import dialect as D
@@ -45,19 +45,13 @@ from . import batching, rules, run_plan
 from .access import (
     tile_bounds_rule,
 )
-from .arithmetic import (
-    INT_RULES,
-    cast_rule,
-    constant_rule,
-    int_op_rule,
-)
+from .arithmetic import INT_RULES
 from .bounds import GlobalAccess
 from .initialization import Initialization
 from .joins import Joins
 from .memory import AbstractMemory
 from .preparation import Preparation
 from .products import products_rule
-from .rules import float_op_rule
 from .state import Analysis, GlobalRef, INT32, Slot, TileBounds, Undecidable, byte_width, same_objects
 from .tags import captured_values
 
@@ -448,12 +442,3 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
                                         "supported", self.where(op))
             env[inner.results[0]] = rule(sp, inner, [value(v) for v in inner.operands])
         return []
-
-
-rules.RULES.update({
-    arith.ConstantOp: constant_rule,
-    **{t: int_op_rule for t in INT_RULES},
-    arith.ExtFOp: cast_rule, arith.TruncFOp: cast_rule, arith.SIToFPOp: cast_rule, arith.UIToFPOp: cast_rule, arith.FPToSIOp: cast_rule,
-    arith.FPToUIOp: cast_rule, arith.TruncIOp: cast_rule, arith.ExtSIOp: cast_rule, arith.ExtUIOp: cast_rule,
-    math.FmaOp: float_op_rule,
-})

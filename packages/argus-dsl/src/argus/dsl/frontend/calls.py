@@ -21,7 +21,7 @@ from argus.layout import (
     compact_row_major,
     product,
 )
-from xdsl.dialects import arith, builtin, math
+from xdsl.dialects import arith, builtin
 
 from ..ir import dialect as D
 from .. import lang
@@ -147,33 +147,6 @@ class Calls:
             return build(self, node, args)
         if name == "static_range":
             raise self.syntax_error(node, "static_range(...) is only valid as a for loop's iterable")
-        if name == "select":
-            if len(args) != 3:
-                raise self.type_error(node, "select(cond, a, b)")
-            return self.select(node, *args)
-        if name in ("exp2", "log2", "rsqrt", "sqrt"):
-            if len(args) != 1:
-                raise self.type_error(node, f"{name}(x)")
-            x = args[0]
-            if not isinstance(x, Value):
-                raise self.type_error(node, f"{name} of a compile-time value: compute it in Python before the kernel")
-            if not x.dtype.is_float:
-                raise self.type_error(node, f"{name} takes a float, got {x.dtype}")
-            cls = {"exp2": math.Exp2Op, "log2": math.Log2Op, "rsqrt": math.RsqrtOp, "sqrt": math.SqrtOp}[name]
-            return Value(self.emit(cls(x.ssa)).results[0], x.dtype)
-        if name == "rcp":
-            if len(args) != 1 or not isinstance(args[0], Value) or not args[0].dtype.is_float:
-                raise self.type_error(node, "rcp(x) of a runtime float")
-            return self.arith(node, ast.Div(), self.constant(1.0, args[0].dtype), args[0])
-        if name == "fma":
-            if len(args) != 3:
-                raise self.type_error(node, "fma(a, b, c)")
-            typed = [a for a in args if isinstance(a, Value)]
-            if not typed or not typed[0].dtype.is_float:
-                raise self.type_error(node, "fma takes floats, at least one of them a runtime value")
-            dt = typed[0].dtype
-            a, b, c = (self.materialize(self.convert(v, dt, node), node) for v in args)
-            return Value(self.emit(math.FmaOp(a.ssa, b.ssa, c.ssa)).results[0], dt)
         raise self.syntax_error(node, f"{name}() is not available yet")
 
     def apply_layout(self, node: ast.AST, layout: Any, args: list[Any]) -> Any:

@@ -20,13 +20,11 @@ imports LLVM itself: the text goes to llvmlite in the backend.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
 from argus.layout import ComposedLayout, Layout
-from xdsl.dialects import arith, math
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from .. import assumptions
@@ -37,10 +35,8 @@ from ..dtypes import DType
 from ..errors import CodegenError, SourceLocation
 from ..ir.types import dtype_of_mlir
 
-#: 128-bit values are vectors of words: they load and store as one access and views of them as
-#: words need no 128-bit shifts.
-_WORDS = "<4 x i32>"
-#: LLVM type of each DSL element type that the backend handles.
+#: LLVM type of each DSL element type that the backend handles. 128-bit values are vectors of
+#: words: they load and store as one access and views of them as words need no 128-bit shifts.
 _TYPES = {"bool": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "i8", "u16": "i16",
           "u32": "i32", "u64": "i64", "u128": "<4 x i32>", "f16": "half", "bf16": "bfloat", "f32": "float",
           "f64": "double"}
@@ -159,19 +155,6 @@ def _bits(llvm: str) -> int:
 
 bit_width = _bits
 """The width in bits of an LLVM type the translation emits (for op families' rules)."""
-
-
-def _float_literal(value: float, llvm: str) -> str:
-    if llvm == "double" or llvm == "float":  # LLVM writes float constants as the exact double
-        if llvm == "float":
-            value = struct.unpack("<f", struct.pack("<f", value))[0]
-        return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
-    if llvm == "half":
-        return "0xH%04X" % struct.unpack("<H", struct.pack("<e", value))[0]
-    bits = struct.unpack("<I", struct.pack("<f", value))[0]  # bfloat: round to nearest even
-    if value != value:
-        return "0xR7FC0"
-    return "0xR%04X" % (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF)
 
 
 Rule = Callable[["Translator", Any], None]
@@ -468,42 +451,7 @@ def ident(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 
 
-# ---- rules -------------------------------------------------------------------------------------
-
-def _constant(t: Translator, op: arith.ConstantOp) -> None:
-    ty = arith_type(op.result.type, t.where(op))
-    attr = op.value
-    if ty == "i1":
-        t.names[op.result] = "true" if attr.value.data else "false"  # type: ignore[union-attr]
-    elif ty.startswith("i"):
-        t.names[op.result] = str(attr.value.data)  # type: ignore[union-attr]
-    elif ty == _WORDS:  # 128 bits as four 32-bit words, the lowest first
-        bits = int(attr.value.data) % (1 << 128)  # type: ignore[union-attr]
-        t.names[op.result] = "<" + ", ".join(f"i32 {(bits >> (32 * i)) & 0xFFFFFFFF}" for i in range(4)) + ">"
-    else:
-        t.names[op.result] = _float_literal(float(attr.value.data), ty)  # type: ignore[union-attr]
-
-
-_INT_BINARY = {arith.AddiOp: "add", arith.SubiOp: "sub", arith.MuliOp: "mul", arith.AndIOp: "and",
-               arith.OrIOp: "or", arith.XOrIOp: "xor"}
-_FLOAT_BINARY = {arith.AddfOp: "fadd", arith.SubfOp: "fsub", arith.MulfOp: "fmul", arith.DivfOp: "fdiv"}
-_MINMAX = {arith.MinSIOp: "smin", arith.MaxSIOp: "smax", arith.MinUIOp: "umin", arith.MaxUIOp: "umax",
-           arith.MinimumfOp: "minimum", arith.MaximumfOp: "maximum"}
-
-
-def _binary(t: Translator, op: Any) -> None:
-    ty = arith_type(op.result.type, t.where(op))
-    a, b = t.value(op.lhs), t.value(op.rhs)
-    instr = _INT_BINARY.get(type(op)) or _FLOAT_BINARY[type(op)]
-    t.define(op.result, f"{instr} {ty} {a}, {b}")
-
-
-def _minmax(t: Translator, op: Any) -> None:
-    ty = arith_type(op.result.type, t.where(op))
-    name = _MINMAX[type(op)]
-    out = t.call(ty, f"llvm.{name}.{_suffix(ty)}", [(ty, t.value(op.lhs)), (ty, t.value(op.rhs))])
-    t.names[op.result] = out
-
+# ---- for op families' rules ---------------------------------------------------------------------
 
 def _suffix(ty: str) -> str:
     return {"float": "f32", "double": "f64", "half": "f16", "bfloat": "bf16"}.get(ty, ty)
@@ -511,112 +459,6 @@ def _suffix(ty: str) -> str:
 
 intrinsic_suffix = _suffix
 """For op families (`argus.dsl.ops`): an LLVM type's name in an intrinsic's ("llvm.fma.f32")."""
-
-
-def _nonzero(t: Translator, ty: str, b: str) -> str:
-    """The divisor, with 0 replaced by 1 (the interpreter's division by zero)."""
-    if b.lstrip("-").isdigit():
-        return b if int(b) != 0 else "1"
-    zero = t.let(f"icmp eq {ty} {b}, 0")
-    safe = t.let(f"select i1 {zero}, {ty} 1, {ty} {b}")
-    return safe
-
-
-def _floordiv(t: Translator, op: arith.FloorDivSIOp) -> None:
-    ty = arith_type(op.result.type, t.where(op))
-    a, b = t.value(op.lhs), _nonzero(t, ty, t.value(op.rhs))
-    q = t.let(f"sdiv {ty} {a}, {b}")
-    r = t.let(f"srem {ty} {a}, {b}")
-    # floor: one less when the remainder is nonzero and its sign differs from the divisor's
-    nonzero = t.let(f"icmp ne {ty} {r}, 0")
-    signs = t.let(f"xor {ty} {r}, {b}")
-    differ = t.let(f"icmp slt {ty} {signs}, 0")
-    fix = _zext(t, t.let(f"and i1 {nonzero}, {differ}"), ty)
-    t.names[op.result] = t.let(f"sub {ty} {q}, {fix}")
-
-
-def _zext(t: Translator, bit: str, ty: str) -> str:
-    out = t.let(f"zext i1 {bit} to {ty}")
-    return out
-
-
-def _division(t: Translator, op: Any) -> None:
-    ty = arith_type(op.result.type, t.where(op))
-    instr = {arith.DivSIOp: "sdiv", arith.DivUIOp: "udiv", arith.RemUIOp: "urem", arith.RemSIOp: "srem"}[type(op)]
-    t.define(op.result, f"{instr} {ty} {t.value(op.lhs)}, {_nonzero(t, ty, t.value(op.rhs))}")
-
-
-def _shift(t: Translator, op: Any) -> None:
-    ty = arith_type(op.result.type, t.where(op))
-    width = _bits(ty)
-    a, b = t.value(op.lhs), t.value(op.rhs)
-    instr = {arith.ShLIOp: "shl", arith.ShRSIOp: "ashr", arith.ShRUIOp: "lshr"}[type(op)]
-    if b.lstrip("-").isdigit() and 0 <= int(b) < width:
-        t.define(op.result, f"{instr} {ty} {a}, {b}")
-        return
-    # amounts of the width or more (read unsigned) shift every bit out: 0, or the sign (ashr)
-    inside = t.let(f"icmp ult {ty} {b}, {width}")
-    if instr == "ashr":
-        amount = t.let(f"select i1 {inside}, {ty} {b}, {ty} {width - 1}")
-        t.define(op.result, f"ashr {ty} {a}, {amount}")
-        return
-    shifted = t.let(f"{instr} {ty} {a}, {b}")  # poison past the width, but then not selected
-    t.define(op.result, f"select i1 {inside}, {ty} {shifted}, {ty} 0")
-
-
-_ICMP = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge", 6: "ult", 7: "ule", 8: "ugt", 9: "uge"}
-_FCMP = {0: "false", 1: "oeq", 2: "ogt", 3: "oge", 4: "olt", 5: "ole", 6: "one", 7: "ord", 8: "ueq", 9: "ugt",
-         10: "uge", 11: "ult", 12: "ule", 13: "une", 14: "uno", 15: "true"}
-
-
-def _compare(t: Translator, op: arith.CmpiOp | arith.CmpfOp) -> None:
-    ty = arith_type(op.lhs.type, t.where(op))
-    instr, predicates = ("icmp", _ICMP) if isinstance(op, arith.CmpiOp) else ("fcmp", _FCMP)
-    t.define(op.result, f"{instr} {predicates[op.predicate.value.data]} {ty} {t.value(op.lhs)}, {t.value(op.rhs)}")
-
-
-def _select(t: Translator, op: arith.SelectOp) -> None:
-    ty = llvm_type(op.result.type, t.where(op))
-    t.define(op.result, f"select i1 {t.value(op.cond)}, {ty} {t.value(op.lhs)}, {ty} {t.value(op.rhs)}")
-
-
-def _negf(t: Translator, op: arith.NegfOp) -> None:
-    ty = arith_type(op.result.type, t.where(op))
-    t.define(op.result, f"fneg {ty} {t.value(op.operand)}")
-
-
-_CASTS = {arith.ExtFOp: "fpext", arith.TruncFOp: "fptrunc", arith.SIToFPOp: "sitofp", arith.UIToFPOp: "uitofp",
-          arith.TruncIOp: "trunc", arith.ExtSIOp: "sext", arith.ExtUIOp: "zext"}
-
-
-def _cast(t: Translator, op: Any) -> None:
-    src = arith_type(op.operands[0].type, t.where(op))
-    dst = arith_type(op.result.type, t.where(op))
-    x = t.value(op.operands[0])
-    if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):  # saturating, NaN -> 0, like the interpreter
-        kind = "fptosi" if isinstance(op, arith.FPToSIOp) else "fptoui"
-        t.names[op.result] = t.call(dst, f"llvm.{kind}.sat.{dst}.{_suffix(src)}", [(src, x)])
-        return
-    t.define(op.result, f"{_CASTS[type(op)]} {src} {x} to {dst}")
-
-
-_MATH = {math.Exp2Op: "exp2", math.Log2Op: "log2", math.SqrtOp: "sqrt"}
-
-
-def _math(t: Translator, op: Any) -> None:
-    ty = arith_type(op.result.type, t.where(op))
-    x = t.value(op.operands[0])
-    if isinstance(op, math.RsqrtOp):
-        root = t.call(ty, f"llvm.sqrt.{_suffix(ty)}", [(ty, x)])
-        t.define(op.result, f"fdiv {ty} {_float_literal(1.0, ty)}, {root}")
-        return
-    t.names[op.result] = t.call(ty, f"llvm.{_MATH[type(op)]}.{_suffix(ty)}", [(ty, x)])
-
-
-def _fma(t: Translator, op: math.FmaOp) -> None:
-    ty = arith_type(op.result.type, t.where(op))
-    a, b, c = (t.value(v) for v in op.operands)
-    t.names[op.result] = t.call(ty, f"llvm.fma.{_suffix(ty)}", [(ty, a), (ty, b), (ty, c)])
 
 
 def shared_layout(kernel: D.KernelOp) -> tuple[dict[Operation, int], int]:
@@ -652,17 +494,6 @@ def shared_alignment(tile: D.TileType) -> int:
     return 128
 
 
-RULES: dict[type, Rule] = {
-    arith.ConstantOp: _constant,
-    **{cls: _binary for cls in (*_INT_BINARY, *_FLOAT_BINARY)},
-    **{cls: _minmax for cls in _MINMAX},
-    arith.FloorDivSIOp: _floordiv,
-    arith.DivSIOp: _division, arith.DivUIOp: _division, arith.RemUIOp: _division, arith.RemSIOp: _division,
-    arith.ShLIOp: _shift, arith.ShRSIOp: _shift, arith.ShRUIOp: _shift,
-    arith.CmpiOp: _compare, arith.CmpfOp: _compare, arith.SelectOp: _select, arith.NegfOp: _negf,
-    **{cls: _cast for cls in (*_CASTS, arith.FPToSIOp, arith.FPToUIOp)},
-    **{cls: _math for cls in (*_MATH, math.RsqrtOp)},
-    math.FmaOp: _fma,
-}
+RULES: dict[type, Rule] = {}
 """The rules every LLVM backend shares (`argus.dsl.ir.registry.define(translate=...)` fills it); a
 backend's `Translator.RULES` holds its own, which come first."""

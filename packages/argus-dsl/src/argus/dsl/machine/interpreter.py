@@ -23,20 +23,18 @@ from typing import Any
 
 import numpy as np
 from argus.layout import ComposedLayout, Layout
-from xdsl.dialects import arith, math, scf
+from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from ..ir import dialect as D
 from ..atoms import CopyAtom, MMAAtom
-from ..dtypes import DType, boolean
+from ..dtypes import DType
 from ..errors import ArgusLaunchError, KernelFault, SourceLocation
 from ..ir.dialect import pad3 as _pad3
 from . import Clocks, Machine, Race, Schedule, Scheduler, Tracker
 from . import active as active_schedule
 from .tiles import fragment_bytes as _fragment_bytes
 from .tiles import offset_table as _offset_table
-from ..ops import integers
-from ..ops.integers import IntegerCast, IntegerOp
 from ..ir.types import dtype_of_mlir
 
 
@@ -371,107 +369,8 @@ def _scalar_array(frame: _Frame, ssa: SSAValue) -> np.ndarray:
     return np.broadcast_to(v, (frame.threads,)) if v.ndim == 0 else v  # type: ignore[no-any-return]
 
 
-def _result_dtype(op: Operation) -> DType:
-    return dtype_of_mlir(op.results[0].type)
-
-
 def _set(frame: _Frame, op: Operation, value: np.ndarray) -> None:
     frame.values[op.results[0]] = value
-
-
-def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Rule:
-    """A float op: computed in numpy, rounded to the result type."""
-    def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
-        _set(frame, op, _result_dtype(op).round(fn(_scalar_array(frame, op.operands[0]),
-                                                   _scalar_array(frame, op.operands[1]))))
-
-    return rule
-
-
-def _int_binary(kind: IntegerOp) -> Rule:
-    """An integer op as `argus.dsl.ops.integers` defines it, faulting where it is undefined."""
-    def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
-        dtype = _result_dtype(op)
-        a, b = _scalar_array(frame, op.operands[0]), _scalar_array(frame, op.operands[1])
-        bits = integers.width_of(op.results[0].type)
-        bad = mask & kind.undefined(a, b, bits)
-        if bad.any():
-            thread = int(np.flatnonzero(bad)[0])
-            raise interp.fault("undefined-arithmetic", f"thread {thread} {_int_undefined(kind, a[thread], b[thread], dtype)}",
-                               op, frame, thread=thread)
-        _set(frame, op, kind(a, b, bits))
-
-    return rule
-
-
-def _int_undefined(kind: IntegerOp, a: Any, b: Any, dtype: DType) -> str:
-    """What a thread did that the GPU leaves undefined, in words."""
-    if kind.shifts:
-        return f"shifts a {dtype} by {int(b)} bits (0 to {dtype.bits - 1} are defined)"
-    if int(b) == 0:
-        return "divides by zero"
-    return f"divides {int(a)} by -1 (the quotient {-int(a)} does not fit in {dtype})"
-
-
-def _int_cast(kind: IntegerCast) -> Rule:
-    """A conversion to or from integers as `argus.dsl.ops.integers` defines it."""
-    def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
-        source, dtype = op.operands[0], _result_dtype(op)
-        bits = 0 if kind.from_float else integers.width_of(source.type)
-        target = dtype.numpy if kind.to_float else integers.width_of(op.results[0].type)
-        _set(frame, op, dtype.round(kind(_scalar_array(frame, source), bits, target)))
-
-    return rule
-
-
-_CMPF = {1: np.equal, 2: np.greater, 3: np.greater_equal, 4: np.less, 5: np.less_equal, 6: np.not_equal, 13: np.not_equal}
-
-
-def _cmpi(interp: Interpreter, op: arith.CmpiOp, frame: _Frame, mask: np.ndarray) -> None:
-    pred = op.predicate.value.data
-    a, b = _scalar_array(frame, op.lhs), _scalar_array(frame, op.rhs)
-    _set(frame, op, integers.compare(pred, a, b, integers.width_of(op.lhs.type)))
-
-
-def _cmpf(interp: Interpreter, op: arith.CmpfOp, frame: _Frame, mask: np.ndarray) -> None:
-    pred = op.predicate.value.data
-    if pred not in _CMPF:
-        raise KernelFault("unsupported", f"float predicate {pred}", interp.locations.get(op), {})
-    _set(frame, op, _CMPF[pred](_scalar_array(frame, op.lhs), _scalar_array(frame, op.rhs)))
-
-
-def _constant(interp: Interpreter, op: arith.ConstantOp, frame: _Frame, mask: np.ndarray) -> None:
-    value = interp.constants.get(op)
-    if value is None:  # the same in every block and thread: built once (values are never mutated)
-        dtype = _result_dtype(op)
-        raw = op.value.value.data  # type: ignore[union-attr]
-        value = np.full(frame.threads, dtype.round(np.asarray(raw, dtype=dtype.numpy if dtype is not boolean else bool)))
-        interp.constants[op] = value
-    _set(frame, op, value)
-
-
-def _select(interp: Interpreter, op: arith.SelectOp, frame: _Frame, mask: np.ndarray) -> None:
-    c = _scalar_array(frame, op.cond)
-    _set(frame, op, np.where(c, _scalar_array(frame, op.lhs), _scalar_array(frame, op.rhs)))
-
-
-def _cast(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
-    """A float widened or narrowed (rounded to the result type)."""
-    dtype = _result_dtype(op)
-    _set(frame, op, dtype.round(np.asarray(_scalar_array(frame, op.operands[0])).astype(dtype.numpy)))
-
-
-def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Rule:
-    def rule(interp: Interpreter, op: Any, frame: _Frame, mask: np.ndarray) -> None:
-        dtype = _result_dtype(op)
-        _set(frame, op, dtype.round(fn(_scalar_array(frame, op.operands[0]).astype(np.float64))))
-
-    return rule
-
-
-def _fma(interp: Interpreter, op: math.FmaOp, frame: _Frame, mask: np.ndarray) -> None:
-    a, b, c = (_scalar_array(frame, v).astype(np.float64) for v in op.operands)
-    _set(frame, op, _result_dtype(op).round(a * b + c))
 
 
 def segment_stride(nbytes: int) -> int:
@@ -704,18 +603,7 @@ def _race(interp: Interpreter, op: Operation, frame: _Frame, memory: Memory, rac
         earlier=interp.where(earlier.op), schedule=str(interp.schedule))
 
 
-RULES: dict[type, Rule] = {
-        arith.ConstantOp: _constant,
-        **{cls: _int_binary(kind) for cls, kind in integers.INTEGER_OPS.items()},
-        arith.AddfOp: _binary(np.add), arith.SubfOp: _binary(np.subtract), arith.MulfOp: _binary(np.multiply),
-        arith.DivfOp: _binary(np.divide), arith.MinimumfOp: _binary(np.minimum), arith.MaximumfOp: _binary(np.maximum),
-        arith.NegfOp: _unary(np.negative),
-        arith.CmpiOp: _cmpi, arith.CmpfOp: _cmpf, arith.SelectOp: _select,
-        arith.ExtFOp: _cast, arith.TruncFOp: _cast,
-        **{cls: _int_cast(kind) for cls, kind in integers.INTEGER_CASTS.items()},
-        math.Exp2Op: _unary(np.exp2), math.Log2Op: _unary(np.log2), math.SqrtOp: _unary(np.sqrt),
-        math.RsqrtOp: _unary(lambda x: 1.0 / np.sqrt(x)), math.FmaOp: _fma,
-}
+RULES: dict[type, Rule] = {}
 """Each op kind's interpreter rule; `argus.dsl.ir.registry.define` fills it."""
 
 

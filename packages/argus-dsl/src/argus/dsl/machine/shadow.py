@@ -246,15 +246,6 @@ width = _width
 # ---- rules -----------------------------------------------------------------------------------
 
 
-def _select(s: ShadowInterpreter, op: arith.SelectOp, frame: _Frame, mask: np.ndarray) -> None:
-    cond = _scalar_array(frame, op.cond).astype(bool)[:, None]
-    s.tags[op.result] = np.where(cond, s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs))
-
-
-def _constant(s: ShadowInterpreter, op: Operation, frame: _Frame, mask: np.ndarray) -> None:
-    s.tags[op.results[0]] = np.zeros((frame.threads, _width(op.results[0])), np.int64)
-
-
 def _fragment_write(s: ShadowInterpreter, op: Operation, frame: _Frame, tile: TileValue, threads: np.ndarray,
                     tags: np.ndarray) -> None:
     idx = _fragment_bytes(tile, threads)
@@ -266,9 +257,9 @@ fragment_write = _fragment_write
 """For op families (`argus.dsl.ops`): `tags` (threads, values, bytes) into the threads' fragment of `tile`."""
 
 
-RULES: dict[type, Any] = {
-    arith.SelectOp: _select, arith.ConstantOp: _constant,
-}
+RULES: dict[type, Any] = {}
+"""Each op kind's shadow-tag rule, run after its interpreter rule (`argus.dsl.ir.registry.define`
+fills it); an op without one gives computed data (`ShadowInterpreter.computed`)."""
 
 
 def check_launch(kernel: Any, grid: Sequence[int] | int, *args: Any, **constants: Any) -> Result:
