@@ -20,6 +20,7 @@ import numpy as np
 from argus.dsl import (
     Problem,
     Tensor,
+    assume,
     bf16,
     block_idx,
     constexpr,
@@ -54,6 +55,8 @@ def attention(
     D: constexpr,
     GQA: constexpr,
 ):
+    assume(seq % TILE == 0)  # whole query and key tiles only
+    assume(q.shape[1] == k.shape[1] * GQA)  # each group of GQA query heads shares one key/value head
     tag(q, lambda s, h, d: (h // GQA, d))
     tag(k, lambda s, h, d: (h, d))
     tag(v, lambda s, h, d: (s, h))

@@ -156,6 +156,11 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         self.captured: dict[Operation, tuple[SSAValue, ...]] = {}
         self._bounds: dict[Operation, Any] = {}
         self.bounded: dict[tuple[Any, ...], Any] = {}
+        self.cover_facts: set[tuple[int | None, tuple[str, Key]]] = set()
+        """Facts of the domain that the grid covers the data written (`GlobalAccess.grid_covers`),
+        with their container (a runtime loop's symbol, None for the kernel's)."""
+        self.access_facts: set[tuple[int | None, tuple[str, Key]]] = set()
+        """The in-bounds facts of accesses, with their container: proved, not assumed (`add_fact`)."""
         """The symbolic coordinates (by identity) whose bounds are stated, per extent, threads and loops."""
         self._iterations: dict[Key, list[Key]] = {}
         self._shapes: dict[tuple[Any, ...], dict[tuple[int, ...], int]] = {}

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from argus.verify.affine import Affine, Uniform, add_keys, sub_keys, unique_rows
 
+from ..ir import dialect as D
+from .findings import Conditional
 from .reports import conditional_finding, describer
 from .state import GlobalRef, same_objects
 
@@ -113,45 +115,129 @@ class GlobalAccess:
                                    {"index": index, "extent": what})
 
     def in_bounds(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
-        """Outside symbolic branches, a launch's accesses are in bounds: a fact of the domain."""
+        """An access must be in bounds in every launch that gets to it: an obligation of its own
+        (`bound_obligation`), decided over the kernel's assumptions. Outside symbolic branches
+        its in-bounds facts also join the domain of the tag assertions, which is sound because a
+        proof needs every such obligation proved first."""
         if not active.any():
             return
+        if self.checking:
+            self.bound_obligation(op, ref, coords, active)
         if self.guards:
-            if self.checking:
-                self.bounds_under_branches(op, ref, coords, active)
             return
         memo = self._bounds.get(op)
         if memo is not None and same_objects(memo[0], [ref, active, *coords]):
             self.refault(memo[1])
             for fact in memo[2]:  # a later pass states the same facts (an earlier one may be gone)
-                self.add_fact(fact)
+                self.add_access_fact(fact)
             self.replay_facts.update(memo[3])
+            for _, fact in memo[4]:
+                self.add_cover(fact)
             return
         mark = len(self.faults)
         scope = self.obligations.scope
         here = set(self.loop_facts[scope[-1]]) if scope else set(self.facts)
         replay = set(self.replay_facts)
+        covers = set(self.cover_facts)
         self._in_bounds(op, ref, coords, active)
+        if type(op) is D.StoreOp:
+            self.grid_covers(ref, coords, active)
         now = set(self.loop_facts[scope[-1]]) if scope else set(self.facts)
-        self._bounds[op] = ([ref, active, *coords], self.faults[mark:], now - here, self.replay_facts - replay)
+        self._bounds[op] = ([ref, active, *coords], self.faults[mark:], now - here, self.replay_facts - replay,
+                            self.cover_facts - covers)
 
-    def bounds_under_branches(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
-        """An access under a branch on a runtime condition states no fact (the branch may be what
-        keeps it in bounds), but one out of bounds in every launch, as the bounds of the symbols
-        tell (`x[n + thread_idx.x]` of a tensor of `n`), is a fault wherever its thread gets to
-        it: a finding in the launches whose branches take a thread there."""
+    def grid_covers(self, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
+        """The launch's grid covers the data the kernel writes as a caller launches it: a store
+        outside symbolic branches overlaps its tensor along each axis in every block (its least
+        coordinate is below the extent, its greatest at least 0) — a fact of the domain. Only an
+        axis whose coordinates share one symbolic part of block indices, the grid and sizes says so
+        (`i = block_x·128 + t` of `out[i]`: block_x·128 ≤ n − 1, so the last block may be
+        ragged); everything else about the access stays an obligation."""
+        points = self.active(active)
+        for c, d in zip(coords, ref.dims):
+            if type(c) is Uniform:
+                terms, least, greatest = c.key[1], c.key[0], c.key[0]
+            else:
+                rows = c if points.size == len(c) else c.take(points)
+                if any(rows.terms[a].min() != rows.terms[a].max() for a in rows.terms):
+                    continue  # (a part per thread: a clamp, say)
+                terms = tuple((a, int(rows.terms[a][0])) for a in sorted(rows.terms) if rows.terms[a][0])
+                least, greatest = int(rows.const.min()), int(rows.const.max())
+            if not terms or not self._of_the_launch(terms):
+                continue
+            extent = add_keys(d.row(0), (-1, ()))
+            for key in ((greatest, terms), sub_keys(extent, (least, terms))):
+                if key[1]:
+                    self.add_cover(("ge0", key))
+
+    def _of_the_launch(self, terms: tuple[tuple[int, int], ...]) -> bool:
+        """Whether a form's atoms derive from block indices, the grid and sizes alone (no runtime
+        loop index, no data read from memory)."""
+        space = self.space
+        for atom in space.atoms_of((0, terms)):
+            symbol = space.symbols.get(atom)
+            if (symbol is not None and symbol.role == "loop") or space.atoms[atom].kind == "opaque":
+                return False
+        return True
+
+    def add_cover(self, fact: tuple[str, Key]) -> None:
+        """A fact of the domain that the grid covers the written data (`grid_covers`), kept
+        with its container (`cover_facts`: the innermost runtime loop's symbol, or None)."""
+        scope = self.obligations.scope
+        if not scope:
+            self.facts.add(fact)
+        elif fact not in self.loop_facts[scope[-1]]:
+            self.loop_facts[scope[-1]].append(fact)
+        self.cover_facts.add((scope[-1] if scope else None, fact))
+
+    def bound_obligation(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
+        """The obligation that the access is in bounds wherever a thread gets to it: a finding
+        (`findings.Conditional`) whose alternatives are, per point that may run out of bounds,
+        the thread's path and a coordinate below 0 or past its extent. The solver decides it
+        over the kernel's assumptions alone; where no launch satisfies one, there is none."""
         if not all(type(c) is Affine or type(c) is Uniform for c in coords):
             return  # (a coordinate read from memory: the interpreter's to check)
         points, space = self.active(active), self.space
-        for axis, (c, d) in enumerate(zip(coords, ref.dims)):
-            for margin in (c, space.add(space.sub(d, c), space.constant(-1, len(c)))):  # both ≥ 0 in bounds
-                outside = points[self.initialization.highest(margin, points) < 0]
-                if outside.size:
-                    threads = [int(t) % self.threads for t in np.unique(self.thread_of(outside))]
-                    index = tuple(space.describe(x.row(int(outside[0]))) for x in coords)
-                    conditional_finding(self, op, "out-of-bounds", [self.path_of(t) for t in threads], threads,
-                                 {"index": index, "extent": f"tensor {ref.name!r}, mode {axis}"})
-                    return
+        guarded = bool(self.branches)
+        alternatives: dict[tuple[Any, ...], int] = {}
+        for c, d in zip(coords, ref.dims):
+            below = space.sub(space.constant(-1, len(c)), c)  # ≥ 0: below the tensor
+            past = space.sub(c, d)  # ≥ 0: past its end
+            for outside in (below, past):
+                rows = points[self.initialization.highest(outside, points) >= 0]  # the others never are
+                if not rows.size:
+                    continue
+                if not guarded:
+                    for key, row in _weakest(outside, rows):
+                        alternatives.setdefault((("ge0", key),), int(self.thread_of(np.array([row]))[0]) % self.threads)
+                    continue
+                for point, thread in zip(rows.tolist(), (self.thread_of(rows) % self.threads).tolist()):
+                    conjunction = (*self.linear_path(point, thread), ("ge0", outside.row(point)))
+                    if not _contradicts(conjunction):
+                        alternatives.setdefault(conjunction, thread)
+        if not alternatives:
+            return
+        shape = ", ".join(space.describe(d.row(0)) for d in ref.dims)
+        conditional_finding(self, op, "out-of-bounds", list(alternatives), list(alternatives.values()),
+                            {"extent": f"tensor {ref.name!r} of shape ({shape})"})
+        site, scope = str(self.where(op)), self.obligations.scope
+        for found in self.obligations.candidates:
+            if isinstance(found, Conditional) and found.site == site and found.kind == "out-of-bounds" and \
+                    found.scope == scope and not hasattr(found.describe, "indexed"):
+                found.describe = _indexed(found.describe, space, [x.row(int(points[0])) for x in coords],
+                                          {int(t): [x.row(int(p)) for x in coords] for p, t in
+                                           zip(points.tolist(), (self.thread_of(points) % self.threads).tolist())})
+
+    def linear_path(self, point: int, thread: int) -> tuple[tuple[str, Key], ...]:
+        """The comparisons the branches around the access make for `point` (of `thread`), a
+        comparison of two forms written as the linear fact it amounts to (``i < n`` taken:
+        ``n − i − 1 ≥ 0``), so that a path and an access that contradict each other are seen
+        to without a solver."""
+        out: list[tuple[str, Key]] = []
+        for condition, kind in self.branches:
+            key = condition.row(point if len(condition) > point and len(condition) != self.threads else thread)
+            out.extend(_linear(self.space, kind, key))
+        return tuple(out)
 
     def _in_bounds(self, op: Operation, ref: GlobalRef, coords: list[Affine], active: np.ndarray) -> None:
         points = self.active(active)
@@ -215,7 +301,7 @@ class GlobalAccess:
                 origin = (op, point % self.threads, where, f"tensor {ref.name!r}, mode {axis}")
                 for key in self.every_iteration(fact[1]):
                     if key[1] and key == fact[1]:
-                        self.add_fact(("ge0", key))
+                        self.add_access_fact(("ge0", key))
                         self.fact_origins.setdefault(("ge0", key), origin)
                     elif key[1]:
                         self.replay_facts.add(("ge0", key))
@@ -223,6 +309,16 @@ class GlobalAccess:
                     elif key[0] < 0:  # out of bounds in every launch
                         self.out_of_bounds(*origin)
                         break
+
+    def add_access_fact(self, fact: tuple[str, Key]) -> None:
+        """An access's in-bounds fact (`add_fact`); one that was not there yet is noted in
+        `access_facts`: the tag assertions' domain takes it, the accesses' bounds are decided
+        without it."""
+        scope = self.obligations.scope
+        where = scope[-1] if scope else None
+        if fact not in (self.loop_facts[where] if where is not None else self.facts):
+            self.access_facts.add((where, fact))
+        self.add_fact(fact)
 
     def add_fact(self, fact: tuple[str, Key]) -> None:
         """A fact of the domain where the analysis is: inside a runtime loop, of that loop only
@@ -270,3 +366,81 @@ class GlobalAccess:
             out = [self.space.substitute(k, context.symbol, end) for k in out for end in context.ends] + out
         result = self._iterations[key] = list(dict.fromkeys(out))
         return result
+
+
+def _weakest(outside: Affine, rows: np.ndarray) -> list[tuple[Key, int]]:
+    """Per symbolic part of `outside` at `rows`, its greatest constant and the row holding it:
+    the one point of that part that is out of bounds whenever any is."""
+    if type(outside) is Uniform:
+        return [(outside.key, int(rows[0]))]
+    values = outside.take(rows)
+    atoms = sorted(values.terms)
+    if all(values.terms[a].min() == values.terms[a].max() for a in atoms):
+        at = int(values.const.argmax())
+        return [(values.row(at), int(rows[at]))]
+    unique, inverse = unique_rows(np.stack([values.terms[a] for a in atoms], axis=1))
+    inverse = np.reshape(inverse, -1)
+    out = []
+    for u in range(len(unique)):
+        members = np.flatnonzero(inverse == u)
+        at = int(members[int(values.const[members].argmax())])
+        out.append((values.row(at), int(rows[at])))
+    return out
+
+
+_STRICT = {"lt": 1, "le": 0}
+
+
+def _linear(space: Any, kind: str, key: Key) -> list[tuple[str, Key]]:
+    """A branch's comparison `kind` ("ne0" taken, "eq0" not) of condition `key`, as linear
+    facts where the condition compares two forms (or is a conjunction of such comparisons);
+    as it is elsewhere."""
+    if key[0] == 0 and len(key[1]) == 1 and key[1][0][1] == 1:
+        atom = space.atoms[key[1][0][0]]
+        if atom.kind in _STRICT:
+            x, y = atom.args
+            strict = _STRICT[atom.kind]
+            # x < y taken: y − x − 1 ≥ 0, not taken: x − y ≥ 0 (x ≤ y: y − x ≥ 0, x − y − 1 ≥ 0)
+            return [("ge0", add_keys(sub_keys(y, x), (-strict, ())))] if kind == "ne0" else \
+                [("ge0", add_keys(sub_keys(x, y), (strict - 1, ())))]
+        if atom.kind == "eq":
+            return [("eq0" if kind == "ne0" else "ne0", sub_keys(*atom.args))]
+        if atom.kind == "and" and kind == "ne0" and all(_boolean(space, k) for k in atom.args):
+            return [c for k in atom.args for c in _linear(space, "ne0", k)]
+    return [(kind, key)]
+
+
+def _boolean(space: Any, key: Any) -> bool:
+    """Whether `key` is a comparison of two forms (0 or 1)."""
+    return isinstance(key, tuple) and len(key) == 2 and key[0] == 0 and len(key[1]) == 1 and key[1][0][1] == 1 \
+        and space.atoms[key[1][0][0]].kind in ("lt", "le", "eq", "ne")
+
+
+def _contradicts(conjunction: tuple[tuple[str, Key], ...]) -> bool:
+    """Whether the conjunction is false on its face: a constant comparison that is false, or
+    ``e + a ≥ 0`` and ``−e + b ≥ 0`` with a + b < 0."""
+    strongest: dict[tuple[Any, ...], int] = {}
+    for kind, (const, terms) in conjunction:
+        if kind != "ge0":
+            continue
+        if not terms:
+            if const < 0:
+                return True
+            continue
+        other = strongest.get(tuple((a, -c) for a, c in terms))
+        if other is not None and other + const < 0:
+            return True
+        strongest[terms] = min(const, strongest.get(terms, const))
+    return False
+
+
+def _indexed(describe: Any, space: Any, first: list[Key], by_thread: dict[int, list[Key]]) -> Any:
+    """`describe` with the coordinates the witness's thread accesses in its launch (`index`)."""
+    def indexed(point: int, element: int, model: dict[int, int]) -> dict[str, Any]:
+        w = describe(point, element, model)
+        keys = by_thread.get(int(w.get("thread", point)), first)
+        w["index"] = tuple(space.evaluate(k, model) for k in keys)
+        return w  # type: ignore[no-any-return]
+
+    indexed.indexed = True  # type: ignore[attr-defined]
+    return indexed

@@ -115,7 +115,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     took = f"{op.block_dims and _threads(op)} threads in {1000 * (time.perf_counter() - started):.1f} ms"
     if not candidates and not undecided and not unreached and not never:
         timing = ""
-        if replay and hands_off(preparation.table.ops):
+        if replay and preparation.hands_off:
             shown, ran, missed = _explore_schedules(compiled, analysis, facts, engine or chosen or find_solver(None),
                                                     timeout_ms)
             if shown is not None:
@@ -207,24 +207,53 @@ def _no_collection() -> Iterator[None]:
 
 def _decide_conditional(analysis: Analysis, engine: Any, facts: list[Any], timeout_ms: int) -> list[str]:
     """Settle the findings that hold in some launches only (`findings.Conditional`: a read of
-    bytes written on some paths only, an access under a branch out of bounds wherever it runs):
-    one stands when a launch of the domain satisfies one of its alternatives (the solver picks
-    the launch and the thread), and is dropped when none does; the reasons of those the solver
-    could not settle."""
+    bytes written on some paths only, an access out of bounds in some launch): one stands when a
+    launch of the domain satisfies one of its alternatives (the solver picks the launch and the
+    thread), and is dropped when none does; the reasons of those the solver could not settle.
+    An access's bounds are decided over the kernel's assumptions alone (`_bound_domain`), never
+    over the in-bounds facts they would prove."""
     undecided, kept = [], []
+    assumed = None
     for c in analysis.obligations.candidates:
         if not isinstance(c, Conditional):
             kept.append(c)
             continue
-        answer = engine.solve(Query(analysis.space, facts + _scoped(analysis, c.scope), c.alternatives), timeout_ms)
+        if _is_bound(c):
+            assumed = _bound_domain(analysis) if assumed is None else assumed
+            domain = assumed + _scoped(analysis, c.scope, bounds=True)
+        else:
+            domain = facts + _scoped(analysis, c.scope)
+        answer = engine.solve(Query(analysis.space, domain, c.alternatives), timeout_ms)
         if answer.status == "sat" and answer.alternative is not None:
             c.choose(answer.alternative, answer.model)
             kept.append(c)
         elif answer.status != "unsat":
-            undecided.append(f"{c.site}: whether some launch has this {c.kind} could not be decided: "
+            what = "access is out of bounds in some launch" if _is_bound(c) else f"launch has this {c.kind}"
+            undecided.append(f"{c.site}: whether some {what} could not be decided: "
                              f"{answer.reason or 'the solver found no usable model'}")
     analysis.obligations.candidates[:] = kept
     return undecided
+
+
+def _is_bound(c: Candidate) -> bool:
+    """Whether `c` is an access's in-bounds obligation (`GlobalAccess.bound_obligation`)."""
+    return isinstance(c, Conditional) and c.kind == "out-of-bounds"
+
+
+def _bound_domain(analysis: Analysis) -> list[Any]:
+    """The domain an access's bounds are decided over: the facts of the kernel's symbols and
+    assumptions, and that the grid covers the data written (`GlobalAccess.grid_covers`), without
+    the in-bounds facts of accesses, which are what is to be proved."""
+    return _tightest(_assumed(analysis, analysis.facts, None))
+
+
+def _assumed(analysis: Analysis, facts: Iterable[Any], container: int | None) -> list[Any]:
+    """`facts` (of `container`: a runtime loop's symbol, None for the kernel's) without the
+    in-bounds facts of accesses."""
+    walk = analysis.walk
+    given = set(analysis.space.constraints) if container is None else ()
+    accesses, covers = walk.access_facts, walk.cover_facts
+    return [f for f in facts if (container, f) not in accesses or f in given or (container, f) in covers]
 
 
 def _never_reached(analysis: Analysis, facts: list[Any], engine: Any, timeout_ms: int) -> tuple[list[str], list[str]]:
@@ -250,9 +279,13 @@ def _never_reached(analysis: Analysis, facts: list[Any], engine: Any, timeout_ms
     return never, undecided
 
 
-def _scoped(analysis: Analysis, scope: tuple[int, ...]) -> list[Any]:
-    """The bounds of the loops of `scope` (facts where those loops run)."""
-    return [f for symbol in scope for f in analysis.walk.loop_facts.get(symbol, [])]
+def _scoped(analysis: Analysis, scope: tuple[int, ...], bounds: bool = False) -> list[Any]:
+    """The bounds of the loops of `scope` (facts where those loops run); with `bounds`, without
+    the in-bounds facts of the accesses in them (`_bound_domain`)."""
+    loop_facts = analysis.walk.loop_facts
+    if bounds:
+        return [f for symbol in scope for f in _assumed(analysis, loop_facts.get(symbol, []), symbol)]
+    return [f for symbol in scope for f in loop_facts.get(symbol, [])]
 
 
 def _sample(space: Space, facts: list[Any]) -> dict[int, int] | None:
@@ -359,7 +392,8 @@ def _small_model(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any]
     space = analysis.space
     sizes = [s for s, sym in space.symbols.items() if sym.role in ("size", "grid")]
     in_bounds = sorted(analysis.replay_facts)
-    facts = facts + _scoped(analysis, c.scope)
+    facts = _bound_domain(analysis) + _scoped(analysis, c.scope, bounds=True) if _is_bound(c) else \
+        facts + _scoped(analysis, c.scope)
     for limit in (SMALL, 2 * SMALL, 4 * SMALL, 16 * SMALL):
         bounds = [("ge0", (limit, ((s, -1),))) for s in sizes] + [("ge0", (0, ((s, 1),))) for s in sizes]
         for extra in (in_bounds + bounds, bounds):
@@ -444,8 +478,8 @@ def hands_off(ops: Iterable[Operation]) -> bool:
     """Whether the kernel whose ops (every one, at any depth) are `ops` hands data between warps
     or asynchronous agents through anything but block barriers (memory barriers, bulk or
     cp.async copies, products started asynchronously): the timing the static analysis does not
-    follow, which the interpreter must run. (A check passes its op table's list: walking the IR
-    again cost GEMM's check about 5%.)"""
+    follow, which the interpreter must run. (A check asks its preparation, which reads its op
+    table's list once per kernel: walking the IR in every check cost GEMM's check about 5%.)"""
     from ..machine.schedule import is_sync_point, is_wait
 
     for o in ops:
