@@ -217,6 +217,8 @@ class GlobalAccess:
                         alternatives.setdefault(conjunction, thread)
         if not alternatives:
             return
+        if guarded:
+            alternatives = _undominated(alternatives)
         shape = ", ".join(space.describe(d.row(0)) for d in ref.dims)
         conditional_finding(self, op, "out-of-bounds", list(alternatives), list(alternatives.values()),
                             {"extent": f"tensor {ref.name!r} of shape ({shape})"})
@@ -444,3 +446,24 @@ def _indexed(describe: Any, space: Any, first: list[Key], by_thread: dict[int, l
 
     indexed.indexed = True  # type: ignore[attr-defined]
     return indexed
+
+
+def _undominated(alternatives: dict[tuple[Any, ...], int]) -> dict[tuple[Any, ...], int]:
+    """The alternatives no other one implies: of conjunctions comparing the same forms but for
+    their constants, one whose every ``e + k ≥ 0`` has a k no smaller holds wherever the other
+    does (a path and a coordinate per point of an unrolled loop: the point nearest the edge)."""
+    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    for conjunction in alternatives:
+        shape = tuple((kind, key[1]) if kind == "ge0" else (kind, key) for kind, key in conjunction)
+        groups.setdefault(shape, []).append(conjunction)
+    out: dict[tuple[Any, ...], int] = {}
+    for members in groups.values():
+        consts = np.array([[key[0] if kind == "ge0" else 0 for kind, key in c] for c in members], np.int64)
+        order = np.argsort(-consts.sum(axis=1), kind="stable")
+        kept: list[int] = []
+        for i in order.tolist():
+            if not kept or not (consts[kept] >= consts[i]).all(axis=1).any():
+                kept.append(i)
+        for i in sorted(kept):
+            out[members[i]] = alternatives[members[i]]
+    return out
