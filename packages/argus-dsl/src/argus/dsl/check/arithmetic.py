@@ -151,10 +151,12 @@ def _on_numbers(rule: IntRule) -> IntRule:
     """`rule`, except that numbers at every point are computed as `numeric_rule` says (the
     symbolic forms compute with unbounded integers, which a wrapped number is not)."""
     def exact(sp: Space, op: Operation, args: list[Affine]) -> Affine:
-        if all(x.concrete for x in args):
-            numbers = numeric_rule(op)
-            if numbers is not None:
-                return Affine(numbers(*(x.const for x in args)))
+        for x in args:  # (a loop: a generator costs the walk more than the test)
+            if not x.concrete:
+                return rule(sp, op, args)
+        numbers = numeric_rule(op)
+        if numbers is not None:
+            return Affine(numbers(*[x.const for x in args]))
         return rule(sp, op, args)
 
     return exact

@@ -196,6 +196,14 @@ class Preparation:
         return found  # type: ignore[no-any-return]
 
     @cached_property
+    def hands_off(self) -> bool:
+        """Whether the kernel hands data between warps or asynchronous agents other than through
+        block barriers (`verification.hands_off`), read off the op table once per kernel."""
+        from .verification import hands_off
+
+        return hands_off(self.table.ops)
+
+    @cached_property
     def assertions(self) -> list[D.TagAssertOp]:
         return self.table.of_kind(D.TagAssertOp)
 

@@ -94,8 +94,8 @@ Binary = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
 
 Numbers = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """An op at one width on int64 arrays (the checker's numbers, `IntegerOp.on_int64`)."""
-Fast = Callable[[np.ndarray, np.ndarray], "np.ndarray | None"]
-"""A fast path of `Numbers`: None where it leaves the operands to the general function."""
+Fast = Callable[[int, Numbers], Numbers]
+"""Given a width and the op's general function there, its fast function (`IntegerOp.fast`)."""
 
 _INT64 = np.dtype(np.int64)
 
@@ -114,10 +114,10 @@ class IntegerOp:
     """Reads its operands as unsigned numbers."""
     overflows: bool = False
     """A signed division: also undefined for the most negative value divided by -1."""
-    fast: Callable[[int], Fast] | None = field(default=None, compare=False, repr=False)
-    """Per width of 32 or 64 bits, the op on int64 arrays in straight numpy (`on_int64`); it may
-    leave a case to `fn` (None), which defines the op and which it must agree with everywhere
-    else (`test_integer_semantics`)."""
+    fast: Fast | None = field(default=None, compare=False, repr=False)
+    """At 32 or 64 bits, the op on int64 arrays in straight numpy (`on_int64`): it leaves any
+    case it does not cover to the general function, which defines the op and which it must
+    agree with everywhere else (`test_integer_fast_paths`)."""
     _made: dict[int, Numbers] = field(default_factory=dict, init=False, compare=False, repr=False)
     """`on_int64`'s functions, by width."""
 
@@ -250,71 +250,77 @@ _HELD_AS = {32: np.dtype(np.int32), 64: _INT64}
 
 
 def _on_int64(op: IntegerOp, bits: int) -> Numbers:
-    """`IntegerOp.on_int64`: the fast function where the op has one at this width, falling back
-    on the general one for operands that are not both int64 arrays or that it leaves out."""
+    """`IntegerOp.on_int64`: the fast function where the op has one at this width (each takes
+    operands that are not both int64 arrays, and any case it leaves out, to the general one)."""
     def general(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return op(a, b, bits).astype(np.int64, copy=False)
 
-    fast = op.fast(bits) if op.fast is not None and bits in _HELD_AS else None
-    if fast is None:
-        return general
-
-    def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is _INT64 and b.dtype is _INT64:
-            found = fast(a, b)
-            if found is not None:
-                return found
-        return general(a, b)
-
-    return numbers
+    return op.fast(bits, general) if op.fast is not None and bits in _HELD_AS else general
 
 
-def _wraps(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[int], Fast]:
+def _both_int64(a: object, b: object) -> bool:
+    return type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is _INT64 and b.dtype is _INT64
+
+
+def _wraps(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Fast:
     """Addition, subtraction, multiplication, bitwise ops: the low N bits of the int64 result
     are those of the N-bit one."""
-    def at(bits: int) -> Fast:
+    def at(bits: int, general: Numbers) -> Numbers:
         if bits == 64:
-            return fn
-        held_as = _HELD_AS[bits]
-        return lambda a, b: fn(a, b).astype(held_as).astype(np.int64)
-    return at
+            def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+                return fn(a, b) if _both_int64(a, b) else general(a, b)
+        else:
+            held_as = _HELD_AS[bits]
 
-
-def _signed_fast(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[int], Fast]:
-    """Signed min and max: on the operands read signed at the width (a cast)."""
-    def at(bits: int) -> Fast:
-        if bits == 64:
-            return fn
-        held_as = _HELD_AS[bits]
-        return lambda a, b: fn(a.astype(held_as), b.astype(held_as)).astype(np.int64)
-    return at
-
-
-def _positive_divisor(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[[int], Fast]:
-    """`floordivsi`, `remsi` where every divisor (read signed) is positive: neither a division by
-    0 nor the one overflowing quotient can occur, and the quotient or remainder is no larger in
-    magnitude than the dividend, so it fits the width. Other divisors take the general function
-    (None)."""
-    def at(bits: int) -> Fast:
-        held_as = _HELD_AS[bits]
-
-        def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
-            x, y = a, b  # (int64 divides faster than int32: the signed readings in int64)
-            if bits != 64:
-                x, y = a.astype(held_as).astype(np.int64), b.astype(held_as).astype(np.int64)
-            if not y.size or np.minimum.reduce(y, axis=None) <= 0:
-                return None
-            return fn(x, y)  # type: ignore[no-any-return]
+            def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+                if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is _INT64 and b.dtype is _INT64:
+                    return fn(a, b).astype(held_as).astype(np.int64)
+                return general(a, b)
         return numbers
     return at
 
 
-def _shrsi_fast(bits: int) -> Fast:
+def _signed_fast(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Fast:
+    """Signed min and max: on the operands read signed at the width (a cast)."""
+    def at(bits: int, general: Numbers) -> Numbers:
+        held_as = _HELD_AS[bits]
+
+        def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            if not _both_int64(a, b):
+                return general(a, b)
+            return fn(a.astype(held_as, copy=False), b.astype(held_as, copy=False)).astype(np.int64, copy=False)
+        return numbers
+    return at
+
+
+def _positive_divisor(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Fast:
+    """`floordivsi`, `remsi` where every divisor (read signed) is positive: neither a division by
+    0 nor the one overflowing quotient can occur, and the quotient or remainder is no larger in
+    magnitude than the dividend, so it fits the width. Other divisors take the general function."""
+    def at(bits: int, general: Numbers) -> Numbers:
+        held_as = _HELD_AS[bits]
+
+        def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            if not _both_int64(a, b):
+                return general(a, b)
+            x, y = a, b  # (int64 divides faster than int32: the signed readings in int64)
+            if bits != 64:
+                x, y = a.astype(held_as).astype(np.int64), b.astype(held_as).astype(np.int64)
+            if not y.size or np.minimum.reduce(y, axis=None) <= 0:
+                return general(a, b)
+            return fn(x, y)
+        return numbers
+    return at
+
+
+def _shrsi_fast(bits: int, general: Numbers) -> Numbers:
     """An arithmetic right shift by the amount read unsigned, at most the width less 1 (an
     amount of the width or more shifts every bit out: the sign)."""
     held_as, top = _HELD_AS[bits], np.uint64(bits - 1)
 
     def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if not _both_int64(a, b):
+            return general(a, b)
         x = a.astype(held_as, copy=False).astype(np.int64, copy=False)
         n = b.astype(held_as, copy=False).astype(np.uint64)  # the signed reading's bits: a negative amount is huge
         return np.right_shift(x, np.minimum(n, top).view(np.int64))  # type: ignore[no-any-return]
@@ -391,7 +397,8 @@ def _comparison(predicate: int, bits: int) -> Numbers:
 
     def numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype is _INT64 and b.dtype is _INT64:
-            return fn(a.astype(read, copy=False), b.astype(read, copy=False)).astype(np.int64)  # type: ignore[no-any-return]
+            found = fn(a.astype(read, copy=False), b.astype(read, copy=False))
+            return found.astype(np.int64)  # type: ignore[no-any-return]
         return general(a, b)
 
     return numbers
