@@ -560,6 +560,7 @@ def _analyze_lds_load(a: Any, op: BufferLoadLdsOp, mask: np.ndarray) -> None:
     breach = _wave_order_breach(idx[:, 0] // tile.dtype.nbytes, active)
     if breach is not None:
         raise VerificationError(f"buffer_load_lds: {breach}", a.where(op))
+    a.check_overwrite(op, tile.memory, idx, active)  # another thread's read since the last barrier
     tile.memory.write(idx, tags if active is a.tid else tags[active], active, a.site(op))
 
 

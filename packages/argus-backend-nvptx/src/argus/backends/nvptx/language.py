@@ -1034,7 +1034,7 @@ def _analyze_cp_async(a: Any, op: CpAsyncOp, mask: np.ndarray) -> None:
     tags = a.global_tags(op, a.values[op.tensor], coords[rank:], mask)
     idx = a.tile_bytes(op, tile, coords[:rank], None, mask)
     active = a.active(mask)
-    a.check_in_flight(op, tile.memory, idx, active)  # a running product may still read it
+    a.check_overwrite(op, tile.memory, idx, active)  # another thread's read, a running product's
     tile.memory.write(idx, tags if active is a.tid else tags[active], active, a.site(op))
 
 

@@ -22,6 +22,7 @@ from ..machine.tiles import fragment_bytes as tile_fragment_bytes, offset_table,
 from .copies import TileCopies, moved_tile
 from .product_reads import InFlight, OperandMemory
 from .reports import check_written, space_name
+from .shared_reads import SharedMemory
 from .state import GlobalRef, Slot, Undecidable, byte_width, is_int
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ def alloc_rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
             a.memories.append(memory.pending)  # type: ignore[attr-defined]
             a.in_flight.append(memory.pending)  # type: ignore[attr-defined]
     else:
-        memory = TagMemory.shared(name, stride * a.blocks)
+        memory = SharedMemory.of(name, stride * a.blocks)
+    a.memories.append(memory.reads)  # type: ignore[arg-type]  # (the threads that read it: `shared_reads`)
     a.values[op.result] = TileValue(memory, layout, dtype,  # type: ignore[arg-type]
                                     segment=a.ranks * stride if clustered else None)
     a.memories.append(memory)

@@ -263,14 +263,13 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             new_entry = a.snapshot(scope)
             if new_entry.same_as(entry) or (exposed is not None and not _reads_carried(entry, new_entry, exposed)):
                 if a.checking or not checking:
+                    if peelable and _races_carried(a, mark, base, entry):
+                        _forget_pass(a, mark, facts_mark)
+                        return False
                     a.restore(after)
                     return True
                 continue
-            a.obligations.rollback(mark)
-            a.facts, a.replay_facts = set(facts_mark[0]), set(facts_mark[1])  # the pass's facts go too
-            a.loop_facts = {k: list(v) for k, v in facts_mark[2].items()}
-            a.floors = {}  # some of the bounds it knew are gone
-            a.bounded = {}
+            _forget_pass(a, mark, facts_mark)
             if peelable and attempt == 0 and _loses_tags(base, back, new_entry):
                 return False
             if attempt == MAX_PASSES - 2:  # widen what still moves
@@ -284,6 +283,26 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
         a.loops.pop()
         a.obligations.scope = a.obligations.scope[:-1]
         a.checking = checking
+
+
+def _forget_pass(a: TagAnalysis, mark: tuple[Any, ...], facts_mark: tuple[Any, ...]) -> None:
+    """Drop what a pass over a loop's body found: its entry state was not final."""
+    a.obligations.rollback(mark)  # type: ignore[arg-type]
+    a.facts, a.replay_facts = set(facts_mark[0]), set(facts_mark[1])  # the pass's facts go too
+    a.loop_facts = {k: list(v) for k, v in facts_mark[2].items()}
+    a.floors = {}  # some of the bounds it knew are gone
+    a.bounded = {}
+
+
+def _races_carried(a: TagAnalysis, mark: tuple[Any, ...], base: State, entry: State) -> bool:
+    """Whether the pass since `mark` found a race while its entry held shared accesses that the
+    back edge leaves unordered (writes, or reads, at the end of the body with no barrier after
+    them): such a race may need an iteration before it, and the first iteration is walked on
+    its own so that a witness of the others has one (`_for_symbolic`)."""
+    if not any(c.kind == "data-race" for c in a.obligations.candidates[mark[0]:]):
+        return False
+    return any(ours is not None and not np.array_equal(ours, theirs)
+               for (_, _, ours), (_, _, theirs) in zip(entry.memories, base.memories))
 
 
 def _loses_tags(base: State, back: State, joined: State) -> bool:

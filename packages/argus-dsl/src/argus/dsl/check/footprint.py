@@ -113,6 +113,11 @@ class Footprint:
             group.places = np.asarray(group.positions, np.int64)
         return group.places[points // self.threads]  # type: ignore[no-any-return]
 
+    def keep(self, memory: TagMemory) -> None:
+        """Keep `memory` as it was before the run, for `undo` (a memory the run changes beside
+        its accesses: the threads that read a shared memory, `shared_reads`)."""
+        self._keep(memory)
+
     def _keep(self, memory: TagMemory) -> _Saved:
         """The memory as it was before the run (saved at its first write, or its first read
         while a loop tracks which bytes are read before being written)."""

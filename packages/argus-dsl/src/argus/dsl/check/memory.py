@@ -15,6 +15,7 @@ from ..errors import VerificationError
 from ..machine.tiles import offset_table
 from .initialization import written
 from .product_reads import OperandMemory
+from .shared_reads import SEVERAL, SharedMemory
 from .reports import describer
 from .state import address_fingerprint, key_component, same_objects
 
@@ -129,8 +130,16 @@ class AbstractMemory:
                    by_group: bool = False) -> None:
         """A thread reading shared bytes another thread wrote since the last barrier: a race.
         A read `by_group` (an atom's shared operand, read by the group led by each of
-        `threads`) races with a write by any thread, its own included."""
-        if memory.per_thread or not self.checking:
+        `threads`) races with a write by any thread, its own included. A thread's read is
+        noted for the writes after it (`check_overwrite`; a group's, by `products`), in every
+        pass: a loop carries the reads its body leaves unordered into its next iteration."""
+        if memory.per_thread:
+            return
+        if not by_group and isinstance(memory, SharedMemory):
+            if self.footprint is not None:
+                self.footprint.keep(memory.reads)  # type: ignore[arg-type]  # (a run undone forgets them)
+            memory.note_thread_reads(idx, threads)
+        if not self.checking:
             return
         writers = memory.epoch_writer[idx.reshape(threads.size, -1)]
         unordered = (writers != -1) if by_group else (writers != -1) & (writers != threads[:, None])
@@ -143,14 +152,29 @@ class AbstractMemory:
                                     "threads": (writer, reader), "why": "read before a barrier orders the write"})
 
     def check_overwrite(self, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray) -> None:
-        """A thread writing shared bytes that the product of a group it is not in read since the
-        last barrier: a race (`product_reads`). The write that follows is the one checked."""
-        if not isinstance(memory, OperandMemory):
+        """A thread writing shared bytes that another thread, or the product of a group it is
+        not in (`product_reads`), read since the last barrier: a race (write after read; a
+        read in an earlier iteration of a loop that no barrier ended included). The write that
+        follows is the one checked: a write no rule checks forgets the reads (`shared_reads`)."""
+        if not isinstance(memory, SharedMemory):
             return
         memory.checked = True
         if not self.checking or self.check_in_flight(op, memory, idx, threads):
             return
         rows = idx.reshape(threads.size, -1)
+        unordered = memory.unordered_reads(rows, threads)
+        if unordered.any():
+            row, col = (int(x[0]) for x in np.nonzero(unordered))
+            writer, byte = int(threads[row]), int(rows[row, col])
+            reader = memory.reader(byte)
+            site = str(self.where(op))
+            self.obligations.fault(site, "data-race", writer, describer(self, op, site, np.arange(self.n)),
+                                   {"memory": memory.name, "byte": byte,
+                                    "threads": ("several" if reader == SEVERAL else reader, writer),
+                                    "why": "written before a barrier orders another thread's read of it"})
+            return
+        if not isinstance(memory, OperandMemory):
+            return
         unordered = memory.unordered(rows, threads)
         if unordered.any():
             row, col = (int(x[0]) for x in np.nonzero(unordered))

@@ -33,12 +33,7 @@ from argus.verify.memory import TagMemory
 from xdsl.ir import Operation, SSAValue
 
 from ..ir import dialect as D
-
-#: No group read the byte since the last barrier.
-NONE = -1
-#: More than one group (or groups of different sizes) read the byte since the last barrier.
-SEVERAL = -2
-
+from .shared_reads import NONE, SEVERAL, SharedMemory
 
 @dataclass
 class InFlight(TagMemory):
@@ -97,8 +92,10 @@ class InFlight(TagMemory):
 
 
 @dataclass
-class OperandMemory(TagMemory):
-    """A shared memory some product reads an operand from, with the groups that read it."""
+class OperandMemory(SharedMemory):
+    """A shared memory some product reads an operand from, with the groups that read it (and,
+    as every shared memory, the threads that read it). A write no thread's rule checked (a
+    backend's asynchronous copy) forgets the groups' reads as it forgets the threads'."""
 
     readers: TagMemory | None = None
     """Per byte, as its `epoch_writer`: the first thread of the group whose product read it
@@ -107,23 +104,17 @@ class OperandMemory(TagMemory):
     """Threads per group of the products that read it (0 until one has)."""
     pending: InFlight | None = None
     """The asynchronous products still running that read it (None: no `matmul_async` does)."""
-    checked: bool = False
-    """Whether the next write is a thread's that the analysis has checked against the reads
-    (`unordered`). A write it has not checked, a backend's asynchronous copy, is taken as
-    ordered after them, and they are forgotten."""
 
     @classmethod
     def operands(cls, name: str, nbytes: int) -> OperandMemory:
-        memory = cls.shared(name, nbytes)
-        memory.readers = TagMemory.shared(f"{name}, as products read it", nbytes)
+        memory = cls.of(name, nbytes)
+        memory.readers = TagMemory.shared(f"{name}, as products read it", nbytes)  # type: ignore[attr-defined]
         return memory  # type: ignore[return-value]
 
-    def write(self, idx: np.ndarray, ids: np.ndarray, threads: np.ndarray, site: int | np.ndarray) -> None:
-        super().write(idx, ids, threads, site)
-        if not self.checked:
-            assert self.readers is not None
-            self.readers.epoch_writer[idx.reshape(-1)] = NONE
-        self.checked = False
+    def forget(self, idx: np.ndarray) -> None:
+        super().forget(idx)
+        assert self.readers is not None
+        self.readers.epoch_writer[idx.reshape(-1)] = NONE
 
     def note_reads(self, idx: np.ndarray, leaders: np.ndarray, group: int) -> None:
         """The group of `group` threads led by `leaders[r]` reads bytes `idx[r]`."""

@@ -122,8 +122,10 @@ class State:
     slots: list[tuple[np.ndarray, Affine | None]]
 
     def same_as(self, other: State) -> bool:
-        return (all(np.array_equal(p[0], q[0]) and np.array_equal(p[1], q[1]) for p, q in zip(self.memories,
-                                                                                              other.memories))
+        """Whether the tags, write status and unordered accesses (a loop's entry carries them to
+        its next iteration) of every memory, and the variables, are the same."""
+        return (all(np.array_equal(p[0], q[0]) and np.array_equal(p[1], q[1])
+                    and (p[2] is None or np.array_equal(p[2], q[2])) for p, q in zip(self.memories, other.memories))
                 and all(np.array_equal(p[0], q[0]) for p, q in zip(self.slots, other.slots))
                 and same_values([v for _, v in self.slots], [v for _, v in other.slots]))
 

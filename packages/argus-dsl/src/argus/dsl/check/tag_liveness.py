@@ -31,7 +31,6 @@ from xdsl.dialects import arith, scf
 from ..ir import dialect as D
 from ..ir.dialect import UNROLLED
 from .op_table import OpTable
-from .product_reads import operand_allocations
 from ..ops import integers
 
 _VIEWS = (D.ViewOp, D.SliceOp, D.PartitionOp)
@@ -57,7 +56,7 @@ def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> Liveness:
     install()  # every op's liveness rule: an op missing one would be dropped when unused
     walk = _Liveness(table or OpTable(kernel))
     walk.unassigned = unassigned_reads(walk.table, kernel.body.block)
-    walk.operands = {id(op.results[0]) for op in operand_allocations(kernel)}
+    walk.operands = {id(op.results[0]) for op in kernel.walk() if isinstance(op, D.MakeSharedOp)}
     walk.block(kernel.body.block, set())
     return Liveness(walk.keep | walk.bounds, walk.bounds - walk.keep, walk.traced)
 
@@ -112,9 +111,10 @@ class _Liveness:
         self.unassigned: set[int] = set()
         """The reads of variables that may find them unassigned (`unassigned_reads`)."""
         self.operands: set[int] = set()
-        """The shared memories products read operands from (`product_reads`): every write to them
-        is walked, whether or not anything reads what it writes, since it may race with a product
-        that read them (or still reads them: one started with `matmul_async`)."""
+        """The shared memories: every write to them is walked, whether or not anything reads what
+        it writes, since it may race with a thread's read before it (`shared_reads`, in an
+        earlier iteration of a loop too) or a product's (`product_reads`; one started with
+        `matmul_async` may still read them)."""
 
     def root(self, value: int) -> int:
         """The allocation (or tensor argument) a tile or tensor value is a view of."""
