@@ -154,6 +154,7 @@ class GlobalAccess:
         (`i = block_x·128 + t` of `out[i]`: block_x·128 ≤ n − 1, so the last block may be
         ragged); everything else about the access stays an obligation."""
         points = self.active(active)
+        axes = []
         for c, d in zip(coords, ref.dims):
             if type(c) is Uniform:
                 terms, least, greatest = c.key[1], c.key[0], c.key[0]
@@ -163,7 +164,14 @@ class GlobalAccess:
                     continue  # (a part per thread: a clamp, say)
                 terms = tuple((a, int(rows.terms[a][0])) for a in sorted(rows.terms) if rows.terms[a][0])
                 least, greatest = int(rows.const.min()), int(rows.const.max())
-            if not terms or not self._of_the_launch(terms):
+            if terms and self._of_the_launch(terms):
+                axes.append((terms, least, greatest, d))
+        # a block index stepping along two axes of one store at once moves diagonally through
+        # the tensor: the grid along it is not taken to cover either (`bn = block_y·BN` beside
+        # `bm = block_y·BM`)
+        blocks = [{a for a, _ in terms if a in self.block_symbols} for terms, *_ in axes]
+        for k, (terms, least, greatest, d) in enumerate(axes):
+            if any(blocks[k] & other for j, other in enumerate(blocks) if j != k):
                 continue
             extent = add_keys(d.row(0), (-1, ()))
             for key in ((greatest, terms), sub_keys(extent, (least, terms))):
