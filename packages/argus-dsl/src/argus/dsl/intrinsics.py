@@ -57,8 +57,7 @@ class IntrinsicBuilder:
     def scalar(self, value: Any, dtype: DType = i32, index: int | None = None) -> SSAValue:
         """A runtime scalar of `dtype` (a compile-time number becomes a constant)."""
         node = self.node if index is None else self.node.args[index]
-        converted = self._fe.convert(value, dtype, node)
-        return self._fe.materialize(converted, node).ssa  # type: ignore[no-any-return]
+        return self._fe.runtime(value, dtype, node).ssa  # type: ignore[no-any-return]
 
     def integer(self, value: Any, index: int) -> int:
         """A compile-time integer argument."""

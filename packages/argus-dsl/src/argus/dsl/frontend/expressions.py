@@ -174,9 +174,9 @@ class Expressions:
     def unify(self, node: ast.AST, left: Any, right: Any) -> tuple[Value, Value]:
         """Bring two operands to one dtype: a compile-time number takes the runtime side's type."""
         if not isinstance(left, Value):
-            left = self.materialize(self.convert(left, right.dtype, node), node)
+            left = self.runtime(left, right.dtype, node)
         if not isinstance(right, Value):
-            right = self.materialize(self.convert(right, left.dtype, node), node)
+            right = self.runtime(right, left.dtype, node)
         if left.dtype != right.dtype:
             raise self.type_error(node, f"operands have different types ({left.dtype} and {right.dtype}); convert one explicitly, e.g. f32(x)")
         return left, right
@@ -321,7 +321,7 @@ class Expressions:
         if not isinstance(base, (TensorRef, TileRef)):
             raise self.type_error(target, "only tensors and tiles can be assigned element-wise")
         coords = self.coordinates(target, base)
-        stored = self.materialize(self.convert(value, base.type.dtype, target), target)
+        stored = self.runtime(value, base.type.dtype, target)
         self.emit(D.StoreOp.create(operands=[stored.ssa, base.ssa, *coords]))
 
     def subtile(self, node: ast.Subscript, base: TileRef, items: list[ast.expr]) -> TileRef:
@@ -440,6 +440,29 @@ class Expressions:
             return Value(self.emit(cls(v.ssa, target)).results[0], dtype)
         raise self.type_error(node, f"no conversion from {src} to {dtype}")
 
+    def runtime(self, value: Any, dtype: DType, node: ast.AST) -> Value:
+        """`value` as a runtime value of `dtype`: a runtime value must already have it (or the
+        error says how to convert); a compile-time number becomes a constant of `dtype`, refused
+        where `dtype` cannot hold it (an integer outside its range, a finite float past its
+        largest value)."""
+        converted = self.convert(value, dtype, node)
+        if isinstance(converted, Value):
+            return converted
+        if isinstance(converted, bool) or dtype is boolean:
+            return self.materialize(converted, node)
+        if dtype.is_integer:
+            # a signed type also takes the bit patterns of its width written as unsigned (0xFFFFFFFF)
+            low, high = (-(1 << (dtype.bits - 1)) if dtype.kind == "int" else 0), 1 << dtype.bits
+            if not low <= converted < high:
+                raise self.type_error(node, f"{converted} is not a {dtype} value (give {low} to {high - 1})")
+        elif dtype.is_float and dtype.minifloat is None:
+            largest = _LARGEST.get(dtype.name)
+            if largest is not None and math.isfinite(converted) and abs(converted) > largest:
+                raise self.type_error(node, f"{converted} is past the largest {dtype} value ({largest:g})")
+        else:  # an 8-bit float: constants are f32, converted where they are stored
+            return self.materialize(converted, node)
+        return self.constant(converted, dtype)
+
     def materialize(self, value: Any, node: ast.AST) -> Value:
         """A runtime value for `value` (compile-time ints become i32, floats f32, bools bool)."""
         if isinstance(value, Value):
@@ -454,6 +477,11 @@ class Expressions:
             return self.constant(value, f32)
         raise self.type_error(node, f"{describe(value)} is not a runtime value")
 
+
+
+_LARGEST = {"f16": 65504.0, "bf16": 3.3895313892515355e38, "f32": 3.4028234663852886e38}
+"""The largest finite value of each float type narrower than Python's (a constant past it would
+round to infinity)."""
 
 
 def _too_large(op: ast.operator, left: Any, right: Any) -> str:

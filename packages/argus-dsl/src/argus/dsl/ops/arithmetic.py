@@ -96,7 +96,7 @@ def _build_fma(fe: Any, node: ast.Call, args: list[Any]) -> Value:
     if not typed or not typed[0].dtype.is_float:
         raise fe.type_error(node, "fma takes floats, at least one of them a runtime value")
     dt = typed[0].dtype
-    a, b, c = (fe.materialize(fe.convert(v, dt, node), node) for v in args)
+    a, b, c = (fe.runtime(v, dt, node) for v in args)
     return Value(fe.emit(math.FmaOp(a.ssa, b.ssa, c.ssa)).results[0], dt)
 
 

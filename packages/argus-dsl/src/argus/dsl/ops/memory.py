@@ -84,7 +84,7 @@ def _build_atomic(kind: str) -> Callable[..., Value]:
         if kind in ("add", "max", "min") and not (dtype.is_integer or dtype.is_float):
             raise fe.type_error(node, f"atomic_{kind} needs numbers, not {dtype}")
         coords = fe.coordinates(target_node, base)
-        value = fe.materialize(fe.convert(fe.expr(args[1]), dtype, args[1]), args[1])
+        value = fe.runtime(fe.expr(args[1]), dtype, args[1])
         op = D.AtomicOp.create(operands=[value.ssa, base.ssa, *coords], properties={"kind": xbuiltin.StringAttr(kind)},
                                result_types=[mlir_type(dtype)])
         return Value(fe.emit(op).results[0], dtype)
