@@ -19,10 +19,10 @@ from argus.dsl.ir import dialect as D
 from argus.dsl.atoms import CopyAtom, MMAAtom
 from argus.dsl.errors import SourceLocation
 from argus.dsl.llvm import RULES as GENERIC_RULES
-from argus.dsl.llvm import KernelABI, Memory, Param, element_type, ident, natural_alignment
+from argus.dsl.llvm import KernelABI, Memory, Param, arith_type, element_type, ident, natural_alignment
 from argus.dsl.llvm import Translator as LLVMTranslator
 from argus.layout import same_function
-from xdsl.dialects import builtin
+from xdsl.dialects import builtin, math
 from xdsl.ir import Operation, SSAValue
 
 from .errors import CodegenError
@@ -348,8 +348,26 @@ def copy_instruction(atom: CopyAtom) -> str | None:
     return None
 
 
-#: The rules of every op this backend translates; the package's intrinsic modules add theirs.
-RULES: dict[type, Rule] = {**GENERIC_RULES, D.MmaWaitOp: _mma_wait}
+def _log2(t: Translator, op: math.Log2Op) -> None:
+    """log2 through the GPU's lg2 instruction (f32, relative error below 2^-22; f16 and bf16 widen
+    to f32 and round back): LLVM's NVPTX target has no lowering of its own for llvm.log2 and aborts
+    the process on one."""
+    ty = arith_type(op.result.type, t.where(op))
+    if ty == "double":
+        raise t.unsupported(op, "log2 of an f64 value (the GPU has no instruction for it; convert to f32)")
+    x = t.value(op.operands[0])
+    wide = x if ty == "float" else t.fresh("wide")
+    if ty != "float":
+        t.emit(f"{wide} = fpext {ty} {x} to float")
+    result = t.call("float", "llvm.nvvm.lg2.approx.f", [("float", wide)], "log2")
+    if ty == "float":
+        t.names[op.result] = result
+    else:
+        t.define(op.result, f"fptrunc float {result} to {ty}")
+
+
+#: The rules this backend has of its own, before the shared ones; its intrinsic modules add theirs.
+RULES: dict[type, Rule] = {**GENERIC_RULES, D.MmaWaitOp: _mma_wait, math.Log2Op: _log2}
 Translator.RULES = RULES
 
 
