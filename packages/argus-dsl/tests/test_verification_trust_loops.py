@@ -151,3 +151,230 @@ def test_a_thread_rewriting_what_it_alone_read_needs_no_barrier():
     dst = np.zeros(192, np.float32)
     own_element_rewritten[(1,)](SRC[:192], dst, 192, 3)
     assert (dst == SRC[:192]).all()
+
+
+# ---- siblings: where the read and the write are, and what stands between them ---------------
+
+
+@kernel(block=(64,), verify=False)
+def inner_loop_reads(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int, steps: int, inner: int):
+    s = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    for it in range(0, steps):
+        s[tid] = src[it * 64 + tid]  # races with the inner loop's reads of the outer iteration before
+        syncthreads()
+        for j in range(0, inner):
+            got[0] = s[(tid + 1) % 64]
+            dst[it * 64 + tid] = got[0]
+
+
+@kernel(block=(64,), verify=False)
+def inner_loop_without_closing_barrier(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int, steps: int,
+                                       inner: int):
+    s = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    for it in range(0, steps):
+        for j in range(0, inner):
+            s[tid] = src[j * 64 + tid]  # races with the read of the inner iteration before
+            syncthreads()
+            got[0] = s[(tid + 1) % 64]
+            dst[j * 64 + tid] = got[0]
+        syncthreads()
+
+
+@kernel(block=(64,), verify=False)
+def read_under_a_runtime_branch(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int, steps: int, flag: int):
+    s = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    for it in range(0, steps):
+        s[tid] = src[it * 64 + tid]
+        syncthreads()
+        if flag > 0:
+            got[0] = s[(tid + 1) % 64]
+            dst[it * 64 + tid] = got[0]
+
+
+@kernel(block=(64,), verify=False)
+def read_by_some_threads(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int, steps: int):
+    s = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    for it in range(0, steps):
+        s[tid] = src[it * 64 + tid]
+        syncthreads()
+        if tid < 8:
+            got[0] = s[(tid + 1) % 64]
+            dst[it * 64 + tid] = got[0]
+
+
+@kernel(block=(64,), verify=False)
+def static_loop(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int):
+    s = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    for it in static_range(3):
+        s[tid] = src[it * 64 + tid]
+        syncthreads()
+        got[0] = s[(tid + 1) % 64]
+        dst[it * 64 + tid] = got[0]
+
+
+@kernel(block=(64,), verify=False)
+def static_loop_unrolled(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int):
+    s = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    for it in static_range(3):
+        s[tid] = src[it * 64 + tid]
+        syncthreads()
+        if it == 1:  # a branch in Python: the iterations differ, and the loop is unrolled
+            got[0] = s[(tid + 2) % 64]
+        else:
+            got[0] = s[(tid + 1) % 64]
+        dst[it * 64 + tid] = got[0]
+
+
+@kernel(block=(64,), verify=False)
+def runtime_loop_with_constant_bounds(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int):
+    s = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    for it in range(0, 3):
+        s[tid] = src[it * 64 + tid]
+        syncthreads()
+        got[0] = s[(tid + 1) % 64]
+        dst[it * 64 + tid] = got[0]
+
+
+@kernel(block=(64,), verify=False)
+def written_early_in_the_next_iteration(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int, steps: int):
+    a = make_shared((64,), f32)
+    b = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    for it in range(0, steps):
+        b[tid] = src[it * 64 + tid]  # before any barrier: races with the last read of b
+        a[tid] = src[it * 64 + tid]
+        syncthreads()
+        got[0] = a[(tid + 1) % 64]
+        dst[it * 64 + tid] = got[0]
+        syncthreads()
+        got[0] = b[(tid + 7) % 64]
+        dst[it * 64 + tid] = got[0]
+
+
+@kernel(block=(64,), verify=False)
+def written_after_a_barrier_in_the_next_iteration(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int,
+                                                  steps: int):
+    a = make_shared((64,), f32)
+    b = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    for it in range(0, steps):
+        a[tid] = src[it * 64 + tid]
+        syncthreads()  # orders the last read of b before the write below
+        got[0] = a[(tid + 1) % 64]
+        b[tid] = got[0]
+        syncthreads()
+        got[0] = b[(tid + 5) % 64]
+        dst[it * 64 + tid] = got[0]
+
+
+@kernel(block=(64,), verify=False)
+def two_loops_sharing_a_buffer(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int, steps: int):
+    s = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    s[tid] = src[tid]
+    syncthreads()
+    for it in range(0, steps):
+        got[0] = s[(tid + 1) % 64]
+        dst[it * 64 + tid] = got[0]
+    for it in range(0, steps):
+        s[tid] = src[it * 64 + tid]  # the first loop's reads are unordered with it
+        syncthreads()
+        got[0] = s[(tid + 1) % 64]
+        dst[it * 64 + tid] = got[0]
+        syncthreads()
+
+
+@kernel(block=(64,), verify=False)
+def barrier_some_warps_reach(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int, steps: int):
+    s = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    for it in range(0, steps):
+        s[tid] = src[it * 64 + tid]
+        syncthreads()
+        got[0] = s[(tid + 1) % 64]
+        dst[it * 64 + tid] = got[0]
+        if tid < 32:  # the second warp never gets to it: it orders nothing
+            syncthreads()
+
+
+@kernel(block=(64,), verify=False)
+def barrier_every_thread_reaches(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int, steps: int):
+    s = make_shared((64,), f32)
+    got = make_local((1,), f32)
+    tid = thread_idx.x
+    tag(src, lambda i: (i,))
+    for it in range(0, steps):
+        s[tid] = src[it * 64 + tid]
+        syncthreads()
+        got[0] = s[(tid + 1) % 64]
+        dst[it * 64 + tid] = got[0]
+        if tid < 64:  # every thread of the block
+            syncthreads()
+
+
+def _run(k, *sizes: int) -> None:
+    k[(1,)](SRC, np.zeros(SRC.size, np.float32), SRC.size, *sizes)
+
+
+@pytest.mark.parametrize("k, sizes, text, iteration", [
+    (inner_loop_without_closing_barrier, (2, 3), "s[tid] = src[j * 64 + tid]", {"it": 0, "j": 1}),
+    (read_by_some_threads, (3,), "s[tid] = src[it * 64 + tid]", {"it": 1}),
+    (static_loop, (), "s[tid] = src[it * 64 + tid]", {"it": 1}),
+    (static_loop_unrolled, (), "s[tid] = src[it * 64 + tid]", None),
+    (runtime_loop_with_constant_bounds, (), "s[tid] = src[it * 64 + tid]", {"it": 1}),
+    (written_early_in_the_next_iteration, (3,), "b[tid] = src[it * 64 + tid]", {"it": 1}),
+    (two_loops_sharing_a_buffer, (3,), "s[tid] = src[it * 64 + tid]  # the first", None),
+    (barrier_some_warps_reach, (3,), "s[tid] = src[it * 64 + tid]", {"it": 1}),
+], ids=lambda v: getattr(v, "name", None))
+def test_a_read_unordered_with_a_later_write_is_found_wherever_they_are(k, sizes, text, iteration):
+    with pytest.raises(KernelFault, match="data-race"):
+        _run(k, *sizes)
+    _race(k, text, iteration)
+
+
+@pytest.mark.parametrize("k, sizes", [(inner_loop_reads, (3, 2)), (read_under_a_runtime_branch, (3, 1))],
+                         ids=lambda v: getattr(v, "name", None))
+def test_a_race_after_reads_on_some_paths_only_is_never_proved_absent(k, sizes):
+    """The reads happen where an inner loop runs or a runtime branch is taken: the race is
+    reported where the witness replays, and the kernel is never said to be free of it."""
+    with pytest.raises(KernelFault, match="data-race"):
+        _run(k, *sizes)
+    result = k.verify()
+    assert result.verdict in (Verdict.VIOLATED, Verdict.UNKNOWN), result.text()
+    assert "data-race" in result.text(), result.text()
+
+
+@pytest.mark.parametrize("k", [written_after_a_barrier_in_the_next_iteration, barrier_every_thread_reaches],
+                         ids=lambda v: v.name)
+def test_a_barrier_every_thread_reaches_orders_the_reads_before_it(k):
+    _run(k, 3)
+    assert k.verify().verdict is Verdict.NOTHING_TO_PROVE

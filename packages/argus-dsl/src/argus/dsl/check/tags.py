@@ -53,6 +53,11 @@ def _distinct_rows(value: Affine, points: np.ndarray) -> list[Key]:
 
 
 def sync_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    """A barrier orders the shared accesses before it; one that only some of the block's threads
+    reach (under a branch on the thread index) orders nothing: the interpreter faults on it,
+    and the accesses around it stay checked against each other."""
+    if not mask.all():
+        return
     for m in a.memories:
         if not m.per_thread:
             m.barrier()
