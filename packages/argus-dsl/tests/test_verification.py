@@ -211,6 +211,7 @@ def test_an_access_out_of_bounds_in_every_launch_is_reported():
 @kernel(block=(32,), verify=False)
 def part_overrun(x: Tensor[bf16, "n"], n: int):
     tag(x, lambda i: (i,))
+    assume(n >= 32)  # one block's threads each read their element
     s = make_shared((32, 8), bf16)
     a = make_local((1,), bf16)
     s[thread_idx.x, 0] = x[thread_idx.x]
@@ -232,6 +233,7 @@ def test_a_part_outside_its_tile_is_reported_as_the_interpreter_reports_it():
 @kernel(block=(32,), verify=False)
 def reread_after_reset(x: Tensor[bf16, "n"], out: Tensor[bf16, "n"], n: int):
     tag(x, lambda i: (i,))
+    assume(n >= 32)
     s = make_shared((32,), bf16)
     s[thread_idx.x] = x[thread_idx.x]
     syncthreads()
@@ -250,6 +252,7 @@ def test_reading_shared_data_whose_tag_was_reset_is_not_an_uninitialized_read():
 @kernel(block=(32,), verify=False)
 def far_past_the_end(x: Tensor[bf16, "n"], out: Tensor[bf16, "n"], n: int):
     tag(x, lambda i: (i,))
+    assume(n >= 32)  # x[thread_idx.x] is in bounds; x[2n + thread_idx.x] never is
     a = make_local((1,), bf16)
     b = make_local((1,), bf16)
     a[0] = x[thread_idx.x]
@@ -261,12 +264,14 @@ def far_past_the_end(x: Tensor[bf16, "n"], out: Tensor[bf16, "n"], n: int):
 def test_an_access_no_launch_keeps_in_bounds_is_reported_rather_than_emptying_the_domain():
     result = far_past_the_end.verify()
     w = _finding(result, "out-of-bounds", far_past_the_end, 'b[0] = x')
-    assert w["index"] == ("2*n + 31",) and w["replayed"].startswith("the interpreter faults the same way")
+    assert w["index"] == (2 * w["sizes"]["n"] + w["thread"],)  # the coordinate in the witness's launch
+    assert w["replayed"].startswith("the interpreter faults the same way")
 
 
 @kernel(block=(32,), verify=False)
 def behind_by(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int, lag: constexpr):
     tag(x, lambda i: (i,))
+    assume(n % 32 == 0)  # whole blocks
     a = make_local((1,), f32)
     i = block_idx.x * 32 + thread_idx.x
     a[0] = x[i - lag]  # lag > 0: the first block, which every launch runs, reads before x
@@ -286,6 +291,7 @@ def test_an_access_the_first_block_makes_out_of_bounds_is_reported_rather_than_l
 @kernel(block=(32,), verify=False)
 def clamped(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int, last: constexpr):
     tag(x, lambda i: (i,))
+    assume(n >= 32)
     a = make_local((1,), f32)
     a[0] = x[min(thread_idx.x + n, n - last)]  # each thread its own unknown; last = 0 reads x[n]
     assert tag(a[...]) == tag(a[...])
@@ -304,6 +310,7 @@ def test_a_coordinate_each_thread_computes_its_own_way_is_held_in_bounds(last, v
 @kernel(block=(32,), verify=False)
 def unchecked_registers(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int, store: constexpr, load: constexpr):
     tag(x, lambda i: (i,))
+    assume(n >= 32)
     scratch = make_local((4,), f32)  # nothing any check reads
     for k in static_range(4):
         scratch[k] = 0.0
@@ -345,6 +352,7 @@ def test_a_shared_store_nothing_reads_is_still_held_inside_its_tile():
 @kernel(block=(32,), verify=False)
 def data_indexed_registers(x: Tensor[f32, "n"], idx: Tensor[i32, "n"], n: int):
     tag(x, lambda i: (i,))
+    assume(n >= 32)
     scratch = make_local((4,), f32)
     scratch[idx[thread_idx.x]] = 1.0  # a coordinate read from memory, in an access no check reads
     a = make_local((1,), f32)
@@ -518,6 +526,7 @@ def test_an_op_family_teaches_the_analysis_its_ops(monkeypatch):
 @kernel(block=(32,), verify=False)
 def tagged_by_variable(x: Tensor[bf16, "m"], m: int, n: int):
     tag(x, lambda i: (i,))
+    assume(m >= 32 * n)  # the loop's n tiles of x
     got = make_local((1,), bf16)
     want = make_local((1,), bf16)
     base = 0
@@ -628,6 +637,7 @@ def test_a_runtime_loop_whose_threads_disagree_on_its_bounds_is_unknown(no_resul
 @kernel(block=(32,), verify=False)
 def wrong_from_block_5(x: Tensor[f32, "n"], n: int):
     tag(x, lambda i: (i,))
+    assume(block_idx.x * 32 + 32 <= n)  # the grid covers x
     got = make_local((1,), f32)
     want = make_local((1,), f32)
     tag(want, lambda i: (block_idx.x * 32 + thread_idx.x + block_idx.x // 5,))  # one off from block 5 on
