@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from argus.dsl import Tensor, bf16, block_idx, f32, i32, kernel, lane_id, make_local, matmul, static_range, tag, warp_mma_16x8x16
+from argus.dsl import Tensor, assume, bf16, block_idx, f32, i32, kernel, lane_id, make_local, matmul, static_range, tag, warp_mma_16x8x16
 from argus.dsl.check import footprint, rules, run_plan
 from argus.dsl.check.copies import CannotBatch, TileCopies
 from argus.dsl import make_shared, syncthreads, thread_idx, u32
@@ -163,6 +163,7 @@ def test_bytes_nothing_wrote_are_reported_where_they_are_read(name: str, edits: 
 def through_one_register(x: Tensor[bf16, "n", 4], out: Tensor[bf16, "n", 4], n: int):
     """Every copy of the unrolled loop passes its element through the same register byte."""
     tag(x, lambda r, c: (r, c))
+    assume(n % 32 == 0)  # whole blocks of rows
     row = block_idx.x * 32 + thread_idx.x
     tmp = make_local((1,), bf16)
     got = make_local((4,), bf16)
@@ -179,6 +180,7 @@ def through_one_register(x: Tensor[bf16, "n", 4], out: Tensor[bf16, "n", 4], n: 
 def through_one_register_late(x: Tensor[bf16, "n", 4], out: Tensor[bf16, "n", 4], n: int):
     """The same with the register read before it is written: copy i gets copy i - 1's element."""
     tag(x, lambda r, c: (r, c))
+    assume(n % 32 == 0)  # whole blocks of rows
     row = block_idx.x * 32 + thread_idx.x
     tmp = make_local((1,), bf16)
     got = make_local((4,), bf16)
@@ -196,6 +198,7 @@ def through_one_register_late(x: Tensor[bf16, "n", 4], out: Tensor[bf16, "n", 4]
 def through_one_register_late_by_thread(x: Tensor[bf16, "n", 4], out: Tensor[bf16, "n", 4], n: int):
     """The same, the register byte picked by the thread's index (which picks byte 0)."""
     tag(x, lambda r, c: (r, c))
+    assume(n % 32 == 0)  # whole blocks of rows
     row = block_idx.x * 32 + thread_idx.x
     zero = thread_idx.x // 32
     tmp = make_local((1,), bf16)

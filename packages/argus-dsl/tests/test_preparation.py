@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from argus.dsl import Tensor, bf16, f32, kernel, make_local, matmul, static_range, tag, thread_idx, warp_mma_16x8x16
+from argus.dsl import Tensor, assume, bf16, f32, kernel, make_local, matmul, static_range, tag, thread_idx, warp_mma_16x8x16
 from argus.dsl.check import Preparation, TagAnalysis, control
 from argus.dsl.check.control import Renamer
 from argus.dsl.ir.dialect import StoreOp, is_unrolled
@@ -159,6 +159,7 @@ def test_a_loop_settles_as_it_does_when_its_whole_entry_state_is_built(name, mon
 @kernel(block=(32,), verify=False)
 def carried_through_the_back_edge(x: Tensor[f32, "n"], n: int):
     tag(x, lambda i: (i,))
+    assume(n >= 32)
     held = make_local((1,), f32)
     want = make_local((1,), f32)
     held[0] = x[thread_idx.x]
@@ -184,6 +185,7 @@ def _accumulator_carried(shift: int) -> Any:
     @kernel(block=(32,), verify=False)
     def accumulator_carried(x: Tensor[f32, "n"], n: int):
         tag(x, lambda i: (i,))
+        assume(n >= 8)
         acc = make_local((4,), f32)
         staged = make_local((4,), f32)
         want = make_local((4,), f32)
