@@ -975,9 +975,11 @@ def _no_tags(a: Any, op: Any, mask: np.ndarray) -> None:
 
 
 def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
-    """The box's tags are the tensor's tag function at each element's coordinates; the box lies
-    inside the tensor (a fact of the domain, as for every global access). A multicast box
-    lands in each of its blocks' tiles."""
+    """The box's tags are the tensor's tag function at each element's coordinates. A box may
+    reach outside the tensor (the copy fills those elements with zeros, as the hardware does:
+    how a ragged edge is read, and what a persistent block with no tile left copies), so it
+    states no in-bounds fact and is no bounds obligation: the zeros' tags (⊥) pair with
+    anything. A multicast box lands in each of its blocks' tiles."""
     ref = a.values[op.tensor]
     tile = a.values[op.tile]
     name = ref.name
@@ -987,8 +989,6 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
     a.read_globals.add(name)
     coords = [a.int_value(c, op) for c in op.coords]
     box = [int(tile.layout[i].size()) for i in range(tile.layout.rank)]
-    a.in_bounds(op, ref, coords, mask)
-    a.in_bounds(op, ref, [a.space.add(c, a.space.constant(n - 1, a.n)) for c, n in zip(coords, box)], mask)
     threads = tuple(a.active(mask).tolist())
 
     def boxes() -> list[tuple[int, np.ndarray, np.ndarray]]:

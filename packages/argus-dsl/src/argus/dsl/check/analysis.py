@@ -17,8 +17,11 @@ written on one side only is written in the launches taking it: `initialization`)
 runtime loop with symbolic bounds runs its body with a fresh symbol ``i`` bounded by the loop's
 range, from the join of the state before the loop and the state the body leaves, renamed to
 the previous iteration (``i ↦ i - step``), until that entry state is stable; assertions are
-checked on the last pass. Accesses to global memory outside symbolic branches are assumed in
-bounds: those facts join the domain, so witnesses are launches a caller could make.
+checked on the last pass. Every access to global memory must be in bounds wherever a thread
+gets to it: an obligation decided over the kernel's assumptions and the grid covering what it
+writes (`bounds.GlobalAccess.bound_obligation`), never assumed. Its in-bounds facts join the
+domain of the tag assertions, which is sound because a proof needs every such obligation proved
+first. (Copies that fill zeros outside the tensor, as TMA and buffer loads do, are none.)
 
 Clusters: the blocks of a cluster are analysed together, as the interpreter runs them: the
 threads enumerated are the cluster's (block after block), the symbols are the cluster's
