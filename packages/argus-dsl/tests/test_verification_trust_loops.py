@@ -11,6 +11,7 @@ import pytest
 from argus.dsl import (
     KernelFault,
     Tensor,
+    assume,
     f32,
     kernel,
     make_local,
@@ -69,6 +70,7 @@ def staged_without_closing_barrier(src: Tensor[f32, "n"], dst: Tensor[f32, "n"],
     want = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     for it in range(0, steps):
         s[tid] = src[it * 64 + tid]  # races with the neighbour's read of the iteration before
         syncthreads()
@@ -85,6 +87,7 @@ def staged_with_closing_barrier(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n:
     want = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     for it in range(0, steps):
         s[tid] = src[it * 64 + tid]
         syncthreads()
@@ -138,6 +141,7 @@ def own_element_rewritten(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int, 
     want = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     for it in range(0, steps):
         s[tid] = src[it * 64 + tid]
         got[0] = s[tid]  # each thread reads back its own element: no barrier needed
@@ -162,6 +166,7 @@ def inner_loop_reads(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int, steps
     got = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     for it in range(0, steps):
         s[tid] = src[it * 64 + tid]  # races with the inner loop's reads of the outer iteration before
         syncthreads()
@@ -177,6 +182,7 @@ def inner_loop_without_closing_barrier(src: Tensor[f32, "n"], dst: Tensor[f32, "
     got = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     for it in range(0, steps):
         for j in range(0, inner):
             s[tid] = src[j * 64 + tid]  # races with the read of the inner iteration before
@@ -192,6 +198,7 @@ def read_under_a_runtime_branch(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n:
     got = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     for it in range(0, steps):
         s[tid] = src[it * 64 + tid]
         syncthreads()
@@ -206,6 +213,7 @@ def read_by_some_threads(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: int, s
     got = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     for it in range(0, steps):
         s[tid] = src[it * 64 + tid]
         syncthreads()
@@ -263,6 +271,7 @@ def written_early_in_the_next_iteration(src: Tensor[f32, "n"], dst: Tensor[f32, 
     got = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     for it in range(0, steps):
         b[tid] = src[it * 64 + tid]  # before any barrier: races with the last read of b
         a[tid] = src[it * 64 + tid]
@@ -282,6 +291,7 @@ def written_after_a_barrier_in_the_next_iteration(src: Tensor[f32, "n"], dst: Te
     got = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     for it in range(0, steps):
         a[tid] = src[it * 64 + tid]
         syncthreads()  # orders the last read of b before the write below
@@ -298,6 +308,7 @@ def two_loops_sharing_a_buffer(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: 
     got = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     s[tid] = src[tid]
     syncthreads()
     for it in range(0, steps):
@@ -317,6 +328,7 @@ def barrier_some_warps_reach(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n: in
     got = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     for it in range(0, steps):
         s[tid] = src[it * 64 + tid]
         syncthreads()
@@ -332,6 +344,7 @@ def barrier_every_thread_reaches(src: Tensor[f32, "n"], dst: Tensor[f32, "n"], n
     got = make_local((1,), f32)
     tid = thread_idx.x
     tag(src, lambda i: (i,))
+    assume(n >= 64 * steps)  # steps tiles of 64
     for it in range(0, steps):
         s[tid] = src[it * 64 + tid]
         syncthreads()
