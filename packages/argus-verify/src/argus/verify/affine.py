@@ -274,12 +274,12 @@ class Space:
     def mod(self, a: Affine, b: Affine) -> Affine:
         keys = _uniform_pair(a, b)
         if keys is not None:
-            return self.of_key(self._mod(*keys), len(a))
+            return self.of_key(self.mod_key(*keys), len(a))
         fast = self._by_constant(a, b)
         if fast is not None:
             quotient, c = fast
             return self.sub(a, self.scale(quotient, c))
-        return self.lift(a, b, self._mod, _np_mod)
+        return self.lift(a, b, self.mod_key, _np_mod)
 
     def _by_constant(self, a: Affine, b: Affine) -> tuple[Affine, int] | None:
         """``a // c`` for one positive constant c and symbolic parts shared by every point, with
@@ -319,7 +319,7 @@ class Space:
         def symbolic(x: Key, y: Key) -> Key:
             if simplify is not None:
                 return simplify(x, y)  # type: ignore[no-any-return]
-            return self._atom_key(kind, *_commute(kind, x, y))
+            return self.atom_key(kind, *_commute(kind, x, y))
 
         return self.lift(a, b, symbolic, concrete)
 
@@ -366,7 +366,8 @@ class Space:
             terms[atom][points] = column[inverse]
         return Affine(const, terms)
 
-    def _atom_key(self, kind: str, *args: Any) -> Key:
+    def atom_key(self, kind: str, *args: Any) -> Key:
+        """The key of one opaque term, `kind` of `args` (`atom`), with coefficient 1."""
         return (0, ((self.atom(kind, *args), 1),))
 
     def _product(self, x: Key, y: Key) -> Key:
@@ -375,12 +376,12 @@ class Space:
             return scale_key(y, cx)
         if cy is not None:
             return scale_key(x, cy)
-        return self._atom_key("mul", *sorted((x, y)))
+        return self.atom_key("mul", *sorted((x, y)))
 
     def _floordiv(self, x: Key, y: Key) -> Key:
         c = key_constant(y)
         if c is None or c == 0:
-            return self._atom_key("floordiv", x, y)
+            return self.atom_key("floordiv", x, y)
         if c < 0:
             return self._floordiv(scale_key(x, -1), (-c, ()))
         exact = tuple((a, k // c) for a, k in x[1] if k % c == 0)
@@ -388,12 +389,13 @@ class Space:
         q, r = divmod(x[0], c)
         if not rest:
             return (q, exact)
-        return add_keys((q, exact), self._atom_key("floordiv", (r, rest), (c, ())))
+        return add_keys((q, exact), self.atom_key("floordiv", (r, rest), (c, ())))
 
-    def _mod(self, x: Key, y: Key) -> Key:
+    def mod_key(self, x: Key, y: Key) -> Key:
+        """The key of ``x mod y`` (floored): affine where `y` is a nonzero constant."""
         c = key_constant(y)
         if c is None or c == 0:
-            return self._atom_key("mod", x, y)
+            return self.atom_key("mod", x, y)
         return sub_keys(x, scale_key(self._floordiv(x, y), c))
 
     def substitute(self, key: Key, symbol: int, replacement: Key) -> Key:
@@ -408,8 +410,8 @@ class Space:
                 out = add_keys(out, ((0, ((atom, coef),))))
                 continue
             args = tuple(self.substitute(x, symbol, replacement) if _is_key(x) else x for x in a.args)
-            simplify = {"mul": self._product, "floordiv": self._floordiv, "mod": self._mod}.get(a.kind)
-            rebuilt = simplify(*args) if simplify is not None else self._atom_key(a.kind, *args)
+            simplify = {"mul": self._product, "floordiv": self._floordiv, "mod": self.mod_key}.get(a.kind)
+            rebuilt = simplify(*args) if simplify is not None else self.atom_key(a.kind, *args)
             out = add_keys(out, scale_key(rebuilt, coef))
         return out
 

@@ -84,7 +84,7 @@ def select_int(sp: Space, op: Operation, args: list[Affine]) -> Affine:
     out_const = np.zeros(n, np.int64)
     out_terms: dict[int, np.ndarray] = {}
     for p in range(n):
-        key = sp._atom_key("select", c.row(p), a.row(p), b.row(p))
+        key = sp.atom_key("select", c.row(p), a.row(p), b.row(p))
         if c.row(p)[1] == ():
             key = a.row(p) if c.row(p)[0] else b.row(p)
         out_const[p] = key[0]

@@ -5,10 +5,11 @@ may make; under symbolic branches, an obligation instead).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from argus.verify.affine import Affine, Uniform, add_keys, sub_keys, unique_rows
+from argus.verify.affine import Affine, Uniform, add_keys, scale_key, sub_keys, unique_rows
 
 from ..ir import dialect as D
 from .findings import Conditional
@@ -234,9 +235,8 @@ class GlobalAccess:
         for found in self.obligations.candidates:
             if isinstance(found, Conditional) and found.site == site and found.kind == "out-of-bounds" and \
                     found.scope == scope and not hasattr(found.describe, "indexed"):
-                found.describe = _indexed(found.describe, space, [x.row(int(points[0])) for x in coords],
-                                          {int(t): [x.row(int(p)) for x in coords] for p, t in
-                                           zip(points.tolist(), (self.thread_of(points) % self.threads).tolist())})
+                found.describe = _indexed(found.describe, space, coords, points,
+                                          self.thread_of(points) % self.threads)
 
     def linear_path(self, point: int, thread: int) -> tuple[tuple[str, Key], ...]:
         """The comparisons the branches around the access make for `point` (of `thread`), a
@@ -371,7 +371,7 @@ class GlobalAccess:
             if context.ends is None:
                 symbol = self.space.symbols[context.symbol]
                 assert symbol.lo is not None and symbol.hi is not None
-                context.ends = (symbol.lo, sub_keys(symbol.hi, self.space._mod(sub_keys(symbol.hi, symbol.lo),
+                context.ends = (symbol.lo, sub_keys(symbol.hi, self.space.mod_key(sub_keys(symbol.hi, symbol.lo),
                                                                                (context.step, ()))))
             out = [self.space.substitute(k, context.symbol, end) for k in out for end in context.ends] + out
         result = self._iterations[key] = list(dict.fromkeys(out))
@@ -444,12 +444,16 @@ def _contradicts(conjunction: tuple[tuple[str, Key], ...]) -> bool:
     return False
 
 
-def _indexed(describe: Any, space: Any, first: list[Key], by_thread: dict[int, list[Key]]) -> Any:
-    """`describe` with the coordinates the witness's thread accesses in its launch (`index`)."""
+def _indexed(describe: Any, space: Any, coords: list[Affine], points: np.ndarray, threads: np.ndarray) -> Any:
+    """`describe` with the coordinates the witness's thread accesses in its launch (`index`): those
+    of the thread's last point among `points` (of `threads`), else of the first point. They are
+    read only when a witness is described (most obligations are proved, and a row per point of
+    every access cost GEMM's check most of its time)."""
     def indexed(point: int, element: int, model: dict[int, int]) -> dict[str, Any]:
         w = describe(point, element, model)
-        keys = by_thread.get(int(w.get("thread", point)), first)
-        w["index"] = tuple(space.evaluate(k, model) for k in keys)
+        mine = np.flatnonzero(threads == int(w.get("thread", point)))
+        at = int(points[mine[-1]]) if mine.size else int(points[0])
+        w["index"] = tuple(space.evaluate(x.row(at), model) for x in coords)
         return w  # type: ignore[no-any-return]
 
     indexed.indexed = True  # type: ignore[attr-defined]
@@ -475,3 +479,111 @@ def _undominated(alternatives: dict[tuple[Any, ...], int]) -> dict[tuple[Any, ..
         for i in sorted(kept):
             out[members[i]] = alternatives[members[i]]
     return out
+
+
+class Refuter:
+    """Decides without a solver, for the common case, that a conjunction (an access's way out of
+    bounds) holds in no launch of a domain: atoms are taken as independent integer unknowns
+    (sound: whatever else ties them only removes launches), the domain's equalities are solved
+    for unknowns of coefficient ±1 (`M = 64·(M // 64)` from an assumed divisibility), each
+    ``Σ cᵢxᵢ + k ≥ 0`` is divided by the gcd of its coefficients with its constant rounded down
+    (integers), and a contradiction is a constant below 0 or two facts with opposite terms whose
+    constants sum below 0. What it cannot refute is left to the solver; it never says more."""
+
+    def __init__(self, space: Any, facts: list[tuple[str, Key]]) -> None:
+        self.space = space
+        self.pivots: dict[int, Key] = {}
+        self.empty = False
+        self.strongest: dict[tuple[tuple[int, int], ...], int] = {}
+        unsolved: list[Key] = []
+        for kind, key in facts:
+            if kind == "eq0":
+                for equation in self._equalities(key):
+                    unsolved.extend(self._solve(equation))
+        for equation in unsolved:
+            for sign in (1, -1):
+                if self._note(self.strongest, scale_key(self._substituted(equation), sign)):
+                    self.empty = True
+        for kind, key in facts:
+            if kind == "ge0" and self._note(self.strongest, self._substituted(key)):
+                self.empty = True
+
+    def refutes(self, conjunction: tuple[tuple[str, Key], ...] | list[tuple[str, Key]]) -> bool:
+        """Whether no launch of the domain satisfies `conjunction` (False: not known)."""
+        if self.empty:
+            return True
+        own: dict[tuple[tuple[int, int], ...], int] = {}
+        for kind, key in conjunction:
+            if kind == "ge0":
+                forms = [key]
+            elif kind == "eq0":
+                forms = [e for x in self._equalities(key) for e in (x, scale_key(x, -1))]
+            else:
+                continue  # (≠ 0 is dropped: fewer facts refute less, never wrongly)
+            for form in forms:
+                if self._note(own, self._substituted(form)):
+                    return True
+        for terms, const in own.items():
+            opposite = tuple((a, -c) for a, c in terms)
+            for known in (self.strongest.get(opposite), own.get(opposite)):
+                if known is not None and known + const < 0:
+                    return True
+        return False
+
+    def _equalities(self, key: Key) -> list[Key]:
+        """The linear equalities (``e = 0``) that ``key = 0`` states: itself, and where it says
+        that a comparison ``x == y`` holds (``(x == y) − 1 = 0``), also ``x − y = 0``."""
+        out = [key]
+        if key[0] == -1 and len(key[1]) == 1 and key[1][0][1] == 1:
+            atom = self.space.atoms[key[1][0][0]]
+            if atom.kind == "eq":
+                out.append(sub_keys(*atom.args))
+        return out
+
+    def _solve(self, equation: Key) -> list[Key]:
+        """Take `equation` (``e = 0``) into the substitutions, solved for an unknown of
+        coefficient ±1; the equation itself when it has none."""
+        equation = self._substituted(equation)
+        if not equation[1]:
+            self.empty = self.empty or equation[0] != 0
+            return []
+        pivot = next(((a, c) for a, c in equation[1] if c in (1, -1)), None)
+        if pivot is None:
+            return [equation]
+        atom, c = pivot
+        # c·x + rest = 0, c = ±1: x = −c·rest
+        value = scale_key(sub_keys(equation, (0, ((atom, c),))), -c)
+        for other, expression in self.pivots.items():
+            self.pivots[other] = self._replace(expression, atom, value)
+        self.pivots[atom] = value
+        return []
+
+    def _substituted(self, key: Key) -> Key:
+        """`key` with every solved unknown replaced by its value."""
+        if not any(a in self.pivots for a, _ in key[1]):
+            return key
+        out: Key = (key[0], ())
+        for a, c in key[1]:
+            out = add_keys(out, scale_key(self.pivots[a], c) if a in self.pivots else (0, ((a, c),)))
+        return out
+
+    @staticmethod
+    def _replace(key: Key, atom: int, value: Key) -> Key:
+        coefficient = dict(key[1]).get(atom)
+        if coefficient is None:
+            return key
+        return add_keys(sub_keys(key, (0, ((atom, coefficient),))), scale_key(value, coefficient))
+
+    def _note(self, strongest: dict[tuple[tuple[int, int], ...], int], key: Key) -> bool:
+        """Keep ``key ≥ 0`` (divided by its coefficients' gcd, its constant rounded down) in
+        `strongest`; whether it is false on its own (no unknown, a constant below 0)."""
+        const, terms = key
+        if not terms:
+            return const < 0
+        g = math.gcd(*(c for _, c in terms))
+        if g > 1:
+            const, terms = const // g, tuple((a, c // g) for a, c in terms)
+        known = strongest.get(terms)
+        if known is None or const < known:
+            strongest[terms] = const
+        return False

@@ -190,7 +190,7 @@ def _loop_symbol(a: TagAnalysis, name: str, lo: Key, hi: Key, step: int, start: 
     a.elements_before[symbol] = len(a.table.tags)
     me: Key = (0, ((symbol, 1),))
     if step > 1:
-        sp.require_zero(sp._mod(sub_keys(me, start), (step, ())))
+        sp.require_zero(sp.mod_key(sub_keys(me, start), (step, ())))
     if runs_until is not None:
         sp.require_nonnegative(sub_keys(runs_until, me))
     a.loop_facts[symbol] = sp.constraints[known:]
