@@ -488,7 +488,15 @@ class Refuter:
     for unknowns of coefficient ±1 (`M = 64·(M // 64)` from an assumed divisibility), each
     ``Σ cᵢxᵢ + k ≥ 0`` is divided by the gcd of its coefficients with its constant rounded down
     (integers), and a contradiction is a constant below 0 or two facts with opposite terms whose
-    constants sum below 0. What it cannot refute is left to the solver; it never says more."""
+    constants sum below 0, directly or after the conjunction's facts are added, up to `DEPTH`
+    times, to a positive multiple of a known fact eliminating one unknown (a tile index bounded
+    by a loop index bounded by the grid). A floor division ``q = x // c`` brings
+    ``c·q ≤ x ≤ c·q + c − 1``. What it cannot refute is left to the solver; it never says more."""
+
+    DEPTH = 2
+    """Rounds of elimination tried on a conjunction's facts."""
+    WIDTH = 64
+    """Facts carried from one round to the next."""
 
     def __init__(self, space: Any, facts: list[tuple[str, Key]]) -> None:
         self.space = space
@@ -507,6 +515,10 @@ class Refuter:
         for kind, key in facts:
             if kind == "ge0" and self._note(self.strongest, self._substituted(key)):
                 self.empty = True
+        for atom in {a for kind, key in facts for a, _ in key[1]}:
+            for key in self._division(atom):
+                if self._note(self.strongest, self._substituted(key)):
+                    self.empty = True
 
     def refutes(self, conjunction: tuple[tuple[str, Key], ...] | list[tuple[str, Key]]) -> bool:
         """Whether no launch of the domain satisfies `conjunction` (False: not known)."""
@@ -523,12 +535,43 @@ class Refuter:
             for form in forms:
                 if self._note(own, self._substituted(form)):
                     return True
-        for terms, const in own.items():
-            opposite = tuple((a, -c) for a, c in terms)
-            for known in (self.strongest.get(opposite), own.get(opposite)):
-                if known is not None and known + const < 0:
+        frontier = list(own.items())
+        for atom in {a for terms in own for a, _ in terms}:
+            for key in self._division(atom):
+                if self._note(own, self._substituted(key)):
                     return True
+        known = [*self.strongest.items(), *own.items()]
+        for _ in range(self.DEPTH + 1):
+            for terms, const in frontier:
+                opposite = tuple((a, -c) for a, c in terms)
+                for least in (self.strongest.get(opposite), own.get(opposite)):
+                    if least is not None and least + const < 0:
+                        return True
+            following: dict[tuple[tuple[int, int], ...], int] = {}
+            for terms, const in frontier:
+                mine = dict(terms)
+                for other, other_const in known:
+                    pivot = next(((c, mine[a]) for a, c in other if a in mine and (c > 0) != (mine[a] > 0)), None)
+                    if pivot is None:
+                        continue
+                    step = math.lcm(abs(pivot[0]), abs(pivot[1]))
+                    combined = add_keys(scale_key((const, terms), step // abs(pivot[1])),
+                                        scale_key((other_const, other), step // abs(pivot[0])))
+                    if self._note(following, combined):
+                        return True
+            frontier = sorted(following.items(), key=lambda f: len(f[0]))[:self.WIDTH]
+            if not frontier:
+                break
         return False
+
+    def _division(self, atom: int) -> list[Key]:
+        """What a floor division by a positive constant ``q = x // c`` says of `atom`:
+        ``x − c·q ≥ 0`` and ``c·q + c − 1 − x ≥ 0``; nothing for any other atom."""
+        a = self.space.atoms[atom]
+        if a.kind != "floordiv" or a.args[1][1] or a.args[1][0] <= 0:
+            return []
+        x, c = a.args[0], a.args[1][0]
+        return [sub_keys(x, (0, ((atom, c),))), add_keys((c - 1, ((atom, c),)), x, -1)]
 
     def _equalities(self, key: Key) -> list[Key]:
         """The linear equalities (``e = 0``) that ``key = 0`` states: itself, and where it says

@@ -29,6 +29,7 @@ from xdsl.ir import Operation
 from ..ir import dialect as D
 from . import Analysis, Preparation, TagAnalysis, Undecidable
 from ..errors import ArgusError, KernelFault
+from .bounds import Refuter
 from .findings import Conditional
 from ..machine.interpreter import storage_dtype
 
@@ -76,6 +77,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     facts = _tightest(analysis.facts)
     undecided: list[str] = []
     engine = None
+    _refute_bounds(analysis)
     settled = not any(p.pairs for p in analysis.obligations.pending.values()) and not analysis.obligations.candidates
     # when nothing is left to decide, a launch satisfying every fact shows that the domain is not
     # empty and that no access overruns in every launch: no solver is needed
@@ -235,6 +237,30 @@ def _decide_conditional(analysis: Analysis, engine: Any, facts: list[Any], timeo
     return undecided
 
 
+def _refute_bounds(analysis: Analysis) -> None:
+    """Drop the ways out of bounds that arithmetic alone shows no launch takes (`bounds.Refuter`,
+    over the same domain as `_decide_conditional`), and the bounds obligations left with none:
+    the common ones (a tile inside a tensor whose size the kernel assumes a multiple of the tile)
+    need no solver."""
+    refuters: dict[tuple[int, ...], Refuter] = {}
+    kept = []
+    for c in analysis.obligations.candidates:
+        if _is_bound(c):
+            refuter = refuters.get(c.scope)
+            if refuter is None:
+                refuter = refuters[c.scope] = Refuter(analysis.space, _bound_domain(analysis) +
+                                                      _scoped(analysis, c.scope, bounds=True))
+            left = [i for i, conjunction in enumerate(c.alternatives) if not refuter.refutes(conjunction)]
+            if not left:
+                continue
+            if len(left) < len(c.alternatives):
+                c.alternatives = [c.alternatives[i] for i in left]
+                c.points = [c.points[i] for i in left]
+                c.point = c.points[0]
+        kept.append(c)
+    analysis.obligations.candidates[:] = kept
+
+
 def _is_bound(c: Candidate) -> bool:
     """Whether `c` is an access's in-bounds obligation (`GlobalAccess.bound_obligation`)."""
     return isinstance(c, Conditional) and c.kind == "out-of-bounds"
@@ -291,12 +317,25 @@ def _scoped(analysis: Analysis, scope: tuple[int, ...], bounds: bool = False) ->
 def _sample(space: Space, facts: list[Any]) -> dict[int, int] | None:
     """A launch satisfying `facts`, found without a solver when an obvious one does: block 0
     of a one-block grid, every size one large power of two, every loop at its first iteration.
+    A size that an assumption equates to another form (``hq == 2·hkv``) takes that form's value.
     Each fact is checked exactly; None when these launches do not satisfy all of them."""
     for size in (1 << 12, 1 << 16, 3 << 12):
         values: dict[int, int] = {}
         for ident, symbol in space.symbols.items():  # in creation order: bounds name earlier ones
             low = space.evaluate(symbol.lo, values) if symbol.lo is not None else 0
             values[ident] = max(low, size) if symbol.role == "size" else low
+        for kind, key in facts:
+            if kind == "eq0" and key[0] == -1 and len(key[1]) == 1 and key[1][0][1] == 1 and \
+                    space.atoms[key[1][0][0]].kind == "eq":
+                x, y = space.atoms[key[1][0][0]].args
+                for one, other in ((x, y), (y, x)):
+                    if one[0] == 0 and len(one[1]) == 1 and one[1][0][1] == 1 and \
+                            getattr(space.symbols.get(one[1][0][0]), "role", None) == "size":
+                        values[one[1][0][0]] = space.evaluate(other, values)
+                        break
+        for ident, symbol in space.symbols.items():  # (bounds naming a size follow it)
+            if symbol.role != "size":
+                values[ident] = space.evaluate(symbol.lo, values) if symbol.lo is not None else 0
         if all(_holds(kind, space.evaluate(key, values)) for kind, key in facts):
             return values
     return None
