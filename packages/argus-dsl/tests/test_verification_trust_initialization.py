@@ -431,7 +431,29 @@ def registers_copied_partly_written(x: Tensor[f32, 32], out: Tensor[f32, 32]):
     copy(r, q, copy_vector(16))
 
 
+@kernel(block=(32,), verify=False)
+def accumulators_added_to_never_set(x: Tensor[f32, 32, "n"], out: Tensor[f32, 32], n: int):
+    acc = make_local((4,), f32)
+    for k in range(0, n):
+        for i in static_range(4):
+            acc[i] += x[thread_idx.x, k]
+    out[thread_idx.x] = acc[0] + acc[3]
+
+
+@kernel(block=(32,), verify=False)
+def accumulators_all_but_one_set(x: Tensor[f32, 32, "n"], out: Tensor[f32, 32], n: int):
+    acc = make_local((4,), f32)
+    for i in static_range(1, 4):  # (acc[0] left out)
+        acc[i] = 0.0
+    for k in range(0, n):
+        for i in static_range(4):
+            acc[i] += x[thread_idx.x, k]
+    out[thread_idx.x] = acc[1]
+
+
 @pytest.mark.parametrize("k, site, iteration", [
+    (accumulators_added_to_never_set, "acc[i] += x", 0),
+    (accumulators_all_but_one_set, "acc[i] += x", 0),
     (running_sum_never_set, "stats[1] = stats[1] *", None),
     (running_max_never_set, "peak = max(stats[0]", None),
     (running_sum_set_in_later_iterations, "acc[0] = acc[0] +", 0),

@@ -21,6 +21,7 @@ from ..ir.layout_texts import layout_from_text, unswizzled
 from ..machine.tiles import fragment_bytes as tile_fragment_bytes, offset_table, redistribute
 from .copies import TileCopies, moved_tile
 from .product_reads import InFlight, OperandMemory
+from .initialization import all_written
 from .reports import check_written, space_name
 from .shared_reads import SharedMemory
 from .state import GlobalRef, Slot, Undecidable, byte_width, is_int
@@ -164,10 +165,19 @@ def load_rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
         a.tags[result] = a.global_tags(op, source, [a.int_value(c, op) for c in coord_ssa], mask)
         return
     tile: TileValue = source
+    # a read of registers whose value no check needs: only whether its bytes were written (not
+    # their tags, which a loop would then carry), and nothing once every byte is (a number address)
+    written_only = id(op) in a.preparation.written_only
+    if written_only and id(op) in a.preparation.traced_accesses and \
+            (not a.checking or all_written(tile, a.footprint)):
+        return
     idx = a.tile_bytes(op, tile, None if coord_ssa is None else [a.int_value(c, op) for c in coord_ssa],
                        None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
     active = a.active(mask)
     threads = a.thread_of(active)
+    if written_only:
+        check_written(a, op, tile.memory, idx, threads, active, None, "reads local bytes that no thread has written")
+        return
     read, _ = a.read_tags(tile.memory, idx, threads, active)  # type: ignore[arg-type]
     a.check_read(op, tile.memory, idx, threads)  # type: ignore[arg-type]
     memory: TagMemory = tile.memory  # type: ignore[assignment]

@@ -21,6 +21,8 @@ import numpy as np
 from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys
 from argus.verify.memory import NEVER, RESET
 
+from .copies import TileCopies
+
 Comparison = tuple[str, Key]
 Conjunction = tuple[Comparison, ...]
 Condition = tuple[Conjunction, ...]
@@ -41,6 +43,27 @@ def written(sites: np.ndarray) -> np.ndarray:
 def conditional(sites: np.ndarray) -> np.ndarray:
     """Which bytes are written on some paths only."""
     return sites < RESET  # type: ignore[no-any-return]
+
+
+def all_written(tile: Any, footprint: Any) -> bool:
+    """Whether every byte of the registers of `tile` (or of each tile of a tile per copy of a
+    run) is written, in every launch, where the walk is: a read of them then needs no address
+    to be found reading written bytes (registers are written once zeroed, mostly). Not inside a
+    run of copies (`footprint`) that wrote them: the memory may hold writes that program order
+    puts after the read."""
+    if not isinstance(tile, TileCopies):
+        return _memory_written(tile.memory, footprint)
+    tiles = (tile.moved[0],) if tile.moved is not None else tile.tiles
+    return all(_memory_written(memory, footprint) for memory in {id(t.memory): t.memory for t in tiles}.values())
+
+
+def _memory_written(memory: Any, footprint: Any) -> bool:
+    if footprint is not None:
+        journal = footprint.journals.get(id(memory))
+        if journal is not None and journal.writes:
+            return False
+    sites = memory.site
+    return bool(sites.min() >= 0 or written(sites).all())
 
 
 class Paths:

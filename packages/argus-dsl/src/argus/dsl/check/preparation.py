@@ -140,6 +140,12 @@ class Preparation:
         return out
 
     @cached_property
+    def written_only(self) -> set[int]:
+        """The register loads (by identity) whose value no check needs (`Liveness.written_only`):
+        a walk asks only whether their bytes were written, not what they hold."""
+        return {id(self.table.ops[j]) for j in self.liveness.written_only}
+
+    @cached_property
     def launch(self) -> Launch:
         """The threads every check enumerates."""
         return Launch(self.kernel)

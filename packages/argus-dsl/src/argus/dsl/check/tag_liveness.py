@@ -47,6 +47,8 @@ class Liveness(NamedTuple):
     """Tile accesses whose data no check needs: only their coordinates are checked."""
     traced: Traced | None = None
     """Which values were numbers when the kernel was traced (as far as the walk asked)."""
+    written_only: frozenset[int] = frozenset()
+    """Register loads whose value no check needs: only that the bytes they read were written."""
 
 
 def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> Liveness:
@@ -58,7 +60,7 @@ def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> Liveness:
     walk.unassigned = unassigned_reads(walk.table, kernel.body.block)
     walk.operands = {id(op.results[0]) for op in kernel.walk() if isinstance(op, D.MakeSharedOp)}
     walk.block(kernel.body.block, set())
-    return Liveness(walk.keep | walk.bounds, walk.bounds - walk.keep, walk.traced)
+    return Liveness(walk.keep | walk.bounds, walk.bounds - walk.keep, walk.traced, frozenset(walk.written_only))
 
 
 class Traced:
@@ -105,6 +107,8 @@ class _Liveness:
         """Memories and variables some op the analysis skips writes."""
         self.bounds: set[int] = set()
         """Tile accesses kept for their coordinates alone (`Liveness.bounds_only`)."""
+        self.written_only: set[int] = set()
+        """Register loads kept only for whether their bytes were written (`Liveness.written_only`)."""
         self.traced = Traced(table)
         self.products = [j for j, kind in enumerate(table.kinds) if kind is D.MmaOp]
         """The matrix products, by number (a loop's body keeps what those in it read written)."""
@@ -342,11 +346,13 @@ def load(w: _Liveness, i: int, live: Live) -> None:
     shared = space == "shared"
     if used or shared or space == "tensor":  # in-bounds facts; races on shared reads
         w.keep.add(i)
+        w.written_only.discard(i)  # (a later walk of a loop's body, with more live: its value is needed)
         live.update(operands[1:])
         if used or shared:  # a shared read races with the writes before it, so they matter too
             live.add(w.root(source))
     elif space == "local":  # it faults on bytes nothing wrote, whatever reads its value: the
         w.keep.add(i)  # writes before it matter as writes (a running sum no check reads, never set)
+        w.written_only.add(i)
         live.update(operands[1:])
         live.add(_written(w.root(source)))
     else:
