@@ -439,6 +439,9 @@ class _Copy:
     tick: int = 0
     vc: np.ndarray | None = None
     """The clock the copy's writes are ordered after: its issuer's when it issued it."""
+    issued_sync: int = 0
+    """The sync count of the issuer's warp when it issued the copy: its other lanes' accesses
+    since that warp's last sync are not ordered before the landing (the clock covers them)."""
     agent: Any = None
     stream: Any = None
     """The stream of the memory barrier a bulk copy counts on. Landings are stamped with its ticks
@@ -458,23 +461,27 @@ class _Copy:
             self.tick = self.stream.tick()
         target = self.target[part]
         _write_landing(interp, self.op, self.frame, self.tile, target, self.data[part], self.unit, self.tick, self.vc,
-                       self.issuer, f"the bulk copy issued by thread {self.issuer}", interp.point(self.op))
+                       self.issuer, self.issued_sync, f"the bulk copy issued by thread {self.issuer}",
+                       interp.point(self.op))
         interp.landed(self.op, self.frame, self.tile, target, self.tensor, self.source[part], self.issuer)
 
 
 def _write_landing(interp: Any, op: Any, frame: Any, tile: I.TileValue, target: np.ndarray, data: np.ndarray,
                    unit: int | np.ndarray, tick: int | np.ndarray, vc: np.ndarray, issuer: int | np.ndarray,
-                   what: str, site: int, per_thread: bool = False) -> None:
+                   issued_sync: int | np.ndarray, what: str, site: int, per_thread: bool = False) -> None:
     """Asynchronous copies' bytes land in the tile's memory: the access history checks the
-    write of their agent (`what`, in a race's report) against what the threads did, then
-    the bytes are stored. `unit`, `tick`, `vc` and `issuer` are the copy's, or one per byte
-    (`per_thread`: several threads' copies, each retired by its own thread's wait); bulk
-    copies and cp.async copies land through here alike."""
+    write of their agent (`what`, in a race's report; ``{thread}`` names the issuer) against
+    what the threads did — the issuer's own warp included: its clock at the issue covers
+    all its lanes, so `issued_sync` (the warp's sync count then) tells which of the other
+    lanes' accesses were not ordered before — then the bytes are stored. `unit`, `tick`,
+    `vc`, `issuer` and `issued_sync` are the copy's, or one per byte (`per_thread`: several
+    threads' copies, each retired by its own thread's wait); bulk copies and cp.async copies
+    land through here alike."""
     memory = tile.memory
     flat = target.reshape(-1)
     try:
         frame.machine.tracker.agent_write(I.history(frame, memory), flat, unit, tick, vc, issuer, what, site,
-                                          per_thread=per_thread)
+                                          per_thread=per_thread, issued_sync=issued_sync)
     except I.Race as race:
         raise I.race(interp, op, frame, memory, race) from None
     memory.data[flat] = data.reshape(-1)
@@ -691,7 +698,7 @@ def _tma_copy(interp: Any, op: TmaLoadOp, frame: Any, mask: np.ndarray, ranks: n
         tick, vc = clocks.agent_clock(warp, barrier.stream)
         vc[barrier.stream.unit] = clocks.matrix[warp[0], barrier.stream.unit]  # landings on it the issuer saw
         copy = _Copy(tile, target, data, source, tensor, thread, op, frame, barrier.stream.unit, tick, vc,
-                     stream=barrier.stream)
+                     int(clocks.syncs[warp[0]]), stream=barrier.stream)
         barrier.copies.append(copy)
         copy.agent = Agent(f"bulk copy by thread {thread}", functools.partial(_complete, interp, barrier, copy))
         frame.machine.scheduler.start(copy.agent)
@@ -712,7 +719,7 @@ def _complete(interp: Any, barrier: _Barrier, copy: _Copy) -> None:
         barrier.release(clocks, copy.released(clocks))
         barrier.settle(interp, frame)
         rest = _Copy(copy.tile, copy.target[first:], copy.data[first:], copy.source[first:], copy.tensor, copy.issuer,
-                     copy.op, frame, copy.unit, copy.tick, copy.vc, stream=copy.stream)
+                     copy.op, frame, copy.unit, copy.tick, copy.vc, copy.issued_sync, stream=copy.stream)
         barrier.copies[barrier.copies.index(copy)] = rest
         rest.agent = Agent(f"the rest of the bulk copy by thread {copy.issuer}",
                            functools.partial(_complete, interp, barrier, rest))
@@ -767,19 +774,21 @@ def _start_copies(interp: Any, op: Any, frame: Any, mask: np.ndarray, tile: Any,
     data = tensor.bytes[source]
     clocks = frame.machine.clocks
     streams = [clocks.stream(("cp.async", t), f"the cp.async copy of thread {t}") for t in threads.tolist()]
+    syncs = clocks.syncs[clocks.warp_of(threads)]  # before the issue's release
     issued = clocks.release(clocks.warp_of(threads))
     units = np.array([st.unit for st in streams], np.int64)
     ticks = np.array([st.tick() for st in streams], np.int64)
     vcs = np.repeat(clocks.widen(issued)[None], threads.size, axis=0)
     vcs[np.arange(threads.size), units] = ticks
     copies = [_Copy(tile, target[r], data[r], source[r], tensor, int(t), op, frame, int(units[r]), int(ticks[r]),
-                    vcs[r]) for r, t in enumerate(threads.tolist())]
+                    vcs[r], int(syncs[r])) for r, t in enumerate(threads.tolist())]
     site = interp.point(op)
     per = target.shape[1]
 
     def land() -> None:
         _write_landing(interp, op, frame, tile, target, data, np.repeat(units, per), np.repeat(ticks, per),
-                       np.repeat(vcs, per, axis=0), np.repeat(threads, per), "a cp.async copy", site, per_thread=True)
+                       np.repeat(vcs, per, axis=0), np.repeat(threads, per), np.repeat(syncs, per),
+                       "the cp.async copy of thread {thread}", site, per_thread=True)
         for c in copies:
             interp.landed(op, frame, tile, c.target, tensor, c.source, c.issuer)
 

@@ -18,6 +18,12 @@ releasing unit ticks its own clock, so that what it does afterwards is not cover
 Every shared byte remembers its last write (unit, clock, thread, program point) and, per
 reading unit, the clock of the last read since that write; a write must be ordered after the
 last write and after every recorded read; a read after the last write.
+
+Lanes of a warp share its clock, so the clock alone cannot order two lanes' accesses: those are
+ordered only when the warp synchronized between them (its sync count moved). A copy's landing
+is checked the same way against the lanes of its issuer's warp, with the sync count the warp
+had when the copy was issued: another lane's read before the issue, with no sync between, is
+not ordered before the landing, however late it lands.
 """
 
 from __future__ import annotations
@@ -259,18 +265,24 @@ class Tracker:
         h.read_any[flat] = True
 
     def agent_write(self, h: History, flat: np.ndarray, unit: int | np.ndarray, tick: int | np.ndarray,
-                    vc: np.ndarray, issuer: int | np.ndarray, name: str, op: int, per_thread: bool = False) -> None:
+                    vc: np.ndarray, issuer: int | np.ndarray, name: str, op: int, per_thread: bool = False,
+                    issued_sync: int | np.ndarray | None = None) -> None:
         """An agent (a copy) writes `flat` bytes at the moment the schedule picked. `unit`,
-        `tick` and `issuer` may be per byte, and `vc` a clock per byte (copies of several
-        threads, each its own stream, landing together)."""
+        `tick`, `issuer` and `issued_sync` may be per byte, and `vc` a clock per byte (copies of
+        several threads, each its own stream, landing together). `issued_sync`: the sync count
+        of the issuer's warp when it issued the copy; the accesses its other lanes made at that
+        count are not ordered before the landing (the warp's clock, in `vc`, covers them all).
+        `name` may hold ``{thread}``, the issuer of the byte a race is reported on."""
         if flat.size == 0:
             return
         units = np.broadcast_to(np.asarray(unit, np.int64), flat.shape)
         owners = np.broadcast_to(np.asarray(issuer, np.int64), flat.shape)
         vcs: _Clock = _OneClock(self.clocks.widen(vc)) if vc.ndim == 1 else \
             _RowClocks(np.broadcast_to(_widen_rows(vc, self.clocks.units), (flat.size, self.clocks.units)))
-        self._after_write(h, flat, owners, units, vcs, op, "writes", agent=name)
-        self._after_reads(h, flat, owners, units, vcs, op, agent=name)
+        lanes = None if issued_sync is None else \
+            (owners // self.clocks.warp_size, np.broadcast_to(np.asarray(issued_sync, np.int64), flat.shape))
+        self._after_write(h, flat, owners, units, vcs, op, "writes", agent=name, lanes=lanes)
+        self._after_reads(h, flat, owners, units, vcs, op, agent=name, lanes=lanes)
         self._record_write(h, flat, units, np.broadcast_to(np.asarray(tick, np.int64), flat.shape), owners,
                            np.full(flat.size, PENDING if per_thread else -1), op)
 
@@ -285,29 +297,26 @@ class Tracker:
 
     # ---- checks --------------------------------------------------------------------------
     def _after_write(self, h: History, flat: np.ndarray, owners: np.ndarray, units: np.ndarray, vcs: _Clock,
-                     op: int, verb: str, agent: str | None = None, thread: bool = False) -> None:
+                     op: int, verb: str, agent: str | None = None, thread: bool = False,
+                     lanes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """The access must be ordered after the byte's last write (another lane of the same
         warp: only after the warp synchronized since). `thread`: the access is by threads
-        (`units` are their warps), else by an agent (`units` are streams). Only bytes with a
-        recorded write are looked at."""
+        (`units` are their warps), else by an agent (`units` are streams), which `lanes` (per
+        byte: its issuer's warp and that warp's sync count at the issue) checks against the
+        issuer's warp's other lanes. Only bytes with a recorded write are looked at."""
         wu = h.write_unit[flat]
         rows = np.flatnonzero(wu >= 0)
         if rows.size == 0:
             return
         if rows.size != flat.size:
             flat, owners, units, wu = flat[rows], owners[rows], units[rows], wu[rows]
+            if lanes is not None:
+                lanes = (lanes[0][rows], lanes[1][rows])
         seen = vcs.at(rows, wu) >= h.write_clock[flat]
         if thread:
-            warps = self.clocks.warps
-            ws, wt = h.write_sync[flat], h.write_thread[flat]
-            reader_syncs = self.clocks.syncs[units]
-            same_warp = wu == units
-            other = wt != owners
-            lane_race = same_warp & other & (ws == reader_syncs)
-            # a copy of one thread, retired by that thread's wait: its warp's other lanes need a sync
-            lane_copy = (wu >= warps) & (ws != -1) & other & (wt // self.clocks.warp_size == units) & (
-                (ws == PENDING) | (ws == reader_syncs))
-            bad = (~seen & ~same_warp) | lane_race | lane_copy
+            bad = (~seen & (wu != units)) | self._lane_wrote(h, flat, owners, wu, units, self.clocks.syncs[units])
+        elif lanes is not None:
+            bad = ~seen | self._lane_wrote(h, flat, owners, wu, *lanes)
         else:
             bad = ~seen
         if bad.any():
@@ -315,33 +324,46 @@ class Tracker:
             byte = int(flat[k])
             earlier = Access(self._who(int(wu[k]), int(h.write_thread[byte])), int(h.write_op[byte]),
                              int(h.write_thread[byte]))
-            later = Access(agent or f"thread {int(owners[k])}", op, int(owners[k]))
+            later = Access(_named(agent, int(owners[k])), op, int(owners[k]))
             raise Race(byte, earlier, later, ("wrote", verb))
 
+    def _lane_wrote(self, h: History, flat: np.ndarray, owners: np.ndarray, wu: np.ndarray, warps: np.ndarray,
+                    syncs: np.ndarray) -> np.ndarray:
+        """Per byte: its last write is another lane's of `warps` (the accessing threads' or the
+        copy issuers' warps), not ordered by a sync of that warp since (`syncs`: the warp's sync
+        count at the access, or at the issue)."""
+        ws, wt = h.write_sync[flat], h.write_thread[flat]
+        other = wt != owners
+        lane_race = (wu == warps) & other & (ws == syncs)
+        # a copy of one thread, retired by that thread's wait: its warp's other lanes need a sync
+        lane_copy = (wu >= self.clocks.warps) & (ws != -1) & other & (wt // self.clocks.warp_size == warps) & (
+            (ws == PENDING) | (ws == syncs))
+        return lane_race | lane_copy  # type: ignore[no-any-return]
+
     def _after_reads(self, h: History, flat: np.ndarray, owners: np.ndarray, units: np.ndarray, vcs: _Clock,
-                     op: int, agent: str | None = None, thread: bool = False) -> None:
-        """A write must be ordered after every read recorded since the last write. Only bytes
-        read since their last write are looked at."""
+                     op: int, agent: str | None = None, thread: bool = False,
+                     lanes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """A write must be ordered after every read recorded since the last write (`lanes`: as
+        in `_after_write`). Only bytes read since their last write are looked at."""
         rows = np.flatnonzero(h.read_any[flat])
         if rows.size == 0:
             return
         if rows.size != flat.size:
             flat, owners, units = flat[rows], owners[rows], units[rows]
+            if lanes is not None:
+                lanes = (lanes[0][rows], lanes[1][rows])
         readers = h.read_clock.shape[1]
         reads = h.read_clock[flat]
         unseen = reads > vcs.columns(rows, self.clocks.reader_units[:readers])
         rt = h.read_thread[flat]
+        bad = bad_unit = unseen.any(axis=1)
         if thread:
             # a warp's own earlier reads are in program order with its writes, except another lane's
-            along = np.arange(flat.size)
-            unseen[along, units] = False
-            lane_race = (h.read_sync[flat] == self.clocks.syncs[units]) & (
-                ((rt >= 0) & (rt // self.clocks.warp_size == units) & (rt != owners))
-                | ((rt == -2) & (reads[along, units] > 0)))
+            unseen[np.arange(flat.size), units] = False
             bad_unit = unseen.any(axis=1)
-            bad = bad_unit | lane_race
-        else:
-            bad = bad_unit = unseen.any(axis=1)
+            bad = bad_unit | self._lane_read(h, flat, owners, reads, units, self.clocks.syncs[units])
+        elif lanes is not None:
+            bad = bad_unit | self._lane_read(h, flat, owners, reads, *lanes)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             byte = int(flat[k])
@@ -352,8 +374,17 @@ class Tracker:
             else:
                 earlier = Access("another thread of its warp" if rt[k] == -2 else f"thread {int(rt[k])}",
                                  int(h.read_op[byte]), int(rt[k]))
-            later = Access(agent or f"thread {int(owners[k])}", op, int(owners[k]))
+            later = Access(_named(agent, int(owners[k])), op, int(owners[k]))
             raise Race(byte, earlier, later, ("read", "writes"))
+
+    def _lane_read(self, h: History, flat: np.ndarray, owners: np.ndarray, reads: np.ndarray, warps: np.ndarray,
+                   syncs: np.ndarray) -> np.ndarray:
+        """Per byte: another lane of `warps` read it, not ordered by a sync of that warp since
+        (`syncs`, as in `_lane_wrote`). `reads`: the bytes' read clocks, a column per reader."""
+        rt = h.read_thread[flat]
+        return (h.read_sync[flat] == syncs) & (  # type: ignore[no-any-return]
+            ((rt >= 0) & (rt // self.clocks.warp_size == warps) & (rt != owners))
+            | ((rt == -2) & (reads[np.arange(flat.size), warps] > 0)))
 
     def _record_write(self, h: History, flat: np.ndarray, units: np.ndarray, clocks: np.ndarray, owners: np.ndarray,
                       syncs: np.ndarray, op: int) -> None:
@@ -417,6 +448,11 @@ class _RowClocks:
 
 
 _Clock = _WarpClocks | _OneClock | _RowClocks
+
+
+def _named(agent: str | None, thread: int) -> str:
+    """Who made an access: `thread`, or the agent (its name may hold the issuing ``{thread}``)."""
+    return f"thread {thread}" if agent is None else agent.replace("{thread}", str(thread))
 
 
 def _distinct(warps: np.ndarray) -> np.ndarray:
