@@ -216,6 +216,13 @@ def _decide_conditional(analysis: Analysis, engine: Any, facts: list[Any], timeo
     over the in-bounds facts they would prove."""
     undecided, kept = [], []
     assumed = None
+    bounds = [c for c in analysis.obligations.candidates if _is_bound(c)]
+    if len(bounds) > 1:  # one query for all: usually none is out of bounds, and then none is asked again
+        assumed = _bound_domain(analysis)
+        ways = [_scoped(analysis, c.scope, bounds=True) + list(alternative)
+                for c in bounds for alternative in c.alternatives]
+        if engine.solve(Query(analysis.space, assumed, ways), timeout_ms).status == "unsat":
+            analysis.obligations.candidates[:] = [c for c in analysis.obligations.candidates if not _is_bound(c)]
     for c in analysis.obligations.candidates:
         if not isinstance(c, Conditional):
             kept.append(c)
