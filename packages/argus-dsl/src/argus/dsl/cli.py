@@ -1,7 +1,7 @@
 """The ``argus`` command. Its subcommands are plugins of the ``argus.commands`` group.
 
     argus compile FILE:KERNEL [--target T] [--emit STAGE] [-D NAME=VALUE ...]
-    argus run FILE:KERNEL [--seed N] [--repeat N]
+    argus run FILE:KERNEL [--seed N] [--repeat N] [-D NAME=VALUE ...]
     argus verify FILE[:KERNEL] [--json] [-D NAME=VALUE ...] [--grid X[,Y[,Z]]] [--solver NAME]
 
 Every failure prints one line starting with ``error:`` (with file:line:col when it is about a
@@ -113,6 +113,54 @@ def parse_defines(items: Sequence[str]) -> dict[str, Any]:
     return values
 
 
+def problem_arguments(k: Kernel, name: str, problem: Any) -> dict[str, Any]:
+    """Every argument of an example problem by parameter name, whether it passes a constexpr
+    positionally or by keyword."""
+    params = list(k.signature.parameters)
+    if len(problem.args) > len(params):
+        raise CommandError(f"example_{name} gives {len(problem.args)} arguments; {name} takes {len(params)}")
+    given = dict(zip(params, problem.args))
+    for key, value in problem.constants.items():
+        if key not in params:
+            raise CommandError(f"example_{name} gives constant {key!r}, which is not a parameter of {name}")
+        if key in given:
+            raise CommandError(f"example_{name} gives {key!r} both positionally and as a constant")
+        given[key] = value
+    return given
+
+
+def checked_defines(k: Kernel, name: str, defines: dict[str, Any]) -> dict[str, Any]:
+    """`defines` when each names a constexpr parameter of `k`: a runtime size or scalar is a
+    symbol (checked for every value, launched with the example's), so -D cannot set one."""
+    for key in defines:
+        if key in k.constexpr_names:
+            continue
+        known = ", ".join(k.constexpr_names) or "none"
+        if key in k.signature.parameters:
+            raise CommandError(f"-D {key}: {key!r} is a runtime argument of {name}, not a constexpr (-D sets "
+                               f"constexprs only; {name}'s: {known}); runtime sizes and scalars are checked for every "
+                               "value")
+        raise CommandError(f"-D {key}: {name} has no parameter {key!r} (its constexprs: {known})")
+    return defines
+
+
+def kernel_constants(module: Any, name: str, k: Kernel, defines: dict[str, Any]) -> dict[str, Any]:
+    """The constexpr values a command specializes `k` with: those given with -D, the others
+    from the file's example problem (passed there positionally or by keyword)."""
+    constants = dict(checked_defines(k, name, defines))
+    missing = [n for n in k.constexpr_names if n not in constants]
+    if not missing:
+        return constants
+    if not hasattr(module, f"example_{name}"):
+        raise CommandError(f"{name} has constexpr parameters {missing} without a value: give them with -D NAME=VALUE")
+    given = problem_arguments(k, name, example_problem(module, name, 0))
+    absent = [n for n in missing if n not in given]
+    if absent:
+        raise CommandError(f"example_{name} gives no value for the constexpr parameters {absent} of {name}: give "
+                           "them with -D NAME=VALUE")
+    return {**{n: given[n] for n in missing}, **constants}
+
+
 def example_problem(module: Any, name: str, seed: int) -> Any:
     make = getattr(module, f"example_{name}", None)
     if make is None:
@@ -138,14 +186,12 @@ def _configure_compile(p: argparse.ArgumentParser) -> None:
 
 def _run_compile(args: argparse.Namespace) -> int:
     module, k, name = load_kernel(args.kernel)
-    constants = parse_defines(args.defines)
-    if not constants and k.constexpr_names and hasattr(module, f"example_{name}"):
-        constants = example_problem(module, name, 0).constants
+    defines = parse_defines(args.defines)
     target = parse_target(args.target)
     backend = backend_for(target)
     if args.emit not in backend.stages:
         raise CommandError(f"target {target} emits {', '.join(backend.stages)}, not {args.emit!r}")
-    compiled = k.compile(**constants)
+    compiled = k.compile(**kernel_constants(module, name, k, defines))
     print(backend.compiler(target).emit(compiled, args.emit))
     return 0
 
@@ -165,12 +211,15 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                         "(every asynchronous operation as late as the kernel allows) or random:SEED")
     p.add_argument("--schedules", metavar="N", type=int, default=None,
                    help="run N schedules (round-robin, delay-async, then random ones from --seed) and check each")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+                   help="a constexpr value, in place of the example problem's")
 
 
 def _run_run(args: argparse.Namespace) -> int:
     from .machine import Schedule, schedules, using
 
     module, k, name = load_kernel(args.kernel)
+    defines = checked_defines(k, name, parse_defines(args.defines))
     if args.schedule is not None and args.schedules is not None:
         raise CommandError("give --schedule or --schedules, not both")
     try:
@@ -183,14 +232,15 @@ def _run_run(args: argparse.Namespace) -> int:
         chosen = schedules(args.schedules, args.seed)
     for schedule in chosen or [None]:
         problem = example_problem(module, name, args.seed)
+        given = {**problem_arguments(k, name, problem), **defines}  # (by name: a -D replaces a positional value)
         times = []
         for _ in range(max(1, args.repeat)):
             start = time.perf_counter()
             if schedule is None:
-                k[problem.grid](*problem.args, **problem.constants)
+                k[problem.grid](**given)
             else:
                 with using(schedule):
-                    k[problem.grid](*problem.args, **problem.constants)
+                    k[problem.grid](**given)
             times.append(time.perf_counter() - start)
         under = f" under schedule {schedule}" if schedule is not None else ""
         try:
@@ -224,12 +274,14 @@ def _run_verify(args: argparse.Namespace) -> int:
     module, kernels = load_kernels(args.kernel)
     grid = _parse_grid(args.grid) if args.grid else None
     results = []
+    defines = parse_defines(args.defines)
+    if len(kernels) > 1:  # each -D goes to the kernels that have that constexpr
+        unused = [key for key in defines if not any(key in k.constexpr_names for _, k in kernels)]
+        if unused:
+            raise CommandError(f"-D {unused[0]}: no kernel of {args.kernel} has a constexpr parameter {unused[0]!r}")
     for name, k in kernels:
-        constants = parse_defines(args.defines)
-        if not constants and k.constexpr_names:
-            if not hasattr(module, f"example_{name}"):
-                raise CommandError(f"{name} has constexpr parameters {k.constexpr_names}: give them with -D NAME=VALUE")
-            constants = example_problem(module, name, 0).constants
+        own = {key: v for key, v in defines.items() if key in k.constexpr_names} if len(kernels) > 1 else defines
+        constants = kernel_constants(module, name, k, own)
         try:
             results.append((name, k.verify(grid=grid, solver=args.solver, **constants)))
         except PluginError as err:

@@ -260,6 +260,8 @@ class Kernel:
                 raise ArgusLaunchError(f"{self.name} takes {len(params)} arguments, got {len(args)}")
             given = dict(zip(params, args))
             for name, value in constants.items():
+                if name not in self.signature.parameters:
+                    raise ArgusLaunchError(f"{self.name} has no parameter {name!r}; its parameters: {', '.join(params)}")
                 if name in given:
                     raise ArgusLaunchError(f"{self.name}: {name!r} given twice")
                 given[name] = value

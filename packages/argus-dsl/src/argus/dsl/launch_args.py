@@ -3,7 +3,8 @@ parameters packed where it reads them: what every GPU runtime (CUDA's, HIP's) sh
 
 A runtime turns each argument into a `DeviceArray` with its own ``device_array`` (it knows
 which frameworks and devices are its own), then `marshal` checks them against the kernel's
-`KernelABI` — element type, contiguity, device, alignment, dims named alike, scalar ranges,
+`KernelABI` — element type, contiguity, device, alignment, dims named alike and integer
+arguments named like them (`check_named_sizes`, which the interpreter shares), scalar ranges,
 the kernel's launch assumptions — and gives the parameters as numbers, which a `ParamLayout`
 packs at the offsets the kernel reads them from. Errors are of the runtime's own class, so
 that each names its driver (``CudaError``, ``HipError``).
@@ -16,7 +17,7 @@ import functools
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .dtypes import DType, dtype_named
 from .errors import ArgusLaunchError
@@ -152,6 +153,60 @@ def scalar(abi: KernelABI, name: str, llvm_type: str, value: Any, error: ErrorCl
     raise error(f"{abi.name}: argument {name!r} of type {llvm_type} cannot be passed from the host")
 
 
+def check_shape(kernel: str, name: str, declared: Sequence[int | str], shape: Sequence[int],
+                error: ErrorClass = ArgusLaunchError) -> None:
+    """An array of as many dims as tensor argument `name` declares, and the declared sizes where
+    they are numbers (a named dim is checked by `check_named_sizes`)."""
+    if len(shape) != len(declared):
+        raise error(f"{kernel}: argument {name!r} has {len(shape)} dims, the kernel declares {len(declared)}: "
+                    f"{list(declared)}")
+    for axis, (want, size) in enumerate(zip(declared, shape)):
+        if isinstance(want, int) and want != size:
+            raise error(f"{kernel}: argument {name!r} dim {axis} is {size}, the kernel declares {want}")
+
+
+class NamedDim(NamedTuple):
+    """A tensor argument's dim that the kernel declares by name, and its size in one launch."""
+
+    argument: str
+    axis: int
+    symbol: str
+    size: int
+
+    def __str__(self) -> str:
+        return f"{self.argument}.shape[{self.axis}] = {self.size}"
+
+
+#: The LLVM types of integer scalars (what the checker takes as symbols, as it takes sizes).
+_INTEGERS = frozenset({"i8", "i16", "i32", "i64"})
+
+#: The sizes the checker's proofs are about: a named dim is a symbol in [1, 2**31).
+MAX_SIZE = 2**31 - 1
+
+
+def check_named_sizes(kernel: str, dims: Sequence[NamedDim], integers: Sequence[tuple[str, int]],
+                      error: ErrorClass = ArgusLaunchError) -> None:
+    """Refuse a launch that no proof of the kernel is about. The checker takes a dim name as one
+    symbol in [1, 2**31) — every dim of that name, and an integer argument of that name, are the
+    same value — so dims named alike must agree, an integer argument named like a dim must equal
+    it, and a named dim must be from 1 to 2**31 - 1. Every launch path (the interpreter, each GPU
+    runtime's marshalling) calls this."""
+    first: dict[str, NamedDim] = {}
+    for dim in dims:
+        if not 1 <= dim.size <= MAX_SIZE:
+            raise error(f"{kernel}: dim {dim.symbol!r} is {dim} but a named dim must be from 1 to {MAX_SIZE} "
+                        f"(the sizes the kernel is checked for)")
+        seen = first.setdefault(dim.symbol, dim)
+        if seen.size != dim.size:
+            raise error(f"{kernel}: dims named {dim.symbol!r} differ: {seen} but {dim}; dims named alike are one "
+                        f"size and must agree")
+    for name, value in integers:
+        seen = first.get(name)
+        if seen is not None and value != seen.size:
+            raise error(f"{kernel}: argument {name!r} = {value} but dim {name!r} is {seen}; an integer argument "
+                        f"named like a dim is that size and must equal it")
+
+
 def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | None], error: ErrorClass, *,
             memory: str, device: int | None = None,
             special: Callable[[Param, dict[int, DeviceArray]], int] | None = None
@@ -161,13 +216,15 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
     is where the kernel is loaded; `special(param, arrays)` gives a parameter of a kind only
     the runtime knows (the NVIDIA tensor maps)."""
     arrays: dict[int, DeviceArray] = {}
-    named: dict[str, tuple[str, int]] = {}
+    dims: list[NamedDim] = []
+    integers: list[tuple[str, int]] = []
     out: list[int | float] = []
     for param in abi.params:
         value = args[param.tensor]
         if param.kind == "pointer":
             array = arrays[param.tensor] = checked_array(abi, param.name, value, views[param.tensor],
                                                          element_dtype(param.dtype), error, memory)
+            check_shape(abi.name, param.name, param.shape, array.shape, error)
             if array.pointer % param.align:
                 raise error(f"{abi.name}: argument {param.name!r} must start at a multiple of {param.align} bytes "
                             f"(the kernel reads it {param.align} bytes at a time); its address is {array.pointer:#x}")
@@ -177,20 +234,18 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
             out.append(array.pointer)
         elif param.kind == "dim":
             size = arrays[param.tensor].shape[param.axis]
-            label = abi.arguments[param.tensor]
-            seen = named.setdefault(param.symbol, (label, size))
-            if seen[1] != size:
-                raise error(f"{abi.name}: dim {param.symbol!r} is {seen[1]} in argument {seen[0]!r} but {size} in "
-                            f"argument {label!r}")
-            if size >= 2**31:
-                raise error(f"{abi.name}: argument {label!r} dim {param.axis} is {size}; sizes must fit in 32 bits")
+            dims.append(NamedDim(abi.arguments[param.tensor], param.axis, param.symbol, size))
             out.append(size)
         elif param.kind == "scalar":
-            out.append(scalar(abi, param.name, param.llvm_type, value, error))
+            number = scalar(abi, param.name, param.llvm_type, value, error)
+            if param.llvm_type in _INTEGERS:
+                integers.append((param.name, int(number)))
+            out.append(number)
         elif special is not None:
             out.append(special(param, arrays))
         else:
             raise error(f"{abi.name}: internal: this runtime cannot pass parameter {param.name!r} ({param.kind})")
+    check_named_sizes(abi.name, dims, integers, error)
     check_conditions(abi, args, arrays, error)
     return out, arrays
 

@@ -64,6 +64,9 @@ class Param:
     copied, in elements per tensor dim (the tensor's own order)."""
     swizzle: int = 0
     """For a tensor map: the bytes of the shared-memory swizzle the copy writes (0: none)."""
+    shape: tuple[int | str, ...] = ()
+    """For a pointer: the tensor's declared dims, each an int or a dim's name (a launch's array
+    must have that many dims, and the int ones)."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,8 @@ class KernelABI:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> KernelABI:
-        params = tuple(Param(**{**p, "box": tuple(p.get("box", ()))}) for p in data["params"])
+        params = tuple(Param(**{**p, "box": tuple(p.get("box", ())), "shape": tuple(p.get("shape", ()))})
+                       for p in data["params"])
         return cls(data["name"], tuple(data["arguments"]), params, tuple(data["block"]),  # type: ignore[arg-type]
                    data.get("shared_bytes", 0), assumptions.from_json(data.get("conditions", [])))
 
@@ -273,7 +277,8 @@ class Translator:
         for index, (name, arg) in enumerate(zip(names, self.kernel.body.block.args)):
             t = arg.type
             if isinstance(t, D.TensorType):
-                params.append(Param("pointer", name, "ptr addrspace(1)", index, dtype=t.dtype.name))
+                params.append(Param("pointer", name, "ptr addrspace(1)", index, dtype=t.dtype.name,
+                                    shape=tuple(t.shape)))
                 self.memories[arg] = Memory(f"%{ident(name)}", 1, index)
                 self.alignment[index] = t.dtype.nbytes
                 for axis, dim in enumerate(t.shape):

@@ -36,6 +36,7 @@ from . import active as active_schedule
 from .tiles import fragment_bytes as _fragment_bytes
 from .tiles import offset_table as _offset_table
 from ..ir.types import dtype_of_mlir
+from ..launch_args import NamedDim, check_named_sizes, check_shape
 
 
 # ---- memories --------------------------------------------------------------------------------
@@ -197,6 +198,7 @@ class Interpreter:
             raise ArgusLaunchError(f"{self.kernel.sym_name.data} takes {len(params)} runtime argument(s), got {len(args)}")
         names = [n.data for n in self.kernel.arg_names.data]
         bound = [self.bind_argument(name, p, a) for name, p, a in zip(names, params, args)]
+        self.check_sizes(names, params, bound)
         threads = int(np.prod(self.block_dims))
         cluster = self.kernel.cluster_dims
         size = int(np.prod(cluster))
@@ -221,6 +223,20 @@ class Interpreter:
                 raise KernelFault("in-flight", f"the block ends with products started by matmul_async that no "
                                   f"matmul_wait finished (block {(bx, by, bz)})", None, {"block": (bx, by, bz)})
 
+    def check_sizes(self, names: Sequence[str], params: Sequence[SSAValue], bound: Sequence[Any]) -> None:
+        """Dims named alike agree, and integer arguments named like them equal them (as each GPU
+        runtime checks): the checker's proofs are about no other launch."""
+        dims: list[NamedDim] = []
+        integers: list[tuple[str, int]] = []
+        for name, param, value in zip(names, params, bound):
+            t = param.type
+            if isinstance(t, D.TensorType):
+                dims.extend(NamedDim(name, axis, dim, int(value.array.shape[axis]))
+                            for axis, dim in enumerate(t.shape) if isinstance(dim, str))
+            elif dtype_of_mlir(t).is_integer:
+                integers.append((name, int(value)))
+        check_named_sizes(self.kernel.sym_name.data, dims, integers)
+
     def bind_argument(self, name: str, param: SSAValue, arg: Any) -> Any:
         t = param.type
         if isinstance(t, D.TensorType):
@@ -244,11 +260,7 @@ class Interpreter:
             )
         if not arg.flags.c_contiguous or not arg.flags.writeable:
             raise ArgusLaunchError(f"argument {name!r} must be a writeable C-contiguous array")
-        if arg.ndim != len(t.shape):
-            raise ArgusLaunchError(f"argument {name!r} has {arg.ndim} dims, the kernel declares {len(t.shape)}: {list(t.shape)}")
-        for i, (declared, actual) in enumerate(zip(t.shape, arg.shape)):
-            if isinstance(declared, int) and declared != actual:
-                raise ArgusLaunchError(f"argument {name!r} dim {i} is {actual}, the kernel declares {declared}")
+        check_shape(self.kernel.sym_name.data, name, tuple(t.shape), arg.shape)
         return TensorValue(name, arg, dtype)
 
     # ---- execution -------------------------------------------------------------------
