@@ -17,7 +17,7 @@ import functools
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from .dtypes import DType, dtype_named
 from .errors import ArgusLaunchError
@@ -157,27 +157,23 @@ def check_shape(kernel: str, name: str, declared: Sequence[int | str], shape: Se
                 error: ErrorClass = ArgusLaunchError) -> None:
     """An array of as many dims as tensor argument `name` declares, and the declared sizes where
     they are numbers (a named dim is checked by `check_named_sizes`)."""
+    if len(shape) == len(declared):
+        for want, size in zip(declared, shape):
+            if want != size and type(want) is int:
+                break
+        else:
+            return
     if len(shape) != len(declared):
         raise error(f"{kernel}: argument {name!r} has {len(shape)} dims, the kernel declares {len(declared)}: "
                     f"{list(declared)}")
-    for axis, (want, size) in enumerate(zip(declared, shape)):
-        if isinstance(want, int) and want != size:
-            raise error(f"{kernel}: argument {name!r} dim {axis} is {size}, the kernel declares {want}")
+    axis, want, size = next((a, w, s) for a, (w, s) in enumerate(zip(declared, shape)) if isinstance(w, int) and w != s)
+    raise error(f"{kernel}: argument {name!r} dim {axis} is {size}, the kernel declares {want}")
 
 
-class NamedDim(NamedTuple):
-    """A tensor argument's dim that the kernel declares by name, and its size in one launch."""
+NamedDim = tuple[str, int, str, int]
+"""A dim a kernel declares by name in one launch: (argument, axis, the dim's name, its size)."""
 
-    argument: str
-    axis: int
-    symbol: str
-    size: int
-
-    def __str__(self) -> str:
-        return f"{self.argument}.shape[{self.axis}] = {self.size}"
-
-
-#: The LLVM types of integer scalars (what the checker takes as symbols, as it takes sizes).
+#: The LLVM types of integer scalars (the checker takes each as a symbol, as it takes sizes).
 _INTEGERS = frozenset({"i8", "i16", "i32", "i64"})
 
 #: The sizes the checker's proofs are about: a named dim is a symbol in [1, 2**31).
@@ -193,18 +189,23 @@ def check_named_sizes(kernel: str, dims: Sequence[NamedDim], integers: Sequence[
     runtime's marshalling) calls this."""
     first: dict[str, NamedDim] = {}
     for dim in dims:
-        if not 1 <= dim.size <= MAX_SIZE:
-            raise error(f"{kernel}: dim {dim.symbol!r} is {dim} but a named dim must be from 1 to {MAX_SIZE} "
+        size = dim[3]
+        if not 0 < size <= MAX_SIZE:
+            raise error(f"{kernel}: dim {dim[2]!r} is {_shown(dim)} but a named dim must be from 1 to {MAX_SIZE} "
                         f"(the sizes the kernel is checked for)")
-        seen = first.setdefault(dim.symbol, dim)
-        if seen.size != dim.size:
-            raise error(f"{kernel}: dims named {dim.symbol!r} differ: {seen} but {dim}; dims named alike are one "
-                        f"size and must agree")
+        seen = first.setdefault(dim[2], dim)
+        if seen[3] != size:
+            raise error(f"{kernel}: dims named {dim[2]!r} differ: {_shown(seen)} but {_shown(dim)}; dims named alike "
+                        f"are one size and must agree")
     for name, value in integers:
         seen = first.get(name)
-        if seen is not None and value != seen.size:
-            raise error(f"{kernel}: argument {name!r} = {value} but dim {name!r} is {seen}; an integer argument "
-                        f"named like a dim is that size and must equal it")
+        if seen is not None and value != seen[3]:
+            raise error(f"{kernel}: argument {name!r} = {value} but dim {name!r} is {_shown(seen)}; an integer "
+                        f"argument named like a dim is that size and must equal it")
+
+
+def _shown(dim: NamedDim) -> str:
+    return f"{dim[0]}.shape[{dim[1]}] = {dim[3]}"
 
 
 def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | None], error: ErrorClass, *,
@@ -234,7 +235,7 @@ def marshal(abi: KernelABI, args: Sequence[Any], views: Sequence[DeviceArray | N
             out.append(array.pointer)
         elif param.kind == "dim":
             size = arrays[param.tensor].shape[param.axis]
-            dims.append(NamedDim(abi.arguments[param.tensor], param.axis, param.symbol, size))
+            dims.append((abi.arguments[param.tensor], param.axis, param.symbol, size))
             out.append(size)
         elif param.kind == "scalar":
             number = scalar(abi, param.name, param.llvm_type, value, error)

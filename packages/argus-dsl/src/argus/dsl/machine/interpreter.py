@@ -231,7 +231,7 @@ class Interpreter:
         for name, param, value in zip(names, params, bound):
             t = param.type
             if isinstance(t, D.TensorType):
-                dims.extend(NamedDim(name, axis, dim, int(value.array.shape[axis]))
+                dims.extend((name, axis, dim, int(value.array.shape[axis]))
                             for axis, dim in enumerate(t.shape) if isinstance(dim, str))
             elif dtype_of_mlir(t).is_integer:
                 integers.append((name, int(value)))
