@@ -958,6 +958,11 @@ class _NamedBarrier:
             raise interp.fault("barrier", f"named barrier {op.id.data} counts whole warps; warp {partial[0] // w} "
                                "arrives with only some of its lanes", op, frame)
         for bar, threads in self._each(interp, op, frame, mask):
+            fresh = int((bar.arrival[threads] != bar.generation).sum())
+            if bar.arrived + fresh > bar.count:
+                raise interp.fault("barrier", f"{bar.arrived + fresh} threads meet named barrier {op.id.data} at once "
+                                   f"and it counts {bar.count}: which of them it orders depends on the timing "
+                                   "(the others wait for a later use)", op, frame)
             if bar.arrive(frame.machine.clocks, threads, op):
                 interp.barrier_passed(op, frame, np.flatnonzero(bar.arrival == bar.generation - 1))
 
@@ -1070,14 +1075,109 @@ def _analyze_cluster_sync(a: Any, op: ClusterSyncOp, mask: np.ndarray) -> None:
             memory.barrier()
 
 
+@dataclass
+class _NamedUse:
+    """How the walk met one named barrier of one block: the count it was first met with and
+    where, every thread that meets it anywhere, and the threads that meet it all at once at a
+    site (None while none do; `split`: threads met it at a site with fewer than it counts)."""
+
+    count: int
+    op: NamedBarrierOp
+    met: np.ndarray
+    together: np.ndarray | None = None
+    split: bool = False
+
+
+class _NamedBarriers:
+    """The static checker's named barriers (`_analyze_named_barrier`), one per analysis."""
+
+    def __init__(self, a: Any) -> None:
+        from argus.dsl.check.shared_reads import Orders
+
+        self.orders = Orders(a.threads)
+        self.uses: dict[tuple[int, int], _NamedUse] = {}
+        a.at_end.append(lambda: self.never_met(a))
+
+    def fault(self, a: Any, op: Any, kind: str, thread: int, why: str) -> None:
+        from argus.dsl.check.reports import describer
+
+        if a.checking:
+            site = str(a.where(op))
+            a.obligations.fault(site, kind, thread, describer(a, op, site, np.arange(a.n)),
+                                {"barrier": op.id.data, "why": why})
+
+    def meet(self, a: Any, op: NamedBarrierOp, rank: int, threads: np.ndarray) -> np.ndarray | None:
+        """Block `rank`'s `threads` meet the barrier: the mask of the threads it orders for one
+        another (None: it orders nothing here)."""
+        ident, count = op.id.data, op.threads.data
+        local = a.local_ids[threads]
+        warps, lanes = np.unique(local // a.warp, return_counts=True)
+        if (lanes != a.warp).any():
+            self.fault(a, op, "barrier", int(threads[0]), f"named barrier {ident} counts whole warps; warp "
+                       f"{int(warps[lanes != a.warp][0])} meets it with only some of its lanes")
+            return None
+        if threads.size > count:
+            self.fault(a, op, "barrier", int(threads[0]), f"{threads.size} threads meet named barrier {ident} at "
+                       f"once and it counts {count}: which of them it orders depends on the timing")
+            return None
+        use = self.uses.get((rank, ident))
+        if use is None:
+            use = self.uses[(rank, ident)] = _NamedUse(count, op, np.zeros(a.threads, bool))
+        if use.count != count:
+            self.fault(a, op, "barrier", int(threads[0]), f"named barrier {ident} is used for {use.count} threads at "
+                       f"{a.where(use.op)} and for {count} here")
+            return None
+        use.met[threads] = True
+        here = np.zeros(a.threads, bool)
+        here[threads] = True
+        if threads.size < count:  # the others meet it elsewhere: the interpreter follows that hand-off
+            use.split = True
+        elif use.together is None:
+            use.together = here
+        if use.together is not None and (use.split or not np.array_equal(use.together, here)):
+            raise a.undecidable(op, f"named barrier {ident} counts {count} threads and different threads meet it at "
+                                    "different sites, so which threads each use orders depends on the timing; the "
+                                    "checker orders the accesses of a named barrier that the same threads, as many as "
+                                    "it counts, meet at once wherever it is used")
+        return here if threads.size == count else None
+
+    def never_met(self, a: Any) -> None:
+        """A named barrier that fewer threads than it counts ever meet never completes."""
+        for (rank, ident), use in self.uses.items():
+            met = int(use.met.sum())
+            if met < use.count:
+                first = int(np.flatnonzero(use.met)[0])
+                self.fault(a, use.op, "deadlock", first, f"named barrier {ident} counts {use.count} threads and only "
+                           f"{met} of block {rank}'s threads ever meet it: those wait forever")
+
+
 def _analyze_named_barrier(a: Any, op: NamedBarrierOp, mask: np.ndarray) -> None:
-    threads = np.flatnonzero(mask)
-    for memory in a.memories:
-        if not memory.per_thread:
-            if threads.size == a.n:
-                memory.barrier()
-            else:
-                memory.epoch_writer[np.isin(memory.epoch_writer, threads)] = -1
+    """A named barrier orders the shared accesses of the threads that meet it before their
+    own later accesses, and nobody else's: a write before it by one of them and a read after
+    it by a thread that does not meet it still race. The walk runs the threads of a site
+    together, so it orders a site where as many threads as the barrier counts meet it at once
+    (the same threads wherever it is used); threads meeting it at several sites (a producer's
+    branch and a consumer's) are a hand-off whose timing the interpreter follows, and the walk
+    orders nothing there."""
+    from argus.dsl.check.shared_reads import SharedMemory
+
+    if a.n != a.threads:
+        raise a.undecidable(op, "a named barrier inside copies of a loop run together; the checker follows named "
+                                "barriers one iteration at a time")
+    named = a.extensions.get("nvptx.named_barriers")
+    if named is None:
+        named = a.extensions["nvptx.named_barriers"] = _NamedBarriers(a)
+    active = np.flatnonzero(mask)
+    ranks = active // a.block_threads
+    for rank in np.unique(ranks).tolist():
+        participants = named.meet(a, op, rank, active[ranks == rank])
+        if participants is None:
+            continue
+        for memory in a.memories:
+            if isinstance(memory, SharedMemory) and memory.reads is not None:
+                memory.orders = named.orders
+                memory.epoch_writer[...] = named.orders.meet(memory.epoch_writer, participants)
+                memory.reads.epoch_writer[...] = named.orders.meet(memory.reads.epoch_writer, participants)
 
 
 #: The NVIDIA intrinsics' dialect and meanings, installed through the backend's spec.

@@ -142,6 +142,11 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         """Per assertion (and product pairing), the runtime loops and the path around each place
         the walk compared it: a proof needs a launch that gets there."""
         self.checking = True
+        self.extensions: dict[str, Any] = {}
+        """State a backend's rules keep for the whole walk, by a name of theirs."""
+        self.at_end: list[Callable[[], None]] = []
+        """Checks a backend's rules leave for the end of the walk (a named barrier that too few
+        threads ever meet)."""
         self._remembered: dict[Operation, tuple[list[Any], Any, Any]] = {}
         """Per op, what `remembered` computed last and from which inputs."""
         self._addresses: dict[Operation, tuple[Any, ...]] = {}
@@ -191,6 +196,8 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
             self.values[param] = self.bind(name, param)
         with np.errstate(all="ignore"):
             self.run_block(block, self.everyone)
+        for check in self.at_end:
+            check()
         self.facts.update(self.space.constraints)
         self.report_write_conflicts()
         return Analysis(self.space, self.table, self.obligations, self.facts, self.replay_facts - self.facts,

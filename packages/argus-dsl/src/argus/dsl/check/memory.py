@@ -142,6 +142,9 @@ class AbstractMemory:
         if not self.checking:
             return
         writers = memory.epoch_writer[idx.reshape(threads.size, -1)]
+        orders = getattr(memory, "orders", None)  # a named barrier's codes, as these readers see them
+        if orders is not None:
+            writers = orders.resolve(writers, None if by_group else threads[:, None])
         unordered = (writers != -1) if by_group else (writers != -1) & (writers != threads[:, None])
         if unordered.any():
             row, col = (int(x[0]) for x in np.nonzero(unordered))
