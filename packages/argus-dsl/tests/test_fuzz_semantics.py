@@ -187,16 +187,15 @@ times in 3000 kernels (a claim-free kernel reading, after a runtime loop, the re
 iterations fill), minimized."""
 
 
-def test_unwritten_registers_no_check_reads_are_left_to_the_interpreter() -> None:
-    """docs/verify.md leaves a read of registers nothing wrote, where no check reads them, to the
-    interpreter: "nothing to prove" with that fault on a launch is no disagreement. The same
-    read of shared memory is the checker's, and it refutes the kernel."""
+def test_unwritten_registers_no_check_reads_are_the_checkers() -> None:
+    """A read of registers nothing wrote is the checker's even where no check reads them, as
+    the same read of shared memory is: it refutes the kernel, and the launch's fault is no
+    disagreement."""
     launch = LaunchSpec((1,), (("tensor", "f32", (2, 32)), ("tensor", "f32", (2, 32)), ("int", 2), ("int", 0)), 3)
     report = check_case(KernelCase(UNWRITTEN_REGISTERS, "last", (launch,)))
-    assert report.verdict == "nothing to prove"
+    assert report.verdict == "violated" and not report.findings, report.result
     fault = report.runs[0][0].fault
     assert fault is not None and fault.kind == "uninitialized-read" and "local tile" in str(fault)
-    assert not report.findings
     shared = UNWRITTEN_REGISTERS.replace("got = make_local((1,), f32)", "got = make_shared((1, 32), f32)") \
         .replace("got[0]", "got[0, thread_idx.x]")
     report = check_case(KernelCase(shared, "last", (launch,)))

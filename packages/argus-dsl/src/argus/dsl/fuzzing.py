@@ -997,15 +997,12 @@ def check_case(case: KernelCase, runners: Sequence[Runner] = (shadow_runner,), *
 
 def _claimed(fault: KernelFault, verdict: Verdict) -> bool:
     """Whether the verdict rules this fault out (`CLAIMED_FAULTS`, but not a race that a write
-    makes with an earlier read, nor an access outside a global tensor, nor — in a kernel with
-    no check at all — a read of registers nothing wrote: docs/verify.md leaves those to the
-    interpreter). A race is the checker's when its earlier access is a write: the interpreter
-    says that thread "wrote it"."""
+    makes with an earlier read, nor an access outside a global tensor: docs/verify.md leaves
+    those to the interpreter). A race is the checker's when its earlier access is a write: the
+    interpreter says that thread "wrote it"."""
     if fault.kind not in CLAIMED_FAULTS:
         return False
     text = str(fault)
-    if verdict is Verdict.NOTHING_TO_PROVE and fault.kind == "uninitialized-read" and "local tile" in text:
-        return False
     if fault.kind == "data-race" and "wrote it" not in text and "both write it" not in text:
         return False
     if fault.kind == "out-of-bounds" and "tile" not in text:
