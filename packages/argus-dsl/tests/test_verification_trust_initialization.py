@@ -12,19 +12,24 @@ import numpy as np
 import pytest
 from argus.dsl import (
     Tensor,
+    bf16,
     block_idx,
     copy,
     copy_vector,
     exp2,
     f32,
     kernel,
+    lane_id,
     make_local,
     make_shared,
+    matmul,
     reset_tags,
     static_range,
     syncthreads,
     tag,
     thread_idx,
+    u128,
+    warp_mma_16x8x16,
 )
 from argus.dsl.cli import load_module
 from argus.verify import Verdict
@@ -477,6 +482,61 @@ def test_a_copy_from_registers_partly_written():
 @pytest.mark.parametrize("k", [running_sum_set, running_sum_set_in_the_first_iteration])
 def test_a_running_statistic_set_before_its_first_read_is_no_finding(k):
     assert k.verify().verdict is Verdict.NOTHING_TO_PROVE
+
+
+MMA = warp_mma_16x8x16(bf16, bf16, f32)
+
+
+@kernel(block=(32,), verify=False)
+def product_filling_half_the_accumulators(a: Tensor[bf16, 16, 16], b: Tensor[bf16, 8, 16], c: Tensor[f32, 32, 8]):
+    tag(a, lambda m, k: (k,))
+    tag(b, lambda n, k: (k,))
+    af = make_local((8,), bf16)
+    bf = make_local((4,), bf16)
+    acc = make_local((2, 4), f32)
+    for v in static_range(8):
+        af[v] = a[0, 0]
+    for v in static_range(4):
+        bf[v] = b[0, 0]
+        acc[0, v] = 0.0
+    matmul(af, bf, acc[0, :], MMA)  # (its operands pair up: the claim holds)
+    for v in static_range(4):
+        c[lane_id(), v] = acc[0, v]
+        c[lane_id(), 4 + v] = acc[1, v]  # no product nor store wrote these
+
+
+@kernel(block=(32,), verify=False)
+def vector_read_of_registers_partly_written(x: Tensor[bf16, 32], out: Tensor[bf16, 32, 8]):
+    r = make_local((8,), bf16)
+    for i in static_range(7):
+        r[i] = x[thread_idx.x]
+    out.view((32, 1), u128)[thread_idx.x, 0] = r.view((1,), u128)[0]
+
+
+def test_registers_next_to_a_products_accumulators_read_unwritten():
+    """The product's claim holds (it was proved before registers no check reads were walked):
+    the other half of the tile is read unwritten all the same."""
+    _uninitialized(product_filling_half_the_accumulators.verify(), "c[lane_id(), 4 + v] = acc[1, v]")
+
+
+def test_a_vector_read_of_registers_partly_written():
+    _uninitialized(vector_read_of_registers_partly_written.verify(), "r.view((1,), u128)[0]")
+
+
+@kernel(block=(32,), verify=False)
+def registers_read_at_a_runtime_index(x: Tensor[f32, 32], out: Tensor[f32, "n"], n: int):
+    r = make_local((4,), f32)
+    for i in static_range(4):
+        r[i] = x[thread_idx.x]
+    for k in range(0, n):
+        out[k] = r[k % 4]
+
+
+def test_registers_all_written_need_no_address_to_be_read():
+    """Registers every byte of which is written are read written wherever the read lands: an
+    address the checker cannot enumerate (a runtime loop's index) leaves the check decided."""
+    result = registers_read_at_a_runtime_index.verify()
+    assert result.verdict is Verdict.NOTHING_TO_PROVE and "cannot follow" not in result.reason, result.text()
 
 
 ATTENTION_SUM_SET = "    stats[1] = 0.0\n"

@@ -166,10 +166,11 @@ def load_rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
         return
     tile: TileValue = source
     # a read of registers whose value no check needs: only whether its bytes were written (not
-    # their tags, which a loop would then carry), and nothing once every byte is (a number address)
+    # their tags, which a loop would then carry), and once every byte is, only its coordinates
     written_only = id(op) in a.preparation.written_only
-    if written_only and id(op) in a.preparation.traced_accesses and \
-            (not a.checking or all_written(tile, a.footprint)):
+    if written_only and (not a.checking or all_written(tile, a.footprint)):
+        if id(op) not in a.preparation.traced_accesses:
+            tile_bounds_rule(a, op, mask)
         return
     idx = a.tile_bytes(op, tile, None if coord_ssa is None else [a.int_value(c, op) for c in coord_ssa],
                        None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
