@@ -338,7 +338,8 @@ def _assigned(table: OpTable, block: object, before: frozenset[int], found: set[
 
 
 def load(w: _Liveness, i: int, live: Live) -> None:
-    """A load: kept when its value is used, for a shared read's races, or for a tensor's bounds."""
+    """A load: kept when its value is used, for a shared read's races, for a tensor's bounds, or
+    for whether the registers it reads were written (`Liveness.written_only`)."""
     operands = w.table.operands[i]
     source = operands[0]
     used = w.table.results[i][0] in live
