@@ -276,3 +276,49 @@ def test_more_threads_at_once_than_a_named_barrier_counts_are_a_finding(monkeypa
     monkeypatch.setenv("ARGUS_VERIFY", "0")
     with pytest.raises(KernelFault, match="barrier: 96 threads meet named barrier 1 at once and it counts 64"):
         run(crowd, "round-robin")
+
+
+def meet_apart(count: int) -> Any:
+    """Warp 0 stores 64 words and meets named barrier 1 at one site; warp 1 meets it at another
+    and reads them. Counting 64 threads, the two warps meet each other (a hand-off whose timing
+    the interpreter follows); counting 32, each passes alone and nothing orders the store
+    before the reads."""
+
+    @kernel(block=(64,), verify=False)
+    def apart(x: Tensor[u32, 64], out: Tensor[u32, 64]):
+        s = make_shared((64,), u32)
+        t = thread_idx.x
+        if t < 32:
+            s[t] = x[t]
+            s[t + 32] = x[t + 32]
+            nv.barrier_sync(1, count)
+        else:
+            nv.barrier_sync(1, count)
+            out[t - 32] = s[t - 32]
+            out[t] = s[t]
+
+    return apart
+
+
+def test_a_named_barrier_met_at_several_sites_is_never_proved_from_the_walk_alone() -> None:
+    alone = meet_apart(32).verify()
+    assert alone.verdict is Verdict.VIOLATED, alone.text()
+    assert "data-race" in alone.text() and "the interpreter faults the same way" in alone.text()
+    assert meet_apart(64).verify().verdict is not Verdict.NOTHING_TO_PROVE  # (ordered on the GPU; not by the walk)
+
+
+def test_threads_of_two_sites_meeting_one_named_barrier_for_more_than_a_warp_are_a_finding() -> None:
+    @kernel(block=(128,), verify=False)
+    def pairs(x: Tensor[u32, 128], out: Tensor[u32, 128]):
+        s = make_shared((128,), u32)
+        t = thread_idx.x
+        s[t] = x[t]
+        if t < 64:
+            nv.barrier_sync(1, 64)
+            out[t] = s[63 - t]
+        else:
+            nv.barrier_sync(1, 64)
+            out[t] = s[191 - t]
+
+    result = pairs.verify()
+    assert result.verdict is not Verdict.PROVED and result.verdict is not Verdict.NOTHING_TO_PROVE, result.text()

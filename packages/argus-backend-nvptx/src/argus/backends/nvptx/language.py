@@ -1134,11 +1134,13 @@ class _NamedBarriers:
             use.split = True
         elif use.together is None:
             use.together = here
-        if use.together is not None and (use.split or not np.array_equal(use.together, here)):
-            raise a.undecidable(op, f"named barrier {ident} counts {count} threads and different threads meet it at "
-                                    "different sites, so which threads each use orders depends on the timing; the "
-                                    "checker orders the accesses of a named barrier that the same threads, as many as "
-                                    "it counts, meet at once wherever it is used")
+        if count > a.warp and use.together is not None and (use.split or not np.array_equal(use.together, here)):
+            # (a barrier counting one warp completes for each warp alone, wherever it meets it)
+            self.fault(a, op, "barrier", int(threads[0]), f"named barrier {ident} counts {count} threads and "
+                       "different threads meet it at different sites, so which threads each use orders depends on "
+                       "the timing; the checker orders the accesses of a named barrier that the same threads, as many "
+                       "as it counts, meet at once wherever it is used")
+            return None
         return here if threads.size == count else None
 
     def never_met(self, a: Any) -> None:
