@@ -60,6 +60,8 @@ class Calls:
             return self.inline(node, fn)
         if isinstance(fn, Intrinsic):
             return intrinsic_call(self, node, fn)
+        if fn is builtins.abs or fn is builtins.pow:  # Python's: the language's (Python's on constants)
+            fn = lang.abs if fn is builtins.abs else lang.pow
         if isinstance(fn, lang.Builtin):
             return self.builtin_call(node, fn)
         if isinstance(fn, DType):

@@ -3,7 +3,7 @@ interpreter, the shadow interpreter, the static checker, launch conditions, the 
 tests) reads it from here, so that no two of them can disagree about what an op computes."""
 
 #: The core language's op families, each a module of this package that defines its ops' meaning.
-FAMILIES = ("indices", "sync", "tags", "control", "products", "warp", "memory", "tiles", "bits", "arithmetic")
+FAMILIES = ("indices", "sync", "tags", "control", "products", "warp", "memory", "tiles", "bits", "arithmetic", "math")
 
 
 def define_core() -> None:
