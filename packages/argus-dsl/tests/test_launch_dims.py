@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from argus.dsl import ArgusLaunchError, Tensor, f32, i64, kernel, thread_idx
 from argus.dsl import launch_args
+from argus.verify import Verdict
 from argus.dsl.cli import main
 
 
@@ -253,3 +254,20 @@ def test_a_constexpr_without_a_value_names_what_to_give(tmp_path: Path, capsys: 
         assert main([command, f"{path}:scale"]) == 2
         assert "scale has constexpr parameters ['BLOCK'] without a value: give them with -D" in capsys.readouterr().err
     assert main(["verify", f"{path}:scale", "-D", "BLOCK=64"]) == 0
+
+
+TILE = 16
+
+
+@kernel(block=(16,))
+def _fixed_by_module_int(x: Tensor[f32, TILE]):
+    x[thread_idx.x] = 1.0
+
+
+def test_a_dim_named_by_a_module_int_is_that_size():
+    """`Tensor[f32, TILE]` with `TILE = 16` in the module is a tensor of 16 elements, not a size
+    named "TILE" known only at launch (which a launch could make 1)."""
+    assert str(_fixed_by_module_int.specialize().op.body.block.args[0].type) == "!argus.tensor<f32, [16]>"
+    assert _fixed_by_module_int.verify().verdict is not Verdict.VIOLATED
+    with pytest.raises(ArgusLaunchError):
+        _fixed_by_module_int[(1,)](np.zeros(8, np.float32))

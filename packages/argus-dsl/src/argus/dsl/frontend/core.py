@@ -189,6 +189,8 @@ class FrontEnd(Statements, Expressions, Calls):
                 dims.append(self.tensor_dim_size(item, item.value))
             elif name is not None and isinstance(self.constants.get(name), int):
                 dims.append(self.tensor_dim_size(item, self.constants[name]))
+            elif isinstance(item, ast.Name) and _is_int(known := self.resolve_global(item)):
+                dims.append(self.tensor_dim_size(item, known))  # a module's int (TILE = 64): that size
             elif name is not None and name.isidentifier():
                 dims.append(name)
             else:
@@ -253,3 +255,7 @@ class FrontEnd(Statements, Expressions, Calls):
             self.block = saved
 
     # ---- statements ------------------------------------------------------------------
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
