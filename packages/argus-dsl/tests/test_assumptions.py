@@ -11,6 +11,8 @@ def scaled(x: Tensor[f32, "n", "K"], y: Tensor[f32, "n"], K: int, step: int):
     assume(K % 64 == 0)
     assume(step > 0)
     assume(K // step >= 2)
+    # a condition on a size alone is a launch condition too
+    assume(x.shape[0] >= 32)
     assume(thread_idx.x < 32)  # depends on the thread: not a launch condition
     y[thread_idx.x] = x[thread_idx.x, K - 1]
 
@@ -27,16 +29,23 @@ def _holds(condition, K: int, step: int) -> bool:
 
 def test_only_assumptions_on_scalars_and_sizes_become_launch_conditions():
     conditions = _conditions()
-    assert [c.text for c in conditions] == ["assume(K % 64 == 0)", "assume(step > 0)", "assume(K // step >= 2)"]
+    assert [c.text for c in conditions] == [
+        "assume(K % 64 == 0)",
+        "assume(step > 0)",
+        "assume(K // step >= 2)",
+        "assume(x.shape[0] >= 32)",
+    ]
     assert all("test_assumptions.py" in c.where for c in conditions)
 
 
 def test_conditions_evaluate_like_the_kernel():
-    multiple, positive, ratio = _conditions()
+    multiple, positive, ratio, rows = _conditions()
     assert _holds(multiple, 128, 1) and not _holds(multiple, 100, 1)
     assert not _holds(positive, 128, 0) and _holds(positive, 128, 3)
     assert _holds(ratio, 128, 64) and not _holds(ratio, 128, 65)
     assert _holds(ratio, 128, 0)  # K // 0 is K in the language, as in the interpreter
+    assert _holds(rows, 128, 1)
+    assert not rows.holds(lambda i: {2: 128, 3: 1}[i], lambda i, axis: (31, 128)[axis])[0]
 
 
 def test_what_a_condition_read_is_reported():
