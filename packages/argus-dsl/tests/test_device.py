@@ -7,7 +7,7 @@ import inspect
 import numpy as np
 import pytest
 
-from argus.dsl import ArgusSyntaxError, ArgusTypeError, Tensor, device, f32, kernel, rcp, thread_idx
+from argus.dsl import ArgusSyntaxError, ArgusTypeError, Tensor, assume, device, f32, kernel, rcp, thread_idx
 
 
 @device
@@ -27,6 +27,7 @@ def clamp_index(i, n):
 
 @kernel(block=(32,))
 def use_helpers(x: Tensor[f32, 32], out: Tensor[f32, 32], n: int):
+    assume(n >= 1)  # the clamp's n - 1 is an index of x
     i = clamp_index(thread_idx.x, n)
     out[thread_idx.x] = rcp(scaled_sum(x[i], 1.0, 2.0))
 
