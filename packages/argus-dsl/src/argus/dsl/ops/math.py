@@ -290,7 +290,8 @@ def _erf(f: _F32, x: str) -> str:
 def _reduced(f: _F32, x: str) -> str:
     """x less the nearest multiple of 2 pi (Cody and Waite: 2 pi in two parts, exact products)."""
     k = f.neg(f.fn("rint", f.mul(x, f.c(1 / (2 * pymath.pi)))))
-    return f.fma(k, f.c(_TWO_PI_LO), f.fma(k, f.c(_TWO_PI_HI), x))
+    reduced = f.fma(k, f.c(_TWO_PI_LO), f.fma(k, f.c(_TWO_PI_HI), x))
+    return f.select(f.cmp("oeq", k, f.c(0.0)), x, reduced)  # already there: x itself (-0 stays -0)
 
 
 def _sin(f: _F32, x: str) -> str:
@@ -308,7 +309,8 @@ def _pow(f: _F32, x: str, y: str) -> str:
     a = f.fn("fabs", x)
     l = _log(f, a)
     p = f.mul(y, l)
-    err = f.fma(y, l, f.neg(p))
+    err = f.fma(y, l, f.neg(p))  # NaN where the product is infinite: then exp(p) is 0 or inf already
+    err = f.select(f.cmp("uno", err, err), f.c(0.0), err)
     e = _exp(f, p)
     r = f.select(f.cmp("oeq", e, f.c(_INF)), e, f.fma(e, err, e))
     whole = f.cmp("oeq", f.fn("floor", y), y)
