@@ -6,7 +6,7 @@ import inspect
 
 import numpy as np
 import pytest
-from argus.dsl import KernelFault, Tensor, f32, kernel, make_local, make_shared, syncthreads, thread_idx
+from argus.dsl import KernelFault, TagAssertionError, Tensor, f32, kernel, make_local, make_shared, syncthreads, thread_idx
 
 
 def line_of(fn, text: str) -> int:
@@ -49,14 +49,14 @@ def half_written(out: Tensor[f32, 32]):
     out[t] = buf[31 - t]
 
 
-@kernel(block=(32,))
+@kernel(block=(32,), verify=False)  # the checker refutes it at compile time: this is the interpreter's test
 def unwritten_register(out: Tensor[f32, 32]):
     r = make_local((4,), f32)
     r[0] = 1.0
     out[thread_idx.x] = r[1]
 
 
-@kernel(block=(32,))
+@kernel(block=(32,), verify=False)  # the checker refutes it at compile time: this is the interpreter's test
 def past_the_end(x: Tensor[f32, "n"], out: Tensor[f32, 32]):
     out[thread_idx.x] = x[thread_idx.x + 1]
 
@@ -131,3 +131,12 @@ def test_barrier_not_reached_by_every_thread():
     assert fault.kind == "divergent-barrier"
     assert fault.details["threads"] == list(range(8, 32))
     assert fault.location.line == line_of(barrier_in_branch, "syncthreads()")
+
+
+@pytest.mark.parametrize(
+    ("unchecked", "kind"), [(unwritten_register, "uninitialized-read"), (past_the_end, "out-of-bounds")]
+)
+def test_the_checker_refutes_these_faults_before_any_launch(unchecked, kind: str):
+    with pytest.raises(TagAssertionError) as info:
+        kernel(block=(32,))(unchecked.fn).compile()
+    assert f"kind = {kind}" in str(info.value)
