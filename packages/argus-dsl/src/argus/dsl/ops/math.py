@@ -295,7 +295,9 @@ def _reduced(f: _F32, x: str) -> str:
 
 
 def _sin(f: _F32, x: str) -> str:
-    return f.hardware("sin", _reduced(f, x))
+    """Below 2^-12, sin x rounds to x (the hardware's absolute error would be all of it)."""
+    tiny = f.cmp("olt", f.fn("fabs", x), f.c(2.0 ** -12))
+    return f.select(tiny, x, f.hardware("sin", _reduced(f, x)))
 
 
 def _cos(f: _F32, x: str) -> str:
