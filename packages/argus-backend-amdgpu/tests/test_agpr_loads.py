@@ -12,18 +12,20 @@ import pytest
 from argus.backends.amdgpu import compiler
 from argus.backends.amdgpu import language as amd
 from argus.backends.amdgpu.targets import CHIPS, chip
-from argus.dsl import ArgusError, Tensor, f32, kernel, make_local, tag, thread_idx, u128
+from argus.dsl import ArgusError, Tensor, assume, f32, kernel, make_local, tag, thread_idx, u128
 from argus.verify import Verdict
 
 
 @kernel(block=(64,), warp_size=64)
 def scaled(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+    assume(n >= 64)  # every thread writes its element of out
     v = amd.buffer_load_agpr(x, thread_idx.x + 4)  # the last four read past the end: zero
     out[thread_idx.x] = v * 2.0
 
 
 @kernel(block=(64,), warp_size=64)
 def moved(x: Tensor[u128, "n"], out: Tensor[u128, "n"], n: int):
+    assume(n >= 64)  # every thread writes its element of out
     out[thread_idx.x] = amd.buffer_load_agpr(x, (thread_idx.x + 2,))
 
 
@@ -59,6 +61,7 @@ def test_the_checker_follows_them_as_buffer_loads() -> None:
     def copier(shift: int) -> Any:
         @kernel(block=(64,), warp_size=64, verify=False)
         def copy_tagged(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+            assume(n >= 64)  # every thread writes its element of out
             tag(x, lambda i: (i,))
             got = make_local((1,), f32)
             want = make_local((1,), f32)
