@@ -35,13 +35,13 @@ def product(make: Any, a_type: Any, b_type: Any) -> Any:
     """One product of the atom, C = A·Bᵀ, each lane loading its fragments through the layouts."""
     atom = make(a_type, b_type, f32)
     mn, _, k = atom.shape
-    values = mn * k // 64
 
     @kernel(block=(64,), warp_size=64)
     def wave_fp8(a: Tensor[a_type, mn, k], b: Tensor[b_type, mn, k], c: Tensor[f32, mn, mn]):
         tag(a, lambda m, kk: (kk,))
         tag(b, lambda n, kk: (kk,))
         lane = lane_id()
+        values = mn * k // 64  # k named in the body: the dims k above are the atom's K, not a launch size
         fa = make_local((values,), a_type)
         fb = make_local((values,), b_type)
         acc = make_local((mn * mn // 64,), f32)

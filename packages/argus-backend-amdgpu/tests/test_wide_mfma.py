@@ -43,7 +43,6 @@ def product(make: Any, dtype: Any, b_group: int = 8) -> Any:
     which pairs other K columns than A's."""
     atom = make(dtype, dtype, f32)
     mn, _, k = atom.shape
-    values = mn * k // 64
     outputs = mn * mn // 64
 
     @kernel(block=(64,), warp_size=64)
@@ -51,6 +50,7 @@ def product(make: Any, dtype: Any, b_group: int = 8) -> Any:
         tag(a, lambda m, kk: (kk,))
         tag(b, lambda n, kk: (kk,))
         lane = lane_id()
+        values = mn * k // 64  # k named in the body: the dims k above are the atom's K, not a launch size
         fa = make_local((values,), dtype)
         fb = make_local((values,), dtype)
         acc = make_local((outputs,), f32)
