@@ -14,6 +14,7 @@ from argus.backends.amdgpu import language as amd
 from argus.backends.amdgpu.targets import chip
 from argus.dsl import (
     ArgusError,
+    assume,
     block_idx,
     CodegenError,
     Tensor,
@@ -165,6 +166,7 @@ def test_another_backend_refuses_them_with_the_line() -> None:
 
 @kernel(block=(64,), warp_size=64)
 def shifted(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+    assume(n >= 64)  # every thread writes its element of out
     out[thread_idx.x] = amd.buffer_load(x, thread_idx.x + 4)  # the last four read past the end: zero
     amd.buffer_store(out, thread_idx.x + 64, 1.0)  # all past the end: dropped
 
@@ -190,6 +192,7 @@ def test_the_checker_follows_buffer_loads_without_assuming_them_in_bounds() -> N
     def copier(shift: int) -> Any:
         @kernel(block=(64,), warp_size=64, verify=False)
         def copy_tagged(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+            assume(64 * block_idx.x + 64 <= n)  # the grid covers out
             tag(x, lambda i: (i,))
             got = make_local((1,), f32)
             want = make_local((1,), f32)
