@@ -18,6 +18,7 @@ from argus.dsl import (
     CodegenError,
     KernelFault,
     Tensor,
+    assume,
     block_idx,
     i32,
     kernel,
@@ -36,6 +37,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @kernel(block=(64,), cluster=(2, 1, 1))
 def where_am_i(out: Tensor[i32, "n", 4]):
+    assume(block_idx.x * 64 + 64 <= out.shape[0])  # the grid covers out's rows
     t = thread_idx.x
     row = block_idx.x * 64 + t
     out[row, 0] = nv.cluster_rank()
