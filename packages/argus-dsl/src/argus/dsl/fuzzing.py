@@ -343,6 +343,7 @@ def _tile_kernel(c: _Choices) -> KernelCase:
     out.add(f"tid = {tid}")
     if col_tiles > 1:
         out.add(f"col0 = block_idx.y * {cols}")
+        out.add(f"assume(col0 + {cols} <= {cols * col_tiles})")  # the grid's columns: the tiles there are
     tag_of = _tag_function(tags, "r", "c", cols)
     out.add(f"tag(src, lambda r, c: {tag_of})")
     if source_mode == "assume":
@@ -643,7 +644,7 @@ def _mma_kernel(c: _Choices) -> KernelCase:
     source = HEADER + "\n\n" + "\n".join(out.lines) + "\n"
     launches = []
     for _ in range(c.number(1, 2)):
-        k = 16 * c.number(0 if runtime else 1, 3) if runtime else 16
+        k = 16 * c.number(1, 3) if runtime else 16  # a named dim is at least 1 at every launch
         args: list[tuple[Any, ...]] = [("tensor", "bf16", (16, k)), ("tensor", "bf16", (8, k)),
                                        ("tensor", "f32", (16, 8))]
         if runtime:
