@@ -63,15 +63,22 @@ _MATH_BUILTINS: dict[str, type] = {"exp2": math.Exp2Op, "log2": math.Log2Op, "rs
                                    "sqrt": math.SqrtOp}
 
 
+def float_operand(fe: Any, node: ast.Call, args: list[Any], name: str) -> Value:
+    """The one runtime float argument of `name`, or an error at the call's line."""
+    if len(args) != 1:
+        raise fe.type_error(node, f"{name}(x) takes one argument, got {len(args)}")
+    x = args[0]
+    if not isinstance(x, Value):
+        raise fe.type_error(node, f"{name} of a compile-time value: compute it in Python before the kernel")
+    if not x.dtype.is_float:
+        raise fe.type_error(node, f"{name} takes a float, got {x.dtype}; convert it, e.g. f32(x)")
+    return x
+
+
+
 def _build_math(name: str) -> Callable[..., Value]:
     def build(fe: Any, node: ast.Call, args: list[Any]) -> Value:
-        if len(args) != 1:
-            raise fe.type_error(node, f"{name}(x)")
-        x = args[0]
-        if not isinstance(x, Value):
-            raise fe.type_error(node, f"{name} of a compile-time value: compute it in Python before the kernel")
-        if not x.dtype.is_float:
-            raise fe.type_error(node, f"{name} takes a float, got {x.dtype}")
+        x = float_operand(fe, node, args, name)
         return Value(fe.emit(_MATH_BUILTINS[name](x.ssa)).results[0], x.dtype)
 
     return build
@@ -217,7 +224,7 @@ def _shadow_select(s: ShadowInterpreter, op: arith.SelectOp, frame: Frame, mask:
 _WORDS = element_type(DTYPES["u128"])
 
 
-def _float_literal(value: float, llvm: str) -> str:
+def float_literal(value: float, llvm: str) -> str:
     """A float constant as LLVM writes it: the exact double for float and double, the bits for
     half and bfloat (bfloat rounded to nearest even)."""
     if llvm == "double" or llvm == "float":
@@ -243,7 +250,7 @@ def _translate_constant(t: Translator, op: arith.ConstantOp) -> None:
         bits = int(attr.value.data) % (1 << 128)  # type: ignore[union-attr]
         t.names[op.result] = "<" + ", ".join(f"i32 {(bits >> (32 * i)) & 0xFFFFFFFF}" for i in range(4)) + ">"
     else:
-        t.names[op.result] = _float_literal(float(attr.value.data), ty)  # type: ignore[union-attr]
+        t.names[op.result] = float_literal(float(attr.value.data), ty)  # type: ignore[union-attr]
 
 
 _BINARY = {arith.AddiOp: "add", arith.SubiOp: "sub", arith.MuliOp: "mul", arith.AndIOp: "and", arith.OrIOp: "or",
@@ -361,7 +368,7 @@ def _translate_math(t: Translator, op: Any) -> None:
     x = t.value(op.operands[0])
     if isinstance(op, math.RsqrtOp):
         root = t.call(ty, f"llvm.sqrt.{intrinsic_suffix(ty)}", [(ty, x)])
-        t.define(op.result, f"fdiv {ty} {_float_literal(1.0, ty)}, {root}")
+        t.define(op.result, f"fdiv {ty} {float_literal(1.0, ty)}, {root}")
         return
     t.names[op.result] = t.call(ty, f"llvm.{_MATH[type(op)]}.{intrinsic_suffix(ty)}", [(ty, x)])
 

@@ -36,7 +36,7 @@ from ..ir.registry import builtin, define
 from ..ir.types import dtype_of_mlir
 from ..llvm.translate import arith_type, intrinsic_suffix
 from ..machine.interpreter import Frame, Interpreter, scalars, set_value
-from .arithmetic import _float_literal
+from .arithmetic import float_literal, float_operand
 
 if TYPE_CHECKING:
     from ..llvm import Translator
@@ -55,21 +55,9 @@ UNARY: dict[str, tuple[type[Operation], Callable[[np.ndarray], np.ndarray]]] = {
 }
 
 
-def _float_operand(fe: Any, node: ast.Call, args: list[Any], name: str) -> Value:
-    """The one runtime float argument of `name`, or an error at the call's line."""
-    if len(args) != 1:
-        raise fe.type_error(node, f"{name}(x) takes one argument, got {len(args)}")
-    x = args[0]
-    if not isinstance(x, Value):
-        raise fe.type_error(node, f"{name} of a compile-time value: compute it in Python before the kernel")
-    if not x.dtype.is_float:
-        raise fe.type_error(node, f"{name} takes a float, got {x.dtype}; convert it, e.g. f32(x)")
-    return x
-
-
 def _build_unary(name: str) -> Callable[..., Value]:
     def build(fe: Any, node: ast.Call, args: list[Any]) -> Value:
-        x = _float_operand(fe, node, args, name)
+        x = float_operand(fe, node, args, name)
         return Value(fe.emit(UNARY[name][0](x.ssa)).results[0], x.dtype)
 
     return build
@@ -119,7 +107,7 @@ def _build_pow(fe: Any, node: ast.Call, args: list[Any]) -> Value:
 
 @builtin("sigmoid")
 def _build_sigmoid(fe: Any, node: ast.Call, args: list[Any]) -> Value:
-    x = _float_operand(fe, node, args, "sigmoid")
+    x = float_operand(fe, node, args, "sigmoid")
     negated = Value(fe.emit(arith.NegfOp(x.ssa)).results[0], x.dtype)
     e = Value(fe.emit(math.ExpOp(negated.ssa)).results[0], x.dtype)
     one = fe.constant(1.0, x.dtype)
@@ -150,7 +138,7 @@ class _F32:
 
     @staticmethod
     def c(value: float) -> str:
-        return _float_literal(value, "float")
+        return float_literal(value, "float")
 
     def bin(self, instr: str, a: str, b: str) -> str:
         return self.t.let(f"{instr} float {a}, {b}")
