@@ -6,6 +6,7 @@ iteration with `Renamer`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,14 +14,17 @@ from argus.verify.affine import Affine, add_keys, sub_keys
 from argus.verify.tags import BYTES, TOP, join
 
 from ..ir import dialect as D
+from ..ir.registry import meaning
 from . import batching, rules
 from .initialization import Paths, written
 from .state import CONCRETE_TRIPS, LoopContext, MAX_PASSES, State, key_component, same_values
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
     from argus.verify.affine import Key
     from xdsl.dialects import scf
+    from xdsl.ir import Operation
     from .analysis import TagAnalysis
     from .initialization import Conjunction
 
@@ -34,6 +38,15 @@ def if_rule(a: TagAnalysis, op: scf.IfOp, mask: np.ndarray) -> None:
                 a.run_block(region.block, sub)
         return
     # a symbolic (or data-dependent) condition: both sides, joined
+    false = op.false_region.block if op.false_region.blocks else None
+    both_sides(a, op, cond, mask, lambda: a.run_block(op.true_region.block, mask),
+               None if false is None else lambda: a.run_block(false, mask))
+
+
+def both_sides(a: TagAnalysis, op: Operation, cond: Any, mask: np.ndarray, true: Callable[[], None],
+               false: Callable[[], None] | None) -> None:
+    """A branch on a symbolic (or data-dependent) condition `cond`: each side run for every thread
+    of `mask`, under the comparison it makes of the condition, and the two states joined."""
     before = a.snapshot()
     tracked = a.tracking()
     paths = Paths.branch(cond if isinstance(cond, Affine) else None)
@@ -46,16 +59,16 @@ def if_rule(a: TagAnalysis, op: scf.IfOp, mask: np.ndarray) -> None:
     a.guards += 1
     try:
         a.path = outside + _path_of(a, shared, "ne0")
-        a.run_block(op.true_region.block, mask)
+        true()
         after_true = a.snapshot(scope=(len(before.memories), len(before.slots)))
         tracked_true = a.tracking()
         a.restore(before)
         a.set_tracking(tracked)
-        if op.false_region.blocks:
+        if false is not None:
             a.path = outside + _path_of(a, shared, "eq0")
             if known:
                 a.branches[-1] = (cond, "eq0")
-            a.run_block(op.false_region.block, mask)
+            false()
     finally:
         a.guards -= 1
         a.path = outside
@@ -92,11 +105,77 @@ def for_rule(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray) -> None:
             return _for_concrete(a, op, mask, lb.const, ub.const, step.const, name)
     active = np.flatnonzero(mask)
     s = int(step.const[active[0]])
-    if not (_uniform_over(lb, active) and _uniform_over(ub, active)) or (step.const[mask] != s).any():
-        raise a.undecidable(op, "the threads of a block disagree on the bounds of this runtime loop; the checker "
-                                "needs bounds every thread shares when they are symbolic")
+    if (step.const[mask] != s).any():
+        raise a.undecidable(op, "the threads of a block disagree on the step of this runtime loop; the checker "
+                                "needs one constant step")
     first = int(active[0])
-    _for_symbolic(a, op, mask, lb.row(first), ub.row(first), s, name)
+    if _uniform_over(lb, active) and _uniform_over(ub, active):
+        return _for_symbolic(a, op, mask, lb.row(first), ub.row(first), s, name)
+    counter = Counter.of(a, op, mask, lb, ub, s)
+    _for_symbolic(a, op, mask, (0, ()), add_keys(counter.last, (1, ())), 1, name, counter)
+
+
+@dataclass
+class Counter:
+    """A runtime loop whose threads start (or stop) at bounds of their own, `range(lane, n, 32)`:
+    its iterations are numbered by a trip counter n every thread shares, from 0 to `last` (the
+    most iterations a thread runs, less one), and thread t's index in iteration n is
+    ``start_t + step·n``. Where the threads' trip counts differ, `guarded`: iteration n runs
+    the body as under ``if start_t + step·n < stop_t`` (a branch on the thread's own condition),
+    which is what the loop is — so every fact, race and write the body makes is the branch's."""
+
+    start: Affine
+    stop: Affine
+    step: int
+    last: Key
+    guarded: bool
+
+    @classmethod
+    def of(cls, a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Affine, ub: Affine, step: int) -> Counter:
+        """The counter of a loop from `lb` to `ub` by `step` (thread t's bounds at row t), or the
+        reason it cannot be followed (`Undecidable`)."""
+        sp, active = a.space, np.flatnonzero(mask)
+        span = sp.sub(ub, lb)
+        if not all(bool((x[active] == x[active[0]]).all()) for x in span.terms.values()):
+            raise a.undecidable(op, "the threads of a block disagree on the bounds of this runtime loop, and its "
+                                    "trip count is not one form for all of them (a size plus a constant per "
+                                    "thread, as in range(lane, n, 32)); the checker cannot number its iterations")
+        extent = span.row(int(active[0]))
+        longest = int(span.const[active].max())
+        last = sp.floordiv(sp.of_key((longest - 1, extent[1]), 1), sp.constant(step, 1)).row(0)
+        guarded = bool((span.const[active] != longest).any())
+        if guarded:
+            blocking = _needs_every_thread(op)
+            if blocking is not None:
+                raise a.undecidable(op, f"the threads of a block run different numbers of iterations of this loop, "
+                                        f"and its body holds {blocking} at {a.where(blocking)}, which needs the "
+                                        "threads together: some threads may reach it more often than others")
+        return cls(lb, ub, step, last, guarded)
+
+    def index(self, a: TagAnalysis, symbol: int) -> Affine:
+        """Each thread's index in iteration `symbol` of the counter."""
+        return a.space.add(self.start, a.space.scale(a.space.of_symbol(symbol, a.n), self.step))
+
+    def run(self, a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int) -> None:
+        """The body once, in iteration `symbol`: under each thread's condition where guarded."""
+        if not self.guarded:
+            return a.run_block(op.body.block, mask)
+        index = a.values[op.body.block.args[0]]
+        below = a.space.binary("lt", index, self.stop, lambda x, y: np.less(x, y).astype(np.int64))
+        both_sides(a, op, below, mask, lambda: a.run_block(op.body.block, mask), None)
+
+
+def _needs_every_thread(op: scf.ForOp) -> Operation | None:
+    """The first op of the loop's body (at any depth) that its threads must run together: a
+    barrier, a wait, a warp shuffle, a collective (a product, a copy atom): under a condition of
+    the thread's own, some threads skip it."""
+    for inner in op.body.walk():
+        if isinstance(inner, D.ShuffleOp):
+            return inner
+        meant = meaning(type(inner))
+        if meant is not None and (meant.wait is not None or meant.sync or meant.collective or meant.lockstep):
+            return inner
+    return None
 
 
 def _uniform_over(value: Affine, points: np.ndarray) -> bool:
@@ -124,7 +203,8 @@ def _for_concrete(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: np.ndarra
         a.loops.pop()
 
 
-def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: Key, step: int, name: str) -> None:
+def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: Key, step: int, name: str,
+                  counter: Counter | None = None) -> None:
     """Every iteration at once, from the join of the state before the loop and the state an
     iteration leaves (see the module docstring). When that join loses tags both sides have
     (a pipeline's prologue fills a stage with what iteration i then refills for i + 1, in
@@ -132,24 +212,26 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     leaves; their first walk records what it reads before writing, so that it is final when
     the entry state later iterations see changes none of that. A loop whose shared tiles
     receive data both before it and in it is peeled at once (`Preparation.fills_before`): a
-    pipeline is walked twice, once for its first iteration and once for the others."""
+    pipeline is walked twice, once for its first iteration and once for the others. With a
+    `counter`, the symbol is its trip counter (`lb` 0, `ub` past its last, `step` 1), not the index."""
     before = a.snapshot()
     scope = (len(before.memories), len(before.slots))
     last = add_keys(ub, (-1, ()))
     nested = a.preparation.holds_a_loop(op)
     symbol = _loop_symbol(a, name, lb, last, step, lb)
     settled = not a.preparation.fills_before(op) and \
-        _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True)
+        _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True, counter=counter)
     if not settled:  # peel the first iteration
         first = _loop_symbol(a, name, lb, lb, 1, lb, runs_until=last)
         a.restore(before)
-        _one_pass(a, op, mask, first, step)
+        _one_pass(a, op, mask, first, step, counter)
         after_first = a.snapshot(scope)
         rest = _loop_symbol(a, name, add_keys(lb, (step, ())), last, step, lb)
         me: Key = (0, ((rest, 1),))
         base = Renamer(a, first, add_keys(me, (-step, ()))).state(after_first)
         a.restore(before)
-        _fixpoint(a, op, mask, rest, base, step, scope, track=not nested, peelable=False)  # (not peelable: settles)
+        _fixpoint(a, op, mask, rest, base, step, scope, track=not nested, peelable=False,  # (not peelable: settles)
+                  counter=counter)
         # a tag the first iteration leaves as the others do (theirs at the first index) is the
         # last iteration's, whichever that is
         kept = [a.inductive_join(tags, m.tags, rest, (0, ((first, 1),)))
@@ -198,22 +280,37 @@ def _loop_symbol(a: TagAnalysis, name: str, lo: Key, hi: Key, step: int, start: 
     return symbol
 
 
-def _one_pass(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, step: int) -> None:
-    """The body once, its assertions checked, with the index `symbol`."""
-    body = op.body.block
-    a.values[body.args[0]] = a.space.of_symbol(symbol, a.n)
-    a.tags.pop(body.args[0], None)
-    a.loops.append(LoopContext(a.space.symbols[symbol].name, symbol, step=step))
+def _one_pass(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, step: int,
+              counter: Counter | None = None) -> None:
+    """The body once, its assertions checked, with the index `symbol` (or `counter`'s index in
+    its iteration `symbol`)."""
+    a.loops.append(_enter(a, op, symbol, step, counter))
     a.obligations.scope = a.obligations.scope + (symbol,)
     try:
-        a.run_block(body, mask)
+        _run_body(a, op, mask, symbol, counter)
     finally:
         a.loops.pop()
         a.obligations.scope = a.obligations.scope[:-1]
 
 
+def _enter(a: TagAnalysis, op: scf.ForOp, symbol: int, step: int, counter: Counter | None) -> LoopContext:
+    """The body's index set for iteration `symbol`, and the loop's context for witnesses."""
+    body = op.body.block
+    index = a.space.of_symbol(symbol, a.n) if counter is None else counter.index(a, symbol)
+    a.values[body.args[0]] = index
+    a.tags.pop(body.args[0], None)
+    return LoopContext(a.space.symbols[symbol].name, symbol, step=step, index=None if counter is None else index)
+
+
+def _run_body(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, counter: Counter | None) -> None:
+    if counter is None:
+        a.run_block(op.body.block, mask)
+    else:
+        counter.run(a, op, mask, symbol)
+
+
 def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base: State, step: int,
-              scope: tuple[int, int], track: bool, peelable: bool) -> bool:
+              scope: tuple[int, int], track: bool, peelable: bool, counter: Counter | None = None) -> bool:
     """Run the body from the join of `base` (what flows into the iterations of `symbol`) and
     what an iteration leaves, renamed to the next, until that entry settles: True, the state
     being what the final pass left; False when `peelable` and the join loses tags both sides
@@ -221,9 +318,7 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
     sp = a.space
     me: Key = (0, ((symbol, 1),))
     lo = sp.symbols[symbol].lo
-    body = op.body.block
-    a.values[body.args[0]] = sp.of_symbol(symbol, a.n)
-    a.tags.pop(body.args[0], None)
+    context = _enter(a, op, symbol, step, counter)
     entry = base
     frozen: list[np.ndarray] = []
     """Per memory, the bytes whose write status at the entry no longer moves from pass to pass
@@ -231,7 +326,7 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
     rename = Renamer(a, symbol, add_keys(me, (-step, ())))
     carried = f"a value carried from one iteration to the next of the loop at {a.where(op)}"
     checking = a.checking
-    a.loops.append(LoopContext(sp.symbols[symbol].name, symbol, step=step))
+    a.loops.append(context)
     a.obligations.scope = a.obligations.scope + (symbol,)
     try:
         # Assertions are checked on a pass whose entry state is final. The first pass starts
@@ -246,7 +341,7 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             a.checking = checking and (attempt > 0 or tracking)
             if tracking:
                 a.track(scope)
-            a.run_block(body, mask)
+            _run_body(a, op, mask, symbol, counter)
             exposed = a.untrack(scope) if tracking else None
             if exposed is not None and (a.checking or not checking) and _carries_nothing(a, entry, exposed):
                 return True  # the entry state of later iterations changes nothing this pass saw

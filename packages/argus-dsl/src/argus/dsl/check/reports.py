@@ -130,7 +130,7 @@ def describer(a: TagAnalysis, op: Operation, site: str, threads: np.ndarray, *, 
                sites: tuple[np.ndarray, np.ndarray] | None = None, tags: tuple[np.ndarray, np.ndarray] | None = None,
                message: str = "",
                mma: PairIndex | None = None, group: int = 1) -> Callable[..., dict[str, Any]]:
-    loops = [(ctx.name, ctx.symbol, None if ctx.values is None else ctx.values.copy()) for ctx in a.loops]
+    loops = [(ctx.name, ctx.symbol, None if ctx.values is None else ctx.values.copy(), ctx.index) for ctx in a.loops]
     space = a.space
     sources = a.sites
 
@@ -141,8 +141,9 @@ def describer(a: TagAnalysis, op: Operation, site: str, threads: np.ndarray, *, 
         w["thread"] = thread
         if group > 1:
             w["threads"] = (thread, thread + group - 1)
-        w["loops"] = {name: (space.atom_value(sym, model) if sym is not None else int(vals[thread]))  # type: ignore[index]
-                      for name, sym, vals in loops}
+        w["loops"] = {name: (int(vals[thread]) if sym is None else space.atom_value(sym, model) if index is None  # type: ignore[index]
+                             else space.evaluate(index.row(thread), model))
+                      for name, sym, vals, index in loops}
         if mma is not None:
             w["element"] = mma.element(point, element)
         elif coordinates is not None:

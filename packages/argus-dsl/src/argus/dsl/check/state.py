@@ -79,6 +79,9 @@ class LoopContext:
     symbol: int | None
     values: np.ndarray | None = None
     step: int = 1
+    index: Affine | None = None
+    """Each thread's index as a form of `symbol`, where the symbol counts iterations instead
+    (a loop whose threads start at bounds of their own: `control.Counter`)."""
     ends: tuple[Key, Key] | None = None
     """A runtime loop's first and last index (`TagAnalysis.every_iteration`), once asked for."""
 
