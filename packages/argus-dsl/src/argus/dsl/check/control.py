@@ -6,17 +6,19 @@ iteration with `Renamer`).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 from argus.verify.affine import Affine, add_keys, sub_keys
+from argus.verify.memory import RESET
 from argus.verify.tags import BYTES, TOP, join
 
 from ..ir import dialect as D
 from ..ir.registry import meaning
 from . import batching, rules
-from .initialization import Paths, written
+from .initialization import Paths, conditional, written
 from .state import CONCRETE_TRIPS, LoopContext, MAX_PASSES, State, key_component, same_values
 
 if TYPE_CHECKING:
@@ -112,7 +114,11 @@ def for_rule(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray) -> None:
     if _uniform_over(lb, active) and _uniform_over(ub, active):
         return _for_symbolic(a, op, mask, lb.row(first), ub.row(first), s, name)
     counter = Counter.of(a, op, mask, lb, ub, s)
-    _for_symbolic(a, op, mask, (0, ()), add_keys(counter.last, (1, ())), 1, name, counter)
+    _for_symbolic(a, op, mask, (0, ()), add_keys(counter.last, (1, ())), 1, name + TRIPS, counter)
+
+
+TRIPS = "_trip"
+"""What a trip counter's symbol adds to its loop's name (`c_trip` counts the iterations of `c`)."""
 
 
 @dataclass
@@ -148,7 +154,8 @@ class Counter:
             blocking = _needs_every_thread(op)
             if blocking is not None:
                 raise a.undecidable(op, f"the threads of a block run different numbers of iterations of this loop, "
-                                        f"and its body holds {blocking} at {a.where(blocking)}, which needs the "
+                                        f"and its body holds {blocking.name.rsplit('.', 1)[-1]} at "
+                                        f"{a.where(blocking)}, which needs the "
                                         "threads together: some threads may reach it more often than others")
         return cls(lb, ub, step, last, guarded)
 
@@ -219,6 +226,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     last = add_keys(ub, (-1, ()))
     nested = a.preparation.holds_a_loop(op)
     symbol = _loop_symbol(a, name, lb, last, step, lb)
+    ends = {symbol: [lb, last]}
     settled = not a.preparation.fills_before(op) and \
         _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True, counter=counter)
     if not settled:  # peel the first iteration
@@ -227,6 +235,7 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         _one_pass(a, op, mask, first, step, counter)
         after_first = a.snapshot(scope)
         rest = _loop_symbol(a, name, add_keys(lb, (step, ())), last, step, lb)
+        ends = {first: [lb], rest: [add_keys(lb, (step, ())), last]}
         me: Key = (0, ((rest, 1),))
         base = Renamer(a, first, add_keys(me, (-step, ()))).state(after_first)
         a.restore(before)
@@ -251,6 +260,30 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     if paths.theirs == (None,):
         for m, tags in zip(a.memories, left):
             m.tags[...] = tags
+    if counter is not None:
+        _written_by_the_end(a, scope[0], ends)
+
+
+def _written_by_the_end(a: TagAnalysis, memories: int, ends: dict[int, list[Key]]) -> None:
+    """After a loop, the launches in which a byte is unwritten as those in which it is unwritten
+    after each of the iterations `ends` names (per symbol of the loop, iterations it has in every
+    launch where it runs), not after some iteration or other. Sound because a written byte stays
+    written: unwritten after the loop, it was unwritten after every iteration. Where threads run
+    different numbers of iterations, the counter's first says whether a thread ran at all and its
+    last whether it ran to the end (`Counter`)."""
+    codes = a.initialization
+    for m in a.memories[:memories]:
+        coded = conditional(m.site)
+        if not coded.any():
+            continue
+        site = m.site.copy()
+        for code in np.unique(m.site[coded]).tolist():
+            condition = codes.condition(code)
+            for symbol, iterations in ends.items():
+                condition = functools.reduce(codes.both, [codes.substituted(condition, symbol, at)
+                                                          for at in iterations])
+            site[m.site == code] = codes.code(condition) if condition else RESET
+        m.site[...] = site
 
 
 def _after_loop(a: TagAnalysis, lb: Key, ub: Key) -> Paths:
@@ -299,7 +332,10 @@ def _enter(a: TagAnalysis, op: scf.ForOp, symbol: int, step: int, counter: Count
     index = a.space.of_symbol(symbol, a.n) if counter is None else counter.index(a, symbol)
     a.values[body.args[0]] = index
     a.tags.pop(body.args[0], None)
-    return LoopContext(a.space.symbols[symbol].name, symbol, step=step, index=None if counter is None else index)
+    label = a.space.symbols[symbol].name
+    if counter is not None:  # (witnesses name the loop's index, which `index` gives)
+        label = label.replace(TRIPS, "", 1)
+    return LoopContext(label, symbol, step=step, index=None if counter is None else index)
 
 
 def _run_body(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, counter: Counter | None) -> None:
