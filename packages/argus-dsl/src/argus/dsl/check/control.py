@@ -1,7 +1,9 @@
 """Control flow and loops: branches (masked where the condition is concrete, both sides joined
 where it is symbolic), loops with concrete bounds unrolled, loops with symbolic bounds run with
 a fresh index symbol until their entry state is stable (`fixpoint`, renaming the previous
-iteration with `Renamer`).
+iteration with `Renamer`). A loop whose bounds differ from thread to thread is run the same way
+over a trip counter the threads share, each thread's index its own start plus the step times it,
+and the body under each thread's own condition where the trip counts differ (`Counter`).
 """
 
 from __future__ import annotations
