@@ -214,15 +214,20 @@ class Preparation:
         return self.table.of_kind(D.TagAssertOp)
 
     @cached_property
+    def products(self) -> list[D.MmaOp]:
+        """The kernel's matrix products (`matmul` ops), in program order."""
+        return self.table.of_kind(D.MmaOp)
+
+    @cached_property
     def product_operands(self) -> set[Operation]:
         """The shared allocations products read operands from (`product_reads`)."""
-        return operand_allocations(self.kernel)
+        return operand_allocations(self.products)
 
     @cached_property
     def asynchronous_operands(self) -> dict[Operation, set[int]]:
         """The shared allocations `matmul_async` products read operands from, with the sizes of
         their groups (`product_reads`)."""
-        return asynchronous_groups(self.kernel)
+        return asynchronous_groups(self.products)
 
     @cached_property
     def tags_something(self) -> bool:

@@ -26,6 +26,7 @@ it (a byte running on either path is running), and barriers leave it alone.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,24 +145,24 @@ class OperandMemory(SharedMemory):
         return (first != NONE) & ((first == SEVERAL) | (writer < first) | (writer >= first + self.group))  # type: ignore[no-any-return]
 
 
-def operand_allocations(kernel: D.KernelOp) -> set[Operation]:
-    """The shared allocations (`make_shared` ops) some product of `kernel` reads an operand
-    from, through any views of them."""
+def operand_allocations(products: Iterable[D.MmaOp]) -> set[Operation]:
+    """The shared allocations (`make_shared` ops) some of the kernel's `products` (its
+    `matmul` ops, read off the op table rather than by walking the IR) reads an operand from,
+    through any views of them."""
     found: set[Operation] = set()
-    for op in kernel.walk():
-        if isinstance(op, D.MmaOp):
-            for operand in (op.a, op.b):
-                if isinstance(operand.type, D.TileType) and operand.type.space.data == "shared":
-                    found.add(_allocation(operand))
+    for op in products:
+        for operand in (op.a, op.b):
+            if isinstance(operand.type, D.TileType) and operand.type.space.data == "shared":
+                found.add(_allocation(operand))
     return found
 
 
-def asynchronous_groups(kernel: D.KernelOp) -> dict[Operation, set[int]]:
-    """Per shared allocation some `matmul_async` of `kernel` reads an operand from, the sizes
-    of the groups of threads those products run in."""
+def asynchronous_groups(products: Iterable[D.MmaOp]) -> dict[Operation, set[int]]:
+    """Per shared allocation some `matmul_async` of the kernel's `products` reads an operand
+    from, the sizes of the groups of threads those products run in."""
     found: dict[Operation, set[int]] = {}
-    for op in kernel.walk():
-        if isinstance(op, D.MmaOp) and op.asynchronous is not None:
+    for op in products:
+        if op.asynchronous is not None:
             threads = int(op.atom.data["threads"].data)  # type: ignore[attr-defined]
             for operand in (op.a, op.b):
                 if isinstance(operand.type, D.TileType) and operand.type.space.data == "shared":

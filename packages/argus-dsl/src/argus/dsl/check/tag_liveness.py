@@ -57,8 +57,9 @@ def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> Liveness:
 
     install()  # every op's liveness rule: an op missing one would be dropped when unused
     walk = _Liveness(table or OpTable(kernel))
-    walk.unassigned = unassigned_reads(walk.table, kernel.body.block)
-    walk.operands = {id(op.results[0]) for op in kernel.walk() if isinstance(op, D.MakeSharedOp)}
+    t = walk.table
+    walk.unassigned = unassigned_reads(t, kernel.body.block)
+    walk.operands = {t.results[j][0] for j, kind in enumerate(t.kinds) if kind is D.MakeSharedOp}
     walk.block(kernel.body.block, set())
     return Liveness(walk.keep | walk.bounds, walk.bounds - walk.keep, walk.traced, frozenset(walk.written_only))
 
