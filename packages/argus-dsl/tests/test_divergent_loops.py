@@ -291,6 +291,38 @@ def clamped_bound(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
         out[c] = x[c]
 
 
+@kernel(block=(32,), verify=False)
+def read_before_the_first_write(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+    lane = thread_idx.x
+    acc = make_local((1,), f32)
+    for c in range(lane, n, 32):
+        if c >= 16:  # lanes 16 to 31 get here in their first iteration, before any write
+            out[c] = acc[0]
+        acc[0] = x[c]
+
+
+@kernel(block=(32,), verify=False)
+def barrier_between_per_lane_loops(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int, tiles: int):
+    s = make_shared((32,), f32)
+    lane = thread_idx.x
+    for t in range(0, tiles):
+        for c in range(lane, n, 32):
+            out[c] = x[c]
+        s[lane] = x[0]
+        syncthreads()  # outside the per-lane loop: every thread meets it
+        out[0] = s[(lane + 1) % 32]
+        syncthreads()
+
+
+def test_a_register_read_in_a_lanes_first_iteration_before_any_write_is_found() -> None:
+    witness = _finding(read_before_the_first_write.verify(), "uninitialized-read")
+    assert witness["sizes"]["n"] > 16, witness  # some lane from 16 on runs an iteration
+
+
+def test_a_barrier_outside_the_per_lane_loop_is_met_by_every_thread() -> None:
+    _followed(barrier_between_per_lane_loops.verify())
+
+
 def test_a_register_a_lane_may_never_write_in_its_loop_is_an_unwritten_read() -> None:
     witness = _finding(read_after_the_loop.verify(), "uninitialized-read")
     assert witness["thread"] >= witness["sizes"]["n"], witness  # a lane that ran no iteration
