@@ -50,8 +50,8 @@ def _not_proved(result, refused: str) -> None:
     reason) or violated."""
     if result.verdict is Verdict.VIOLATED:
         return
-    assert "cannot follow" in result.text() or result.verdict is Verdict.UNKNOWN, result.text()
-    assert refused in result.text(), result.text()
+    assert "cannot follow" in result.reason or result.verdict is Verdict.UNKNOWN, result.text()
+    assert refused in result.reason, result.text()
 
 
 # ---- a strided per-lane loop ------------------------------------------------------------------
