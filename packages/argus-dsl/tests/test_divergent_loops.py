@@ -314,6 +314,42 @@ def barrier_between_per_lane_loops(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n
         syncthreads()
 
 
+@kernel(block=(32,), verify=False)
+def claims_the_first_element_after_the_loop(x: Tensor[f32, "n"], out: Tensor[f32, "k"], n: int, k: int):
+    lane = thread_idx.x
+    assume(k == 32)
+    assume(n >= 32)  # every lane runs an iteration; those with two or more end on another element
+    tag(x, lambda i: (i,))
+    got = make_local((1,), f32)
+    want = make_local((1,), f32)
+    for c in range(lane, n, 32):
+        got[0] = x[c]
+    tag(want, lambda j: (lane,))
+    assert tag(got[...]) == tag(want[...]), "the lane's first element"
+    out[lane] = got[0]
+
+
+@kernel(block=(32,), verify=False)
+def prefetch_one_stride_too_far(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+    lane = thread_idx.x
+    assume(n >= 32)
+    tag(x, lambda i: (i,))
+    got = make_local((1,), f32)
+    want = make_local((1,), f32)
+    got[0] = x[lane]
+    for c in range(lane, n - 64, 32):
+        tag(want, lambda j: (c,))
+        assert tag(got[...]) == tag(want[...]), "this iteration's element"
+        got[0] = x[c + 64]  # the next iteration needs x[c + 32]
+    out[lane] = got[0]
+
+
+def test_false_claims_about_what_a_per_lane_loop_leaves_are_never_proved() -> None:
+    for k in (claims_the_first_element_after_the_loop, prefetch_one_stride_too_far):
+        result = k.verify()
+        assert result.verdict in (Verdict.VIOLATED, Verdict.UNKNOWN), result.text()
+
+
 def test_a_register_read_in_a_lanes_first_iteration_before_any_write_is_found() -> None:
     witness = _finding(read_before_the_first_write.verify(), "uninitialized-read")
     assert witness["sizes"]["n"] > 16, witness  # some lane from 16 on runs an iteration
