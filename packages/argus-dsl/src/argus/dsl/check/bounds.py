@@ -213,12 +213,12 @@ class GlobalAccess:
             below = space.sub(space.constant(-1, len(c)), c)  # ≥ 0: below the tensor
             past = space.sub(c, d)  # ≥ 0: past its end
             for outside in (below, past):
+                if not guarded:
+                    for key, row in self._weakest_outside(outside, points):
+                        alternatives.setdefault((("ge0", key),), int(self.thread_of(np.array([row]))[0]) % self.threads)
+                    continue
                 rows = points[self.initialization.highest(outside, points) >= 0]  # the others never are
                 if not rows.size:
-                    continue
-                if not guarded:
-                    for key, row in _weakest(outside, rows):
-                        alternatives.setdefault((("ge0", key),), int(self.thread_of(np.array([row]))[0]) % self.threads)
                     continue
                 for point, thread in zip(rows.tolist(), (self.thread_of(rows) % self.threads).tolist()):
                     conjunction = (*self.linear_path(point, thread), ("ge0", outside.row(point)))
@@ -237,6 +237,18 @@ class GlobalAccess:
                     found.scope == scope and not hasattr(found.describe, "indexed"):
                 found.describe = _indexed(found.describe, space, coords, points,
                                           self.thread_of(points) % self.threads)
+
+    def _weakest_outside(self, outside: Affine, points: np.ndarray) -> list[tuple[Key, int]]:
+        """`_weakest` of `outside` over those of `points` where it may be at least 0 (the others
+        are never out of bounds). Points of one symbolic part differ only in their constant, so
+        the part's point of greatest constant is the one whose bound is greatest: the bounds of
+        those points alone say which parts stay (the same points as filtering every point first)."""
+        initialization = self.initialization
+        if type(outside) is Uniform:
+            return [(outside.key, int(points[0]))] if initialization.highest_key(outside.key) >= 0 else []
+        weakest = _weakest(outside, points)
+        highest = initialization.highest(outside, np.array([row for _, row in weakest], np.int64))
+        return [found for found, bound in zip(weakest, highest.tolist()) if bound >= 0]
 
     def linear_path(self, point: int, thread: int) -> tuple[tuple[str, Key], ...]:
         """The comparisons the branches around the access make for `point` (of `thread`), a

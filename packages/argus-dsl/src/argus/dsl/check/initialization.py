@@ -125,6 +125,9 @@ class Initialization:
         self._codes: dict[Condition, int] = {}
         self.memories: set[int] = set()
         """The memories (by identity) that have ever held a code."""
+        self._ranges: dict[int, tuple[float, float]] = {}
+        self._ranges_of = 0
+        """`_atom_range`'s answers, and the number of symbols of the space they were found with."""
 
     def code(self, condition: Condition) -> int:
         """The site standing for `condition`. (Even ``ALWAYS`` is a code, not `NEVER`: some path
@@ -234,10 +237,36 @@ class Initialization:
         out = value.const[points].astype(np.float64)
         for atom, coefficients in value.terms.items():
             coefficient = coefficients[points]
-            low, high = self._range((0, ((atom, 1),)))
+            low, high = self._atom_range(atom)
+            if low > -np.inf:  # (one product per point: no 0 · ∞ to avoid)
+                out += coefficient * np.where(coefficient > 0, high, low) if high < np.inf else \
+                    np.where(coefficient > 0, np.inf, coefficient * low)
+                continue
             with np.errstate(invalid="ignore"):
                 out += np.where(coefficient > 0, coefficient * high, np.where(coefficient < 0, coefficient * low, 0))
         return out  # type: ignore[no-any-return]
+
+    def highest_key(self, key: Key) -> float:
+        """`highest` of one form (`key`): the largest it can be."""
+        out = float(key[0])
+        for atom, coefficient in key[1]:
+            low, high = self._atom_range(atom)
+            if coefficient > 0:
+                out += coefficient * high
+            elif coefficient < 0:
+                out += coefficient * low
+        return out
+
+    def _atom_range(self, atom: int) -> tuple[float, float]:
+        """`_range` of one atom, kept while the space has the same symbols (a symbol's bounds
+        never change once made; `highest` asks for the same few atoms at every access)."""
+        if len(self.space.symbols) != self._ranges_of:
+            self._ranges.clear()
+            self._ranges_of = len(self.space.symbols)
+        found = self._ranges.get(atom)
+        if found is None:
+            found = self._ranges[atom] = self._range((0, ((atom, 1),)))
+        return found
 
     def _range(self, key: Key, depth: int = 4) -> tuple[float, float]:
         """Bounds of `key` from the constant bounds of its symbols (their own bounds in turn, a
