@@ -19,6 +19,7 @@ from argus.backends.amdgpu import language as amd
 from argus.dsl import (
     Problem,
     Tensor,
+    assert_tags,
     assume,
     bf16,
     block_idx,
@@ -29,13 +30,14 @@ from argus.dsl import (
     make_local,
     make_shared,
     matmul,
+    product,
     static_range,
     syncthreads,
     tag,
     thread_idx,
     to_storage,
-    u64,
     u128,
+    u64,
     warp_id,
     wave_mma_32x32x8,
 )
@@ -49,8 +51,9 @@ THREADS = 256
 @kernel(block=(THREADS,), warp_size=64)
 def gemm_cdna(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f32, "M", "N"], M: int, N: int,
               K: int):
-    tag(a, lambda m, k: (k,))  # the product pairs A[m, k] with B[n, k]: the tags say which k
-    tag(b, lambda n, k: (k,))
+    tag(a, lambda m, k: (k,), rows=lambda m, k: (m,))  # A[m, k] pairs with B[n, k] by k; row m goes to C
+    tag(b, lambda n, k: (k,), rows=lambda n, k: (n,))
+    assert_tags(c, lambda m, n: product((m,), (n,), (range(0, K),)))  # c[m, n]: A row m · B row n, every k
     assume(M % BM == 0)
     assume(N % BN == 0)
     assume(K % BK == 0)

@@ -15,6 +15,7 @@ import numpy as np
 from argus.dsl import (
     Problem,
     Tensor,
+    assert_tags,
     assume,
     bf16,
     block_idx,
@@ -25,6 +26,7 @@ from argus.dsl import (
     make_local,
     make_shared,
     matmul,
+    product,
     static_range,
     syncthreads,
     tag,
@@ -49,8 +51,9 @@ SWIZZLED_VECTORS = ComposedLayout(Swizzle(3, 0, 3), 0, Layout((BM, BK // VEC), (
 
 @kernel(block=(THREADS,), min_blocks_per_sm=2)
 def gemm_sm90(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f32, "M", "N"], M: int, N: int, K: int):
-    tag(a, lambda m, k: (k,))  # the product pairs A[m, k] with B[n, k]: the tags say which k
-    tag(b, lambda n, k: (k,))
+    tag(a, lambda m, k: (k,), rows=lambda m, k: (m,))  # A[m, k] pairs with B[n, k] by k; row m goes to C
+    tag(b, lambda n, k: (k,), rows=lambda n, k: (n,))
+    assert_tags(c, lambda m, n: product((m,), (n,), (range(0, K),)))  # c[m, n]: A row m · B row n, every k
     assume(M % BM == 0)
     assume(N % BN == 0)
     assume(K % BK == 0)

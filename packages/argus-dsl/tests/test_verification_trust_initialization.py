@@ -330,8 +330,11 @@ ZEROED_IN_THE_LOOP = """    for k0 in range(0, K, BK):
 
 def _gemm_zeroing_in_the_loop(tmp_path: Path, condition: str):
     """The GEMM example with its accumulators zeroed in the loop over K, in the iterations
-    `condition` picks."""
+    `condition` picks, claiming only that the products' operands pair up (a sum restarted under
+    a branch in the loop is no one span of k the checker can follow: what C holds is not the
+    claim here, whether its registers are written is)."""
     source = (EXAMPLES / "gemm.py").read_text().replace(ZEROING, "")
+    source = "\n".join(line for line in source.split("\n") if "assert_tags(c," not in line)
     loop = "    for k0 in range(0, K, BK):\n"
     assert loop in source
     path = tmp_path / "gemm_in_loop.py"

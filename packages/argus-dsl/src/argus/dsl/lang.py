@@ -120,6 +120,19 @@ tag = Builtin(
     "mode). In an assertion, tag(t[...]) stands for the tags of all of t's elements: "
     "assert tag(a[...]) == tag(b[...]). Checked at compile time; no runtime effect.",
 )
+product = Builtin(
+    "product",
+    "product(a_rows, b_rows, k): in a tag function, the tag of a matrix product's element: the sum "
+    "over the pair tags k (a tuple holding one range, e.g. (range(0, K),)) of A's row a_rows times "
+    "B's row b_rows, as matmul leaves it in its accumulator. Rows are the operands' row parts: "
+    "tag(a, lambda m, k: (k,), rows=lambda m, k: (m,)).",
+)
+assert_tags = Builtin(
+    "assert_tags",
+    "assert_tags(t, lambda i, j, ...: (...)): every element the kernel stores into tensor t carries "
+    "the tag the function gives its coordinates, e.g. assert_tags(c, lambda m, n: product((m,), (n,), "
+    "(range(0, K),))). Checked at compile time at each store; no runtime effect.",
+)
 reset_tags = Builtin("reset_tags", "reset_tags(t): forget the tags of shared tile t before reusing its memory.")
 assume = Builtin(
     "assume",

@@ -17,9 +17,9 @@ FAMILIES = ("gemm", "attention", "moe", "elementwise", "reduction", "softmax", "
 #: constructs it accepts that conditions care about (``range``: a runtime loop; ``view``: the
 #: tensor and tile method).
 CORE = frozenset({
-    "assume", "atomic_add", "atomic_exchange", "atomic_max", "atomic_min", "bitcast", "byte_perm", "concat",
+    "assert_tags", "assume", "atomic_add", "atomic_exchange", "atomic_max", "atomic_min", "bitcast", "byte_perm", "concat",
     "copy", "copy_vector", "device", "exp2", "fma", "grid_dim", "hi", "lane_id", "lo", "local_tile", "log2",
-    "make_local", "make_shared", "matmul", "matmul_async", "matmul_wait", "max", "min", "partition", "range",
+    "make_local", "make_shared", "matmul", "matmul_async", "matmul_wait", "max", "min", "partition", "product", "range",
     "rcp", "reset_tags", "rsqrt", "select", "shfl_down", "shfl_idx", "shfl_up", "shfl_xor", "sqrt",
     "static_range", "syncthreads", "tag", "universal_fma", "view", "warp_id", "warp_max", "warp_min",
     "warp_mma_16x8x16", "warp_mma_16x8x32", "warp_sum", "warpgroup_mma_64xNx16", "warpgroup_mma_64xNx32",

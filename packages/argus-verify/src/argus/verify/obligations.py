@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .affine import Key, Space, distinct_rows, sub_keys
+from .products import text as products_text
 from .solvers import Answer, Comparison, Query, Solver
 from .tags import BOTTOM, BYTES, TOP, TagTable
 
@@ -254,5 +255,6 @@ def _evaluated(tag: Any, table: TagTable, space: Space, model: dict[int, int]) -
     if isinstance(tag, str):
         return tag
     if model:
-        return tuple(space.evaluate(_key(v), model) for v in tag)
+        values = tuple(space.evaluate(_key(v), model) for v in tag)
+        return products_text(values) or values
     return table.text(tag)

@@ -17,7 +17,7 @@ Equal ids mean equal tags; in the static checker, different ids may still denote
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,13 +43,40 @@ class TagTable:
         self.space = space
         self._ids: dict[Tag, int] = {}
         self.tags: list[Tag] = []
+        self.rowed = False
+        """Whether some operand tag has a row part (`argus.verify.products`)."""
+        self._laid_out: dict[int, tuple[int, int]] = {}
+        """Per product a tag function wrote: the elements its even and odd bytes carry."""
+        self._products: Products | None = None
+        self.same: Callable[[Any, Any], bool] = same_syntax
+        """Whether two components are equal in every launch the owner considers where it is now
+        (the static checker decides symbolic ones under its facts)."""
+        self.context: Callable[[], Any] = lambda: None
+        """What `same` depends on besides its arguments (the checker's loop scope and facts)."""
 
     def element_id(self, tag: Tag) -> int:
         ident = self._ids.get(tag)
         if ident is None:
             ident = self._ids[tag] = len(self.tags)
             self.tags.append(tag)
+            if tag and type(tag[0]) is int and tag[0] in MARKS:
+                self._marked(ident, tag)
         return ident
+
+    def _marked(self, ident: int, tag: Tag) -> None:
+        if tag[0] == ROWS:
+            self.rowed = True
+        elif tag[0] == PRODUCT:
+            parts = parse_product(tag)
+            if parts is not None:
+                self._laid_out[ident] = (self.element_id(parts[0]), self.element_id(parts[1]))
+
+    @property
+    def products(self) -> Products:
+        """The product algebra over this table."""
+        if self._products is None:
+            self._products = Products(self)
+        return self._products
 
     def byte_ids(self, element_tags: Sequence[Tag], nbytes: int) -> np.ndarray:
         """Ids of every byte of elements with these tags: shape (len(element_tags), nbytes)."""
@@ -66,9 +93,22 @@ class TagTable:
         ids = np.fromiter((self.element_id(tuple(int(v) for v in r)) for r in unique), np.int64, len(unique))
         return self.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
 
-    @staticmethod
-    def bytes_of(elements: np.ndarray, nbytes: int) -> np.ndarray:
-        return runs(2 + np.asarray(elements) * BYTES, nbytes)
+    def bytes_of(self, elements: np.ndarray, nbytes: int) -> np.ndarray:
+        """Byte ids (elements, nbytes); a product a tag function wrote is laid out as an
+        accumulator holds one (`argus.verify.products`)."""
+        out = runs(2 + np.asarray(elements) * BYTES, nbytes)
+        if self._laid_out:
+            elements = np.asarray(elements).reshape(-1)
+            laid = np.isin(elements, list(self._laid_out))
+            if laid.any():
+                out = out.reshape(elements.size, nbytes)
+                if nbytes < 2:
+                    out[laid] = TOP
+                else:
+                    parts = np.array([self._laid_out[e] for e in elements[laid].tolist()], np.int64)
+                    byte = np.arange(nbytes)
+                    out[laid] = 2 + np.where(byte % 2 == 0, parts[:, :1], parts[:, 1:]) * BYTES + byte
+        return out
 
     @staticmethod
     def element_of(ids: np.ndarray) -> np.ndarray:
@@ -76,9 +116,23 @@ class TagTable:
         return (np.asarray(ids) - 2) // BYTES
 
     def text(self, tag: Tag) -> Any:
+        special = products_text(tag, self.space.describe if self.space is not None else None)
+        if special is not None:
+            return special
         if self.space is None:
             return tag
         return tuple(self.space.describe(v) if isinstance(v, tuple) else v for v in tag)
+
+    def product_text(self, ids: Iterable[int]) -> str | None:
+        """The product an element's bytes carry, for people (None: they carry none)."""
+        ids = [int(i) for i in ids]
+        if len(ids) < 2 or min(ids) <= TOP or (ids[0] - 2) % BYTES != 0:
+            return None
+        a, b = self.tags[(ids[0] - 2) // BYTES], self.tags[(ids[1] - 2) // BYTES]
+        if a[:1] != (PRODUCT_A,) or b[:1] != (PRODUCT_B,):
+            return None
+        describe = self.space.describe if self.space is not None else None
+        return product_text(a, b, (lambda v: describe(v) if isinstance(v, tuple) else v) if describe else (lambda v: v))
 
     def describe(self, ident: int) -> Any:
         """A byte tag for people: ``⊥``, ``⊤`` or ``(tag..., byte k)``."""
@@ -99,7 +153,13 @@ class TagTable:
         if any(i in (BOTTOM, TOP) for i in ids):
             return "⊤"
         elements = {(i - 2) // BYTES for i in ids}
-        return self.text(self.tags[elements.pop()]) if len(elements) == 1 else "⊤"
+        if len(elements) == 1:
+            return self.text(self.tags[elements.pop()])
+        return self.product_text(ids) or "⊤"
+
+
+from .products import MARKS, PRODUCT, PRODUCT_A, PRODUCT_B, ROWS, Products, parse_product, product_text, same_syntax  # noqa: E402
+from .products import text as products_text  # noqa: E402
 
 
 def _plain(v: Any) -> Any:
@@ -112,11 +172,16 @@ def merge(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(a == BOTTOM, b, np.where((b == BOTTOM) | (a == b), a, TOP))
 
 
-def resize(tags: np.ndarray, nbytes: int) -> np.ndarray:
+def resize(tags: np.ndarray, nbytes: int, table: TagTable | None = None) -> np.ndarray:
     """The byte tags (rows, nbytes) of values converted to another width (a constant stored
-    into a narrower element): constants stay ⊥, anything else is computed data (⊤)."""
+    into a narrower element, an accumulator converted to another float type): constants stay
+    ⊥, a product stays that product (given the `table`), anything else is computed data (⊤)."""
     if tags.shape[-1] == nbytes:
         return tags
+    if table is not None and table._products is not None:
+        laid = table.products.resized(tags, nbytes)
+        if laid is not None:
+            return laid
     constant = (tags == BOTTOM).all(axis=-1, keepdims=True)
     return np.broadcast_to(np.where(constant, BOTTOM, TOP), (*tags.shape[:-1], nbytes)).copy()
 

@@ -202,13 +202,19 @@ def store_rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
             raise a.undecidable(op, f"the kernel writes tensor {name!r}, which it also reads; the checker takes "
                                     "global tensors as read-only or write-only")
         a.written_globals.add(name)
+        if name in a.store_functions:
+            from .tags import stored_rule
+            if coord_ssa is None:
+                raise a.undecidable(op, f"the checker checks what is stored into {name!r} (assert_tags) at stores "
+                                        "by coordinates (before layout lowering)")
+            stored_rule(a, op, target, [a.int_value(c, op) for c in coord_ssa], a.tags_of(value), mask)
         return
     tile: TileValue = target
     idx = a.tile_bytes(op, tile, None if coord_ssa is None else [a.int_value(c, op) for c in coord_ssa],
                        None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
     active = a.active(mask)
     threads = a.thread_of(active)
-    tags = resize(a.tags_of(value), tile.dtype.nbytes)
+    tags = resize(a.tags_of(value), tile.dtype.nbytes, a.table)
     a.check_overwrite(op, tile.memory, idx, threads)  # type: ignore[arg-type]
     a.write_tags(tile.memory, idx, tags if active is a.tid else tags[active], threads, active, a.site(op))  # type: ignore[arg-type]
 
@@ -229,6 +235,9 @@ def atomic_rule(a: TagAnalysis, op: D.AtomicOp, mask: np.ndarray) -> None:
     target = a.values[op.target]
     if isinstance(target, GlobalRef):
         name = (target.root or target).name
+        if name in a.store_functions:
+            raise a.undecidable(op, f"an atomic into {name!r}, whose stored tags are asserted (assert_tags); the "
+                                    "checker checks those at plain stores only")
         if name in a.read_globals:
             raise a.undecidable(op, f"the kernel writes tensor {name!r}, which it also reads; the checker takes "
                                     "global tensors as read-only or write-only")

@@ -103,6 +103,9 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         its wall time in seconds, summed over passes over loop bodies (`verify_speed.py --steps`)."""
         self.space = Space()
         self.table = TagTable(self.space)
+        self.table.same, self.table.context = self.always_equal, self.equality_context
+        self.equal_memo: dict[Any, bool] = {}
+        self.equal_engine: Any = None
         self.obligations = Obligations(self.table, self.space)
         self.facts: set[tuple[str, Key]] = set()
         self.replay_facts: set[tuple[str, Key]] = set()
@@ -124,6 +127,8 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         """The running asynchronous products of each shared memory they read (`product_reads`)."""
         self.slots: list[Slot] = []
         self.tag_functions: dict[str, tuple[D.TagOp, dict[SSAValue, Any]]] = {}
+        self.store_functions: dict[str, tuple[D.StoreTagsOp, dict[SSAValue, Any]]] = {}
+        """Per tensor with asserted tags (`assert_tags`): what every store into it carries."""
         self.written_globals: set[str] = set()
         self.read_globals: set[str] = set()
         self.sites: list[SourceLocation | None] = []

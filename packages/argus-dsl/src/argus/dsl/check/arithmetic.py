@@ -16,6 +16,7 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation
 
 from ..ops import integers
+from .state import byte_width
 from .state import by_type, is_int
 
 if TYPE_CHECKING:
@@ -239,6 +240,18 @@ def cast_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):
         a.values[op.results[0]] = a.space.opaque(f"float converted at {a.where(op)}", a.n)
     a.computed(op, a.values[op.results[0]])
+    if isinstance(op, (arith.ExtFOp, arith.TruncFOp)) and a.table._products is not None:
+        kept = product_cast(a.table, a.tags.get(source), op.results[0])
+        if kept is not None:
+            a.tags[op.results[0]] = kept
+
+
+def product_cast(table: Any, tags: np.ndarray | None, result: Any) -> np.ndarray | None:
+    """A float conversion of values that all hold products (an accumulator rounded to bf16 for
+    its store): the same products, laid out at the new width (`argus.verify.products`)."""
+    if tags is None:
+        return None
+    return table.products.resized(tags, byte_width(result))
 
 
 def index_rule(kind: str) -> Rule:

@@ -259,11 +259,35 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     paths = _after_loop(a, lb, ub)
     a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol,
                 paths=paths)
-    if paths.theirs == (None,):
+    runs = paths.theirs == (None,) or (counter is None and a.table._products is not None
+                                        and a.always_nonnegative(sub_keys(add_keys(ub, (-1, ())), lb)))
+    if runs:  # (the solver asked only where products' spans are at stake)
         for m, tags in zip(a.memories, left):
             m.tags[...] = tags
+        if counter is None:
+            _to_the_last_iteration(a, symbol if settled else rest, lb, ub, step, name)
     if counter is not None:
         _written_by_the_end(a, scope[0], ends)
+
+
+def _to_the_last_iteration(a: TagAnalysis, symbol: int, lb: Key, ub: Key, step: int, name: str) -> None:
+    """After a loop that runs in every launch, the tags it leaves are those of its last
+    iteration: its index symbol in them becomes a new symbol for the last index (at least
+    ``ub - step``, below ``ub``, on the loop's grid), whose bounds join the domain. So what
+    holds only at the end (an accumulator that has summed every k slice) is provable."""
+    sp = a.space
+    known = len(sp.constraints)
+    last = sp.symbol(f"{name}_last", "loop", add_keys(ub, (-step, ())), add_keys(ub, (-1, ())))
+    me: Key = (0, ((last, 1),))
+    sp.require_nonnegative(sub_keys(me, lb))
+    if step > 1:
+        sp.require_zero(sp.mod_key(sub_keys(me, lb), (step, ())))
+    facts = sp.constraints[known:]
+    del sp.constraints[known:]
+    for fact in facts:
+        a.add_fact(fact)
+    a.elements_before[last] = len(a.table.tags)
+    a.restore(Renamer(a, symbol, me).state(a.snapshot()))
 
 
 def _written_by_the_end(a: TagAnalysis, memories: int, ends: dict[int, list[Key]]) -> None:
@@ -379,8 +403,15 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             a.checking = checking and (attempt > 0 or tracking)
             if tracking:
                 a.track(scope)
+            if a.table._products is not None:
+                a.table.products.take_unjoined()
             _run_body(a, op, mask, symbol, counter)
             exposed = a.untrack(scope) if tracking else None
+            respanned = a.spans_entry(base, symbol, lo) if attempt == 0 and a.table._products is not None else None
+            if respanned is not None:  # products' entry in its general form: the passes start again from it
+                _forget_pass(a, mark, facts_mark)
+                base = entry = respanned
+                continue
             if exposed is not None and (a.checking or not checking) and _carries_nothing(a, entry, exposed):
                 return True  # the entry state of later iterations changes nothing this pass saw
             after = a.snapshot(scope)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from argus.verify.affine import Affine
+from argus.verify.affine import sub_keys
+from argus.verify.products import PRODUCT_A, PRODUCT_B, canonical, same_syntax
 from argus.verify.tags import BYTES, TOP, join
 
 from .arithmetic import select_int
@@ -18,6 +20,10 @@ from .state import Slot, State, key_component, same_values
 if TYPE_CHECKING:
     from argus.verify.affine import Key
     from .initialization import Paths
+
+
+EQUALITY_MS = 2_000
+"""The solver's time for one `Joins.always_equal` question (unknown: not equal)."""
 
 
 class Joins:
@@ -122,6 +128,8 @@ class Joins:
         """`join(ours, theirs)`, except where `theirs` (a tag of loop iteration `loop`) equals
         `ours` when the index takes its `first` value: there it is `theirs`."""
         out = join(ours, theirs)
+        if self.table._products is not None:
+            self.product_entry(out, ours, theirs, loop, first)
         where = np.flatnonzero((ours > TOP) & (theirs > TOP) & (ours != theirs))
         if where.size == 0:
             return out
@@ -143,6 +151,152 @@ class Joins:
             hit = np.isin(pairs, accepted)
             out[np.unravel_index(where[hit], out.shape)] = back[hit]
         return out
+
+    def product_entry(self, out: np.ndarray, ours: np.ndarray, theirs: np.ndarray, loop: int, first: Key) -> None:
+        """`inductive_join` of the accumulators of products: where the back edge holds a product
+        whose k span grows with the loop (``[lo, hi(i))``), its entry at iteration i is the span
+        from what the first iteration starts with — nothing summed (⊥: a constant) or a span
+        ending at ``hi(first)`` — to ``hi(i)``. Set in `out` where that holds; the loop's passes
+        then confirm it (an entry that does not settle is no proof)."""
+        flat_out, flat_ours, flat_theirs = out.reshape(-1), ours.reshape(-1), theirs.reshape(-1)
+        where = np.flatnonzero((flat_theirs > TOP) & (flat_ours != flat_theirs) & (flat_ours != TOP))
+        if where.size == 0:
+            return
+        was, now = flat_ours[where], flat_theirs[where]
+        at = (now - 2) % BYTES
+        now_element = (now - 2) // BYTES
+        was_element = np.where(was > TOP, (was - 2) // BYTES, -1)
+        aligned = (was <= TOP) | ((was - 2) % BYTES == at)
+        pairs = np.stack([was_element, now_element], axis=1)[aligned]
+        if not pairs.size:
+            return
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        made = np.array([self._entry_element(int(o), int(t), loop, first) for o, t in unique.tolist()], np.int64)
+        found = made[np.reshape(inverse, -1)]
+        hit = found >= 0
+        chosen = where[aligned][hit]
+        flat_out[chosen] = 2 + found[hit] * BYTES + at[aligned][hit]
+
+    def _entry_element(self, was: int, now: int, loop: int, first: Key) -> int:
+        """The element a loop's entry holds where the state before it holds element `was` (−1:
+        nothing summed) and the back edge element `now` (`product_entry`); −1 if none."""
+        tags = self.table.tags
+        theirs = tags[now]
+        if not theirs or theirs[0] not in (PRODUCT_A, PRODUCT_B):
+            return -1
+        ours = tags[was] if was >= 0 else None
+        if theirs[0] == PRODUCT_A:
+            return now if ours is None else -1  # (an empty sum has any rows: the loop's own hold)
+        if ours is not None and (ours[:2] != theirs[:2] or len(ours) != len(theirs)):
+            return -1
+        lb = theirs[1]
+        head, span = theirs[:2 + lb], theirs[2 + lb:]
+        pos = span[0]
+        if not isinstance(pos, int) or pos < 0:
+            return -1
+        at_first = self._at_first(loop, first)
+        if ours is None:
+            start = at_first(span[-1])
+        else:
+            mine = ours[2 + lb:]
+            same = self.always_equal
+            if mine[0] != pos or not same(at_first(mine[-1]), at_first(span[-1])) or \
+                    any(not same(at_first(x), at_first(y)) for j, (x, y) in enumerate(zip(ours[:2 + lb], head)) if j > 1) or \
+                    any(not same(at_first(x), at_first(y)) for j, (x, y) in enumerate(zip(mine[1:-1], span[1:-1]))
+                        if j != pos):
+                return -1
+            start = at_first(mine[1 + pos])
+        entry = (*head, pos, *span[1:1 + pos], start, *span[2 + pos:-1], span[-1])
+        return self.table.element_id(entry)
+
+    def spans_entry(self, base: State, loop: int, first: Key) -> State | None:
+        """A loop's entry state in which each product the first pass could not add up (its entry
+        held a span ``[lo, hi)`` fixed at the first iteration, the body added ``[c(i), d(i))``
+        with ``c(first) = hi``) holds ``[lo, c(i))`` instead: what it holds at iteration i, if
+        the loop's passes confirm it (they start again from this state). None when there is
+        none such."""
+        tags = self.table.tags
+        at_first = self._at_first(loop, first)
+        replaced: dict[int, int] = {}
+        for old, span in self.table.products.take_unjoined():
+            held = tags[old]
+            lb = held[1]
+            mine, added = held[2 + lb:], tags[span]
+            pos = mine[0]
+            if added[0] != pos or not isinstance(pos, int) or pos < 0 or len(added) != len(mine):
+                continue
+            start = added[1 + pos]
+            same = self.always_equal
+            if not same(at_first(start), at_first(mine[-1])) or \
+                    any(not same(at_first(x), at_first(y)) for j, (x, y) in enumerate(zip(mine[1:-1], added[1:-1]))
+                        if j != pos):
+                continue
+            replaced[old] = self.table.element_id((*held[:2 + lb], *canonical((*mine[:-1], start))))
+        if not replaced:
+            return None
+        olds = np.array(list(replaced), np.int64)
+        news = np.array(list(replaced.values()), np.int64)
+        memories = []
+        for tags_, site, writers in base.memories:
+            element = (tags_ - 2) // BYTES
+            hit = (tags_ > TOP) & np.isin(element, olds)
+            if hit.any():
+                tags_ = tags_.copy()
+                tags_[hit] = _relabelled(tags_[hit], olds, news)
+            memories.append((tags_, site, writers))
+        return State(memories, base.slots)
+
+    def always_equal(self, x: Any, y: Any) -> bool:
+        """Whether two tag components are equal in every launch of the domain where the walk is
+        (the kernel's facts and those of the loops around it): as written, or by the solver
+        (remembered per scope and facts: a pipeline's slices are ``min(k + s, last)``)."""
+        if same_syntax(x, y):
+            return True
+        if not isinstance(x, tuple) and not isinstance(y, tuple):
+            return False
+        key = (x, y, self.equality_context())
+        found = self.equal_memo.get(key)
+        if found is None:
+            from argus.verify.solvers import Query, solver
+            scope = self.obligations.scope
+            facts = sorted(self.facts) + [f for s in scope for f in self.loop_facts.get(s, [])]
+            difference = sub_keys(x if isinstance(x, tuple) else (int(x), ()), y if isinstance(y, tuple) else (int(y), ()))
+            if self.equal_engine is None:
+                self.equal_engine = solver(None)
+            answer = self.equal_engine.solve(Query(self.space, facts, [[("ne0", difference)]]), EQUALITY_MS)
+            found = self.equal_memo[key] = answer.status == "unsat"
+        return found
+
+    def always_nonnegative(self, key: Key) -> bool:
+        """Whether ``key ≥ 0`` in every launch of the domain where the walk is (by the solver,
+        remembered as `always_equal` is)."""
+        memo_key = ("ge0", key, self.equality_context())
+        found = self.equal_memo.get(memo_key)
+        if found is None:
+            from argus.verify.solvers import Query, solver
+            scope = self.obligations.scope
+            facts = sorted(self.facts) + [f for s in scope for f in self.loop_facts.get(s, [])]
+            if self.equal_engine is None:
+                self.equal_engine = solver(None)
+            negated = ("ge0", sub_keys((-1, ()), key))
+            answer = self.equal_engine.solve(Query(self.space, facts, [[negated]]), EQUALITY_MS)
+            found = self.equal_memo[memo_key] = answer.status == "unsat"
+        return found
+
+    def equality_context(self) -> Any:
+        """What `always_equal` depends on besides its arguments: the loops around, their facts."""
+        scope = self.obligations.scope
+        return (scope, len(self.facts), tuple(len(self.loop_facts.get(s, ())) for s in scope))
+
+    def _at_first(self, loop: int, first: Key) -> Any:
+        if len(first[1]) == 1 and first[0] == 0 and first[1][0][1] == 1:  # a symbol pinned to one value
+            pinned = self.space.symbols.get(first[1][0][0])
+            if pinned is not None and pinned.lo is not None and pinned.lo == pinned.hi:
+                first = pinned.lo
+
+        def value(v: Any) -> Any:
+            return key_component(self.space.substitute(v, loop, first)) if isinstance(v, tuple) else v
+        return value
 
     def join_values(self, condition: Affine | None, a: Affine | None, b: Affine | None, label: str,
                     loop: int | None = None, select: bool = True) -> Affine | None:
@@ -166,3 +320,10 @@ class Joins:
             for t, c in key[1]:
                 terms.setdefault(t, np.zeros(len(a), np.int64))[p] = c
         return Affine(const, terms)
+
+
+def _relabelled(ids: np.ndarray, olds: np.ndarray, news: np.ndarray) -> np.ndarray:
+    """Byte ids of elements `olds` as the same bytes of elements `news` (in order)."""
+    order = np.argsort(olds)
+    at = order[np.searchsorted(olds, (ids - 2) // BYTES, sorter=order)]
+    return 2 + news[at] * BYTES + (ids - 2) % BYTES  # type: ignore[no-any-return]

@@ -210,8 +210,9 @@ class Preparation:
         return hands_off(self.table.ops)
 
     @cached_property
-    def assertions(self) -> list[D.TagAssertOp]:
-        return self.table.of_kind(D.TagAssertOp)
+    def assertions(self) -> list[D.TagAssertOp | D.StoreTagsOp]:
+        """The kernel's claims: tag assertions, and tags asserted of what is stored (`assert_tags`)."""
+        return self.table.of_kind(D.TagAssertOp) + self.table.of_kind(D.StoreTagsOp)
 
     @cached_property
     def products(self) -> list[D.MmaOp]:

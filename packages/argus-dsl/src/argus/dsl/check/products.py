@@ -52,13 +52,15 @@ def mma_rule(a: TagAnalysis, op: D.MmaOp, mask: np.ndarray) -> None:
                 running.started(leaders // running.group)
     at, a_rows = _atom_operand(a, op, first, points, atom.threads, atom.a_layout, m, k, "a")
     bt, b_rows = _atom_operand(a, op, second, points, atom.threads, atom.b_layout, n, k, "b")
+    pa, pb = a.table.products.pair_bytes(at), a.table.products.pair_bytes(bt)
     if a.checking:
-        if (a_rows is not None or b_rows is not None) and _one_tag_per_k(at, bt, a_rows, b_rows):
+        if (a_rows is not None or b_rows is not None) and _one_tag_per_k(pa, pb, a_rows, b_rows):
             a.obligations.held(a.reach(_pairing_site(a, op, atom)), a.n // a.threads)
         else:
-            _pairing(a, op, atom, a.thread_of(points), at if a_rows is None else at[a_rows],
-                     bt if b_rows is None else bt[b_rows])
-    _accumulate(a, op, accumulator, points)
+            _pairing(a, op, atom, a.thread_of(points), pa if a_rows is None else pa[a_rows],
+                     pb if b_rows is None else pb[b_rows])
+    _accumulate(a, op, accumulator, points, atom, at if a_rows is None else at[a_rows],
+                bt if b_rows is None else bt[b_rows])
 
 
 def _atom_operand(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray, group: int, layout: Any,
@@ -108,15 +110,53 @@ def _alike_fragments(a: TagAnalysis, value: Any, points: np.ndarray) -> tuple[np
     return np.concatenate([fragment_bytes(a, tiles[c], a.thread_ids[:n]) for c in firsts]), copy_of
 
 
-def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarray, written: bool = False) -> None:
+def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarray, atom: MMAAtom, at: np.ndarray,
+                bt: np.ndarray, written: bool = False) -> None:
     """The product reads its accumulator, which must be written (unless known to be), and leaves
-    computed data (⊤)."""
+    the product of its operands' rows over their pairs added to what it held (`at`, `bt`: the
+    operands as matrices, a group of points each; `argus.verify.products`)."""
     idx = point_fragments(a, accumulator, points).reshape(points.size, -1)
     memory, threads = memory_of(accumulator), a.thread_of(points)
     if not written:
         why = "matmul reads fragment c, which is not fully written"
         check_written(a, op, memory, idx, threads, points, None, why, "c")
-    a.write_tags(memory, idx, np.full(idx.shape, TOP, np.int64), threads, points, a.site(op))
+    copies = points // a.threads
+    if a.footprint is None or copies[0] == copies[-1]:
+        old, _ = a.read_tags(memory, idx, threads, points)
+        a.write_tags(memory, idx, accumulated(a, atom, at, bt, old), threads, points, a.site(op))
+        return
+    # copies of an unrolled loop's product run together, reading what the run left before them;
+    # each adds to what the copies before it left (one accumulator summed over them): in program order
+    # (a copy reads the run's memory only for bytes no copy before it wrote here: the run's
+    # journal then sees no read after a write of the same step)
+    new = np.empty(idx.shape, np.int64)
+    scratch = np.full((int(threads.max()) + 1, memory.tags.shape[-1]), -1, np.int64)
+    groups = copies[::atom.threads]
+    for c in np.unique(copies).tolist():
+        mine, own = copies == c, groups == c
+        rows, who = idx[mine], threads[mine][:, None]
+        left = scratch[who, rows]
+        before = left if (left >= 0).all() else \
+            np.where(left >= 0, left, a.read_tags(memory, rows, threads[mine], points[mine])[0])
+        new[mine] = scratch[who, rows] = accumulated(a, atom, at[own], bt[own], before)
+    a.write_tags(memory, idx, new, threads, points, a.site(op))
+
+
+def accumulated(a: TagAnalysis, atom: MMAAtom, at: np.ndarray, bt: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """An accumulator's tags (points, bytes) after a product of the operand matrices `at`, `bt`
+    (a group of points each), from its tags `old` before."""
+    groups, values = at.shape[0], atom.values("c")
+    width = old.shape[-1] // max(values, 1)
+    before = old.reshape(groups, atom.threads, values, width)
+    return a.table.products.accumulate(at, bt, before, c_index(atom.c_layout, atom.threads)).reshape(old.shape)
+
+
+@cache
+def c_index(layout: Any, threads: int) -> np.ndarray:
+    """Per thread of an atom and value of its accumulator fragment, the element of C it holds
+    (m + n·M): the atom's C layout as a table (threads, values)."""
+    offsets = np.asarray(layout.offsets(), np.int64)
+    return offsets.reshape(-1, threads).T.copy()
 
 
 def products_rule(a: TagAnalysis, step: Products, mask: np.ndarray) -> None:
@@ -171,7 +211,8 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
     if not together:
         return _one_by_one(a, ops, mask)
     groups = threads.size // atom.threads
-    alike = _one_tag_per_k(at, bt, _product_rows(a_of, groups), _product_rows(b_of, groups))
+    pa, pb = a.table.products.pair_bytes(at), a.table.products.pair_bytes(bt)
+    alike = _one_tag_per_k(pa, pb, _product_rows(a_of, groups), _product_rows(b_of, groups))
     written = _all_written(a, c_tiles, threads)
     # with nothing but views between them, every product's accumulator is written at once when
     # the accumulators are apart (each of its own bytes)
@@ -185,17 +226,20 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
                 rules.rule_of(op)(a, op, mask)  # an assertion, where it stands among the products
             continue
         i, (_, c) = next(product)
+        a_i, b_i = slice(a_of[i] * groups, (a_of[i] + 1) * groups), slice(b_of[i] * groups, (b_of[i] + 1) * groups)
         if alike:
             a.obligations.held(a.reach(_pairing_site(a, op, atom)))
         else:
-            _pairing(a, op, atom, threads, at[a_of[i] * groups:(a_of[i] + 1) * groups],
-                     bt[b_of[i] * groups:(b_of[i] + 1) * groups])
+            _pairing(a, op, atom, threads, pa[a_i], pb[b_i])
         if not at_once:
-            _accumulate(a, op, c, threads, written is not None)
+            _accumulate(a, op, c, threads, atom, at[a_i], bt[b_i], written is not None)
     if at_once:
         idx, readers = written  # type: ignore[misc]
         sites = np.repeat(np.array([a.site(op) for op in products], np.int64), threads.size)[:, None]
-        memory.write(idx, np.full(idx.shape, TOP, np.int64), readers, sites)  # (a step outside runs: no journal)
+        a_all = at[_product_rows(a_of, groups)]
+        b_all = bt[_product_rows(b_of, groups)]
+        tags = accumulated(a, atom, a_all, b_all, memory.read(idx, readers))
+        memory.write(idx, tags, readers, sites)  # (a step outside runs: no journal)
 
 
 def _product_rows(tile_of: list[int] | np.ndarray, groups: int) -> np.ndarray:

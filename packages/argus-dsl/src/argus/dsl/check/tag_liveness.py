@@ -60,6 +60,7 @@ def relevant_ops(kernel: D.KernelOp, table: OpTable | None = None) -> Liveness:
     t = walk.table
     walk.unassigned = unassigned_reads(t, kernel.body.block)
     walk.operands = {t.results[j][0] for j, kind in enumerate(t.kinds) if kind is D.MakeSharedOp}
+    walk.asserted = {walk.root(t.operands[j][0]) for j, kind in enumerate(t.kinds) if kind is D.StoreTagsOp}
     walk.block(kernel.body.block, set())
     return Liveness(walk.keep | walk.bounds, walk.bounds - walk.keep, walk.traced, frozenset(walk.written_only))
 
@@ -115,6 +116,9 @@ class _Liveness:
         """The matrix products, by number (a loop's body keeps what those in it read written)."""
         self.unassigned: set[int] = set()
         """The reads of variables that may find them unassigned (`unassigned_reads`)."""
+        self.asserted: set[int] = set()
+        """The tensors whose stores are checked against asserted tags (`assert_tags`): what a
+        store into one writes matters."""
         self.operands: set[int] = set()
         """The shared memories: every write to them is walked, whether or not anything reads what
         it writes, since it may race with a thread's read before it (`shared_reads`, in an
@@ -223,6 +227,12 @@ def tag_function(w: _Liveness, i: int, live: Live) -> None:
         live.update(map(id, op.captured()))
 
 
+def store_tags(w: _Liveness, i: int, live: Live) -> None:
+    """`assert_tags` of a tensor: always kept (a claim), with the values its function reads."""
+    w.keep.add(i)
+    live.update(map(id, w.table.ops[i].captured()))  # type: ignore[attr-defined]
+
+
 def reset(w: _Liveness, i: int, live: Live) -> None:
     """`reset_tags` of a shared tile: kept when the tile is read later."""
     target = w.root(w.table.operands[i][0])
@@ -251,7 +261,7 @@ def write(w: _Liveness, i: int, live: Live) -> None:
     if w.space(i, place) == "tensor":  # in-bounds facts: its coordinates matter, not its data
         w.keep.add(i)
         live.update(operands[2:])
-        if reads:
+        if reads or root in w.asserted:  # (what is stored into a tensor with asserted tags: its data too)
             live.add(operands[0])
         return
     copy = kind is D.CopyOp
@@ -379,6 +389,8 @@ def always(w: _Liveness, i: int, live: Live) -> None:
     if w.table.kinds[i] in _PAIRS:
         live.add(w.root(operands[0]))
         live.add(w.root(operands[1]))
+        if w.table.kinds[i] is D.MmaOp:  # its accumulator's tags become the product's (`argus.verify.products`)
+            live.add(w.root(operands[2]))
         if w.table.kinds[i] is D.MmaOp:  # it reads the data of every operand, which must have been
             # written: its accumulator (zeroed, say), and its fragments, even where a tag function gave
             # them the tags it compares (the stores before that function then still count as writes)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from argus.verify.affine import Affine, Uniform, uniform, unique_rows
-from argus.verify.tags import BOTTOM
+from argus.verify.tags import BOTTOM, resize
 
 from ..errors import VerificationError
 from ..machine.interpreter import tile_coordinates
@@ -73,32 +73,97 @@ def reset_rule(a: TagAnalysis, op: D.ResetTagsOp, mask: np.ndarray) -> None:
 def tag_rule(a: TagAnalysis, op: D.TagOp, mask: np.ndarray) -> None:
     target = a.values[op.target]
     if isinstance(target, GlobalRef):
-        if target.root is not None:
-            raise VerificationError("tag functions attach to a tensor argument, not to a view of it: tag the "
-                                    "tensor itself (with its own coordinates)", a.where(op))
-        if a.guards or any(loop.symbol is not None for loop in a.loops):
-            raise a.undecidable(op, "a tensor's tag function is set under a runtime branch or inside a runtime "
-                                    "loop; the checker takes one tag function per tensor at a time (set it before)")
-        captured = list(captured_values(a, op))
-        for inner in op.body.block.ops:
-            if isinstance(inner, D.VarLoadOp):
-                slot = a.values.get(inner.var)
-                captured.append(slot.value if isinstance(slot, Slot) else None)
-        for v in captured:
-            value = v if isinstance(v, Affine) or v is None else a.values.get(v)
-            if isinstance(value, Affine) and not uniform(value):
-                clusters = (" (in a kernel with clusters, the blocks of a cluster are checked together: not the "
-                            "block index either)") if a.blocks > 1 else ""
-                raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
-                                        f"block indices, sizes and loop indices, not thread indices{clusters}",
-                                        a.where(op))
-        if any(isinstance(inner, (D.ThreadIdxOp, D.LaneIdOp, D.WarpIdOp)) for inner in op.body.block.ops):
-            raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
-                                    "block indices, sizes and loop indices, not thread indices", a.where(op))
-        frozen = {inner.var: a.values[inner.var].value for inner in op.body.block.ops if isinstance(inner, D.VarLoadOp)
-                  and isinstance(a.values.get(inner.var), Slot) and a.values[inner.var].value is not None}
-        a.tag_functions[(target.root or target).name] = (op, frozen)  # variables as they are now
+        a.tag_functions[(target.root or target).name] = _tensor_function(a, op, target)
         return
+    _tile_tags(a, op, target, mask)
+
+
+def store_tags_rule(a: TagAnalysis, op: D.StoreTagsOp, mask: np.ndarray) -> None:
+    """`assert_tags(t, fn)`: what every later store into tensor t must carry (`stored_rule`)."""
+    target = a.values[op.target]
+    a.store_functions[(target.root or target).name] = _tensor_function(a, op, target)
+
+
+def stored_rule(a: TagAnalysis, op: Operation, ref: GlobalRef, coords: list[Affine], tags: np.ndarray,
+                mask: np.ndarray) -> None:
+    """A store of data with byte tags `tags` (points, bytes) into tensor `ref` at `coords`: where
+    the tensor has asserted tags (`assert_tags`), each stored element must carry the tag its
+    coordinates get."""
+    root = ref.root or ref
+    entry = a.store_functions.get(root.name)
+    points = np.flatnonzero(mask)
+    if entry is None or points.size == 0 or not a.checking:
+        return
+    function, frozen = entry
+    elements = _stored_elements(a, op, ref, coords)
+    width = root.dtype.nbytes
+    lhs = resize(tags, ref.dtype.nbytes, a.table)[points].reshape(points.size, len(elements), width)
+    rhs = np.stack([a.intern(a.evaluate_tag_function(function, forms, frozen=frozen), width)[points]
+                    for forms in elements], axis=1)
+    site = a.reach(str(a.where(function)))
+    threads = a.thread_of(points)
+    sites = np.full(lhs.shape, a.site(op), np.int64)
+    base = describer(a, op, site, threads, sites=(sites, np.full(rhs.shape, a.site(function), np.int64)),
+                     tags=(lhs, rhs), message=f"stored into {root.name!r} at {a.where(op)}")
+    rows = [[c.take(points) for c in forms] for forms in elements]
+
+    def describe(point: int, element: int, model: dict[int, int]) -> dict[str, Any]:
+        w = base(point, element, model)
+        w["element"] = tuple(a.space.evaluate(c.row(point), model) for c in rows[element])
+        return w
+
+    a.obligations.compare(site, lhs, rhs, True, describe, count=a.n // a.threads)
+
+
+def _stored_elements(a: TagAnalysis, op: Operation, ref: GlobalRef, coords: list[Affine]) -> list[list[Affine]]:
+    """The coordinates in its tensor of each element a store into `ref` at `coords` writes: one,
+    or those a wider element of a view holds (a view keeping the tensor's leading dims, whose
+    last coordinate counts several of the tensor's elements)."""
+    root = ref.root
+    if root is None or ref.dtype.nbytes == root.dtype.nbytes:
+        return [a.root_coordinates(ref, coords)[1]]
+    parts, rest = divmod(ref.dtype.nbytes, root.dtype.nbytes)
+    if rest or len(ref.dims) != len(root.dims) or \
+            any(v.row(0) != r.row(0) for v, r in zip(ref.dims[:-1], root.dims[:-1])):
+        raise a.undecidable(op, f"a store into a view of {root.name!r} whose elements are not whole rows' runs of its "
+                                "own; the tags asserted of the tensor are checked at stores of its elements, or of "
+                                "a view keeping its leading dims whose elements hold several of them")
+    sp = a.space
+    last = sp.scale(coords[-1], parts)
+    return [[*coords[:-1], sp.add(last, sp.constant(j, a.n))] for j in range(parts)]
+
+
+def _tensor_function(a: TagAnalysis, op: D.TagOp | D.StoreTagsOp, target: GlobalRef) -> tuple[Any, dict[SSAValue, Affine]]:
+    """A tensor's tag function (or asserted tags) and the values of the variables it reads, as
+    they are now; refused where it would not give every thread the same tags."""
+    if target.root is not None:
+        raise VerificationError("tag functions attach to a tensor argument, not to a view of it: tag the "
+                                "tensor itself (with its own coordinates)", a.where(op))
+    if a.guards or any(loop.symbol is not None for loop in a.loops):
+        raise a.undecidable(op, "a tensor's tag function is set under a runtime branch or inside a runtime "
+                                "loop; the checker takes one tag function per tensor at a time (set it before)")
+    captured = list(captured_values(a, op))
+    for inner in op.body.block.ops:
+        if isinstance(inner, D.VarLoadOp):
+            slot = a.values.get(inner.var)
+            captured.append(slot.value if isinstance(slot, Slot) else None)
+    for v in captured:
+        value = v if isinstance(v, Affine) or v is None else a.values.get(v)
+        if isinstance(value, Affine) and not uniform(value):
+            clusters = (" (in a kernel with clusters, the blocks of a cluster are checked together: not the "
+                        "block index either)") if a.blocks > 1 else ""
+            raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
+                                    f"block indices, sizes and loop indices, not thread indices{clusters}",
+                                    a.where(op))
+    if any(isinstance(inner, (D.ThreadIdxOp, D.LaneIdOp, D.WarpIdOp)) for inner in op.body.block.ops):
+        raise VerificationError("a tensor's tag function must give every thread the same tags: it may use "
+                                "block indices, sizes and loop indices, not thread indices", a.where(op))
+    frozen = {inner.var: a.values[inner.var].value for inner in op.body.block.ops if isinstance(inner, D.VarLoadOp)
+              and isinstance(a.values.get(inner.var), Slot) and a.values[inner.var].value is not None}
+    return op, frozen
+
+
+def _tile_tags(a: TagAnalysis, op: D.TagOp, target: Any, mask: np.ndarray) -> None:
     threads = np.flatnonzero(mask)
     if threads.size == 0:
         return

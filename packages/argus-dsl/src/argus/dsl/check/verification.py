@@ -490,7 +490,7 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     if any(not 0 <= b < g for b, g in zip(block, grid)):  # whole clusters, holding the block
         grid = tuple(max(g, -(-(b + 1) // c) * c) for b, g, c in zip(block, grid, analysis.walk.cluster))
     shadow = ShadowInterpreter(op, compiled.locations)
-    shadow.stop_at = lambda f: f.get("assertion") == candidate.site and f.get("kind") == candidate.kind
+    shadow.stop_at = lambda f: _reproduces(f, candidate)
     stopped: ArgusError | None = None
     fault: KernelFault | None = None
     try:
@@ -504,11 +504,30 @@ def replay_witness(compiled: Any, analysis: Analysis, candidate: Candidate, witn
     except ArgusError as err:
         stopped = err
     for finding in shadow.findings:  # findings before a fault still count
-        if finding.get("assertion") == candidate.site and finding.get("kind") == candidate.kind:
-            return True, f"reproduced in block {block} of grid {grid}", None
+        if _reproduces(finding, candidate):
+            if finding.get("kind") == candidate.kind:
+                return True, f"reproduced in block {block} of grid {grid}", None
+            # conflicting data found statically, a definite failure when run: the run's finding is the witness
+            witness.update({k: finding[k] for k in _SHOWN if k in finding})
+            return True, f"reproduced in block {block} of grid {grid}, where the tags compared are known", None
     if stopped is not None:
         return False, f"the replay stopped: {stopped}", fault
     return False, f"block {block} of grid {grid} runs without this finding under shadow tags", None
+
+
+_SHOWN = ("kind", "block", "thread", "threads", "loops", "element", "lhs tag", "rhs tag", "lhs written at",
+          "rhs written at")
+"""What a run's finding tells of itself where it stands for a static one (`_reproduces`)."""
+
+
+def _reproduces(finding: dict[str, Any], candidate: Candidate) -> bool:
+    """Whether a run's finding is the candidate's: the same assertion failing the same way, or —
+    for conflicting data (⊤: the checker saw several possible tags, say joined from two paths)
+    — failing in any way, the run knowing which tags meet there."""
+    if finding.get("assertion") != candidate.site:
+        return False
+    kind = finding.get("kind")
+    return kind == candidate.kind or (candidate.kind == "conflicting" and kind in ("violated", "unwritten"))
 
 
 NOT_THE_KERNELS = frozenset(("assumption", "runaway-loop", "unsupported", "tag-function"))

@@ -51,7 +51,7 @@ an argument that names a place to update, such as an atomic's ``t[i]``, must not
 class Calls:
     def expr_Call(self, node: ast.Call) -> Any:
         fn = self.expr(node.func)
-        if node.keywords and not is_static_callable(fn):
+        if node.keywords and not is_static_callable(fn) and fn not in (lang.tag, lang.assert_tags):  # (`attach_tag`)
             raise self.syntax_error(node, "keyword arguments are only accepted by compile-time functions")
         if isinstance(fn, BoundMethod):  # t.view(...): built as the builtin "tile.view" or "tensor.view"
             owner = "tensor" if isinstance(fn.base, TensorRef) else "tile"
@@ -142,6 +142,12 @@ class Calls:
                 raise self.syntax_error(node, "tag(t[...]) only appears in an assertion: assert tag(a[...]) == tag(b[...])")
             self.attach_tag(node, node.args)
             return None
+        if fn is lang.assert_tags:
+            self.attach_tag(node, node.args, stores=True)
+            return None
+        if fn is lang.product:
+            raise self.syntax_error(node, "product(a_rows, b_rows, k) only appears as what a tag function returns, "
+                                          "e.g. assert_tags(c, lambda m, n: product((m,), (n,), (range(0, K),)))")
         args = [self.expr(a) for a in node.args]
         name = fn.name
         build = BUILDERS.get(name)

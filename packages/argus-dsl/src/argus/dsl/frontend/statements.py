@@ -10,16 +10,21 @@ import builtins
 from collections.abc import Iterator
 from typing import Any
 
-from xdsl.dialects import builtin, scf
+from argus.verify import products
+from xdsl.dialects import arith, builtin, scf
 from xdsl.ir import Block, Region
 
 from ..ir import dialect as D
 from .. import lang
-from ..dtypes import DType, boolean, f32, i32
+from ..dtypes import DType, boolean, f32, i32, i64
 from .limits import MAX_UNROLL, MAX_UNROLLED
 from ..ir.passes import unroll
 from .rolling import defined_in, rolled
 from .values import BoundMethod, MustUnroll, PendingSlot, RolledAway, Slot, TensorRef, TileRef, Value, describe, truth
+
+
+_PRODUCT_MARK = products.PRODUCT
+"""The first component of a product's flat form (`Statements.product_components`)."""
 
 
 class Statements:
@@ -297,41 +302,109 @@ class Statements:
             raise self.type_error(arg.value, f"tags belong to tensors and tiles, not {describe(base)}")
         return base
 
-    def attach_tag(self, node: ast.Call, args: list[ast.expr]) -> None:
+    def attach_tag(self, node: ast.Call, args: list[ast.expr], stores: bool = False) -> None:
+        """``tag(t, fn)`` or ``tag(t, fn, rows=fn2)`` (an operand's pair tags and row tags), and
+        ``assert_tags(t, fn)`` (`stores`: what every store into tensor t carries)."""
+        call = "assert_tags" if stores else "tag"
+        usage = (f"{call}(t, lambda i, j, ...: (tag components)) with one parameter per mode of t"
+                 + ("" if stores else "; an operand of matmul may add rows=lambda i, j, ...: (row components)"))
         if len(args) != 2 or not isinstance(args[1], ast.Lambda):
-            raise self.syntax_error(node, "tag(t, lambda i, j, ...: (tag components)) with one parameter per mode of t")
+            raise self.syntax_error(node, usage)
+        rows_fn = None
+        for keyword in node.keywords:
+            if keyword.arg != "rows" or stores or rows_fn is not None or not isinstance(keyword.value, ast.Lambda):
+                raise self.syntax_error(keyword.value, f"{call} takes no keyword {keyword.arg!r}: {usage}")
+            rows_fn = keyword.value
         target = self.expr(args[0])
         if not isinstance(target, (TensorRef, TileRef)):
             raise self.type_error(args[0], f"tags belong to tensors and tiles, not {describe(target)}")
-        fn = args[1]
+        if stores and not isinstance(target, TensorRef):
+            raise self.type_error(args[0], f"assert_tags states what is stored into a tensor argument, not {describe(target)}")
         rank = len(target.type.shape) if isinstance(target, TensorRef) else target.type.layout.rank
-        params = [a.arg for a in fn.args.args]
-        if len(params) != rank or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
-            raise self.type_error(fn, f"the tag function takes one coordinate per mode: {rank} parameter(s)")
+        functions = [args[1]] if rows_fn is None else [args[1], rows_fn]
+        params = [a.arg for a in args[1].args.args]
+        for fn in functions:
+            names = [a.arg for a in fn.args.args]
+            if len(names) != rank or fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
+                raise self.type_error(fn, f"the tag function takes one coordinate per mode: {rank} parameter(s)")
         body = Block(arg_types=[builtin.i32] * rank)
-        saved = {p: self.env.get(p) for p in params}
+        saved = {p: self.env.get(p) for fn in functions for p in (a.arg for a in fn.args.args)}
         with self.into(body):
             for p, arg in zip(params, body.args):
                 arg.name_hint = p
-                self.env[p] = Value(arg, i32)
-            result = self.expr(fn.body)
-            parts = result if isinstance(result, tuple) else (result,)
-            if not parts:
-                raise self.type_error(fn.body, "a tag function returns at least one component, e.g. lambda i: (i,)")
-            values = []
-            for part in parts:
-                v = self.materialize(part, fn.body)
-                if not v.dtype.is_integer:
-                    raise self.type_error(fn.body, f"tag components are integers, got {v.dtype}")
-                values.append(v.ssa)
-            self.emit(D.YieldTagOp.create(operands=values))
+            parts = []
+            for number, fn in enumerate(functions):
+                for p, arg in zip((a.arg for a in fn.args.args), body.args):
+                    self.env[p] = Value(arg, i32)
+                found = self.tag_components(fn.body, allow_product=stores)
+                if number == 0 and rows_fn is not None:
+                    if found and found[0] is _PRODUCT_MARK:
+                        raise self.type_error(fn.body, "an operand with rows pairs by plain tag components, not a product")
+                    parts = [self.constant_tag(fn.body, products.ROWS), self.constant_tag(fn.body, len(found))]
+                parts += found
+            values = [p if isinstance(p, Value) else self.constant_tag(node, p) for p in parts]
+            self.emit(D.YieldTagOp.create(operands=[self.materialize(v, node).ssa for v in values]))
         for p, old in saved.items():
             if old is None:
                 self.env.pop(p, None)
             else:
                 self.env[p] = old
-        self.emit(D.TagOp.create(operands=[target.ssa], regions=[Region(body)]))
+        op_type = D.StoreTagsOp if stores else D.TagOp
+        self.emit(op_type.create(operands=[target.ssa], regions=[Region(body)]))
         self.tagged = True
+
+    def tag_components(self, expr: ast.expr, allow_product: bool) -> list[Any]:
+        """A tag function's result as its components (integer values); ``product(...)`` as the
+        flat form `argus.verify.products` reads, its first component `_PRODUCT_MARK`."""
+        if isinstance(expr, ast.Call) and self.resolve_callee(expr.func) is lang.product:
+            if not allow_product:
+                raise self.type_error(expr, "product(...) states what an accumulator holds: it is a tag of "
+                                            "assert_tags(c, lambda m, n: product(...)), not of an operand")
+            return self.product_components(expr)
+        result = self.expr(expr)
+        parts = result if isinstance(result, tuple) else (result,)
+        if not parts:
+            raise self.type_error(expr, "a tag function returns at least one component, e.g. lambda i: (i,)")
+        return [self.integer_component(part, expr) for part in parts]
+
+    def integer_component(self, part: Any, node: ast.expr) -> Value:
+        v = self.materialize(part, node)
+        if not v.dtype.is_integer:
+            raise self.type_error(node, f"tag components are integers, got {v.dtype}")
+        return v
+
+    def product_components(self, call: ast.Call) -> list[Any]:
+        """``product(a_rows, b_rows, k)``: (PRODUCT, len(a_rows), *a_rows, len(b_rows), *b_rows,
+        pos, *k with range(lo, hi)'s lo at pos, hi)."""
+        usage = ("product(a_rows, b_rows, k) takes A's row components, B's row components and the pair "
+                 "components summed over, one of them a range: product((m,), (n,), (range(0, K),))")
+        if len(call.args) != 3 or call.keywords:
+            raise self.type_error(call, usage)
+        out: list[Any] = [_PRODUCT_MARK]
+        for rows in call.args[:2]:
+            value = self.expr(rows)
+            comps = value if isinstance(value, tuple) else (value,)
+            out += [len(comps), *(self.integer_component(c, rows) for c in comps)]
+        k = call.args[2]
+        elements = k.elts if isinstance(k, ast.Tuple) else [k]
+        ranges = [j for j, e in enumerate(elements) if isinstance(e, ast.Call) and isinstance(e.func, ast.Name)
+                  and e.func.id == "range"]
+        if len(ranges) != 1:
+            raise self.type_error(k, f"the pairs summed over hold exactly one range(lo, hi); {usage}")
+        pos = ranges[0]
+        bounds = elements[pos]
+        assert isinstance(bounds, ast.Call)
+        if len(bounds.args) != 2 or bounds.keywords:
+            raise self.type_error(bounds, "the summed pairs' range is range(lo, hi) (step 1)")
+        lo, hi = (self.integer_component(self.expr(b), b) for b in bounds.args)
+        comps = [lo if j == pos else self.integer_component(self.expr(e), e) for j, e in enumerate(elements)]
+        return [*out, pos, *comps, hi]
+
+    def constant_tag(self, node: ast.AST, value: int) -> Value:
+        """An i64 constant of a tag function (a mark or a length)."""
+        op = arith.ConstantOp(builtin.IntegerAttr(value, builtin.i64))
+        self.emit(op)
+        return Value(op.result, i64)
 
     # ---- expressions -----------------------------------------------------------------
 

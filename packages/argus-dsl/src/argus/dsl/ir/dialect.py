@@ -545,6 +545,25 @@ class TagOp(IRDLOperation):
 
 
 @irdl_op_definition
+class StoreTagsOp(IRDLOperation):
+    """What every element stored into tensor `target` carries: the body maps the element's
+    coordinates to its tag, as a tag function does. Checked at compile time, at each store."""
+
+    name = "argus.store_tags"
+    target = operand_def(TensorType)
+    body = region_def("single_block")
+
+    def captured(self) -> list[SSAValue]:
+        """The values the body uses from outside it (loop indices, sizes, variables' loads)."""
+        inside = set(self.body.block.args)
+        out = []
+        for inner in self.body.block.ops:
+            inside.update(inner.results)
+            out.extend(v for v in inner.operands if v not in inside)
+        return out
+
+
+@irdl_op_definition
 class YieldTagOp(IRDLOperation):
     """The tag of the element the enclosing `argus.tag` body was given."""
 
@@ -628,6 +647,7 @@ OPERATIONS: list[type[IRDLOperation]] = [
     SliceOp,
     TagOp,
     YieldTagOp,
+    StoreTagsOp,
     TagAssertOp,
     ResetTagsOp,
     SyncThreadsOp,
@@ -684,6 +704,7 @@ __all__ = [
     "StoreAtOp",
     "StoreOp",
     "TagAssertOp",
+    "StoreTagsOp",
     "TagOp",
     "YieldTagOp",
     "SyncThreadsOp",

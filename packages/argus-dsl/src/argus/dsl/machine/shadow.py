@@ -63,6 +63,8 @@ class ShadowInterpreter(Interpreter):
         self.alive: list[Memory] = []
         self.tag_functions: dict[Any, tuple[D.TagOp, TensorValue]] = {}
         """Per tensor buffer, the tag function last applied to it and the tensor it was applied to."""
+        self.store_functions: dict[Any, tuple[D.StoreTagsOp, TensorValue]] = {}
+        """Per tensor buffer with asserted tags (`assert_tags`): what every store into it carries."""
 
     # ---- bookkeeping -----------------------------------------------------------------
     def report(self, finding: dict[str, Any]) -> None:

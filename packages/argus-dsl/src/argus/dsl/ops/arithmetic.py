@@ -30,7 +30,7 @@ import numpy as np
 from xdsl.dialects import arith, math
 from xdsl.ir import Operation
 
-from ..check.arithmetic import INT_RULES, cast_rule, constant_rule, int_op_rule
+from ..check.arithmetic import INT_RULES, cast_rule, constant_rule, int_op_rule, product_cast
 from ..check.rules import float_op_rule
 from ..dtypes import DTYPES, DType, boolean
 from ..errors import KernelFault
@@ -400,8 +400,18 @@ for _op_type, _kind in integers.INTEGER_OPS.items():  # each op of the table, wi
 
 for _op_type, _cast in integers.INTEGER_CASTS.items():
     define(_op_type, interpret=_interpret_integer_cast(_cast), analyze=cast_rule, translate=_translate_cast)
+def _shadow_float_cast(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
+    """A float conversion is computed data, except that products stay products (`product_cast`)."""
+    s.computed(op, frame)
+    kept = product_cast(s.table, s.value_tags(frame, op.operands[0]), op.results[0]) \
+        if s.table._products is not None else None
+    if kept is not None:
+        s.tags[op.results[0]] = kept
+
+
 for _op_type in (arith.ExtFOp, arith.TruncFOp):
-    define(_op_type, interpret=_interpret_float_cast, analyze=cast_rule, translate=_translate_cast)
+    define(_op_type, interpret=_interpret_float_cast, analyze=cast_rule, shadow=_shadow_float_cast,
+           translate=_translate_cast)
 
 # float results are computed data: the checker's default rule (⊤ unless every input is ⊥)
 for _op_type, _fn in ((arith.AddfOp, np.add), (arith.SubfOp, np.subtract), (arith.MulfOp, np.multiply),

@@ -267,7 +267,10 @@ def _shadow_store(s: ShadowInterpreter, op: Any, frame: Frame, mask: np.ndarray)
     target = value_of(frame, op.target)
     threads = np.flatnonzero(mask)
     idx = _accessed_bytes(s, op, frame, mask, target)
-    tags = resize(s.value_tags(frame, op.value)[threads], target.dtype.nbytes)
+    tags = resize(s.value_tags(frame, op.value)[threads], target.dtype.nbytes, s.table)
+    if isinstance(target, TensorValue) and s.store_functions:
+        from .tags import check_stored
+        check_stored(s, op, frame, target, idx, tags, threads)
     s.memory_tags(target, frame).write(idx, tags, threads, s.site(op))
 
 

@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IntAttr, StringAttr, UnitAttr
 from xdsl.ir import Operation
 
 from ..atoms import MMAAtom
-from ..check.products import mma_rule, mma_wait_rule
+from ..check.products import c_index, mma_rule, mma_wait_rule
 from ..check.tag_liveness import always
 from ..frontend.values import TileRef, describe
 from ..ir import dialect as D
@@ -271,14 +271,16 @@ def _interpret_mma_wait(interp: Interpreter, op: D.MmaWaitOp, frame: Frame, mask
 
 def _shadow_mma(s: ShadowInterpreter, op: D.MmaOp, frame: Frame, mask: np.ndarray) -> None:
     """The product's operands must pair up: wherever both carry concrete tags, A[m, k] and
-    B[n, k] have equal tags for every m, n, k. The accumulator becomes ⊤ (computed data)."""
+    B[n, k] have equal pair tags for every m, n, k. The accumulator then holds the product of
+    the operands' rows over those pairs, added to what it held (`argus.verify.products`)."""
     threads = np.flatnonzero(mask)
     if threads.size == 0:
         return
     atom = s.atom(op)
     m, n, k = atom.shape
-    a_tags = _atom_matrix(s, frame, value_of(frame, op.a), threads, atom.threads, atom.a_layout, m, k)
-    b_tags = _atom_matrix(s, frame, value_of(frame, op.b), threads, atom.threads, atom.b_layout, n, k)
+    a_full = _atom_matrix(s, frame, value_of(frame, op.a), threads, atom.threads, atom.a_layout, m, k)
+    b_full = _atom_matrix(s, frame, value_of(frame, op.b), threads, atom.threads, atom.b_layout, n, k)
+    a_tags, b_tags = s.table.products.pair_bytes(a_full), s.table.products.pair_bytes(b_full)  # (what pairs)
     first = a_tags[:, :1]  # every A[m, k] and B[n, k] the same tag as A[0, k]: all pairs hold (the usual case)
     uniform = bool((a_tags == first).all()) and bool((b_tags == first).all())
     wrong = None
@@ -299,8 +301,11 @@ def _shadow_mma(s: ShadowInterpreter, op: D.MmaOp, frame: Frame, mask: np.ndarra
             "lhs tag": s.table.element_tag(a_tags[g, mi, ki]), "rhs tag": s.table.element_tag(b_tags[g, ni, ki]),
         })
     c = value_of(frame, op.c)
-    idx = fragment_bytes(c, threads)
-    fragment_write(s, op, frame, c, threads, np.full(idx.shape, TOP, np.int64))
+    idx = fragment_bytes(c, threads)  # (threads, values, bytes)
+    old = s.memory_tags(c, frame).read(idx.reshape(threads.size, -1), threads)
+    before = old.reshape(threads.size // atom.threads, atom.threads, idx.shape[1], idx.shape[2])
+    after = s.table.products.accumulate(a_full, b_full, before, c_index(atom.c_layout, atom.threads))
+    fragment_write(s, op, frame, c, threads, after.reshape(idx.shape))
 
 
 def _atom_matrix(s: ShadowInterpreter, frame: Frame, tile: TileValue, threads: np.ndarray, group: int,

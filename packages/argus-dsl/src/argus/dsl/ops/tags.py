@@ -25,10 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from argus.verify.assertions import check
+from argus.verify.tags import resize
 from xdsl.ir import Operation
 
 from ..check import tag_liveness
-from ..check.tags import assert_rule, assume_rule, reset_rule, tag_rule
+from ..check.tags import assert_rule, assume_rule, reset_rule, store_tags_rule, tag_rule
 from ..dtypes import boolean
 from ..frontend.values import TileRef, Value
 from ..ir import dialect as D
@@ -99,6 +100,49 @@ def _shadow_tag(s: ShadowInterpreter, op: D.TagOp, frame: Frame, mask: np.ndarra
         memory.relabel(idx.reshape(-1), ids.reshape(-1), s.site(op))
 
 
+def _shadow_store_tags(s: ShadowInterpreter, op: D.StoreTagsOp, frame: Frame, mask: np.ndarray) -> None:
+    """`assert_tags`: every later store into the tensor is checked (`check_stored`)."""
+    if mask.any():
+        tensor = value_of(frame, op.target)
+        s.store_functions[buffer_key(tensor)] = (op, tensor)
+
+
+def check_stored(s: ShadowInterpreter, op: Operation, frame: Frame, tensor: TensorValue, byte_indices: np.ndarray,
+                 tags: np.ndarray, threads: np.ndarray) -> None:
+    """A store by `threads` of data with byte tags `tags` (threads, bytes) into `tensor` at
+    `byte_indices` (threads, bytes): where the tensor has asserted tags, each stored element must
+    carry the tag its coordinates get; a violation is reported as the checker reports it."""
+    found = s.store_functions.get(buffer_key(tensor))
+    if found is None or threads.size == 0:
+        return
+    function, root = found
+    width = root.dtype.nbytes
+    flat = byte_indices[:, ::width] // width  # the root's elements each store writes (threads, parts), row-major
+    coords, rest = [], flat.reshape(-1)
+    for n in reversed(root.array.shape[1:]):
+        coords.append(rest % n)
+        rest = rest // n
+    coords = [rest, *reversed(coords)]
+    # asserted tags give every thread the same tags (the checker requires it): one evaluation
+    components = s.evaluate_tag_function(function, frame, coords, threads[:1])  # (1, elements)
+    rows = np.stack([c[0] for c in components], axis=-1) if components else np.zeros((flat.size, 0), np.int64)
+    expected = s.table.rows_to_ids(rows, width).reshape(threads.size, -1, width)
+    stored = resize(tags, tags.shape[-1], s.table).reshape(threads.size, -1, width)
+    coords = [c.reshape(flat.shape) for c in coords]
+    where = s.locations.get(function)
+    for f in check(stored, expected, equal=True, limit=4):
+        thread = int(threads[f.point])
+        s.report({
+            "assertion": str(where), "kind": f.kind, "block": frame.block_of(thread), "thread": thread,
+            "loops": {(loop.body.block.args[0].name_hint or "i"): int(frame.values[loop.body.block.args[0]][thread])
+                      for loop in s.loops},
+            "element": tuple(int(c[f.point, f.element]) for c in coords),
+            "lhs tag": s.table.element_tag(f.lhs), "rhs tag": s.table.element_tag(f.rhs),
+            "lhs written at": str(s.locations.get(op)), "rhs written at": str(where),
+            "message": f"stored into {root.name!r} at {s.locations.get(op)}",
+        })
+
+
 def _shadow_assert(s: ShadowInterpreter, op: D.TagAssertOp, frame: Frame, mask: np.ndarray) -> None:
     """Check the assertion for every active thread; each violation is reported with the block,
     thread, loop indices, element, tags and the lines that wrote them."""
@@ -159,6 +203,8 @@ def _translate_nothing(t: Translator, op: Operation) -> None:
 
 define(D.TagOp, interpret=_compile_time_only, analyze=tag_rule, liveness=tag_liveness.tag_function,
        shadow=_shadow_tag, translate=_translate_nothing)
+define(D.StoreTagsOp, interpret=_compile_time_only, analyze=store_tags_rule, liveness=tag_liveness.store_tags,
+       shadow=_shadow_store_tags, translate=_translate_nothing)
 define(D.YieldTagOp, walked=True)  # (the end of a tag function's body, read where the function is evaluated)
 define(D.TagAssertOp, interpret=_compile_time_only, analyze=assert_rule, liveness=tag_liveness.always,
        shadow=_shadow_assert, translate=_translate_nothing)

@@ -1,0 +1,374 @@
+"""Product tags: what a matrix product's accumulator holds — the rows of A and of B it combines
+and the set of k it has summed — so that a kernel can state, where it stores C, that
+``c[m, n]`` is the full product of A's row m and B's row n over every k in ``[0, K)``.
+
+Everything lives in the ordinary `TagTable`, so memories stay integer arrays:
+
+- An operand tag with a row part, ``tag(a, lambda m, k: (k,), rows=lambda m, k: (m,))``, is the
+  element ``(ROWS, npair, *pair, *rows)``. A product pairs A and B by the pair part only; the
+  row part travels to the accumulator.
+- A *span* is a set of pair tags: ``(pos, *pair_at_lo, hi)``, the tags equal to ``pair_at_lo``
+  except at component `pos`, which runs over ``[lo, hi)`` (``lo`` sits at `pos`). A single pair
+  tag is the point ``(-1, *pair, 0)`` (its running component is not known yet).
+- An accumulator element's bytes alternate between two elements: even bytes carry
+  ``(PRODUCT_A, *rows_a)``, odd bytes ``(PRODUCT_B, len(rows_b), *rows_b, *span)``. An element
+  must be two bytes wide at least to carry a product (a one-byte accumulator holds ⊤).
+- ``product(rows_a, rows_b, k)`` in a tag function gives the element
+  ``(PRODUCT, len(rows_a), *rows_a, len(rows_b), *rows_b, *span)``, which the table lays out
+  in bytes as an accumulator's (`TagTable.bytes_of`), so that the two compare byte for byte.
+
+The marks are 64-bit integers near -2**62, which tag functions do not compute in practice; a
+tag that held one would be read the same way by the checker and by the interpreter's shadow
+tags, so the two never disagree about it. Components are ints or, in the static checker, symbolic keys (`argus.verify.affine`);
+two components are the same when equal as stored (the checker keeps keys canonical) and spans
+join only where their ends are equal that way — anything else is ⊤, never a guess.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .affine import add_keys, sub_keys, unique_rows
+
+if TYPE_CHECKING:
+    from .tags import TagTable
+
+_BASE = -(1 << 62)
+PRODUCT = _BASE - 1
+"""First component of a product as a tag function writes it (`product(...)`)."""
+PRODUCT_A = _BASE - 2
+"""First component of the element an accumulator's even bytes carry: A's rows."""
+PRODUCT_B = _BASE - 3
+"""First component of the element an accumulator's odd bytes carry: B's rows and the k span."""
+ROWS = _BASE - 4
+"""First component of an operand tag with a row part."""
+MARKS = (PRODUCT, PRODUCT_A, PRODUCT_B, ROWS)
+
+_BYTES = 64  # (argus.verify.tags.BYTES: byte k of element e has id 2 + e·BYTES + k)
+
+
+# ---- components ---------------------------------------------------------------------------
+
+def _key(v: Any) -> Any:
+    return v if isinstance(v, tuple) else (int(v), ())
+
+
+def _plain(key: Any) -> Any:
+    return key[0] if not key[1] else key
+
+
+def difference(x: Any, y: Any) -> int | None:
+    """``x - y`` when it is the same number in every launch, else None."""
+    if not isinstance(x, tuple) and not isinstance(y, tuple):
+        return int(x) - int(y)
+    d = sub_keys(_key(x), _key(y))
+    return None if d[1] else d[0]
+
+
+def shifted(x: Any, by: int) -> Any:
+    return int(x) + by if not isinstance(x, tuple) else _plain(add_keys(x, (by, ())))
+
+
+# ---- spans --------------------------------------------------------------------------------
+
+def span_of(pairs: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    """The span the pair tags `pairs` (one per k of a product, in any order) cover exactly, or
+    None when they are not one run of consecutive values of one component."""
+    first = pairs[0]
+    if any(len(p) != len(first) for p in pairs):
+        return None
+    if len(pairs) == 1:
+        return (-1, *first, 0)
+    varying = [j for j in range(len(first)) if any(p[j] != first[j] for p in pairs)]
+    if len(varying) != 1:
+        return None
+    j = varying[0]
+    offsets = [difference(p[j], first[j]) for p in pairs]
+    if any(o is None for o in offsets):
+        return None
+    low = min(offsets)  # type: ignore[type-var]
+    if sorted(offsets) != list(range(low, low + len(pairs))):  # type: ignore[arg-type]
+        return None
+    lo = shifted(first[j], low)  # type: ignore[arg-type]
+    return canonical((j, *first[:j], lo, *first[j + 1:], shifted(lo, len(pairs))))
+
+
+def canonical(span: tuple[Any, ...]) -> tuple[Any, ...]:
+    """One form per set: a span of one value is that point."""
+    pos = span[0]
+    if isinstance(pos, int) and pos >= 0 and difference(span[-1], span[1 + pos]) == 1:
+        return (-1, *span[1:-1], 0)
+    return span
+
+
+def _as_run(span: tuple[Any, ...], pos: int) -> tuple[Any, ...] | None:
+    """`span` as a run along component `pos` (a point becomes the run of its one value)."""
+    if span[0] == pos:
+        return span
+    if span[0] == -1:
+        return (pos, *span[1:-1], shifted(span[1 + pos], 1))
+    return None
+
+
+def same_syntax(x: Any, y: Any) -> bool:
+    """Whether two components are equal as written (the same form, or numbers equal)."""
+    return x == y or difference(x, y) == 0
+
+
+def joined(x: tuple[Any, ...], y: tuple[Any, ...], same: Any = same_syntax) -> tuple[Any, ...] | None:
+    """The span of the pairs of `x` and of `y` when they are disjoint and together one run
+    (y right after x, or x right after y), else None. `same` decides whether two components are
+    equal in every launch considered (by default: as written)."""
+    if len(x) != len(y):
+        return None
+    pos = x[0] if x[0] != -1 else y[0]
+    if pos == -1:  # two points: the one component they differ in runs
+        differ = [j for j in range(1, len(x) - 1) if x[j] != y[j]]
+        if len(differ) != 1:
+            return None
+        pos = differ[0] - 1
+    if not isinstance(pos, int) or pos < 0:
+        return None
+    x, y = _as_run(x, pos), _as_run(y, pos)  # type: ignore[assignment]
+    if x is None or y is None:
+        return None
+    at = 1 + pos
+    if any(x[j] != y[j] and not same(x[j], y[j]) for j in range(1, len(x) - 1) if j != at):
+        return None
+    if same(y[at], x[-1]):  # y starts where x ends
+        return canonical((*x[:-1], y[-1]))
+    if same(x[at], y[-1]):
+        return canonical((*y[:-1], x[-1]))
+    return None
+
+
+# ---- parsing what a tag function writes ------------------------------------------------------
+
+def parse_product(tag: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+    """The two elements (A's, B's) a `PRODUCT` tag lays out in bytes, or None if malformed."""
+    try:
+        la = tag[1]
+        rows_a = tag[2:2 + la]
+        lb = tag[2 + la]
+        rows_b = tag[3 + la:3 + la + lb]
+        span = tag[3 + la + lb:]
+    except (IndexError, TypeError):
+        return None
+    if not isinstance(la, int) or not isinstance(lb, int) or len(span) < 2 or not isinstance(span[0], int):
+        return None
+    return (PRODUCT_A, *rows_a), (PRODUCT_B, lb, *rows_b, *canonical(span))
+
+
+def split_rows(tag: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """An operand tag's pair part and row part (no row part: the tag itself and ())."""
+    if tag and tag[0] == ROWS and len(tag) > 1 and isinstance(tag[1], int):
+        return tag[2:2 + tag[1]], tag[2 + tag[1]:]
+    return tag, ()
+
+
+def text(tag: tuple[Any, ...], describe: Any = None) -> Any:
+    """A product or an operand with rows, for people; None for any other tag."""
+    show = (lambda v: describe(v) if isinstance(v, tuple) else v) if describe is not None else (lambda v: v)
+    if not tag:
+        return None
+    if tag[0] == ROWS:
+        pair, rows = split_rows(tag)
+        return f"pair {tuple(map(show, pair))} rows {tuple(map(show, rows))}"
+    if tag[0] == PRODUCT:
+        parts = parse_product(tag)
+        return None if parts is None else product_text(parts[0], parts[1], show)
+    if tag[0] == PRODUCT_A:  # (one byte's element of a product: its other bytes tell the rest)
+        return f"product of A rows {tuple(map(show, tag[1:]))}"
+    if tag[0] == PRODUCT_B and len(tag) > 2 and isinstance(tag[1], int):
+        return product_text((PRODUCT_A,), tag, show).replace("product of A rows () and ", "product of ")
+    return None
+
+
+def product_text(a: tuple[Any, ...], b: tuple[Any, ...], show: Any) -> str:
+    rows_a = tuple(map(show, a[1:]))
+    lb = b[1]
+    rows_b, span = tuple(map(show, b[2:2 + lb])), b[2 + lb:]
+    pos = span[0]
+    if pos == -1:
+        k = f"k = {tuple(map(show, span[1:-1]))}"
+    else:
+        comps = [show(v) for v in span[1:-1]]
+        comps[pos] = f"{show(span[1 + pos])}..{show(span[-1])}"
+        k = f"k over {'(' + ', '.join(map(str, comps)) + ')'}"
+    return f"product of A rows {rows_a} and B rows {rows_b}, {k}"
+
+
+# ---- the accumulator rule -------------------------------------------------------------------
+
+class Products:
+    """The product algebra over one `TagTable`: what the operands of a product contribute and
+    what its accumulator then holds. Results are remembered per element, so that a loop's
+    passes over the same products cost array operations only."""
+
+    def __init__(self, table: TagTable) -> None:
+        self.table = table
+        self._split: dict[int, tuple[int, int]] = {}
+        """Per operand element: its pair part's element and its row part's (−1: no rows)."""
+        self._spans: dict[tuple[int, ...], int] = {}
+        """Per k-tuple of pair elements: the element of the span they cover (−1: none)."""
+        self._a: dict[int, int] = {}
+        """Per row element: its `PRODUCT_A` element."""
+        self._b: dict[tuple[int, int, int, Any], int] = {}
+        """Per (old B element or −1, row element of B, span element, the table's context): the new
+        `PRODUCT_B` element."""
+        self.unjoined: set[tuple[int, int]] = set()
+        """(old B element, span element) pairs a product could not add up since last taken: the
+        span it held and the one added did not meet (`take_unjoined`)."""
+
+    # -- operands
+    def pair_bytes(self, ids: np.ndarray) -> np.ndarray:
+        """Byte ids with every operand element that has a row part replaced by its pair part:
+        what a product compares of A and B."""
+        if not self.table.rowed:
+            return ids
+        elements, inverse = np.unique(ids, return_inverse=True)
+        concrete = elements > 1
+        e = (elements[concrete] - 2) // _BYTES
+        pairs = np.fromiter((self._parts(x)[0] for x in e.tolist()), np.int64, e.size)
+        mapped = elements.copy()
+        mapped[concrete] = 2 + pairs * _BYTES + (elements[concrete] - 2) % _BYTES
+        return mapped[inverse].reshape(ids.shape)  # type: ignore[no-any-return]
+
+    def _parts(self, e: int) -> tuple[int, int]:
+        found = self._split.get(e)
+        if found is None:
+            pair, rows = split_rows(self.table.tags[e])
+            found = self._split[e] = ((self.table.element_id(pair), self.table.element_id(rows))
+                                      if rows or pair is not self.table.tags[e] else (e, self.table.element_id(())))
+        return found
+
+    def _span(self, pairs: tuple[int, ...]) -> int:
+        found = self._spans.get(pairs)
+        if found is None:
+            span = span_of([self.table.tags[p] for p in pairs])
+            found = self._spans[pairs] = -1 if span is None else self.table.element_id(span)
+        return found
+
+    def _product_a(self, rows: int) -> int:
+        found = self._a.get(rows)
+        if found is None:
+            found = self._a[rows] = self.table.element_id((PRODUCT_A, *self.table.tags[rows]))
+        return found
+
+    def _product_b(self, old: int, rows: int, span: int) -> int:
+        """The B element of an accumulator that held `old` (−1: nothing summed yet) after
+        adding the products of B's row `rows` over the pairs of `span`: −1 when the sums do
+        not make one product."""
+        key = (old, rows, span, self.table.context())
+        found = self._b.get(key)
+        if found is None:
+            table = self.table
+            b_rows, new = table.tags[rows], table.tags[span]
+            if old >= 0:
+                tag = table.tags[old]
+                lb = tag[1] if len(tag) > 1 and tag[0] == PRODUCT_B else None
+                if lb is None or tuple(tag[2:2 + lb]) != tuple(b_rows):
+                    new = None
+                else:
+                    new = joined(tuple(tag[2 + lb:]), tuple(new), table.same)
+            found = self._b[key] = -1 if new is None else table.element_id((PRODUCT_B, len(b_rows), *b_rows, *new))
+        return found
+
+    def _operand(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per group and row of an operand matrix (groups, rows, k, bytes): its row element
+        (−1 where the row's elements disagree or are not whole tagged elements) and its span
+        element (−1 where its pairs are no span)."""
+        groups, rows, k, width = matrix.shape
+        first = matrix[..., 0]
+        whole = (first > 1) & (matrix == first[..., None] + np.arange(width)).all(axis=-1)
+        elements = np.where(whole, (first - 2) // _BYTES, -1)
+        flat = elements.reshape(-1)
+        unique, inverse = np.unique(flat, return_inverse=True)
+        parts = np.array([self._parts(int(x)) if x >= 0 else (-1, -1) for x in unique.tolist()],
+                         np.int64).reshape(-1, 2)
+        pairs = parts[inverse, 0].reshape(groups, rows, k)
+        row_parts = parts[inverse, 1].reshape(groups, rows, k)
+        row = np.where((row_parts == row_parts[..., :1]).all(axis=-1), row_parts[..., 0], -1)
+        distinct, where = unique_rows(pairs.reshape(-1, k))
+        spans = np.array([self._span(tuple(r)) if min(r) >= 0 else -1 for r in distinct.tolist()], np.int64)
+        span = spans[np.reshape(where, -1)].reshape(groups, rows)
+        return np.where(span >= 0, row, -1), span
+
+    # -- the accumulator
+    def accumulate(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, c_index: np.ndarray) -> np.ndarray:
+        """The accumulator's byte ids after a product: `a` (groups, M, K, bytes) and `b`
+        (groups, N, K, bytes) the operands' byte ids as matrices, `c` (groups, T, V, bytes)
+        the accumulator's (thread of the group, value), `c_index` (T, V) the atom's C layout
+        (m + n·M). An accumulator that held nothing summed (⊥: a constant) or a product of
+        the same rows whose k span this product's continues holds the product over both;
+        anything else is ⊤ (computed data)."""
+        groups, m_size = a.shape[0], a.shape[1]
+        width = c.shape[-1]
+        if width < 2:
+            return np.full(c.shape, 1, np.int64)
+        rows_a, span_a = self._operand(a)  # (groups, M)
+        rows_b, span_b = self._operand(b)  # (groups, N)
+        g = np.arange(groups)[:, None, None]
+        mi, ni = c_index % m_size, c_index // m_size  # (T, V)
+        ra, sa = rows_a[g, mi[None]], span_a[g, mi[None]]  # (groups, T, V)
+        rb, sb = rows_b[g, ni[None]], span_b[g, ni[None]]
+        ok = (ra >= 0) & (rb >= 0) & (sa >= 0) & (sa == sb)
+        # what the accumulator held: nothing summed (⊥), or a product laid out in whole bytes
+        empty = (c == 0).all(axis=-1)
+        even, odd = c[..., 0], c[..., 1]
+        laid = (even > 1) & (odd > 1) & ((even - 2) % _BYTES == 0) & ((odd - 2) % _BYTES == 1)
+        expect = np.where(np.arange(width) % 2 == 0, even[..., None], odd[..., None] - 1) + np.arange(width)
+        laid &= (c == expect).all(axis=-1)
+        old_a = np.where(laid, (even - 2) // _BYTES, -1)
+        old_b = np.where(laid, (odd - 2) // _BYTES, -1)
+        ok &= empty | laid
+        new_a = np.full(ra.shape, -1, np.int64)
+        new_b = np.full(ra.shape, -1, np.int64)
+        if ok.any():
+            keys = np.stack([ra[ok], rb[ok], sa[ok], old_a[ok], old_b[ok]], axis=1)
+            distinct, where = unique_rows(keys)
+            made = []
+            for r_a, r_b, s, o_a, o_b in distinct.tolist():
+                pa = self._product_a(r_a)
+                if o_a >= 0 and o_a != pa:  # (other rows of A summed before)
+                    made.append((-1, -1))
+                    continue
+                b_element = self._product_b(o_b, r_b, s)
+                if b_element < 0 and o_b >= 0:
+                    self.unjoined.add((o_b, s))
+                made.append((pa, b_element))
+            made_ = np.array(made, np.int64).reshape(-1, 2)[np.reshape(where, -1)]
+            new_a[ok], new_b[ok] = made_[:, 0], made_[:, 1]
+        good = (new_a >= 0) & (new_b >= 0)
+        byte = np.arange(width)
+        out = 2 + np.where(byte % 2 == 0, new_a[..., None], new_b[..., None]) * _BYTES + byte
+        return np.where(good[..., None], out, 1)  # type: ignore[no-any-return]
+
+    def take_unjoined(self) -> set[tuple[int, int]]:
+        """The pairs of spans products could not add up since the last call (a loop whose entry
+        is not yet in its general form: `argus.dsl.check.joins.Joins.spans_entry`)."""
+        found, self.unjoined = self.unjoined, set()
+        return found
+
+    def resized(self, tags: np.ndarray, width: int) -> np.ndarray | None:
+        """Tags (elements, bytes) of values converted to another element `width` (an
+        accumulator rounded to bf16 for its store) where some element holds a product: each
+        product laid out at the new width, constants (⊥) kept, anything else ⊤. None where no
+        element holds a product (or a width holds none)."""
+        if tags.shape[-1] < 2 or width < 2 or not tags.size:
+            return None
+        even, odd = tags[..., 0], tags[..., 1]
+        laid = ((even - 2) % _BYTES == 0) & ((odd - 2) % _BYTES == 1) & (even > 1) & (odd > 1)
+        if not laid.any():
+            return None
+        e_a = np.where(laid, (even - 2) // _BYTES, -1)
+        marks = {x: x >= 0 and self.table.tags[x][:1] == (PRODUCT_A,) for x in np.unique(e_a).tolist()}
+        laid &= np.vectorize(marks.__getitem__, otypes=[bool])(e_a) if e_a.size else laid
+        if not laid.any():
+            return None
+        byte = np.arange(width)
+        out = 2 + np.where(byte % 2 == 0, e_a[..., None], (odd[..., None] - 3) // _BYTES) * _BYTES + byte
+        constant = (tags == 0).all(axis=-1)
+        return np.where(laid[..., None], out, np.where(constant[..., None], 0, 1))  # type: ignore[no-any-return]

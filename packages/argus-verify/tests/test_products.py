@@ -1,0 +1,141 @@
+"""The product algebra (`argus.verify.products`): spans of pair tags, how products add up in an
+accumulator, and how a product a tag function writes compares byte for byte with one a product
+leaves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from argus.verify.products import PRODUCT, ROWS, canonical, joined, span_of
+from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, resize
+
+
+# ---- spans ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pairs, span", [
+    ([(0,), (1,), (2,), (3,)], (0, 0, 4)),
+    ([(3,), (1,), (0,), (2,)], (0, 0, 4)),  # any order
+    ([(5, 7), (5, 8)], (1, 5, 7, 9)),  # the component that runs
+    ([(9,)], (-1, 9, 0)),  # one pair: a point
+])
+def test_pairs_that_run_over_one_component_make_a_span(pairs, span):
+    assert span_of(pairs) == span
+
+
+@pytest.mark.parametrize("pairs", [
+    [(0,), (2,)],  # a gap
+    [(0,), (0,)],  # a pair twice
+    [(0, 0), (1, 1)],  # two components run
+    [(0,), (1, 2)],  # different lengths
+])
+def test_pairs_that_are_not_one_run_make_no_span(pairs):
+    assert span_of(pairs) is None
+
+
+def test_a_span_of_one_value_is_that_point():
+    assert canonical((0, 4, 5)) == (-1, 4, 0)
+    assert canonical((0, 4, 6)) == (0, 4, 6)
+
+
+@pytest.mark.parametrize("x, y, both", [
+    ((0, 0, 16), (0, 16, 32), (0, 0, 32)),  # y right after x
+    ((0, 16, 32), (0, 0, 16), (0, 0, 32)),  # x right after y
+    ((-1, 3, 0), (-1, 4, 0), (0, 3, 5)),  # two points next to each other
+    ((0, 3, 5), (-1, 5, 0), (0, 3, 6)),  # a point after a span
+])
+def test_spans_that_meet_join(x, y, both):
+    assert joined(x, y) == both
+
+
+@pytest.mark.parametrize("x, y", [
+    ((0, 0, 16), (0, 32, 48)),  # a gap
+    ((0, 0, 16), (0, 8, 24)),  # overlapping: a k summed twice
+    ((1, 7, 0, 16), (1, 8, 16, 32)),  # another fixed component
+    ((-1, 3, 0), (-1, 5, 0)),
+])
+def test_spans_that_do_not_meet_do_not_join(x, y):
+    assert joined(x, y) is None
+
+
+def test_a_decider_joins_ends_equal_in_every_launch():
+    """Ends equal only under what the caller knows (``min(n, k) + 8`` and ``k + 8`` where k ≤ n)
+    join when its decider says so, and never otherwise."""
+    end, start = (8, ((1, 1),)), (8, ((2, 1),))  # two forms of one value (symbols 1 and 2)
+    x, y = (0, 0, end), (0, start, 32)
+    assert joined(x, y) is None
+    assert joined(x, y, lambda a, b: a == b or {a, b} == {end, start}) == (0, 0, 32)
+
+
+# ---- accumulators ---------------------------------------------------------------------------
+
+def _ids(table: TagTable, tag: tuple, width: int) -> list[int]:
+    e = table.element_id(tag)
+    return [2 + e * BYTES + j for j in range(width)]
+
+
+def _operands(table: TagTable, k0: int, a_row=lambda m: m, b_row=lambda n: 10 + n):
+    """A 2×2×2 product's operands: A[m, k] and B[n, k] with pair (k0 + k) and their rows."""
+    a = np.array([[[_ids(table, (ROWS, 1, k0 + k, a_row(m)), 2) for k in range(2)] for m in range(2)]])
+    b = np.array([[[_ids(table, (ROWS, 1, k0 + k, b_row(n)), 2) for k in range(2)] for n in range(2)]])
+    return a, b
+
+
+C_INDEX = np.array([[0, 1, 2, 3]]).T  # four threads, one value each: m + 2·n
+
+
+def _expected(table: TagTable, m: int, n: int, lo: int, hi: int, width: int = 4) -> np.ndarray:
+    return table.bytes_of(np.array([table.element_id((PRODUCT, 1, m, 1, 10 + n, 0, lo, hi))]), width)[0]
+
+
+def test_products_add_up_to_the_product_a_tag_function_writes():
+    table = TagTable()
+    c = np.zeros((1, 4, 1, 4), np.int64)  # zeroed: nothing summed yet
+    for k0 in (0, 2, 4):
+        c = table.products.accumulate(*_operands(table, k0), c, C_INDEX)
+    for t in range(4):
+        m, n = t % 2, t // 2
+        assert np.array_equal(c[0, t, 0], _expected(table, m, n, 0, 6)), table.element_tag(c[0, t, 0])
+
+
+def test_a_product_of_other_rows_or_a_slice_again_is_no_product():
+    table = TagTable()
+    start = table.products.accumulate(*_operands(table, 0), np.zeros((1, 4, 1, 4), np.int64), C_INDEX)
+    again = table.products.accumulate(*_operands(table, 0), start, C_INDEX)  # k 0..2 summed twice
+    assert (again == TOP).all()
+    other_rows = table.products.accumulate(*_operands(table, 2, a_row=lambda m: 5 + m), start, C_INDEX)
+    assert (other_rows == TOP).all()
+    gap = table.products.accumulate(*_operands(table, 4), start, C_INDEX)  # k 2..4 never summed
+    assert (gap == TOP).all()
+
+
+def test_an_accumulator_holding_computed_data_or_a_narrow_element_holds_no_product():
+    table = TagTable()
+    computed = np.full((1, 4, 1, 4), TOP, np.int64)
+    assert (table.products.accumulate(*_operands(table, 0), computed, C_INDEX) == TOP).all()
+    narrow = np.zeros((1, 4, 1, 1), np.int64)
+    assert (table.products.accumulate(*_operands(table, 0), narrow, C_INDEX) == TOP).all()
+
+
+def test_untagged_operands_make_no_product():
+    table = TagTable()
+    a = np.zeros((1, 2, 2, 2), np.int64)
+    _, b = _operands(table, 0)
+    assert (table.products.accumulate(a, b, np.zeros((1, 4, 1, 4), np.int64), C_INDEX) == TOP).all()
+
+
+def test_products_pair_their_operands_by_the_pair_part_alone():
+    table = TagTable()
+    a, b = _operands(table, 0)
+    pa, pb = table.products.pair_bytes(a), table.products.pair_bytes(b)
+    assert np.array_equal(pa[0, 0], pb[0, 1])  # A row 0 and B row 1 pair at every k
+    assert not np.array_equal(a[0, 0], b[0, 1])  # (their whole tags differ by their rows)
+
+
+def test_a_product_converted_to_a_narrower_float_is_the_same_product():
+    table = TagTable()
+    c = table.products.accumulate(*_operands(table, 0), np.zeros((1, 4, 1, 4), np.int64), C_INDEX)
+    narrow = resize(c[0, :, 0], 2, table)
+    for t in range(4):
+        assert np.array_equal(narrow[t], _expected(table, t % 2, t // 2, 0, 2, width=2))
+    mixed = np.stack([c[0, 0, 0], np.full(4, TOP), np.zeros(4, np.int64)])
+    assert np.array_equal(resize(mixed, 2, table)[1:], [[TOP, TOP], [BOTTOM, BOTTOM]])
