@@ -1,0 +1,113 @@
+"""False claims about what C holds are never proved: GEMMs whose C is not the product of A's
+and B's rows over every k, though each step looks like one — an accumulator that starts from
+something other than zero, operands or a result read as halves of wider elements. Each case
+also runs: the interpreter's C differs from A·Bᵀ, so a proof would be a false one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from argus.dsl import bf16, from_storage, to_storage
+from argus.dsl.cli import load_module
+from argus.dsl.machine.shadow import check_launch
+from argus.verify import Verdict
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+M = N = 64
+K = 32
+
+pytestmark = pytest.mark.usefixtures("no_result_cache")
+
+
+def _edited(tmp_path: Path, name: str, *edits: tuple[str, str]):
+    """examples/gemm.py with each (old, new) edit made (each old text once in it)."""
+    source = (EXAMPLES / "gemm.py").read_text()
+    for old, new in edits:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    path = tmp_path / f"{name}.py"
+    path.write_text(source.replace("@kernel(block=(THREADS,))", "@kernel(block=(THREADS,), verify=False)"))
+    return load_module(path)
+
+
+def _operands(dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A, B (as the kernel takes them) and A·Bᵀ."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((M, K)), rng.standard_normal((N, K))
+    if dtype == "f32":
+        a, b = a.astype(np.float32), b.astype(np.float32)
+        return a, b, a.astype(np.float64) @ b.astype(np.float64).T
+    a, b = to_storage(a, bf16), to_storage(b, bf16)
+    return a, b, from_storage(a, bf16).astype(np.float64) @ from_storage(b, bf16).astype(np.float64).T
+
+
+def _never_proved(module, args: tuple, c: np.ndarray, reference: np.ndarray) -> None:
+    """The kernel's C is not A·Bᵀ on this launch, and neither the checker nor the launch's shadow
+    tags claim it is."""
+    module.gemm[(1, 1)](*args)
+    values = from_storage(c, bf16) if c.dtype == np.uint16 else c
+    assert not np.allclose(values, reference, atol=1e-2, rtol=1e-2)
+    result = module.gemm.verify()
+    assert result.verdict is not Verdict.PROVED, result.text()
+    assert check_launch(module.gemm, (1, 1), *args).verdict is not Verdict.PROVED
+
+
+STORE = "acc[mi, ni, v] = 0.0"
+
+
+def test_an_accumulator_started_at_a_constant_other_than_zero_is_not_the_product(tmp_path, interpreter_only):
+    module = _edited(tmp_path, "from_one", (STORE, "acc[mi, ni, v] = 1.0"))
+    a, b, reference = _operands("bf16")
+    c = np.zeros((M, N), np.float32)
+    _never_proved(module, (a, b, c, M, N, K), c, reference)
+
+
+def test_an_accumulator_started_from_untagged_data_is_not_the_product(tmp_path, interpreter_only):
+    module = _edited(tmp_path, "from_bias",
+                     ('c: Tensor[f32, "M", "N"],', 'c: Tensor[f32, "M", "N"], bias: Tensor[f32, "M", "N"],'),
+                     (STORE, "acc[mi, ni, v] = bias[0, 0]"))
+    a, b, reference = _operands("bf16")
+    c = np.zeros((M, N), np.float32)
+    _never_proved(module, (a, b, c, np.ones((M, N), np.float32), M, N, K), c, reference)
+
+
+def test_a_zeroed_accumulator_still_proves_and_its_stores_are_checked(tmp_path, interpreter_only):
+    """The control: zeroing (as the example does, also as -0.0) is what makes C the product."""
+    module = _edited(tmp_path, "from_minus_zero", (STORE, "acc[mi, ni, v] = -0.0"))
+    assert module.gemm.verify().verdict is Verdict.PROVED
+    a, b, reference = _operands("bf16")
+    c = np.zeros((M, N), np.float32)
+    assert check_launch(module.gemm, (1, 1), a, b, c, M, N, K).verdict is Verdict.PROVED
+
+
+def test_operands_read_as_the_low_halves_of_wider_elements_are_not_the_product(tmp_path, interpreter_only):
+    """A and B are f32, read through bf16 views: each bf16 read is the low half of an f32
+    element (its low mantissa bits), not the element."""
+    module = _edited(tmp_path, "low_halves",
+                     ('def gemm(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"],',
+                      'def gemm(a: Tensor[f32, "M", "K"], b: Tensor[f32, "N", "K"],'),
+                     ("    sA = make_shared", "    av = a.view((M, 2 * K), bf16)\n    bv = b.view((N, 2 * K), bf16)\n"
+                                             "    sA = make_shared"),
+                     ("sA[e // BK, e % BK] = a[bm + e // BK, k0 + e % BK]",
+                      "sA[e // BK, e % BK] = av[bm + e // BK, 2 * (k0 + e % BK)]"),
+                     ("sB[e // BK, e % BK] = b[bn + e // BK, k0 + e % BK]",
+                      "sB[e // BK, e % BK] = bv[bn + e // BK, 2 * (k0 + e % BK)]"))
+    a, b, reference = _operands("f32")
+    c = np.zeros((M, N), np.float32)
+    with np.errstate(all="ignore"):
+        _never_proved(module, (a, b, c, M, N, K), c, reference)
+
+
+def test_the_low_half_of_an_accumulator_stored_as_bf16_is_not_the_product(tmp_path, interpreter_only):
+    """C is bf16; storing the low 16 bits of each f32 accumulator (not the accumulator rounded to
+    bf16) stores no product."""
+    module = _edited(tmp_path, "low_half_stored",
+                     ('c: Tensor[f32, "M", "N"]', 'c: Tensor[bf16, "M", "N"]'),
+                     ("= acc[mi, ni, v]", "= bitcast(lo(bitcast(acc[mi, ni, v], u32)), bf16)"),
+                     ("    warp_mma_16x8x16,\n)", "    warp_mma_16x8x16,\n    bitcast,\n    lo,\n    u32,\n)"))
+    a, b, reference = _operands("bf16")
+    c = np.zeros((M, N), np.uint16)
+    with np.errstate(all="ignore"):
+        _never_proved(module, (a, b, c, M, N, K), c, reference)
