@@ -282,8 +282,14 @@ class Products:
         element (−1 where its pairs are no span)."""
         groups, rows, k, width = matrix.shape
         first = matrix[..., 0]
-        whole = (first > 1) & (matrix == first[..., None] + np.arange(width)).all(axis=-1)
+        whole = (first > 1) & ((first - 2) % _BYTES == 0) & (matrix == first[..., None] + np.arange(width)).all(axis=-1)
         elements = np.where(whole, (first - 2) // _BYTES, -1)
+        # (an element's first bytes are no element where it is laid out wider: a part of it)
+        laid = self.table.widths
+        if laid.size:
+            inside = (elements >= 0) & (elements < laid.size)
+            at = laid[np.where(inside, elements, 0)]
+            elements = np.where(inside & (at != 0) & (at != width), -1, elements)
         flat = elements.reshape(-1)
         unique, inverse = np.unique(flat, return_inverse=True)
         parts = np.array([self._parts(int(x)) if x >= 0 else (-1, -1) for x in unique.tolist()],

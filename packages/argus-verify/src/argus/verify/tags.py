@@ -53,6 +53,9 @@ class TagTable:
         (the static checker decides symbolic ones under its facts)."""
         self.context: Callable[[], Any] = lambda: None
         """What `same` depends on besides its arguments (the checker's loop scope and facts)."""
+        self.widths = np.zeros(0, np.int64)
+        """Per element, the width in bytes it is laid out at (0: not laid out yet, −1: several),
+        so that a product can tell an element from a part of a wider one (`Products`)."""
 
     def element_id(self, tag: Tag) -> int:
         ident = self._ids.get(tag)
@@ -97,6 +100,7 @@ class TagTable:
         """Byte ids (elements, nbytes); a product a tag function wrote is laid out as an
         accumulator holds one (`argus.verify.products`)."""
         out = runs(2 + np.asarray(elements) * BYTES, nbytes)
+        self._laid_at(np.asarray(elements).reshape(-1), nbytes)
         if self._laid_out:
             elements = np.asarray(elements).reshape(-1)
             laid = np.isin(elements, list(self._laid_out))
@@ -109,6 +113,12 @@ class TagTable:
                     byte = np.arange(nbytes)
                     out[laid] = 2 + np.where(byte % 2 == 0, parts[:, :1], parts[:, 1:]) * BYTES + byte
         return out
+
+    def _laid_at(self, elements: np.ndarray, nbytes: int) -> None:
+        if self.widths.size < len(self.tags):
+            self.widths = np.concatenate([self.widths, np.zeros(len(self.tags) - self.widths.size + 64, np.int64)])
+        now = self.widths[elements]
+        self.widths[elements] = np.where((now == 0) | (now == nbytes), nbytes, -1)
 
     @staticmethod
     def element_of(ids: np.ndarray) -> np.ndarray:
