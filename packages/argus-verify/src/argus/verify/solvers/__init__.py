@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..affine import Key, Space
-from ..plugins import PluginError, discover
+from .. import plugins
+from ..plugins import Plugin, PluginError, discover
 
 Comparison = tuple[str, Key]
 """``("ge0" | "eq0" | "ne0", e)``: e ≥ 0, e = 0, e ≠ 0."""
@@ -53,13 +54,26 @@ def _builtin() -> dict[str, Any]:
     return {"z3": Z3(), "pysmt": PySMT()}
 
 
+_FOUND: dict[tuple[Any, ...], Plugin] = {}
+"""The solver plugin found per name asked for, plugins turned off and listing of installed
+entry points (`solver`)."""
+
+
 def solver(name: str | None = None) -> Solver:
-    """The solver plugin `name` (or ``$ARGUS_SOLVER``, or z3), checked to be usable."""
+    """The solver plugin `name` (or ``$ARGUS_SOLVER``, or z3), checked to be usable. The
+    installed plugins are listed once per name and ``$ARGUS_DISABLE_PLUGINS``: listing them reads
+    every installed distribution's metadata (about 4 ms), and a check that needs a solver asks
+    for one every time (a distribution installed while the process runs is not seen for a name
+    already found; each call still makes its own solver and checks that it can run)."""
     wanted = name or os.environ.get("ARGUS_SOLVER") or "z3"
-    found = discover("argus.solvers", _builtin())
-    plugin = found.get(wanted)
+    key = (wanted, os.environ.get("ARGUS_DISABLE_PLUGINS", ""), plugins.entry_points)
+    plugin = _FOUND.get(key)
     if plugin is None:
-        raise PluginError(f"no solver plugin named {wanted!r}; installed: {', '.join(sorted(found)) or 'none'}")
+        found = discover("argus.solvers", _builtin())
+        plugin = found.get(wanted)
+        if plugin is None:
+            raise PluginError(f"no solver plugin named {wanted!r}; installed: {', '.join(sorted(found)) or 'none'}")
+        _FOUND[key] = plugin
     value = plugin.load()
     chosen = value() if isinstance(value, type) else value
     problem = getattr(chosen, "unavailable", lambda: None)()
