@@ -87,9 +87,14 @@ def _expected(table: TagTable, m: int, n: int, lo: int, hi: int, width: int = 4)
     return table.bytes_of(np.array([table.element_id((PRODUCT, 1, m, 1, 10 + n, 0, lo, hi))]), width)[0]
 
 
+def _zeroed(table: TagTable) -> np.ndarray:
+    """Four threads' accumulators (one f32 value each) cleared by a stored zero: nothing summed."""
+    return np.broadcast_to(table.products.zero_bytes(4), (1, 4, 1, 4)).copy()
+
+
 def test_products_add_up_to_the_product_a_tag_function_writes():
     table = TagTable()
-    c = np.zeros((1, 4, 1, 4), np.int64)  # zeroed: nothing summed yet
+    c = _zeroed(table)
     for k0 in (0, 2, 4):
         c = table.products.accumulate(*_operands(table, k0), c, C_INDEX)
     for t in range(4):
@@ -99,7 +104,7 @@ def test_products_add_up_to_the_product_a_tag_function_writes():
 
 def test_a_product_of_other_rows_or_a_slice_again_is_no_product():
     table = TagTable()
-    start = table.products.accumulate(*_operands(table, 0), np.zeros((1, 4, 1, 4), np.int64), C_INDEX)
+    start = table.products.accumulate(*_operands(table, 0), _zeroed(table), C_INDEX)
     again = table.products.accumulate(*_operands(table, 0), start, C_INDEX)  # k 0..2 summed twice
     assert (again == TOP).all()
     other_rows = table.products.accumulate(*_operands(table, 2, a_row=lambda m: 5 + m), start, C_INDEX)
@@ -114,6 +119,29 @@ def test_an_accumulator_holding_computed_data_or_a_narrow_element_holds_no_produ
     assert (table.products.accumulate(*_operands(table, 0), computed, C_INDEX) == TOP).all()
     narrow = np.zeros((1, 4, 1, 1), np.int64)
     assert (table.products.accumulate(*_operands(table, 0), narrow, C_INDEX) == TOP).all()
+
+
+def test_an_accumulator_holding_a_constant_or_untagged_data_holds_no_product():
+    """Only a cleared accumulator (`ZERO`) starts a product: ⊥ is any constant or untagged data
+    (``acc = 1.0``, ``acc = bias[m]``), and the product added to it is not the product."""
+    table = TagTable()
+    assert (table.products.accumulate(*_operands(table, 0), np.zeros((1, 4, 1, 4), np.int64), C_INDEX) == TOP).all()
+    mixed = _zeroed(table)
+    mixed[0, 1, 0] = BOTTOM
+    c = table.products.accumulate(*_operands(table, 0), mixed, C_INDEX)
+    assert (c[0, 1, 0] == TOP).all() and np.array_equal(c[0, 0, 0], _expected(table, 0, 0, 0, 2))
+
+
+def test_an_operand_read_in_part_is_no_product():
+    """The first two bytes of an f32 element laid out at four bytes (a bf16 view of its low
+    half) are no element: no product; the same element laid out at two bytes is one."""
+    table = TagTable()
+    a, b = _operands(table, 0)
+    table.bytes_of(np.array([(i - 2) // BYTES for i in a[..., 0].reshape(-1).tolist()]), 2)
+    assert not (table.products.accumulate(a, b, _zeroed(table), C_INDEX) == TOP).any()
+    table.bytes_of(np.array([(a[0, 0, 0, 0] - 2) // BYTES]), 4)  # A[0, 0] is an f32 as well
+    c = table.products.accumulate(a, b, _zeroed(table), C_INDEX)
+    assert (c[0, 0, 0] == TOP).all() and (c[0, 1, 0] != TOP).all()  # (row 0 of A reads it, row 1 does not)
 
 
 def test_untagged_operands_make_no_product():
@@ -133,7 +161,7 @@ def test_products_pair_their_operands_by_the_pair_part_alone():
 
 def test_a_product_converted_to_a_narrower_float_is_the_same_product():
     table = TagTable()
-    c = table.products.accumulate(*_operands(table, 0), np.zeros((1, 4, 1, 4), np.int64), C_INDEX)
+    c = table.products.accumulate(*_operands(table, 0), _zeroed(table), C_INDEX)
     narrow = resize(c[0, :, 0], 2, table)
     for t in range(4):
         assert np.array_equal(narrow[t], _expected(table, t % 2, t // 2, 0, 2, width=2))

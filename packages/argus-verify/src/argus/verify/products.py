@@ -45,6 +45,10 @@ PRODUCT_B = _BASE - 3
 ROWS = _BASE - 4
 """First component of an operand tag with a row part."""
 MARKS = (PRODUCT, PRODUCT_A, PRODUCT_B, ROWS)
+ZERO = _BASE - 6
+"""The tag of a float zero stored into registers where products are in play: an accumulator
+cleared, from which a product starts. Any other constant, and untagged data, are ⊥, which no
+product starts from (``acc = 1.0`` or ``acc = bias[m]`` then summing A·B is not A·B)."""
 
 _BYTES = 64  # (argus.verify.tags.BYTES: byte k of element e has id 2 + e·BYTES + k)
 
@@ -179,6 +183,8 @@ def text(tag: tuple[Any, ...], describe: Any = None) -> Any:
     if tag[0] == PRODUCT:
         parts = parse_product(tag)
         return None if parts is None else product_text(parts[0], parts[1], show)
+    if tag[0] == ZERO:
+        return "zero (nothing summed)"
     if tag[0] == PRODUCT_A:  # (one byte's element of a product: its other bytes tell the rest)
         return f"product of A rows {tuple(map(show, tag[1:]))}"
     if tag[0] == PRODUCT_B and len(tag) > 2 and isinstance(tag[1], int):
@@ -226,14 +232,15 @@ class Products:
     def pair_bytes(self, ids: np.ndarray) -> np.ndarray:
         """Byte ids with every operand element that has a row part replaced by its pair part:
         what a product compares of A and B."""
-        if not self.table.rowed:
+        if not self.table.rowed and not self.table.asserted:
             return ids
         elements, inverse = np.unique(ids, return_inverse=True)
         concrete = elements > 1
         e = (elements[concrete] - 2) // _BYTES
         pairs = np.fromiter((self._parts(x)[0] for x in e.tolist()), np.int64, e.size)
         mapped = elements.copy()
-        mapped[concrete] = 2 + pairs * _BYTES + (elements[concrete] - 2) % _BYTES
+        mapped[concrete] = np.where(e == self.table._ids.get((ZERO,), -1), 0,  # (a zero pairs with anything, as ⊥)
+                                    2 + pairs * _BYTES + (elements[concrete] - 2) % _BYTES)
         return mapped[inverse].reshape(ids.shape)  # type: ignore[no-any-return]
 
     def _parts(self, e: int) -> tuple[int, int]:
@@ -282,7 +289,8 @@ class Products:
         element (−1 where its pairs are no span)."""
         groups, rows, k, width = matrix.shape
         first = matrix[..., 0]
-        whole = (first > 1) & ((first - 2) % _BYTES == 0) & (matrix == first[..., None] + np.arange(width)).all(axis=-1)
+        whole = (first > 1) & ((first - 2) % _BYTES == 0) & \
+            (matrix == first[..., None] + np.arange(width)).all(axis=-1)
         elements = np.where(whole, (first - 2) // _BYTES, -1)
         # (an element's first bytes are no element where it is laid out wider: a part of it)
         laid = self.table.widths
@@ -321,12 +329,12 @@ class Products:
         ra, sa = rows_a[g, mi[None]], span_a[g, mi[None]]  # (groups, T, V)
         rb, sb = rows_b[g, ni[None]], span_b[g, ni[None]]
         ok = (ra >= 0) & (rb >= 0) & (sa >= 0) & (sa == sb)
-        # what the accumulator held: nothing summed (⊥), or a product laid out in whole bytes
-        empty = (c == 0).all(axis=-1)
+        # what the accumulator held: nothing summed (`ZERO`), or a product laid out in whole bytes
+        empty = self.is_zero(c)
         even, odd = c[..., 0], c[..., 1]
         laid = (even > 1) & (odd > 1) & ((even - 2) % _BYTES == 0) & ((odd - 2) % _BYTES == 1)
         expect = np.where(np.arange(width) % 2 == 0, even[..., None], odd[..., None] - 1) + np.arange(width)
-        laid &= (c == expect).all(axis=-1)
+        laid &= (c == expect).all(axis=-1) & ~empty  # (a zero's bytes alternate no elements)
         old_a = np.where(laid, (even - 2) // _BYTES, -1)
         old_b = np.where(laid, (odd - 2) // _BYTES, -1)
         ok &= empty | laid
@@ -351,6 +359,17 @@ class Products:
         byte = np.arange(width)
         out = 2 + np.where(byte % 2 == 0, new_a[..., None], new_b[..., None]) * _BYTES + byte
         return np.where(good[..., None], out, 1)  # type: ignore[no-any-return]
+
+    def zero_bytes(self, width: int) -> np.ndarray:
+        """The byte tags of `ZERO` at an element width."""
+        return 2 + self.table.element_id((ZERO,)) * _BYTES + np.arange(width)  # type: ignore[no-any-return]
+
+    def is_zero(self, tags: np.ndarray) -> np.ndarray:
+        """Per element (rows of byte tags), whether it is `ZERO`."""
+        found = self.table._ids.get((ZERO,))
+        if found is None:
+            return np.zeros(tags.shape[:-1], bool)
+        return (tags == 2 + found * _BYTES + np.arange(tags.shape[-1])).all(axis=-1)  # type: ignore[no-any-return]
 
     def take_unjoined(self) -> set[tuple[int, int]]:
         """The pairs of spans products could not add up since the last call (a loop whose entry

@@ -53,6 +53,9 @@ class TagTable:
         (the static checker decides symbolic ones under its facts)."""
         self.context: Callable[[], Any] = lambda: None
         """What `same` depends on besides its arguments (the checker's loop scope and facts)."""
+        self.asserted = False
+        """Whether some tensor's stored tags are asserted (``assert_tags``): from then on a float
+        zero stored into registers is `argus.verify.products.ZERO`, from which products start."""
         self.widths = np.zeros(0, np.int64)
         """Per element, the width in bytes it is laid out at (0: not laid out yet, −1: several),
         so that a product can tell an element from a part of a wider one (`Products`)."""

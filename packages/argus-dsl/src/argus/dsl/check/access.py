@@ -23,12 +23,14 @@ from .copies import TileCopies, moved_tile
 from .product_reads import InFlight, OperandMemory
 from .initialization import all_written
 from .reports import check_written, space_name
+from .run_plan import float_zero
 from .shared_reads import SharedMemory
 from .state import GlobalRef, Slot, Undecidable, byte_width, is_int
 
 if TYPE_CHECKING:
     from typing import Any
     from argus.verify.affine import Space
+    from argus.verify.tags import TagTable
     from xdsl.ir import SSAValue
     from ..dtypes import DType
     from .analysis import TagAnalysis
@@ -214,9 +216,18 @@ def store_rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
                        None if offset_ssa is None else a.int_value(offset_ssa, op), mask)
     active = a.active(mask)
     threads = a.thread_of(active)
-    tags = resize(a.tags_of(value), tile.dtype.nbytes, a.table)
+    tags = cleared(a.table, value, resize(a.tags_of(value), tile.dtype.nbytes, a.table), tile.memory.per_thread)
     a.check_overwrite(op, tile.memory, idx, threads)  # type: ignore[arg-type]
     a.write_tags(tile.memory, idx, tags if active is a.tid else tags[active], threads, active, a.site(op))  # type: ignore[arg-type]
+
+
+def cleared(table: TagTable, value: SSAValue, tags: np.ndarray, per_thread: bool) -> np.ndarray:
+    """The tags a store of `value` (with tags `tags`) writes: a float zero stored into registers
+    after an ``assert_tags`` carries `argus.verify.products.ZERO` (an accumulator cleared,
+    which a product starts from); every other value its own tags."""
+    if not per_thread or not table.asserted or not float_zero(value):
+        return tags
+    return np.broadcast_to(table.products.zero_bytes(tags.shape[-1]), tags.shape).copy()
 
 
 def tile_bounds_rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:

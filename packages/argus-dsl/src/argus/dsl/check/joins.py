@@ -11,6 +11,7 @@ import numpy as np
 from argus.verify.affine import Affine
 from argus.verify.affine import sub_keys
 from argus.verify.products import PRODUCT_A, PRODUCT_B, canonical, same_syntax
+from argus.verify.products import ZERO
 from argus.verify.tags import BYTES, TOP, join
 
 from .arithmetic import select_int
@@ -159,14 +160,14 @@ class Joins:
         ending at ``hi(first)`` — to ``hi(i)``. Set in `out` where that holds; the loop's passes
         then confirm it (an entry that does not settle is no proof)."""
         flat_out, flat_ours, flat_theirs = out.reshape(-1), ours.reshape(-1), theirs.reshape(-1)
-        where = np.flatnonzero((flat_theirs > TOP) & (flat_ours != flat_theirs) & (flat_ours != TOP))
+        where = np.flatnonzero((flat_theirs > TOP) & (flat_ours != flat_theirs) & (flat_ours > TOP))
         if where.size == 0:
             return
         was, now = flat_ours[where], flat_theirs[where]
         at = (now - 2) % BYTES
         now_element = (now - 2) // BYTES
-        was_element = np.where(was > TOP, (was - 2) // BYTES, -1)
-        aligned = (was <= TOP) | ((was - 2) % BYTES == at)
+        was_element = (was - 2) // BYTES  # (⊥ before the loop is no zero: no entry)
+        aligned = (was - 2) % BYTES == at
         pairs = np.stack([was_element, now_element], axis=1)[aligned]
         if not pairs.size:
             return
@@ -184,6 +185,8 @@ class Joins:
         theirs = tags[now]
         if not theirs or theirs[0] not in (PRODUCT_A, PRODUCT_B):
             return -1
+        if was >= 0 and tags[was][:1] == (ZERO,):
+            was = -1  # (cleared: nothing summed)
         ours = tags[was] if was >= 0 else None
         if theirs[0] == PRODUCT_A:
             return now if ours is None else -1  # (an empty sum has any rows: the loop's own hold)

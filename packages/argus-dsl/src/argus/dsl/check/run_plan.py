@@ -26,6 +26,8 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from argus.verify.affine import Affine, runs
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import Operation, SSAValue
 
 from .op_table import OpTable
@@ -85,12 +87,23 @@ class Gather:
 
 
 class StandIn:
-    """An operand gathered over copies; it stands for an SSA value (rules read its type)."""
+    """An operand gathered over copies; it stands for an SSA value (rules read its type, and
+    whether every copy's is a float zero: `float_zero`)."""
 
-    __slots__ = ("type",)
+    __slots__ = ("type", "zero")
 
-    def __init__(self, type: Any) -> None:
+    def __init__(self, type: Any, zero: bool = False) -> None:
         self.type = type
+        self.zero = zero
+
+
+def float_zero(value: Any) -> bool:
+    """Whether `value` is the float constant zero (a stored one clears an accumulator)."""
+    if isinstance(value, StandIn):
+        return value.zero
+    owner = getattr(value, "owner", None)
+    attr = getattr(owner, "value", None) if isinstance(owner, arith.ConstantOp) else None
+    return isinstance(attr, FloatAttr) and attr.value.data == 0.0
 
 
 @dataclass
@@ -303,7 +316,7 @@ def _plan_run(table: OpTable, numbers: list[int], roles: list[Role], keys: list[
             moved = roles[m[0]].moved
             if moved >= 0:
                 group.gathers[moved].tags_only = True
-            group.operands = tuple(StandIn(v[0].type) for v in values)
+            group.operands = tuple(StandIn(v[0].type, all(map(float_zero, v))) for v in values)
             group.arithmetic = planner.arithmetic(numbers[m[0]])
             g = len(groups)
             for r, column in enumerate(zip(*[results[numbers[i]] for i in m])):

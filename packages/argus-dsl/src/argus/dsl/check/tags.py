@@ -82,6 +82,7 @@ def store_tags_rule(a: TagAnalysis, op: D.StoreTagsOp, mask: np.ndarray) -> None
     """`assert_tags(t, fn)`: what every later store into tensor t must carry (`stored_rule`)."""
     target = a.values[op.target]
     a.store_functions[(target.root or target).name] = _tensor_function(a, op, target)
+    a.table.asserted = True
 
 
 def stored_rule(a: TagAnalysis, op: Operation, ref: GlobalRef, coords: list[Affine], tags: np.ndarray,

@@ -29,7 +29,16 @@ from xdsl.ir import Operation
 
 from ..atoms import CopyAtom
 from ..check import tag_liveness
-from ..check.access import atomic_rule, copy_rule, load_rule, store_rule, var_load_rule, var_rule, var_store_rule
+from ..check.access import (
+    atomic_rule,
+    cleared,
+    copy_rule,
+    load_rule,
+    store_rule,
+    var_load_rule,
+    var_rule,
+    var_store_rule,
+)
 from ..dtypes import DType
 from ..frontend.values import TensorRef, TileRef, Value, describe
 from ..ir import dialect as D
@@ -268,6 +277,8 @@ def _shadow_store(s: ShadowInterpreter, op: Any, frame: Frame, mask: np.ndarray)
     threads = np.flatnonzero(mask)
     idx = _accessed_bytes(s, op, frame, mask, target)
     tags = resize(s.value_tags(frame, op.value)[threads], target.dtype.nbytes, s.table)
+    if not isinstance(target, TensorValue):
+        tags = cleared(s.table, op.value, tags, s.memory_tags(target, frame).per_thread)
     if isinstance(target, TensorValue) and s.store_functions:
         from .tags import check_stored
         check_stored(s, op, frame, target, idx, tags, threads)
