@@ -100,9 +100,6 @@ def test_operands_read_as_the_low_halves_of_wider_elements_are_not_the_product(t
         _never_proved(module, (a, b, c, M, N, K), c, reference)
 
 
-@pytest.mark.xfail(strict=True, reason="a product's bytes are laid out alike at every width, so the first two "
-                   "bytes of an f32 accumulator read as bf16 (lo, a narrower view) look like the product laid out "
-                   "at two bytes")
 def test_the_low_half_of_an_accumulator_stored_as_bf16_is_not_the_product(tmp_path, interpreter_only):
     """C is bf16; storing the low 16 bits of each f32 accumulator (not the accumulator rounded to
     bf16) stores no product."""

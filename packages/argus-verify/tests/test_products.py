@@ -144,6 +144,17 @@ def test_an_operand_read_in_part_is_no_product():
     assert (c[0, 0, 0] == TOP).all() and (c[0, 1, 0] != TOP).all()  # (row 0 of A reads it, row 1 does not)
 
 
+def test_no_run_of_a_wider_product_s_bytes_is_a_narrower_product():
+    """An f32 accumulator's low or high two bytes (``lo``, a bf16 view of it) are not the product
+    at two bytes; the accumulator rounded to bf16 (`resize`) is."""
+    table = TagTable()
+    c = table.products.accumulate(*_operands(table, 0), _zeroed(table), C_INDEX)[0, 0, 0]
+    narrow = _expected(table, 0, 0, 0, 2, width=2)
+    assert not np.array_equal(c[:2], narrow) and not np.array_equal(c[2:], narrow)
+    assert np.array_equal(resize(c[None], 2, table)[0], narrow)
+    assert (table.products.accumulate(*_operands(table, 2), c[None, None, None, :2].repeat(4, 1), C_INDEX) == TOP).all()
+
+
 def test_untagged_operands_make_no_product():
     table = TagTable()
     a = np.zeros((1, 2, 2, 2), np.int64)

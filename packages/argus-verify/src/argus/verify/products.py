@@ -51,6 +51,17 @@ cleared, from which a product starts. Any other constant, and untagged data, are
 product starts from (``acc = 1.0`` or ``acc = bias[m]`` then summing A·B is not A·B)."""
 
 _BYTES = 64  # (argus.verify.tags.BYTES: byte k of element e has id 2 + e·BYTES + k)
+_LAST = _BYTES - 1
+"""Where a product's last byte sits in its element (`layout`)."""
+
+
+def layout(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
+    """Byte ids (..., width) of products whose bytes carry elements `a` (even bytes) and `b` (odd
+    bytes): byte k at its place k, except the last, at `_LAST` — so that no run of a wider
+    product's bytes (its low half, a narrower view of it) reads as a product of that width."""
+    byte = np.arange(width)
+    place = np.where(byte == width - 1, _LAST, byte)
+    return 2 + np.where(byte % 2 == 0, np.asarray(a)[..., None], np.asarray(b)[..., None]) * _BYTES + place
 
 
 # ---- components ---------------------------------------------------------------------------
@@ -331,12 +342,9 @@ class Products:
         ok = (ra >= 0) & (rb >= 0) & (sa >= 0) & (sa == sb)
         # what the accumulator held: nothing summed (`ZERO`), or a product laid out in whole bytes
         empty = self.is_zero(c)
-        even, odd = c[..., 0], c[..., 1]
-        laid = (even > 1) & (odd > 1) & ((even - 2) % _BYTES == 0) & ((odd - 2) % _BYTES == 1)
-        expect = np.where(np.arange(width) % 2 == 0, even[..., None], odd[..., None] - 1) + np.arange(width)
-        laid &= (c == expect).all(axis=-1) & ~empty  # (a zero's bytes alternate no elements)
-        old_a = np.where(laid, (even - 2) // _BYTES, -1)
-        old_b = np.where(laid, (odd - 2) // _BYTES, -1)
+        laid, old_a, old_b = self.laid_out(c)
+        laid &= ~empty  # (a zero's bytes alternate no elements)
+        old_a, old_b = np.where(laid, old_a, -1), np.where(laid, old_b, -1)
         ok &= empty | laid
         new_a = np.full(ra.shape, -1, np.int64)
         new_b = np.full(ra.shape, -1, np.int64)
@@ -356,20 +364,28 @@ class Products:
             made_ = np.array(made, np.int64).reshape(-1, 2)[np.reshape(where, -1)]
             new_a[ok], new_b[ok] = made_[:, 0], made_[:, 1]
         good = (new_a >= 0) & (new_b >= 0)
-        byte = np.arange(width)
-        out = 2 + np.where(byte % 2 == 0, new_a[..., None], new_b[..., None]) * _BYTES + byte
-        return np.where(good[..., None], out, 1)  # type: ignore[no-any-return]
+        return np.where(good[..., None], layout(new_a, new_b, width), 1)  # type: ignore[no-any-return]
+
+    def laid_out(self, tags: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per element (rows of byte tags, at least two bytes), whether its bytes are a product's
+        at their width (`layout`), and the elements its even and odd bytes carry."""
+        first, second = tags[..., 0], tags[..., 1]
+        a, b = (first - 2) // _BYTES, (second - 2) // _BYTES
+        laid = (first > 1) & (second > 1) & ((first - 2) % _BYTES == 0)
+        laid &= (tags == layout(a, b, tags.shape[-1])).all(axis=-1)
+        return laid, a, b
 
     def zero_bytes(self, width: int) -> np.ndarray:
-        """The byte tags of `ZERO` at an element width."""
-        return 2 + self.table.element_id((ZERO,)) * _BYTES + np.arange(width)  # type: ignore[no-any-return]
+        """The byte tags of `ZERO` at an element width (laid out as a product's bytes are: a
+        zero's low half is then no zero, as a product's is no product)."""
+        return layout(self.table.element_id((ZERO,)), self.table.element_id((ZERO,)), width)
 
     def is_zero(self, tags: np.ndarray) -> np.ndarray:
         """Per element (rows of byte tags), whether it is `ZERO`."""
         found = self.table._ids.get((ZERO,))
         if found is None:
             return np.zeros(tags.shape[:-1], bool)
-        return (tags == 2 + found * _BYTES + np.arange(tags.shape[-1])).all(axis=-1)  # type: ignore[no-any-return]
+        return (tags == layout(found, found, tags.shape[-1])).all(axis=-1)  # type: ignore[no-any-return]
 
     def take_unjoined(self) -> set[tuple[int, int]]:
         """The pairs of spans products could not add up since the last call (a loop whose entry
@@ -384,16 +400,14 @@ class Products:
         element holds a product (or a width holds none)."""
         if tags.shape[-1] < 2 or width < 2 or not tags.size:
             return None
-        even, odd = tags[..., 0], tags[..., 1]
-        laid = ((even - 2) % _BYTES == 0) & ((odd - 2) % _BYTES == 1) & (even > 1) & (odd > 1)
+        laid, e_a, e_b = self.laid_out(tags)
         if not laid.any():
             return None
-        e_a = np.where(laid, (even - 2) // _BYTES, -1)
+        e_a = np.where(laid, e_a, -1)
         marks = {x: x >= 0 and self.table.tags[x][:1] == (PRODUCT_A,) for x in np.unique(e_a).tolist()}
         laid &= np.vectorize(marks.__getitem__, otypes=[bool])(e_a) if e_a.size else laid
         if not laid.any():
             return None
-        byte = np.arange(width)
-        out = 2 + np.where(byte % 2 == 0, e_a[..., None], (odd[..., None] - 3) // _BYTES) * _BYTES + byte
+        out = layout(e_a, e_b, width)
         constant = (tags == 0).all(axis=-1)
         return np.where(laid[..., None], out, np.where(constant[..., None], 0, 1))  # type: ignore[no-any-return]

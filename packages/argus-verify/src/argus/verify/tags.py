@@ -113,8 +113,7 @@ class TagTable:
                     out[laid] = TOP
                 else:
                     parts = np.array([self._laid_out[e] for e in elements[laid].tolist()], np.int64)
-                    byte = np.arange(nbytes)
-                    out[laid] = 2 + np.where(byte % 2 == 0, parts[:, :1], parts[:, 1:]) * BYTES + byte
+                    out[laid] = layout(parts[:, 0], parts[:, 1], nbytes)
         return out
 
     def _laid_at(self, elements: np.ndarray, nbytes: int) -> None:
@@ -171,7 +170,7 @@ class TagTable:
         return self.product_text(ids) or "⊤"
 
 
-from .products import MARKS, PRODUCT, PRODUCT_A, PRODUCT_B, ROWS, Products, parse_product, product_text, same_syntax  # noqa: E402
+from .products import MARKS, PRODUCT, PRODUCT_A, PRODUCT_B, ROWS, Products, layout, parse_product, product_text, same_syntax  # noqa: E402
 from .products import text as products_text  # noqa: E402
 
 
