@@ -137,7 +137,9 @@ MUTANTS = [
     _m(*F, "stage / re-tag", ("sVt[d, key] = v[kj * TILE + key, hk, d]", "sVt[d, key] = v[(kj - 1) * TILE + key, hk, d]")),
     _m(*G, "stage / re-tag", ("sA[e // BK, e % BK] = a[bm + e // BK, k0 + e % BK]",
                               "sA[e // BK, e % BK] = a[bm + e // BK, k0 + BK + e % BK]")),
-    _m(*F, "stage / re-tag", ("        tag(pf, lambda c, r, j: (kj * TILE + 8 * j + 2 * t0 + c, h // GQA))\n", "")),
+    _m(*F, "stage / re-tag", ("        tag(pf, lambda c, r, j: (kj * TILE + 8 * j + 2 * t0 + c, h // GQA),\n"
+                             "            rows=lambda c, r, j: (qi * TILE + t1 + 8 * r, h))  # the query row each probability belongs to\n",
+                             "")),
     # bytes counted as elements
     _m(*F, "bytes vs elements", ("qf[v0, v1, v2, ks] = q[qi * TILE + t1 + 8 * v1, h, ks * 16 + 2 * t0 + v0 + 8 * v2]",
                                  "qf[v0, v1, v2, ks] = q[qi * TILE + t1 + 8 * v1, h, ks * 32 + 2 * t0 + v0 + 8 * v2]")),

@@ -20,6 +20,7 @@ import numpy as np
 from argus.dsl import (
     Problem,
     Tensor,
+    assert_tags,
     assume,
     bf16,
     block_idx,
@@ -32,6 +33,7 @@ from argus.dsl import (
     make_local,
     make_shared,
     matmul,
+    product,
     select,
     shfl_xor,
     static_range,
@@ -59,7 +61,9 @@ def attention(
     assume(q.shape[1] == k.shape[1] * GQA)  # each group of GQA query heads shares one key/value head
     tag(q, lambda s, h, d: (h // GQA, d))
     tag(k, lambda s, h, d: (h, d))
-    tag(v, lambda s, h, d: (s, h))
+    tag(v, lambda s, h, d: (s, h), rows=lambda s, h, d: (d,))  # P·V pairs by key; column d goes to O
+    # o[s, h, :] sums the products of its query row with V over every key of the tiles up to its own
+    assert_tags(o, lambda s, h, d: product(pf[s, h], v[d], (range(0, (s // TILE + 1) * TILE), h // GQA)))
     qi = block_idx.x
     h = block_idx.y
     hk = h // GQA
@@ -141,12 +145,12 @@ def attention(
                 for v0 in static_range(2):
                     o_acc[v0, v1, n] = o_acc[v0, v1, n] * correction
 
-        tag(pf, lambda c, r, j: (kj * TILE + 8 * j + 2 * t0 + c, h // GQA))
+        tag(pf, lambda c, r, j: (kj * TILE + 8 * j + 2 * t0 + c, h // GQA),
+            rows=lambda c, r, j: (qi * TILE + t1 + 8 * r, h))  # the query row each probability belongs to
         for n in static_range(D // 8):
             for v1 in static_range(2):
                 for v0 in static_range(2):
                     vf[v0, v1] = sVt[n * 8 + t1, 2 * t0 + v0 + 8 * v1]
-            assert tag(pf[:, 0, :][...]) == tag(vf[...]), "P and V pair up along the keys"
             matmul(pf, vf, o_acc[:, :, n], MMA)
         syncthreads()
 

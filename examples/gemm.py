@@ -43,7 +43,7 @@ THREADS = 128
 def gemm(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f32, "M", "N"], M: int, N: int, K: int):
     tag(a, lambda m, k: (k,), rows=lambda m, k: (m,))  # A[m, k] pairs with B[n, k] by k; row m goes to C
     tag(b, lambda n, k: (k,), rows=lambda n, k: (n,))
-    assert_tags(c, lambda m, n: product((m,), (n,), (range(0, K),)))  # c[m, n]: A row m · B row n, every k
+    assert_tags(c, lambda m, n: product(a[m], b[n], (range(0, K),)))  # c[m, n]: A row m · B row n, every k
     assume(M % BM == 0)  # whole tiles only (the interpreter faults a launch that breaks these)
     assume(N % BN == 0)
     assume(K % BK == 0)

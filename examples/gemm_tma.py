@@ -163,7 +163,7 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, GROUP: in
                  K: int):
         tag(a, lambda m, k: (k,), rows=lambda m, k: (m,))  # A[m, k] pairs with B[n, k] by k; row m goes to C
         tag(b, lambda n, k: (k,), rows=lambda n, k: (n,))
-        assert_tags(c, lambda m, n: product((m,), (n,), (range(0, K),)))  # c[m, n]: A row m · B row n, every k
+        assert_tags(c, lambda m, n: product(a[m], b[n], (range(0, K),)))  # c[m, n]: A row m · B row n, every k
         assume(M % BM == 0)
         assume(N % BN == 0)
         assume(K % (STAGES * BK) == 0)
@@ -221,7 +221,7 @@ def build_persistent(BM: int = 128, BN: int = 256, BK: int = 64, STAGES: int = 4
                         N: int, K: int):
         tag(a, lambda m, k: (k,), rows=lambda m, k: (m,))  # A[m, k] pairs with B[n, k] by k; row m goes to C
         tag(b, lambda n, k: (k,), rows=lambda n, k: (n,))
-        assert_tags(c, lambda m, n: product((m,), (n,), (range(0, K),)))  # c[m, n]: A row m · B row n, every k
+        assert_tags(c, lambda m, n: product(a[m], b[n], (range(0, K),)))  # c[m, n]: A row m · B row n, every k
         assume(M % BM == 0)
         assume(N % BN == 0)
         assume(K % (STAGES * BK) == 0)
@@ -302,7 +302,7 @@ def build_cluster(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4, G
                          N: int, K: int):
         tag(a, lambda m, k: (k,), rows=lambda m, k: (m,))  # A[m, k] pairs with B[n, k] by k; row m goes to C
         tag(b, lambda n, k: (k,), rows=lambda n, k: (n,))
-        assert_tags(c, lambda m, n: product((m,), (n,), (range(0, K),)))  # c[m, n]: A row m · B row n, every k
+        assert_tags(c, lambda m, n: product(a[m], b[n], (range(0, K),)))  # c[m, n]: A row m · B row n, every k
         assume(M % (2 * BM) == 0)
         assume(N % BN == 0)
         assume(K % (STAGES * BK) == 0)

@@ -36,7 +36,7 @@ from argus.dsl import (
     u64,
 )
 from argus.dsl.check import rules as check_rules
-from argus.dsl.check.arithmetic import INT_RULES, cast_rule, constant_rule, int_op_rule
+from argus.dsl.check.arithmetic import INT_RULES, cast_rule, constant_rule, int_op_rule, scale_rule
 from argus.dsl.check.rules import float_op_rule
 from argus.dsl.check.verification import verify_kernel
 from argus.dsl.frontend.calls import BUILDERS
@@ -48,7 +48,7 @@ from argus.dsl.ops.integers import INTEGER_CASTS, INTEGER_OPS
 from argus.verify import Verdict
 from xdsl.dialects import arith, math
 
-FLOAT_OPS = (arith.AddfOp, arith.SubfOp, arith.MulfOp, arith.DivfOp, arith.MinimumfOp, arith.MaximumfOp, arith.NegfOp,
+FLOAT_OPS = (arith.AddfOp, arith.SubfOp, arith.MinimumfOp, arith.MaximumfOp, arith.NegfOp,
              arith.CmpfOp, math.Exp2Op, math.Log2Op, math.SqrtOp, math.RsqrtOp)
 #: Each op of the family and its tag rule in the checker (None: computed data, the default).
 OPS = {
@@ -56,9 +56,12 @@ OPS = {
     **dict.fromkeys(INTEGER_OPS, int_op_rule),
     **dict.fromkeys((*INTEGER_CASTS, arith.ExtFOp, arith.TruncFOp), cast_rule),
     **dict.fromkeys(FLOAT_OPS, None),
+    **dict.fromkeys((arith.MulfOp, arith.DivfOp), scale_rule),
     math.FmaOp: float_op_rule,
 }
-WITH_SHADOW = (arith.ConstantOp, arith.SelectOp)
+#: Ops with a shadow rule of their own: constants, selects, and what keeps a product's tags
+#: (float conversions, scales).
+WITH_SHADOW = (arith.ConstantOp, arith.SelectOp, arith.ExtFOp, arith.TruncFOp, arith.MulfOp, arith.DivfOp)
 
 
 @pytest.mark.parametrize("op_type", list(OPS), ids=lambda t: t.__name__)

@@ -140,12 +140,12 @@ def test_stores_of_the_right_data_prove_and_of_the_wrong_data_are_violated():
 
 
 @pytest.mark.parametrize("body, error, words", [
-    ("tag(x, lambda i: product((i,), (i,), (range(0, 4),)))", ArgusTypeError, "assert_tags"),
-    ("assert_tags(x, lambda i: product((i,), (i,), (i,)))", ArgusTypeError, "one range"),
+    ("tag(x, lambda i: product(x[i], x[i], (range(0, 4),)))", ArgusTypeError, "assert_tags"),
+    ("assert_tags(x, lambda i: product(x[i], x[i], (i,)))", ArgusTypeError, "one range"),
     ("assert_tags(x, lambda i: (i,), rows=lambda i: (i,))", ArgusSyntaxError, "keyword 'rows'"),
     ("tag(x, lambda i: (i,), rows=lambda i, j: (i,))", ArgusTypeError, "one coordinate per mode"),
     ("tag(x, lambda i: (i,), extra=lambda i: (i,))", ArgusSyntaxError, "keyword 'extra'"),
-    ("x[0] = product((1,), (1,), (range(0, 1),))", ArgusSyntaxError, "tag function"),
+    ("x[0] = product(x[1], x[1], (range(0, 1),))", ArgusSyntaxError, "tag function"),
 ])
 def test_product_tags_written_wrongly_are_refused_at_their_line(tmp_path, body, error, words):
     path = tmp_path / "bad.py"

@@ -44,9 +44,16 @@ ZEROING = """    for mi in static_range(2):
 pytestmark = pytest.mark.usefixtures("no_result_cache")
 
 
+def _pairing_only(source: str) -> str:
+    """A GEMM's source claiming only that its products' operands pair up: a sum started under a
+    branch is no one span of k the checker follows (what C holds is not the claim of these
+    tests, whether its registers are written is)."""
+    return "\n".join(line for line in source.split("\n") if "assert_tags(c," not in line)
+
+
 def _gemm_zeroing_only(tmp_path: Path, condition: str):
     """The GEMM example with its accumulators zeroed only under `condition`."""
-    source = (EXAMPLES / "gemm.py").read_text()
+    source = _pairing_only((EXAMPLES / "gemm.py").read_text())
     assert ZEROING in source
     guarded = f"    if {condition}:\n" + "".join(f"    {line}\n" for line in ZEROING.splitlines())
     path = tmp_path / "gemm_guarded.py"
@@ -309,7 +316,7 @@ def test_a_variable_assigned_on_every_path_is_no_finding():
 
 
 def test_accumulators_zeroed_from_a_variable_assigned_only_for_long_k(tmp_path):
-    source = (EXAMPLES / "gemm.py").read_text()
+    source = _pairing_only((EXAMPLES / "gemm.py").read_text())
     path = tmp_path / "gemm_variable.py"
     path.write_text(source.replace(ZEROING, "    if K > 64:\n        z = 0.0\n" + ZEROING.replace("= 0.0", "= z"))
                     .replace("@kernel(block=(THREADS,))", "@kernel(block=(THREADS,), verify=False)"))
@@ -330,11 +337,8 @@ ZEROED_IN_THE_LOOP = """    for k0 in range(0, K, BK):
 
 def _gemm_zeroing_in_the_loop(tmp_path: Path, condition: str):
     """The GEMM example with its accumulators zeroed in the loop over K, in the iterations
-    `condition` picks, claiming only that the products' operands pair up (a sum restarted under
-    a branch in the loop is no one span of k the checker can follow: what C holds is not the
-    claim here, whether its registers are written is)."""
-    source = (EXAMPLES / "gemm.py").read_text().replace(ZEROING, "")
-    source = "\n".join(line for line in source.split("\n") if "assert_tags(c," not in line)
+    `condition` picks (`_pairing_only`)."""
+    source = _pairing_only((EXAMPLES / "gemm.py").read_text().replace(ZEROING, ""))
     loop = "    for k0 in range(0, K, BK):\n"
     assert loop in source
     path = tmp_path / "gemm_in_loop.py"

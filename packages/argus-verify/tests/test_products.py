@@ -178,3 +178,22 @@ def test_a_product_converted_to_a_narrower_float_is_the_same_product():
         assert np.array_equal(narrow[t], _expected(table, t % 2, t // 2, 0, 2, width=2))
     mixed = np.stack([c[0, 0, 0], np.full(4, TOP), np.zeros(4, np.int64)])
     assert np.array_equal(resize(mixed, 2, table)[1:], [[TOP, TOP], [BOTTOM, BOTTOM]])
+
+
+def test_a_scaled_product_is_that_product_and_a_scaled_nothing_is_still_nothing_summed():
+    table = TagTable()
+    c = table.products.accumulate(*_operands(table, 0), _zeroed(table), C_INDEX)[0, :, 0]
+    computed = np.full(c.shape, TOP, np.int64)
+    scale = np.full(c.shape, TOP, np.int64)  # a correction factor: computed data
+    assert np.array_equal(table.products.scaled(c, scale, computed, commutes=True), c)
+    assert np.array_equal(table.products.scaled(scale, c, computed, commutes=True), c)
+    assert table.products.scaled(scale, c, computed, commutes=False) is None  # (a divisor's product is no scale)
+    assert table.products.scaled(c, c, computed, commutes=True) is None  # a product of products is computed data
+    zero = _zeroed(table)[0, :, 0]
+    empty = table.products.scaled(zero, scale, computed, commutes=True)
+    assert table.products.is_empty(empty).all()
+    # and an accumulator holding it sums products as from nothing
+    again = table.products.accumulate(*_operands(table, 0), empty.reshape(1, 4, 1, 4), C_INDEX)[0, :, 0]
+    assert np.array_equal(again, c)
+    constant = np.zeros(c.shape, np.int64)
+    assert table.products.scaled(constant, constant, constant, commutes=True) is None  # constants stay constants

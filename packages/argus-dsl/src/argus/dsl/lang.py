@@ -122,15 +122,15 @@ tag = Builtin(
 )
 product = Builtin(
     "product",
-    "product(a_rows, b_rows, k): in a tag function, the tag of a matrix product's element: the sum "
-    "over the pair tags k (a tuple holding one range, e.g. (range(0, K),)) of A's row a_rows times "
-    "B's row b_rows, as matmul leaves it in its accumulator. Rows are the operands' row parts: "
-    "tag(a, lambda m, k: (k,), rows=lambda m, k: (m,)).",
+    "product(a[m], b[n], k): in a tag function, the tag of a matrix product's element: the sum "
+    "over the pair tags k (a tuple holding one range, e.g. (range(0, K),)) of operand a's row m times "
+    "operand b's row n, as matmul leaves it in its accumulator. Rows are the operands' row parts, "
+    "named by the operand: tag(a, lambda m, k: (k,), rows=lambda m, k: (m,)).",
 )
 assert_tags = Builtin(
     "assert_tags",
     "assert_tags(t, lambda i, j, ...: (...)): every element the kernel stores into tensor t carries "
-    "the tag the function gives its coordinates, e.g. assert_tags(c, lambda m, n: product((m,), (n,), "
+    "the tag the function gives its coordinates, e.g. assert_tags(c, lambda m, n: product(a[m], b[n], "
     "(range(0, K),))). Checked at compile time at each store; no runtime effect.",
 )
 reset_tags = Builtin("reset_tags", "reset_tags(t): forget the tags of shared tile t before reusing its memory.")

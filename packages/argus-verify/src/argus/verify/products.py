@@ -44,7 +44,10 @@ PRODUCT_B = _BASE - 3
 """First component of the element an accumulator's odd bytes carry: B's rows and the k span."""
 ROWS = _BASE - 4
 """First component of an operand tag with a row part."""
-MARKS = (PRODUCT, PRODUCT_A, PRODUCT_B, ROWS)
+EMPTY = _BASE - 5
+"""The tag of nothing summed yet, scaled (``0.0 · correction``): an accumulator as a constant
+leaves it (⊥), which a scale would otherwise make computed data."""
+MARKS = (PRODUCT, PRODUCT_A, PRODUCT_B, ROWS, EMPTY)
 ZERO = _BASE - 6
 """The tag of a float zero stored into registers where products are in play: an accumulator
 cleared, from which a product starts. Any other constant, and untagged data, are ⊥, which no
@@ -194,6 +197,8 @@ def text(tag: tuple[Any, ...], describe: Any = None) -> Any:
     if tag[0] == PRODUCT:
         parts = parse_product(tag)
         return None if parts is None else product_text(parts[0], parts[1], show)
+    if tag[0] == EMPTY:
+        return "nothing summed yet (scaled)"
     if tag[0] == ZERO:
         return "zero (nothing summed)"
     if tag[0] == PRODUCT_A:  # (one byte's element of a product: its other bytes tell the rest)
@@ -235,6 +240,8 @@ class Products:
         self._b: dict[tuple[int, int, int, Any], int] = {}
         """Per (old B element or −1, row element of B, span element, the table's context): the new
         `PRODUCT_B` element."""
+        self._mask: tuple[int, np.ndarray] = (-1, np.zeros(0, bool))
+        """`_part_mask`, with the number of product parts it was made for."""
         self.unjoined: set[tuple[int, int]] = set()
         """(old B element, span element) pairs a product could not add up since last taken: the
         span it held and the one added did not meet (`take_unjoined`)."""
@@ -275,11 +282,11 @@ class Products:
             found = self._a[rows] = self.table.element_id((PRODUCT_A, *self.table.tags[rows]))
         return found
 
-    def _product_b(self, old: int, rows: int, span: int) -> int:
+    def _product_b(self, old: int, rows: int, span: int, context: Any = None) -> int:
         """The B element of an accumulator that held `old` (−1: nothing summed yet) after
         adding the products of B's row `rows` over the pairs of `span`: −1 when the sums do
         not make one product."""
-        key = (old, rows, span, self.table.context())
+        key = (old, rows, span, context)
         found = self._b.get(key)
         if found is None:
             table = self.table
@@ -340,8 +347,8 @@ class Products:
         ra, sa = rows_a[g, mi[None]], span_a[g, mi[None]]  # (groups, T, V)
         rb, sb = rows_b[g, ni[None]], span_b[g, ni[None]]
         ok = (ra >= 0) & (rb >= 0) & (sa >= 0) & (sa == sb)
-        # what the accumulator held: nothing summed (`ZERO`), or a product laid out in whole bytes
-        empty = self.is_zero(c)
+        # what the accumulator held: nothing summed (`ZERO`, scaled: `EMPTY`), or a product in whole bytes
+        empty = self.is_zero(c) | self.is_empty(c)
         laid, old_a, old_b = self.laid_out(c)
         laid &= ~empty  # (a zero's bytes alternate no elements)
         old_a, old_b = np.where(laid, old_a, -1), np.where(laid, old_b, -1)
@@ -352,12 +359,13 @@ class Products:
             keys = np.stack([ra[ok], rb[ok], sa[ok], old_a[ok], old_b[ok]], axis=1)
             distinct, where = unique_rows(keys)
             made = []
+            context = self.table.context()  # (what deciding where spans meet depends on, here)
             for r_a, r_b, s, o_a, o_b in distinct.tolist():
                 pa = self._product_a(r_a)
                 if o_a >= 0 and o_a != pa:  # (other rows of A summed before)
                     made.append((-1, -1))
                     continue
-                b_element = self._product_b(o_b, r_b, s)
+                b_element = self._product_b(o_b, r_b, s, context)
                 if b_element < 0 and o_b >= 0:
                     self.unjoined.add((o_b, s))
                 made.append((pa, b_element))
@@ -365,6 +373,68 @@ class Products:
             new_a[ok], new_b[ok] = made_[:, 0], made_[:, 1]
         good = (new_a >= 0) & (new_b >= 0)
         return np.where(good[..., None], layout(new_a, new_b, width), 1)  # type: ignore[no-any-return]
+
+    def held(self, tags: np.ndarray) -> np.ndarray:
+        """Per element (rows of byte tags, at least two bytes), whether it holds a product."""
+        if tags.shape[-1] < 2 or not tags.size:
+            return np.zeros(tags.shape[:-1], bool)
+        if (tags <= 1).all():  # (⊥ and ⊤ only: the common case of computed data)
+            return np.zeros(tags.shape[:-1], bool)
+        laid, e_a, _ = self.laid_out(tags)
+        if laid.any():
+            parts = self._part_mask()
+            laid &= parts[np.clip(e_a, 0, parts.size - 1)]
+            if laid.any():
+                marks = {x: self.table.tags[x][:1] == (PRODUCT_A,) for x in np.unique(e_a[laid]).tolist()}
+                laid[laid] = [marks[x] for x in e_a[laid].tolist()]
+        return laid  # type: ignore[no-any-return]
+
+    def _part_mask(self) -> np.ndarray:
+        """Per element of the table, whether an accumulator's bytes carry it (remade only when
+        products made new elements)."""
+        parts = self.table.product_parts
+        if self._mask[0] != len(parts) or self._mask[1].size <= len(self.table.tags):
+            mask = np.zeros(len(self.table.tags) + 1, bool)
+            mask[parts] = True
+            self._mask = (len(parts), mask)
+        return self._mask[1]
+
+    def scaled(self, x: np.ndarray | None, y: np.ndarray | None, computed: np.ndarray, commutes: bool
+               ) -> np.ndarray | None:
+        """The tags of ``x · y`` (`commutes`) or ``x / y`` (rows of byte tags; None: untagged)
+        where one side holds a product and the other none — a scale (``alpha · acc``, a
+        softmax's correction, a row's normalization) leaves the product, whose terms are the
+        same — or nothing summed yet (⊥ or `EMPTY`) scaled by data: `EMPTY`. Elsewhere
+        `computed` (what computed data gets). None where no element is either."""
+        if (x is None or (x <= 1).all()) and (y is None or (y <= 1).all()):
+            return None  # (⊥ and ⊤ only: no product, no zero)
+        none = np.zeros(computed.shape[:-1], bool)
+        fits_x, fits_y = x is not None and x.shape == computed.shape, y is not None and y.shape == computed.shape
+        px = self.held(x) if fits_x else none
+        py = self.held(y) if fits_y else none
+        ex = (self.is_zero(x) | self.is_empty(x)) if fits_x else none  # (⊥: a constant, not known zero)
+        ey = (self.is_zero(y) | self.is_empty(y)) if fits_y else none
+        keep_x, keep_y = px & ~py, (py & ~px) if commutes else none
+        empty = (ex & ~py) | ((ey & ~px) if commutes else none)
+        empty &= ~(computed == 0).all(axis=-1)  # (constants times constants stay constants: ⊥)
+        if not (keep_x.any() or keep_y.any() or empty.any()):
+            return None
+        out = np.where(keep_x[..., None], x, computed) if keep_x.any() else computed
+        out = np.where(keep_y[..., None], y, out) if keep_y.any() else out
+        return np.where(empty[..., None], self.empty_bytes(computed.shape[-1]), out)  # type: ignore[no-any-return]
+
+    def empty_bytes(self, width: int) -> np.ndarray:
+        """The byte tags of `EMPTY` at an element width."""
+        return layout(self.table.element_id((EMPTY,)), self.table.element_id((EMPTY,)), width)
+
+    def is_empty(self, tags: np.ndarray | None) -> np.ndarray:
+        """Per element (rows of byte tags), whether it is `EMPTY`."""
+        if tags is None:
+            return np.zeros((), bool)
+        found = self.table._ids.get((EMPTY,))
+        if found is None:
+            return np.zeros(tags.shape[:-1], bool)
+        return (tags == layout(found, found, tags.shape[-1])).all(axis=-1)  # type: ignore[no-any-return]
 
     def laid_out(self, tags: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per element (rows of byte tags, at least two bytes), whether its bytes are a product's

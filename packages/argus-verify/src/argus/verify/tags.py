@@ -45,6 +45,8 @@ class TagTable:
         self.tags: list[Tag] = []
         self.rowed = False
         """Whether some operand tag has a row part (`argus.verify.products`)."""
+        self.product_parts: list[int] = []
+        """The elements an accumulator's bytes carry (`PRODUCT_A`, `PRODUCT_B`), in the order made."""
         self._laid_out: dict[int, tuple[int, int]] = {}
         """Per product a tag function wrote: the elements its even and odd bytes carry."""
         self._products: Products | None = None
@@ -54,8 +56,8 @@ class TagTable:
         self.context: Callable[[], Any] = lambda: None
         """What `same` depends on besides its arguments (the checker's loop scope and facts)."""
         self.asserted = False
-        """Whether some tensor's stored tags are asserted (``assert_tags``): from then on a float
-        zero stored into registers is `argus.verify.products.ZERO`, from which products start."""
+        """Whether the kernel asserts some tensor's stored tags (``assert_tags``): a float zero
+        stored into registers is then `argus.verify.products.ZERO`, from which products start."""
         self.widths = np.zeros(0, np.int64)
         """Per element, the width in bytes it is laid out at (0: not laid out yet, −1: several),
         so that a product can tell an element from a part of a wider one (`Products`)."""
@@ -70,6 +72,8 @@ class TagTable:
         return ident
 
     def _marked(self, ident: int, tag: Tag) -> None:
+        if tag[0] in (PRODUCT_A, PRODUCT_B):
+            self.product_parts.append(ident)
         if tag[0] == ROWS:
             self.rowed = True
         elif tag[0] == PRODUCT:

@@ -103,8 +103,12 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         its wall time in seconds, summed over passes over loop bodies (`verify_speed.py --steps`)."""
         self.space = Space()
         self.table = TagTable(self.space)
+        from .tags import asserts_stores
+        self.table.asserted = asserts_stores(kernel)
         self.table.same, self.table.context = self.always_equal, self.equality_context
         self.equal_memo: dict[Any, bool] = {}
+        self.part_mask: tuple[int, np.ndarray] | None = None
+        """`Joins._product_parts`, with the number of product parts it was made for."""
         self.equal_engine: Any = None
         self.obligations = Obligations(self.table, self.space)
         self.facts: set[tuple[str, Key]] = set()

@@ -283,3 +283,19 @@ def dim_rule(a: TagAnalysis, op: D.DimOp, mask: np.ndarray) -> None:
     ref: GlobalRef = a.values[op.tensor]
     a.values[op.result] = ref.dims[op.index.data]
     a.tags.pop(op.result, None)
+
+
+def scale_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    """A float product or quotient: computed data, except that a product (of matrices) scaled by
+    a value holding none stays that product (`argus.verify.products.Products.scaled`)."""
+    a.computed(op)
+    if a.table._products is None:
+        return
+    lhs, rhs = a.shape(op)[0]
+    result = op.results[0]
+    computed = a.tags.get(result)
+    if computed is None:
+        return
+    kept = a.table.products.scaled(a.tags.get(lhs), a.tags.get(rhs), computed, isinstance(op, arith.MulfOp))
+    if kept is not None:
+        a.tags[result] = kept

@@ -270,12 +270,30 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
         _written_by_the_end(a, scope[0], ends)
 
 
+def _known_zero(a: TagAnalysis, key: Key) -> bool:
+    """Whether a fact of the kernel says ``key = 0``, itself or as an assumption ``key == 0``."""
+    for kind, fact in a.facts:
+        if kind != "eq0":
+            continue
+        if fact == key:
+            return True
+        if fact[0] == -1 and len(fact[1]) == 1 and fact[1][0][1] == 1:
+            atom = a.space.atoms[fact[1][0][0]]
+            if atom.kind == "eq" and sorted(atom.args) == sorted((key, (0, ()))):
+                return True
+    return False
+
+
 def _to_the_last_iteration(a: TagAnalysis, symbol: int, lb: Key, ub: Key, step: int, name: str) -> None:
     """After a loop that runs in every launch, the tags it leaves are those of its last
     iteration: its index symbol in them becomes a new symbol for the last index (at least
     ``ub - step``, below ``ub``, on the loop's grid), whose bounds join the domain. So what
     holds only at the end (an accumulator that has summed every k slice) is provable."""
     sp = a.space
+    if step == 1 or _known_zero(a, sp.mod_key(sub_keys(ub, lb), (step, ()))):
+        # the last index is known: ub − step (the loop runs ub − lb, a multiple of step, in steps)
+        a.restore(Renamer(a, symbol, add_keys(ub, (-step, ()))).state(a.snapshot()))
+        return
     known = len(sp.constraints)
     last = sp.symbol(f"{name}_last", "loop", add_keys(ub, (-step, ())), add_keys(ub, (-1, ())))
     me: Key = (0, ((last, 1),))

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from argus.verify.affine import Affine
-from argus.verify.affine import sub_keys
-from argus.verify.products import PRODUCT_A, PRODUCT_B, canonical, same_syntax
+from argus.verify.affine import add_keys, sub_keys
+from argus.verify.products import EMPTY, PRODUCT_A, PRODUCT_B, canonical, same_syntax
 from argus.verify.products import ZERO
 from argus.verify.tags import BYTES, TOP, join
 
@@ -142,11 +142,20 @@ class Joins:
         width = int(((back - 2) // BYTES).max()) + 1
         pairs = before * width + (back - 2) // BYTES  # (element before, element in the loop) as one key
         accepted = []
+        parts: dict[Any, Any] = {}  # per symbolic part of a component, substituted (elements differ in constants)
+
+        def substituted(v: Any) -> Any:
+            if not isinstance(v, tuple):
+                return v
+            part = parts.get(v[1])
+            if part is None:
+                part = parts[v[1]] = self.space.substitute((0, v[1]), loop, first)
+            return key_component(add_keys((v[0], ()), part))
+
+        tags, element_id = self.table.tags, self.table.element_id
         for key in np.unique(pairs).tolist():
             was, now = divmod(key, width)
-            at_first = tuple(key_component(self.space.substitute(v, loop, first)) if isinstance(v, tuple) else v
-                             for v in self.table.tags[now])
-            if self.table.element_id(at_first) == was:
+            if element_id(tuple(map(substituted, tags[now]))) == was:
                 accepted.append(key)
         if accepted:
             hit = np.isin(pairs, accepted)
@@ -159,8 +168,12 @@ class Joins:
         from what the first iteration starts with — nothing summed (⊥: a constant) or a span
         ending at ``hi(first)`` — to ``hi(i)``. Set in `out` where that holds; the loop's passes
         then confirm it (an entry that does not settle is no proof)."""
+        if not self.table.product_parts:
+            return
         flat_out, flat_ours, flat_theirs = out.reshape(-1), ours.reshape(-1), theirs.reshape(-1)
-        where = np.flatnonzero((flat_theirs > TOP) & (flat_ours != flat_theirs) & (flat_ours > TOP))
+        parts = self._product_parts()
+        now_all = np.clip((flat_theirs - 2) // BYTES, 0, parts.size - 1)  # (⊥ and ⊤ land on 0: filtered next)
+        where = np.flatnonzero(parts[now_all] & (flat_theirs > TOP) & (flat_ours != flat_theirs) & (flat_ours > TOP))
         if where.size == 0:
             return
         was, now = flat_ours[where], flat_theirs[where]
@@ -168,15 +181,28 @@ class Joins:
         now_element = (now - 2) // BYTES
         was_element = (was - 2) // BYTES  # (⊥ before the loop is no zero: no entry)
         aligned = (was - 2) % BYTES == at
-        pairs = np.stack([was_element, now_element], axis=1)[aligned]
-        if not pairs.size:
+        if not aligned.any():
             return
-        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
-        made = np.array([self._entry_element(int(o), int(t), loop, first) for o, t in unique.tolist()], np.int64)
+        width = int(now_element.max()) + 1
+        keys = was_element[aligned] * width + now_element[aligned]  # (element before, element in the loop) as one
+        unique, inverse = np.unique(keys, return_inverse=True)
+        made = np.array([self._entry_element(*divmod(int(key), width), loop, first) for key in unique.tolist()],
+                        np.int64)
         found = made[np.reshape(inverse, -1)]
         hit = found >= 0
         chosen = where[aligned][hit]
         flat_out[chosen] = 2 + found[hit] * BYTES + at[aligned][hit]
+
+    def _product_parts(self) -> np.ndarray:
+        """Per element of the table, whether an accumulator's bytes carry it (a mask, made again
+        only when products made new elements)."""
+        parts = self.table.product_parts
+        held = self.part_mask
+        if held is None or held[0] != len(parts):
+            mask = np.zeros(len(self.table.tags) + 1, bool)
+            mask[parts] = True
+            self.part_mask = held = (len(parts), mask)
+        return held[1]
 
     def _entry_element(self, was: int, now: int, loop: int, first: Key) -> int:
         """The element a loop's entry holds where the state before it holds element `was` (−1:
@@ -187,7 +213,7 @@ class Joins:
             return -1
         if was >= 0 and tags[was][:1] == (ZERO,):
             was = -1  # (cleared: nothing summed)
-        ours = tags[was] if was >= 0 else None
+        ours = tags[was] if was >= 0 and tags[was][:1] != (EMPTY,) else None  # (nothing summed yet, scaled)
         if theirs[0] == PRODUCT_A:
             return now if ours is None else -1  # (an empty sum has any rows: the loop's own hold)
         if ours is not None and (ours[:2] != theirs[:2] or len(ours) != len(theirs)):

@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from argus.verify.affine import Uniform, runs, unique_rows
+from argus.verify.affine import Uniform, runs, uniform_key, unique_rows
+from argus.verify.products import PRODUCT, PRODUCT_A, PRODUCT_B, layout
+from argus.verify.tags import BYTES, TOP
 
 from ..errors import VerificationError
 from ..machine.tiles import offset_table
@@ -64,6 +66,38 @@ class AbstractMemory:
             self.footprint.write(memory, idx, tags, threads, points, site)
         else:
             memory.write(idx, tags, threads, site)
+
+    def _product_bytes(self, comps: list[Affine], nbytes: int) -> np.ndarray | None:
+        """`intern` of products a tag function gives (``product(a_rows, b_rows, k)``), laid out
+        as an accumulator holds them: A's rows and B's rows with the span are interned apart (a
+        tile of C has as many elements as rows times columns, but few rows and few columns).
+        None where the form is not one this can take apart (the table then does, per element)."""
+        lengths = [uniform_key(c) for c in comps[1:2]]
+        if lengths[0] is None or lengths[0][1]:
+            return None
+        la = int(lengths[0][0])
+        lb_key = uniform_key(comps[2 + la]) if len(comps) > 2 + la else None
+        if lb_key is None or lb_key[1]:
+            return None
+        lb = int(lb_key[0])
+        rows_a, rows_b, span = comps[2:2 + la], comps[3 + la:3 + la + lb], list(comps[3 + la + lb:])
+        pos_key = uniform_key(span[0]) if len(span) > 2 else None
+        if pos_key is None or pos_key[1]:
+            return None
+        pos = int(pos_key[0])
+        if pos >= 0:
+            width = self.space.sub(span[-1], span[1 + pos])
+            one = ~width.symbolic_points() & (width.const == 1)
+            if one.all():  # (a span of one value is that point)
+                span = [self.space.constant(-1, self.n), *span[1:-1], self.space.constant(0, self.n)]
+            elif one.any():
+                return None
+        if nbytes < 2:
+            return np.full((self.n, nbytes), TOP, np.int64)
+        constant = self.space.constant
+        a = self.intern([constant(PRODUCT_A, self.n), *rows_a], 1)[:, 0]
+        b = self.intern([constant(PRODUCT_B, self.n), constant(lb, self.n), *rows_b, *span], 1)[:, 0]
+        return layout((a - 2) // BYTES, (b - 2) // BYTES, nbytes)
 
     # ---- memories ----------------------------------------------------------------------
     def concrete_offsets(self, op: Operation, value: Affine, what: str) -> np.ndarray:
@@ -211,6 +245,10 @@ class AbstractMemory:
 
     def intern(self, comps: list[Affine], nbytes: int) -> np.ndarray:
         """Byte ids (points, nbytes) of the tags whose components are `comps`."""
+        if comps and uniform_key(comps[0]) == (PRODUCT, ()):
+            laid = self._product_bytes(comps, nbytes)
+            if laid is not None:
+                return laid
         if all(type(c) is Uniform or all(t.min() == t.max() for t in c.terms.values()) for c in comps):
             # every point shares each component's symbolic part: only the constants vary, and
             # tags of one shape are looked up by their constants alone

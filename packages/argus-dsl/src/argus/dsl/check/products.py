@@ -121,7 +121,8 @@ def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarra
         why = "matmul reads fragment c, which is not fully written"
         check_written(a, op, memory, idx, threads, points, None, why, "c")
     copies = points // a.threads
-    if a.footprint is None or copies[0] == copies[-1]:
+    keys = threads[:, None] * memory.tags.shape[-1] + idx
+    if a.footprint is None or copies[0] == copies[-1] or np.unique(keys).size == keys.size:  # (apart: at once)
         old, _ = a.read_tags(memory, idx, threads, points)
         a.write_tags(memory, idx, accumulated(a, atom, at, bt, old), threads, points, a.site(op))
         return

@@ -82,7 +82,19 @@ def store_tags_rule(a: TagAnalysis, op: D.StoreTagsOp, mask: np.ndarray) -> None
     """`assert_tags(t, fn)`: what every later store into tensor t must carry (`stored_rule`)."""
     target = a.values[op.target]
     a.store_functions[(target.root or target).name] = _tensor_function(a, op, target)
-    a.table.asserted = True
+
+
+_ASSERTING: dict[int, tuple[D.KernelOp, bool]] = {}
+
+
+def asserts_stores(kernel: D.KernelOp) -> bool:
+    """Whether the kernel asserts what stores into some tensor carry (``assert_tags``): then a
+    float zero stored into registers is a cleared accumulator (`argus.verify.products.ZERO`)
+    from the kernel's start, wherever the assertion stands. Remembered per kernel."""
+    found = _ASSERTING.get(id(kernel))
+    if found is None or found[0] is not kernel:
+        found = _ASSERTING[id(kernel)] = (kernel, any(isinstance(op, D.StoreTagsOp) for op in kernel.walk()))
+    return found[1]
 
 
 def stored_rule(a: TagAnalysis, op: Operation, ref: GlobalRef, coords: list[Affine], tags: np.ndarray,

@@ -147,7 +147,7 @@ class Calls:
             return None
         if fn is lang.product:
             raise self.syntax_error(node, "product(a_rows, b_rows, k) only appears as what a tag function returns, "
-                                          "e.g. assert_tags(c, lambda m, n: product((m,), (n,), (range(0, K),)))")
+                                          "e.g. assert_tags(c, lambda m, n: product(a[m], b[n], (range(0, K),)))")
         args = [self.expr(a) for a in node.args]
         name = fn.name
         build = BUILDERS.get(name)

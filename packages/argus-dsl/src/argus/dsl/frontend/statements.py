@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +22,12 @@ from .limits import MAX_UNROLL, MAX_UNROLLED
 from ..ir.passes import unroll
 from .rolling import defined_in, rolled
 from .values import BoundMethod, MustUnroll, PendingSlot, RolledAway, Slot, TensorRef, TileRef, Value, describe, truth
+
+
+def operand_identity(name: str) -> int:
+    """The number a row tag carries for its operand, from the operand's name: the rows of two
+    operands never meet (A's row m is not B's row m), and `product(a[m], b[n], k)` names them."""
+    return zlib.crc32(name.encode())
 
 
 _PRODUCT_MARK = products.PRODUCT
@@ -318,6 +325,9 @@ class Statements:
         target = self.expr(args[0])
         if not isinstance(target, (TensorRef, TileRef)):
             raise self.type_error(args[0], f"tags belong to tensors and tiles, not {describe(target)}")
+        if rows_fn is not None and not isinstance(args[0], ast.Name):
+            raise self.type_error(args[0], "rows= names its operand: tag a tensor or tile by its name "
+                                           "(product(a[m], b[n], ...) refers to the rows by it)")
         if stores and not isinstance(target, TensorRef):
             raise self.type_error(args[0], f"assert_tags states what is stored into a tensor argument, not {describe(target)}")
         rank = len(target.type.shape) if isinstance(target, TensorRef) else target.type.layout.rank
@@ -341,6 +351,8 @@ class Statements:
                     if found and found[0] is _PRODUCT_MARK:
                         raise self.type_error(fn.body, "an operand with rows pairs by plain tag components, not a product")
                     parts = [self.constant_tag(fn.body, products.ROWS), self.constant_tag(fn.body, len(found))]
+                if number == 1:  # a row names its operand too: B's row m is not A's row m
+                    parts.append(self.constant_tag(fn.body, operand_identity(args[0].id)))  # type: ignore[attr-defined]
                 parts += found
             values = [p if isinstance(p, Value) else self.constant_tag(node, p) for p in parts]
             self.emit(D.YieldTagOp.create(operands=[self.materialize(v, node).ssa for v in values]))
@@ -376,15 +388,19 @@ class Statements:
     def product_components(self, call: ast.Call) -> list[Any]:
         """``product(a_rows, b_rows, k)``: (PRODUCT, len(a_rows), *a_rows, len(b_rows), *b_rows,
         pos, *k with range(lo, hi)'s lo at pos, hi)."""
-        usage = ("product(a_rows, b_rows, k) takes A's row components, B's row components and the pair "
-                 "components summed over, one of them a range: product((m,), (n,), (range(0, K),))")
+        usage = ("product(a[rows], b[rows], k) takes A's row and B's row, each named by its operand (as tagged "
+                 "with rows=), and the pair components summed over, one of them a range: "
+                 "product(a[m], b[n], (range(0, K),))")
         if len(call.args) != 3 or call.keywords:
             raise self.type_error(call, usage)
         out: list[Any] = [_PRODUCT_MARK]
         for rows in call.args[:2]:
-            value = self.expr(rows)
+            if not (isinstance(rows, ast.Subscript) and isinstance(rows.value, ast.Name)):
+                raise self.type_error(rows, usage)
+            value = self.expr(rows.slice)
             comps = value if isinstance(value, tuple) else (value,)
-            out += [len(comps), *(self.integer_component(c, rows) for c in comps)]
+            out += [len(comps) + 1, self.constant_tag(rows, operand_identity(rows.value.id)),
+                    *(self.integer_component(c, rows) for c in comps)]
         k = call.args[2]
         elements = k.elts if isinstance(k, ast.Tuple) else [k]
         ranges = [j for j, e in enumerate(elements) if isinstance(e, ast.Call) and isinstance(e.func, ast.Name)

@@ -53,6 +53,8 @@ class ShadowInterpreter(Interpreter):
     def __init__(self, kernel: D.KernelOp, locations: dict[Operation, SourceLocation] | None = None) -> None:
         super().__init__(kernel, locations)
         self.table = TagTable()
+        from ..check.tags import asserts_stores
+        self.table.asserted = asserts_stores(kernel)
         self.tags: dict[SSAValue, np.ndarray] = {}
         self.memories: dict[Any, TagMemory] = {}
         self.sites: list[SourceLocation | None] = []

@@ -30,7 +30,7 @@ import numpy as np
 from xdsl.dialects import arith, math
 from xdsl.ir import Operation
 
-from ..check.arithmetic import INT_RULES, cast_rule, constant_rule, int_op_rule, product_cast
+from ..check.arithmetic import INT_RULES, cast_rule, constant_rule, int_op_rule, product_cast, scale_rule
 from ..check.rules import float_op_rule
 from ..dtypes import DTYPES, DType, boolean
 from ..errors import KernelFault
@@ -414,9 +414,23 @@ for _op_type in (arith.ExtFOp, arith.TruncFOp):
            translate=_translate_cast)
 
 # float results are computed data: the checker's default rule (⊤ unless every input is ⊥)
-for _op_type, _fn in ((arith.AddfOp, np.add), (arith.SubfOp, np.subtract), (arith.MulfOp, np.multiply),
-                      (arith.DivfOp, np.divide)):
+def _shadow_scale(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
+    """A float product or quotient: computed data, or a scaled product (`scale_rule`)."""
+    s.computed(op, frame)
+    if s.table._products is None:
+        return
+    result = op.results[0]
+    kept = s.table.products.scaled(s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs), s.tags[result],
+                                   isinstance(op, arith.MulfOp))
+    if kept is not None:
+        s.tags[result] = kept
+
+
+for _op_type, _fn in ((arith.AddfOp, np.add), (arith.SubfOp, np.subtract)):
     define(_op_type, interpret=_interpret_float(_fn), translate=_translate_binary)
+for _op_type, _fn in ((arith.MulfOp, np.multiply), (arith.DivfOp, np.divide)):
+    define(_op_type, interpret=_interpret_float(_fn), analyze=scale_rule, shadow=_shadow_scale,
+           translate=_translate_binary)
 define(arith.MinimumfOp, interpret=_interpret_float(np.minimum), translate=_translate_minmax)
 define(arith.MaximumfOp, interpret=_interpret_float(np.maximum), translate=_translate_minmax)
 define(arith.NegfOp, interpret=_interpret_unary(np.negative), translate=_translate_negf)

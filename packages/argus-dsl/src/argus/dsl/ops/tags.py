@@ -105,7 +105,6 @@ def _shadow_store_tags(s: ShadowInterpreter, op: D.StoreTagsOp, frame: Frame, ma
     if mask.any():
         tensor = value_of(frame, op.target)
         s.store_functions[buffer_key(tensor)] = (op, tensor)
-        s.table.asserted = True
 
 
 def check_stored(s: ShadowInterpreter, op: Operation, frame: Frame, tensor: TensorValue, byte_indices: np.ndarray,
