@@ -121,7 +121,7 @@ def test_the_cdna_attention_stages_its_tiles_in_lds_with_128_bit_accesses(target
 
 def test_a_kernel_that_asks_for_agprs_accumulates_there(tmp_path: Path) -> None:
     source = (EXAMPLES / "gemm_cdna.py").read_text()
-    edit = "    tag(b, lambda n, k: (k,))\n"
+    edit = "    tag(b, lambda n, k: (k,), rows=lambda n, k: (n,))\n"
     assert edit in source
     path = tmp_path / "gemm_cdna_agprs.py"
     path.write_text(source.replace(edit, edit + "    amd.agprs(32)\n", 1))

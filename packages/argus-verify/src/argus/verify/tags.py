@@ -194,7 +194,7 @@ def resize(tags: np.ndarray, nbytes: int, table: TagTable | None = None) -> np.n
     ⊥, a product stays that product (given the `table`), anything else is computed data (⊤)."""
     if tags.shape[-1] == nbytes:
         return tags
-    if table is not None and table._products is not None:
+    if table is not None and table.asserted:
         laid = table.products.resized(tags, nbytes)
         if laid is not None:
             return laid

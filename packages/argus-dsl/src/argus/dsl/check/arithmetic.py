@@ -240,7 +240,7 @@ def cast_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):
         a.values[op.results[0]] = a.space.opaque(f"float converted at {a.where(op)}", a.n)
     a.computed(op, a.values[op.results[0]])
-    if isinstance(op, (arith.ExtFOp, arith.TruncFOp)) and a.table._products is not None:
+    if isinstance(op, (arith.ExtFOp, arith.TruncFOp)) and a.table.asserted:
         kept = product_cast(a.table, a.tags.get(source), op.results[0])
         if kept is not None:
             a.tags[op.results[0]] = kept
@@ -289,7 +289,7 @@ def scale_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     """A float product or quotient: computed data, except that a product (of matrices) scaled by
     a value holding none stays that product (`argus.verify.products.Products.scaled`)."""
     a.computed(op)
-    if a.table._products is None:
+    if not a.table.asserted:
         return
     lhs, rhs = a.shape(op)[0]
     result = op.results[0]

@@ -259,12 +259,12 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     paths = _after_loop(a, lb, ub)
     a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol,
                 paths=paths)
-    runs = paths.theirs == (None,) or (counter is None and a.table._products is not None
+    runs = paths.theirs == (None,) or (counter is None and a.table.asserted
                                         and a.always_nonnegative(sub_keys(add_keys(ub, (-1, ())), lb)))
     if runs:  # (the solver asked only where products' spans are at stake)
         for m, tags in zip(a.memories, left):
             m.tags[...] = tags
-        if counter is None:
+        if counter is None and a.table.asserted:  # (what products hold at the end: the claims on stores)
             _to_the_last_iteration(a, symbol if settled else rest, lb, ub, step, name)
     if counter is not None:
         _written_by_the_end(a, scope[0], ends)
@@ -421,11 +421,11 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             a.checking = checking and (attempt > 0 or tracking)
             if tracking:
                 a.track(scope)
-            if a.table._products is not None:
+            if a.table.asserted:
                 a.table.products.take_unjoined()
             _run_body(a, op, mask, symbol, counter)
             exposed = a.untrack(scope) if tracking else None
-            respanned = a.spans_entry(base, symbol, lo) if attempt == 0 and a.table._products is not None else None
+            respanned = a.spans_entry(base, symbol, lo) if attempt == 0 and a.table.asserted else None
             if respanned is not None:  # products' entry in its general form: the passes start again from it
                 _forget_pass(a, mark, facts_mark)
                 base = entry = respanned

@@ -129,7 +129,7 @@ class Joins:
         """`join(ours, theirs)`, except where `theirs` (a tag of loop iteration `loop`) equals
         `ours` when the index takes its `first` value: there it is `theirs`."""
         out = join(ours, theirs)
-        if self.table._products is not None:
+        if self.table.asserted:
             self.product_entry(out, ours, theirs, loop, first)
         where = np.flatnonzero((ours > TOP) & (theirs > TOP) & (ours != theirs))
         if where.size == 0:

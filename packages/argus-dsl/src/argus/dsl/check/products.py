@@ -120,6 +120,9 @@ def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarra
     if not written:
         why = "matmul reads fragment c, which is not fully written"
         check_written(a, op, memory, idx, threads, points, None, why, "c")
+    if not a.table.asserted:  # (no claim reads products: computed data, ⊤, as before any)
+        a.write_tags(memory, idx, np.full(idx.shape, TOP, np.int64), threads, points, a.site(op))
+        return
     copies = points // a.threads
     keys = threads[:, None] * memory.tags.shape[-1] + idx
     if a.footprint is None or copies[0] == copies[-1] or np.unique(keys).size == keys.size:  # (apart: at once)
@@ -239,7 +242,8 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
         sites = np.repeat(np.array([a.site(op) for op in products], np.int64), threads.size)[:, None]
         a_all = at[_product_rows(a_of, groups)]
         b_all = bt[_product_rows(b_of, groups)]
-        tags = accumulated(a, atom, a_all, b_all, memory.read(idx, readers))
+        tags = accumulated(a, atom, a_all, b_all, memory.read(idx, readers)) if a.table.asserted else \
+            np.full(idx.shape, TOP, np.int64)
         memory.write(idx, tags, readers, sites)  # (a step outside runs: no journal)
 
 

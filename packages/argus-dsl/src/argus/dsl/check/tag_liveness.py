@@ -389,8 +389,8 @@ def always(w: _Liveness, i: int, live: Live) -> None:
     if w.table.kinds[i] in _PAIRS:
         live.add(w.root(operands[0]))
         live.add(w.root(operands[1]))
-        if w.table.kinds[i] is D.MmaOp:  # its accumulator's tags become the product's (`argus.verify.products`)
-            live.add(w.root(operands[2]))
+        if w.table.kinds[i] is D.MmaOp and w.asserted:  # its accumulator's tags become the product's
+            live.add(w.root(operands[2]))  # (`argus.verify.products`), which claims on stores read
         if w.table.kinds[i] is D.MmaOp:  # it reads the data of every operand, which must have been
             # written: its accumulator (zeroed, say), and its fragments, even where a tag function gave
             # them the tags it compares (the stores before that function then still count as writes)

@@ -404,7 +404,7 @@ def _shadow_float_cast(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
     """A float conversion is computed data, except that products stay products (`product_cast`)."""
     s.computed(op, frame)
     kept = product_cast(s.table, s.value_tags(frame, op.operands[0]), op.results[0]) \
-        if s.table._products is not None else None
+        if s.table.asserted else None
     if kept is not None:
         s.tags[op.results[0]] = kept
 
@@ -417,7 +417,7 @@ for _op_type in (arith.ExtFOp, arith.TruncFOp):
 def _shadow_scale(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
     """A float product or quotient: computed data, or a scaled product (`scale_rule`)."""
     s.computed(op, frame)
-    if s.table._products is None:
+    if not s.table.asserted:
         return
     result = op.results[0]
     kept = s.table.products.scaled(s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs), s.tags[result],
