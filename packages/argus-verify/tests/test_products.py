@@ -68,6 +68,14 @@ def test_a_decider_joins_ends_equal_in_every_launch():
 
 # ---- accumulators ---------------------------------------------------------------------------
 
+def _claimed() -> TagTable:
+    """The table of a kernel that asserts stored tags (``assert_tags``): only there are products
+    followed (elsewhere an accumulator holds computed data)."""
+    table = TagTable()
+    table.asserted = True
+    return table
+
+
 def _ids(table: TagTable, tag: tuple, width: int) -> list[int]:
     e = table.element_id(tag)
     return [2 + e * BYTES + j for j in range(width)]
@@ -93,7 +101,7 @@ def _zeroed(table: TagTable) -> np.ndarray:
 
 
 def test_products_add_up_to_the_product_a_tag_function_writes():
-    table = TagTable()
+    table = _claimed()
     c = _zeroed(table)
     for k0 in (0, 2, 4):
         c = table.products.accumulate(*_operands(table, k0), c, C_INDEX)
@@ -103,7 +111,7 @@ def test_products_add_up_to_the_product_a_tag_function_writes():
 
 
 def test_a_product_of_other_rows_or_a_slice_again_is_no_product():
-    table = TagTable()
+    table = _claimed()
     start = table.products.accumulate(*_operands(table, 0), _zeroed(table), C_INDEX)
     again = table.products.accumulate(*_operands(table, 0), start, C_INDEX)  # k 0..2 summed twice
     assert (again == TOP).all()
@@ -114,7 +122,7 @@ def test_a_product_of_other_rows_or_a_slice_again_is_no_product():
 
 
 def test_an_accumulator_holding_computed_data_or_a_narrow_element_holds_no_product():
-    table = TagTable()
+    table = _claimed()
     computed = np.full((1, 4, 1, 4), TOP, np.int64)
     assert (table.products.accumulate(*_operands(table, 0), computed, C_INDEX) == TOP).all()
     narrow = np.zeros((1, 4, 1, 1), np.int64)
@@ -124,7 +132,7 @@ def test_an_accumulator_holding_computed_data_or_a_narrow_element_holds_no_produ
 def test_an_accumulator_holding_a_constant_or_untagged_data_holds_no_product():
     """Only a cleared accumulator (`ZERO`) starts a product: ⊥ is any constant or untagged data
     (``acc = 1.0``, ``acc = bias[m]``), and the product added to it is not the product."""
-    table = TagTable()
+    table = _claimed()
     assert (table.products.accumulate(*_operands(table, 0), np.zeros((1, 4, 1, 4), np.int64), C_INDEX) == TOP).all()
     mixed = _zeroed(table)
     mixed[0, 1, 0] = BOTTOM
@@ -135,7 +143,7 @@ def test_an_accumulator_holding_a_constant_or_untagged_data_holds_no_product():
 def test_an_operand_read_in_part_is_no_product():
     """The first two bytes of an f32 element laid out at four bytes (a bf16 view of its low
     half) are no element: no product; the same element laid out at two bytes is one."""
-    table = TagTable()
+    table = _claimed()
     a, b = _operands(table, 0)
     table.bytes_of(np.array([(i - 2) // BYTES for i in a[..., 0].reshape(-1).tolist()]), 2)
     assert not (table.products.accumulate(a, b, _zeroed(table), C_INDEX) == TOP).any()
@@ -147,7 +155,7 @@ def test_an_operand_read_in_part_is_no_product():
 def test_no_run_of_a_wider_product_s_bytes_is_a_narrower_product():
     """An f32 accumulator's low or high two bytes (``lo``, a bf16 view of it) are not the product
     at two bytes; the accumulator rounded to bf16 (`resize`) is."""
-    table = TagTable()
+    table = _claimed()
     c = table.products.accumulate(*_operands(table, 0), _zeroed(table), C_INDEX)[0, 0, 0]
     narrow = _expected(table, 0, 0, 0, 2, width=2)
     assert not np.array_equal(c[:2], narrow) and not np.array_equal(c[2:], narrow)
@@ -156,14 +164,14 @@ def test_no_run_of_a_wider_product_s_bytes_is_a_narrower_product():
 
 
 def test_untagged_operands_make_no_product():
-    table = TagTable()
+    table = _claimed()
     a = np.zeros((1, 2, 2, 2), np.int64)
     _, b = _operands(table, 0)
     assert (table.products.accumulate(a, b, np.zeros((1, 4, 1, 4), np.int64), C_INDEX) == TOP).all()
 
 
 def test_products_pair_their_operands_by_the_pair_part_alone():
-    table = TagTable()
+    table = _claimed()
     a, b = _operands(table, 0)
     pa, pb = table.products.pair_bytes(a), table.products.pair_bytes(b)
     assert np.array_equal(pa[0, 0], pb[0, 1])  # A row 0 and B row 1 pair at every k
@@ -171,7 +179,7 @@ def test_products_pair_their_operands_by_the_pair_part_alone():
 
 
 def test_a_product_converted_to_a_narrower_float_is_the_same_product():
-    table = TagTable()
+    table = _claimed()
     c = table.products.accumulate(*_operands(table, 0), _zeroed(table), C_INDEX)
     narrow = resize(c[0, :, 0], 2, table)
     for t in range(4):
@@ -181,7 +189,7 @@ def test_a_product_converted_to_a_narrower_float_is_the_same_product():
 
 
 def test_a_scaled_product_is_that_product_and_a_scaled_nothing_is_still_nothing_summed():
-    table = TagTable()
+    table = _claimed()
     c = table.products.accumulate(*_operands(table, 0), _zeroed(table), C_INDEX)[0, :, 0]
     computed = np.full(c.shape, TOP, np.int64)
     scale = np.full(c.shape, TOP, np.int64)  # a correction factor: computed data
