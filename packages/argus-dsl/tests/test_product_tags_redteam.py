@@ -91,6 +91,15 @@ def test_a_zeroed_accumulator_still_proves(tmp_path, interpreter_only, edits):
     assert check_launch(module.gemm, (1, 1), a, b, c, M, N, K).verdict is Verdict.PROVED
 
 
+def test_an_accumulator_scaled_by_zero_is_not_the_product(tmp_path, interpreter_only):
+    """A scale keeps a product's terms (``alpha * acc``), but a scale by the constant zero leaves
+    none: C is 0."""
+    module = _edited(tmp_path, "times_zero", ("= acc[mi, ni, v]", "= acc[mi, ni, v] * 0.0"))
+    a, b, reference = _operands("bf16")
+    c = np.ones((M, N), np.float32)
+    _never_proved(module, (a, b, c, M, N, K), c, reference)
+
+
 def test_operands_read_as_the_low_halves_of_wider_elements_are_not_the_product(tmp_path, interpreter_only):
     """A and B are f32, read through bf16 views: each bf16 read is the low half of an f32
     element (its low mantissa bits), not the element."""

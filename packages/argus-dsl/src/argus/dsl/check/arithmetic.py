@@ -296,6 +296,24 @@ def scale_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     computed = a.tags.get(result)
     if computed is None:
         return
+    if zeroes(op, lhs, rhs):
+        a.tags[result] = zeroed(a.table, computed)
+        return
     kept = a.table.products.scaled(a.tags.get(lhs), a.tags.get(rhs), computed, isinstance(op, arith.MulfOp))
     if kept is not None:
         a.tags[result] = kept
+
+
+def zeroes(op: Operation, lhs: Any, rhs: Any) -> bool:
+    """Whether a float product or quotient is zero for being scaled by the constant zero
+    (``acc * 0.0``, ``0.0 / x``): nothing summed (`argus.verify.products.ZERO`), not a product."""
+    from .run_plan import float_zero
+
+    return float_zero(lhs) or (isinstance(op, arith.MulfOp) and float_zero(rhs))
+
+
+def zeroed(table: Any, computed: np.ndarray) -> np.ndarray:
+    """`computed` (a scale's tags) where it is zero for a zero scale (`zeroes`): `ZERO`, except
+    where every input is a constant (⊥ stays)."""
+    constant = (computed == 0).all(axis=-1, keepdims=True)
+    return np.where(constant, computed, table.products.zero_bytes(computed.shape[-1]))

@@ -30,7 +30,16 @@ import numpy as np
 from xdsl.dialects import arith, math
 from xdsl.ir import Operation
 
-from ..check.arithmetic import INT_RULES, cast_rule, constant_rule, int_op_rule, product_cast, scale_rule
+from ..check.arithmetic import (
+    INT_RULES,
+    cast_rule,
+    constant_rule,
+    int_op_rule,
+    product_cast,
+    scale_rule,
+    zeroed,
+    zeroes,
+)
 from ..check.rules import float_op_rule
 from ..dtypes import DTYPES, DType, boolean
 from ..errors import KernelFault
@@ -420,6 +429,9 @@ def _shadow_scale(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
     if not s.table.asserted:
         return
     result = op.results[0]
+    if zeroes(op, op.lhs, op.rhs):
+        s.tags[result] = zeroed(s.table, s.tags[result])
+        return
     kept = s.table.products.scaled(s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs), s.tags[result],
                                    isinstance(op, arith.MulfOp))
     if kept is not None:
