@@ -152,8 +152,10 @@ def test_a_loop_settles_as_it_does_when_its_whole_entry_state_is_built(name, mon
     assert cheap.verdict is whole.verdict is Verdict.PROVED, cheap.text()
     assert sorted(walked.obligations.pending) == sorted(built.obligations.pending)
     assert walked.facts == built.facts and walked.replay_facts == built.replay_facts
-    # (the other loops' first pass reads nothing before writing it: `_carries_nothing`)
-    assert (False in answers) == (name in {"flash_attention", "gemm_sm80", "gemm_sm90"})
+    # (the other loops' first pass reads nothing before writing it, `_carries_nothing`, or carries
+    # an accumulator's product, a k span the next iteration continues: flash attention's O, the
+    # GEMMs' C; gemm_sm90's pipeline is peeled at once)
+    assert (False in answers) == (name in {"gemm_sm80"})
 
 
 @kernel(block=(32,), verify=False)
@@ -229,8 +231,10 @@ def test_a_timed_walk_times_every_step_of_the_plan_and_finds_the_same(name):
     loops = [loop for loop in preparation.table.of_kind(scf.ForOp) if not is_unrolled(loop)]
     blocks = [compiled.op.body.block] + [loop.body.block for loop in loops]
     steps = [s for block in blocks for s in preparation.steps(block) if not isinstance(s, scf.ForOp) or is_unrolled(s)]
-    # each step once: a runtime loop's steps inside it, a static loop kept rolled as one step
-    assert set(timed.step_times) == {id(s) for s in steps}
+    # each step once: a runtime loop's steps inside it, a static loop kept rolled as one step;
+    # the ops of a run walked again op by op (its copies read tiles of another layout each: the
+    # loads of flash attention's O for its asserted store) are timed as steps too
+    assert {id(s) for s in steps} <= set(timed.step_times)
     assert all(step is s for s in steps for step, _ in [timed.step_times[id(s)]])
     assert all(seconds > 0 for _, seconds in timed.step_times.values())
     plain = TagAnalysis(compiled.op, compiled.locations, None, preparation).run()
@@ -264,9 +268,10 @@ def test_a_pipeline_is_peeled_at_once_and_walked_once_for_its_first_iteration_an
     assert _checked_loop(monkeypatch, "gemm_sm80") == (True, 2)
 
 
-@pytest.mark.parametrize("name, walks", [("gemm", 1), ("attention_cdna", 2)])
+@pytest.mark.parametrize("name, walks", [("gemm", 2), ("attention_cdna", 2)])
 def test_a_loop_whose_shared_tiles_nothing_fills_before_it_is_not_peeled(monkeypatch, name, walks):
-    """GEMM zeroes its accumulators before its loop (constants) and loads its tiles only in it;
-    `attention_cdna` prefetches K and V into registers before its loop and in it, with tags the
-    loop index does not change: peeling would only cost (its loop settles in two walks)."""
+    """GEMM zeroes its accumulators before its loop and loads its tiles only in it (its loop
+    settles in two walks: the first finds the product's k span growing, the second from the
+    span's general form); `attention_cdna` prefetches K and V into registers before its loop and
+    in it, with tags the loop index does not change: peeling would only cost."""
     assert _checked_loop(monkeypatch, name) == (False, walks)
