@@ -18,13 +18,16 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 M = N = 64
 K = 32
 
+from test_product_tags import CLAIM  # noqa: E402
+
 pytestmark = pytest.mark.usefixtures("no_result_cache")
 
 
 def _edited(tmp_path: Path, name: str, *edits: tuple[str, str]):
-    """examples/gemm.py with each (old, new) edit made (each old text once in it)."""
+    """examples/gemm.py making its product claim (`test_product_tags.CLAIM`), with each (old,
+    new) edit made (each old text once in it)."""
     source = (EXAMPLES / "gemm.py").read_text()
-    for old, new in edits:
+    for old, new in (*CLAIM, *edits):
         assert source.count(old) == 1, old
         source = source.replace(old, new)
     path = tmp_path / f"{name}.py"
