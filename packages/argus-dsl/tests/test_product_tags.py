@@ -85,6 +85,19 @@ def test_every_store_of_a_wider_view_is_checked_element_by_element(tmp_path):
     from argus.dsl.check.verification import verify_kernel
 
     source = (EXAMPLES / "gemm_tma.py").read_text()
+    for old, new in (("        tag(a, lambda m, k: (k,))  # the product pairs A[m, k] with B[n, k]: the tags say which k\n"
+                      "        tag(b, lambda n, k: (k,))\n",
+                      "        tag(a, lambda m, k: (k,), rows=lambda m, k: (m,))\n"
+                      "        tag(b, lambda n, k: (k,), rows=lambda n, k: (n,))\n"
+                      "        assert_tags(c, lambda m, n: product(a[m], b[n], (range(0, K),)))\n"),
+                     ("    Tensor,\n", "    Tensor,\n    assert_tags,\n    product,\n")):
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    right = tmp_path / "gemm_tma_claimed.py"
+    right.write_text(source)
+    constants = load_module(right).example_gemm_tma(np.random.default_rng(0)).constants
+    proved = verify_kernel_of(right, constants)
+    assert proved.verdict is Verdict.PROVED, proved.text()
     wrong = source.replace("pairs[row, ((pair // 4) ^ (row % 8)) * 4 + pair % 4] = concat(bf16(acc[2 * p, half]),\n"
                            "                                                                             bf16(acc[2 * p + 1, half]))",
                            "pairs[row, ((pair // 4) ^ (row % 8)) * 4 + pair % 4] = concat(bf16(acc[2 * p + 1, half]),\n"
@@ -97,6 +110,12 @@ def test_every_store_of_a_wider_view_is_checked_element_by_element(tmp_path):
     result = verify_kernel(module.gemm_tma.specialize(**constants), "gemm_tma")
     assert result.verdict is Verdict.VIOLATED, result.text()
     assert "product of" in str(result.witnesses[0]["lhs tag"])
+
+
+def verify_kernel_of(path: Path, constants: dict) -> object:
+    from argus.dsl.check.verification import verify_kernel
+
+    return verify_kernel(load_module(path).gemm_tma.specialize(**constants), "gemm_tma")
 
 
 def test_an_accumulator_restarted_under_a_branch_is_never_proved(tmp_path):
