@@ -21,7 +21,7 @@ import numpy as np
 from argus.layout import ComposedLayout, Layout
 from xdsl.dialects import arith, builtin, math, scf
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -525,6 +525,16 @@ class SliceOp(IRDLOperation):
     result = result_def(TileType)
 
 
+def captured_by(block: Block) -> list[SSAValue]:
+    """The values a tag function's body uses from outside it."""
+    inside = set(block.args)
+    out = []
+    for inner in block.ops:
+        inside.update(inner.results)
+        out.extend(v for v in inner.operands if v not in inside)
+    return out
+
+
 @irdl_op_definition
 class TagOp(IRDLOperation):
     """Attach a tag function to a tensor or tile: the body maps an element's coordinates (its
@@ -536,12 +546,7 @@ class TagOp(IRDLOperation):
 
     def captured(self) -> list[SSAValue]:
         """The values the body uses from outside it (loop indices, sizes, variables' loads)."""
-        inside = set(self.body.block.args)
-        out = []
-        for inner in self.body.block.ops:
-            inside.update(inner.results)
-            out.extend(v for v in inner.operands if v not in inside)
-        return out
+        return captured_by(self.body.block)
 
 
 @irdl_op_definition
@@ -555,12 +560,7 @@ class StoreTagsOp(IRDLOperation):
 
     def captured(self) -> list[SSAValue]:
         """The values the body uses from outside it (loop indices, sizes, variables' loads)."""
-        inside = set(self.body.block.args)
-        out = []
-        for inner in self.body.block.ops:
-            inside.update(inner.results)
-            out.extend(v for v in inner.operands if v not in inside)
-        return out
+        return captured_by(self.body.block)
 
 
 @irdl_op_definition

@@ -151,11 +151,7 @@ class ShadowInterpreter(Interpreter):
         op, root = found
         width = root.dtype.nbytes
         flat = byte_indices.reshape(-1) // width  # root elements, row-major; rows past the last allowed
-        coords, rest = [], flat
-        for n in reversed(root.array.shape[1:]):
-            coords.append(rest % n)
-            rest = rest // n
-        coords = [rest, *reversed(coords)]
+        coords = row_major(flat, root.array.shape)
         # a tensor's tag function gives every thread the same tags (the checker requires it)
         components = self.evaluate_tag_function(op, frame, coords, threads[:1])  # (1, bytes)
         rows = np.stack([c[0] for c in components], axis=-1) if components else np.zeros((flat.size, 0), np.int64)
@@ -222,6 +218,16 @@ class ShadowInterpreter(Interpreter):
         if isinstance(target, TensorValue):
             return list(np.unravel_index(np.arange(target.array.size), target.array.shape, order="F"))
         return tile_coordinates(target.layout)
+
+
+def row_major(flat: np.ndarray, shape: Sequence[int]) -> list[np.ndarray]:
+    """The coordinates of row-major element indices `flat` of a tensor of `shape` (the first
+    not reduced: rows past the last stay rows)."""
+    coords, rest = [], flat
+    for n in reversed(shape[1:]):
+        coords.append(rest % n)
+        rest = rest // n
+    return [rest, *reversed(coords)]
 
 
 def _buffer_key(tensor: TensorValue) -> tuple[str, int]:

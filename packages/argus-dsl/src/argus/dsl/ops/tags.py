@@ -35,7 +35,7 @@ from ..frontend.values import TileRef, Value
 from ..ir import dialect as D
 from ..ir.registry import builtin, define
 from ..machine.interpreter import Frame, Interpreter, TensorValue, TileValue, scalars, value_of
-from ..machine.shadow import ShadowInterpreter, buffer_key
+from ..machine.shadow import ShadowInterpreter, buffer_key, row_major
 
 if TYPE_CHECKING:
     from ..llvm import Translator
@@ -118,11 +118,7 @@ def check_stored(s: ShadowInterpreter, op: Operation, frame: Frame, tensor: Tens
     function, root = found
     width = root.dtype.nbytes
     flat = byte_indices[:, ::width] // width  # the root's elements each store writes (threads, parts), row-major
-    coords, rest = [], flat.reshape(-1)
-    for n in reversed(root.array.shape[1:]):
-        coords.append(rest % n)
-        rest = rest // n
-    coords = [rest, *reversed(coords)]
+    coords = row_major(flat.reshape(-1), root.array.shape)
     # asserted tags give every thread the same tags (the checker requires it): one evaluation
     components = s.evaluate_tag_function(function, frame, coords, threads[:1])  # (1, elements)
     rows = np.stack([c[0] for c in components], axis=-1) if components else np.zeros((flat.size, 0), np.int64)
