@@ -27,7 +27,7 @@ from .access import (
     tile_bounds_rule,
     view_rule,
 )
-from .arithmetic import cast_rule, constant_rule, dim_rule, int_op_rule, integer_constant, numeric_rule
+from .arithmetic import cast_rule, constant_rule, dim_rule, int_op_rule, integer_constant, numeric_rule, scale_rule
 from .initialization import written
 from .op_table import OpTable
 from .product_reads import asynchronous_groups, operand_allocations
@@ -503,14 +503,14 @@ class Preparation:
 #: Rules of ops that may sit in a straight run whose copies run together (`batching`): they
 #: compute values, access tiles and global tensors, or compare tags (assertions, products);
 #: what they report the plain walk finds again.
-_RUN_RULES: set[Any] = {int_op_rule, constant_rule, cast_rule, float_op_rule, load_rule, store_rule, same_bytes_rule, concat_rule, extract_rule,
-                        byte_perm_rule, view_rule, dim_rule, computed_rule, mma_rule, assert_rule}
+_RUN_RULES: set[Any] = {int_op_rule, constant_rule, cast_rule, float_op_rule, scale_rule, load_rule, store_rule, same_bytes_rule,
+                        concat_rule, extract_rule, byte_perm_rule, view_rule, dim_rule, computed_rule, mma_rule, assert_rule}
 
 
 #: Rules whose op may run over several copies' points at once (values computed per point;
 #: tiles read and written per thread).
-_COPY_RULES: set[Any] = {int_op_rule, float_op_rule, load_rule, store_rule, same_bytes_rule, concat_rule, extract_rule, byte_perm_rule, computed_rule,
-                         view_rule, mma_rule, assert_rule}
+_COPY_RULES: set[Any] = {int_op_rule, float_op_rule, scale_rule, load_rule, store_rule, same_bytes_rule, concat_rule, extract_rule,
+                         byte_perm_rule, computed_rule, view_rule, mma_rule, assert_rule}
 
 
 _TILE_ACCESSES = (D.LoadOp, D.StoreOp, D.StoreAtOp, D.MmaOp, D.TagAssertOp)
