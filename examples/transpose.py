@@ -6,14 +6,21 @@ XOR swizzle ``Sw<5,0,5>`` places element (r, c) at column ``c ^ r``, so the 32 t
 one column touch 32 different banks. Blocks on the edge of the matrix stage clamped
 coordinates (the last row or column again), so the tile is always whole.
 
-The tag assertion states the point of the kernel: after the round trip through shared memory,
-the elements a thread holds are the source elements of the transposed position it writes.
+Two claims state the point of the kernel. ``assert_tags(dst, ...)``: every element stored at
+``dst[r, c]`` is ``src[c, r]``. The store runs under the guard ``r < cols and c < rows``, and the
+checker takes that guard as a fact of the thread that stores: there the clamps are no-ops, so
+the element staged as ``src[min(c, rows - 1), min(r, cols - 1)]`` is ``src[c, r]``; a thread the
+guard stops stores nothing, and its clamped element is not compared. The assertion on ``got``
+says it in registers, for every thread (clamped ones included): after the round trip through
+shared memory, the elements a thread holds are the source elements of the transposed position
+it writes.
 """
 
 import numpy as np
 from argus.dsl import (
     Problem,
     Tensor,
+    assert_tags,
     block_idx,
     f32,
     kernel,
@@ -42,6 +49,7 @@ def transpose(src: Tensor[f32, "rows", "cols"], dst: Tensor[f32, "cols", "rows"]
     row0 = block_idx.y * TILE
     col0 = block_idx.x * TILE
     tag(src, lambda r, c: (r, c))
+    assert_tags(dst, lambda r, c: (c, r))  # dst[r, c] holds src[c, r]: checked at every store into dst
     tag(want, lambda k: (min(row0 + tx, rows - 1), min(col0 + ty + k * ROWS_PER_PASS, cols - 1)))
     for k in static_range(PASSES):
         r = min(row0 + ty + k * ROWS_PER_PASS, rows - 1)

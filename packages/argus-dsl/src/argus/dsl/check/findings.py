@@ -12,10 +12,17 @@ launch is the witness, replayed like every other; where none does, there is no f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from argus.verify.obligations import Candidate
+import numpy as np
+from argus.verify.affine import Key, Space, add_keys, distinct_rows, scale_key, sub_keys
+from argus.verify.obligations import Candidate, Describe, _definitely_different, _key, _raw_tag
+from argus.verify.tags import BOTTOM, BYTES, TOP
 
 from .initialization import Conjunction
+
+if TYPE_CHECKING:
+    from .analysis import TagAnalysis
 
 MAX_ALTERNATIVES = 256
 """Alternatives of one finding (per thread and condition) before they are weakened to one that
@@ -44,3 +51,171 @@ class Conditional(Candidate):
         self.condition = list(self.alternatives[alternative])
         self.point = self.points[alternative]
         self.model = model
+
+
+@dataclass
+class GuardedComparison(Conditional):
+    """A tag comparison made under branches on runtime conditions (an asserted store or a tag
+    assertion inside ``if``s): a finding in the launches where a thread takes the branches' sides
+    that get there and its tags are wrong. Each alternative is such a thread's path with the way
+    its tags are wrong, and keeps the place, the description and the tags its witness shows."""
+
+    places: list[tuple[int, int, Describe, Any, Any]] = field(default_factory=list)
+    seen: set[Conjunction] = field(default_factory=set)
+
+    def include(self, alternative: Conjunction, place: tuple[int, int, Describe, Any, Any]) -> None:
+        """One more way the comparison fails (another thread, element or copy). Kept whole,
+        never weakened: a weaker alternative would stand where the comparison holds."""
+        if alternative not in self.seen:
+            self.seen.add(alternative)
+            self.alternatives.append(alternative)
+            self.points.append(place[0])
+            self.places.append(place)
+
+    def choose(self, alternative: int, model: dict[int, int]) -> None:
+        super().choose(alternative, model)
+        self.point, self.element, self.describe, self.lhs, self.rhs = self.places[alternative]
+
+
+def compare(a: TagAnalysis, site: str, lhs: np.ndarray, rhs: np.ndarray, equal: bool, describe: Describe,
+            points: np.ndarray, count: int = 1) -> None:
+    """``tag(lhs) == tag(rhs)`` (or ``!=``) for arrays of byte ids (rows of `points`, elements,
+    bytes), made where the walk is now. Outside branches on runtime conditions, an obligation of
+    every launch (`Obligations.compare`). Inside, each point's comparison binds only in the
+    launches where its thread takes the sides that get here (`TagAnalysis.linear_path`): a store
+    under ``if r < cols`` is compared where ``r < cols`` holds for that thread, and where no
+    launch takes its path, not at all (`GuardedComparison`)."""
+    if not a.branches:
+        a.obligations.compare(site, lhs, rhs, equal, describe, count=count)
+        return
+    empty = lhs[:0]
+    a.obligations.compare(site, empty, empty, equal, describe, count=count)  # (counted, and the site reached)
+    unwritten = ((lhs == BOTTOM) | (rhs == BOTTOM)).any(axis=-1)
+    conflicting = ((lhs == TOP) | (rhs == TOP)).any(axis=-1) & ~unwritten
+    shifted = ((lhs - 2) % BYTES != (rhs - 2) % BYTES).any(axis=-1)  # bytes of other places in their elements
+    concrete = ~(unwritten | conflicting)
+    suspect = concrete & ~(lhs == rhs).all(axis=-1) if equal else concrete & ~shifted
+    wrong = unwritten | conflicting | suspect
+    if not wrong.any():
+        return
+    rows = np.flatnonzero(wrong.any(axis=1))
+    taken, path_of = _paths(a, rows, points[rows], lhs.shape[0])
+    if not taken:
+        return
+    wrong &= (path_of >= 0)[:, None]
+    tags = a.table.tags
+    for kind, where in (("unwritten", unwritten & wrong), ("conflicting", conflicting & wrong)):
+        for path in np.unique(path_of[where.any(axis=1)]).tolist():
+            p, e = np.argwhere(where & (path_of == path)[:, None])[0].tolist()
+            _finding(a, site, kind).include(taken[path], (p, e, describe, _raw_tag(a.table, lhs[p, e]),
+                                                          _raw_tag(a.table, rhs[p, e])))
+    suspect &= wrong
+    if not suspect.any():
+        return
+    # each distinct (path, pair of element rows) is judged once, its first (point, element) standing for it
+    at = np.argwhere(suspect)
+    nbytes = lhs.shape[-1]
+    forms, _, first = distinct_rows(np.concatenate([path_of[at[:, 0]][:, None], (lhs[suspect] - 2) // BYTES,
+                                                    (rhs[suspect] - 2) // BYTES, shifted[suspect][:, None]], axis=1))
+    for form, f in zip(forms.tolist(), first.tolist()):
+        path, lhs_el, rhs_el, moved = taken[form[0]], form[1:nbytes + 1], form[nbytes + 1:-1], form[-1]
+        unit = tuple(dict.fromkeys((x, y) for x, y in zip(lhs_el, rhs_el) if x != y))
+        p, e = at[f].tolist()
+        apart = [(x, y) for x, y in unit if _definitely_different(tags[x], tags[y])]
+        if equal:
+            if moved or apart:  # wrong in every launch taking the path
+                x, y = apart[0] if apart else (lhs_el[0], rhs_el[0])
+                ways = [path]
+                pair = [(x, y)] * len(ways)
+            else:  # wrong where some component of some byte's pair differs
+                pair = [(x, y) for x, y in unit for _ in tags[x]]
+                ways = [path + (("ne0", sub_keys(_key(u), _key(v))),) for x, y in unit for u, v in zip(tags[x], tags[y])]
+        else:
+            if apart:
+                continue  # some byte differs in every launch: never equal
+            # wrong where every byte's pair is equal in every component (the same bytes: wherever the path is taken)
+            ways = [path + tuple(("eq0", sub_keys(_key(u), _key(v))) for x, y in unit
+                                 for u, v in zip(tags[x], tags[y]))]
+            pair = [unit[0] if unit else (lhs_el[0], lhs_el[0])]
+        for way, (x, y) in zip(ways, pair):
+            kept = a.initialization.simplified(_clamps_resolved(a.space, way, len(path)))
+            if kept is not None:
+                _finding(a, site, "violated").include(kept, (p, e, describe, tags[x], tags[y]))
+
+
+def _paths(a: TagAnalysis, rows: np.ndarray, points: np.ndarray, count: int) -> tuple[list[Conjunction], np.ndarray]:
+    """The paths of `points` (rows `rows` of `count`) as `GlobalAccess.linear_path` writes them,
+    each simplified: the distinct ones, and each row's place among them (-1 for a row whose
+    path no launch takes, and for rows not asked about). Worked out per distinct form of each
+    branch's condition, not per point (a guard on a thread's own coordinates has a form per thread)."""
+    from .bounds import _linear  # (bounds reports through this module)
+
+    threads = a.thread_of(points) % a.threads
+    places, linear = [], []
+    for condition, kind in a.branches:
+        forms, inverse = condition.forms()
+        index = np.where((len(condition) > points) & (len(condition) != a.threads), points, threads)
+        places.append(np.reshape(inverse, -1)[index])
+        linear.append([tuple(_linear(a.space, kind, form)) for form in forms])
+    combos, which = np.unique(np.stack(places, axis=1), axis=0, return_inverse=True)
+    paths: dict[Conjunction, int] = {}
+    place = np.full(len(combos), -1, np.int64)
+    for c, combo in enumerate(combos.tolist()):
+        path = a.initialization.simplified(sum((linear[b][f] for b, f in enumerate(combo)), ()))
+        if path is not None:  # (None: a side no launch takes there)
+            place[c] = paths.setdefault(path, len(paths))
+    path_of = np.full(count, -1, np.int64)
+    path_of[rows] = place[np.reshape(which, -1)]
+    return list(paths), path_of
+
+
+def _clamps_resolved(space: Space, conjunction: Conjunction, facts: int) -> Conjunction:
+    """`conjunction` with, in its comparisons after the first `facts` (a path's), each ``min``
+    and ``max`` that those facts decide replaced by the side it takes (``min(x, y)`` is x where
+    they give ``y − x ≥ 0``): a clamp that the guard around a store keeps from clamping is the
+    value it clamps, and a tag compared with that value needs no solver. The same launches
+    satisfy both."""
+    least: dict[tuple[tuple[int, int], ...], int] = {}
+    for kind, (const, terms) in conjunction[:facts]:
+        if kind == "ge0":  # Σ terms + const ≥ 0
+            least[terms] = min(const, least.get(terms, const))
+
+    def holds(key: Key) -> bool:  # whether key ≥ 0 follows from the facts
+        bound = least.get(key[1]) if key[1] else 0
+        return bound is not None and key[0] >= bound
+
+    out = list(conjunction[:facts])
+    for kind, key in conjunction[facts:]:
+        found = True
+        while found:
+            found = False
+            for atom, coefficient in key[1]:
+                clamp = space.atoms[atom]
+                if clamp.kind not in ("min", "max"):
+                    continue
+                x, y = clamp.args
+                low, high = (x, y) if holds(sub_keys(y, x)) else (y, x) if holds(sub_keys(x, y)) else (None, None)
+                if low is not None:
+                    taken = low if clamp.kind == "min" else high
+                    key = add_keys(sub_keys(key, (0, ((atom, coefficient),))), scale_key(taken, coefficient))
+                    found = True
+                    break
+        out.append((kind, key))
+    return tuple(out)
+
+
+def _finding(a: TagAnalysis, site: str, kind: str) -> GuardedComparison:
+    """The guarded comparisons' finding of `kind` at `site` in the runtime loops walked now (one,
+    gathering the alternatives of every walk that makes it), made when its first alternative is."""
+    scope = a.obligations.scope
+    for c in a.obligations.candidates:
+        if type(c) is GuardedComparison and c.site == site and c.kind == kind and c.scope == scope:
+            return c
+    found = GuardedComparison(site, kind, 0, 0, _nothing, scope=scope)
+    a.obligations.candidates.append(found)
+    return found
+
+
+def _nothing(point: int, element: int, model: dict[int, int]) -> dict[str, Any]:
+    """The description of a finding no alternative was chosen for (never shown: `choose` sets it)."""
+    return {}

@@ -16,6 +16,7 @@ from ..machine.interpreter import tile_coordinates
 from ..ir import dialect as D
 from .access import fragment_bytes
 from .copies import CannotBatch, TileCopies
+from .findings import compare
 from .initialization import written
 from .products import memory_of, point_fragments
 from .reports import describer
@@ -125,7 +126,7 @@ def stored_rule(a: TagAnalysis, op: Operation, ref: GlobalRef, coords: list[Affi
         w["element"] = tuple(a.space.evaluate(c.row(point), model) for c in rows[element])
         return w
 
-    a.obligations.compare(site, lhs, rhs, True, describe, count=a.n // a.threads)
+    compare(a, site, lhs, rhs, True, describe, points, count=a.n // a.threads)
 
 
 def _stored_elements(a: TagAnalysis, op: Operation, ref: GlobalRef, coords: list[Affine]) -> list[list[Affine]]:
@@ -237,7 +238,7 @@ def assert_rule(a: TagAnalysis, op: D.TagAssertOp, mask: np.ndarray) -> None:
     site = a.reach(str(a.where(op)))
     describe = describer(a, op, site, threads, coordinates=coordinates, sites=(lsites, rsites), tags=(lhs, rhs),
                           message=op.message.data)
-    a.obligations.compare(site, lhs, rhs, op.kind.data == "eq", describe, count=a.n // a.threads)
+    compare(a, site, lhs, rhs, op.kind.data == "eq", describe, points, count=a.n // a.threads)
 
 
 def _layout_of(value: Any) -> Any:
