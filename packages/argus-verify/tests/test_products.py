@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from argus.verify.products import PRODUCT, ROWS, canonical, joined, span_of
+from argus.verify.products import PRODUCT, ROW_PART, ROWS, canonical, joined, layout, span_of
 from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, resize
 
 
@@ -176,6 +176,53 @@ def test_products_pair_their_operands_by_the_pair_part_alone():
     pa, pb = table.products.pair_bytes(a), table.products.pair_bytes(b)
     assert np.array_equal(pa[0, 0], pb[0, 1])  # A row 0 and B row 1 pair at every k
     assert not np.array_equal(a[0, 0], b[0, 1])  # (their whole tags differ by their rows)
+
+
+def _laid_operands(table: TagTable, k0: int, width: int = 2):
+    """`_operands` as memory holds them: through the table (`TagTable.bytes_of`), which lays an
+    operand with rows out as its pair and its row part."""
+    def matrix(row):
+        tags = [[(ROWS, 1, k0 + k, row(i)) for k in range(2)] for i in range(2)]
+        elements = np.array([[table.element_id(t) for t in line] for line in tags])
+        return table.bytes_of(elements.reshape(-1), width).reshape(1, 2, 2, width)
+    return matrix(lambda m: m), matrix(lambda n: 10 + n)
+
+
+def test_an_operand_with_rows_is_laid_out_as_its_pair_and_its_row_part():
+    """Even bytes carry the pair tag itself, odd bytes the row part: a tile of A holds rows + k
+    elements, not rows × k; one byte wide, the element stays whole."""
+    table = _claimed()
+    ids = table.bytes_of(np.array([table.element_id((ROWS, 1, 7, 3))]), 2)[0]
+    assert np.array_equal(ids, layout(table.element_id((7,)), table.element_id((ROW_PART, 3)), 2))
+    assert np.array_equal(table.products.pair_bytes(ids[None])[0], _ids(table, (7,), 2))  # (as pairing-only tags)
+    assert table.bytes_of(np.array([table.element_id((ROWS, 1, 7, 3))]), 1)[0, 0] == _ids(table, (ROWS, 1, 7, 3), 1)[0]
+    a, _ = _laid_operands(table, 0)
+    assert len(np.unique((a[a > TOP] - 2) // BYTES)) == 2 + 2  # (two k, two rows)
+
+
+def test_laid_out_operands_add_up_as_whole_ones_do():
+    table = _claimed()
+    c = _zeroed(table)
+    for k0 in (0, 2, 4):
+        c = table.products.accumulate(*_laid_operands(table, k0), c, C_INDEX)
+    for t in range(4):
+        assert np.array_equal(c[0, t, 0], _expected(table, t % 2, t // 2, 0, 6)), table.element_tag(c[0, t, 0])
+    a, b = _laid_operands(table, 0)
+    assert table.element_tag(a[0, 1, 0]) == "pair (0,) rows (1,)"
+    assert (table.products.accumulate(b, b, _zeroed(table), C_INDEX) != TOP).all()  # (B·Bᵀ: B's rows twice)
+    assert not np.array_equal(table.products.accumulate(b, b, _zeroed(table), C_INDEX),
+                              table.products.accumulate(a, b, _zeroed(table), C_INDEX))
+
+
+def test_a_row_part_apart_from_its_pair_pairs_with_nothing():
+    """Bytes of laid-out operands read at another width (two bf16 operands as one u32, the odd
+    bytes of one alone) are no operand: they pair with nothing and make no product."""
+    table = _claimed()
+    a, b = _laid_operands(table, 0)
+    wide = a.reshape(1, 2, 1, 4)  # (A's two k of a row read as one four-byte element)
+    assert (table.products.pair_bytes(a[..., 1:])[..., 0] == TOP).all()
+    c = np.broadcast_to(table.products.zero_bytes(4), (1, 4, 1, 4)).copy()
+    assert (table.products.accumulate(wide, b.reshape(1, 2, 1, 4), c, C_INDEX) == TOP).all()
 
 
 def test_a_product_converted_to_a_narrower_float_is_the_same_product():

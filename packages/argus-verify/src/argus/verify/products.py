@@ -6,7 +6,10 @@ Everything lives in the ordinary `TagTable`, so memories stay integer arrays:
 
 - An operand tag with a row part, ``tag(a, lambda m, k: (k,), rows=lambda m, k: (m,))``, is the
   element ``(ROWS, npair, *pair, *rows)``. A product pairs A and B by the pair part only; the
-  row part travels to the accumulator.
+  row part travels to the accumulator. In memory its bytes alternate, as an accumulator's do
+  (`layout`), between the pair tag itself (even bytes) and ``(ROW_PART, *rows)`` (odd bytes):
+  a tile of A holds as many elements as rows plus k values, not rows times k, which is what
+  a loop's renaming and joins pay for. A one-byte operand keeps the whole element.
 - A *span* is a set of pair tags: ``(pos, *pair_at_lo, hi)``, the tags equal to ``pair_at_lo``
   except at component `pos`, which runs over ``[lo, hi)`` (``lo`` sits at `pos`). A single pair
   tag is the point ``(-1, *pair, 0)`` (its running component is not known yet).
@@ -47,13 +50,16 @@ ROWS = _BASE - 4
 EMPTY = _BASE - 5
 """The tag of nothing summed yet, scaled (``0.0 · correction``): an accumulator as a constant
 leaves it (⊥), which a scale would otherwise make computed data."""
-MARKS = (PRODUCT, PRODUCT_A, PRODUCT_B, ROWS, EMPTY)
+ROW_PART = _BASE - 7
+"""First component of the element an operand's odd bytes carry: its row part (`ROWS`)."""
+MARKS = (PRODUCT, PRODUCT_A, PRODUCT_B, ROWS, EMPTY, ROW_PART)
 ZERO = _BASE - 6
 """The tag of a float zero stored into registers where products are in play: an accumulator
 cleared, from which a product starts. Any other constant, and untagged data, are ⊥, which no
 product starts from (``acc = 1.0`` or ``acc = bias[m]`` then summing A·B is not A·B)."""
 
 _BYTES = 64  # (argus.verify.tags.BYTES: byte k of element e has id 2 + e·BYTES + k)
+TOP_ID = 1  # (argus.verify.tags.TOP)
 _LAST = _BYTES - 1
 """Where a product's last byte sits in its element (`layout`)."""
 
@@ -201,6 +207,8 @@ def text(tag: tuple[Any, ...], describe: Any = None) -> Any:
         return "nothing summed yet (scaled)"
     if tag[0] == ZERO:
         return "zero (nothing summed)"
+    if tag[0] == ROW_PART:  # (an operand's odd bytes: its even bytes carry the pair)
+        return f"rows {tuple(map(show, tag[1:]))}"
     if tag[0] == PRODUCT_A:  # (one byte's element of a product: its other bytes tell the rest)
         return f"product of A rows {tuple(map(show, tag[1:]))}"
     if tag[0] == PRODUCT_B and len(tag) > 2 and isinstance(tag[1], int):
@@ -255,19 +263,43 @@ class Products:
         elements, inverse = np.unique(ids, return_inverse=True)
         concrete = elements > 1
         e = (elements[concrete] - 2) // _BYTES
-        pairs = np.fromiter((self._parts(x)[0] for x in e.tolist()), np.int64, e.size)
+        parts = np.array([self._parts(x) for x in e.tolist()], np.int64).reshape(-1, 2)
+        pairs = np.where(parts[:, 0] >= 0, parts[:, 0], 0)
         mapped = elements.copy()
         mapped[concrete] = np.where(e == self.table._ids.get((ZERO,), -1), 0,  # (a zero pairs with anything, as ⊥)
-                                    2 + pairs * _BYTES + (elements[concrete] - 2) % _BYTES)
-        return mapped[inverse].reshape(ids.shape)  # type: ignore[no-any-return]
+                                    np.where(parts[:, 0] >= 0, 2 + pairs * _BYTES + (elements[concrete] - 2) % _BYTES,
+                                             TOP_ID))  # (a row part apart from its pair: no pair)
+        out = mapped[inverse].reshape(ids.shape)
+        if ids.ndim and ids.shape[-1] >= 2 and self.table.rowed:  # operands laid out: their pair at every byte
+            laid, pair, _ = self.operand_laid_out(ids)
+            if laid.any():
+                out = np.where(laid[..., None], 2 + pair[..., None] * _BYTES + np.arange(ids.shape[-1]), out)
+        return out  # type: ignore[no-any-return]
 
     def _parts(self, e: int) -> tuple[int, int]:
+        """An element's pair part and its row part (a `ROW_PART` element); (−1, −1) for a row
+        part itself, which is no operand element."""
         found = self._split.get(e)
         if found is None:
-            pair, rows = split_rows(self.table.tags[e])
-            found = self._split[e] = ((self.table.element_id(pair), self.table.element_id(rows))
-                                      if rows or pair is not self.table.tags[e] else (e, self.table.element_id(())))
+            tag = self.table.tags[e]
+            if tag[:1] == (ROW_PART,):
+                found = (-1, -1)
+            else:
+                pair, rows = split_rows(tag)
+                found = (self.table.element_id(pair) if pair is not tag else e, self.table.element_id((ROW_PART, *rows)))
+            self._split[e] = found
         return found
+
+    def operand_laid_out(self, tags: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per element (rows of byte tags, at least two bytes), whether it is an operand with
+        rows laid out (pair tag in its even bytes, row part in its odd ones), its pair element
+        and its row part element."""
+        laid, pair, rows = self.laid_out(tags)
+        if laid.any():
+            found = np.unique(rows[laid])
+            marked = np.array([self.table.tags[x][:1] == (ROW_PART,) for x in found.tolist()], bool)
+            laid[laid] = marked[np.searchsorted(found, rows[laid])]
+        return laid, pair, rows
 
     def _span(self, pairs: tuple[int, ...]) -> int:
         found = self._spans.get(pairs)
@@ -279,7 +311,7 @@ class Products:
     def _product_a(self, rows: int) -> int:
         found = self._a.get(rows)
         if found is None:
-            found = self._a[rows] = self.table.element_id((PRODUCT_A, *self.table.tags[rows]))
+            found = self._a[rows] = self.table.element_id((PRODUCT_A, *self.table.tags[rows][1:]))
         return found
 
     def _product_b(self, old: int, rows: int, span: int, context: Any = None) -> int:
@@ -290,7 +322,7 @@ class Products:
         found = self._b.get(key)
         if found is None:
             table = self.table
-            b_rows, new = table.tags[rows], table.tags[span]
+            b_rows, new = table.tags[rows][1:], table.tags[span]
             if old >= 0:
                 tag = table.tags[old]
                 lb = tag[1] if len(tag) > 1 and tag[0] == PRODUCT_B else None
@@ -306,6 +338,17 @@ class Products:
         (−1 where the row's elements disagree or are not whole tagged elements) and its span
         element (−1 where its pairs are no span)."""
         groups, rows, k, width = matrix.shape
+        pairs, row_parts = self._operand_parts(matrix)
+        row = np.where((row_parts == row_parts[..., :1]).all(axis=-1), row_parts[..., 0], -1)
+        distinct, where = unique_rows(pairs.reshape(-1, k))
+        spans = np.array([self._span(tuple(r)) if min(r) >= 0 else -1 for r in distinct.tolist()], np.int64)
+        span = spans[np.reshape(where, -1)].reshape(groups, rows)
+        return np.where(span >= 0, row, -1), span
+
+    def _operand_parts(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per element of an operand matrix (..., bytes): its pair element and its row part
+        element, laid out or whole (−1 where it is neither: no whole tagged element)."""
+        width = matrix.shape[-1]
         first = matrix[..., 0]
         whole = (first > 1) & ((first - 2) % _BYTES == 0) & \
             (matrix == first[..., None] + np.arange(width)).all(axis=-1)
@@ -316,17 +359,15 @@ class Products:
             inside = (elements >= 0) & (elements < laid.size)
             at = laid[np.where(inside, elements, 0)]
             elements = np.where(inside & (at != 0) & (at != width), -1, elements)
-        flat = elements.reshape(-1)
-        unique, inverse = np.unique(flat, return_inverse=True)
+        unique, inverse = np.unique(elements, return_inverse=True)
         parts = np.array([self._parts(int(x)) if x >= 0 else (-1, -1) for x in unique.tolist()],
                          np.int64).reshape(-1, 2)
-        pairs = parts[inverse, 0].reshape(groups, rows, k)
-        row_parts = parts[inverse, 1].reshape(groups, rows, k)
-        row = np.where((row_parts == row_parts[..., :1]).all(axis=-1), row_parts[..., 0], -1)
-        distinct, where = unique_rows(pairs.reshape(-1, k))
-        spans = np.array([self._span(tuple(r)) if min(r) >= 0 else -1 for r in distinct.tolist()], np.int64)
-        span = spans[np.reshape(where, -1)].reshape(groups, rows)
-        return np.where(span >= 0, row, -1), span
+        pairs = parts[inverse, 0].reshape(elements.shape)
+        row_parts = parts[inverse, 1].reshape(elements.shape)
+        if width >= 2 and self.table.rowed:
+            laid, pair, rows = self.operand_laid_out(matrix)
+            pairs, row_parts = np.where(laid, pair, pairs), np.where(laid, rows, row_parts)
+        return pairs, row_parts
 
     # -- the accumulator
     def accumulate(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, c_index: np.ndarray) -> np.ndarray:
@@ -356,21 +397,20 @@ class Products:
         new_a = np.full(ra.shape, -1, np.int64)
         new_b = np.full(ra.shape, -1, np.int64)
         if ok.any():
-            keys = np.stack([ra[ok], rb[ok], sa[ok], old_a[ok], old_b[ok]], axis=1)
-            distinct, where = unique_rows(keys)
-            made = []
+            # A's part and B's part apart: a tile of C has rows × columns elements, but few rows
+            # and few columns
+            distinct, where = unique_rows(np.stack([ra[ok], old_a[ok]], axis=1))
+            made_a = np.array([self._product_a(r_a) for r_a, _ in distinct.tolist()], np.int64).reshape(-1)
+            made_a = np.where((distinct[:, 1] < 0) | (distinct[:, 1] == made_a), made_a, -1)  # (other rows of A before)
+            new_a[ok] = made_a[np.reshape(where, -1)]
             context = self.table.context()  # (what deciding where spans meet depends on, here)
-            for r_a, r_b, s, o_a, o_b in distinct.tolist():
-                pa = self._product_a(r_a)
-                if o_a >= 0 and o_a != pa:  # (other rows of A summed before)
-                    made.append((-1, -1))
-                    continue
-                b_element = self._product_b(o_b, r_b, s, context)
-                if b_element < 0 and o_b >= 0:
-                    self.unjoined.add((o_b, s))
-                made.append((pa, b_element))
-            made_ = np.array(made, np.int64).reshape(-1, 2)[np.reshape(where, -1)]
-            new_a[ok], new_b[ok] = made_[:, 0], made_[:, 1]
+            distinct, where = unique_rows(np.stack([rb[ok], sa[ok], old_b[ok]], axis=1))
+            made_b = np.array([self._product_b(o_b, r_b, s, context) for r_b, s, o_b in distinct.tolist()],
+                              np.int64).reshape(-1)
+            new_b[ok] = made_b[np.reshape(where, -1)]
+            missed = ok & (new_a >= 0) & (new_b < 0) & (old_b >= 0)
+            if missed.any():  # (a span added that does not meet the one held)
+                self.unjoined.update(map(tuple, unique_rows(np.stack([old_b[missed], sb[missed]], axis=1))[0].tolist()))
         good = (new_a >= 0) & (new_b >= 0)
         return np.where(good[..., None], layout(new_a, new_b, width), 1)  # type: ignore[no-any-return]
 

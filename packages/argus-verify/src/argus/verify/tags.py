@@ -48,7 +48,10 @@ class TagTable:
         self.product_parts: list[int] = []
         """The elements an accumulator's bytes carry (`PRODUCT_A`, `PRODUCT_B`), in the order made."""
         self._laid_out: dict[int, tuple[int, int]] = {}
-        """Per product a tag function wrote: the elements its even and odd bytes carry."""
+        """Per product a tag function wrote, and per operand tag with rows: the elements its
+        even and odd bytes carry."""
+        self._operands: set[int] = set()
+        """The operand tags with rows among `_laid_out` (one byte wide, they stay whole)."""
         self._products: Products | None = None
         self.same: Callable[[Any, Any], bool] = same_syntax
         """Whether two components are equal in every launch the owner considers where it is now
@@ -75,6 +78,11 @@ class TagTable:
         if tag[0] in (PRODUCT_A, PRODUCT_B):
             self.product_parts.append(ident)
         if tag[0] == ROWS:
+            self.rowed = True
+            pair, rows = split_rows(tag)
+            self._laid_out[ident] = (self.element_id(pair), self.element_id((ROW_PART, *rows)))
+            self._operands.add(ident)
+        elif tag[0] == ROW_PART:
             self.rowed = True
         elif tag[0] == PRODUCT:
             parts = parse_product(tag)
@@ -105,7 +113,7 @@ class TagTable:
 
     def bytes_of(self, elements: np.ndarray, nbytes: int) -> np.ndarray:
         """Byte ids (elements, nbytes); a product a tag function wrote is laid out as an
-        accumulator holds one (`argus.verify.products`)."""
+        accumulator holds one, and so is an operand tag with rows (`argus.verify.products`)."""
         out = runs(2 + np.asarray(elements) * BYTES, nbytes)
         self._laid_at(np.asarray(elements).reshape(-1), nbytes)
         if self._laid_out:
@@ -113,8 +121,8 @@ class TagTable:
             laid = np.isin(elements, list(self._laid_out))
             if laid.any():
                 out = out.reshape(elements.size, nbytes)
-                if nbytes < 2:
-                    out[laid] = TOP
+                if nbytes < 2:  # (a product needs two bytes; an operand stays whole)
+                    out[laid & ~np.isin(elements, list(self._operands))] = TOP
                 else:
                     parts = np.array([self._laid_out[e] for e in elements[laid].tolist()], np.int64)
                     out[laid] = layout(parts[:, 0], parts[:, 1], nbytes)
@@ -171,10 +179,24 @@ class TagTable:
         elements = {(i - 2) // BYTES for i in ids}
         if len(elements) == 1:
             return self.text(self.tags[elements.pop()])
-        return self.product_text(ids) or "⊤"
+        return self.product_text(ids) or self._operand_text(ids) or "⊤"
+
+    def _operand_text(self, ids: list[int]) -> str | None:
+        """An operand's tag with rows from its bytes laid out (pair, row part), for people."""
+        if len(ids) < 2 or (ids[0] - 2) % BYTES != 0:
+            return None
+        pair, rows = self.tags[(ids[0] - 2) // BYTES], self.tags[(ids[1] - 2) // BYTES]
+        if rows[:1] != (ROW_PART,):
+            return None
+        show = self.space.describe if self.space is not None else (lambda v: v)
+        shown = [tuple(show(v) if isinstance(v, tuple) else v for v in part) for part in (pair, rows[1:])]
+        return f"pair {shown[0]} rows {shown[1]}"
 
 
-from .products import MARKS, PRODUCT, PRODUCT_A, PRODUCT_B, ROWS, Products, layout, parse_product, product_text, same_syntax  # noqa: E402
+from .products import (  # noqa: E402
+    MARKS, PRODUCT, PRODUCT_A, PRODUCT_B, ROW_PART, ROWS, Products, layout, parse_product, product_text, same_syntax,
+    split_rows,
+)
 from .products import text as products_text  # noqa: E402
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from argus.verify.affine import Uniform, runs, uniform_key, unique_rows
-from argus.verify.products import PRODUCT, PRODUCT_A, PRODUCT_B, layout
+from argus.verify.products import PRODUCT, PRODUCT_A, PRODUCT_B, ROW_PART, ROWS, layout
 from argus.verify.tags import BYTES, TOP
 
 from ..errors import VerificationError
@@ -89,15 +89,29 @@ class AbstractMemory:
             width = self.space.sub(span[-1], span[1 + pos])
             one = ~width.symbolic_points() & (width.const == 1)
             if one.all():  # (a span of one value is that point)
-                span = [self.space.constant(-1, self.n), *span[1:-1], self.space.constant(0, self.n)]
+                span = [self.space.constant(-1, len(comps[0])), *span[1:-1], self.space.constant(0, len(comps[0]))]
             elif one.any():
                 return None
         if nbytes < 2:
             return np.full((self.n, nbytes), TOP, np.int64)
-        constant = self.space.constant
-        a = self.intern([constant(PRODUCT_A, self.n), *rows_a], 1)[:, 0]
-        b = self.intern([constant(PRODUCT_B, self.n), constant(lb, self.n), *rows_b, *span], 1)[:, 0]
-        return layout((a - 2) // BYTES, (b - 2) // BYTES, nbytes)
+        constant, points = self.space.constant, len(comps[0])
+        a = self._elements([constant(PRODUCT_A, points), *rows_a])
+        b = self._elements([constant(PRODUCT_B, points), constant(lb, points), *rows_b, *span])
+        return layout(a, b, nbytes)
+
+    def _operand_bytes(self, comps: list[Affine], nbytes: int) -> np.ndarray | None:
+        """`intern` of operand tags with rows (``tag(a, ..., rows=...)``), laid out as the table
+        lays them (`argus.verify.products`): the pair tags and the row parts interned apart (a
+        tile of A has as many elements as rows times k, but few rows and few k). None where the
+        form is not one this can take apart, or the elements are one byte wide (kept whole)."""
+        count = uniform_key(comps[1]) if len(comps) > 1 else None
+        if nbytes < 2 or count is None or count[1]:
+            return None
+        npair = int(count[0])
+        pair = self._elements(comps[2:2 + npair])
+        rows = self._elements([self.space.constant(ROW_PART, len(comps[0])), *comps[2 + npair:]])
+        self.table.rowed = True
+        return layout(pair, rows, nbytes)
 
     # ---- memories ----------------------------------------------------------------------
     def concrete_offsets(self, op: Operation, value: Affine, what: str) -> np.ndarray:
@@ -245,10 +259,15 @@ class AbstractMemory:
 
     def intern(self, comps: list[Affine], nbytes: int) -> np.ndarray:
         """Byte ids (points, nbytes) of the tags whose components are `comps`."""
-        if comps and uniform_key(comps[0]) == (PRODUCT, ()):
-            laid = self._product_bytes(comps, nbytes)
+        mark = uniform_key(comps[0]) if comps else None
+        if mark == (PRODUCT, ()) or mark == (ROWS, ()):
+            laid = (self._product_bytes if mark == (PRODUCT, ()) else self._operand_bytes)(comps, nbytes)
             if laid is not None:
                 return laid
+        return self.table.bytes_of(self._elements(comps), nbytes)
+
+    def _elements(self, comps: list[Affine]) -> np.ndarray:
+        """Element ids (points,) of the tags whose components are `comps`."""
         if all(type(c) is Uniform or all(t.min() == t.max() for t in c.terms.values()) for c in comps):
             # every point shares each component's symbolic part: only the constants vary, and
             # tags of one shape are looked up by their constants alone
@@ -259,7 +278,7 @@ class AbstractMemory:
                 known = self._shapes[parts] = {}
             element = self.table.element_id
             if not comps:
-                return self.table.bytes_of(np.full(self.n, element(()), np.int64), nbytes)
+                return np.full(self.n, element(()), np.int64)
             if len(comps[0]) <= 64:  # a lookup per point: cheaper than finding the distinct rows first
                 def ident(key: tuple[int, ...]) -> int:
                     found = known.get(key)
@@ -269,7 +288,7 @@ class AbstractMemory:
 
                 rows = np.stack([c.const for c in comps], axis=1)
                 ids = np.fromiter(map(ident, map(tuple, rows.tolist())), np.int64, len(rows))
-                return self.table.bytes_of(ids, nbytes)
+                return ids
             # one lookup per distinct row of constants (a tile's elements share few), the tags
             # made column by column; a component with one form everywhere is no column to search
             varying = [c.const for c in comps if type(c) is not Uniform]
@@ -278,7 +297,7 @@ class AbstractMemory:
             columns = [next(found) if type(c) is not Uniform else [c.key[0]] * len(unique) for c in comps]
             columns = [[(v, part) for v in column] if part else column for column, part in zip(columns, parts)]
             ids = np.fromiter(map(element, zip(*columns)), np.int64, len(unique))
-            return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
+            return ids[np.reshape(inverse, -1)]
         # component by component: each point's component as an index into its distinct values,
         # then one tag per distinct combination of indices
         n = len(comps[0])
@@ -297,4 +316,4 @@ class AbstractMemory:
         element = self.table.element_id
         ids = np.fromiter((element(tuple(values[j][i] for j, i in enumerate(row))) for row in unique.tolist()),
                           np.int64, len(unique))
-        return self.table.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
+        return ids[np.reshape(inverse, -1)]
