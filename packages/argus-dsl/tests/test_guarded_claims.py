@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 from argus.dsl import Tensor, assert_tags, assume, block_idx, f32, kernel, make_local, make_shared, shfl_xor, \
-    syncthreads, tag, thread_idx
+    static_range, syncthreads, tag, thread_idx
 from argus.dsl.cli import load_module
 from argus.dsl.machine.shadow import check_launch
 from argus.verify import Verdict
@@ -310,6 +310,40 @@ def test_a_guard_on_a_value_shuffled_from_another_lane_is_that_lane_s():
     witness = _violated_and_replayed(guard_shuffled_from_the_neighbour, "out", _clamped_launch)
     t, n = witness["thread"], witness["sizes"]["n"]
     assert t == n and t % 2 == 1 and witness["lhs tag"] == (n - 1,), witness
+
+
+@kernel(block=(8,), verify=False)
+def quads(x: Tensor[f32, "n"], out: Tensor[f32, "m"], n: int, m: int):
+    assume(m >= n + 3)
+    tag(x, lambda i: (i,))
+    assert_tags(out, lambda i: (i,))
+    base = (block_idx.x * 8 + thread_idx.x) * 4
+    if base + 3 < n:
+        for j in static_range(4):  # copies of one store under the guard, checked together
+            out[base + j] = x[min(base + j, n - 1)]
+
+
+@kernel(block=(8,), verify=False)
+def quads_guarded_by_their_first(x: Tensor[f32, "n"], out: Tensor[f32, "m"], n: int, m: int):
+    assume(m >= n + 3)
+    tag(x, lambda i: (i,))
+    assert_tags(out, lambda i: (i,))
+    base = (block_idx.x * 8 + thread_idx.x) * 4
+    if base < n:
+        for j in static_range(4):
+            out[base + j] = x[min(base + j, n - 1)]
+
+
+def test_copies_of_a_store_under_one_guard():
+    assert quads.verify().verdict is Verdict.PROVED, quads.verify().text()
+
+    def launch(s: dict[str, int]) -> tuple[Any, ...]:
+        blocks = max(1, -(-s["n"] // 32))
+        return blocks, np.arange(s["n"], dtype=np.float32), np.zeros(s["m"], np.float32), s["n"], s["m"]
+
+    witness = _violated_and_replayed(quads_guarded_by_their_first, "out", launch)
+    n = witness["sizes"]["n"]
+    assert witness["element"][0] >= n and witness["lhs tag"] == (n - 1,), witness
 
 
 # ---- a tag assertion under a guard -------------------------------------------------------------

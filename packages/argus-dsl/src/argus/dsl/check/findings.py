@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from argus.verify.affine import Key, Space, add_keys, distinct_rows, scale_key, sub_keys
+from argus.verify.affine import Affine, Key, Space, add_keys, distinct_rows, scale_key, sub_keys
 from argus.verify.obligations import Candidate, Describe, _definitely_different, _key, _raw_tag
 from argus.verify.tags import BOTTOM, BYTES, TOP
 
@@ -117,6 +117,7 @@ def compare(a: TagAnalysis, site: str, lhs: np.ndarray, rhs: np.ndarray, equal: 
     nbytes = lhs.shape[-1]
     forms, _, first = distinct_rows(np.concatenate([path_of[at[:, 0]][:, None], (lhs[suspect] - 2) // BYTES,
                                                     (rhs[suspect] - 2) // BYTES, shifted[suspect][:, None]], axis=1))
+    bounds: dict[int, dict[tuple[tuple[int, int], ...], int]] = {}
     for form, f in zip(forms.tolist(), first.tolist()):
         path, lhs_el, rhs_el, moved = taken[form[0]], form[1:nbytes + 1], form[nbytes + 1:-1], form[-1]
         unit = tuple(dict.fromkeys((x, y) for x, y in zip(lhs_el, rhs_el) if x != y))
@@ -124,44 +125,46 @@ def compare(a: TagAnalysis, site: str, lhs: np.ndarray, rhs: np.ndarray, equal: 
         apart = [(x, y) for x, y in unit if _definitely_different(tags[x], tags[y])]
         if equal:
             if moved or apart:  # wrong in every launch taking the path
-                x, y = apart[0] if apart else (lhs_el[0], rhs_el[0])
-                ways = [path]
-                pair = [(x, y)] * len(ways)
+                ways: list[tuple[Conjunction, tuple[int, int]]] = \
+                    [((), apart[0] if apart else (lhs_el[0], rhs_el[0]))]
             else:  # wrong where some component of some byte's pair differs
-                pair = [(x, y) for x, y in unit for _ in tags[x]]
-                ways = [path + (("ne0", sub_keys(_key(u), _key(v))),) for x, y in unit for u, v in zip(tags[x], tags[y])]
-        else:
-            if apart:
-                continue  # some byte differs in every launch: never equal
-            # wrong where every byte's pair is equal in every component (the same bytes: wherever the path is taken)
-            ways = [path + tuple(("eq0", sub_keys(_key(u), _key(v))) for x, y in unit
-                                 for u, v in zip(tags[x], tags[y]))]
-            pair = [unit[0] if unit else (lhs_el[0], lhs_el[0])]
-        for way, (x, y) in zip(ways, pair):
-            kept = a.initialization.simplified(_clamps_resolved(a.space, way, len(path)))
-            if kept is not None:
-                _finding(a, site, "violated").include(kept, (p, e, describe, tags[x], tags[y]))
+                ways = [((("ne0", sub_keys(_key(u), _key(v))),), (x, y)) for x, y in unit
+                        for u, v in zip(tags[x], tags[y])]
+        elif apart:
+            continue  # some byte differs in every launch: never equal
+        else:  # wrong where every byte's pair is equal in every component (the same bytes: wherever the path is taken)
+            ways = [(tuple(("eq0", sub_keys(_key(u), _key(v))) for x, y in unit for u, v in zip(tags[x], tags[y])),
+                     unit[0] if unit else (lhs_el[0], lhs_el[0]))]
+        facts = bounds.get(form[0])
+        if facts is None:
+            facts = bounds[form[0]] = _lower_bounds(path)
+        for way, (x, y) in ways:
+            kept = a.initialization.simplified(_clamps_resolved(a.space, way, facts))
+            if kept is not None:  # (None: the path decides it, as it decided a clamp in it)
+                _finding(a, site, "violated").include(path + kept, (p, e, describe, tags[x], tags[y]))
 
 
 def _paths(a: TagAnalysis, rows: np.ndarray, points: np.ndarray, count: int) -> tuple[list[Conjunction], np.ndarray]:
     """The paths of `points` (rows `rows` of `count`) as `GlobalAccess.linear_path` writes them,
     each simplified: the distinct ones, and each row's place among them (-1 for a row whose
     path no launch takes, and for rows not asked about). Worked out per distinct form of each
-    branch's condition, not per point (a guard on a thread's own coordinates has a form per thread)."""
+    branch's condition, not per point (a guard every thread shares has one form)."""
     from .bounds import _linear  # (bounds reports through this module)
 
     threads = a.thread_of(points) % a.threads
+    combo = np.zeros(len(points), np.int64)  # per point, its combination of the branches' forms, numbered
     places, linear = [], []
     for condition, kind in a.branches:
-        forms, inverse = condition.forms()
         index = np.where((len(condition) > points) & (len(condition) != a.threads), points, threads)
-        places.append(np.reshape(inverse, -1)[index])
+        forms, place = _forms_at(condition, index)
+        places.append(place)
         linear.append([tuple(_linear(a.space, kind, form)) for form in forms])
-    combos, which = np.unique(np.stack(places, axis=1), axis=0, return_inverse=True)
+        combo = np.unique(combo * len(forms) + place, return_inverse=True)[1].reshape(-1)
+    _, first, which = np.unique(combo, return_index=True, return_inverse=True)
     paths: dict[Conjunction, int] = {}
-    place = np.full(len(combos), -1, np.int64)
-    for c, combo in enumerate(combos.tolist()):
-        path = a.initialization.simplified(sum((linear[b][f] for b, f in enumerate(combo)), ()))
+    place = np.full(len(first), -1, np.int64)
+    for c, row in enumerate(first.tolist()):
+        path = a.initialization.simplified(sum((forms[int(p[row])] for forms, p in zip(linear, places)), ()))
         if path is not None:  # (None: a side no launch takes there)
             place[c] = paths.setdefault(path, len(paths))
     path_of = np.full(count, -1, np.int64)
@@ -169,23 +172,47 @@ def _paths(a: TagAnalysis, rows: np.ndarray, points: np.ndarray, count: int) -> 
     return list(paths), path_of
 
 
-def _clamps_resolved(space: Space, conjunction: Conjunction, facts: int) -> Conjunction:
-    """`conjunction` with, in its comparisons after the first `facts` (a path's), each ``min``
-    and ``max`` that those facts decide replaced by the side it takes (``min(x, y)`` is x where
-    they give ``y − x ≥ 0``): a clamp that the guard around a store keeps from clamping is the
-    value it clamps, and a tag compared with that value needs no solver. The same launches
-    satisfy both."""
-    least: dict[tuple[tuple[int, int], ...], int] = {}
-    for kind, (const, terms) in conjunction[:facts]:
-        if kind == "ge0":  # Σ terms + const ≥ 0
-            least[terms] = min(const, least.get(terms, const))
+def _forms_at(value: Affine, index: np.ndarray) -> tuple[list[Key], np.ndarray]:
+    """The distinct forms `value` takes at its points `index`, and each one's place among them:
+    its nonzero terms read off per point (a guard on each thread's own coordinates has a term of
+    its own per thread, of which each point has one or two)."""
+    if not value.terms or bool(np.all([(c[index] == c[index[0]]).all() for c in (value.const, *value.terms.values())])):
+        return [value.row(int(index[0]))], np.zeros(len(index), np.int64)
+    atoms = np.array(sorted(value.terms), np.int64)
+    at, column = np.nonzero(np.stack([value.terms[t][index] for t in atoms.tolist()], axis=1))
+    coefficients = np.stack([value.terms[t] for t in atoms.tolist()], axis=1)[index[at], column]
+    starts = np.searchsorted(at, np.arange(len(index) + 1))
+    names, counts, consts = atoms[column].tolist(), coefficients.tolist(), value.const[index].tolist()
+    found: dict[Key, int] = {}
+    place = np.empty(len(index), np.int64)
+    for r in range(len(index)):
+        key = (consts[r], tuple(zip(names[starts[r]:starts[r + 1]], counts[starts[r]:starts[r + 1]])))
+        place[r] = found.setdefault(key, len(found))
+    return list(found), place
 
+
+def _lower_bounds(path: Conjunction) -> dict[tuple[tuple[int, int], ...], int]:
+    """Per linear part of the path's ``ge0`` facts, the least constant k of ``part + k ≥ 0``
+    among them (the strongest)."""
+    least: dict[tuple[tuple[int, int], ...], int] = {}
+    for kind, (const, terms) in path:
+        if kind == "ge0" and terms:
+            least[terms] = min(const, least.get(terms, const))
+    return least
+
+
+def _clamps_resolved(space: Space, conjunction: Conjunction,
+                     least: dict[tuple[tuple[int, int], ...], int]) -> Conjunction:
+    """`conjunction` with each ``min`` and ``max`` that a path's facts (`_lower_bounds`) decide
+    replaced by the side it takes (``min(x, y)`` is x where they give ``y − x ≥ 0``): a clamp
+    that the guard around a store keeps from clamping is the value it clamps, and a tag compared
+    with that value needs no solver. Under the path, the same launches satisfy both."""
     def holds(key: Key) -> bool:  # whether key ≥ 0 follows from the facts
         bound = least.get(key[1]) if key[1] else 0
         return bound is not None and key[0] >= bound
 
-    out = list(conjunction[:facts])
-    for kind, key in conjunction[facts:]:
+    out = []
+    for kind, key in conjunction:
         found = True
         while found:
             found = False
