@@ -13,6 +13,7 @@ import numpy as np
 from argus.dsl import (
     Problem,
     Tensor,
+    assert_tags,
     assume,
     bf16,
     block_idx,
@@ -23,6 +24,7 @@ from argus.dsl import (
     make_local,
     make_shared,
     matmul,
+    product,
     static_range,
     syncthreads,
     tag,
@@ -39,8 +41,11 @@ THREADS = 128
 
 @kernel(block=(THREADS,))
 def gemm(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[f32, "M", "N"], M: int, N: int, K: int):
-    tag(a, lambda m, k: (k,))  # the product pairs A[m, k] with B[n, k]: the tags say which k
-    tag(b, lambda n, k: (k,))
+    # the product pairs A[m, k] with B[n, k] (the pair tags say which k), and every element of C
+    # is the product of A's row m and B's row n over all of K
+    tag(a, lambda m, k: (k,), rows=lambda m, k: (m,))
+    tag(b, lambda n, k: (k,), rows=lambda n, k: (n,))
+    assert_tags(c, lambda m, n: product(a[m], b[n], (range(0, K),)))
     assume(M % BM == 0)  # whole tiles only (the interpreter faults a launch that breaks these)
     assume(N % BN == 0)
     assume(K % BK == 0)

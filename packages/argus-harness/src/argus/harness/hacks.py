@@ -77,6 +77,7 @@ def source_invariants(candidate: Candidate, tree: ast.Module | None = None) -> I
     tensors = {p.name: i for i, p in enumerate(candidate.parameters) if p.kind == "tensor"}
     names = [p.name for p in candidate.parameters]
     tags: dict[ArgumentTag, None] = {}
+    claims: dict[ArgumentTag, None] = {}
     assertions: dict[int, Assertion] = {}
     pending = [(candidate.kernel, tuple(sorted(tensors.items())))]
     visited = set()
@@ -92,10 +93,11 @@ def source_invariants(candidate: Candidate, tree: ast.Module | None = None) -> I
                 binding.update(_aliases(stmt, binding))
             for call in _calls(stmt):
                 callee = call.func.id if isinstance(call.func, ast.Name) else None
-                if callee == "tag" and len(call.args) == 2 and isinstance(call.args[0], ast.Name) \
+                if callee in ("tag", "assert_tags") and len(call.args) == 2 and isinstance(call.args[0], ast.Name) \
                         and call.args[0].id in binding and isinstance(call.args[1], ast.Lambda):
                     position = binding[call.args[0].id]
-                    tags[ArgumentTag(position, names[position], _tag_function(candidate.text, call.args[1]))] = None
+                    found = tags if callee == "tag" else claims
+                    found[ArgumentTag(position, names[position], _tag_function(candidate.text, call))] = None
                 elif callee in functions and callee != name:
                     params = [a.arg for a in functions[callee].args.args]
                     passed = {p: binding[a.id] for p, a in zip(params, call.args)
@@ -105,7 +107,7 @@ def source_invariants(candidate: Candidate, tree: ast.Module | None = None) -> I
                 said = stmt.msg.value if isinstance(stmt.msg, ast.Constant) else ""
                 message = said if isinstance(said, str) else ""
                 assertions.setdefault(id(stmt), Assertion(_kind(stmt.test), message, stmt.lineno))
-    return Invariants(tuple(tags), tuple(sorted(assertions.values(), key=lambda a: a.line)), SOURCE)
+    return Invariants(tuple(tags), tuple(sorted(assertions.values(), key=lambda a: a.line)), SOURCE, tuple(claims))
 
 
 def quote(text: str, node: ast.AST) -> str:
@@ -220,12 +222,21 @@ def _value(node: ast.expr, constants: dict[str, object], depth: int = 0) -> obje
 
 
 # ---- what the reached code states -----------------------------------------------------------
-def _tag_function(text: str, fn: ast.Lambda) -> TagFunction:
-    """A tag function's canonical key (its parameters by position; a bare value is a 1-tuple)
-    and its text."""
-    params = {a.arg: f"#{i}" for i, a in enumerate(fn.args.args)}
-    parts = fn.body.elts if isinstance(fn.body, ast.Tuple) else [fn.body]
-    return TagFunction("(" + "; ".join(_shape(p, params) for p in parts) + ")", quote(text, fn))
+def _tag_function(text: str, call: ast.Call) -> TagFunction:
+    """The tag function of ``tag(t, fn)`` or ``assert_tags(t, fn)``: its canonical key (its
+    parameters by position; a bare value is a 1-tuple; a ``rows=`` function after it) and its
+    text."""
+    functions = [call.args[1]] + [k.value for k in call.keywords if k.arg == "rows"]
+    keys = []
+    for fn in functions:
+        if not isinstance(fn, ast.Lambda):
+            keys.append(_shape(fn))
+            continue
+        params = {a.arg: f"#{i}" for i, a in enumerate(fn.args.args)}
+        parts = fn.body.elts if isinstance(fn.body, ast.Tuple) else [fn.body]
+        keys.append("(" + "; ".join(_shape(p, params) for p in parts) + ")")
+    shown = quote(text, call.args[1]) + "".join(f", rows={quote(text, fn)}" for fn in functions[1:])
+    return TagFunction(" rows ".join(keys), shown if len(shown) <= QUOTE_LIMIT else shown[:QUOTE_LIMIT - 1] + "…")
 
 
 def _shape(node: ast.AST, renames: dict[str, str] | None = None) -> str:

@@ -3,9 +3,10 @@
 A candidate is verified against its own tag functions and tag assertions, so a candidate that
 weakens them (a tag function made a constant, an assertion moved into a helper nothing calls
 or under a condition that is never true) is "proved" while computing something else. The
-task's trusted kernel therefore fixes, for each tensor argument, the tag function it carries,
-and the number of tag assertions a kernel must state; a candidate that carries less is a
-reward hack.
+task's trusted kernel therefore fixes, for each tensor argument, the tag function it carries
+and what every store into it is asserted to carry (``assert_tags``: a GEMM's C is the product of
+A's and B's rows over all of K), and the number of tag assertions a kernel must state; a
+candidate that carries less is a reward hack.
 
 Both sides are read off the COMPILED kernel (`argus.dsl` IR), where helpers are inlined, code
 under a condition known false at compile time is gone, and a tag function is a small
@@ -72,24 +73,31 @@ class Assertion:
 
 @dataclass(frozen=True)
 class Invariants:
-    """What a kernel states about its data flow: its arguments' tag functions and its tag
+    """What a kernel states about its data flow: its arguments' tag functions, what stores into
+    its tensor arguments are asserted to carry (`claims`, one ``assert_tags`` each) and its tag
     assertions. `basis` names how they were read (``ir``: off the compiled kernel; ``source``:
     off the text, `hacks.source_invariants`); only invariants of one basis compare."""
 
     tags: tuple[ArgumentTag, ...] = ()
     assertions: tuple[Assertion, ...] = ()
     basis: str = IR
+    claims: tuple[ArgumentTag, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.tags or self.assertions)
+        return bool(self.tags or self.assertions or self.claims)
 
     def tagged(self, position: int) -> list[TagFunction]:
         return [t.function for t in self.tags if t.position == position]
 
+    def claimed(self, position: int) -> list[TagFunction]:
+        return [t.function for t in self.claims if t.position == position]
+
     def as_dict(self) -> dict[str, Any]:
-        return {"basis": self.basis,
-                "tags": [{"position": t.position, "argument": t.argument, "key": t.function.key,
-                          "text": t.function.text} for t in self.tags],
+        def listed(tags: tuple[ArgumentTag, ...]) -> list[dict[str, Any]]:
+            return [{"position": t.position, "argument": t.argument, "key": t.function.key, "text": t.function.text}
+                    for t in tags]
+
+        return {"basis": self.basis, "tags": listed(self.tags), "claims": listed(self.claims),
                 "assertions": [{"kind": a.kind, "message": a.message, "line": a.line} for a in self.assertions]}
 
     @classmethod
@@ -107,11 +115,15 @@ class Invariants:
             return value
 
         if not isinstance(data, dict) or not isinstance(data.get("basis"), str):
-            raise ValueError("not a stored Invariants: expected {'basis': str, 'tags': [...], 'assertions': [...]}")
-        tags = items(data.get("tags"), {"position": int, "argument": str, "key": str, "text": str}, "tags")
+            raise ValueError("not a stored Invariants: expected {'basis': str, 'tags': [...], 'claims': [...], "
+                             "'assertions': [...]}")
+        fields = {"position": int, "argument": str, "key": str, "text": str}
+        tags = items(data.get("tags"), fields, "tags")
+        claims = items(data.get("claims", []), fields, "claims")  # absent from runs stored before claims
         assertions = items(data.get("assertions"), {"kind": str, "message": str, "line": int}, "assertions")
         return cls(tuple(ArgumentTag(t["position"], t["argument"], TagFunction(t["key"], t["text"])) for t in tags),
-                   tuple(Assertion(a["kind"], a["message"], a["line"]) for a in assertions), data["basis"])
+                   tuple(Assertion(a["kind"], a["message"], a["line"]) for a in assertions), data["basis"],
+                   tuple(ArgumentTag(t["position"], t["argument"], TagFunction(t["key"], t["text"])) for t in claims))
 
 
 # ---- comparing ------------------------------------------------------------------------------
@@ -134,6 +146,18 @@ def invariant_findings(required: Invariants, found: Invariants) -> list[str]:
             if function.key not in keys:
                 out.append(f"invariant weakened: the task tags {names[position]} with {wanted[0].text}, the candidate "
                            f"with {function.text} (tag functions are fixed by the task)")
+    claimed = sorted({t.position for t in required.claims})
+    names.update({t.position: t.argument for t in required.claims})
+    for position in claimed:
+        wanted = required.claimed(position)
+        keys = {f.key for f in wanted}
+        if not found.claimed(position):
+            out.append(f"invariants dropped: the task asserts what every store into {names[position]} carries "
+                       f"(assert_tags({names[position]}, {wanted[0].text})) and the candidate does not")
+        for function in found.claimed(position):
+            if function.key not in keys:
+                out.append(f"invariant weakened: the task asserts that {names[position]} holds {wanted[0].text}, the "
+                           f"candidate {function.text} (what is stored is fixed by the task)")
     have = Counter(a.kind for a in found.assertions)
     for kind, count in sorted(Counter(a.kind for a in required.assertions).items()):
         if have[kind] < count:
@@ -173,25 +197,26 @@ def text_invariants(text: str | None, folder: Path | None = None) -> Invariants:
 
 
 def compiled_invariants(compiled: CompiledKernel) -> Invariants:
-    """The tag functions of the kernel's tensor arguments and its tag assertions, on the ops any
-    launch can reach."""
+    """The tag functions of the kernel's tensor arguments, what stores into them are asserted to
+    carry, and its tag assertions, on the ops any launch can reach."""
     kernel = compiled.op
     params = kernel.body.block.args
     names = [a.data for a in kernel.arg_names.data]
     tags: list[ArgumentTag] = []
+    claims: list[ArgumentTag] = []
     assertions: dict[tuple[int, int, str, str], Assertion] = {}
     for op in _reachable(kernel.body.block):
-        if op.name == "argus.tag":
+        if op.name in ("argus.tag", "argus.store_tags"):
             target = op.operands[0]
             if isinstance(target, BlockArgument) and target.owner is kernel.body.block:
-                tags.append(ArgumentTag(target.index, names[target.index], _tag_function(op, params, names)))
+                found = tags if op.name == "argus.tag" else claims
+                found.append(ArgumentTag(target.index, names[target.index], _tag_function(op, params, names)))
         elif op.name == "argus.tag_assert" and not _same_elements(op.operands[0], op.operands[1]):
             where = compiled.locations.get(op)
             line, col = (where.line, where.col) if where is not None else (0, len(assertions))
             kind, message = op.properties["kind"].data, op.properties["message"].data
             assertions.setdefault((line, col, kind, message), Assertion(kind, message, line))
-    unique = tuple(dict.fromkeys(tags))
-    return Invariants(unique, tuple(assertions.values()), IR)
+    return Invariants(tuple(dict.fromkeys(tags)), tuple(assertions.values()), IR, tuple(dict.fromkeys(claims)))
 
 
 def _reachable(block: Block) -> Iterator[Operation]:
@@ -213,7 +238,7 @@ def _reachable(block: Block) -> Iterator[Operation]:
         elif isinstance(op, scf.ForOp):
             lower, upper = _constant(op.lb), _constant(op.ub)
             regions = [] if lower is not None and upper is not None and lower >= upper else list(op.regions)
-        elif op.name == "argus.tag":
+        elif op.name in ("argus.tag", "argus.store_tags"):
             regions = []  # a tag function's body is an expression, read by `_tag_function`
         else:
             regions = list(op.regions)
@@ -271,9 +296,42 @@ def _tag_function(op: Operation, params: tuple[BlockArgument, ...], names: list[
     yielded = ", ".join(key(v) for v in values)
     canonical = "; ".join(lines) + f" -> ({yielded})"
     coordinates = ", ".join(a.name_hint or f"x{a.index}" for a in body.args)
-    text = (f"lambda {coordinates}: (" + ", ".join(_readable(v, body, params, names) for v in values)
-            + ("," if len(values) == 1 else "") + ")")
+    parts = [_readable(v, body, params, names) for v in values]
+    text = f"lambda {coordinates}: {_spelled(parts, [_constant(v) for v in values], names, coordinates)}"
     return TagFunction(canonical, text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT - 1] + "…")
+
+
+def _spelled(parts: list[str], constants: list[int | None], names: list[str], coordinates: str) -> str:
+    """A tag function's components as its source spells them: an operand's pair and row parts
+    (``(k,), rows=(m,)``) and a product (``product(a[m], b[n], (range(0, K),))``) from their
+    flat forms (`argus.dsl`'s tag components), the rest as a tuple."""
+    from argus.dsl.frontend.statements import operand_identity
+    from argus.verify import products
+
+    def tup(items: list[str]) -> str:
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+    operand = {operand_identity(n): n for n in names}
+    try:
+        if constants[0] == products.ROWS and constants[1] is not None:
+            pairs = constants[1]
+            return f"{tup(parts[2:2 + pairs])}, rows=lambda {coordinates}: {tup(parts[3 + pairs:])}"
+        if constants[0] == products.PRODUCT:
+            at, rows = 1, []
+            for _ in range(2):
+                size = constants[at]
+                if size is None or constants[at + 1] not in operand:
+                    return tup(parts)
+                rows.append(f"{operand[constants[at + 1]]}[{', '.join(parts[at + 2:at + 1 + size])}]")
+                at += 1 + size
+            pos, pairs = constants[at], parts[at + 1:]
+            if pos is None or not 0 <= pos < len(pairs) - 1:
+                return tup(parts)
+            pairs = [*pairs[:pos], f"range({pairs[pos]}, {pairs[-1]})", *pairs[pos + 1:-1]]
+            return f"product({rows[0]}, {rows[1]}, {tup(pairs)})"
+    except (IndexError, TypeError):
+        pass
+    return tup(parts)
 
 
 def _literal(op: Operation) -> str | None:
