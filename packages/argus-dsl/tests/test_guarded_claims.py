@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from argus.dsl import Tensor, assert_tags, assume, block_idx, f32, kernel, make_local, make_shared, shfl_xor, \
-    static_range, syncthreads, tag, thread_idx
+from argus.dsl import Tensor, assert_tags, assume, block_idx, f32, kernel, make_local, make_shared, select, \
+    shfl_xor, static_range, syncthreads, tag, thread_idx
 from argus.dsl.cli import load_module
 from argus.dsl.machine.shadow import check_launch
 from argus.verify import Verdict
@@ -158,17 +158,43 @@ def nested_guards_inner_side_wrong(x: Tensor[f32, 32], out: Tensor[f32, 32], n: 
     out[t] = v
 
 
+@kernel(block=(32,), verify=False)
+def select_clamped(x: Tensor[f32, 32], out: Tensor[f32, 32], n: int):
+    assume(n >= 1)
+    assume(n <= 32)
+    tag(x, lambda i: (i,))
+    assert_tags(out, lambda i: (i,))
+    t = thread_idx.x
+    v = x[select(t < n, t, n - 1)]  # the clamp as a select: the guard decides it too
+    if t < n:
+        out[t] = v
+
+
+@kernel(block=(32,), verify=False)
+def select_clamped_guard_off_by_one(x: Tensor[f32, 32], out: Tensor[f32, 32], n: int):
+    assume(n >= 1)
+    assume(n <= 32)
+    tag(x, lambda i: (i,))
+    assert_tags(out, lambda i: (i,))
+    t = thread_idx.x
+    v = x[select(t < n, t, n - 1)]
+    if t <= n:
+        out[t] = v
+
+
 def test_a_store_under_its_guard_is_compared_where_the_guard_holds():
     assert guarded.verify().verdict is Verdict.PROVED, guarded.verify().text()
     assert stored_on_the_right_else_side.verify().verdict is Verdict.PROVED
     assert nested_guards.verify().verdict is Verdict.PROVED, nested_guards.verify().text()
+    assert select_clamped.verify().verdict is Verdict.PROVED, select_clamped.verify().text()
     # and on launches: the threads the guard stops store nothing, the others the right element
     for n in (1, 7, 32):
         assert check_launch(guarded, *_clamped_launch({"n": n})).verdict is Verdict.PROVED
 
 
 @pytest.mark.parametrize("k", [guard_off_by_one, stored_after_the_guard, stored_on_the_else_side,
-                               guard_on_the_next_thread, nested_guards_inner_side_wrong],
+                               guard_on_the_next_thread, nested_guards_inner_side_wrong,
+                               select_clamped_guard_off_by_one],
                          ids=lambda k: k.name)
 def test_a_store_its_guard_does_not_cover_is_violated_with_a_replayed_witness(k):
     witness = _violated_and_replayed(k, "out", _clamped_launch if k is not nested_guards_inner_side_wrong

@@ -179,8 +179,9 @@ def _forms_at(value: Affine, index: np.ndarray) -> tuple[list[Key], np.ndarray]:
     if not value.terms or bool(np.all([(c[index] == c[index[0]]).all() for c in (value.const, *value.terms.values())])):
         return [value.row(int(index[0]))], np.zeros(len(index), np.int64)
     atoms = np.array(sorted(value.terms), np.int64)
-    at, column = np.nonzero(np.stack([value.terms[t][index] for t in atoms.tolist()], axis=1))
-    coefficients = np.stack([value.terms[t] for t in atoms.tolist()], axis=1)[index[at], column]
+    table = np.stack([value.terms[t][index] for t in atoms.tolist()], axis=1)
+    at, column = np.nonzero(table)
+    coefficients = table[at, column]
     starts = np.searchsorted(at, np.arange(len(index) + 1))
     names, counts, consts = atoms[column].tolist(), coefficients.tolist(), value.const[index].tolist()
     found: dict[Key, int] = {}
@@ -203,13 +204,30 @@ def _lower_bounds(path: Conjunction) -> dict[tuple[tuple[int, int], ...], int]:
 
 def _clamps_resolved(space: Space, conjunction: Conjunction,
                      least: dict[tuple[tuple[int, int], ...], int]) -> Conjunction:
-    """`conjunction` with each ``min`` and ``max`` that a path's facts (`_lower_bounds`) decide
-    replaced by the side it takes (``min(x, y)`` is x where they give ``y − x ≥ 0``): a clamp
+    """`conjunction` with each ``min``, ``max`` and ``select`` that a path's facts
+    (`_lower_bounds`) decide replaced by the side it takes (``min(x, y)`` is x where they give
+    ``y − x ≥ 0``; ``select(i < n, i, n - 1)`` is i where they give ``n − i − 1 ≥ 0``): a clamp
     that the guard around a store keeps from clamping is the value it clamps, and a tag compared
     with that value needs no solver. Under the path, the same launches satisfy both."""
+    from .bounds import _linear  # (bounds reports through this module)
+
     def holds(key: Key) -> bool:  # whether key ≥ 0 follows from the facts
         bound = least.get(key[1]) if key[1] else 0
         return bound is not None and key[0] >= bound
+
+    def side(atom: int) -> Key | None:  # the value the atom takes under the facts, if they decide it
+        a = space.atoms[atom]
+        if a.kind in ("min", "max"):
+            x, y = a.args
+            low, high = (x, y) if holds(sub_keys(y, x)) else (y, x) if holds(sub_keys(x, y)) else (None, None)
+            return None if low is None else low if a.kind == "min" else high
+        if a.kind == "select":
+            c, x, y = a.args
+            for kind, value in (("ne0", x), ("eq0", y)):
+                facts = _linear(space, kind, c)
+                if all(k == "ge0" and holds(f) for k, f in facts):
+                    return value  # type: ignore[no-any-return]
+        return None
 
     out = []
     for kind, key in conjunction:
@@ -217,13 +235,8 @@ def _clamps_resolved(space: Space, conjunction: Conjunction,
         while found:
             found = False
             for atom, coefficient in key[1]:
-                clamp = space.atoms[atom]
-                if clamp.kind not in ("min", "max"):
-                    continue
-                x, y = clamp.args
-                low, high = (x, y) if holds(sub_keys(y, x)) else (y, x) if holds(sub_keys(x, y)) else (None, None)
-                if low is not None:
-                    taken = low if clamp.kind == "min" else high
+                taken = side(atom)
+                if taken is not None:
                     key = add_keys(sub_keys(key, (0, ((atom, coefficient),))), scale_key(taken, coefficient))
                     found = True
                     break
