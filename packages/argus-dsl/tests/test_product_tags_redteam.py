@@ -24,10 +24,11 @@ pytestmark = pytest.mark.usefixtures("no_result_cache")
 
 
 def _edited(tmp_path: Path, name: str, *edits: tuple[str, str]):
-    """examples/gemm.py making its product claim (`test_product_tags.CLAIM`), with each (old,
-    new) edit made (each old text once in it)."""
+    """examples/gemm.py, which makes its product claim (`test_product_tags.CLAIM`), with each
+    (old, new) edit made (each old text once in it)."""
     source = (EXAMPLES / "gemm.py").read_text()
-    for old, new in (*CLAIM, *edits):
+    assert source.count(CLAIM) == 1, "examples/gemm.py no longer states its product claim"
+    for old, new in edits:
         assert source.count(old) == 1, old
         source = source.replace(old, new)
     path = tmp_path / f"{name}.py"

@@ -252,3 +252,22 @@ def test_a_scaled_product_is_that_product_and_a_scaled_nothing_is_still_nothing_
     assert np.array_equal(again, c)
     constant = np.zeros(c.shape, np.int64)
     assert table.products.scaled(constant, constant, constant, commutes=True) is None  # constants stay constants
+
+
+@pytest.mark.parametrize("width", [1, 2, 4])
+def test_rows_of_integers_are_laid_out_as_their_elements_are(width):
+    """`TagTable.rows_to_ids` (whole tensors' tags, interned part by part) gives what each row's
+    element gives through `bytes_of`: operands with rows, products (a span of one value being
+    that point), and any other tag."""
+    rows = {
+        "operands": np.array([[ROWS, 1, k, 7, m] for m in range(3) for k in range(4)]),
+        "products": np.array([[PRODUCT, 1, m, 1, n, 0, 0, hi] for m in range(2) for n in range(2) for hi in (1, 5)]),
+        "points": np.array([[PRODUCT, 1, m, 1, 3, -1, 4, 0] for m in range(3)]),
+        "plain": np.array([[k, 1] for k in range(5)]),
+    }
+    for name, block in rows.items():
+        whole, parts = TagTable(), TagTable()
+        expected = whole.bytes_of(np.array([whole.element_id(tuple(int(v) for v in r)) for r in block]), width)
+        got = parts.rows_to_ids(block, width)
+        assert [whole.element_tag(r) for r in expected] == [parts.element_tag(r) for r in got], name
+        assert (got == TOP).all() == (expected == TOP).all(), name

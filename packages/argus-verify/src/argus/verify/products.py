@@ -335,11 +335,14 @@ class Products:
 
     def _operand(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per group and row of an operand matrix (groups, rows, k, bytes): its row element
-        (−1 where the row's elements disagree or are not whole tagged elements) and its span
-        element (−1 where its pairs are no span)."""
+        (−1 where the row's elements disagree, are not whole tagged elements or have no rows)
+        and its span element (−1 where its pairs are no span)."""
         groups, rows, k, width = matrix.shape
         pairs, row_parts = self._operand_parts(matrix)
         row = np.where((row_parts == row_parts[..., :1]).all(axis=-1), row_parts[..., 0], -1)
+        row[row == self.table._ids.get((ROW_PART,), -1)] = -1  # (no rows: no claim can name such a product)
+        if (row < 0).all():
+            return row, row
         distinct, where = unique_rows(pairs.reshape(-1, k))
         spans = np.array([self._span(tuple(r)) if min(r) >= 0 else -1 for r in distinct.tolist()], np.int64)
         span = spans[np.reshape(where, -1)].reshape(groups, rows)
@@ -382,6 +385,8 @@ class Products:
         if width < 2 or not self.table.asserted:  # (no claim reads products: computed data, as any result)
             return np.full(c.shape, 1, np.int64)
         rows_a, span_a = self._operand(a)  # (groups, M)
+        if (rows_a < 0).all():  # (operands without rows: a product no claim names, computed data)
+            return np.full(c.shape, 1, np.int64)
         rows_b, span_b = self._operand(b)  # (groups, N)
         g = np.arange(groups)[:, None, None]
         mi, ni = c_index % m_size, c_index // m_size  # (T, V)

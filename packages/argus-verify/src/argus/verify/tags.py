@@ -107,9 +107,49 @@ class TagTable:
         each distinct row is interned once."""
         if rows.shape[0] == 0:
             return np.zeros((0, nbytes), np.int64)
+        laid = self._laid_rows(rows) if nbytes >= 2 else None
+        if laid is not None:
+            return layout(self._elements(laid[0]), self._elements(laid[1]), nbytes)
+        return self.bytes_of(self._elements(rows), nbytes)
+
+    def _laid_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The rows of the elements the even and odd bytes carry where every row of `rows` is an
+        operand with rows or a product of one form (`bytes_of` lays such elements out), so that
+        they are interned apart: a tensor has rows × k elements (rows × columns for products),
+        but few of each part. None for any other rows."""
+        count, width = len(rows), rows.shape[1]
+
+        def column(mark: int) -> np.ndarray:
+            return np.full((count, 1), mark, np.int64)
+
+        if width < 2 or not (rows[:, 1] == rows[0, 1]).all():
+            return None
+        if (rows[:, 0] == ROWS).all():
+            npair = int(rows[0, 1])
+            return rows[:, 2:2 + npair], np.concatenate([column(ROW_PART), rows[:, 2 + npair:]], axis=1)
+        if not (rows[:, 0] == PRODUCT).all():
+            return None
+        la = int(rows[0, 1])
+        if width < 4 + la or not (rows[:, 2 + la] == rows[0, 2 + la]).all():
+            return None
+        lb = int(rows[0, 2 + la])
+        span = rows[:, 3 + la + lb:].copy()
+        if span.shape[1] < 2 or la < 0 or lb < 0:
+            return None  # (malformed: the table keeps it whole, as `parse_product` does)
+        pos = span[:, 0]
+        inside = (pos >= 0) & (pos < span.shape[1] - 2)
+        lo = span[np.arange(count), np.where(inside, pos + 1, 0)]
+        point = inside & (span[:, -1] - lo == 1)  # (a span of one value is that point: `canonical`)
+        span[point, 0], span[point, -1] = -1, 0
+        return (np.concatenate([column(PRODUCT_A), rows[:, 2:2 + la]], axis=1),
+                np.concatenate([column(PRODUCT_B), column(lb), rows[:, 3 + la:3 + la + lb], span], axis=1))
+
+    def _elements(self, rows: np.ndarray) -> np.ndarray:
+        """Element ids of the integer rows of `rows` (elements, components), each distinct row
+        interned once."""
         unique, inverse = unique_rows(rows)
         ids = np.fromiter((self.element_id(tuple(int(v) for v in r)) for r in unique), np.int64, len(unique))
-        return self.bytes_of(ids[np.reshape(inverse, -1)], nbytes)
+        return ids[np.reshape(inverse, -1)]
 
     def bytes_of(self, elements: np.ndarray, nbytes: int) -> np.ndarray:
         """Byte ids (elements, nbytes); a product a tag function wrote is laid out as an
