@@ -164,9 +164,12 @@ class Obligations:
         """Conflicting data (⊤) where a check needs tags: never a proof."""
         self._add(Candidate(site, "conflicting", point, element, describe, {}, "⊤", None))
 
-    def fault(self, site: str, kind: str, point: int, describe: Describe, details: dict[str, Any]) -> None:
-        """A fault the analysis found on its own (an access out of bounds in every launch)."""
-        self._add(Candidate(site, kind, point, 0, describe, details=details))
+    def fault(self, site: str, kind: str, point: int, describe: Describe, details: dict[str, Any],
+              condition: list[Comparison] | None = None) -> None:
+        """A fault the analysis found on its own (an access out of bounds in every launch, a
+        race); `condition`: the comparisons of the branches the faulting access runs under, which
+        the launch of its witness must make (a race in blocks ≥ 1 only is replayed in one)."""
+        self._add(Candidate(site, kind, point, 0, describe, details=details, condition=list(condition or ())))
 
     def _add(self, candidate: Candidate) -> None:
         if not candidate.scope:

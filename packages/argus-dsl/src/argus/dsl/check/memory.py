@@ -200,7 +200,8 @@ class AbstractMemory:
             site = str(self.where(op))
             self.obligations.fault(site, "data-race", reader, describer(self, op, site, np.arange(self.n)),
                                    {"memory": memory.name, "byte": int(idx.reshape(threads.size, -1)[row, col]),
-                                    "threads": (writer, reader), "why": "read before a barrier orders the write"})
+                                    "threads": (writer, reader), "why": "read before a barrier orders the write"},
+                                   condition=self.path_of(reader))
 
     def check_overwrite(self, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray) -> None:
         """A thread writing shared bytes that another thread, or the product of a group it is
@@ -222,7 +223,8 @@ class AbstractMemory:
             self.obligations.fault(site, "data-race", writer, describer(self, op, site, np.arange(self.n)),
                                    {"memory": memory.name, "byte": byte,
                                     "threads": ("several" if reader == SEVERAL else reader, writer),
-                                    "why": "written before a barrier orders another thread's read of it"})
+                                    "why": "written before a barrier orders another thread's read of it"},
+                                   condition=self.path_of(writer))
             return
         if not isinstance(memory, OperandMemory):
             return
@@ -234,7 +236,8 @@ class AbstractMemory:
             reader = int(memory.readers.epoch_writer[byte])  # type: ignore[union-attr]
             self.obligations.fault(site, "data-race", writer, describer(self, op, site, np.arange(self.n)),
                                    {"memory": memory.name, "byte": byte, "threads": (reader, writer),
-                                    "why": "written before a barrier orders a matrix product that read it"})
+                                    "why": "written before a barrier orders a matrix product that read it"},
+                                   condition=self.path_of(writer))
 
     def check_in_flight(self, op: Operation, memory: TagMemory, idx: np.ndarray, threads: np.ndarray) -> bool:
         """Thread `threads[r]` writing shared bytes `idx[r]` that a product started with
@@ -254,7 +257,8 @@ class AbstractMemory:
         self.obligations.fault(site, "data-race", writer, describer(self, op, site, np.arange(self.n)),
                                {"memory": memory.name, "byte": byte, "threads": (int(leaders[row, col]), writer),
                                 "why": "written while a product started with matmul_async may still read it (a "
-                                       "barrier does not retire it: the matmul_wait that does comes later)"})
+                                       "barrier does not retire it: the matmul_wait that does comes later)"},
+                               condition=self.path_of(writer))
         return True
 
     def intern(self, comps: list[Affine], nbytes: int) -> np.ndarray:

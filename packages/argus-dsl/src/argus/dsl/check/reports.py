@@ -77,7 +77,7 @@ def unwritten(a: TagAnalysis, op: Operation, status: np.ndarray, threads: np.nda
                              for c in a.obligations.candidates):
         thread = int(threads[rows[0]]) % a.threads
         a.obligations.fault(site, "uninitialized-read", thread, describer(a, op, site, np.arange(a.threads)),
-                            {**details, "why": why})
+                            {**details, "why": why}, condition=a.path_of(int(threads[rows[0]])))
     if a.initialization.memories:
         coded = conditional(status)
         if coded.any():
