@@ -203,6 +203,25 @@ def test_a_store_its_guard_does_not_cover_is_violated_with_a_replayed_witness(k)
     assert witness["element"] == (t,) and witness["lhs tag"] == (n - 1,) and t > n - 1, witness
 
 
+@kernel(block=(32,), verify=False)
+def computed_under_a_guard(x: Tensor[f32, 32], out: Tensor[f32, 32], n: int):
+    assume(n >= 1)
+    assume(n <= 32)
+    tag(x, lambda i: (i,))
+    assert_tags(out, lambda i: (i,))
+    t = thread_idx.x
+    if t < n:
+        out[t] = x[t] + x[0]  # computed data: conflicting tags, wherever it is stored
+
+
+def test_conflicting_data_stored_under_a_guard_is_found_where_the_guard_holds():
+    result = computed_under_a_guard.verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    witness = result.witnesses[0]
+    assert witness["kind"] == "conflicting" and witness["replayed"].startswith("reproduced in block"), witness
+    assert witness["thread"] < witness["sizes"]["n"], witness
+
+
 # ---- a guard the checker cannot read, and a guard every thread shares ------------------------
 
 @kernel(block=(32,), verify=False)
