@@ -167,3 +167,67 @@ def test_k_slices_summed_out_of_order_are_no_violation(tmp_path, interpreter_onl
     assert np.allclose(c, reference, atol=1e-3, rtol=1e-3)
     result = module.gemm.verify()
     assert result.verdict is not Verdict.VIOLATED, result.text()
+
+
+BITS = ("    warp_mma_16x8x16,\n)", "    warp_mma_16x8x16,\n    bitcast,\n    byte_perm,\n    concat,\n    hi,\n    lo,\n    u8,\n"
+        "    u16,\n)")
+FILL_A = "sA[e // BK, e % BK] = a[bm + e // BK, k0 + e % BK]"
+FILL_B = "sB[e // BK, e % BK] = b[bn + e // BK, k0 + e % BK]"
+SPLIT = ("an operand with rows (and a product) is laid out in bytes as two elements, the pair (A's rows) in the "
+         "even bytes and the rows (B's rows and the span) in the odd ones; bytes moved one at a time (byte_perm, "
+         "concat of halves, a u8 view) put one element's even bytes next to another's odd bytes, or skip the "
+         "bytes in between, and the result reads as a whole element that no load gave")
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SPLIT)
+@pytest.mark.parametrize("edits", [
+    pytest.param([(FILL_A, "sA[e // BK, e % BK] = bitcast(byte_perm(b[bn + e // BK, k0 + e % BK], "
+                           "a[bm + e // BK, k0 + e % BK], (0, 3)), bf16)")], id="byte_perm: B's low byte, A's high"),
+    pytest.param([(FILL_A, "sA[e // BK, e % BK] = bitcast(concat(lo(bitcast(b[bn + e // BK, k0 + e % BK], u16)), "
+                           "hi(bitcast(a[bm + e // BK, k0 + e % BK], u16))), bf16)")], id="concat of halves"),
+    pytest.param([("    sB = make_shared((BN, BK), bf16)", "    sB = make_shared((BN, BK), bf16)\n"
+                                                             "    bytes_a = sA.view((BM, 2 * BK), u8)"),
+                  (FILL_A, "bytes_a[e // BK, 2 * (e % BK)] = lo(bitcast(b[bn + e // BK, k0 + e % BK], u16))\n"
+                           "            bytes_a[e // BK, 2 * (e % BK) + 1] = hi(bitcast(a[bm + e // BK, k0 + e % BK], u16))")],
+                 id="one byte at a time through a u8 view of the stage"),
+])
+def test_an_operand_made_of_bytes_of_two_elements_is_no_operand(tmp_path, interpreter_only, edits):
+    """A's stage holds, at each element, the low byte of B[n, k] and the high byte of A[m, k]:
+    the pair (k) of one and the rows (m) of the other, and neither value."""
+    module = _edited(tmp_path, "mixed_bytes", BITS, *edits)
+    a, b, reference = _operands("bf16")
+    c = np.zeros((M, N), np.float32)
+    _never_proved(module, (a, b, c, M, N, K), c, reference)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SPLIT)
+def test_bytes_0_and_3_of_f32_operands_are_no_bf16_operands(tmp_path, interpreter_only):
+    """A and B are f32; their stages hold bytes 0 and 3 of each element as a bf16 (the lowest
+    mantissa byte and the sign and exponent), which is neither the element nor it rounded."""
+    module = _edited(tmp_path, "bytes_0_and_3", BITS,
+                     ('def gemm(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"],',
+                      'def gemm(a: Tensor[f32, "M", "K"], b: Tensor[f32, "N", "K"],'),
+                     (FILL_A, "sA[e // BK, e % BK] = bitcast(byte_perm(a[bm + e // BK, k0 + e % BK], "
+                              "a[bm + e // BK, k0 + e % BK], (0, 3)), bf16)"),
+                     (FILL_B, "sB[e // BK, e % BK] = bitcast(byte_perm(b[bn + e // BK, k0 + e % BK], "
+                              "b[bn + e // BK, k0 + e % BK], (0, 3)), bf16)"))
+    a, b, reference = _operands("f32")
+    c = np.zeros((M, N), np.float32)
+    with np.errstate(all="ignore"):
+        _never_proved(module, (a, b, c, M, N, K), c, reference)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SPLIT)
+@pytest.mark.parametrize("stored, dtype", [
+    pytest.param("bitcast(byte_perm(acc[mi, ni ^ 1, v], acc[mi ^ 1, ni, v], (0, 5, 2, 7)), f32)", "f32",
+                 id="A's rows from one accumulator, B's rows and k from another"),
+    pytest.param("bitcast(byte_perm(acc[mi, ni, v], acc[mi, ni, v], (0, 3)), bf16)", "bf16",
+                 id="bytes 0 and 3 of an f32 accumulator as bf16"),
+])
+def test_a_result_made_of_bytes_of_accumulators_is_not_the_product(tmp_path, interpreter_only, stored, dtype):
+    module = _edited(tmp_path, "mixed_result", BITS, ("= acc[mi, ni, v]", f"= {stored}"),
+                     *([('c: Tensor[f32, "M", "N"]', 'c: Tensor[bf16, "M", "N"]')] if dtype == "bf16" else []))
+    a, b, reference = _operands("bf16")
+    c = np.zeros((M, N), np.uint16 if dtype == "bf16" else np.float32)
+    with np.errstate(all="ignore"):
+        _never_proved(module, (a, b, c, M, N, K), c, reference)
