@@ -142,7 +142,8 @@ class Kernel:
         key = _constants_key(constants) + (("grid", grid), ("solver", solver))
         result = self._verified.get(key)
         if result is None:
-            disk = self.disk_key(constants) + f"-tags-{grid}-{solver}"
+            budget = os.environ.get("ARGUS_SOLVER_BUDGET")  # (a check cut short by it is another result)
+            disk = self.disk_key(constants) + f"-tags-{grid}-{solver}" + (f"-budget-{budget}" if budget else "")
             stored = cache.load(disk, "tags.json")  # read before building any IR
             result = Result.from_dict(json.loads(stored)) if stored is not None else None
             if result is None:

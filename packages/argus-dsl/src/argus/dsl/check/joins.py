@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 EQUALITY_MS = 2_000
 """The solver's time for one `Joins.always_equal` question (unknown: not equal)."""
+EQUALITY_BUDGET_S = 10.0
+"""The solver's time for all of one check's `Joins.always_equal` questions: past it, each is
+unknown (not equal) at once."""
 
 
 class Joins:
@@ -286,12 +289,12 @@ class Joins:
         key = (x, y, self.equality_context())
         found = self.equal_memo.get(key)
         if found is None:
-            from argus.verify.solvers import Query, solver
+            from argus.verify.solvers import Budgeted, Query, solver
             scope = self.obligations.scope
             facts = sorted(self.facts) + [f for s in scope for f in self.loop_facts.get(s, [])]
             difference = sub_keys(x if isinstance(x, tuple) else (int(x), ()), y if isinstance(y, tuple) else (int(y), ()))
             if self.equal_engine is None:
-                self.equal_engine = solver(None)
+                self.equal_engine = Budgeted(solver(None), EQUALITY_BUDGET_S)
             answer = self.equal_engine.solve(Query(self.space, facts, [[("ne0", difference)]]), EQUALITY_MS)
             found = self.equal_memo[key] = answer.status == "unsat"
         return found
@@ -302,11 +305,11 @@ class Joins:
         memo_key = ("ge0", key, self.equality_context())
         found = self.equal_memo.get(memo_key)
         if found is None:
-            from argus.verify.solvers import Query, solver
+            from argus.verify.solvers import Budgeted, Query, solver
             scope = self.obligations.scope
             facts = sorted(self.facts) + [f for s in scope for f in self.loop_facts.get(s, [])]
             if self.equal_engine is None:
-                self.equal_engine = solver(None)
+                self.equal_engine = Budgeted(solver(None), EQUALITY_BUDGET_S)
             negated = ("ge0", sub_keys((-1, ()), key))
             answer = self.equal_engine.solve(Query(self.space, facts, [[negated]]), EQUALITY_MS)
             found = self.equal_memo[memo_key] = answer.status == "unsat"

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ import numpy as np
 from argus.verify.affine import Space, add_keys, sub_keys
 from argus.verify.obligations import Candidate
 from argus.verify.results import Result, nothing_to_prove, proved, unknown, violated
-from argus.verify.solvers import Query
+from argus.verify.solvers import Budgeted, Query
 from argus.verify.solvers import solver as find_solver
 from xdsl.ir import Operation
 
@@ -48,11 +49,14 @@ class WitnessTooLarge(Exception):
 
 
 def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | None = None,
-                  solver: str | None = None, replay: bool = True, timeout_ms: int = 10_000) -> Result:
+                  solver: str | None = None, replay: bool = True, timeout_ms: int = 10_000,
+                  budget_s: float | None = None) -> Result:
     """Prove the tag assertions (and MMA operand pairing) of a compiled kernel for every launch,
     or refute them with a replayed counterexample. A kernel that states no assertion and has no
     product of tagged operands has nothing to prove, but its accesses are checked all the same
-    (out of bounds, uninitialized reads, races). An assertion no launch reaches is no proof."""
+    (out of bounds, uninitialized reads, races). An assertion no launch reaches is no proof.
+    The solver's queries share `budget_s` seconds (`solver_budget`): what is left undecided
+    when it runs out is unknown, named, with how to make it decidable."""
     op: D.KernelOp = compiled.op
     launches = "every launch" + (f" of grid {tuple(grid)}" if grid else "")
     started = time.perf_counter()
@@ -82,7 +86,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     # when nothing is left to decide, a launch satisfying every fact shows that the domain is not
     # empty and that no access overruns in every launch: no solver is needed
     if not (settled and _sample(analysis.space, facts + _tightest(analysis.replay_facts))):
-        engine = chosen or find_solver(None)
+        engine = Budgeted(chosen or find_solver(None), solver_budget() if budget_s is None else budget_s)
         extra = _tightest(analysis.replay_facts)
 
         def domain(facts: list[Any]) -> tuple[Any, Any]:
@@ -101,7 +105,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
             return unknown(claim, f"the domain is empty: {_why_empty(analysis, engine, timeout_ms)}, so any proof "
                                   "would be vacuous")
         if empty.status == "unknown":
-            return unknown(claim, f"the solver could not decide the domain: {empty.reason}")
+            return unknown(claim, f"the solver could not decide the domain: {empty.reason}{_budget_advice(engine)}")
         kept = _first_block_overruns(analysis, engine, facts, timeout_ms)
         if kept is not facts:
             facts = kept
@@ -190,7 +194,37 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
         more = f" ({len(unconfirmed) - 1} more)" if len(unconfirmed) > 1 else ""
         reasons.append(f"{len(unconfirmed)} candidate counterexample(s) did not replay, so none is reported; "
                        f"the first: {unconfirmed[0][1]}{more}")
-    return unknown(claim, "; ".join(reasons))
+    return unknown(claim, "; ".join(reasons) + (_budget_advice(engine) if isinstance(engine, Budgeted) else ""))
+
+
+SOLVER_BUDGET_S = 60.0
+"""Seconds of solver time one check may spend in all, unless `ARGUS_SOLVER_BUDGET` or the
+caller says otherwise (each query also has its own timeout)."""
+
+
+def solver_budget() -> float:
+    """The solver budget of a check: `ARGUS_SOLVER_BUDGET` (seconds) or `SOLVER_BUDGET_S`."""
+    given = os.environ.get("ARGUS_SOLVER_BUDGET")
+    if given is None:
+        return SOLVER_BUDGET_S
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise ArgusError(f"ARGUS_SOLVER_BUDGET: a number of seconds above 0, got {given!r}")
+    return seconds
+
+
+def _budget_advice(engine: Budgeted) -> str:
+    """What to do about a spent solver budget (nothing when it was not)."""
+    if not engine.spent:
+        return ""
+    return (f" (the solver budget of this check, {engine.seconds:g} s, ran out with {engine.refused} "
+            "quer" + ("y" if engine.refused == 1 else "ies") + " left undecided: give it more with "
+            "ARGUS_SOLVER_BUDGET or verify_kernel(budget_s=...), or make the queries smaller: state how "
+            "sizes relate with assume(...) (n == 64 * grid_dim.x, n % 64 == 0, bounds), or make sizes "
+            "constants)")
 
 
 @contextmanager

@@ -12,6 +12,7 @@ integers, products as products, bit operations on 32-bit vectors.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,6 +46,34 @@ class Solver(Protocol):
     name: str
 
     def solve(self, query: Query, timeout_ms: int) -> Answer: ...
+
+
+class Budgeted:
+    """A solver whose queries share one time budget: once it is spent, every query left
+    answers unknown at once, saying so. A check that cannot be decided then ends within its
+    budget with what it could not decide, not after one timeout per question."""
+
+    def __init__(self, engine: Solver, seconds: float) -> None:
+        self.engine = engine
+        self.name = engine.name
+        self.seconds = seconds
+        self.left = seconds
+        self.refused = 0
+        """Queries answered unknown for want of budget."""
+
+    @property
+    def spent(self) -> bool:
+        return self.left <= 0 or self.refused > 0
+
+    def solve(self, query: Query, timeout_ms: int) -> Answer:
+        if self.left <= 0:
+            self.refused += 1
+            return Answer("unknown", reason=f"the solver budget ({self.seconds:g} s) was spent")
+        started = time.perf_counter()
+        try:
+            return self.engine.solve(query, max(1, min(timeout_ms, int(self.left * 1000))))
+        finally:
+            self.left -= time.perf_counter() - started
 
 
 def _builtin() -> dict[str, Any]:
