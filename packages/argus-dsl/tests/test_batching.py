@@ -136,11 +136,11 @@ def test_a_broken_example_gives_the_same_witnesses_with_copies_together(name: st
 
 
 UNWRITTEN = [
-    pytest.param("gemm", FORGOTTEN_LOAD, {"operand": "a"}, "78:17", id="a fragment partly loaded"),
-    pytest.param("gemm", FORGOTTEN_ZERO, {"operand": "c"}, "78:17", id="an accumulator partly zeroed"),
+    pytest.param("gemm", FORGOTTEN_LOAD, {"operand": "a"}, "83:17", id="a fragment partly loaded"),
+    pytest.param("gemm", FORGOTTEN_ZERO, {"operand": "c"}, "83:17", id="an accumulator partly zeroed"),
     pytest.param("attention_cdna", SCORES_NOT_ZEROED, {"operand": "c", "loops": {"k0": 0}}, None,
                  id="an accumulator a loop's first iteration reads"),
-    pytest.param("gemm", FORGOTTEN_STAGE, {"why": "reads shared bytes that no thread has written"}, "71:17",
+    pytest.param("gemm", FORGOTTEN_STAGE, {"why": "reads shared bytes that no thread has written"}, "76:17",
                  id="a shared stage partly filled"),
     pytest.param("attention_cdna", PROBABILITIES_PARTLY_STORED, {"operand": "b", "loops": {"k0": 0}}, None,
                  id="a fragment partly stored, then tagged"),
