@@ -210,6 +210,11 @@ class GlobalAccess:
         guarded = bool(self.branches)
         alternatives: dict[tuple[Any, ...], int] = {}
         for c, d in zip(coords, ref.dims):
+            ends = None if guarded else self._outside_ends(c, d, points)
+            if ends is not None:
+                for key, row in ends:
+                    alternatives.setdefault((("ge0", key),), int(self.thread_of(np.array([row]))[0]) % self.threads)
+                continue
             below = space.sub(space.constant(-1, len(c)), c)  # ≥ 0: below the tensor
             past = space.sub(c, d)  # ≥ 0: past its end
             for outside in (below, past):
@@ -237,6 +242,30 @@ class GlobalAccess:
                     found.scope == scope and not hasattr(found.describe, "indexed"):
                 found.describe = _indexed(found.describe, space, coords, points,
                                           self.thread_of(points) % self.threads)
+
+    def _outside_ends(self, c: Affine, d: Affine, points: np.ndarray) -> list[tuple[Key, int]] | None:
+        """`_weakest_outside` of ``−1 − c`` (below the tensor) then of ``c − d`` (past its end),
+        read off `c` itself where every point of `points` shares its symbolic part and the
+        extent `d` is one form: below is weakest at the least constant, past at the greatest
+        (the first point holding it, as `_weakest` picks), without making either difference
+        over every point. None otherwise (the caller makes them)."""
+        if type(c) is Uniform or type(d) is not Uniform:
+            return None
+        rows = c if points.size == len(c) else c.take(points)
+        coefficients = rows.terms
+        atoms = sorted(coefficients)
+        if any(coefficients[a].min() != coefficients[a].max() for a in atoms):
+            return None
+        terms = tuple((a, k) for a in atoms if (k := int(coefficients[a][0])))
+        const = rows.const
+        low, high = int(const.argmin()), int(const.argmax())
+        highest = self.initialization.highest_key
+        out = []
+        for key, row in ((sub_keys((-1, ()), (int(const[low]), terms)), low),
+                         (sub_keys((int(const[high]), terms), d.key), high)):
+            if highest(key) >= 0:
+                out.append((key, int(points[row])))
+        return out
 
     def _weakest_outside(self, outside: Affine, points: np.ndarray) -> list[tuple[Key, int]]:
         """`_weakest` of `outside` over those of `points` where it may be at least 0 (the others
