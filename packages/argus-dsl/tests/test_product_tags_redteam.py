@@ -104,6 +104,25 @@ def test_an_accumulator_scaled_by_zero_is_not_the_product(tmp_path, interpreter_
     _never_proved(module, (a, b, c, M, N, K), c, reference)
 
 
+CLEARED = ("    bfrag = make_local((4, 4), bf16)", "    bfrag = make_local((4, 4), bf16)\n    zero = make_local((1,), f32)\n"
+                                                  "    zero[0] = 0.0")
+
+
+@pytest.mark.parametrize("edits", [
+    pytest.param([CLEARED, ("= acc[mi, ni, v]", "= acc[mi, ni, v] * zero[0]")], id="times a cleared register"),
+    pytest.param([CLEARED, ("= acc[mi, ni, v]", "= zero[0] * acc[mi, ni, v]")], id="a cleared register times it"),
+    pytest.param([("= acc[mi, ni, v]", "= acc[mi, ni, v] * (acc[mi, ni, v] * 0.0)")], id="times itself times 0.0"),
+    pytest.param([CLEARED, ("= acc[mi, ni, v]", "= acc[mi, ni, v] / zero[0]")], id="over a cleared register"),
+])
+def test_an_accumulator_scaled_by_a_value_known_zero_is_not_the_product(tmp_path, interpreter_only, edits):
+    """A scale by a value that holds no product keeps the product, but a register cleared to
+    0.0 (or anything times the constant zero) is zero: C is 0 (or, divided, no number)."""
+    module = _edited(tmp_path, "times_known_zero", *edits)
+    a, b, reference = _operands("bf16")
+    c = np.ones((M, N), np.float32)
+    with np.errstate(all="ignore"):
+        _never_proved(module, (a, b, c, M, N, K), c, reference)
+
 def test_operands_read_as_the_low_halves_of_wider_elements_are_not_the_product(tmp_path, interpreter_only):
     """A and B are f32, read through bf16 views: each bf16 read is the low half of an f32
     element (its low mantissa bits), not the element."""

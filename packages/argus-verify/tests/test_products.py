@@ -244,6 +244,11 @@ def test_a_scaled_product_is_that_product_and_a_scaled_nothing_is_still_nothing_
     assert np.array_equal(table.products.scaled(scale, c, computed, commutes=True), c)
     assert table.products.scaled(scale, c, computed, commutes=False) is None  # (a divisor's product is no scale)
     assert table.products.scaled(c, c, computed, commutes=True) is None  # a product of products is computed data
+    for known_zero in (_zeroed(table)[0, :, 0], table.products.empty_bytes(4)[None].repeat(4, axis=0)):
+        # a cleared register or a scaled zero times a product is zero, and a product over one no number
+        assert table.products.scaled(c, known_zero, computed, commutes=True) is None
+        assert table.products.scaled(known_zero, c, computed, commutes=True) is None
+        assert table.products.scaled(c, known_zero, computed, commutes=False) is None
     zero = _zeroed(table)[0, :, 0]
     empty = table.products.scaled(zero, scale, computed, commutes=True)
     assert table.products.is_empty(empty).all()

@@ -449,8 +449,10 @@ class Products:
         """The tags of ``x · y`` (`commutes`) or ``x / y`` (rows of byte tags; None: untagged)
         where one side holds a product and the other none — a scale (``alpha · acc``, a
         softmax's correction, a row's normalization) leaves the product, whose terms are the
-        same — or nothing summed yet (⊥ or `EMPTY`) scaled by data: `EMPTY`. Elsewhere
-        `computed` (what computed data gets). None where no element is either."""
+        same — or nothing summed yet (⊥ or `EMPTY`) scaled by data: `EMPTY`. A scale known to
+        be zero (`ZERO`, `EMPTY`: a cleared register, ``acc * 0.0``) leaves no product (the
+        product is zero, the quotient no number): computed data. Elsewhere `computed` (what
+        computed data gets). None where no element is either."""
         if (x is None or (x <= 1).all()) and (y is None or (y <= 1).all()):
             return None  # (⊥ and ⊤ only: no product, no zero)
         none = np.zeros(computed.shape[:-1], bool)
@@ -459,7 +461,7 @@ class Products:
         py = self.held(y) if fits_y else none
         ex = (self.is_zero(x) | self.is_empty(x)) if fits_x else none  # (⊥: a constant, not known zero)
         ey = (self.is_zero(y) | self.is_empty(y)) if fits_y else none
-        keep_x, keep_y = px & ~py, (py & ~px) if commutes else none
+        keep_x, keep_y = px & ~py & ~ey, (py & ~px & ~ex) if commutes else none  # (× or ÷ a known zero: none)
         empty = (ex & ~py) | ((ey & ~px) if commutes else none)
         empty &= ~(computed == 0).all(axis=-1)  # (constants times constants stay constants: ⊥)
         if not (keep_x.any() or keep_y.any() or empty.any()):
