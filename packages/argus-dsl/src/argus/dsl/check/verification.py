@@ -159,6 +159,18 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
         w = c.witness(analysis.table, analysis.space)
         if replay:
             confirmed, note, fault = replay_witness(compiled, analysis, c, w)
+            if not confirmed and fault is None and engine is not None and not _is_bound(c):
+                for grown in _grown_models(analysis, c, engine, facts, model, timeout_ms):
+                    c.model = grown  # (a larger launch: the finding may need a loop to go round more)
+                    again = c.witness(analysis.table, analysis.space)
+                    confirmed, _, fault = found = replay_witness(compiled, analysis, c, again)
+                    if confirmed:
+                        w, note = again, found[1]
+                        break
+                    if fault is not None:
+                        break
+                else:
+                    c.model = model
             w["replayed"] = note
             if confirmed:
                 witnesses.append(w)
@@ -482,6 +494,25 @@ def _small_model(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any]
                 return _tidy(analysis, c, engine, facts + extra, answer.model, timeout_ms)
     answer = engine.solve(Query(space, facts + in_bounds, [c.condition]), timeout_ms)
     return answer.model if answer.status == "sat" else c.model or base
+
+
+def _grown_models(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any], model: dict[int, int],
+                  timeout_ms: int) -> Iterator[dict[int, int]]:
+    """Models of the finding with every size at least twice what `model` gives it, then four
+    times (at most `16 · SMALL`): what shows only once a loop goes round more than once (a
+    pipeline refilling a stage) does not show in the smallest launch, whose replay runs clean."""
+    space = analysis.space
+    sizes = [s for s, sym in space.symbols.items() if sym.role == "size"]
+    if not sizes:
+        return
+    scoped = facts + _scoped(analysis, c.scope)
+    for factor in (2, 4):
+        wanted = [("ge0", (-factor * max(1, space.atom_value(s, model)), ((s, 1),))) for s in sizes] + \
+            [("ge0", (16 * SMALL, ((s, -1),))) for s in sizes]
+        answer = engine.solve(Query(space, scoped + wanted, [c.condition]), timeout_ms)
+        if answer.status != "sat":
+            return
+        yield _tidy(analysis, c, engine, scoped + wanted, answer.model, timeout_ms)
 
 
 def _tidy(analysis: Analysis, c: Candidate, engine: Any, facts: list[Any], model: dict[int, int],
