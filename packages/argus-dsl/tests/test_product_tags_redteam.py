@@ -113,6 +113,10 @@ CLEARED = ("    bfrag = make_local((4, 4), bf16)", "    bfrag = make_local((4, 4
     pytest.param([CLEARED, ("= acc[mi, ni, v]", "= zero[0] * acc[mi, ni, v]")], id="a cleared register times it"),
     pytest.param([("= acc[mi, ni, v]", "= acc[mi, ni, v] * (acc[mi, ni, v] * 0.0)")], id="times itself times 0.0"),
     pytest.param([CLEARED, ("= acc[mi, ni, v]", "= acc[mi, ni, v] / zero[0]")], id="over a cleared register"),
+    pytest.param([("= acc[mi, ni, v]", "= acc[mi, ni, v] / 0.0")], id="over the constant zero"),
+    pytest.param([(LOOP, "    for mi in static_range(2):\n        for ni in static_range(4):\n            for v in static_range(4):\n"
+                         "                acc[mi, ni, v] = acc[mi, ni, v] / 0.0\n" + LOOP)],
+                 id="cleared, then over the constant zero (no number, not nothing summed)"),
 ])
 def test_an_accumulator_scaled_by_a_value_known_zero_is_not_the_product(tmp_path, interpreter_only, edits):
     """A scale by a value that holds no product keeps the product, but a register cleared to

@@ -299,6 +299,8 @@ def scale_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     if zeroes(op, lhs, rhs):
         a.tags[result] = zeroed(a.table, computed)
         return
+    if over_zero(op, rhs):
+        return
     kept = a.table.products.scaled(a.tags.get(lhs), a.tags.get(rhs), computed, isinstance(op, arith.MulfOp))
     if kept is not None:
         a.tags[result] = kept
@@ -310,6 +312,14 @@ def zeroes(op: Operation, lhs: Any, rhs: Any) -> bool:
     from .run_plan import float_zero
 
     return float_zero(lhs) or (isinstance(op, arith.MulfOp) and float_zero(rhs))
+
+
+def over_zero(op: Operation, rhs: Any) -> bool:
+    """Whether a float quotient divides by the constant zero (``acc / 0.0``): no number, so no
+    product and nothing summed either, whatever the dividend holds (computed data)."""
+    from .run_plan import float_zero
+
+    return isinstance(op, arith.DivfOp) and float_zero(rhs)
 
 
 def zeroed(table: Any, computed: np.ndarray) -> np.ndarray:

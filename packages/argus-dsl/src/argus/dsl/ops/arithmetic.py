@@ -35,6 +35,7 @@ from ..check.arithmetic import (
     cast_rule,
     constant_rule,
     int_op_rule,
+    over_zero,
     product_cast,
     scale_rule,
     zeroed,
@@ -431,6 +432,8 @@ def _shadow_scale(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
     result = op.results[0]
     if zeroes(op, op.lhs, op.rhs):
         s.tags[result] = zeroed(s.table, s.tags[result])
+        return
+    if over_zero(op, op.rhs):
         return
     kept = s.table.products.scaled(s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs), s.tags[result],
                                    isinstance(op, arith.MulfOp))
