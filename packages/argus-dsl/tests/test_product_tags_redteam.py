@@ -196,13 +196,12 @@ BITS = ("    warp_mma_16x8x16,\n)", "    warp_mma_16x8x16,\n    bitcast,\n    by
         "    u16,\n)")
 FILL_A = "sA[e // BK, e % BK] = a[bm + e // BK, k0 + e % BK]"
 FILL_B = "sB[e // BK, e % BK] = b[bn + e // BK, k0 + e % BK]"
-SPLIT = ("an operand with rows (and a product) is laid out in bytes as two elements, the pair (A's rows) in the "
-         "even bytes and the rows (B's rows and the span) in the odd ones; bytes moved one at a time (byte_perm, "
-         "concat of halves, a u8 view) put one element's even bytes next to another's odd bytes, or skip the "
-         "bytes in between, and the result reads as a whole element that no load gave")
+# An operand with rows (and a product) is laid out in bytes as two elements, told apart by their
+# places only (`argus.verify.byte_moves`): bytes moved one at a time (byte_perm, concat of halves,
+# a u8 view) must not put one element's even bytes next to another's odd bytes, or skip the bytes
+# in between, and read as a whole element that no load gave.
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SPLIT)
 @pytest.mark.parametrize("edits", [
     pytest.param([(FILL_A, "sA[e // BK, e % BK] = bitcast(byte_perm(b[bn + e // BK, k0 + e % BK], "
                            "a[bm + e // BK, k0 + e % BK], (0, 3)), bf16)")], id="byte_perm: B's low byte, A's high"),
@@ -223,7 +222,6 @@ def test_an_operand_made_of_bytes_of_two_elements_is_no_operand(tmp_path, interp
     _never_proved(module, (a, b, c, M, N, K), c, reference)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SPLIT)
 def test_bytes_0_and_3_of_f32_operands_are_no_bf16_operands(tmp_path, interpreter_only):
     """A and B are f32; their stages hold bytes 0 and 3 of each element as a bf16 (the lowest
     mantissa byte and the sign and exponent), which is neither the element nor it rounded."""
@@ -240,7 +238,6 @@ def test_bytes_0_and_3_of_f32_operands_are_no_bf16_operands(tmp_path, interprete
         _never_proved(module, (a, b, c, M, N, K), c, reference)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=SPLIT)
 @pytest.mark.parametrize("stored, dtype", [
     pytest.param("bitcast(byte_perm(acc[mi, ni ^ 1, v], acc[mi ^ 1, ni, v], (0, 5, 2, 7)), f32)", "f32",
                  id="A's rows from one accumulator, B's rows and k from another"),

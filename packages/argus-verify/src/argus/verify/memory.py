@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .byte_moves import cut_after, whole_parts
+from .products import _BYTES, _LAST
 from .tags import BOTTOM, TOP
 
 NEVER = -1
@@ -45,6 +47,9 @@ class TagMemory:
     tagged_unwritten: bool = False
     """Whether a tag function ever tagged bytes nothing had written (expected tags, say): then a
     byte with a tag is not known to be written."""
+    parts: bool = False
+    """Whether an element laid out in parts (`products.layout`) was ever written here: each write
+    then cuts the elements it covers in part (`products.cut_after`)."""
 
     @classmethod
     def shared(cls, name: str, nbytes: int) -> TagMemory:
@@ -84,7 +89,36 @@ class TagMemory:
 
     def write(self, idx: np.ndarray, ids: np.ndarray, threads: np.ndarray, site: int | np.ndarray) -> None:
         """Thread `threads[r]` writes tags `ids[r]` at bytes `idx[r]`, at program point `site` (in
-        registers, `site[r]`: a program point per row, when several ops' writes are made at once)."""
+        registers, `site[r]`: a program point per row, when several ops' writes are made at once).
+        Elements laid out in parts are written whole or not at all: a written last byte without
+        its element's first bytes before it, and one left behind a write over those, is ⊤."""
+        if (ids > TOP).any() and ((ids - 2) % _BYTES == _LAST).any():
+            self.parts = True
+            rows = idx.reshape(-1, idx.shape[-1]) if idx.ndim else idx.reshape(1, -1)
+            ids = whole_parts(ids.reshape(rows.shape), runs_of_rows(rows)).reshape(ids.shape)
+        self._write(idx, ids, threads, site)
+        if self.parts:
+            self._cut(idx, threads)
+
+    def _cut(self, idx: np.ndarray, threads: np.ndarray) -> None:
+        """The last bytes of elements laid out in parts that a write just made ends at `idx` (rows:
+        `threads`, in registers) cut from their first bytes: ⊤."""
+        rows = idx.reshape(-1, idx.shape[-1]) if idx.ndim else idx.reshape(1, -1)
+        ending = np.ones(rows.shape, bool)
+        ending[:, :-1] = rows[:, 1:] != rows[:, :-1] + 1
+        ends = rows[ending] + 1
+        if self.per_thread:
+            owner = np.broadcast_to(threads.reshape(-1, 1), rows.shape)[ending]
+            width = self.tags.shape[1]
+            limit = (owner + 1) * width
+            ends = owner * width + np.minimum(ends, width)
+        else:
+            limit = np.full(ends.shape, self.tags.size)
+        cut = cut_after(self.tags.reshape(-1), ends, limit)
+        if cut.size:
+            self.tags.reshape(-1)[cut] = TOP
+
+    def _write(self, idx: np.ndarray, ids: np.ndarray, threads: np.ndarray, site: int | np.ndarray) -> None:
         if self.per_thread:
             if threads.size == self.tags.shape[0] and _one_range(idx) and threads[-1] == threads.size - 1:
                 # every thread (in order) writes the same run of its bytes: slices, not gathers
@@ -159,6 +193,7 @@ class TagMemory:
         and nothing races, and bytes nothing wrote stay unwritten. Registers: `idx` holds a row
         of bytes per thread of `threads`."""
         flat = idx.reshape(-1) if threads is None else (threads[:, None] * self.tags.shape[1] + idx).reshape(-1)
+        self.parts |= bool(((ids > TOP) & ((ids - 2) % _BYTES == _LAST)).any())
         if self.fresh is not None:
             self.fresh.reshape(-1)[flat] = True
         self.tags.reshape(-1)[flat] = ids.reshape(-1)
@@ -166,6 +201,14 @@ class TagMemory:
         never = sites[flat] == NEVER
         sites[flat] = np.where(never, NEVER, site)
         self.tagged_unwritten |= bool(never.any())
+
+
+def runs_of_rows(rows: np.ndarray) -> np.ndarray:
+    """Per byte of rows of byte indices, its run (`products.whole_parts`): a new run wherever a
+    byte is not the one after the byte before it."""
+    new = np.ones(rows.shape, bool)
+    new[:, 1:] = rows[:, 1:] != rows[:, :-1] + 1
+    return np.cumsum(new, axis=-1)  # type: ignore[no-any-return]
 
 
 def _one_range(idx: np.ndarray) -> bool:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from argus.verify.affine import Affine
+from argus.verify.byte_moves import concatenated, extracted, permuted
 from argus.verify.memory import TagMemory
 from argus.verify.tags import TOP, resize
 
@@ -269,19 +270,17 @@ def same_bytes_rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
 
 def concat_rule(a: TagAnalysis, op: D.ConcatOp, mask: np.ndarray) -> None:
     a.values[op.result] = None
-    a.tags[op.result] = np.concatenate([a.tags_of(v) for v in a.shape(op)[0]], axis=-1)
+    a.tags[op.result] = concatenated([a.tags_of(v) for v in a.shape(op)[0]])
 
 
 def extract_rule(a: TagAnalysis, op: D.ExtractOp, mask: np.ndarray) -> None:
-    start = op.byte.data
     a.values[op.result] = None
-    a.tags[op.result] = a.tags_of(a.shape(op)[0][0])[:, start:start + byte_width(op.result)].copy()
+    a.tags[op.result] = extracted(a.tags_of(a.shape(op)[0][0]), op.byte.data, byte_width(op.result))
 
 
 def byte_perm_rule(a: TagAnalysis, op: D.BytePermOp, mask: np.ndarray) -> None:
-    both = np.concatenate([a.tags_of(v) for v in a.shape(op)[0]], axis=-1)
     a.values[op.result] = None
-    a.tags[op.result] = both[:, [i.data for i in op.selector.data]]
+    a.tags[op.result] = permuted([a.tags_of(v) for v in a.shape(op)[0]], [i.data for i in op.selector.data])
 
 
 def shuffle_rule(a: TagAnalysis, op: D.ShuffleOp, mask: np.ndarray) -> None:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from argus.verify.memory import TagMemory
-from argus.verify.tags import BOTTOM
+from argus.verify.tags import BOTTOM, BYTES, TOP
 
 from .run_plan import Group
 
@@ -335,7 +335,10 @@ class _Journal:
 
     def complete(self) -> bool:
         """Whether every read ran after every write program order puts before it (a rule reads
-        before it writes: a write of the same step ran after)."""
+        before it writes: a write of the same step ran after), and no write covered part of a
+        run of bytes another wrote where elements laid out in parts are (`_whole_writes`)."""
+        if not self._whole_writes():
+            return False
         if not self.reads or not self.writes:
             return True
         if max(w[2] for w in self.writes) < min(r[2] for r in self.reads):
@@ -353,6 +356,32 @@ class _Journal:
             if ((keys[found] == read_keys) & (composite[found] < wanted) & (latest[found] >= read_step)).any():
                 return False
         return True
+
+    def _whole_writes(self) -> bool:
+        """Whether the writes of the run that meet on a byte each wrote it in the same run of
+        bytes, where the registers hold elements laid out in parts: a write over part of one
+        makes its last byte ⊤ (`argus.verify.memory.TagMemory.write`), which only program order
+        tells, so such a run is walked again op by op."""
+        if len(self.writes) < 2 or not self.rewritten():
+            return True
+        if not self.memory.parts and not any(((w[3] > TOP) & ((w[3] - 2) % BYTES == BYTES - 1)).any()
+                                             for w in self.writes):
+            return True
+        keys, starts, ends = [], [], []
+        for written, *_ in self.writes:
+            new = np.ones(written.size, bool)
+            new[1:] = written[1:] != written[:-1] + 1
+            run = np.cumsum(new) - 1
+            first = np.flatnonzero(new)
+            last = np.append(first[1:], written.size) - 1
+            keys.append(written)
+            starts.append(written[first][run])
+            ends.append(written[last][run])
+        key, start, end = (np.concatenate(x) for x in (keys, starts, ends))
+        order = np.lexsort((start, key))
+        key, start, end = key[order], start[order], end[order]
+        meet = key[1:] == key[:-1]
+        return not (meet & ((start[1:] != start[:-1]) | (end[1:] != end[:-1]))).any()
 
     def finish(self) -> None:
         """Each byte written more than once gets its last write in program order (the writes

@@ -18,6 +18,8 @@ import numpy as np
 from xdsl.dialects import builtin as mlir
 from xdsl.ir import SSAValue
 
+from argus.verify.byte_moves import concatenated, extracted, permuted
+
 from ..check.access import byte_perm_rule, concat_rule, extract_rule, same_bytes_rule
 from ..dtypes import DTYPES, DType
 from ..frontend.values import Value
@@ -136,17 +138,16 @@ def _shadow_bitcast(s: ShadowInterpreter, op: D.BitcastOp, frame: Frame, mask: n
 
 
 def _shadow_concat(s: ShadowInterpreter, op: D.ConcatOp, frame: Frame, mask: np.ndarray) -> None:
-    s.tags[op.result] = np.concatenate([s.value_tags(frame, v) for v in op.values], axis=-1)
+    s.tags[op.result] = concatenated([s.value_tags(frame, v) for v in op.values])
 
 
 def _shadow_extract(s: ShadowInterpreter, op: D.ExtractOp, frame: Frame, mask: np.ndarray) -> None:
-    start = op.byte.data
-    s.tags[op.result] = s.value_tags(frame, op.value)[:, start:start + width(op.result)].copy()
+    s.tags[op.result] = extracted(s.value_tags(frame, op.value), op.byte.data, width(op.result))
 
 
 def _shadow_byte_perm(s: ShadowInterpreter, op: D.BytePermOp, frame: Frame, mask: np.ndarray) -> None:
-    both = np.concatenate([s.value_tags(frame, op.a), s.value_tags(frame, op.b)], axis=-1)
-    s.tags[op.result] = both[:, [i.data for i in op.selector.data]]
+    s.tags[op.result] = permuted([s.value_tags(frame, op.a), s.value_tags(frame, op.b)],
+                                 [i.data for i in op.selector.data])
 
 
 # ---- LLVM ---------------------------------------------------------------------------------
