@@ -201,7 +201,7 @@ class _Journal:
         if memory.fresh is not None:
             self.footprint._keep(memory)
         self._write_through()
-        if self._as_it_is(at):
+        if self._as_it_is(places):
             tags = memory.read(rows, threads)
             return tags.reshape(idx.shape), memory.site.reshape(-1)[keys].reshape(idx.shape) if sites else None
         before = self.footprint._keep(memory)
@@ -223,10 +223,9 @@ class _Journal:
         memory = self.memory
         rows = idx.reshape(threads.size, -1)
         keys = (threads[:, None] * self.width + rows).reshape(-1)
-        at = np.repeat(places, rows.shape[1])
         self._write_through()
         tracked = memory.exposed is not None and memory.fresh is not None  # (a read, for a loop's tracking)
-        if self._as_it_is(at):
+        if self._as_it_is(places):
             status = memory.site.reshape(-1)[keys]
             if tracked:
                 self.footprint._keep(memory)
@@ -234,7 +233,7 @@ class _Journal:
                 memory.exposed.reshape(-1)[open_] |= ~memory.fresh.reshape(-1)[open_]  # type: ignore[union-attr]
             return status.reshape(idx.shape)  # type: ignore[no-any-return]
         before = self.footprint._keep(memory)
-        earlier = self._first()[keys] < at
+        earlier = self._first()[keys] < np.repeat(places, rows.shape[1])
         status = np.where(earlier, 0, before.site.reshape(-1)[keys])
         if tracked:
             open_ = keys[status < 0]
@@ -251,10 +250,10 @@ class _Journal:
         self.firsts = len(self.writes)
         return self.first
 
-    def _as_it_is(self, at: np.ndarray) -> bool:
-        """Whether the memory holds what reads at places `at` are to see: nothing was written in
-        the run, or each byte once and before them in program order."""
-        return not self.writes or (self.last < at.min() and not self.rewritten())
+    def _as_it_is(self, places: np.ndarray) -> bool:
+        """Whether the memory holds what reads at places `places` (per thread read) are to see:
+        nothing was written in the run, or each byte once and before them in program order."""
+        return not self.writes or (self.last < places.min() and not self.rewritten())
 
     def _latest(self, keys: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any, np.ndarray]:
         """Per byte (`keys`, read at places `at`), its latest write in the run before the read:
