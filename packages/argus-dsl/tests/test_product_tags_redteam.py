@@ -251,3 +251,38 @@ def test_a_result_made_of_bytes_of_accumulators_is_not_the_product(tmp_path, int
     c = np.zeros((M, N), np.uint16 if dtype == "bf16" else np.float32)
     with np.errstate(all="ignore"):
         _never_proved(module, (a, b, c, M, N, K), c, reference)
+
+
+EPILOGUE = ("    for mi in static_range(2):\n        for ni in static_range(4):\n            for v in static_range(4):\n"
+            "                idx = MMA.c_layout(lane, v)\n"
+            "                c[bm + wm * 32 + mi * 16 + idx % 16, bn + wn * 32 + ni * 8 + idx // 16] = acc[mi, ni, v]\n")
+EACH = "    for mi in static_range(2):\n        for ni in static_range(4):\n            for v in static_range(4):\n"
+VIEWS = "    tmp = make_local((2, 4, 4), f32)\n    tb = tmp.view((2, 4, 16), u8)\n    ab = acc.view((2, 4, 16), u8)\n"
+TMP_STORED = EPILOGUE.replace("= acc[mi, ni, v]", "= tmp[mi, ni, v]")
+EVEN_BYTES = ("                tb[mi, ni, 4 * v] = ab[mi, ni ^ 1, 4 * v]\n"
+              "                tb[mi, ni, 4 * v + 2] = ab[mi, ni ^ 1, 4 * v + 2]\n")
+ODD_BYTES = ("                tb[mi, ni, 4 * v + 1] = ab[mi ^ 1, ni, 4 * v + 1]\n"
+             "                tb[mi, ni, 4 * v + 3] = ab[mi ^ 1, ni, 4 * v + 3]\n"
+             "                tb[mi, ni, 4 * v + 3] = ab[mi ^ 1, ni, 4 * v + 3]\n")
+BYTE_BY_BYTE = EVEN_BYTES + ODD_BYTES
+
+
+@pytest.mark.parametrize("epilogue", [
+    pytest.param(VIEWS + EACH + "                tmp[mi, ni, v] = acc[mi ^ 1, ni, v]\n" + EACH + EVEN_BYTES
+                 + TMP_STORED.removeprefix(EACH), id="even bytes written over, the rest as before the loop"),
+    pytest.param(VIEWS + EACH + BYTE_BY_BYTE + TMP_STORED.removeprefix(EACH),
+                 id="last byte written alone (twice), read in the loop"),
+    pytest.param(VIEWS + EACH + BYTE_BY_BYTE + TMP_STORED, id="last byte written alone (twice), read after the loop"),
+])
+def test_accumulator_bytes_written_in_a_static_loop_make_no_product(tmp_path, interpreter_only, epilogue):
+    """A static loop's copies are checked together, their register writes kept in a journal: a
+    read there must see what program order leaves, where a write over part of an element cut it
+    (the even bytes of `acc[mi, ni ^ 1, v]` written over `acc[mi ^ 1, ni, v]`, copied before the
+    loop) and where a last byte was written without its first (one byte at a time through a u8
+    view, a byte written twice so that reads search the journal by place). C holds A's rows of
+    one accumulator with B's rows of another, which is no product."""
+    module = _edited(tmp_path, "bytes_in_a_loop", BITS, (EPILOGUE, epilogue))
+    a, b, reference = _operands("bf16")
+    c = np.zeros((M, N), np.float32)
+    with np.errstate(all="ignore"):
+        _never_proved(module, (a, b, c, M, N, K), c, reference)

@@ -49,7 +49,11 @@ class TagMemory:
     byte with a tag is not known to be written."""
     parts: bool = False
     """Whether an element laid out in parts (`products.layout`) was ever written here: each write
-    then cuts the elements it covers in part (`products.cut_after`)."""
+    then cuts the elements it covers in part (`byte_moves.cut_after`)."""
+    cuts: int = 0
+    """How many bytes writes have cut (`_cut`): reads of a run of copies checked out of program
+    order may have seen those bytes whole, so a run that cut any is walked again op by op
+    (`argus.dsl.check.footprint`)."""
 
     @classmethod
     def shared(cls, name: str, nbytes: int) -> TagMemory:
@@ -92,13 +96,22 @@ class TagMemory:
         registers, `site[r]`: a program point per row, when several ops' writes are made at once).
         Elements laid out in parts are written whole or not at all: a written last byte without
         its element's first bytes before it, and one left behind a write over those, is ⊤."""
-        if (ids > TOP).any() and ((ids - 2) % _BYTES == _LAST).any():
-            self.parts = True
-            rows = idx.reshape(-1, idx.shape[-1]) if idx.ndim else idx.reshape(1, -1)
-            ids = whole_parts(ids.reshape(rows.shape), runs_of_rows(rows)).reshape(ids.shape)
+        ids = self.whole(idx, ids)
         self._write(idx, ids, threads, site)
         if self.parts:
             self._cut(idx, threads)
+
+    def whole(self, idx: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Tags `ids` as a write at bytes `idx` leaves them: the last byte of an element laid out
+        in parts is ⊤ unless its first byte is written with it, in one run of bytes
+        (`byte_moves.whole_parts`). A run of copies checked out of program order keeps its writes
+        so (`argus.dsl.check.footprint`), as reads in program order would see them."""
+        if not ((ids > TOP) & ((ids - 2) % _BYTES == _LAST)).any():
+            return ids
+        self.parts = True
+        rows = idx.reshape(-1, idx.shape[-1]) if idx.ndim else idx.reshape(1, -1)
+        whole = whole_parts(np.broadcast_to(ids, idx.shape).reshape(rows.shape), runs_of_rows(rows))
+        return whole.reshape(idx.shape)  # type: ignore[no-any-return]
 
     def _cut(self, idx: np.ndarray, threads: np.ndarray) -> None:
         """The last bytes of elements laid out in parts that a write just made ends at `idx` (rows:
@@ -117,6 +130,7 @@ class TagMemory:
         cut = cut_after(self.tags.reshape(-1), ends, limit)
         if cut.size:
             self.tags.reshape(-1)[cut] = TOP
+            self.cuts += int(cut.size)
 
     def _write(self, idx: np.ndarray, ids: np.ndarray, threads: np.ndarray, site: int | np.ndarray) -> None:
         if self.per_thread:
@@ -204,7 +218,7 @@ class TagMemory:
 
 
 def runs_of_rows(rows: np.ndarray) -> np.ndarray:
-    """Per byte of rows of byte indices, its run (`products.whole_parts`): a new run wherever a
+    """Per byte of rows of byte indices, its run (`byte_moves.whole_parts`): a new run wherever a
     byte is not the one after the byte before it."""
     new = np.ones(rows.shape, bool)
     new[:, 1:] = rows[:, 1:] != rows[:, :-1] + 1

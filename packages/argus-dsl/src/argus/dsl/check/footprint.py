@@ -190,6 +190,8 @@ class _Journal:
         self.firsts = 0
         """How many writes `first` holds (`_first`)."""
         self._sorted: tuple[np.ndarray, ...] | None = None
+        self.cuts = memory.cuts
+        """How many bytes the memory's writes had cut before the run (`complete`)."""
 
     def read(self, idx: np.ndarray, threads: np.ndarray, places: np.ndarray, step: int,
              sites: bool) -> tuple[np.ndarray, np.ndarray | None]:
@@ -269,7 +271,9 @@ class _Journal:
     def write(self, idx: np.ndarray, tags: np.ndarray, threads: np.ndarray, places: np.ndarray, step: int,
               site: int) -> None:
         """Keep the write, and make it: at once once the memory has been read in the run, else
-        when it is first read or the run ends (a memory only written needs no copy to undo)."""
+        when it is first read or the run ends (a memory only written needs no copy to undo). Its
+        tags are kept as the memory takes them (`TagMemory.whole`), which reads and `finish` see."""
+        tags = self.memory.whole(idx, tags)
         if self.reads:
             self.footprint._keep(self.memory)
             self.memory.write(idx, tags, threads, site)
@@ -334,9 +338,14 @@ class _Journal:
 
     def complete(self) -> bool:
         """Whether every read ran after every write program order puts before it (a rule reads
-        before it writes: a write of the same step ran after), and no write covered part of a
-        run of bytes another wrote where elements laid out in parts are (`_whole_writes`)."""
+        before it writes: a write of the same step ran after), no write covered part of a run of
+        bytes another wrote where elements laid out in parts are (`_whole_writes`), and, if the
+        run read the memory, no write cut an element (`TagMemory.write`): a read takes the bytes
+        the run did not write as they were before it, and the writes' places tell not which cut
+        came before it."""
         if not self._whole_writes():
+            return False
+        if self.reads and self.memory.cuts != self.cuts:
             return False
         if not self.reads or not self.writes:
             return True
