@@ -53,7 +53,11 @@ class GlobalAccess:
         width, root_width = ref.dtype.nbytes, root.dtype.nbytes
         if ref.root is None or width == root_width:
             _, coords = self.root_coordinates(ref, coords)
-            out[active] = self.intern(self.evaluate_tag_function(entry[0], coords, frozen=entry[1]), width)[active]
+            ids = self.intern(self.evaluate_tag_function(entry[0], coords, frozen=entry[1]), width)
+            if active is self.everyone:  # (every point: a copy, not a gather and a scatter by mask)
+                out[...] = ids
+            else:
+                out[active] = ids[active]
             return out
         # a view of another element width: byte b of the view element at flat index i is byte
         # (i·width + b) mod root_width of the root element (i·width + b) // root_width
