@@ -286,3 +286,24 @@ def test_accumulator_bytes_written_in_a_static_loop_make_no_product(tmp_path, in
     c = np.zeros((M, N), np.float32)
     with np.errstate(all="ignore"):
         _never_proved(module, (a, b, c, M, N, K), c, reference)
+
+
+ATOMICS = ("    warp_mma_16x8x16,\n)", "    warp_mma_16x8x16,\n    atomic_add,\n)")
+C_AT = "c[bm + wm * 32 + mi * 16 + idx % 16, bn + wn * 32 + ni * 8 + idx // 16]"
+S_AT = "sC[wm * 32 + mi * 16 + idx % 16, wn * 32 + ni * 8 + idx // 16]"
+
+
+@pytest.mark.parametrize("epilogue", [
+    pytest.param("    sC = make_shared((BM, BN), f32)\n" + EACH + "                idx = MMA.c_layout(lane, v)\n"
+                 f"                {S_AT} = acc[mi, ni, v]\n                atomic_add({S_AT}, 1.0)\n"
+                 f"                {C_AT} = {S_AT}\n", id="added to in a shared tile, then stored"),
+    pytest.param(EPILOGUE + f"                atomic_add({C_AT}, 1.0)\n", id="stored, then added to in C"),
+])
+def test_a_product_updated_by_an_atomic_is_not_the_product(tmp_path, interpreter_only, epilogue):
+    """An atomic leaves computed data where it updates (C is A·Bᵀ + 1): in a tile, the tags
+    there are ⊤ for the checker and the shadow tags alike; in C, whose stores are checked but
+    whose atomics are not, neither proves the launch."""
+    module = _edited(tmp_path, "atomic_update", ATOMICS, (EPILOGUE, epilogue))
+    a, b, reference = _operands("bf16")
+    c = np.zeros((M, N), np.float32)
+    _never_proved(module, (a, b, c, M, N, K), c, reference)

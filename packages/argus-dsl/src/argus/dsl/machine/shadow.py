@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 from argus.verify.memory import TagMemory
-from argus.verify.results import Result, nothing_to_prove, proved, violated
+from argus.verify.results import Result, nothing_to_prove, proved, unknown, violated
 from argus.verify.tags import BOTTOM, TOP, TagTable
 from xdsl.dialects import arith, scf
 from xdsl.ir import Operation, SSAValue
@@ -67,6 +67,9 @@ class ShadowInterpreter(Interpreter):
         """Per tensor buffer, the tag function last applied to it and the tensor it was applied to."""
         self.store_functions: dict[Any, tuple[D.StoreTagsOp, TensorValue]] = {}
         """Per tensor buffer with asserted tags (`assert_tags`): what every store into it carries."""
+        self.unchecked: list[str] = []
+        """Updates of tensors with asserted tags that no assertion checks (atomics): a launch that
+        made one proves nothing (`check_launch`)."""
 
     # ---- bookkeeping -----------------------------------------------------------------
     def report(self, finding: dict[str, Any]) -> None:
@@ -293,4 +296,6 @@ def check_launch(kernel: Any, grid: Sequence[int] | int, *args: Any, **constants
         return violated(claim, f"{len(shadow.findings)} finding(s)", *shadow.findings)
     if claimless:
         return nothing_to_prove(claim, "the launch ran with shadow tags and no fault")
+    if shadow.unchecked:
+        return unknown(claim, shadow.unchecked[0])
     return proved(claim, "checked for every thread at every assertion it reached (shadow tags)")

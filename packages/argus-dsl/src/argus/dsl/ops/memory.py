@@ -255,8 +255,8 @@ def _interpret_atomic(interp: Interpreter, op: D.AtomicOp, frame: Frame, mask: n
 # ---- shadow tags: loads, stores and copies move tags byte for byte ---------------------------
 
 def _accessed_bytes(s: ShadowInterpreter, op: Any, frame: Frame, mask: np.ndarray, memory: Any) -> np.ndarray:
-    """Byte indices (active threads, bytes) a load or store touches, by coordinates or offset."""
-    if isinstance(op, (D.LoadOp, D.StoreOp)):
+    """Byte indices (active threads, bytes) a load, store or atomic touches, by coordinates or offset."""
+    if isinstance(op, (D.LoadOp, D.StoreOp, D.AtomicOp)):
         coords = [scalars(frame, c)[mask].astype(np.int64) for c in op.coords]
         offsets = element_offsets(s, op, frame, memory, coords, mask)
     else:
@@ -313,8 +313,20 @@ def _shadow_copy(s: ShadowInterpreter, op: D.CopyOp, frame: Frame, mask: np.ndar
 
 def _shadow_atomic(s: ShadowInterpreter, op: D.AtomicOp, frame: Frame, mask: np.ndarray) -> None:
     """The old value is computed data: what other threads left there, in an order the tags do
-    not follow."""
+    not follow; and so is the value the update leaves (⊤ there, as the checker's rule writes: an
+    `atomic_add` over a product in a shared tile leaves no product). An update of a tensor whose
+    stored tags are asserted is not checked, and the launch's verdict says so (`unchecked`), as
+    the checker's does."""
     s.tags[op.result] = np.full((frame.threads, shadow.width(op.result)), TOP, np.int64)
+    target = value_of(frame, op.target)
+    threads = np.flatnonzero(mask)
+    if threads.size == 0:
+        return
+    if isinstance(target, TensorValue) and shadow.buffer_key(target) in s.store_functions:
+        s.unchecked.append(f"{s.locations.get(op)}: an atomic into {target.name!r}, whose stored tags are asserted "
+                           "(assert_tags); stores are checked, atomics are not")
+    idx = _accessed_bytes(s, op, frame, mask, target)
+    s.memory_tags(target, frame).write(idx, np.full(idx.shape, TOP, np.int64), threads, s.site(op))
 
 
 # ---- layout lowering ----------------------------------------------------------------------
