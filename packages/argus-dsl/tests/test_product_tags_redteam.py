@@ -307,3 +307,21 @@ def test_a_product_updated_by_an_atomic_is_not_the_product(tmp_path, interpreter
     a, b, reference = _operands("bf16")
     c = np.zeros((M, N), np.float32)
     _never_proved(module, (a, b, c, M, N, K), c, reference)
+
+
+def test_a_copy_gathering_bytes_of_two_accumulators_makes_no_product(tmp_path, interpreter_only):
+    """A u8 view of the accumulators whose elements interleave bytes 0 and 2 of `acc[0, 0, 0]`
+    with bytes 1 and 3 of `acc[1, 1, 0]`, copied into one f32: A's rows of one with B's rows and
+    k of the other, stored where `acc[0, 1, 0]` goes. The copy writes contiguous bytes, but they
+    were no run of the source."""
+    module = _edited(tmp_path, "copy_gather", BITS,
+                     ("    u16,\n)", "    u16,\n    copy,\n    copy_vector,\n)"),
+                     ("import numpy as np\n", "import numpy as np\nfrom argus.layout import Layout\n"),
+                     (EPILOGUE, "    mixed = acc.view(Layout((2, 2, 2), (81, 2, 44)), u8)\n"
+                                "    tmp = make_local((1,), f32)\n"
+                                "    copy(mixed[:, :, 0], tmp.view((4,), u8), copy_vector(1))\n" + EPILOGUE +
+                                "    idx = MMA.c_layout(lane, 0)\n"
+                                "    c[bm + wm * 32 + idx % 16, bn + wn * 32 + 8 + idx // 16] = tmp[0]\n"))
+    a, b, reference = _operands("bf16")
+    c = np.zeros((M, N), np.float32)
+    _never_proved(module, (a, b, c, M, N, K), c, reference)

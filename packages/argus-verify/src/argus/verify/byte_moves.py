@@ -1,5 +1,5 @@
 """How byte tags move with the bytes of a value cut, joined or permuted (`concat`, `extract`,
-`byte_perm`) or written over in part, for the static checker and the interpreter's shadow tags
+`byte_perm`), copied in another order (`copy`) or written over in part, for the static checker and the interpreter's shadow tags
 alike.
 
 A byte's tag is its element and its place in it (`argus.verify.tags`), so a byte keeps its tag
@@ -44,6 +44,26 @@ def runs_of(sources: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     new = np.ones(len(sources), bool)
     new[1:] = (sources[1:] != sources[:-1]) | (offsets[1:] != offsets[:-1] + 1)
     return np.cumsum(new)  # type: ignore[no-any-return]
+
+
+def runs_of_rows(rows: np.ndarray) -> np.ndarray:
+    """Per byte of rows of byte indices, its run (`whole_parts`): a new run wherever a byte is
+    not the one after the byte before it."""
+    new = np.ones(rows.shape, bool)
+    new[:, 1:] = rows[:, 1:] != rows[:, :-1] + 1
+    return np.cumsum(new, axis=-1)  # type: ignore[no-any-return]
+
+
+def copied(tags: np.ndarray, origin: np.ndarray) -> np.ndarray:
+    """The byte tags (threads, ...) a copy writes, each thread's fragment in its order, byte j
+    having come from source byte `origin[..., j]` (flat over the source memory): bytes are one
+    run only where they were consecutive there, in order (`whole_parts`), so that a fragment
+    gathering bytes of two elements side by side (a u8 view's elements in another order) makes
+    neither, wherever it writes them."""
+    if not ((tags > TOP_ID) & ((tags - 2) % _BYTES == _LAST)).any():
+        return tags
+    rows = tags.reshape(tags.shape[0], -1)
+    return whole_parts(rows, runs_of_rows(origin.reshape(rows.shape))).reshape(tags.shape)  # type: ignore[no-any-return]
 
 
 LOOKAHEAD = 15

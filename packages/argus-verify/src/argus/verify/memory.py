@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .byte_moves import cut_after, whole_parts
+from .byte_moves import cut_after, runs_of_rows, whole_parts
 from .products import _BYTES, _LAST
 from .tags import BOTTOM, TOP
 
@@ -215,14 +215,6 @@ class TagMemory:
         never = sites[flat] == NEVER
         sites[flat] = np.where(never, NEVER, site)
         self.tagged_unwritten |= bool(never.any())
-
-
-def runs_of_rows(rows: np.ndarray) -> np.ndarray:
-    """Per byte of rows of byte indices, its run (`byte_moves.whole_parts`): a new run wherever a
-    byte is not the one after the byte before it."""
-    new = np.ones(rows.shape, bool)
-    new[:, 1:] = rows[:, 1:] != rows[:, :-1] + 1
-    return np.cumsum(new, axis=-1)  # type: ignore[no-any-return]
 
 
 def _one_range(idx: np.ndarray) -> bool:

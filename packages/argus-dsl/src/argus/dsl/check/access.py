@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from argus.verify.affine import Affine
-from argus.verify.byte_moves import concatenated, extracted, permuted
+from argus.verify.byte_moves import concatenated, copied, extracted, permuted
 from argus.verify.memory import TagMemory
 from argus.verify.tags import TOP, resize
 
@@ -361,11 +361,21 @@ def copy_rule(a: TagAnalysis, op: D.CopyOp, mask: np.ndarray) -> None:
     a.check_read(op, source.memory, src_idx, threads)
     check_written(a, op, source.memory, src_idx.reshape(threads.size, -1), threads, threads, tags,
                    f"copies from {space_name(source.memory)} bytes that no thread has written")
+    origin = source_bytes(source.memory, src_idx, threads)
     if atom.src_layout is not None:
-        tags = redistribute(tags, atom, threads.size)
+        tags, origin = redistribute(tags, atom, threads.size), redistribute(origin, atom, threads.size)
+    tags = copied(tags, origin)
     dst_idx = fragment_bytes(a, target, threads)
     a.check_overwrite(op, target.memory, dst_idx, threads)
     target.memory.write(dst_idx.reshape(threads.size, -1), tags.reshape(threads.size, -1), threads, a.site(op))
+
+
+def source_bytes(memory: TagMemory, idx: np.ndarray, threads: np.ndarray) -> np.ndarray:
+    """Each byte a copy reads (`idx`: threads, ...), as an index over its whole memory (a thread's
+    registers apart from another's): where bytes were consecutive (`byte_moves.copied`)."""
+    if not memory.per_thread:
+        return idx
+    return idx + (threads * memory.tags.shape[1]).reshape((-1,) + (1,) * (idx.ndim - 1))  # type: ignore[no-any-return]
 
 
 def atom_of_op(a: TagAnalysis, op: Any, kind: Any) -> Any:

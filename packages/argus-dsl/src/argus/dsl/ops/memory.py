@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from argus.verify.byte_moves import copied
 from argus.verify.tags import TOP, resize
 from xdsl.dialects import builtin as xbuiltin
 from xdsl.ir import Operation
@@ -34,6 +35,7 @@ from ..check.access import (
     cleared,
     copy_rule,
     load_rule,
+    source_bytes,
     store_rule,
     var_load_rule,
     var_rule,
@@ -305,10 +307,11 @@ def _shadow_copy(s: ShadowInterpreter, op: D.CopyOp, frame: Frame, mask: np.ndar
         return
     src_idx = fragment_bytes(source, threads)
     tags = s.memory_tags(source, frame).read(src_idx.reshape(threads.size, -1), threads).reshape(src_idx.shape)
+    origin = source_bytes(s.memory_tags(source, frame), src_idx, threads)
     atom = s.copy_atom(op)
     if atom.src_layout is not None:
-        tags = redistribute(tags, atom, threads.size)
-    shadow.fragment_write(s, op, frame, target, threads, tags)
+        tags, origin = redistribute(tags, atom, threads.size), redistribute(origin, atom, threads.size)
+    shadow.fragment_write(s, op, frame, target, threads, copied(tags, origin))
 
 
 def _shadow_atomic(s: ShadowInterpreter, op: D.AtomicOp, frame: Frame, mask: np.ndarray) -> None:
