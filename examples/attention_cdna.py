@@ -37,6 +37,7 @@ from argus.backends.amdgpu import language as amd
 from argus.dsl import (
     Problem,
     Tensor,
+    assert_written,
     assume,
     bf16,
     block_idx,
@@ -45,6 +46,7 @@ from argus.dsl import (
     exp2,
     f32,
     from_storage,
+    grid_dim,
     kernel,
     lane_id,
     make_local,
@@ -119,6 +121,9 @@ def attention_cdna(
     tag(k, lambda s, h, d: (h, d))
     tag(v, lambda s, h, d: (s, h))
     assume(seq % BQ == 0)
+    assume(grid_dim.x * BQ == seq)  # a block for every tile of queries ...
+    assume(grid_dim.y == o.shape[1])  # ... of every head
+    assert_written(o)  # ... and every element of o written
     qv = q.view((seq, q.shape[1], D // 8), u128)
     kv = k.view((seq, k.shape[1], D // 8), u128)
     vv = v.view((seq, v.shape[1], D // 8), u128)

@@ -8,7 +8,8 @@ sum of exponentials. ``exp2`` with the input scaled by log2(e) is how GPUs compu
 import math
 
 import numpy as np
-from argus.dsl import Problem, Tensor, block_idx, exp2, f32, kernel, lane_id, thread_idx, warp_max, warp_sum
+from argus.dsl import (Problem, Tensor, assert_written, assume, block_idx, exp2, f32, grid_dim, kernel, lane_id,
+                       thread_idx, warp_max, warp_sum)
 
 ROWS_PER_BLOCK = 4
 LOG2E = math.log2(math.e)
@@ -16,6 +17,8 @@ LOG2E = math.log2(math.e)
 
 @kernel(block=(32, ROWS_PER_BLOCK))
 def softmax(x: Tensor[f32, "rows", "cols"], out: Tensor[f32, "rows", "cols"], rows: int, cols: int):
+    assume(grid_dim.x * ROWS_PER_BLOCK >= rows)  # a warp for every row
+    assert_written(out)  # ... and every element of out written
     row = block_idx.x * ROWS_PER_BLOCK + thread_idx.y
     lane = lane_id()
     if row < rows:

@@ -1,13 +1,15 @@
 """Vector add: one element per thread, guarded against the ragged last block."""
 
 import numpy as np
-from argus.dsl import Problem, Tensor, block_idx, f32, kernel, thread_idx
+from argus.dsl import Problem, Tensor, assert_written, assume, block_idx, f32, grid_dim, kernel, thread_idx
 
 BLOCK = 128
 
 
 @kernel(block=(BLOCK,))
 def vector_add(x: Tensor[f32, "n"], y: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+    assume(grid_dim.x * BLOCK >= n)  # a launch has a thread for every element
+    assert_written(out)  # ... and writes every element of out
     i = block_idx.x * BLOCK + thread_idx.x
     if i < n:
         out[i] = x[i] + y[i]

@@ -133,6 +133,11 @@ assert_tags = Builtin(
     "the tag the function gives its coordinates, e.g. assert_tags(c, lambda m, n: product(a[m], b[n], "
     "(range(0, K),))). Checked at compile time at each store; no runtime effect.",
 )
+assert_written = Builtin(
+    "assert_written",
+    "assert_written(t): the launch writes every element of tensor t (an output with no element left as it "
+    "was). Tested when the kernel is verified, on one launch of the interpreter; no runtime effect.",
+)
 reset_tags = Builtin("reset_tags", "reset_tags(t): forget the tags of shared tile t before reusing its memory.")
 assume = Builtin(
     "assume",

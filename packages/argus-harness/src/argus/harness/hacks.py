@@ -78,6 +78,7 @@ def source_invariants(candidate: Candidate, tree: ast.Module | None = None) -> I
     names = [p.name for p in candidate.parameters]
     tags: dict[ArgumentTag, None] = {}
     claims: dict[ArgumentTag, None] = {}
+    written: dict[tuple[int, str], None] = {}
     assertions: dict[int, Assertion] = {}
     pending = [(candidate.kernel, tuple(sorted(tensors.items())))]
     visited = set()
@@ -98,6 +99,10 @@ def source_invariants(candidate: Candidate, tree: ast.Module | None = None) -> I
                     position = binding[call.args[0].id]
                     found = tags if callee == "tag" else claims
                     found[ArgumentTag(position, names[position], _tag_function(candidate.text, call))] = None
+                elif callee == "assert_written" and len(call.args) == 1 and isinstance(call.args[0], ast.Name) \
+                        and call.args[0].id in binding:
+                    position = binding[call.args[0].id]
+                    written[(position, names[position])] = None
                 elif callee in functions and callee != name:
                     params = [a.arg for a in functions[callee].args.args]
                     passed = {p: binding[a.id] for p, a in zip(params, call.args)
@@ -107,7 +112,8 @@ def source_invariants(candidate: Candidate, tree: ast.Module | None = None) -> I
                 said = stmt.msg.value if isinstance(stmt.msg, ast.Constant) else ""
                 message = said if isinstance(said, str) else ""
                 assertions.setdefault(id(stmt), Assertion(_kind(stmt.test), message, stmt.lineno))
-    return Invariants(tuple(tags), tuple(sorted(assertions.values(), key=lambda a: a.line)), SOURCE, tuple(claims))
+    return Invariants(tuple(tags), tuple(sorted(assertions.values(), key=lambda a: a.line)), SOURCE, tuple(claims),
+                      tuple(sorted(written)))
 
 
 def quote(text: str, node: ast.AST) -> str:

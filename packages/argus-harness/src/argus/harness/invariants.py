@@ -82,9 +82,11 @@ class Invariants:
     assertions: tuple[Assertion, ...] = ()
     basis: str = IR
     claims: tuple[ArgumentTag, ...] = ()
+    written: tuple[tuple[int, str], ...] = ()
+    """The tensor arguments (position, name) the kernel asserts it writes whole (``assert_written``)."""
 
     def __bool__(self) -> bool:
-        return bool(self.tags or self.assertions or self.claims)
+        return bool(self.tags or self.assertions or self.claims or self.written)
 
     def tagged(self, position: int) -> list[TagFunction]:
         return [t.function for t in self.tags if t.position == position]
@@ -98,7 +100,8 @@ class Invariants:
                     for t in tags]
 
         return {"basis": self.basis, "tags": listed(self.tags), "claims": listed(self.claims),
-                "assertions": [{"kind": a.kind, "message": a.message, "line": a.line} for a in self.assertions]}
+                "assertions": [{"kind": a.kind, "message": a.message, "line": a.line} for a in self.assertions],
+                "written": [{"position": p, "argument": n} for p, n in self.written]}
 
     @classmethod
     def from_dict(cls, data: Any) -> Invariants:
@@ -121,9 +124,11 @@ class Invariants:
         tags = items(data.get("tags"), fields, "tags")
         claims = items(data.get("claims", []), fields, "claims")  # absent from runs stored before claims
         assertions = items(data.get("assertions"), {"kind": str, "message": str, "line": int}, "assertions")
+        written = items(data.get("written", []), {"position": int, "argument": str}, "written")  # (absent before it)
         return cls(tuple(ArgumentTag(t["position"], t["argument"], TagFunction(t["key"], t["text"])) for t in tags),
                    tuple(Assertion(a["kind"], a["message"], a["line"]) for a in assertions), data["basis"],
-                   tuple(ArgumentTag(t["position"], t["argument"], TagFunction(t["key"], t["text"])) for t in claims))
+                   tuple(ArgumentTag(t["position"], t["argument"], TagFunction(t["key"], t["text"])) for t in claims),
+                   tuple((w["position"], w["argument"]) for w in written))
 
 
 # ---- comparing ------------------------------------------------------------------------------
@@ -158,6 +163,11 @@ def invariant_findings(required: Invariants, found: Invariants) -> list[str]:
             if function.key not in keys:
                 out.append(f"invariant weakened: the task asserts that {names[position]} holds {wanted[0].text}, the "
                            f"candidate {function.text} (what is stored is fixed by the task)")
+    kept = {position for position, _ in found.written}
+    for position, name in required.written:
+        if position not in kept:
+            out.append(f"invariants dropped: the task asserts that every element of {name} is written "
+                       f"(assert_written({name})) and the candidate does not")
     have = Counter(a.kind for a in found.assertions)
     for kind, count in sorted(Counter(a.kind for a in required.assertions).items()):
         if have[kind] < count:
@@ -204,9 +214,14 @@ def compiled_invariants(compiled: CompiledKernel) -> Invariants:
     names = [a.data for a in kernel.arg_names.data]
     tags: list[ArgumentTag] = []
     claims: list[ArgumentTag] = []
+    written: dict[tuple[int, str], None] = {}
     assertions: dict[tuple[int, int, str, str], Assertion] = {}
     for op in _reachable(kernel.body.block):
-        if op.name in ("argus.tag", "argus.store_tags"):
+        if op.name == "argus.assert_written":
+            target = op.operands[0]
+            if isinstance(target, BlockArgument) and target.owner is kernel.body.block:
+                written[(target.index, names[target.index])] = None
+        elif op.name in ("argus.tag", "argus.store_tags"):
             target = op.operands[0]
             if isinstance(target, BlockArgument) and target.owner is kernel.body.block:
                 found = tags if op.name == "argus.tag" else claims
@@ -216,7 +231,8 @@ def compiled_invariants(compiled: CompiledKernel) -> Invariants:
             line, col = (where.line, where.col) if where is not None else (0, len(assertions))
             kind, message = op.properties["kind"].data, op.properties["message"].data
             assertions.setdefault((line, col, kind, message), Assertion(kind, message, line))
-    return Invariants(tuple(dict.fromkeys(tags)), tuple(assertions.values()), IR, tuple(dict.fromkeys(claims)))
+    return Invariants(tuple(dict.fromkeys(tags)), tuple(assertions.values()), IR, tuple(dict.fromkeys(claims)),
+                      tuple(written))
 
 
 def _reachable(block: Block) -> Iterator[Operation]:

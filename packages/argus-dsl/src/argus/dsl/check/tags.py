@@ -64,6 +64,11 @@ def sync_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
             m.barrier()
 
 
+def assert_written_rule(a: TagAnalysis, op: D.AssertWrittenOp, mask: np.ndarray) -> None:
+    """Whether every element of a tensor is written is not the walk's to decide: the verdict runs
+    a launch and reads what it left unwritten (`verification`)."""
+
+
 def reset_rule(a: TagAnalysis, op: D.ResetTagsOp, mask: np.ndarray) -> None:
     memory = a.values[op.target].memory
     coded = a.initialization.saved(memory)

@@ -135,6 +135,12 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
                       f"{', '.join(ran)} (block (0, 0, 0) unless named, of a launch with sizes of a few hundred: "
                       "tested, not proved)"
                       + (f"; not under {missed}" if missed else ""))
+        if replay and preparation.table.of_kind(D.AssertWrittenOp):
+            shown, tested = _written_whole(compiled, analysis, facts, engine or chosen or find_solver(None), timeout_ms)
+            if shown is not None:
+                return violated(claim, "the kernel leaves part of an output it asserts written as it was: "
+                                       + shown["replayed"], shown)
+            timing += f"; {tested}"
         if claimless:
             return nothing_to_prove(claim, "static analysis found none of the faults it looks for: a global access "
                                            "out of bounds in some launch, a read of bytes nothing "
@@ -686,6 +692,73 @@ def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engi
                                 f"{tuple(grid)} with {launch}"}, ran, ""
         ran.append(what)
     return None, ran, "; ".join(missed)
+
+
+WHOLE_GRID = 8
+"""The most blocks along each axis of the launch that tests `assert_written` (`_written_whole`):
+every block of it runs, on the interpreter."""
+
+
+def _written_whole(compiled: Any, analysis: Analysis, facts: list[Any], engine: Any,
+                   timeout_ms: int) -> tuple[dict[str, Any] | None, str]:
+    """Run a whole launch (every block of it, at most `WHOLE_GRID` along each axis, two along x
+    where the kernel's assumptions allow) with sizes of at most 256, as large as those allow
+    (a launch of one element writes it whichever thread should), and read what it left
+    unwritten of the tensors it asserts it writes (`assert_written`): a witness if some element
+    was, and what was tested, for the verdict. Whether every element is written is tested on
+    that launch, not proved."""
+    from ..machine.shadow import ShadowInterpreter
+
+    op: D.KernelOp = compiled.op
+    space = analysis.space
+    sizes = [s for s, sym in space.symbols.items() if sym.role == "size"]
+    grids = [s for s, sym in space.symbols.items() if sym.role == "grid"]
+    domain = facts + sorted(analysis.replay_facts) + \
+        [("ge0", (WHOLE_GRID, ((s, -1),))) for s in grids] + [("ge0", (256, ((s, -1),))) for s in sizes]
+    across = [("ge0", (-2, ((s, 1),))) for s in analysis.walk.grid_symbols[:1] if s in grids]
+    model = None
+    for wanted in ([("ge0", (-1, ((s, 1),))) for s in sizes] + across, [("ge0", (-1, ((s, 1),))) for s in sizes]):
+        answer = engine.solve(Query(space, domain + wanted, [[]]), timeout_ms)
+        if answer.status == "sat":
+            model = answer.model
+            break
+    if model is not None:  # each size as large as the others' allow, one after another
+        for s in sizes:
+            for low in (64, 16, 4, 2):
+                bound = ("ge0", (-low, ((s, 1),)))
+                answer = engine.solve(Query(space, domain + wanted + [bound], [[]]), timeout_ms)
+                if answer.status == "sat":
+                    wanted, model = wanted + [bound], answer.model
+                    break
+    if model is None:
+        return None, "whether every element of an output is written was not tested: no small launch satisfies " \
+                     "the kernel's assumptions"
+    try:
+        args = _replay_arguments(op, analysis, model)
+    except WitnessTooLarge as err:
+        return None, f"whether every element of an output is written was not tested: {err}"
+    grid = analysis.walk.grid_of(model)
+    launch = {name: space.atom_value(symbol, model) for name, symbol in analysis.parameters.items()}
+    shadow = ShadowInterpreter(op, compiled.locations)
+    try:
+        shadow.launch(grid, args)
+    except KernelFault as fault:
+        if fault.kind in NOT_THE_TIMING or fault.kind in NOT_THE_KERNELS:  # (a grid past the tensors: the
+            # checker's domain holds launches whose blocks stay inside them, which its assumptions did not pin)
+            return None, f"whether every element of an output is written was not tested: the launch of grid " \
+                         f"{tuple(grid)} with {launch} faults ({fault.message}); state the grid the kernel is " \
+                         "launched with, e.g. assume(grid_dim.x * BLOCK == n)"
+        return {"assertion": str(fault.location), "kind": fault.kind, **fault.details,
+                "message": fault.message.removeprefix(f"{fault.kind}: "), "sizes": launch,
+                "replayed": f"the interpreter faults at {fault.location} in a launch of grid {tuple(grid)} with "
+                            f"{launch}"}, ""
+    for finding in shadow.unwritten() + shadow.findings:
+        return {**finding, "sizes": launch,
+                "replayed": f"the interpreter's launch of grid {tuple(grid)} with {launch}: "
+                            f"{finding.get('message', finding['kind'])}"}, ""
+    names = ", ".join(sorted(tensor.name for _, tensor in shadow.written_claims.values()))
+    return None, f"every element of {names} was written in a launch of grid {tuple(grid)} with {launch} (tested, " \
+                 "not proved)"
 
 
 #: Faults of an explored launch that are not the hand-off's timing: the launch's sizes and grid are

@@ -593,6 +593,14 @@ class ResetTagsOp(IRDLOperation):
 
 
 @irdl_op_definition
+class AssertWrittenOp(IRDLOperation):
+    """Every element of a tensor is written by the launch (``assert_written(t)``)."""
+
+    name = "argus.assert_written"
+    target = operand_def(TensorType)
+
+
+@irdl_op_definition
 class AssumeOp(IRDLOperation):
     """A fact every launch satisfies (``assume(n % 64 == 0)``): the checker's domain includes it,
     the interpreter checks it."""
@@ -652,6 +660,7 @@ OPERATIONS: list[type[IRDLOperation]] = [
     ResetTagsOp,
     SyncThreadsOp,
     AssumeOp,
+    AssertWrittenOp,
 ]
 
 Argus = Dialect("argus", OPERATIONS, [TensorType, TileType, VarType])
@@ -701,6 +710,7 @@ __all__ = [
     "ShuffleOp",
     "ResetTagsOp",
     "AssumeOp",
+    "AssertWrittenOp",
     "StoreAtOp",
     "StoreOp",
     "TagAssertOp",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from argus.verify.memory import TagMemory
+from argus.verify.memory import NEVER, TagMemory
 from argus.verify.results import Result, nothing_to_prove, proved, unknown, violated
 from argus.verify.tags import BOTTOM, TOP, TagTable
 from xdsl.dialects import arith, scf
@@ -67,11 +67,32 @@ class ShadowInterpreter(Interpreter):
         """Per tensor buffer, the tag function last applied to it and the tensor it was applied to."""
         self.store_functions: dict[Any, tuple[D.StoreTagsOp, TensorValue]] = {}
         """Per tensor buffer with asserted tags (`assert_tags`): what every store into it carries."""
+        self.written_claims: dict[Any, tuple[D.AssertWrittenOp, TensorValue]] = {}
+        """Per tensor buffer that the launch must write whole (`assert_written`): the claim and
+        the tensor."""
         self.unchecked: list[str] = []
         """Updates of tensors with asserted tags that no assertion checks (atomics): a launch that
         made one proves nothing (`check_launch`)."""
 
     # ---- bookkeeping -----------------------------------------------------------------
+    def unwritten(self) -> list[dict[str, Any]]:
+        """After a launch, a finding per tensor it must write whole (`assert_written`) that it
+        left in part as it was, naming the first element no thread wrote."""
+        found = []
+        for key, (op, tensor) in self.written_claims.items():
+            memory = self.memories.get(key)
+            array = tensor.array
+            never = np.ones(array.nbytes, bool) if memory is None else memory.site[:array.nbytes] == NEVER
+            if not never.any():
+                continue
+            left = never.reshape(-1, array.itemsize).any(axis=1)
+            element = tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(left)[0]), array.shape))
+            found.append({"assertion": str(self.locations.get(op)), "kind": "unwritten-output",
+                          "tensor": tensor.name, "element": element, "unwritten": int(left.sum()),
+                          "message": f"the launch writes no value at {tensor.name}{list(element)} "
+                                     f"({int(left.sum())} of its {left.size} elements are left as they were)"})
+        return found
+
     def report(self, finding: dict[str, Any]) -> None:
         self.findings.append(finding)
         if self.stop_at is not None and self.stop_at(finding):
@@ -288,6 +309,7 @@ def check_launch(kernel: Any, grid: Sequence[int] | int, *args: Any, **constants
     runtime = [given[p] for p in params if p not in constexprs]
     shadow = ShadowInterpreter(compiled.op, compiled.locations)
     shadow.launch(dims, runtime)
+    shadow.findings += shadow.unwritten()
     preparation = getattr(compiled, "preparation", None) or Preparation(compiled.op, compiled.locations)
     claimless = preparation.claimless
     claim = (f"{kernel.name} states no tag assertion and has no product of tagged operands; its launch of grid "

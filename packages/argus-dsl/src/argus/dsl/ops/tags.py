@@ -29,9 +29,9 @@ from argus.verify.tags import resize
 from xdsl.ir import Operation
 
 from ..check import tag_liveness
-from ..check.tags import assert_rule, assume_rule, reset_rule, store_tags_rule, tag_rule
+from ..check.tags import assert_rule, assert_written_rule, assume_rule, reset_rule, store_tags_rule, tag_rule
 from ..dtypes import boolean
-from ..frontend.values import TileRef, Value
+from ..frontend.values import TensorRef, TileRef, Value
 from ..ir import dialect as D
 from ..ir.registry import builtin, define
 from ..machine.interpreter import Frame, Interpreter, TensorValue, TileValue, scalars, value_of
@@ -48,6 +48,13 @@ def _build_assume(fe: Any, node: ast.Call, args: list[Any]) -> None:
     if len(args) != 1 or not isinstance(args[0], Value) or args[0].dtype is not boolean:
         raise fe.type_error(node, "assume(condition) takes one runtime condition, e.g. assume(n % 64 == 0)")
     fe.emit(D.AssumeOp.create(operands=[args[0].ssa]))
+
+
+@builtin("assert_written")
+def _build_assert_written(fe: Any, node: ast.Call, args: list[Any]) -> None:
+    if len(args) != 1 or not isinstance(args[0], TensorRef):
+        raise fe.type_error(node, "assert_written(t) takes one tensor, e.g. assert_written(out)")
+    fe.emit(D.AssertWrittenOp.create(operands=[args[0].ssa]))
 
 
 @builtin("reset_tags")
@@ -72,6 +79,13 @@ def _compile_time_only(interp: Interpreter, op: Operation, frame: Frame, mask: n
 
 
 # ---- shadow tags --------------------------------------------------------------------------
+
+def _shadow_assert_written(s: ShadowInterpreter, op: D.AssertWrittenOp, frame: Frame, mask: np.ndarray) -> None:
+    """The launch must write every element of the tensor: what it left unwritten is read off its
+    memory's write sites when it ends (`ShadowInterpreter.unwritten`)."""
+    tensor = value_of(frame, op.target)
+    s.written_claims.setdefault(buffer_key(tensor), (op, tensor))
+
 
 def _shadow_reset(s: ShadowInterpreter, op: D.ResetTagsOp, frame: Frame, mask: np.ndarray) -> None:
     s.memory_tags(value_of(frame, op.target), frame).reset()
@@ -206,5 +220,7 @@ define(D.TagAssertOp, interpret=_compile_time_only, analyze=assert_rule, livenes
        shadow=_shadow_assert, translate=_translate_nothing)
 define(D.ResetTagsOp, interpret=_compile_time_only, analyze=reset_rule, liveness=tag_liveness.reset,
        shadow=_shadow_reset, translate=_translate_nothing)
+define(D.AssertWrittenOp, interpret=_compile_time_only, analyze=assert_written_rule, liveness=tag_liveness.always,
+       shadow=_shadow_assert_written, translate=_translate_nothing)
 define(D.AssumeOp, interpret=_interpret_assume, analyze=assume_rule, liveness=tag_liveness.always,
        translate=_translate_assume)
