@@ -72,6 +72,9 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
             analysis = TagAnalysis(op, compiled.locations, tuple(grid) if grid else None, preparation).run()
         except Undecidable as err:
             where = f"{err.location}: {err.reason}" if err.location else err.reason
+            if preparation.table.of_kind(D.AssertWrittenOp):  # (its launch's sizes are the analysis's to pick)
+                return unknown(claim, f"the checker cannot follow the kernel ({where}), so whether it writes every "
+                                      "element of the outputs it asserts written (assert_written) was not tested")
             if claimless:  # no claim was made: the accesses are the interpreter's to check
                 return nothing_to_prove(claim, f"the checker cannot follow the kernel ({where}); its accesses are "
                                                "left to the interpreter")
@@ -698,12 +701,19 @@ WHOLE_GRID = 8
 """The most blocks along each axis of the launch that tests `assert_written` (`_written_whole`):
 every block of it runs, on the interpreter."""
 
+WIDE_LAUNCH = (256, 4096, 1024)
+"""Where no launch that small satisfies the assumptions (a grid pinned to 132 blocks, sizes
+multiples of 1024): the most blocks along each axis, the largest size and the most blocks in
+all of the launch that tests `assert_written` instead."""
+
 
 def _written_whole(compiled: Any, analysis: Analysis, facts: list[Any], engine: Any,
                    timeout_ms: int) -> tuple[dict[str, Any] | None, str]:
     """Run a whole launch (every block of it, at most `WHOLE_GRID` along each axis, two along x
     where the kernel's assumptions allow) with sizes of at most 256, as large as those allow
-    (a launch of one element writes it whichever thread should), and read what it left
+    (a launch of one element writes it whichever thread should) and about 4096 in product (a
+    loop nest over them runs on the interpreter); where no such launch satisfies the
+    assumptions, one within `WIDE_LAUNCH`. Then read what it left
     unwritten of the tensors it asserts it writes (`assert_written`): a witness if some element
     was, and what was tested, for the verdict. Whether every element is written is tested on
     that launch, not proved."""
@@ -713,18 +723,23 @@ def _written_whole(compiled: Any, analysis: Analysis, facts: list[Any], engine: 
     space = analysis.space
     sizes = [s for s, sym in space.symbols.items() if sym.role == "size"]
     grids = [s for s, sym in space.symbols.items() if sym.role == "grid"]
-    domain = facts + sorted(analysis.replay_facts) + \
-        [("ge0", (WHOLE_GRID, ((s, -1),))) for s in grids] + [("ge0", (256, ((s, -1),))) for s in sizes]
     across = [("ge0", (-2, ((s, 1),))) for s in analysis.walk.grid_symbols[:1] if s in grids]
     model = None
-    for wanted in ([("ge0", (-1, ((s, 1),))) for s in sizes] + across, [("ge0", (-1, ((s, 1),))) for s in sizes]):
-        answer = engine.solve(Query(space, domain + wanted, [[]]), timeout_ms)
-        if answer.status == "sat":
-            model = answer.model
+    for most_blocks, largest in ((WHOLE_GRID, 256), WIDE_LAUNCH[:2]):
+        domain = facts + sorted(analysis.replay_facts) + \
+            [("ge0", (most_blocks, ((s, -1),))) for s in grids] + [("ge0", (largest, ((s, -1),))) for s in sizes]
+        for wanted in ([("ge0", (-1, ((s, 1),))) for s in sizes] + across, [("ge0", (-1, ((s, 1),))) for s in sizes]):
+            answer = engine.solve(Query(space, domain + wanted, [[]]), timeout_ms)
+            if answer.status == "sat":
+                model = answer.model
+                break
+        if model is not None:
             break
-    if model is not None:  # each size as large as the others' allow, one after another
+    if model is not None:  # each size as large as the others' allow, one after another, and all of them
+        # together at most about 4096 (three sizes of 64 are 262144 iterations of a loop nest: a minute)
+        first = [low for low in (64, 16, 4, 2) if low ** len(sizes) <= 4096] or [2]
         for s in sizes:
-            for low in (64, 16, 4, 2):
+            for low in (64, 16, 4, 2)[(64, 16, 4, 2).index(first[0]):]:
                 bound = ("ge0", (-low, ((s, 1),)))
                 answer = engine.solve(Query(space, domain + wanted + [bound], [[]]), timeout_ms)
                 if answer.status == "sat":
@@ -739,6 +754,10 @@ def _written_whole(compiled: Any, analysis: Analysis, facts: list[Any], engine: 
         return None, f"whether every element of an output is written was not tested: {err}"
     grid = analysis.walk.grid_of(model)
     launch = {name: space.atom_value(symbol, model) for name, symbol in analysis.parameters.items()}
+    if int(np.prod(grid)) > WIDE_LAUNCH[2]:
+        return None, f"whether every element of an output is written was not tested: the smallest launch the " \
+                     f"kernel's assumptions allow, of grid {tuple(grid)} with {launch}, has over " \
+                     f"{WIDE_LAUNCH[2]} blocks"
     shadow = ShadowInterpreter(op, compiled.locations)
     try:
         shadow.launch(grid, args)

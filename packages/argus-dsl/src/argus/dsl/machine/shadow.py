@@ -75,6 +75,20 @@ class ShadowInterpreter(Interpreter):
         made one proves nothing (`check_launch`)."""
 
     # ---- bookkeeping -----------------------------------------------------------------
+    def launch(self, grid: Sequence[int], args: Sequence[Any], blocks: Sequence[tuple[int, int, int]] | None = None) -> None:
+        """Run the launch; a claim that it writes a tensor argument whole (`assert_written`) holds
+        of the launch wherever it stands, so one that no thread reaches (under a branch none takes)
+        is held to it too."""
+        params = list(self.kernel.body.block.args)
+        names = [n.data for n in self.kernel.arg_names.data]
+        for op in self.kernel.walk():
+            if isinstance(op, D.AssertWrittenOp) and op.target in params and len(args) == len(params):
+                at = params.index(op.target)
+                if isinstance(args[at], np.ndarray):
+                    tensor = TensorValue(names[at], args[at], op.target.type.dtype)
+                    self.written_claims.setdefault(_buffer_key(tensor), (op, tensor))
+        super().launch(grid, args, blocks)
+
     def unwritten(self) -> list[dict[str, Any]]:
         """After a launch, a finding per tensor it must write whole (`assert_written`) that it
         left in part as it was, naming the first element no thread wrote."""

@@ -53,7 +53,12 @@ def _build_assume(fe: Any, node: ast.Call, args: list[Any]) -> None:
 @builtin("assert_written")
 def _build_assert_written(fe: Any, node: ast.Call, args: list[Any]) -> None:
     if len(args) != 1 or not isinstance(args[0], TensorRef):
-        raise fe.type_error(node, "assert_written(t) takes one tensor, e.g. assert_written(out)")
+        given = (f"{len(args)} arguments" if len(args) != 1
+                 else "a tile (a block's own memory; the claim is about a global tensor the launch writes)"
+                 if isinstance(args[0], TileRef)
+                 else f"a {args[0].dtype} value (an element, not the tensor)" if isinstance(args[0], Value)
+                 else f"{type(args[0]).__name__}")
+        raise fe.type_error(node, f"assert_written(t) takes one tensor, e.g. assert_written(out); got {given}")
     fe.emit(D.AssertWrittenOp.create(operands=[args[0].ssa]))
 
 
