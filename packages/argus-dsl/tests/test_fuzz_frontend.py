@@ -14,6 +14,7 @@ import ast
 import copy
 import importlib.util
 import random
+import sys
 import traceback
 import warnings
 from pathlib import Path
@@ -282,8 +283,19 @@ def test_a_mutated_example_compiles_or_is_refused_with_its_line(tmp_path: Path, 
     for _ in range(1 + rng.randrange(2)):
         _mutate(tree, rng)
     path = tmp_path / f"{example}_{seed}.py"
-    path.write_text(ast.unparse(ast.fix_missing_locations(tree)))
+    path.write_text(_unparsed(tree))
     _compile_all(path)
+
+
+def _unparsed(tree: ast.Module) -> str:
+    """The source of a mutated tree: two chains of `2 * MAX_NESTING` sums on one expression are
+    deeper than `ast.unparse` recurses by default (the front end's refusal is what is tested)."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))
+    try:
+        return ast.unparse(ast.fix_missing_locations(tree))
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 # ---- the crashes these found, each with what it says now ----------------------------------------
