@@ -37,15 +37,6 @@ def whole_parts(ids: np.ndarray, runs: np.ndarray | None = None) -> np.ndarray:
     return np.where(last & ~whole, TOP_ID, ids)  # type: ignore[no-any-return]
 
 
-def runs_of(sources: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """The run of each byte of a value assembled byte by byte, byte j being byte `offsets[j]` of
-    source `sources[j]` (`whole_parts`): a new run wherever a byte does not follow the one
-    before it in the same source."""
-    new = np.ones(len(sources), bool)
-    new[1:] = (sources[1:] != sources[:-1]) | (offsets[1:] != offsets[:-1] + 1)
-    return np.cumsum(new)  # type: ignore[no-any-return]
-
-
 def runs_of_rows(rows: np.ndarray) -> np.ndarray:
     """Per byte of rows of byte indices, its run (`whole_parts`): a new run wherever a byte is
     not the one after the byte before it."""
@@ -103,4 +94,6 @@ def permuted(sources: list[np.ndarray], selector: list[int]) -> np.ndarray:
     widths = np.cumsum([0] + [s.shape[-1] for s in sources])
     chosen = np.asarray(selector, np.int64)
     source = np.searchsorted(widths, chosen, side="right") - 1
-    return whole_parts(np.concatenate(sources, axis=-1)[:, chosen], runs_of(source, chosen))
+    # (each source's bytes one place further on than the last one's: its first byte never
+    # follows the byte before it, the previous source's last)
+    return whole_parts(np.concatenate(sources, axis=-1)[:, chosen], runs_of_rows((chosen + source)[None])[0])
