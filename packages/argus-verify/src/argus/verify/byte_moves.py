@@ -67,6 +67,13 @@ def cut_after(tags: np.ndarray, ends: np.ndarray, limit: np.ndarray) -> np.ndarr
     in parts lost its first bytes to a write ending at each of `ends` (the next byte not written;
     `limit`: where each end's row of bytes stops): the bytes after an end, up to the first at
     place 0, hold no whole element any more (`TagMemory.write` makes them ⊤)."""
+    # most writes end where an element starts, or untagged bytes do, or their row: nothing to cut
+    inside = ends < limit
+    found = tags[np.minimum(ends, tags.size - 1)]
+    at_end = inside & (found > TOP_ID) & ((found - 2) % _BYTES != 0)
+    if not at_end.any():
+        return np.zeros(0, np.int64)
+    ends, limit = ends[at_end], limit[at_end]
     ahead = ends[:, None] + np.arange(LOOKAHEAD)
     inside = ahead < limit[:, None]
     found = np.where(inside, tags[np.minimum(ahead, tags.size - 1)], 0)

@@ -125,7 +125,7 @@ def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarra
         return
     copies = points // a.threads
     keys = threads[:, None] * memory.tags.shape[-1] + idx
-    if a.footprint is None or copies[0] == copies[-1] or np.unique(keys).size == keys.size:  # (apart: at once)
+    if a.footprint is None or copies[0] == copies[-1] or np.bincount(keys.reshape(-1)).max() <= 1:  # (apart: at once)
         old, _ = a.read_tags(memory, idx, threads, points)
         a.write_tags(memory, idx, accumulated(a, atom, at, bt, old), threads, points, a.site(op))
         return
