@@ -207,6 +207,47 @@ def test_the_checker_follows_buffer_loads_without_assuming_them_in_bounds() -> N
     assert copier(1).verify().verdict is Verdict.VIOLATED
 
 
+def buffer_stored(shift: int, claim: bool) -> Any:
+    """out[i] = x[i + shift] by buffer stores (the last `shift` threads store nothing), with
+    `assert_tags` (out[i] holds x[i]) or `assert_written`."""
+    from argus.dsl import assert_tags, assert_written, grid_dim, tag
+
+    @kernel(block=(64,), warp_size=64, verify=False)
+    def buffer_copy(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+        assume(grid_dim.x * 64 >= n)
+        if claim:
+            tag(x, lambda i: (i,))
+            assert_tags(out, lambda i: (i,))
+        else:
+            assert_written(out)
+        i = block_idx.x * 64 + thread_idx.x
+        if i + shift < n:
+            amd.buffer_store(out, (i,), x[i + shift])
+
+    return buffer_copy
+
+
+def test_buffer_stores_are_held_to_the_asserted_tags() -> None:
+    """A buffer store into a tensor with `assert_tags` is compared as a plain store is, by the
+    checker and by the shadow tags that replay its witness: storing x[i + 1] at out[i] is a
+    replayed violation, x[i] a proof."""
+    from argus.verify import Verdict
+
+    assert buffer_stored(0, claim=True).verify().verdict is Verdict.PROVED
+    wrong = buffer_stored(1, claim=True).verify()
+    assert wrong.verdict is Verdict.VIOLATED, wrong.text()
+    assert "reproduced" in str(wrong.witnesses[0]["replayed"])
+
+
+def test_buffer_stores_count_as_writes_for_assert_written() -> None:
+    """The shadow tags record a buffer store's writes: a launch writing every element by buffer
+    stores is no violation of `assert_written`, and one leaving the last element is."""
+    from argus.verify import Verdict
+
+    assert buffer_stored(0, claim=False).verify().verdict is not Verdict.VIOLATED
+    assert buffer_stored(1, claim=False).verify().verdict is Verdict.VIOLATED
+
+
 def test_agprs_are_asked_for_at_the_top_level() -> None:
     @kernel(block=(64,), warp_size=64)
     def nested(x: Tensor[f32, 64]):

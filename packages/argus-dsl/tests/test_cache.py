@@ -115,6 +115,29 @@ def test_a_changed_compiler_package_gives_other_keys(tmp_path, monkeypatch):
     assert cache.code_digest("fake_backend") != before
 
 
+def test_every_key_follows_the_installed_backends_code(monkeypatch):
+    """Backends give their intrinsics' meaning to the checker and the shadow tags, so a cached
+    verdict (or trace) keyed without their code would outlive a fix to one of their rules: every
+    key changes when a backend's code does."""
+    from argus.dsl import cache
+
+    assert {"argus.backends.nvptx", "argus.backends.amdgpu"} <= set(cache._backend_packages())
+    cache._versions.cache_clear()
+    before = cache.cache_key("kernel")
+    real = cache.code_digest
+
+    def edited(*packages: str) -> str:
+        return "edited" if packages == ("argus.backends.amdgpu",) else real(*packages)
+
+    monkeypatch.setattr(cache, "code_digest", edited)
+    cache._versions.cache_clear()
+    try:
+        assert cache.cache_key("kernel") != before
+    finally:
+        monkeypatch.undo()
+        cache._versions.cache_clear()
+
+
 # ---- a damaged entry is never served ------------------------------------------------------------
 
 KEY = "0123456789abcdef0123456789abcdef"

@@ -69,9 +69,28 @@ def installed_version(distribution: str) -> str:
         return f"{distribution}=?"
 
 
+def _backend_packages() -> list[str]:
+    """The packages of the installed backends (entry points ``argus.backends``): each defines
+    the meaning of its intrinsics to the checker and the shadow tags, so the verdicts and
+    traces the cache keeps depend on their code too."""
+    from importlib.metadata import entry_points
+
+    found = set()
+    for point in entry_points(group="argus.backends"):
+        package = point.value.partition(":")[0]
+        if not package.startswith("argus.dsl"):
+            found.add(package)
+    return sorted(found)
+
+
 @lru_cache(maxsize=1)
 def _versions() -> str:
     found = [f"compiler={code_digest('argus.dsl', 'argus.verify', 'argus.layout')}"]
+    for package in _backend_packages():  # (a backend that fails to import is keyed as absent)
+        try:
+            found.append(f"{package}={code_digest(package)}")
+        except Exception:  # noqa: BLE001 - any import failure leaves that backend out of the key
+            found.append(f"{package}=absent")
     for dist in ("argus-dsl", "argus-layout", "xdsl"):
         try:
             found.append(f"{dist}={version(dist)}")

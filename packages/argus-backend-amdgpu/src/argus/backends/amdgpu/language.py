@@ -39,7 +39,10 @@ from typing import Any
 
 import numpy as np
 from argus.dsl.ir import dialect as D
+from argus.dsl.check.tags import stored_rule
 from argus.dsl.machine import interpreter as I
+from argus.dsl.ops.tags import check_stored
+from argus.verify.tags import resize
 from argus.dsl.dtypes import i32
 from argus.dsl.errors import VerificationError
 from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, Language, Meaning
@@ -481,6 +484,24 @@ def _analyze_buffer_store(a: Any, op: BufferStoreOp, mask: np.ndarray) -> None:
         raise a.undecidable(op, f"the kernel writes tensor {name!r}, which it also reads; the checker takes global "
                                 "tensors as read-only or write-only")
     a.written_globals.add(name)
+    if name in a.store_functions:  # (held to the tensor's asserted tags as any store is)
+        stored_rule(a, op, target, [a.int_value(c, op) for c in op.coords], a.tags_of(op.value), mask)
+
+
+def _shadow_buffer_store(s: Any, op: Any, frame: Any, mask: np.ndarray) -> None:
+    """Shadow tags: a buffer store writes its value's tags where the element is inside the
+    tensor (outside, the hardware drops the store), held to the tensor's asserted tags as any
+    store is, and recorded as written (``assert_written``)."""
+    tensor = I.value_of(frame, op.tensor)
+    inside, offsets = _inside(tensor, _offsets(op, frame, tensor, mask), mask)
+    threads = np.flatnonzero(inside)
+    if threads.size == 0:
+        return
+    idx = I.byte_indices(offsets, tensor.dtype.nbytes)
+    tags = resize(s.value_tags(frame, op.value)[threads], tensor.dtype.nbytes, s.table)
+    if s.store_functions:
+        check_stored(s, op, frame, tensor, idx, tags, threads)
+    s.memory_tags(tensor, frame).write(idx, tags, threads, s.site(op))
 
 
 def _lds_offsets(interp: Any, op: Any, frame: Any, tile: Any, tensor: Any, mask: np.ndarray
@@ -590,9 +611,9 @@ LANGUAGE = Language(Amdgpu, (
     Meaning(BufferLoadOp, interpret=_interpret_buffer_load, analyze=_analyze_buffer_load, lower=_lower_buffer_load,
             shadow=_shadow_buffer_load),
     Meaning(BufferStoreOp, interpret=_interpret_buffer_store, analyze=_analyze_buffer_store,
-            lower=_lower_buffer_store),
+            lower=_lower_buffer_store, shadow=_shadow_buffer_store),
     Meaning(BufferLoadAtOp, interpret=_interpret_buffer_load),
-    Meaning(BufferStoreAtOp, interpret=_interpret_buffer_store),
+    Meaning(BufferStoreAtOp, interpret=_interpret_buffer_store, shadow=_shadow_buffer_store),
     Meaning(BufferLoadAgprOp, interpret=_interpret_buffer_load, analyze=_analyze_buffer_load,
             lower=_lower_buffer_load_agpr, shadow=_shadow_buffer_load),
     Meaning(BufferLoadAgprAtOp, interpret=_interpret_buffer_load, shadow=_shadow_buffer_load),
