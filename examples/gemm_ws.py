@@ -22,6 +22,11 @@ Phases: in round r (STAGES slices) the consumers wait for phase r of "full" (par
 the producer for phase r - 1 of "empty" (parity (r + 1) % 2, which a fresh barrier counts as
 completed, so the first round fills every stage at once).
 
+Tags state what C is: A and B are tagged with their k (which a product pairs) and their row
+(which it carries), and every element of C must be the product of A's row m and B's row n over
+every k. The checker follows the hand-off: what a consumer reads from a stage after waiting on
+its "full" barrier is what the producer copied there in the iteration of the same index.
+
 M and N must be multiples of BM and BN, and K of STAGES·BK.
 """
 
@@ -31,6 +36,7 @@ from argus.dsl import (
     Kernel,
     Problem,
     Tensor,
+    assert_tags,
     assume,
     bf16,
     block_idx,
@@ -40,6 +46,7 @@ from argus.dsl import (
     make_local,
     make_shared,
     matmul_wait,
+    product,
     static_range,
     syncthreads,
     tag,
@@ -75,8 +82,9 @@ def build(BM: int = 128, BN: int = 128, BK: int = 64, STAGES: int = 4) -> Kernel
 
     def gemm_ws(a: Tensor[bf16, "M", "K"], b: Tensor[bf16, "N", "K"], c: Tensor[bf16, "M", "N"], M: int, N: int,
                 K: int):
-        tag(a, lambda m, k: (k,))  # the product pairs A[m, k] with B[n, k]: the tags say which k
-        tag(b, lambda n, k: (k,))
+        tag(a, lambda m, k: (k,), rows=lambda m, k: (m,))  # the product pairs A[m, k] with B[n, k]
+        tag(b, lambda n, k: (k,), rows=lambda n, k: (n,))
+        assert_tags(c, lambda m, n: product(a[m], b[n], (range(0, K),)))  # C = A · Bᵀ over all of K
         assume(M % BM == 0)
         assume(N % BN == 0)
         assume(K % (STAGES * BK) == 0)

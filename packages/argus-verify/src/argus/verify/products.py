@@ -52,7 +52,11 @@ EMPTY = _BASE - 5
 leaves it (⊥), which a scale would otherwise make computed data."""
 ROW_PART = _BASE - 7
 """First component of the element an operand's odd bytes carry: its row part (`ROWS`)."""
-MARKS = (PRODUCT, PRODUCT_A, PRODUCT_B, ROWS, EMPTY, ROW_PART)
+MAYBE_ZERO = _BASE - 8
+"""The tag of a value that is a cleared zero (`ZERO`) on some path and something else on
+another (``z = 1.0; if c: z = 0.0``): no product starts from it, and none survives a scale by
+it (a product times a value that may be zero may be zero)."""
+MARKS = (PRODUCT, PRODUCT_A, PRODUCT_B, ROWS, EMPTY, ROW_PART, MAYBE_ZERO)
 ZERO = _BASE - 6
 """The tag of a float zero stored into registers where products are in play: an accumulator
 cleared, from which a product starts. Any other constant, and untagged data, are ⊥, which no
@@ -260,6 +264,7 @@ class Products:
         what a product compares of A and B."""
         if not self.table.rowed and not self.table.asserted:
             return ids
+        ids = self.as_joined(ids)  # (zero on one path, data on another: no pair)
         elements, inverse = np.unique(ids, return_inverse=True)
         concrete = elements > 1
         e = (elements[concrete] - 2) // _BYTES
@@ -461,7 +466,9 @@ class Products:
         py = self.held(y) if fits_y else none
         ex = (self.is_zero(x) | self.is_empty(x)) if fits_x else none  # (⊥: a constant, not known zero)
         ey = (self.is_zero(y) | self.is_empty(y)) if fits_y else none
-        keep_x, keep_y = px & ~py & ~ey, (py & ~px & ~ex) if commutes else none  # (× or ÷ a known zero: none)
+        mx = (ex | self.may_be_zero(x)) if fits_x else none  # (zero on some path: no product either)
+        my = (ey | self.may_be_zero(y)) if fits_y else none
+        keep_x, keep_y = px & ~py & ~my, (py & ~px & ~mx) if commutes else none  # (× or ÷ a zero: none)
         empty = (ex & ~py) | ((ey & ~px) if commutes else none)
         empty &= ~(computed == 0).all(axis=-1)  # (constants times constants stay constants: ⊥)
         if not (keep_x.any() or keep_y.any() or empty.any()):
@@ -482,6 +489,45 @@ class Products:
         if found is None:
             return np.zeros(tags.shape[:-1], bool)
         return (tags == layout(found, found, tags.shape[-1])).all(axis=-1)  # type: ignore[no-any-return]
+
+    def may_be_zero(self, tags: np.ndarray) -> np.ndarray:
+        """Per element (rows of byte tags), whether some byte of it is a cleared zero's, or one
+        that may be (`MAYBE_ZERO`): a value that is zero on some path."""
+        marks = [e for e in (self.table._ids.get((ZERO,)), self.table._ids.get((MAYBE_ZERO,))) if e is not None]
+        if not marks:
+            return np.zeros(tags.shape[:-1], bool)
+        return np.isin((tags - 2) // _BYTES, marks).any(axis=-1) & (tags > TOP_ID).any(axis=-1)  # type: ignore[no-any-return]
+
+    def maybe_zero_bytes(self) -> np.ndarray:
+        """Every byte id of `MAYBE_ZERO` (at each place), none while no join has made one."""
+        found = self.table._ids.get((MAYBE_ZERO,))
+        return np.zeros(0, np.int64) if found is None else 2 + found * _BYTES + np.arange(_BYTES)
+
+    def as_joined(self, tags: np.ndarray) -> np.ndarray:
+        """`tags` with every byte of `MAYBE_ZERO` the ⊤ of the join that made it: what two paths
+        left apart, when tags are compared (only scales tell it apart from other computed data)."""
+        maybe = self.maybe_zero_bytes()
+        if not maybe.size:
+            return tags
+        return np.where(np.isin(tags, maybe), TOP_ID, tags)  # type: ignore[no-any-return]
+
+    def zero_joined(self, joined: np.ndarray, ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+        """`joined` (the join of two paths' byte tags, ⊤ where they differ) with `MAYBE_ZERO`
+        where one path held a cleared zero (or a value that may be one) and the other something
+        else: ⊤ would be taken for computed data, which a product may be scaled by."""
+        zero = self.table._ids.get((ZERO,))
+        if zero is None:
+            return joined
+        marks = [zero] + [e for e in (self.table._ids.get((MAYBE_ZERO,)),) if e is not None]
+        ours, theirs = np.broadcast_to(ours, joined.shape), np.broadcast_to(theirs, joined.shape)
+        mine = np.isin((ours - 2) // _BYTES, marks) & (ours > TOP_ID)
+        other = np.isin((theirs - 2) // _BYTES, marks) & (theirs > TOP_ID)
+        hit = (joined == TOP_ID) & (mine | other)
+        if not hit.any():
+            return joined
+        maybe = self.table.element_id((MAYBE_ZERO,))
+        place = np.where(mine, ours - 2, theirs - 2) % _BYTES
+        return np.where(hit, 2 + maybe * _BYTES + place, joined)  # type: ignore[no-any-return]
 
     def laid_out(self, tags: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per element (rows of byte tags, at least two bytes), whether its bytes are a product's

@@ -55,6 +55,7 @@ from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, Language, Meaning
 from argus.dsl.machine import Agent
 from argus.dsl.machine.barriers import rendezvous
 from argus.layout import Layout
+from . import handoffs
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
 from xdsl.irdl import (
@@ -988,6 +989,12 @@ def _no_tags(a: Any, op: Any, mask: np.ndarray) -> None:
     """Barriers order memory; they move no data."""
 
 
+def _analyze_wait(a: Any, op: MbarrierWaitOp, mask: np.ndarray) -> None:
+    """A wait moves no data, but the copies another loop landed on the barrier hold, for a
+    waiting loop's iteration, what that loop's iteration of the same index wrote (`handoffs`)."""
+    handoffs.rebind(a, handoffs.barrier_key(a, op, op.barriers, op.index))
+
+
 def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
     """The box's tags are the tensor's tag function at each element's coordinates. A box may
     reach outside the tensor (the copy fills those elements with zeros, as the hardware does:
@@ -1009,6 +1016,7 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
         within = [g.reshape(-1, order="F") for g in np.meshgrid(*(np.arange(n) for n in box), indexing="ij")]
         return [_tma_box(a, ref, tile, coords, within, p) for p in threads]
 
+    landing = handoffs.barrier_key(a, op, op.barriers, op.index)
     for p, idx, ids in a.remembered(op, [ref, tile, *coords, *a.tag_function_inputs(name)], boxes, equal=threads):
         for shift in a.block_shifts(op, tile, p, None if op.multicast is None else op.multicast.data):
             at = idx + shift
@@ -1017,6 +1025,7 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
             a.check_in_flight(op, tile.memory, at, np.array([p]))  # a running product may still read it
             tile.memory.write(at, ids, np.array([p]), a.site(op))
             tile.memory.epoch_writer[at] = -1  # the barrier wait orders it for every reader
+            handoffs.record(a, op, landing, tile.memory, at, ids, p)
 
 
 def _tma_box(a: Any, ref: Any, tile: Any, coords: list[Any], within: list[np.ndarray],
@@ -1189,7 +1198,7 @@ LANGUAGE = Language(Nvptx, (
     Meaning(NamedBarrierOp, wait=_NamedBarrier(), analyze=_analyze_named_barrier),
     Meaning(MbarrierInitOp, interpret=_init, analyze=_no_tags, sync=True),
     Meaning(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, sync=True),
-    Meaning(MbarrierWaitOp, wait=_PhaseWait(), analyze=_no_tags),
+    Meaning(MbarrierWaitOp, wait=_PhaseWait(), analyze=_analyze_wait),
     Meaning(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, sync=True),
     Meaning(MbarrierArriveClusterOp, interpret=_arrive_cluster, analyze=_no_tags, sync=True),
     Meaning(ClusterRankOp, interpret=_cluster_rank, analyze=_analyze_cluster_rank),

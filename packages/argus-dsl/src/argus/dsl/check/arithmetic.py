@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from argus.verify.affine import Affine, Space
-from argus.verify.tags import join
 from xdsl.dialects import arith
 from xdsl.ir import Operation
 
@@ -205,7 +204,7 @@ def _select_tags(a: TagAnalysis, op: arith.SelectOp, cond: Affine | None) -> Non
     if cond is not None and cond.concrete:
         a.tags[op.result] = np.where((cond.const != 0)[:, None], lhs, rhs)
     else:
-        a.tags[op.result] = join(lhs, rhs)
+        a.tags[op.result] = a.joined(lhs, rhs)
 
 
 def constant_rule(a: TagAnalysis, op: arith.ConstantOp, mask: np.ndarray) -> None:

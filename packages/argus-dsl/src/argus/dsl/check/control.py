@@ -452,7 +452,7 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
                     return True
                 continue
             _forget_pass(a, mark, facts_mark)
-            if peelable and attempt == 0 and _loses_tags(base, back, new_entry):
+            if peelable and attempt == 0 and _loses_tags(a, base, back, new_entry):
                 return False
             if attempt == MAX_PASSES - 2:  # widen what still moves
                 frozen = [n[1] != e[1] for n, e in zip(new_entry.memories, entry.memories)]
@@ -487,10 +487,12 @@ def _races_carried(a: TagAnalysis, mark: tuple[Any, ...], base: State, entry: St
                for (_, _, ours), (_, _, theirs) in zip(entry.memories, base.memories))
 
 
-def _loses_tags(base: State, back: State, joined: State) -> bool:
-    """Whether a loop-entry join made conflicting (⊤) bytes that both sides had tags for."""
+def _loses_tags(a: TagAnalysis, base: State, back: State, joined: State) -> bool:
+    """Whether a loop-entry join made conflicting bytes (⊤, or a value that may be a cleared
+    zero) that both sides had tags for."""
+    maybe = a.table.products.maybe_zero_bytes() if a.table.asserted else np.zeros(0, np.int64)
     for (ours, *_), (theirs, *_), (both, *_) in zip(base.memories, back.memories, joined.memories):
-        if ((ours > TOP) & (theirs > TOP) & (both == TOP)).any():
+        if ((ours > TOP) & (theirs > TOP) & ((both == TOP) | np.isin(both, maybe))).any():
             return True
     return False
 

@@ -84,7 +84,10 @@ def compare(a: TagAnalysis, site: str, lhs: np.ndarray, rhs: np.ndarray, equal: 
     every launch (`Obligations.compare`). Inside, each point's comparison binds only in the
     launches where its thread takes the sides that get here (`TagAnalysis.linear_path`): a store
     under ``if r < cols`` is compared where ``r < cols`` holds for that thread, and where no
-    launch takes its path, not at all (`GuardedComparison`)."""
+    launch takes its path, not at all (`GuardedComparison`). A value that may be a cleared zero
+    (`argus.verify.products.MAYBE_ZERO`) is compared as the paths' join it is: conflicting."""
+    if a.table.asserted:
+        lhs, rhs = a.table.products.as_joined(lhs), a.table.products.as_joined(rhs)
     if not a.branches:
         a.obligations.compare(site, lhs, rhs, equal, describe, count=count)
         return

@@ -113,7 +113,10 @@ class Joins:
             else:
                 differ = m.tags != tags  # `join`, in place
                 if differ.any():
-                    m.tags[differ] = TOP
+                    if self.table.asserted:  # (a cleared zero on one side: may be zero)
+                        m.tags[...] = self.table.products.zero_joined(np.where(differ, TOP, m.tags), m.tags, tags)
+                    else:
+                        m.tags[differ] = TOP
             if first is not None and loop is not None:  # (a loop's entry: the first iteration starts from
                 self.initialization.enter(m, m.site, site, loop, first, step)  # the current state)
             else:
@@ -121,17 +124,23 @@ class Joins:
             if writers is not None:
                 m.epoch_writer[...] = m.join_writers(m.epoch_writer, writers)
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
-            s.tags = join(s.tags, tags)
+            s.tags = self.joined(s.tags, tags)
             label = f"{carried or f'a value joined from two paths at {origin}'} (variable {i})"
             scope = self.obligations.scope
             s.value = self.join_values(condition, value, s.value, label,
                                        loop if loop is not None else (scope[-1] if scope else None),
                                        select=not carried)
 
+    def joined(self, ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+        """`join`, where a cleared zero met something else: a value that may be zero
+        (`argus.verify.products.Products.zero_joined`)."""
+        out = join(ours, theirs)
+        return self.table.products.zero_joined(out, ours, theirs) if self.table.asserted else out
+
     def inductive_join(self, ours: np.ndarray, theirs: np.ndarray, loop: int, first: Key) -> np.ndarray:
         """`join(ours, theirs)`, except where `theirs` (a tag of loop iteration `loop`) equals
         `ours` when the index takes its `first` value: there it is `theirs`."""
-        out = join(ours, theirs)
+        out = self.joined(ours, theirs)
         if self.table.asserted:
             self.product_entry(out, ours, theirs, loop, first)
         where = np.flatnonzero((ours > TOP) & (theirs > TOP) & (ours != theirs))
