@@ -229,3 +229,14 @@ def test_products_that_skip_a_group_of_keys_are_violated_with_a_replayed_witness
     # and a launch run with shadow tags finds it too
     assert check_launch(module.attention_cdna, problem.grid, *problem.args, **problem.constants).verdict \
         is Verdict.VIOLATED
+
+
+def test_data_brought_before_a_loop_sums_as_its_index_only_at_the_first_iteration(tmp_path):
+    """The first pass over the key loop sums V's keys 0..64 (fetched before it) as P's
+    k0..k0 + 64: one set at the first iteration only. With the fetch of the next tile dropped,
+    every iteration reads tile 0 again, which the passes after it find."""
+    module = _attention_cdna(tmp_path, ("        fetch(kv, vv, kr, vrv, k0 + KT, hk, tid, D)  # in flight while this tile is used\n", ""))
+    result = module.attention_cdna.verify(**module.example_attention_cdna(np.random.default_rng(0)).constants)
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    witness = result.witnesses[0]
+    assert witness["replayed"].startswith("reproduced in block") and witness["loops"]["k0"] > 0, witness

@@ -388,9 +388,10 @@ class Products:
         the first iteration): given A's and B's spans where they differ as written, the one to
         sum if they are one set at the first iteration (data brought before the loop, as
         ``0..16``, against tags of the loop's index, as ``k0..k0 + 16``), else None. Such a pass
-        only proposes the loop's entry, which later passes confirm (`assumed`)."""
-        self.assumed = 0
-        """How many times products took `first_pass`'s span (a pass that did is no final one)."""
+        only proposes the loop's entry, which later passes confirm (`used`)."""
+        self.used: set[Any] = set()
+        """The `first_pass` functions products took a span from (a pass whose function is here
+        is no final one; a loop inside it sets its own for its first pass)."""
 
     # -- operands
     def pair_bytes(self, ids: np.ndarray) -> np.ndarray:
@@ -451,7 +452,8 @@ class Products:
             span = self.first_pass(tags[x], tags[y])
             made.append(-1 if span is None else self.table.element_id(span))
         chosen = np.array(made, np.int64).reshape(-1)
-        self.assumed += int((chosen >= 0).any())
+        if (chosen >= 0).any():
+            self.used.add(self.first_pass)
         out[apart] = chosen[np.reshape(where, -1)]
         return out
 

@@ -421,17 +421,18 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             a.checking = checking and (attempt > 0 or tracking)
             if tracking:
                 a.track(scope)
-            products = a.table.products
-            outer, assumed = products.first_pass, products.assumed
+            products, first_pass = a.table.products, None
+            outer = products.first_pass
             if a.table.asserted:
                 products.take_unjoined()
                 if attempt == 0:  # (A's and B's spans may differ as written only at the first iteration)
-                    products.first_pass = a.first_iteration_span(symbol, lo)
+                    products.first_pass = first_pass = a.first_iteration_span(symbol, lo)
             try:
                 _run_body(a, op, mask, symbol, counter)
             finally:
                 products.first_pass = outer
-            proposed = products.assumed != assumed  # (this pass only proposes an entry: never final)
+            proposed = first_pass is not None and first_pass in products.used  # (it only proposes an entry)
+            products.used.discard(first_pass)
             exposed = a.untrack(scope) if tracking else None
             exposed = None if proposed else exposed
             respanned = a.spans_entry(base, symbol, lo) if attempt == 0 and a.table.asserted else None
