@@ -23,9 +23,11 @@ and 3 swapped, so that the lanes one LDS access serves together (eight for 128 b
 all 32 banks of CDNA3's LDS.
 
 Tags as in the NVIDIA example (examples/flash_attention.py): a query or key element carries its
-head group and its position along d, a value or probability element its key and head group;
-the assertions before each product say the operands pair up element by element, whatever
-order the fragments take d and the keys in.
+head group and its position along d, a value or probability element its key and head group
+(each product checks that its operands pair up, whatever order the fragments take d and the
+keys in; the assertion before Sᵀ's says so too), and V its column d, P its query, as rows: the
+output states what it sums. Each product of Oᵀ sums every other group of four keys (lane group
+g holds 8·g + 4·t … +3); its product with the other t fills the gaps.
 
 The sequence length must be a multiple of 32 and D of 64.
 """
@@ -37,6 +39,7 @@ from argus.backends.amdgpu import language as amd
 from argus.dsl import (
     Problem,
     Tensor,
+    assert_tags,
     assert_written,
     assume,
     bf16,
@@ -52,6 +55,7 @@ from argus.dsl import (
     make_local,
     make_shared,
     matmul,
+    product,
     select,
     shfl_xor,
     static_range,
@@ -119,7 +123,10 @@ def attention_cdna(
 ):
     tag(q, lambda s, h, d: (h // GQA, d))
     tag(k, lambda s, h, d: (h, d))
-    tag(v, lambda s, h, d: (s, h))
+    tag(v, lambda s, h, d: (s, h), rows=lambda s, h, d: (d,))  # Oᵀ = Vᵀ·Pᵀ pairs by key; column d goes to O
+    # o[s, h, d] (Oᵀ: A is Vᵀ) sums V at d times its query's probabilities over every key of the
+    # tiles up to its own (the last tile may reach past the diagonal: the mask zeroes those)
+    assert_tags(o, lambda s, h, d: product(v[d], pf[s, h], (range(0, (s // KT + 1) * KT), h // GQA)))
     assume(seq % BQ == 0)
     assume(grid_dim.x * BQ == seq)  # a block for every tile of queries ...
     assume(grid_dim.y == o.shape[1])  # ... of every head
@@ -217,12 +224,12 @@ def attention_cdna(
             for i in static_range(4):
                 o_acc[n, i] = o_acc[n, i] * correction
 
-        tag(pf, lambda p, t, i: (k0 + 32 * p + 8 * g + 4 * t + i, h // GQA))
+        tag(pf, lambda p, t, i: (k0 + 32 * p + 8 * g + 4 * t + i, h // GQA),
+            rows=lambda p, t, i: (query, h))  # the query every probability of this lane belongs to
         for n in static_range(D // 16):
             for p in static_range(KT // 32):
                 vfv[0] = sVt[16 * n + col, 4 * p + g]  # keys 32·p + 8·g … +7 at d = 16·n + col
                 for t in static_range(2):
-                    assert tag(vf[t, :][...]) == tag(pf[p, t, :][...]), "V and P pair up along the keys"
                     matmul(vf[t, :], pf[p, t, :], o_acc[n, :], MMA)
         syncthreads()  # both waves are done with the tiles before the next ones overwrite them
 

@@ -181,3 +181,62 @@ def test_product_tags_written_wrongly_are_refused_at_their_line(tmp_path, body, 
     with pytest.raises(error) as caught:
         load_module(path).bad.specialize()
     assert words in str(caught.value) and "bad.py:6:" in str(caught.value), str(caught.value)
+
+
+#: The CDNA attention's second product: each sums every other group of four keys (lane group g
+#: holds keys 8·g + 4·t … +3), the one with the other t fills the gaps.
+CDNA_PRODUCT = "                    matmul(vf[t, :], pf[p, t, :], o_acc[n, :], MMA)\n"
+
+
+def _attention_cdna(tmp_path: Path, *edits: tuple[str, str]):
+    source = (EXAMPLES / "attention_cdna.py").read_text()
+    assert source.count("assert_tags(o, lambda s, h, d: product(v[d], pf[s, h]") == 1, \
+        "examples/attention_cdna.py no longer states its product claim"
+    for old, new in edits:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    path = tmp_path / "attention_cdna_edited.py"
+    path.write_text(source.replace("@kernel(block=(THREADS,), warp_size=64)",
+                                   "@kernel(block=(THREADS,), warp_size=64, verify=False)"))
+    return load_module(path)
+
+
+def test_products_that_each_sum_every_other_group_of_keys_prove_the_whole_sum(tmp_path):
+    """Each of the CDNA attention's products of Oᵀ sums keys 8·g + 4·t … +3 (every other group
+    of four); with the other t's they make every key of the tiles up to the query's own."""
+    module = _attention_cdna(tmp_path)
+    result = module.attention_cdna.verify(**module.example_attention_cdna(np.random.default_rng(0)).constants)
+    assert result.verdict is Verdict.PROVED, result.text()
+
+
+@pytest.mark.parametrize("edit, shown", [
+    pytest.param((CDNA_PRODUCT, CDNA_PRODUCT.replace("vf[t, :], pf[p, t, :]", "vf[0, :], pf[p, 0, :]")),
+                 None, id="one group of four keys summed twice, the other never"),
+    pytest.param(("                for t in static_range(2):\n" + CDNA_PRODUCT,
+                  "                for t in static_range(1):\n" + CDNA_PRODUCT),
+                 "every 8", id="every other group of four keys skipped"),
+])
+def test_products_that_skip_a_group_of_keys_are_violated_with_a_replayed_witness(tmp_path, edit, shown):
+    module = _attention_cdna(tmp_path, edit)
+    problem = module.example_attention_cdna(np.random.default_rng(0))
+    result = module.attention_cdna.verify(**problem.constants)
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    witness = result.witnesses[0]
+    assert witness["message"].startswith("stored into 'o' at "), witness
+    assert witness["replayed"].startswith("reproduced in block"), witness
+    if shown is not None:
+        assert shown in str(witness["lhs tag"]), witness
+    # and a launch run with shadow tags finds it too
+    assert check_launch(module.attention_cdna, problem.grid, *problem.args, **problem.constants).verdict \
+        is Verdict.VIOLATED
+
+
+def test_data_brought_before_a_loop_sums_as_its_index_only_at_the_first_iteration(tmp_path):
+    """The first pass over the key loop sums V's keys 0..64 (fetched before it) as P's
+    k0..k0 + 64: one set at the first iteration only. With the fetch of the next tile dropped,
+    every iteration reads tile 0 again, which the passes after it find."""
+    module = _attention_cdna(tmp_path, ("        fetch(kv, vv, kr, vrv, k0 + KT, hk, tid, D)  # in flight while this tile is used\n", ""))
+    result = module.attention_cdna.verify(**module.example_attention_cdna(np.random.default_rng(0)).constants)
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    witness = result.witnesses[0]
+    assert witness["replayed"].startswith("reproduced in block") and witness["loops"]["k0"] > 0, witness

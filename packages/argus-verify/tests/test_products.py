@@ -6,7 +6,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from argus.verify.products import PRODUCT, ROW_PART, ROWS, canonical, joined, layout, span_of
+from argus.verify.products import (
+    PRODUCT,
+    PRODUCT_A,
+    PRODUCT_B,
+    ROW_PART,
+    ROWS,
+    _piece,
+    along,
+    canonical,
+    joined,
+    layout,
+    parse_product,
+    product_text,
+    shifted,
+    span_of,
+)
 from argus.verify.tags import BOTTOM, BYTES, TOP, TagTable, resize
 
 
@@ -23,7 +38,8 @@ def test_pairs_that_run_over_one_component_make_a_span(pairs, span):
 
 
 @pytest.mark.parametrize("pairs", [
-    [(0,), (2,)],  # a gap
+    [(0,), (2,), (3,)],  # a gap, then a run longer than the first
+    [(0,), (1,), (3,), (6,)],  # runs not evenly apart
     [(0,), (0,)],  # a pair twice
     [(0, 0), (1, 1)],  # two components run
     [(0,), (1, 2)],  # different lengths
@@ -48,10 +64,10 @@ def test_spans_that_meet_join(x, y, both):
 
 
 @pytest.mark.parametrize("x, y", [
-    ((0, 0, 16), (0, 32, 48)),  # a gap
+    ((0, 0, 16), (0, 32, 64)),  # a gap, then a longer run (no progression of runs)
     ((0, 0, 16), (0, 8, 24)),  # overlapping: a k summed twice
     ((1, 7, 0, 16), (1, 8, 16, 32)),  # another fixed component
-    ((-1, 3, 0), (-1, 5, 0)),
+    ((-1, 3, 0, 0), (-1, 5, 1, 0)),  # two components run
 ])
 def test_spans_that_do_not_meet_do_not_join(x, y):
     assert joined(x, y) is None
@@ -64,6 +80,146 @@ def test_a_decider_joins_ends_equal_in_every_launch():
     x, y = (0, 0, end), (0, start, 32)
     assert joined(x, y) is None
     assert joined(x, y, lambda a, b: a == b or {a, b} == {end, start}) == (0, 0, 32)
+
+
+# ---- progressions of runs ------------------------------------------------------------------
+
+K0 = (0, ((7, 1),))  # a symbolic component (the loop index k0)
+
+
+def _k(offset: int) -> object:
+    return shifted(K0, offset)
+
+
+def _points(span: tuple) -> set[int]:
+    """The values a concrete span covers along the component it runs along."""
+    pos = along(span)
+    assert pos is not None
+    if pos == -1:
+        return {span[1]}
+    piece = _piece(span, pos)
+    return {piece.lo + v for v in piece.points()}
+
+
+def _span(values, other: int = 5) -> tuple | None:
+    return span_of([(v, other) for v in values])
+
+
+@pytest.mark.parametrize("values, span", [
+    ([k for k in range(32) if k // 4 % 2 == 0], (-2, 0, 5, 0, 8, 4, 4)),  # every other group of four
+    ([k for k in range(32) if k // 4 % 2 == 1], (-2, 4, 5, 4, 8, 4, 4)),
+    ([0, 2], (-2, 0, 5, 0, 2, 1, 2)),  # every other value
+    ([0, 1, 2, 3, 4, 5, 12, 13], (-2, 0, 5, 4, 8, 2, 2)),  # a run, then runs of two: [0, 4) then 4, 5, 12, 13
+    ([0, 1, 2, 3, 8, 9, 10, 11], (-2, 0, 5, 0, 8, 4, 2)),
+])
+def test_every_other_group_of_values_is_a_progression_of_runs(values, span):
+    assert _span(values) == span
+    assert _span(values[::-1]) == span  # any order
+    assert _points(span) == set(values)
+
+
+def test_a_progression_along_a_symbolic_component_keeps_its_first_value():
+    assert span_of([(_k(k), 5) for k in range(32) if k // 4 % 2 == 0]) == (-2, K0, 5, K0, 8, 4, 4)
+
+
+def test_each_set_has_one_span_and_the_span_is_that_set():
+    """Canonical form: every subset of 0..11 that is a span maps to a span covering exactly it,
+    whatever the order of its pairs, so two sets never share a span."""
+    import itertools
+    seen: dict[tuple, frozenset] = {}
+    for n in range(1, 13):
+        for values in itertools.combinations(range(12), n):
+            span = _span(values)
+            if span is None:
+                continue
+            assert _points(span) == set(values), (values, span)
+            assert seen.setdefault(span, frozenset(values)) == frozenset(values)
+            assert _span(values[::-1]) == span
+
+
+def _spans_up_to(limit: int) -> list[tuple[frozenset, tuple]]:
+    import itertools
+    out = []
+    for n in range(1, limit + 1):
+        for values in itertools.combinations(range(limit), n):
+            span = _span(values)
+            if span is not None:
+                out.append((frozenset(values), span))
+    return out
+
+
+@pytest.mark.parametrize("rules_only", [False, True])
+def test_a_join_is_the_span_of_the_union_of_disjoint_sets_and_nothing_else(rules_only, monkeypatch):
+    """For every two spans of values in 0..7: their join is defined only when they are disjoint,
+    and is then the span of their union; it does not depend on the order. Without listing
+    values (as spans of symbolic extent are joined), the rules alone never give another span."""
+    from argus.verify import products
+    if rules_only:
+        monkeypatch.setattr(products, "_MAX_POINTS", 0)
+    spans = _spans_up_to(8)
+    for (vx, x), (vy, y) in ((x, y) for x in spans for y in spans):
+        both = joined(x, y)
+        assert both == joined(y, x), (x, y)
+        if vx & vy:
+            assert both is None, (x, y)  # a k summed twice
+            continue
+        union = _span(sorted(vx | vy))
+        if both is not None or not rules_only:
+            assert both == union, (x, y, both, union)
+
+
+@pytest.mark.parametrize("x, y, both", [
+    ((-2, 0, 0, 8, 4, 4), (-2, 4, 4, 8, 4, 4), (0, 0, 32)),  # the gaps filled: one run
+    ((-2, 0, 0, 8, 2, 4), (-2, 2, 2, 8, 2, 4), (-2, 0, 0, 8, 4, 4)),  # half filled
+    ((-2, 0, 0, 8, 4, 2), (-2, 16, 16, 8, 4, 2), (-2, 0, 0, 8, 4, 4)),  # more runs
+    ((-2, 0, 0, 8, 4, 2), (0, 16, 20), (-2, 0, 0, 8, 4, 3)),  # one more run
+    ((0, 0, 16), (-2, 16, 16, 8, 4, 4), (-2, 0, 16, 8, 4, 4)),  # a run, then a progression
+])
+def test_progressions_that_meet_join(x, y, both):
+    assert joined(x, y) == both
+    assert joined(y, x) == both
+
+
+def test_progressions_join_after_a_run_of_symbolic_extent():
+    """The CDNA attention's accumulator: ``[0, k0)`` (what the tiles before summed), then keys
+    k0 + 8·j + i (i < 4), then the gaps: ``[0, k0 + 32)``. Only the run right after k0 joins."""
+    held = (0, 0, 5, K0)
+    first = span_of([(_k(k), 5) for k in range(32) if k // 4 % 2 == 0])
+    second = span_of([(_k(k), 5) for k in range(32) if k // 4 % 2 == 1])
+    part = joined(held, first)
+    assert part == (-2, 0, 5, K0, 8, 4, 4)
+    assert joined(part, second) == joined(second, part) == (0, 0, 5, _k(32))
+    assert joined(held, second) is None  # k0 .. k0 + 4 missing
+    assert joined(part, first) is None  # summed twice
+    assert joined(part, span_of([(_k(k), 5) for k in range(32, 64) if k // 4 % 2 == 1])) is None  # a gap
+    assert joined(part, span_of([(_k(k), 6) for k in range(32) if k // 4 % 2 == 1])) is None  # another component
+
+
+@pytest.mark.parametrize("x, y", [
+    ((-2, 0, 0, 8, 4, 4), (-2, 0, 0, 8, 4, 4)),  # the same keys twice
+    ((-2, 0, 0, 8, 4, 4), (-2, 2, 2, 8, 4, 4)),  # overlapping runs
+    ((-2, 0, 0, 8, 4, 4), (-2, 4, 4, 24, 4, 2)),  # another stride: 0..12, 16..20, 24..32
+    ((-2, 0, 0, 8, 4, 4), (-2, 12, 12, 8, 4, 3)),  # the first gap left: 0..4, 8..32
+    ((-2, 0, 0, 8, 4, 4), (-2, 6, 6, 8, 2, 4)),  # runs not right after x's: gaps of two
+    ((-2, 0, 0, 8, 4, 4), (0, 0, 32)),  # a run over them
+    ((-2, 0, 16, 8, 4, 4), (-2, 4, 4, 8, 4, 4)),  # inside the run before the progression
+])
+def test_progressions_that_overlap_or_leave_gaps_do_not_join(x, y):
+    assert joined(x, y) is None
+    assert joined(y, x) is None
+
+
+def test_a_product_reads_a_progression_as_runs():
+    assert product_text((PRODUCT_A, 1), (PRODUCT_B, 1, 2, -2, 0, 5, 0, 8, 4, 4), str) == \
+        "product of A rows ('1',) and B rows ('2',), k over (0..4 every 8, 4 runs, 5)"
+    assert product_text((PRODUCT_A, 1), (PRODUCT_B, 1, 2, -2, 0, 5, 16, 8, 4, 2), str) == \
+        "product of A rows ('1',) and B rows ('2',), k over (0..16 then 16..20 every 8, 2 runs, 5)"
+
+
+def test_a_claim_s_range_is_the_run_products_leave():
+    """``product(a[m], b[n], (range(0, K),))`` reads as the canonical run, as a product leaves it."""
+    tag = (PRODUCT, 1, 3, 1, 4, 0, 0, 32)
+    assert parse_product(tag)[1] == (PRODUCT_B, 1, 4, *joined((-2, 0, 0, 8, 4, 4), (-2, 4, 4, 8, 4, 4)))
 
 
 # ---- accumulators ---------------------------------------------------------------------------
@@ -117,7 +273,9 @@ def test_a_product_of_other_rows_or_a_slice_again_is_no_product():
     assert (again == TOP).all()
     other_rows = table.products.accumulate(*_operands(table, 2, a_row=lambda m: 5 + m), start, C_INDEX)
     assert (other_rows == TOP).all()
-    gap = table.products.accumulate(*_operands(table, 4), start, C_INDEX)  # k 2..4 never summed
+    every_other = table.products.accumulate(*_operands(table, 4), start, C_INDEX)  # k 2..4 never summed
+    assert table.element_tag(every_other[0, 0, 0]).endswith("k over (0..2 every 4, 2 runs)")
+    gap = table.products.accumulate(*_operands(table, 10), every_other, C_INDEX)  # 0..2, 4..6, 10..12
     assert (gap == TOP).all()
 
 

@@ -12,7 +12,13 @@ Everything lives in the ordinary `TagTable`, so memories stay integer arrays:
   a loop's renaming and joins pay for. A one-byte operand keeps the whole element.
 - A *span* is a set of pair tags: ``(pos, *pair_at_lo, hi)``, the tags equal to ``pair_at_lo``
   except at component `pos`, which runs over ``[lo, hi)`` (``lo`` sits at `pos`). A single pair
-  tag is the point ``(-1, *pair, 0)`` (its running component is not known yet).
+  tag is the point ``(-1, *pair, 0)`` (its running component is not known yet). A product
+  whose k are every other group of values (a 16×16×16 atom fed four keys of each eight), and an
+  accumulator part way through filling the gaps, hold a *progression of runs*:
+  ``(-2 - pos, *pair_at_lo, mid, stride, length, count)``, the values ``[lo, mid)`` then
+  ``mid + stride·j + i`` for ``j < count``, ``i < length`` (count ≥ 2, 0 < length < stride; ints),
+  so ``{0..3, 8..11}`` is ``(-2, 0, 0, 8, 4, 2)`` and ``[0, k0)`` then that, ``(-2, 0, k0, 8, 4, 2)``.
+  Each set has one form (`span_of`, `joined` make no other), so equal sets compare equal.
 - An accumulator element's bytes alternate between two elements: even bytes carry
   ``(PRODUCT_A, *rows_a)``, odd bytes ``(PRODUCT_B, len(rows_b), *rows_b, *span)``. An element
   must be two bytes wide at least to carry a product (a one-byte accumulator holds ⊤).
@@ -29,7 +35,7 @@ join only where their ends are equal that way — anything else is ⊤, never a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -101,9 +107,102 @@ def shifted(x: Any, by: int) -> Any:
 
 # ---- spans --------------------------------------------------------------------------------
 
+_MAX_POINTS = 4096
+"""The most pair tags `joined` lists one by one (spans of concrete extent that its rules do not
+join); larger ones are joined by the rules alone."""
+
+
+def along(span: tuple[Any, ...]) -> int | None:
+    """The component a span runs along: -1 for a point, None where the span is malformed."""
+    pos = span[0] if span else None
+    if not isinstance(pos, int) or isinstance(pos, bool):
+        return None
+    if pos >= -1:
+        return pos if pos < len(span) - 2 else None
+    pos, tail = -2 - pos, span[-3:]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in tail) or len(tail) < 3:
+        return None
+    stride, length, count = tail
+    return pos if pos < len(span) - 5 and 0 < length < stride and count >= 2 else None
+
+
+def pair_length(span: tuple[Any, ...]) -> int:
+    """How many components a span's pair tags have."""
+    return len(span) - (5 if isinstance(span[0], int) and span[0] < -1 else 2)
+
+
+class _Piece:
+    """A span apart, along one component: the values ``[lo, mid)`` then, when ``count`` ≥ 2,
+    ``{mid + stride·j + i : j < count, i < length}`` (a run alone has count 0: ``[lo, mid)``)."""
+
+    __slots__ = ("lo", "mid", "stride", "length", "count")
+
+    def __init__(self, lo: Any, mid: Any, stride: int = 0, length: int = 0, count: int = 0) -> None:
+        self.lo, self.mid, self.stride, self.length, self.count = lo, mid, stride, length, count
+
+    def end(self) -> Any:
+        """One past the last value."""
+        return self.mid if not self.count else shifted(self.mid, self.stride * (self.count - 1) + self.length)
+
+    def pure(self) -> bool:
+        """Whether it has no run before its progression (a run: always)."""
+        return not self.count or difference(self.mid, self.lo) == 0
+
+    def points(self) -> list[int] | None:
+        """Its values as offsets from ``lo`` (None: not of concrete extent, or too many)."""
+        n = difference(self.mid, self.lo)
+        if n is None or n < 0 or n + self.count * self.length > _MAX_POINTS:
+            return None
+        return list(range(n)) + [n + self.stride * j + i for j in range(self.count) for i in range(self.length)]
+
+
+def _piece(span: tuple[Any, ...], pos: int) -> _Piece:
+    at = 1 + pos
+    if span[0] == -1:
+        return _Piece(span[at], shifted(span[at], 1))
+    if span[0] >= 0:
+        return _Piece(span[at], span[-1])
+    return _Piece(span[at], *span[-4:])
+
+
+def _made(piece: _Piece, pos: int, pair: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The canonical span of `piece` along `pos`, its other components those of `pair`."""
+    at_lo = (*pair[:pos], piece.lo, *pair[pos + 1:])
+    if piece.count == 1:  # (one run: no progression)
+        piece = _Piece(piece.lo, shifted(piece.mid, piece.length))
+    if piece.count and piece.length == piece.stride:  # (runs that meet: one run)
+        piece = _Piece(piece.lo, piece.end())
+    if not piece.count:
+        return (-1, *at_lo, 0) if difference(piece.mid, piece.lo) == 1 else (pos, *at_lo, piece.mid)
+    return (-2 - pos, *at_lo, piece.mid, piece.stride, piece.length, piece.count)
+
+
+def _from_offsets(offsets: list[int]) -> _Piece | None:
+    """The piece of values ``offsets`` (distinct, in any order; lo is the first's offset), or
+    None when they are no run and no progression of runs."""
+    values = sorted(offsets)
+    if len(set(values)) != len(values):
+        return None
+    runs: list[list[int]] = []
+    for v in values:
+        if runs and runs[-1][1] == v:
+            runs[-1][1] = v + 1
+        else:
+            runs.append([v, v + 1])
+    if len(runs) == 1:
+        return _Piece(runs[0][0], runs[0][1])
+    length = runs[1][1] - runs[1][0]
+    mid = runs[0][1] - length
+    stride = runs[1][0] - mid
+    if runs[0][1] - runs[0][0] < length or \
+            any(e - s != length or s != mid + stride * j for j, (s, e) in enumerate(runs[1:], 1)):
+        return None
+    return _Piece(runs[0][0], mid, stride, length, len(runs))
+
+
 def span_of(pairs: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
     """The span the pair tags `pairs` (one per k of a product, in any order) cover exactly, or
-    None when they are not one run of consecutive values of one component."""
+    None when they are not one run, or one progression of runs, of values of one component."""
     first = pairs[0]
     if any(len(p) != len(first) for p in pairs):
         return None
@@ -116,28 +215,19 @@ def span_of(pairs: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
     offsets = [difference(p[j], first[j]) for p in pairs]
     if any(o is None for o in offsets):
         return None
-    low = min(offsets)  # type: ignore[type-var]
-    if sorted(offsets) != list(range(low, low + len(pairs))):  # type: ignore[arg-type]
+    piece = _from_offsets(offsets)  # type: ignore[arg-type]
+    if piece is None:
         return None
-    lo = shifted(first[j], low)  # type: ignore[arg-type]
-    return canonical((j, *first[:j], lo, *first[j + 1:], shifted(lo, len(pairs))))
+    return _made(_Piece(shifted(first[j], piece.lo), shifted(first[j], piece.mid), piece.stride, piece.length,
+                        piece.count), j, first)
 
 
 def canonical(span: tuple[Any, ...]) -> tuple[Any, ...]:
     """One form per set: a span of one value is that point."""
     pos = span[0]
-    if isinstance(pos, int) and pos >= 0 and difference(span[-1], span[1 + pos]) == 1:
+    if isinstance(pos, int) and 0 <= pos < len(span) - 2 and difference(span[-1], span[1 + pos]) == 1:
         return (-1, *span[1:-1], 0)
     return span
-
-
-def _as_run(span: tuple[Any, ...], pos: int) -> tuple[Any, ...] | None:
-    """`span` as a run along component `pos` (a point becomes the run of its one value)."""
-    if span[0] == pos:
-        return span
-    if span[0] == -1:
-        return (pos, *span[1:-1], shifted(span[1 + pos], 1))
-    return None
 
 
 def same_syntax(x: Any, y: Any) -> bool:
@@ -145,31 +235,64 @@ def same_syntax(x: Any, y: Any) -> bool:
     return x == y or difference(x, y) == 0
 
 
-def joined(x: tuple[Any, ...], y: tuple[Any, ...], same: Any = same_syntax) -> tuple[Any, ...] | None:
-    """The span of the pairs of `x` and of `y` when they are disjoint and together one run
-    (y right after x, or x right after y), else None. `same` decides whether two components are
-    equal in every launch considered (by default: as written)."""
-    if len(x) != len(y):
+def _after(x: _Piece, y: _Piece, same: Any) -> _Piece | None:
+    """`x` and `y` together when every value of `y` lies past those of `x` and the two make one
+    piece (by the rules that hold whatever the symbolic ends are), else None."""
+    if not x.count:  # x a run
+        if same(y.lo, x.mid):  # y starts where x ends
+            return _Piece(x.lo, y.mid, y.stride, y.length, y.count)
+        extent = difference(x.mid, x.lo)
+        if not y.pure() or extent is None:
+            return None
+        if y.count:  # a run of x's last `length` values, then y's progression
+            if extent >= y.length and same(y.mid, shifted(x.mid, y.stride - y.length)):
+                return _Piece(x.lo, shifted(x.mid, -y.length), y.stride, y.length, y.count + 1)
+            return None
+        gap, length = difference(y.lo, x.mid), difference(y.mid, y.lo)
+        if gap is None or length is None or gap <= 0 or not 0 < length <= extent:
+            return None
+        return _Piece(x.lo, shifted(x.mid, -length), gap + length, length, 2)
+    if not y.pure():
         return None
-    pos = x[0] if x[0] != -1 else y[0]
+    if y.count == x.count and y.stride == x.stride and x.length + y.length <= x.stride and \
+            same(y.mid, shifted(x.mid, x.length)):  # y's runs right after x's, in x's gaps
+        return _Piece(x.lo, x.mid, x.stride, x.length + y.length, x.count)
+    more = y.count if y.count else 1
+    runs_like = (y.stride == x.stride and y.length == x.length) if y.count else difference(y.mid, y.lo) == x.length
+    if runs_like and same(y.lo, shifted(x.mid, x.stride * x.count)):  # y's runs continue x's
+        return _Piece(x.lo, x.mid, x.stride, x.length, x.count + more)
+    return None
+
+
+def joined(x: tuple[Any, ...], y: tuple[Any, ...], same: Any = same_syntax) -> tuple[Any, ...] | None:
+    """The span of the pairs of `x` and of `y` when they are disjoint and together one run or
+    one progression of runs, else None. `same` decides whether two components are equal in
+    every launch considered (by default: as written)."""
+    px, py = along(x), along(y)
+    if px is None or py is None or pair_length(x) != pair_length(y):
+        return None
+    pos = px if px != -1 else py
     if pos == -1:  # two points: the one component they differ in runs
         differ = [j for j in range(1, len(x) - 1) if x[j] != y[j]]
         if len(differ) != 1:
             return None
         pos = differ[0] - 1
-    if not isinstance(pos, int) or pos < 0:
+    if px not in (-1, pos) or py not in (-1, pos):
         return None
-    x, y = _as_run(x, pos), _as_run(y, pos)  # type: ignore[assignment]
-    if x is None or y is None:
+    at, n = 1 + pos, pair_length(x)
+    if any(x[j] != y[j] and not same(x[j], y[j]) for j in range(1, 1 + n) if j != at):
         return None
-    at = 1 + pos
-    if any(x[j] != y[j] and not same(x[j], y[j]) for j in range(1, len(x) - 1) if j != at):
-        return None
-    if same(y[at], x[-1]):  # y starts where x ends
-        return canonical((*x[:-1], y[-1]))
-    if same(x[at], y[-1]):
-        return canonical((*y[:-1], x[-1]))
-    return None
+    a, b = _piece(x, pos), _piece(y, pos)
+    both = _after(a, b, same) or _after(b, a, same)
+    if both is None:  # (of concrete extent, apart a concrete distance: listed)
+        d, pa, pb = difference(b.lo, a.lo), a.points(), b.points()
+        if d is None or pa is None or pb is None or len(pa) + len(pb) > _MAX_POINTS:
+            return None
+        both = _from_offsets(pa + [d + v for v in pb])
+        if both is None:
+            return None
+        both = _Piece(shifted(a.lo, both.lo), shifted(a.lo, both.mid), both.stride, both.length, both.count)
+    return _made(both, pos, x[1:1 + n])
 
 
 # ---- parsing what a tag function writes ------------------------------------------------------
@@ -224,12 +347,19 @@ def product_text(a: tuple[Any, ...], b: tuple[Any, ...], show: Any) -> str:
     rows_a = tuple(map(show, a[1:]))
     lb = b[1]
     rows_b, span = tuple(map(show, b[2:2 + lb])), b[2 + lb:]
-    pos = span[0]
-    if pos == -1:
+    pos = along(span)
+    if pos is None:
+        k = f"k in the malformed span {tuple(map(show, span))}"
+    elif pos == -1:
         k = f"k = {tuple(map(show, span[1:-1]))}"
     else:
-        comps = [show(v) for v in span[1:-1]]
-        comps[pos] = f"{show(span[1 + pos])}..{show(span[-1])}"
+        comps = [show(v) for v in span[1:1 + pair_length(span)]]
+        piece = _piece(span, pos)
+        if not piece.count:
+            comps[pos] = f"{show(piece.lo)}..{show(piece.mid)}"
+        else:  # e.g. "0..4 every 8, 4 runs" (0..4, 8..12, 16..20, 24..28)
+            runs = f"{show(piece.mid)}..{show(shifted(piece.mid, piece.length))} every {piece.stride}, {piece.count} runs"
+            comps[pos] = runs if piece.pure() else f"{show(piece.lo)}..{show(piece.mid)} then {runs}"
         k = f"k over {'(' + ', '.join(map(str, comps)) + ')'}"
     return f"product of A rows {rows_a} and B rows {rows_b}, {k}"
 
@@ -257,6 +387,15 @@ class Products:
         self.unjoined: set[tuple[int, int]] = set()
         """(old B element, span element) pairs a product could not add up since last taken: the
         span it held and the one added did not meet (`take_unjoined`)."""
+        self.first_pass: Callable[[tuple[Any, ...], tuple[Any, ...]], tuple[Any, ...] | None] | None = None
+        """Set while the static checker walks a loop's first pass (its entry the state before
+        the first iteration): given A's and B's spans where they differ as written, the one to
+        sum if they are one set at the first iteration (data brought before the loop, as
+        ``0..16``, against tags of the loop's index, as ``k0..k0 + 16``), else None. Such a pass
+        only proposes the loop's entry, which later passes confirm (`used`)."""
+        self.used: set[Any] = set()
+        """The `first_pass` functions products took a span from (a pass whose function is here
+        is no final one; a loop inside it sets its own for its first pass)."""
 
     # -- operands
     def pair_bytes(self, ids: np.ndarray) -> np.ndarray:
@@ -305,6 +444,23 @@ class Products:
             marked = np.array([self.table.tags[x][:1] == (ROW_PART,) for x in found.tolist()], bool)
             laid[laid] = marked[np.searchsorted(found, rows[laid])]
         return laid, pair, rows
+
+    def _agreed(self, sa: np.ndarray, sb: np.ndarray, apart: np.ndarray) -> np.ndarray:
+        """Per product whose A and B spans differ (`apart`), the span `first_pass` takes for
+        both (−1: none, and always without it)."""
+        out = np.full(sa.shape, -1, np.int64)
+        if self.first_pass is None:
+            return out
+        distinct, where = unique_rows(np.stack([sa[apart], sb[apart]], axis=1))
+        tags, made = self.table.tags, []
+        for x, y in distinct.tolist():
+            span = self.first_pass(tags[x], tags[y])
+            made.append(-1 if span is None else self.table.element_id(span))
+        chosen = np.array(made, np.int64).reshape(-1)
+        if (chosen >= 0).any():
+            self.used.add(self.first_pass)
+        out[apart] = chosen[np.reshape(where, -1)]
+        return out
 
     def _span(self, pairs: tuple[int, ...]) -> int:
         found = self._spans.get(pairs)
@@ -397,7 +553,11 @@ class Products:
         mi, ni = c_index % m_size, c_index // m_size  # (T, V)
         ra, sa = rows_a[g, mi[None]], span_a[g, mi[None]]  # (groups, T, V)
         rb, sb = rows_b[g, ni[None]], span_b[g, ni[None]]
-        ok = (ra >= 0) & (rb >= 0) & (sa >= 0) & (sa == sb)
+        ok = (ra >= 0) & (rb >= 0) & (sa >= 0) & (sb >= 0)
+        apart = ok & (sa != sb)
+        if apart.any():  # A's and B's pairs: one set, or none
+            sa = np.where(apart, self._agreed(sa, sb, apart), sa)
+            ok &= sa >= 0
         # what the accumulator held: nothing summed (`ZERO`, scaled: `EMPTY`), or a product in whole bytes
         empty = self.is_zero(c) | self.is_empty(c)
         laid, old_a, old_b = self.laid_out(c)
@@ -420,7 +580,7 @@ class Products:
             new_b[ok] = made_b[np.reshape(where, -1)]
             missed = ok & (new_a >= 0) & (new_b < 0) & (old_b >= 0)
             if missed.any():  # (a span added that does not meet the one held)
-                self.unjoined.update(map(tuple, unique_rows(np.stack([old_b[missed], sb[missed]], axis=1))[0].tolist()))
+                self.unjoined.update(map(tuple, unique_rows(np.stack([old_b[missed], sa[missed]], axis=1))[0].tolist()))
         good = (new_a >= 0) & (new_b >= 0)
         return np.where(good[..., None], layout(new_a, new_b, width), 1)  # type: ignore[no-any-return]
 

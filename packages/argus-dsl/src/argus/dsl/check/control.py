@@ -421,10 +421,20 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             a.checking = checking and (attempt > 0 or tracking)
             if tracking:
                 a.track(scope)
+            products, first_pass = a.table.products, None
+            outer = products.first_pass
             if a.table.asserted:
-                a.table.products.take_unjoined()
-            _run_body(a, op, mask, symbol, counter)
+                products.take_unjoined()
+                if attempt == 0:  # (A's and B's spans may differ as written only at the first iteration)
+                    products.first_pass = first_pass = a.first_iteration_span(symbol, lo)
+            try:
+                _run_body(a, op, mask, symbol, counter)
+            finally:
+                products.first_pass = outer
+            proposed = first_pass is not None and first_pass in products.used  # (it only proposes an entry)
+            products.used.discard(first_pass)
             exposed = a.untrack(scope) if tracking else None
+            exposed = None if proposed else exposed
             respanned = a.spans_entry(base, symbol, lo) if attempt == 0 and a.table.asserted else None
             if respanned is not None:  # products' entry in its general form: the passes start again from it
                 _forget_pass(a, mark, facts_mark)
@@ -443,7 +453,8 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             for m, still, (_, site, _) in zip(a.memories, frozen, base.memories):
                 m.site[still] = site[still]  # (widened: the write status before the loop, in every iteration)
             new_entry = a.snapshot(scope)
-            if new_entry.same_as(entry) or (exposed is not None and not _reads_carried(entry, new_entry, exposed)):
+            if not proposed and (new_entry.same_as(entry) or
+                                 (exposed is not None and not _reads_carried(entry, new_entry, exposed))):
                 if a.checking or not checking:
                     if peelable and _races_carried(a, mark, base, entry):
                         _forget_pass(a, mark, facts_mark)

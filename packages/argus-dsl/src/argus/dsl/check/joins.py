@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from argus.verify.affine import Affine
 from argus.verify.affine import add_keys, sub_keys
-from argus.verify.products import EMPTY, PRODUCT_A, PRODUCT_B, canonical, same_syntax
+from argus.verify.products import EMPTY, PRODUCT_A, PRODUCT_B, along, canonical, pair_length, same_syntax
 from argus.verify.products import ZERO
 from argus.verify.tags import BYTES, TOP, join
 
@@ -263,8 +263,8 @@ class Joins:
             held = tags[old]
             lb = held[1]
             mine, added = held[2 + lb:], tags[span]
-            pos = mine[0]
-            if added[0] != pos or not isinstance(pos, int) or pos < 0 or len(added) != len(mine):
+            pos = mine[0]  # (the run held; what is added may be a run or a progression of runs)
+            if not isinstance(pos, int) or pos < 0 or along(added) != pos or pair_length(added) != len(mine) - 2:
                 continue
             start = added[1 + pos]
             same = self.always_equal
@@ -286,6 +286,22 @@ class Joins:
                 tags_[hit] = _relabelled(tags_[hit], olds, news)
             memories.append((tags_, site, writers))
         return State(memories, base.slots)
+
+    def first_iteration_span(self, loop: int, first: Key) -> Any:
+        """`argus.verify.products.Products.first_pass` for the first pass over `loop` (from
+        `first`): of two spans equal in every component at the first iteration, the one that
+        names the loop's index (the other, data brought before the loop, holds its first value)."""
+        at_first = self._at_first(loop, first)
+
+        def moves(span: tuple[Any, ...]) -> bool:
+            return any(isinstance(v, tuple) and not same_syntax(at_first(v), v) for v in span)
+
+        def chosen(x: tuple[Any, ...], y: tuple[Any, ...]) -> tuple[Any, ...] | None:
+            if len(x) != len(y) or moves(x) == moves(y) or \
+                    not all(self.always_equal(at_first(u), at_first(v)) for u, v in zip(x, y)):
+                return None
+            return x if moves(x) else y
+        return chosen
 
     def always_equal(self, x: Any, y: Any) -> bool:
         """Whether two tag components are equal in every launch of the domain where the walk is
