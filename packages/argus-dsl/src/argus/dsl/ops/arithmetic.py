@@ -435,26 +435,10 @@ def _shadow_scale(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
         return
     if over_zero(op, op.rhs):
         return
-    lhs, rhs = s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs)
-    kept = s.table.products.scaled(lhs, rhs, s.tags[result], isinstance(op, arith.MulfOp))
+    kept = s.table.products.scaled(s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs), s.tags[result],
+                                   isinstance(op, arith.MulfOp))
     if kept is not None:
-        s.tags[result] = np.where(_scaled_by_no_number(s, op, frame, lhs, rhs)[:, None], s.tags[result], kept)
-
-
-def _scaled_by_no_number(s: Any, op: Any, frame: Frame, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Per thread, whether a product is scaled by a value that is zero, infinite or no number
-    when it runs (however the kernel came to it: ``x - x``, an underflow, a register zeroed on
-    one path): the result is then no product, whatever the static tags could tell."""
-    products = s.table.products
-
-    def none(values: np.ndarray) -> np.ndarray:
-        values = np.asarray(values, np.float64)
-        return ~np.isfinite(values) | (values == 0)
-
-    drop = products.held(lhs) & none(scalars(frame, op.rhs))
-    if isinstance(op, arith.MulfOp):
-        drop |= products.held(rhs) & none(scalars(frame, op.lhs))
-    return drop  # type: ignore[no-any-return]
+        s.tags[result] = kept
 
 
 for _op_type, _fn in ((arith.AddfOp, np.add), (arith.SubfOp, np.subtract)):
