@@ -65,6 +65,47 @@ def test_an_output_left_in_part_unwritten_is_violated_with_the_launch_as_witness
     assert again.verdict is Verdict.VIOLATED and again.witnesses[0]["element"] == witness["element"]
 
 
+@kernel(block=(32,), verify=False)
+def blocks_of_half_the_assumed_width(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+    assume(grid_dim.x * 64 >= n)  # says a block covers 64 elements, but it has 32 threads
+    assert_written(out)
+    i = block_idx.x * 32 + thread_idx.x
+    if i < n:
+        out[i] = x[i]
+
+
+@kernel(block=(32,), verify=False)
+def first_elements_only(x: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
+    assume(grid_dim.x * 32 >= n)
+    assert_written(out)
+    i = block_idx.x * 32 + thread_idx.x
+    if i < n and i < 64:  # right for launches of up to 64 elements
+        out[i] = x[i]
+
+
+@kernel(block=(8, 8), verify=False)
+def rows_bounded_by_the_columns(x: Tensor[f32, "m", "n"], out: Tensor[f32, "m", "n"], m: int, n: int):
+    assume(grid_dim.x * 8 >= n)
+    assume(grid_dim.y * 8 >= m)
+    assert_written(out)
+    i = block_idx.y * 8 + thread_idx.y
+    j = block_idx.x * 8 + thread_idx.x
+    if i < n and j < n:  # the row bound should be m: right only where m == n
+        out[i, j] = x[i, j]
+
+
+@pytest.mark.parametrize("k", [blocks_of_half_the_assumed_width, first_elements_only, rows_bounded_by_the_columns])
+def test_outputs_written_only_in_launches_of_some_shapes_are_violated(k):
+    """A grid the assumptions allow to be too small, a bound right only for small sizes, a bound
+    on the wrong one of two sizes: the launches that test `assert_written` have sizes as large
+    as the assumptions allow, the fewest blocks they allow, and sizes that differ, so each leaves
+    elements unwritten in one of them (the wrong row bound also reads past x's rows where m < n:
+    an access out of bounds, found statically)."""
+    result = k.verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    assert "left as they were" in result.text() or k is rows_bounded_by_the_columns, result.text()
+
+
 def test_assert_written_takes_a_tensor():
     with pytest.raises(ArgusError, match=r"assert_written\(t\) takes one tensor"):
         @kernel(block=(32,), verify=False)

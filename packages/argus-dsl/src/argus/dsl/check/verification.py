@@ -709,22 +709,48 @@ all of the launch that tests `assert_written` instead."""
 
 def _written_whole(compiled: Any, analysis: Analysis, facts: list[Any], engine: Any,
                    timeout_ms: int) -> tuple[dict[str, Any] | None, str]:
-    """Run a whole launch (every block of it, at most `WHOLE_GRID` along each axis, two along x
-    where the kernel's assumptions allow) with sizes of at most 256, as large as those allow
-    (a launch of one element writes it whichever thread should) and about 4096 in product (a
-    loop nest over them runs on the interpreter); where no such launch satisfies the
-    assumptions, one within `WIDE_LAUNCH`. Then read what it left
-    unwritten of the tensors it asserts it writes (`assert_written`): a witness if some element
-    was, and what was tested, for the verdict. Whether every element is written is tested on
-    that launch, not proved."""
-    from ..machine.shadow import ShadowInterpreter
+    """Run whole launches (every block of each) and read what they left unwritten of the
+    tensors the kernel asserts it writes (`assert_written`): a witness if some element was, and
+    what was tested, for the verdict. Two launches (`_written_launches`): a wide one, with sizes
+    as large as the kernel's assumptions allow, and a lean one, with sizes that differ from each
+    other and the fewest blocks those assumptions allow (a bound on the wrong size, or a block
+    that covers fewer elements than the assumptions say, leaves elements there). Whether every
+    element is written is tested on these launches, not proved."""
+    models, why = _written_launches(analysis, facts, engine, timeout_ms)
+    tested: list[str] = []
+    names: set[str] = set()
+    for n, model in enumerate(models):
+        shown, ran, note = _written_launch(compiled, analysis, model)
+        if shown is not None:
+            return shown, ""
+        if ran:
+            launch, *outputs = note.split("\0")
+            names.update(outputs)
+            if launch not in tested:
+                tested.append(launch)
+        elif n == 0:
+            return None, note  # (the wide launch could not be run: say why)
+    if not tested:
+        return None, why
+    return None, f"every element of {', '.join(sorted(names))} was written in {' and in '.join(tested)} " \
+                 "(tested, not proved)"
 
-    op: D.KernelOp = compiled.op
+
+def _written_launches(analysis: Analysis, facts: list[Any], engine: Any,
+                      timeout_ms: int) -> tuple[list[dict[int, int]], str]:
+    """The models of the launches that test `assert_written`: the wide one (at most
+    `WHOLE_GRID` blocks along each axis, two along x where the assumptions allow, sizes of at
+    most 256, as large as those allow, about 4096 in product; where no such launch satisfies the
+    assumptions, one within `WIDE_LAUNCH`), then, where the assumptions allow one, the lean one
+    (sizes pairwise different, the grid as small as the assumptions allow for them). Empty, with
+    why, when no small launch satisfies the assumptions."""
     space = analysis.space
     sizes = [s for s, sym in space.symbols.items() if sym.role == "size"]
     grids = [s for s, sym in space.symbols.items() if sym.role == "grid"]
     across = [("ge0", (-2, ((s, 1),))) for s in analysis.walk.grid_symbols[:1] if s in grids]
     model = None
+    domain: list[Any] = []
+    wanted: list[Any] = []
     for most_blocks, largest in ((WHOLE_GRID, 256), WIDE_LAUNCH[:2]):
         domain = facts + sorted(analysis.replay_facts) + \
             [("ge0", (most_blocks, ((s, -1),))) for s in grids] + [("ge0", (largest, ((s, -1),))) for s in sizes]
@@ -735,49 +761,92 @@ def _written_whole(compiled: Any, analysis: Analysis, facts: list[Any], engine: 
                 break
         if model is not None:
             break
-    if model is not None:  # each size as large as the others' allow, one after another, and all of them
-        # together at most about 4096 (three sizes of 64 are 262144 iterations of a loop nest: a minute)
-        first = [low for low in (64, 16, 4, 2) if low ** len(sizes) <= 4096] or [2]
-        for s in sizes:
-            for low in (64, 16, 4, 2)[(64, 16, 4, 2).index(first[0]):]:
-                bound = ("ge0", (-low, ((s, 1),)))
-                answer = engine.solve(Query(space, domain + wanted + [bound], [[]]), timeout_ms)
-                if answer.status == "sat":
-                    wanted, model = wanted + [bound], answer.model
-                    break
     if model is None:
-        return None, "whether every element of an output is written was not tested: no small launch satisfies " \
-                     "the kernel's assumptions"
+        return [], "whether every element of an output is written was not tested: no small launch satisfies the " \
+                   "kernel's assumptions"
+    wanted, model = _largest_sizes(space, engine, domain + wanted, sizes, model, timeout_ms)
+    models = [model]
+    # the lean launch: sizes pairwise different (a bound on the wrong one shows), then each grid
+    # axis as small as the assumptions allow for them (a block covering fewer elements than they say)
+    lean = domain + [("ge0", (-2, ((s, 1),))) for s in sizes] + \
+        [("ne0", (0, ((a, 1), (b, -1)))) for n, a in enumerate(sizes) for b in sizes[n + 1:]]
+    answer = engine.solve(Query(space, lean, [[]]), timeout_ms)
+    if answer.status == "sat":
+        found = answer.model
+        for g in grids:
+            for most in (1, 2, 4):
+                bound = ("ge0", (most, ((g, -1),)))
+                answer = engine.solve(Query(space, lean + [bound], [[]]), timeout_ms)
+                if answer.status == "sat":
+                    lean, found = lean + [bound], answer.model
+                    break
+        models.append(_largest_sizes(space, engine, lean, sizes, found, timeout_ms)[1])
+    return models, ""
+
+
+SIZES_TRIED = (256, 128, 64, 16, 4, 2)
+"""The lower bounds each size of a launch testing `assert_written` is pushed to, largest first."""
+
+
+def _largest_sizes(space: Space, engine: Any, domain: list[Any], sizes: list[int], model: dict[int, int],
+                   timeout_ms: int) -> tuple[list[Any], dict[int, int]]:
+    """`domain` with each size as large as the others' allow, one after another (at least one of
+    `SIZES_TRIED`), all of them together at most about 4096 (three sizes of 64 are 262144
+    iterations of a loop nest: a minute): the bounds added and a model."""
+    budget = 4096
+    for n, s in enumerate(sizes):
+        left = len(sizes) - n - 1  # (sizes after this one get 2 at least)
+        for low in SIZES_TRIED:
+            if low * 2 ** left > budget and low > 2:
+                continue
+            bound = ("ge0", (-low, ((s, 1),)))
+            answer = engine.solve(Query(space, domain + [bound], [[]]), timeout_ms)
+            if answer.status == "sat":
+                domain, model = domain + [bound], answer.model
+                budget //= low
+                break
+    return domain, model
+
+
+def _written_launch(compiled: Any, analysis: Analysis, model: dict[int, int]
+                    ) -> tuple[dict[str, Any] | None, bool, str]:
+    """Run the launch of `model` with shadow tags: a witness where it faults or leaves an element
+    of an output asserted written as it was; else whether it ran, and the launch in words with
+    the outputs' names after it (NUL-separated), or why it could not run (too large, or
+    faulting where the checker's domain does not reach)."""
+    from ..machine.shadow import ShadowInterpreter
+
+    op: D.KernelOp = compiled.op
+    space = analysis.space
+    untested = "whether every element of an output is written was not tested: "
     try:
         args = _replay_arguments(op, analysis, model)
     except WitnessTooLarge as err:
-        return None, f"whether every element of an output is written was not tested: {err}"
+        return None, False, untested + str(err)
     grid = analysis.walk.grid_of(model)
     launch = {name: space.atom_value(symbol, model) for name, symbol in analysis.parameters.items()}
     if int(np.prod(grid)) > WIDE_LAUNCH[2]:
-        return None, f"whether every element of an output is written was not tested: the smallest launch the " \
-                     f"kernel's assumptions allow, of grid {tuple(grid)} with {launch}, has over " \
-                     f"{WIDE_LAUNCH[2]} blocks"
+        return None, False, f"{untested}the smallest launch the kernel's assumptions allow, of grid {tuple(grid)} " \
+                            f"with {launch}, has over {WIDE_LAUNCH[2]} blocks"
     shadow = ShadowInterpreter(op, compiled.locations)
     try:
         shadow.launch(grid, args)
     except KernelFault as fault:
         if fault.kind in NOT_THE_TIMING or fault.kind in NOT_THE_KERNELS:  # (a grid past the tensors: the
             # checker's domain holds launches whose blocks stay inside them, which its assumptions did not pin)
-            return None, f"whether every element of an output is written was not tested: the launch of grid " \
-                         f"{tuple(grid)} with {launch} faults ({fault.message}); state the grid the kernel is " \
-                         "launched with, e.g. assume(grid_dim.x * BLOCK == n)"
+            return None, False, f"{untested}the launch of grid {tuple(grid)} with {launch} faults " \
+                                f"({fault.message}); state the grid the kernel is launched with, e.g. " \
+                                "assume(grid_dim.x * BLOCK == n)"
         return {"assertion": str(fault.location), "kind": fault.kind, **fault.details,
                 "message": fault.message.removeprefix(f"{fault.kind}: "), "sizes": launch,
                 "replayed": f"the interpreter faults at {fault.location} in a launch of grid {tuple(grid)} with "
-                            f"{launch}"}, ""
+                            f"{launch}"}, True, ""
     for finding in shadow.unwritten() + shadow.findings:
         return {**finding, "sizes": launch,
                 "replayed": f"the interpreter's launch of grid {tuple(grid)} with {launch}: "
-                            f"{finding.get('message', finding['kind'])}"}, ""
-    names = ", ".join(sorted(tensor.name for _, tensor in shadow.written_claims.values()))
-    return None, f"every element of {names} was written in a launch of grid {tuple(grid)} with {launch} (tested, " \
-                 "not proved)"
+                            f"{finding.get('message', finding['kind'])}"}, True, ""
+    names = sorted(tensor.name for _, tensor in shadow.written_claims.values())
+    return None, True, "\0".join([f"a launch of grid {tuple(grid)} with {launch}", *names])
 
 
 #: Faults of an explored launch that are not the hand-off's timing: the launch's sizes and grid are
