@@ -1,7 +1,11 @@
-"""Vector add: one element per thread, guarded against the ragged last block."""
+"""Vector add: one element per thread, guarded against the ragged last block.
+
+The tags say what every element of out is: x's element i (tagged (0, i)) plus y's element i
+(tagged (1, i)); an output element made of other elements, or of x twice, is a violation."""
 
 import numpy as np
-from argus.dsl import Problem, Tensor, assert_written, assume, block_idx, f32, grid_dim, kernel, thread_idx
+from argus.dsl import (Problem, Tensor, assert_tags, assert_written, assume, block_idx, f32, grid_dim, kernel, sum_of, tag,
+                       thread_idx)
 
 BLOCK = 128
 
@@ -10,6 +14,9 @@ BLOCK = 128
 def vector_add(x: Tensor[f32, "n"], y: Tensor[f32, "n"], out: Tensor[f32, "n"], n: int):
     assume(grid_dim.x * BLOCK >= n)  # a launch has a thread for every element
     assert_written(out)  # ... and writes every element of out
+    tag(x, lambda i: (0, i))
+    tag(y, lambda i: (1, i))
+    assert_tags(out, lambda i: sum_of((0, i), (1, i)))  # out[i] = x[i] + y[i]
     i = block_idx.x * BLOCK + thread_idx.x
     if i < n:
         out[i] = x[i] + y[i]

@@ -127,6 +127,12 @@ product = Builtin(
     "operand b's row n, as matmul leaves it in its accumulator. Rows are the operands' row parts, "
     "named by the operand: tag(a, lambda m, k: (k,), rows=lambda m, k: (m,)).",
 )
+sum_of = Builtin(
+    "sum_of",
+    "sum_of(t1, t2, ...): in a tag function of assert_tags, the tag of an element-wise sum: the "
+    "elements tagged t1, t2, ... (each a tuple of components, in any order) added up, e.g. "
+    "assert_tags(out, lambda i: sum_of((0, i), (1, i))) where x is tagged (0, i) and y (1, i).",
+)
 assert_tags = Builtin(
     "assert_tags",
     "assert_tags(t, lambda i, j, ...: (...)): every element the kernel stores into tensor t carries "

@@ -18,6 +18,7 @@ import numpy as np
 
 from .affine import Key, Space, distinct_rows, sub_keys
 from .products import text as products_text
+from .sums import SUM
 from .solvers import Answer, Comparison, Query, Solver
 from .tags import BOTTOM, BYTES, TOP, TagTable
 
@@ -259,5 +260,5 @@ def _evaluated(tag: Any, table: TagTable, space: Space, model: dict[int, int]) -
         return tag
     if model:
         values = tuple(space.evaluate(_key(v), model) for v in tag)
-        return products_text(values) or values
+        return products_text(values) or (table.text(values) if values[:1] == (SUM,) else values)
     return table.text(tag)

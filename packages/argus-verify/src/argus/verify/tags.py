@@ -67,6 +67,9 @@ class TagTable:
 
     def element_id(self, tag: Tag) -> int:
         ident = self._ids.get(tag)
+        if ident is None and tag and type(tag[0]) is int and tag[0] == SUM:  # (a sum's terms in one order)
+            tag = canonical_sum(tag)
+            ident = self._ids.get(tag)
         if ident is None:
             ident = self._ids[tag] = len(self.tags)
             self.tags.append(tag)
@@ -183,6 +186,9 @@ class TagTable:
         special = products_text(tag, self.space.describe if self.space is not None else None)
         if special is not None:
             return special
+        parts = sum_terms(tag) if tag and tag[0] == SUM else None
+        if parts is not None:
+            return "sum of " + " and ".join(str(self.text(t)) for t in parts)
         if self.space is None:
             return tag
         return tuple(self.space.describe(v) if isinstance(v, tuple) else v for v in tag)
@@ -238,6 +244,9 @@ from .products import (  # noqa: E402
     split_rows,
 )
 from .products import text as products_text  # noqa: E402
+from .sums import SUM  # noqa: E402
+from .sums import canonical as canonical_sum  # noqa: E402
+from .sums import terms as sum_terms  # noqa: E402
 
 
 def _plain(v: Any) -> Any:

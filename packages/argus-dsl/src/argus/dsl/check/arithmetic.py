@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from argus.verify import sums
 from argus.verify.affine import Affine, Space
 from xdsl.dialects import arith
 from xdsl.ir import Operation
@@ -282,6 +283,22 @@ def dim_rule(a: TagAnalysis, op: D.DimOp, mask: np.ndarray) -> None:
     ref: GlobalRef = a.values[op.tensor]
     a.values[op.result] = ref.dims[op.index.data]
     a.tags.pop(op.result, None)
+
+
+def sum_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    """A float sum: computed data, except that two values each a whole tagged element (or a sum)
+    add up to their sum (`argus.verify.sums`), which a claim may name (``sum_of``)."""
+    a.computed(op)
+    if not a.table.asserted:
+        return
+    lhs, rhs = a.shape(op)[0]
+    result = op.results[0]
+    computed = a.tags.get(result)
+    if computed is None:
+        return
+    found = sums.added(a.table, a.tags.get(lhs), a.tags.get(rhs))
+    if found is not None:
+        a.tags[result] = np.where(found >= 0, found, computed)
 
 
 def scale_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:

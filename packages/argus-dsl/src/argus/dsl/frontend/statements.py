@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from argus.verify import products
+from argus.verify import products, sums
 from xdsl.dialects import arith, builtin, scf
 from xdsl.ir import Block, Region
 
@@ -373,6 +373,11 @@ class Statements:
                 raise self.type_error(expr, "product(...) states what an accumulator holds: it is a tag of "
                                             "assert_tags(c, lambda m, n: product(...)), not of an operand")
             return self.product_components(expr)
+        if isinstance(expr, ast.Call) and self.resolve_callee(expr.func) is lang.sum_of:
+            if not allow_product:
+                raise self.type_error(expr, "sum_of(...) states what a stored sum holds: it is a tag of "
+                                            "assert_tags(out, lambda i: sum_of(...)), not of an operand")
+            return self.sum_components(expr)
         result = self.expr(expr)
         parts = result if isinstance(result, tuple) else (result,)
         if not parts:
@@ -415,6 +420,22 @@ class Statements:
         lo, hi = (self.integer_component(self.expr(b), b) for b in bounds.args)
         comps = [lo if j == pos else self.integer_component(self.expr(e), e) for j, e in enumerate(elements)]
         return [*out, pos, *comps, hi]
+
+    def sum_components(self, call: ast.Call) -> list[Any]:
+        """``sum_of(t1, t2, ...)``: (SUM, n, len(t1), *t1, ...), the terms in any order (the tag
+        table keeps one order, `argus.verify.sums`)."""
+        usage = "sum_of(t1, t2, ...) takes the tags of the elements added, two or more, each a tuple of " \
+                "integer components: sum_of((0, i), (1, i))"
+        if len(call.args) < 2 or call.keywords:
+            raise self.type_error(call, usage)
+        out: list[Any] = [self.constant_tag(call, sums.SUM), self.constant_tag(call, len(call.args))]
+        for term in call.args:
+            value = self.expr(term)
+            comps = value if isinstance(value, tuple) else (value,)
+            if not comps:
+                raise self.type_error(term, usage)
+            out += [self.constant_tag(term, len(comps)), *(self.integer_component(c, term) for c in comps)]
+        return out
 
     def constant_tag(self, node: ast.AST, value: int) -> Value:
         """An i64 constant of a tag function (a mark or a length)."""

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from argus.verify import sums
 from xdsl.dialects import arith, math
 from xdsl.ir import Operation
 
@@ -38,6 +39,7 @@ from ..check.arithmetic import (
     over_zero,
     product_cast,
     scale_rule,
+    sum_rule,
     zeroed,
     zeroes,
 )
@@ -441,8 +443,20 @@ def _shadow_scale(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
         s.tags[result] = kept
 
 
-for _op_type, _fn in ((arith.AddfOp, np.add), (arith.SubfOp, np.subtract)):
-    define(_op_type, interpret=_interpret_float(_fn), translate=_translate_binary)
+def _shadow_sum(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
+    """A float sum: computed data, or the sum of two tagged elements (`sum_rule`)."""
+    s.computed(op, frame)
+    if not s.table.asserted:
+        return
+    result = op.results[0]
+    found = sums.added(s.table, s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs))
+    if found is not None:
+        s.tags[result] = np.where(found >= 0, found, s.tags[result])
+
+
+define(arith.AddfOp, interpret=_interpret_float(np.add), analyze=sum_rule, shadow=_shadow_sum,
+       translate=_translate_binary)
+define(arith.SubfOp, interpret=_interpret_float(np.subtract), translate=_translate_binary)
 for _op_type, _fn in ((arith.MulfOp, np.multiply), (arith.DivfOp, np.divide)):
     define(_op_type, interpret=_interpret_float(_fn), analyze=scale_rule, shadow=_shadow_scale,
            translate=_translate_binary)
