@@ -285,41 +285,46 @@ def dim_rule(a: TagAnalysis, op: D.DimOp, mask: np.ndarray) -> None:
     a.tags.pop(op.result, None)
 
 
+def _tagged_float(a: TagAnalysis, op: Operation) -> tuple[Any, Any, np.ndarray] | None:
+    """A float op's result as computed data, and, where a claim may read what it holds (a
+    kernel with `assert_tags`) and it holds data at all, its operands and those tags."""
+    a.computed(op)
+    if not a.table.asserted:
+        return None
+    computed = a.tags.get(op.results[0])
+    if computed is None:
+        return None
+    lhs, rhs = a.shape(op)[0]
+    return lhs, rhs, computed
+
+
 def sum_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     """A float sum: computed data, except that two values each a whole tagged element (or a sum)
     add up to their sum (`argus.verify.sums`), which a claim may name (``sum_of``)."""
-    a.computed(op)
-    if not a.table.asserted:
+    found = _tagged_float(a, op)
+    if found is None:
         return
-    lhs, rhs = a.shape(op)[0]
-    result = op.results[0]
-    computed = a.tags.get(result)
-    if computed is None:
-        return
-    found = sums.added(a.table, a.tags.get(lhs), a.tags.get(rhs))
-    if found is not None:
-        a.tags[result] = np.where(found >= 0, found, computed)
+    lhs, rhs, computed = found
+    added = sums.added(a.table, a.tags.get(lhs), a.tags.get(rhs))
+    if added is not None:
+        a.tags[op.results[0]] = np.where(added >= 0, added, computed)
 
 
 def scale_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     """A float product or quotient: computed data, except that a product (of matrices) scaled by
     a value holding none stays that product (`argus.verify.products.Products.scaled`)."""
-    a.computed(op)
-    if not a.table.asserted:
+    found = _tagged_float(a, op)
+    if found is None:
         return
-    lhs, rhs = a.shape(op)[0]
-    result = op.results[0]
-    computed = a.tags.get(result)
-    if computed is None:
-        return
+    lhs, rhs, computed = found
     if zeroes(op, lhs, rhs):
-        a.tags[result] = zeroed(a.table, computed)
+        a.tags[op.results[0]] = zeroed(a.table, computed)
         return
     if over_zero(op, rhs):
         return
     kept = a.table.products.scaled(a.tags.get(lhs), a.tags.get(rhs), computed, isinstance(op, arith.MulfOp))
     if kept is not None:
-        a.tags[result] = kept
+        a.tags[op.results[0]] = kept
 
 
 def zeroes(op: Operation, lhs: Any, rhs: Any) -> bool:
