@@ -653,10 +653,18 @@ class Products:
     def may_be_zero(self, tags: np.ndarray) -> np.ndarray:
         """Per element (rows of byte tags), whether some byte of it is a cleared zero's, or one
         that may be (`MAYBE_ZERO`): a value that is zero on some path."""
-        marks = [e for e in (self.table._ids.get((ZERO,)), self.table._ids.get((MAYBE_ZERO,))) if e is not None]
-        if not marks:
-            return np.zeros(tags.shape[:-1], bool)
-        return np.isin((tags - 2) // _BYTES, marks).any(axis=-1) & (tags > TOP_ID).any(axis=-1)  # type: ignore[no-any-return]
+        return self._zero_like(tags).any(axis=-1)  # type: ignore[no-any-return]
+
+    def _zero_like(self, tags: np.ndarray) -> np.ndarray:
+        """Per byte, whether it is a byte of `ZERO` or of `MAYBE_ZERO`."""
+        ids = self.table._ids
+        tags = np.asarray(tags)
+        hit = np.zeros(tags.shape, bool)
+        for element in (ids.get((ZERO,)), ids.get((MAYBE_ZERO,))):
+            if element is not None:  # (an element's bytes are the ids 2 + e·64 … 2 + e·64 + 63)
+                first = 2 + element * _BYTES
+                hit |= (tags >= first) & (tags < first + _BYTES)
+        return hit
 
     def maybe_zero_bytes(self) -> np.ndarray:
         """Every byte id of `MAYBE_ZERO` (at each place), none while no join has made one."""
@@ -666,28 +674,31 @@ class Products:
     def as_joined(self, tags: np.ndarray) -> np.ndarray:
         """`tags` with every byte of `MAYBE_ZERO` the ⊤ of the join that made it: what two paths
         left apart, when tags are compared (only scales tell it apart from other computed data)."""
-        maybe = self.maybe_zero_bytes()
-        if not maybe.size:
+        maybe = self.table._ids.get((MAYBE_ZERO,))
+        if maybe is None:
             return tags
-        return np.where(np.isin(tags, maybe), TOP_ID, tags)  # type: ignore[no-any-return]
+        hit = ((tags - 2) // _BYTES == maybe) & (tags > TOP_ID)
+        return np.where(hit, TOP_ID, tags) if hit.any() else tags  # type: ignore[no-any-return]
 
     def zero_joined(self, joined: np.ndarray, ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
         """`joined` (the join of two paths' byte tags, ⊤ where they differ) with `MAYBE_ZERO`
         where one path held a cleared zero (or a value that may be one) and the other something
         else: ⊤ would be taken for computed data, which a product may be scaled by."""
-        zero = self.table._ids.get((ZERO,))
-        if zero is None:
+        if self.table._ids.get((ZERO,)) is None:
             return joined
-        marks = [zero] + [e for e in (self.table._ids.get((MAYBE_ZERO,)),) if e is not None]
-        ours, theirs = np.broadcast_to(ours, joined.shape), np.broadcast_to(theirs, joined.shape)
-        mine = np.isin((ours - 2) // _BYTES, marks) & (ours > TOP_ID)
-        other = np.isin((theirs - 2) // _BYTES, marks) & (theirs > TOP_ID)
-        hit = (joined == TOP_ID) & (mine | other)
+        top = joined == TOP_ID
+        if not top.any():
+            return joined
+        ours, theirs = np.broadcast_to(ours, joined.shape)[top], np.broadcast_to(theirs, joined.shape)[top]
+        mine = self._zero_like(ours)
+        hit = mine | self._zero_like(theirs)
         if not hit.any():
             return joined
         maybe = self.table.element_id((MAYBE_ZERO,))
         place = np.where(mine, ours - 2, theirs - 2) % _BYTES
-        return np.where(hit, 2 + maybe * _BYTES + place, joined)  # type: ignore[no-any-return]
+        out = joined.copy()
+        out[top] = np.where(hit, 2 + maybe * _BYTES + place, TOP_ID)
+        return out
 
     def laid_out(self, tags: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per element (rows of byte tags, at least two bytes), whether its bytes are a product's
