@@ -16,7 +16,7 @@ def vector_add(x: Tensor[f32, "n"], y: Tensor[f32, "n"], out: Tensor[f32, "n"], 
     assert_written(out)  # ... and writes every element of out
     tag(x, lambda i: (0, i))
     tag(y, lambda i: (1, i))
-    assert_tags(out, lambda i: sum_of((0, i), (1, i)))  # out[i] = x[i] + y[i]
+    assert_tags(out, lambda i: sum_of((0, i), (1, i)))  # each element of out: x[i] plus y[i]
     i = block_idx.x * BLOCK + thread_idx.x
     if i < n:
         out[i] = x[i] + y[i]
