@@ -108,14 +108,43 @@ def test_what_the_consumers_sum_is_followed_through_the_hand_off(tmp_path: Path,
     assert "found statically and reproduced" in result.text(), result.text()
 
 
+PRODUCER_LOOP = "                for k0 in range(0, K, STAGES * BK):\n                    phase = (k0 // (STAGES * BK)) % 2\n"
+EXTRA_ROUND = ("                for p in range(0, extra):  # an extra first round: slice 0 once more\n"
+               "                    for s in static_range(STAGES):\n"
+               "                        nv.mbarrier_arrive_expect_tx(full, s, STAGE_BYTES)\n"
+               "                        nv.tma_load(sA[s, :, :], a, (bm, s * BK), full, s)\n"
+               "                        nv.tma_load(sB[s, :, :], b, (bn, s * BK), full, s)\n"
+               "                for k0 in range(0, K, STAGES * BK):\n"
+               "                    phase = (k0 // (STAGES * BK) + extra) % 2\n")
+
+
+@pytest.mark.parametrize("edit", [
+    pytest.param((PRODUCER_LOOP, "                extra = min(K // (5 * STAGES * BK), 1)\n" + EXTRA_ROUND),
+                 id="an extra round of copies where K has five rounds or more"),
+    pytest.param((PRODUCER_LOOP, "                extra = (min(block_idx.y, 1) - min(block_idx.y // 2, 1)) * "
+                                 "(1 - min(block_idx.x, 1))\n" + EXTRA_ROUND),
+                 id="an extra round of copies in block (0, 1) only"),
+    pytest.param(("            for k0 in range(0, K, STAGES * BK):\n                phase = (k0 // (STAGES * BK)) % 2\n",
+                  "            for k0 in range(0, K, STAGES * BK):\n                r = k0 // (STAGES * BK)\n"
+                  "                phase = (r + r // 4) % 2\n"), id="the consumers' parity right for four rounds only"),
+])
+def test_a_hand_off_whose_phases_are_not_the_iterations_is_never_proved(tmp_path: Path, edit: tuple[str, str]) -> None:
+    """The consumers read what the producer copied in the iteration of the same index only
+    where the kernel says so as written: the barrier's phases are the producer loop's alone
+    and each wait's parity is its iteration's number mod 2. These hand-offs go wrong only in
+    launches the interpreter's schedules do not run (five rounds or more, another block): C is
+    never proved to be the product there."""
+    result = example_variant(tmp_path, "gemm_ws", edit).gemm_ws.verify()
+    assert result.verdict is not Verdict.PROVED, result.text()
+
+
 @pytest.mark.parametrize("name", ["no-full-wait", "no-empty-wait", "phase-off-by-one", "expect-tx-short"])
 def test_the_checker_does_not_prove_a_broken_hand_off(tmp_path: Path, name: str) -> None:
     """The static analysis follows bulk copies in program order (and a stage's contents through
     the wait on its "full" barrier); the hand-off's timing is run on the interpreter under
-    several schedules before any proof, and its fault is the verdict. Without the wait, what the
-    consumers read is not the producer's slice of their iteration: a static candidate, whose
-    replay meets the read of a stage nothing has filled yet."""
+    several schedules before any proof, and its fault is the verdict. Without the wait (or with
+    the wrong parity), what the consumers read is not taken for the producer's slice of their
+    iteration: a static candidate, whose replay meets the read of a stage not filled yet."""
     result = variant(tmp_path, name).gemm_ws.verify()
     assert result.verdict is Verdict.VIOLATED, result.text()
-    assert "under schedule" in result.text() or (name == "no-full-wait" and "uninitialized-read" in result.text()), \
-        result.text()
+    assert re.search(r"under schedule|uninitialized-read|data-race", result.text()), result.text()

@@ -11,11 +11,20 @@ producer's iteration n completes, and reads what that iteration copied.
 So each bulk copy that lands on a barrier from inside a runtime loop is recorded with its tags
 as functions of that loop's index; when a thread of another loop waits on the same barrier,
 the bytes the copy wrote hold those tags again, the producer's index renamed to the
-consumer's: iteration n of the one for iteration n of the other. This is done only where it
-holds as written — both loops on the same grid of indices (first index and step), the bytes
-still last written by that copy — and takes the protocol as the kernel states it: that each
-consumer's wait is for the phase of its own iteration is what the interpreter's schedules test
-(`argus.dsl.check.verification`), and a verdict of such a kernel says so.
+consumer's: iteration n of the one for iteration n of the other. This is done only where the
+kernel says so as written:
+
+- both loops are on the same grid of indices (first index and step);
+- the barrier's phases are the producer loop's alone: no copy lands on it and no thread
+  arrives on it anywhere else (a round of copies before the loop shifts every phase);
+- the wait's parity is its iteration's number, n mod 2, in every launch (the solver decides):
+  the consumer waits for phase n, the one iteration n of the producer completes;
+- the bytes are still last written by that copy.
+
+What is left — that the producer's arrivals and bytes complete each phase, that it never runs
+two phases ahead of the consumers (its "empty" waits) — is the protocol's timing, which the
+interpreter's schedules test (`argus.dsl.check.verification`), and a verdict of such a kernel
+says so.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from typing import Any
 
 import numpy as np
 from argus.dsl.check.control import Renamer
+from argus.verify.affine import sub_keys
 
 KEY = "nvptx.handoffs"
 """The analysis extension holding the copies recorded per barrier (`TagAnalysis.extensions`)."""
@@ -53,11 +63,32 @@ def barrier_key(a: Any, op: Any, barriers: Any, index: Any) -> tuple[int, int] |
     return id(a.values[barriers].memory), int(value.const[0])
 
 
+def _events(a: Any) -> dict[tuple[int, int], set[Any]]:
+    """Per barrier, the runtime loops (symbols; None: none, or one the rebinding does not follow)
+    that land copies or arrivals on it."""
+    return a.extensions.setdefault(KEY + ".events", {})  # type: ignore[no-any-return]
+
+
+def _loop_of(a: Any) -> Any:
+    """The innermost runtime loop's symbol where the walk is, None outside (or in a loop whose
+    threads run iterations of their own)."""
+    loop = a.loops[-1] if a.loops else None
+    return None if loop is None or loop.symbol is None or loop.index is not None else loop.symbol
+
+
+def arrived(a: Any, key: tuple[int, int] | None, followed: bool = True) -> None:
+    """A thread arrives on barrier `key` (with or without bytes announced): the loop it does it in
+    (none where it is not `followed`: an arrival on another block's copy of the barrier)."""
+    if key is not None:
+        _events(a).setdefault(key, set()).add(_loop_of(a) if followed else None)
+
+
 def record(a: Any, op: Any, key: tuple[int, int] | None, memory: Any, idx: np.ndarray, ids: np.ndarray,
            thread: int) -> None:
     """A bulk copy by `thread` wrote `ids` at bytes `idx` of `memory`, landing on barrier `key`:
     kept when the copy runs in a runtime loop (its tags are then functions of the loop's index)."""
     copies: dict[tuple[Any, ...], Landed] = a.extensions.setdefault(KEY, {})
+    arrived(a, key)
     loop = a.loops[-1] if a.loops else None
     if key is None or loop is None or loop.symbol is None or loop.index is not None:
         return  # (a copy outside a runtime loop, or one counted per thread: not followed)
@@ -67,9 +98,10 @@ def record(a: Any, op: Any, key: tuple[int, int] | None, memory: Any, idx: np.nd
                            a.site(op))
 
 
-def rebind(a: Any, key: tuple[int, int] | None) -> None:
-    """A wait on barrier `key` by threads of a runtime loop: the bytes that copies of another
-    loop's iterations land on it hold what that loop's iteration with this one's index wrote."""
+def rebind(a: Any, op: Any, key: tuple[int, int] | None) -> None:
+    """A wait (`op`) on barrier `key` by threads of a runtime loop: the bytes that copies of
+    another loop's iterations land on it hold what that loop's iteration with this one's index
+    wrote, where the kernel says so as written (the module's docstring)."""
     copies: dict[tuple[Any, ...], Landed] = a.extensions.get(KEY, {})
     loop = a.loops[-1] if a.loops else None
     if key is None or not copies or loop is None or loop.symbol is None or loop.index is not None:
@@ -79,10 +111,22 @@ def rebind(a: Any, key: tuple[int, int] | None) -> None:
     first = symbol.lo
     # (a loop's first iteration walked on its own has a symbol pinned to one value: that value)
     index = symbol.lo if symbol.lo is not None and symbol.lo == symbol.hi else (0, ((loop.symbol, 1),))
+    on_it = [(where, landed) for where, landed in copies.items() if where[0] == key]
+    matched = [landed for _, landed in on_it
+               if landed.symbol not in enclosing and landed.step == loop.step and landed.first == first]
+    if not matched:
+        return
+    chosen = {id(landed) for landed in matched}
+    ops = {where[1] for where, landed in on_it if id(landed) in chosen}
+    producer = {landed.symbol for where, landed in on_it if where[1] in ops}  # (its first iteration's too)
+    if any(where[1] not in ops for where, _ in on_it) or not _events(a).get(key, set()) <= producer:
+        return  # (the barrier's phases are not the producer loop's alone)
+    start = a.loop_starts.get(loop.symbol)
+    if start is None or any(a.loop_starts.get(landed.symbol) != start for landed in matched) or \
+            not _waits_for_its_iteration(a, op, index, start, loop.step):
+        return
     renamers: dict[int, Renamer] = {}
-    for (on, *_), landed in copies.items():
-        if on != key or landed.symbol in enclosing or landed.step != loop.step or landed.first != first:
-            continue
+    for landed in matched:
         flat = landed.idx.reshape(-1)
         if not (landed.memory.site.reshape(-1)[flat] == landed.site).all():
             continue  # (written since by something else: what the copy left is gone)
@@ -90,3 +134,16 @@ def rebind(a: Any, key: tuple[int, int] | None) -> None:
         if renamer is None:
             renamer = renamers[landed.symbol] = Renamer(a, landed.symbol, index)
         landed.memory.tags.reshape(-1)[flat] = renamer.ids(landed.ids).reshape(-1)
+
+
+def _waits_for_its_iteration(a: Any, op: Any, index: Any, first: Any, step: int) -> bool:
+    """Whether the wait's parity is its iteration's number mod 2 in every launch: iteration
+    ``(index - first) / step`` of its loop waits for that phase of the barrier."""
+    sp = a.space
+    if not isinstance(index, tuple):
+        index = (int(index), ())
+    count = sp.floordiv(sp.of_key(sub_keys(index, first if isinstance(first, tuple) else (int(first), ())), 1),
+                        sp.of_key((step, ()), 1))
+    wanted = sp.mod(count, sp.of_key((2, ()), 1)).row(0)
+    forms, _ = a.int_value(op.parity, op).forms()
+    return all(a.always_equal(form, wanted) for form in forms)

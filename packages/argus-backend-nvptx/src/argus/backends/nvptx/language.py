@@ -992,7 +992,14 @@ def _no_tags(a: Any, op: Any, mask: np.ndarray) -> None:
 def _analyze_wait(a: Any, op: MbarrierWaitOp, mask: np.ndarray) -> None:
     """A wait moves no data, but the copies another loop landed on the barrier hold, for a
     waiting loop's iteration, what that loop's iteration of the same index wrote (`handoffs`)."""
-    handoffs.rebind(a, handoffs.barrier_key(a, op, op.barriers, op.index))
+    handoffs.rebind(a, op, handoffs.barrier_key(a, op, op.barriers, op.index))
+
+
+def _analyze_arrive(a: Any, op: Any, mask: np.ndarray) -> None:
+    """An arrival moves no data; where it is made tells the hand-offs whose phases a barrier
+    counts (`handoffs`). One on another block's barrier counts on none this block follows."""
+    handoffs.arrived(a, handoffs.barrier_key(a, op, op.barriers, op.index),
+                     followed=not isinstance(op, MbarrierArriveClusterOp))
 
 
 def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
@@ -1197,10 +1204,10 @@ LANGUAGE = Language(Nvptx, (
     Meaning(SetMaxRegistersOp, interpret=_setmaxnreg, analyze=_no_tags, collective=128),  # a warpgroup's registers
     Meaning(NamedBarrierOp, wait=_NamedBarrier(), analyze=_analyze_named_barrier),
     Meaning(MbarrierInitOp, interpret=_init, analyze=_no_tags, sync=True),
-    Meaning(MbarrierArriveOp, interpret=_arrive, analyze=_no_tags, sync=True),
+    Meaning(MbarrierArriveOp, interpret=_arrive, analyze=_analyze_arrive, sync=True),
     Meaning(MbarrierWaitOp, wait=_PhaseWait(), analyze=_analyze_wait),
     Meaning(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, sync=True),
-    Meaning(MbarrierArriveClusterOp, interpret=_arrive_cluster, analyze=_no_tags, sync=True),
+    Meaning(MbarrierArriveClusterOp, interpret=_arrive_cluster, analyze=_analyze_arrive, sync=True),
     Meaning(ClusterRankOp, interpret=_cluster_rank, analyze=_analyze_cluster_rank),
     Meaning(ClusterSyncOp, wait=_ClusterSync(), analyze=_analyze_cluster_sync),
     Meaning(CpAsyncOp, interpret=_cp_async, analyze=_analyze_cp_async, lower=_lower_cp_async, sync=True),

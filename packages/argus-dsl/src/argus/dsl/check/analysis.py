@@ -138,6 +138,9 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         self.sites: list[SourceLocation | None] = []
         self.site_ids: dict[Operation, int] = {}
         self.loops: list[LoopContext] = []
+        self.loop_starts: dict[int, Key] = {}
+        """Per runtime loop's index symbol, where its grid of indices starts (the loop's lower
+        bound, also for the symbol of its iterations after a first walked on its own)."""
         self.guards = 0
         self.initialization = Initialization(self.space)
         """The launches in which bytes written on some paths only are not (`initialization`)."""

@@ -347,6 +347,7 @@ def _loop_symbol(a: TagAnalysis, name: str, lo: Key, hi: Key, step: int, start: 
     known = len(sp.constraints)
     symbol = sp.symbol(name, "loop", lo, hi)
     a.elements_before[symbol] = len(a.table.tags)
+    a.loop_starts[symbol] = start
     me: Key = (0, ((symbol, 1),))
     if step > 1:
         sp.require_zero(sp.mod_key(sub_keys(me, start), (step, ())))

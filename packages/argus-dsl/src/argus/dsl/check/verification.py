@@ -784,25 +784,25 @@ def _written_launches(analysis: Analysis, facts: list[Any], engine: Any,
     return models, ""
 
 
-SIZES_TRIED = (256, 128, 64, 16, 4, 2)
+SIZES_TRIED = (128, 64, 16, 4, 2)
 """The lower bounds each size of a launch testing `assert_written` is pushed to, largest first."""
 
 
 def _largest_sizes(space: Space, engine: Any, domain: list[Any], sizes: list[int], model: dict[int, int],
                    timeout_ms: int) -> tuple[list[Any], dict[int, int]]:
-    """`domain` with each size as large as the others' allow, one after another (at least one of
-    `SIZES_TRIED`), all of them together at most about 4096 (three sizes of 64 are 262144
-    iterations of a loop nest: a minute): the bounds added and a model."""
+    """`domain` with each size as large as the others' allow, one after another (from one of
+    `SIZES_TRIED` to just under twice it), all of them together at most about 4096 (three sizes
+    of 64 are 262144 iterations of a loop nest: a minute): the bounds added and a model."""
     budget = 4096
     for n, s in enumerate(sizes):
         left = len(sizes) - n - 1  # (sizes after this one get 2 at least)
         for low in SIZES_TRIED:
             if low * 2 ** left > budget and low > 2:
                 continue
-            bound = ("ge0", (-low, ((s, 1),)))
-            answer = engine.solve(Query(space, domain + [bound], [[]]), timeout_ms)
+            bounds = [("ge0", (-low, ((s, 1),))), ("ge0", (2 * low - 1, ((s, -1),)))]  # (low … 2·low − 1)
+            answer = engine.solve(Query(space, domain + bounds, [[]]), timeout_ms)
             if answer.status == "sat":
-                domain, model = domain + [bound], answer.model
+                domain, model = domain + bounds, answer.model
                 budget //= low
                 break
     return domain, model
