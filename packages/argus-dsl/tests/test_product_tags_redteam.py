@@ -132,9 +132,21 @@ SOMETIMES_CLEARED = ("    bfrag = make_local((4, 4), bf16)",
                     "    if K > BK:\n        zero[0] = 0.0")
 
 
+IN_A_VARIABLE = ("    for mi in static_range(2):\n        for ni in static_range(4):\n            for v in static_range(4):\n"
+                 "                idx = MMA.c_layout",
+                 "    z = 1.0\n    if K > BK:\n        z = 0.0\n"
+                 "    for mi in static_range(2):\n        for ni in static_range(4):\n            for v in static_range(4):\n"
+                 "                idx = MMA.c_layout")
+SELECTED = (IN_A_VARIABLE[0], IN_A_VARIABLE[1].replace("    z = 1.0\n    if K > BK:\n        z = 0.0\n",
+                                                       "    z = select(K > BK, 0.0, 1.0)\n"))
+
+
 @pytest.mark.parametrize("edits", [
     pytest.param([SOMETIMES_CLEARED, ("= acc[mi, ni, v]", "= acc[mi, ni, v] * zero[0]")], id="times it"),
     pytest.param([SOMETIMES_CLEARED, ("= acc[mi, ni, v]", "= acc[mi, ni, v] / zero[0]")], id="over it"),
+    pytest.param([IN_A_VARIABLE, ("= acc[mi, ni, v]", "= acc[mi, ni, v] * z")], id="a variable set to 0.0 on one path"),
+    pytest.param([SELECTED, ("    tag,\n", "    select,\n    tag,\n"), ("= acc[mi, ni, v]", "= acc[mi, ni, v] * z")],
+                 id="select(c, 0.0, 1.0)"),
 ])
 def test_an_accumulator_scaled_by_a_register_cleared_on_one_path_is_not_the_product(tmp_path, interpreter_only,
                                                                                        edits):

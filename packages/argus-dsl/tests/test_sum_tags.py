@@ -97,3 +97,34 @@ def test_sum_of_is_a_claim_only(tmp_path):
         "    out[thread_idx.x] = x[thread_idx.x]\n")
     with pytest.raises(ArgusError, match=r"operand.py:4:.*sum_of\(t1, t2, \.\.\.\) takes the tags"):
         load_module(path).k.specialize()
+
+
+@pytest.mark.parametrize("claim, stored", [
+    pytest.param("sum_of((0, i), (1, i))", "bitcast(lo(bitcast(x[i] + y[i], u32)), f16)", id="the low half of a sum"),
+    pytest.param("(0, i)", "bitcast(lo(bitcast(x[i], u32)), f16)", id="the low half of an element"),
+])
+def test_the_low_half_of_a_wider_element_is_no_element_of_half_its_width(claim, stored):
+    """An f16 store of the low 16 bits of an f32 sum (or of an f32 element) carries those bytes'
+    tags, but they are a part of a wider element, not an f16 element tagged alike."""
+    from argus.dsl import bitcast, f16, lo, u32
+
+    scope = dict(kernel=kernel, Tensor=Tensor, f32=f32, f16=f16, u32=u32, bitcast=bitcast, lo=lo, assume=assume,
+                 grid_dim=grid_dim, tag=tag, assert_tags=assert_tags, sum_of=sum_of, block_idx=block_idx,
+                 thread_idx=thread_idx)
+    source = f'''
+@kernel(block=(32,), verify=False)
+def half(x: Tensor[f32, "n"], y: Tensor[f32, "n"], out: Tensor[f16, "n"], n: int):
+    assume(grid_dim.x * 32 >= n)
+    tag(x, lambda i: (0, i))
+    tag(y, lambda i: (1, i))
+    assert_tags(out, lambda i: {claim})
+    i = block_idx.x * 32 + thread_idx.x
+    if i < n:
+        out[i] = {stored}
+'''
+    import linecache
+    name = f"<half {abs(hash(claim + stored))}>"
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    exec(compile(source, name, "exec"), scope)
+    result = scope["half"].verify()
+    assert result.verdict is not Verdict.PROVED, result.text()

@@ -87,6 +87,7 @@ def added(table: TagTable, x: np.ndarray | None, y: np.ndarray | None) -> np.nda
     pairs, inverse = np.unique(np.stack([ex[ok], ey[ok]], axis=1), axis=0, return_inverse=True)
     tags = table.tags
     made = np.array([table.element_id(of([tags[a], tags[b]])) for a, b in pairs.tolist()], np.int64)
+    table._laid_at(made, width)  # (its width: no part of it reads as a narrower element)
     out = np.full(x.shape, -1, np.int64)
     out[ok] = 2 + made[np.reshape(inverse, -1)][:, None] * _BYTES + place
     return out

@@ -171,6 +171,20 @@ class TagTable:
                     out[laid] = layout(parts[:, 0], parts[:, 1], nbytes)
         return out
 
+    def at_width(self, tags: np.ndarray) -> np.ndarray:
+        """Byte tags (..., width) as compared at their width: a byte of an element laid out at
+        another width, or at several (an f32 element's low half read as an f16 one, a tag
+        function giving one element to tensors of two widths), is ⊤ — no element of this width."""
+        width = tags.shape[-1]
+        known = tags > TOP
+        if not known.any() or not self.widths.size:
+            return tags
+        element = np.where(known, (tags - 2) // BYTES, 0)
+        inside = element < self.widths.size
+        laid = np.where(inside, self.widths[np.where(inside, element, 0)], 0)
+        other = known & (laid != 0) & (laid != width)
+        return np.where(other, TOP, tags) if other.any() else tags  # type: ignore[no-any-return]
+
     def _laid_at(self, elements: np.ndarray, nbytes: int) -> None:
         if self.widths.size < len(self.tags):
             self.widths = np.concatenate([self.widths, np.zeros(len(self.tags) - self.widths.size + 64, np.int64)])

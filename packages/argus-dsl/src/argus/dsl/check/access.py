@@ -312,7 +312,7 @@ def var_store_rule(a: TagAnalysis, op: D.VarStoreOp, mask: np.ndarray) -> None:
     threads = a.active(mask)
     byte = np.zeros((threads.size, 1), np.int64)
     a.write_tags(slot.assigned, byte, byte, threads, threads, a.site(op))  # type: ignore[arg-type]
-    tags = a.tags_of(op.value)
+    tags = cleared(a.table, op.value, a.tags_of(op.value), True)  # (a variable is a register too)
     if full:
         slot.stored = slot.stored or slot.tracked
         slot.tags = tags  # tag arrays of values are never changed in place

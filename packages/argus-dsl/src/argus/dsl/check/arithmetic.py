@@ -201,7 +201,9 @@ def _select(a: TagAnalysis, op: arith.SelectOp, mask: np.ndarray) -> None:
 
 def _select_tags(a: TagAnalysis, op: arith.SelectOp, cond: Affine | None) -> None:
     _, lhs_ssa, rhs_ssa = a.shape(op)[0]  # operands through `shape`: copies run together substitute them
-    lhs, rhs = a.tags_of(lhs_ssa), a.tags_of(rhs_ssa)
+    from .access import cleared  # (a float 0.0 chosen is a cleared zero, as one stored into registers)
+
+    lhs, rhs = (cleared(a.table, v, a.tags_of(v), True) for v in (lhs_ssa, rhs_ssa))
     if cond is not None and cond.concrete:
         a.tags[op.result] = np.where((cond.const != 0)[:, None], lhs, rhs)
     else:

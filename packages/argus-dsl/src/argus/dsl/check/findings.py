@@ -88,6 +88,7 @@ def compare(a: TagAnalysis, site: str, lhs: np.ndarray, rhs: np.ndarray, equal: 
     (`argus.verify.products.MAYBE_ZERO`) is compared as the paths' join it is: conflicting."""
     if a.table.asserted:
         lhs, rhs = a.table.products.as_joined(lhs), a.table.products.as_joined(rhs)
+    lhs, rhs = a.table.at_width(lhs), a.table.at_width(rhs)  # (a part of a wider element is no element)
     if not a.branches:
         a.obligations.compare(site, lhs, rhs, equal, describe, count=count)
         return

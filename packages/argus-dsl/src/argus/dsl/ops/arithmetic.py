@@ -43,6 +43,7 @@ from ..check.arithmetic import (
     zeroed,
     zeroes,
 )
+from ..check.access import cleared
 from ..check.rules import float_op_rule
 from ..dtypes import DTYPES, DType, boolean
 from ..errors import KernelFault
@@ -227,7 +228,8 @@ def _shadow_constant(s: ShadowInterpreter, op: arith.ConstantOp, frame: Frame, m
 
 def _shadow_select(s: ShadowInterpreter, op: arith.SelectOp, frame: Frame, mask: np.ndarray) -> None:
     cond = scalars(frame, op.cond).astype(bool)[:, None]
-    s.tags[op.result] = np.where(cond, s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs))
+    sides = [cleared(s.table, v, s.value_tags(frame, v), True) for v in (op.lhs, op.rhs)]  # (a 0.0 chosen: cleared)
+    s.tags[op.result] = np.where(cond, sides[0], sides[1])
 
 
 # ---- LLVM ---------------------------------------------------------------------------------

@@ -141,8 +141,8 @@ def check_stored(s: ShadowInterpreter, op: Operation, frame: Frame, tensor: Tens
     # asserted tags give every thread the same tags (the checker requires it): one evaluation
     components = s.evaluate_tag_function(function, frame, coords, threads[:1])  # (1, elements)
     rows = np.stack([c[0] for c in components], axis=-1) if components else np.zeros((flat.size, 0), np.int64)
-    expected = s.table.rows_to_ids(rows, width).reshape(threads.size, -1, width)
-    stored = resize(tags, tags.shape[-1], s.table).reshape(threads.size, -1, width)
+    expected = s.table.at_width(s.table.rows_to_ids(rows, width).reshape(threads.size, -1, width))
+    stored = s.table.at_width(resize(tags, tags.shape[-1], s.table).reshape(threads.size, -1, width))
     coords = [c.reshape(flat.shape) for c in coords]
     where = s.locations.get(function)
     for f in check(stored, expected, equal=True, limit=4):
