@@ -211,7 +211,7 @@ def computed_under_a_guard(x: Tensor[f32, 32], out: Tensor[f32, 32], n: int):
     assert_tags(out, lambda i: (i,))
     t = thread_idx.x
     if t < n:
-        out[t] = x[t] + x[0]  # computed data: conflicting tags, wherever it is stored
+        out[t] = x[t] * x[0]  # computed data: conflicting tags, wherever it is stored
 
 
 def test_conflicting_data_stored_under_a_guard_is_found_where_the_guard_holds():

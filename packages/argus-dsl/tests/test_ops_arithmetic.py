@@ -36,7 +36,7 @@ from argus.dsl import (
     u64,
 )
 from argus.dsl.check import rules as check_rules
-from argus.dsl.check.arithmetic import INT_RULES, cast_rule, constant_rule, int_op_rule, scale_rule
+from argus.dsl.check.arithmetic import INT_RULES, cast_rule, constant_rule, int_op_rule, scale_rule, sum_rule
 from argus.dsl.check.rules import float_op_rule
 from argus.dsl.check.verification import verify_kernel
 from argus.dsl.frontend.calls import BUILDERS
@@ -57,11 +57,13 @@ OPS = {
     **dict.fromkeys((*INTEGER_CASTS, arith.ExtFOp, arith.TruncFOp), cast_rule),
     **dict.fromkeys(FLOAT_OPS, None),
     **dict.fromkeys((arith.MulfOp, arith.DivfOp), scale_rule),
+    arith.AddfOp: sum_rule,
     math.FmaOp: float_op_rule,
 }
-#: Ops with a shadow rule of their own: constants, selects, and what keeps a product's tags
-#: (float conversions, scales).
-WITH_SHADOW = (arith.ConstantOp, arith.SelectOp, arith.ExtFOp, arith.TruncFOp, arith.MulfOp, arith.DivfOp)
+#: Ops with a shadow rule of their own: constants, selects, what keeps a product's tags (float
+#: conversions, scales) and what makes a sum's (float additions).
+WITH_SHADOW = (arith.ConstantOp, arith.SelectOp, arith.ExtFOp, arith.TruncFOp, arith.MulfOp, arith.DivfOp,
+               arith.AddfOp)
 
 
 @pytest.mark.parametrize("op_type", list(OPS), ids=lambda t: t.__name__)
