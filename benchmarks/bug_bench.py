@@ -46,16 +46,25 @@ SCHEDULES = ("round-robin", "delay-async", "random:1")
 CASE_SECONDS = 600
 
 
+def misapplied(case: Case) -> str | None:
+    """Why the case's edits do not apply to its example (each search text must occur once, in
+    turn), or None."""
+    source = (HERE.parent / "examples" / f"{case.example}.py").read_text()
+    for old, new in case.edits:
+        if source.count(old) != 1:
+            return (f"{case.name}: the edit's search text occurs {source.count(old)} times in "
+                    f"examples/{case.example}.py, not once: {old!r}")
+        source = source.replace(old, new, 1)
+    return None
+
+
 def mutated(case: Case, workdir: Path, tag: str) -> Any:
     """The example module with the case's edits applied (each search text must occur once)."""
     from verify_mutants import load
 
-    source = (HERE.parent / "examples" / f"{case.example}.py").read_text()
-    for old, new in case.edits:  # checked here; `load` applies them the same way
-        if source.count(old) != 1:
-            raise SystemExit(f"{case.name}: the edit's search text occurs {source.count(old)} times in "
-                             f"examples/{case.example}.py, not once: {old!r}")
-        source = source.replace(old, new, 1)
+    why = misapplied(case)
+    if why is not None:
+        raise ValueError(why)
     return load(case.example, case.edits, workdir, tag)
 
 
@@ -200,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no cases of example {args.example!r}")
     os.environ["ARGUS_VERIFY"] = "0"  # launches run on the interpreter alone; the checker is asked separately
     os.environ["ARGUS_CACHE_DIR"] = "off"  # every check a fresh analysis
+    wrong = [why for why in (misapplied(CASES[i]) for i in chosen) if why is not None]
+    if wrong:  # (before any worker starts: one that raises would leave the pool waiting)
+        parser.error("; ".join(wrong))
     print(f"{len(chosen)} cases ({sum(not CASES[i].equivalent for i in chosen)} bugs), {args.jobs} at a time:")
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
