@@ -128,3 +128,25 @@ def half(x: Tensor[f32, "n"], y: Tensor[f32, "n"], out: Tensor[f16, "n"], n: int
     exec(compile(source, name, "exec"), scope)
     result = scope["half"].verify()
     assert result.verdict is not Verdict.PROVED, result.text()
+
+
+def test_bits_of_one_type_added_as_another_s_are_no_sum_of_the_data():
+    """bf16 data added through f16 views of it: the bytes carry x's and y's tags, but the
+    numbers added are not x's and y's (a sum adds up elements read as the numbers they are)."""
+    from argus.dsl import bf16, f16
+
+    @kernel(block=(32,), verify=False)
+    def reinterpreted(x: Tensor[bf16, "n"], y: Tensor[bf16, "n"], out: Tensor[bf16, "n"], n: int):
+        assume(grid_dim.x * 32 >= n)
+        tag(x, lambda i: (0, i))
+        tag(y, lambda i: (1, i))
+        assert_tags(out, lambda i: sum_of((0, i), (1, i)))
+        xh = x.view((n,), f16)
+        yh = y.view((n,), f16)
+        oh = out.view((n,), f16)
+        i = block_idx.x * 32 + thread_idx.x
+        if i < n:
+            oh[i] = xh[i] + yh[i]
+
+    result = reinterpreted.verify()
+    assert result.verdict is not Verdict.PROVED, result.text()

@@ -60,10 +60,12 @@ def canonical(tag: tuple[Any, ...]) -> tuple[Any, ...]:
     return tag if found is None else of(found)
 
 
-def added(table: TagTable, x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:
-    """The byte tags (rows, bytes) of ``x + y`` where each side of a row is a whole tagged
-    element of that width (or a sum): their sum; None where no row is (the caller's computed
-    data stands). Rows that are not get -1 (keep the caller's)."""
+def added(table: TagTable, x: np.ndarray | None, y: np.ndarray | None, number: str) -> np.ndarray | None:
+    """The byte tags (rows, bytes) of ``x + y``, added as numbers of type `number`, where each
+    side of a row is a whole tagged element of that width and type (or a sum of them): their
+    sum; None where no row is (the caller's computed data stands). Rows that are not get -1
+    (keep the caller's). Bits of one type added as another's (bf16 data through an f16 view)
+    are no sum of the data."""
     if x is None or y is None or x.shape != y.shape or x.ndim != 2 or (x <= 1).all() or (y <= 1).all():
         return None
     width = x.shape[-1]
@@ -77,6 +79,9 @@ def added(table: TagTable, x: np.ndarray | None, y: np.ndarray | None) -> np.nda
             inside = ok & (element < table.widths.size)
             at = table.widths[np.where(inside, element, 0)]
             ok &= ~inside | (at == 0) | (at == width)
+        if ok.any():  # (read as the numbers they are)
+            types = {e: table.formats.get(e) == number for e in np.unique(element[ok]).tolist()}
+            ok[ok] = [types[e] for e in element[ok].tolist()]
         return ok, element
 
     ok_x, ex = whole(x)
@@ -88,6 +93,8 @@ def added(table: TagTable, x: np.ndarray | None, y: np.ndarray | None) -> np.nda
     tags = table.tags
     made = np.array([table.element_id(of([tags[a], tags[b]])) for a, b in pairs.tolist()], np.int64)
     table._laid_at(made, width)  # (its width: no part of it reads as a narrower element)
+    for e in made.tolist():
+        table.formats[e] = number
     out = np.full(x.shape, -1, np.int64)
     out[ok] = 2 + made[np.reshape(inverse, -1)][:, None] * _BYTES + place
     return out

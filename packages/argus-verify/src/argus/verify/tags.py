@@ -61,6 +61,9 @@ class TagTable:
         self.asserted = False
         """Whether the kernel asserts some tensor's stored tags (``assert_tags``): a float zero
         stored into registers is then `argus.verify.products.ZERO`, from which products start."""
+        self.formats: dict[int, str] = {}
+        """Per element a tag function gave to data of one element type, that type's name ("" for
+        several): a sum adds up only elements read as the numbers they are (`note_format`)."""
         self.widths = np.zeros(0, np.int64)
         """Per element, the width in bytes it is laid out at (0: not laid out yet, −1: several),
         so that a product can tell an element from a part of a wider one (`Products`)."""
@@ -170,6 +173,15 @@ class TagTable:
                     parts = np.array([self._laid_out[e] for e in elements[laid].tolist()], np.int64)
                     out[laid] = layout(parts[:, 0], parts[:, 1], nbytes)
         return out
+
+    def note_format(self, ids: np.ndarray, name: str) -> None:
+        """The elements whose byte ids are `ids` hold numbers of type `name` (a tensor's or tile's
+        element type, where a tag function describes them): what arithmetic on them may count
+        as adding them up (`argus.verify.sums`). An element of several types has none."""
+        known = np.asarray(ids)[np.asarray(ids) > TOP]
+        for e in np.unique((known - 2) // BYTES).tolist():
+            was = self.formats.get(e)
+            self.formats[e] = name if was is None or was == name else ""
 
     def at_width(self, tags: np.ndarray) -> np.ndarray:
         """Byte tags (..., width) as compared at their width: a byte of an element laid out at

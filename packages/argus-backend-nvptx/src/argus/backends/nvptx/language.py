@@ -1051,6 +1051,7 @@ def _tma_box(a: Any, ref: Any, tile: Any, coords: list[Any], within: list[np.nda
     else:
         comps = a.evaluate_tag_function(entry[0], elements, np.full(count, p), frozen=entry[1])
         ids = a.intern(comps, nbytes)
+        a.table.note_format(ids, ref.dtype.name)
     own = I.byte_indices(tile.offsets(np.arange(count), np.full(count, p)), nbytes).reshape(1, -1)
     return p, own, ids.reshape(1, -1)
 

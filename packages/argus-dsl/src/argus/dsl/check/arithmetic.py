@@ -15,6 +15,7 @@ from argus.verify.affine import Affine, Space
 from xdsl.dialects import arith
 from xdsl.ir import Operation
 
+from ..ir.types import dtype_of_mlir
 from ..ops import integers
 from .state import byte_width
 from .state import by_type, is_int
@@ -307,7 +308,7 @@ def sum_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     if found is None:
         return
     lhs, rhs, computed = found
-    added = sums.added(a.table, a.tags.get(lhs), a.tags.get(rhs))
+    added = sums.added(a.table, a.tags.get(lhs), a.tags.get(rhs), dtype_of_mlir(op.results[0].type).name)
     if added is not None:
         a.tags[op.results[0]] = np.where(added >= 0, added, computed)
 

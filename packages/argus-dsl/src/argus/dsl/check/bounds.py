@@ -54,6 +54,7 @@ class GlobalAccess:
         if ref.root is None or width == root_width:
             _, coords = self.root_coordinates(ref, coords)
             ids = self.intern(self.evaluate_tag_function(entry[0], coords, frozen=entry[1]), width)
+            self.table.note_format(ids, root.dtype.name)
             if active is self.everyone:  # (every point: a copy, not a gather and a scatter by mask)
                 out[...] = ids
             else:
@@ -82,6 +83,7 @@ class GlobalAccess:
         root_coords = [*(c.take(every) for c in coords[:-1]), element] if same_rows else \
             self.unflatten(GlobalRef(root.name, root.dtype, [d.take(every) for d in root.dims]), element)
         ids = self.intern(self.evaluate_tag_function(entry[0], root_coords, frozen=entry[1]), root_width)
+        self.table.note_format(ids, root.dtype.name)
         picked = ids[np.arange(n * width), byte.const].reshape(width, n).T
         out[active] = picked[active]
         return out

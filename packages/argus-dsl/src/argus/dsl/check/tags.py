@@ -199,6 +199,7 @@ def _tile_tags(a: TagAnalysis, op: D.TagOp, target: Any, mask: np.ndarray) -> No
     flat_coords = [a.space.constant(np.tile(c, rows.size), point.size) for c in coords]
     comps = a.evaluate_tag_function(op, flat_coords, point)
     ids = a.intern(comps, tile.dtype.nbytes).reshape(rows.size, elements, -1)
+    a.table.note_format(ids, tile.dtype.name)
     idx = fragment_bytes(a, tile, rows)
     memory: TagMemory = tile.memory  # type: ignore[assignment]
     coded = a.initialization.saved(memory)
@@ -280,6 +281,7 @@ def _tensor_side(a: TagAnalysis, op: D.TagAssertOp, ref: GlobalRef, threads: np.
     site = -1
     if entry is not None:
         ids = a.intern(a.evaluate_tag_function(entry[0], forms), ref.dtype.nbytes)
+        a.table.note_format(ids, root.dtype.name)
         site = a.site(entry[0])
     tags = np.broadcast_to(ids[None], (threads.size, *ids.shape))
     return coords, tags, np.full(tags.shape, site, np.int64)

@@ -194,6 +194,7 @@ class ShadowInterpreter(Interpreter):
         components = self.evaluate_tag_function(op, frame, coords, threads[:1])  # (1, bytes)
         rows = np.stack([c[0] for c in components], axis=-1) if components else np.zeros((flat.size, 0), np.int64)
         ids = self.table.rows_to_ids(rows, width)  # (bytes, width)
+        self.table.note_format(ids, root.dtype.name)
         return ids[np.arange(flat.size), byte_indices.reshape(-1) % width].reshape(byte_indices.shape)  # type: ignore[no-any-return]
 
     def evaluate_tag_function(self, op: D.TagOp, frame: _Frame, coords: list[np.ndarray],

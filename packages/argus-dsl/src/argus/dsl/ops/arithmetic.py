@@ -451,7 +451,8 @@ def _shadow_sum(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
     if not s.table.asserted:
         return
     result = op.results[0]
-    found = sums.added(s.table, s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs))
+    found = sums.added(s.table, s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs),
+                       dtype_of_mlir(result.type).name)
     if found is not None:
         s.tags[result] = np.where(found >= 0, found, s.tags[result])
 

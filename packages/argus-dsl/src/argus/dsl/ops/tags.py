@@ -112,6 +112,7 @@ def _shadow_tag(s: ShadowInterpreter, op: D.TagOp, frame: Frame, mask: np.ndarra
     stacked = np.stack(components, axis=-1) if components else np.zeros((rows.size, elements, 0), np.int64)
     idx = s.element_bytes(target, rows)
     ids = s.table.rows_to_ids(stacked[:rows.size].reshape(-1, stacked.shape[-1]), nbytes).reshape(rows.size, -1, nbytes)
+    s.table.note_format(ids, target.dtype.name)
     memory = s.memory_tags(target, frame)
     if memory.per_thread:
         memory.write(idx.reshape(rows.size, -1), ids.reshape(rows.size, -1), rows, s.site(op))
