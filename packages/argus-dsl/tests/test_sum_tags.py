@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from argus.dsl import (ArgusError, Tensor, assert_tags, assume, block_idx, f32, grid_dim, kernel, sum_of, tag,
-                       thread_idx)
+from argus.dsl import (ArgusError, Tensor, assert_tags, assume, bf16, block_idx, f16, f32, grid_dim, kernel, sum_of,
+                       tag, thread_idx)
 from argus.dsl.machine.shadow import check_launch
 from argus.verify import Verdict
 from argus.verify import sums
@@ -133,8 +133,6 @@ def half(x: Tensor[f32, "n"], y: Tensor[f32, "n"], out: Tensor[f16, "n"], n: int
 def test_bits_of_one_type_added_as_another_s_are_no_sum_of_the_data():
     """bf16 data added through f16 views of it: the bytes carry x's and y's tags, but the
     numbers added are not x's and y's (a sum adds up elements read as the numbers they are)."""
-    from argus.dsl import bf16, f16
-
     @kernel(block=(32,), verify=False)
     def reinterpreted(x: Tensor[bf16, "n"], y: Tensor[bf16, "n"], out: Tensor[bf16, "n"], n: int):
         assume(grid_dim.x * 32 >= n)
