@@ -40,6 +40,11 @@ meaning, ``argus.dsl.ir.registry.define(op_type, analyze=rule, ...)`` (an op fam
 - it reports through the walker: ``a.obligations`` (claims to prove, with a `describer` for
   witnesses), ``a.add_fact`` (facts a launch must satisfy), ``a.undecidable(op, reason)`` (raise
   it: the check answers unknown, never proved), ``a.where(op)`` for the source location;
+- a rule that follows data across loops (a backend's hand-offs through memory barriers) reads
+  the runtime loops around it in ``a.loops`` (each with its index symbol and step; where its
+  grid of indices starts: ``a.loop_starts``), keeps its own state in ``a.extensions``, renames
+  tags from one loop's index to another's with `control.Renamer`, and asks whether two integer
+  forms are equal in every launch with ``a.always_equal``;
 - while copies of an unrolled loop run together, a rule that cannot take them together raises
   `copies.CannotBatch` (reading a tile's attribute off a `copies.TileCopies` does): the run is
   walked again op by op. Any other exception is a bug of the rule and fails the check (the
