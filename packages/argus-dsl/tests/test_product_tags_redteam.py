@@ -358,3 +358,23 @@ def test_a_copy_gathering_bytes_of_two_accumulators_makes_no_product(tmp_path, i
     a, b, reference = _operands("bf16")
     c = np.zeros((M, N), np.float32)
     _never_proved(module, (a, b, c, M, N, K), c, reference)
+
+
+def test_bits_of_one_type_multiplied_as_another_s_are_no_product_of_the_data(tmp_path, interpreter_only):
+    """bf16 A and B staged through f16 views and multiplied by an f16 atom: the fragments carry
+    A's and B's tags, but the numbers multiplied are not A's and B's (a product takes operands
+    read as the type their tag functions described)."""
+    module = _edited(tmp_path, "as_f16",
+                     ("    f32,\n", "    f16,\n    f32,\n"),
+                     ("MMA = warp_mma_16x8x16(bf16, bf16, f32)", "MMA = warp_mma_16x8x16(f16, f16, f32)"),
+                     ("    sA = make_shared((BM, BK), bf16)\n    sB = make_shared((BN, BK), bf16)\n",
+                      "    sA = make_shared((BM, BK), f16)\n    sB = make_shared((BN, BK), f16)\n"
+                      "    ah = a.view((M, K), f16)\n    bh = b.view((N, K), f16)\n"),
+                     ("    afrag = make_local((2, 8), bf16)\n    bfrag = make_local((4, 4), bf16)\n",
+                      "    afrag = make_local((2, 8), f16)\n    bfrag = make_local((4, 4), f16)\n"),
+                     ("sA[e // BK, e % BK] = a[bm + e // BK, k0 + e % BK]", "sA[e // BK, e % BK] = ah[bm + e // BK, k0 + e % BK]"),
+                     ("sB[e // BK, e % BK] = b[bn + e // BK, k0 + e % BK]", "sB[e // BK, e % BK] = bh[bn + e // BK, k0 + e % BK]"))
+    a, b, reference = _operands("bf16")
+    c = np.zeros((M, N), np.float32)
+    with np.errstate(all="ignore"):
+        _never_proved(module, (a, b, c, M, N, K), c, reference)

@@ -494,12 +494,18 @@ class Products:
             found = self._b[key] = -1 if new is None else table.element_id((PRODUCT_B, len(b_rows), *b_rows, *new))
         return found
 
-    def _operand(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _operand(self, matrix: np.ndarray, number: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Per group and row of an operand matrix (groups, rows, k, bytes): its row element
-        (−1 where the row's elements disagree, are not whole tagged elements or have no rows)
-        and its span element (−1 where its pairs are no span)."""
+        (−1 where the row's elements disagree, are not whole tagged elements, have no rows, or
+        were described as numbers of another type than `number`, the atom's: bits of one type
+        multiplied as another's are no product of the data) and its span element (−1 where its
+        pairs are no span)."""
         groups, rows, k, width = matrix.shape
         pairs, row_parts = self._operand_parts(matrix)
+        if number is not None and row_parts.size:
+            formats = self.table.formats
+            kinds = {e: formats.get(e, number) == number for e in np.unique(row_parts).tolist()}
+            row_parts = np.where(np.vectorize(kinds.__getitem__, otypes=[bool])(row_parts), row_parts, -1)
         row = np.where((row_parts == row_parts[..., :1]).all(axis=-1), row_parts[..., 0], -1)
         row[row == self.table._ids.get((ROW_PART,), -1)] = -1  # (no rows: no claim can name such a product)
         if (row < 0).all():
@@ -534,7 +540,8 @@ class Products:
         return pairs, row_parts
 
     # -- the accumulator
-    def accumulate(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, c_index: np.ndarray) -> np.ndarray:
+    def accumulate(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, c_index: np.ndarray,
+                   numbers: tuple[str, str] | None = None) -> np.ndarray:
         """The accumulator's byte ids after a product: `a` (groups, M, K, bytes) and `b`
         (groups, N, K, bytes) the operands' byte ids as matrices, `c` (groups, T, V, bytes)
         the accumulator's (thread of the group, value), `c_index` (T, V) the atom's C layout
@@ -545,10 +552,10 @@ class Products:
         width = c.shape[-1]
         if width < 2 or not self.table.asserted:  # (no claim reads products: computed data, as any result)
             return np.full(c.shape, 1, np.int64)
-        rows_a, span_a = self._operand(a)  # (groups, M)
+        rows_a, span_a = self._operand(a, numbers and numbers[0])  # (groups, M)
         if (rows_a < 0).all():  # (operands without rows: a product no claim names, computed data)
             return np.full(c.shape, 1, np.int64)
-        rows_b, span_b = self._operand(b)  # (groups, N)
+        rows_b, span_b = self._operand(b, numbers and numbers[1])  # (groups, N)
         g = np.arange(groups)[:, None, None]
         mi, ni = c_index % m_size, c_index // m_size  # (T, V)
         ra, sa = rows_a[g, mi[None]], span_a[g, mi[None]]  # (groups, T, V)

@@ -152,7 +152,8 @@ def accumulated(a: TagAnalysis, atom: MMAAtom, at: np.ndarray, bt: np.ndarray, o
     groups, values = at.shape[0], atom.values("c")
     width = old.shape[-1] // max(values, 1)
     before = old.reshape(groups, atom.threads, values, width)
-    return a.table.products.accumulate(at, bt, before, c_index(atom.c_layout, atom.threads)).reshape(old.shape)
+    return a.table.products.accumulate(at, bt, before, c_index(atom.c_layout, atom.threads),
+                                       (atom.a_dtype.name, atom.b_dtype.name)).reshape(old.shape)
 
 
 @cache

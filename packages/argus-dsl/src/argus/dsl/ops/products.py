@@ -304,7 +304,8 @@ def _shadow_mma(s: ShadowInterpreter, op: D.MmaOp, frame: Frame, mask: np.ndarra
     idx = fragment_bytes(c, threads)  # (threads, values, bytes)
     old = s.memory_tags(c, frame).read(idx.reshape(threads.size, -1), threads)
     before = old.reshape(threads.size // atom.threads, atom.threads, idx.shape[1], idx.shape[2])
-    after = s.table.products.accumulate(a_full, b_full, before, c_index(atom.c_layout, atom.threads))
+    after = s.table.products.accumulate(a_full, b_full, before, c_index(atom.c_layout, atom.threads),
+                                        (atom.a_dtype.name, atom.b_dtype.name))
     fragment_write(s, op, frame, c, threads, after.reshape(idx.shape))
 
 
