@@ -31,13 +31,21 @@ def add(x: Tensor[f32, "n"], y: Tensor[f32, "n"], z: Tensor[f32, "n"], out: Tens
     if i < n:
         out[i] = {expression}
 '''
-    scope = dict(kernel=kernel, Tensor=Tensor, f32=f32, assume=assume, grid_dim=grid_dim, tag=tag,
-                 assert_tags=assert_tags, sum_of=sum_of, block_idx=block_idx, thread_idx=thread_idx)
+    return compiled(source, "add")
+
+
+def compiled(source: str, name: str) -> object:
+    """The kernel `name` that `source` defines (the front end reads its lines, kept for it)."""
+    from argus.dsl import bitcast, lo, u32
+
+    scope = dict(kernel=kernel, Tensor=Tensor, f32=f32, f16=f16, u32=u32, bitcast=bitcast, lo=lo, assume=assume,
+                 grid_dim=grid_dim, tag=tag, assert_tags=assert_tags, sum_of=sum_of, block_idx=block_idx,
+                 thread_idx=thread_idx)
     import linecache
-    name = f"<sum {abs(hash(expression))}>"
-    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-    exec(compile(source, name, "exec"), scope)
-    return scope["add"]
+    where = f"<{name} {abs(hash(source))}>"
+    linecache.cache[where] = (len(source), None, source.splitlines(True), where)
+    exec(compile(source, where, "exec"), scope)
+    return scope[name]
 
 
 @pytest.mark.parametrize("expression", ["x[i] + y[i]", "y[i] + x[i]", "(x[i] + y[i])"])
@@ -106,11 +114,6 @@ def test_sum_of_is_a_claim_only(tmp_path):
 def test_the_low_half_of_a_wider_element_is_no_element_of_half_its_width(claim, stored):
     """An f16 store of the low 16 bits of an f32 sum (or of an f32 element) carries those bytes'
     tags, but they are a part of a wider element, not an f16 element tagged alike."""
-    from argus.dsl import bitcast, f16, lo, u32
-
-    scope = dict(kernel=kernel, Tensor=Tensor, f32=f32, f16=f16, u32=u32, bitcast=bitcast, lo=lo, assume=assume,
-                 grid_dim=grid_dim, tag=tag, assert_tags=assert_tags, sum_of=sum_of, block_idx=block_idx,
-                 thread_idx=thread_idx)
     source = f'''
 @kernel(block=(32,), verify=False)
 def half(x: Tensor[f32, "n"], y: Tensor[f32, "n"], out: Tensor[f16, "n"], n: int):
@@ -122,11 +125,7 @@ def half(x: Tensor[f32, "n"], y: Tensor[f32, "n"], out: Tensor[f16, "n"], n: int
     if i < n:
         out[i] = {stored}
 '''
-    import linecache
-    name = f"<half {abs(hash(claim + stored))}>"
-    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
-    exec(compile(source, name, "exec"), scope)
-    result = scope["half"].verify()
+    result = compiled(source, "half").verify()
     assert result.verdict is not Verdict.PROVED, result.text()
 
 

@@ -43,13 +43,12 @@ KEY = "nvptx.handoffs"
 @dataclass
 class Landed:
     """A bulk copy's bytes in a shared memory, their tags as functions of loop `symbol`'s index
-    (whose grid starts at `first` and moves by `step`), written at program point `site`."""
+    (which moves by `step`), written at program point `site`."""
 
     memory: Any
     idx: np.ndarray
     ids: np.ndarray
     symbol: int
-    first: Any
     step: int
     site: int
 
@@ -94,8 +93,7 @@ def record(a: Any, op: Any, key: tuple[int, int] | None, memory: Any, idx: np.nd
         return  # (a copy outside a runtime loop, or one counted per thread: not followed)
     where = (key, op, thread, int(idx.reshape(-1)[0]), loop.symbol)  # (a loop's first iteration walked
     # on its own has a symbol of its own: the waits of another loop's first iteration take its copies)
-    copies[where] = Landed(memory, idx.copy(), ids.copy(), loop.symbol, a.space.symbols[loop.symbol].lo, loop.step,
-                           a.site(op))
+    copies[where] = Landed(memory, idx.copy(), ids.copy(), loop.symbol, loop.step, a.site(op))
 
 
 def rebind(a: Any, op: Any, key: tuple[int, int] | None) -> None:
@@ -113,7 +111,8 @@ def rebind(a: Any, op: Any, key: tuple[int, int] | None) -> None:
     index = symbol.lo if symbol.lo is not None and symbol.lo == symbol.hi else (0, ((loop.symbol, 1),))
     on_it = [(where, landed) for where, landed in copies.items() if where[0] == key]
     matched = [landed for _, landed in on_it
-               if landed.symbol not in enclosing and landed.step == loop.step and landed.first == first]
+               if landed.symbol not in enclosing and landed.step == loop.step
+               and a.space.symbols[landed.symbol].lo == first]
     if not matched:
         return
     chosen = {id(landed) for landed in matched}

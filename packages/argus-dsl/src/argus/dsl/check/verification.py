@@ -723,8 +723,8 @@ def _written_whole(compiled: Any, analysis: Analysis, facts: list[Any], engine: 
         shown, ran, note = _written_launch(compiled, analysis, model)
         if shown is not None:
             return shown, ""
-        if ran:
-            launch, *outputs = note.split("\0")
+        if ran is not None:
+            launch, outputs = ran
             names.update(outputs)
             if launch not in tested:
                 tested.append(launch)
@@ -809,11 +809,11 @@ def _largest_sizes(space: Space, engine: Any, domain: list[Any], sizes: list[int
 
 
 def _written_launch(compiled: Any, analysis: Analysis, model: dict[int, int]
-                    ) -> tuple[dict[str, Any] | None, bool, str]:
+                    ) -> tuple[dict[str, Any] | None, tuple[str, list[str]] | None, str]:
     """Run the launch of `model` with shadow tags: a witness where it faults or leaves an element
-    of an output asserted written as it was; else whether it ran, and the launch in words with
-    the outputs' names after it (NUL-separated), or why it could not run (too large, or
-    faulting where the checker's domain does not reach)."""
+    of an output asserted written as it was; else, where it ran, the launch in words and the
+    outputs it wrote whole, or why it could not run (too large, or faulting where the checker's
+    domain does not reach)."""
     from ..machine.shadow import ShadowInterpreter
 
     op: D.KernelOp = compiled.op
@@ -822,11 +822,11 @@ def _written_launch(compiled: Any, analysis: Analysis, model: dict[int, int]
     try:
         args = _replay_arguments(op, analysis, model)
     except WitnessTooLarge as err:
-        return None, False, untested + str(err)
+        return None, None, untested + str(err)
     grid = analysis.walk.grid_of(model)
     launch = {name: space.atom_value(symbol, model) for name, symbol in analysis.parameters.items()}
     if int(np.prod(grid)) > WIDE_LAUNCH[2]:
-        return None, False, f"{untested}the smallest launch the kernel's assumptions allow, of grid {tuple(grid)} " \
+        return None, None, f"{untested}the smallest launch the kernel's assumptions allow, of grid {tuple(grid)} " \
                             f"with {launch}, has over {WIDE_LAUNCH[2]} blocks"
     shadow = ShadowInterpreter(op, compiled.locations)
     try:
@@ -834,19 +834,19 @@ def _written_launch(compiled: Any, analysis: Analysis, model: dict[int, int]
     except KernelFault as fault:
         if fault.kind in NOT_THE_TIMING or fault.kind in NOT_THE_KERNELS:  # (a grid past the tensors: the
             # checker's domain holds launches whose blocks stay inside them, which its assumptions did not pin)
-            return None, False, f"{untested}the launch of grid {tuple(grid)} with {launch} faults " \
+            return None, None, f"{untested}the launch of grid {tuple(grid)} with {launch} faults " \
                                 f"({fault.message}); state the grid the kernel is launched with, e.g. " \
                                 "assume(grid_dim.x * BLOCK == n)"
         return {"assertion": str(fault.location), "kind": fault.kind, **fault.details,
                 "message": fault.message.removeprefix(f"{fault.kind}: "), "sizes": launch,
                 "replayed": f"the interpreter faults at {fault.location} in a launch of grid {tuple(grid)} with "
-                            f"{launch}"}, True, ""
+                            f"{launch}"}, None, ""
     for finding in shadow.unwritten() + shadow.findings:
         return {**finding, "sizes": launch,
                 "replayed": f"the interpreter's launch of grid {tuple(grid)} with {launch}: "
-                            f"{finding.get('message', finding['kind'])}"}, True, ""
+                            f"{finding.get('message', finding['kind'])}"}, None, ""
     names = sorted(tensor.name for _, tensor in shadow.written_claims.values())
-    return None, True, "\0".join([f"a launch of grid {tuple(grid)} with {launch}", *names])
+    return None, (f"a launch of grid {tuple(grid)} with {launch}", names), ""
 
 
 #: Faults of an explored launch that are not the hand-off's timing: the launch's sizes and grid are
