@@ -67,8 +67,10 @@ def test_several_rounds_compute_the_product_under_every_schedule(tmp_path: Path,
 
 
 def test_the_example_is_proved(tmp_path: Path) -> None:
+    """C's claim, and the pipeline's timing for every launch (`argus.backends.nvptx.protocol`)."""
     result = variant(tmp_path).gemm_ws.verify()
     assert result.verdict is Verdict.PROVED, result.text()
+    assert "asynchronous protocol" in result.text() and "is proved for every launch" in result.text(), result.text()
 
 
 @pytest.mark.parametrize("schedule", SCHEDULES)

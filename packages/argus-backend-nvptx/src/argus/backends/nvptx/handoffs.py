@@ -36,6 +36,8 @@ import numpy as np
 from argus.dsl.check.control import Renamer
 from argus.verify.affine import sub_keys
 
+from .protocol import KEY as PROTOCOL
+
 KEY = "nvptx.handoffs"
 """The analysis extension holding the copies recorded per barrier (`TagAnalysis.extensions`)."""
 
@@ -51,6 +53,8 @@ class Landed:
     symbol: int
     step: int
     site: int
+    record: Any = None
+    """The copy's record in the protocol's model (`protocol.Recorder`), None if it has none."""
 
 
 def barrier_key(a: Any, op: Any, barriers: Any, index: Any) -> tuple[int, int] | None:
@@ -83,7 +87,7 @@ def arrived(a: Any, key: tuple[int, int] | None, followed: bool = True) -> None:
 
 
 def record(a: Any, op: Any, key: tuple[int, int] | None, memory: Any, idx: np.ndarray, ids: np.ndarray,
-           thread: int) -> None:
+           thread: int, protocol_record: Any = None) -> None:
     """A bulk copy by `thread` wrote `ids` at bytes `idx` of `memory`, landing on barrier `key`:
     kept when the copy runs in a runtime loop (its tags are then functions of the loop's index)."""
     copies: dict[tuple[Any, ...], Landed] = a.extensions.setdefault(KEY, {})
@@ -93,13 +97,15 @@ def record(a: Any, op: Any, key: tuple[int, int] | None, memory: Any, idx: np.nd
         return  # (a copy outside a runtime loop, or one counted per thread: not followed)
     where = (key, op, thread, int(idx.reshape(-1)[0]), loop.symbol)  # (a loop's first iteration walked
     # on its own has a symbol of its own: the waits of another loop's first iteration take its copies)
-    copies[where] = Landed(memory, idx.copy(), ids.copy(), loop.symbol, loop.step, a.site(op))
+    copies[where] = Landed(memory, idx.copy(), ids.copy(), loop.symbol, loop.step, a.site(op), protocol_record)
 
 
-def rebind(a: Any, op: Any, key: tuple[int, int] | None) -> None:
+def rebind(a: Any, op: Any, key: tuple[int, int] | None, wait_record: Any = None) -> None:
     """A wait (`op`) on barrier `key` by threads of a runtime loop: the bytes that copies of
     another loop's iterations land on it hold what that loop's iteration with this one's index
-    wrote, where the kernel says so as written (the module's docstring)."""
+    wrote, where the kernel says so as written (the module's docstring). Each pairing made is
+    told to the protocol's model (`protocol`), with the wait's record there (`wait_record`),
+    which must prove that the wait awaits that copy's phase."""
     copies: dict[tuple[Any, ...], Landed] = a.extensions.get(KEY, {})
     loop = a.loops[-1] if a.loops else None
     if key is None or not copies or loop is None or loop.symbol is None or loop.index is not None:
@@ -133,6 +139,13 @@ def rebind(a: Any, op: Any, key: tuple[int, int] | None) -> None:
         if renamer is None:
             renamer = renamers[landed.symbol] = Renamer(a, landed.symbol, index)
         landed.memory.tags.reshape(-1)[flat] = renamer.ids(landed.ids).reshape(-1)
+        recorder = a.extensions.get(PROTOCOL)
+        if recorder is not None:
+            if wait_record is None or landed.record is None:
+                recorder.unsupported.append(f"{a.where(op)}: a hand-off the tags follow, whose wait or copy the "
+                                            "protocol's model has no record of")
+            else:
+                recorder.rebound.add((wait_record, landed.record))
 
 
 def _waits_for_its_iteration(a: Any, op: Any, index: Any, first: Any, step: int) -> bool:

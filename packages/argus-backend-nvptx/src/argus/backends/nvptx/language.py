@@ -55,7 +55,7 @@ from argus.dsl.intrinsics import Intrinsic, IntrinsicBuilder, Language, Meaning
 from argus.dsl.machine import Agent
 from argus.dsl.machine.barriers import rendezvous
 from argus.layout import Layout
-from . import handoffs
+from . import handoffs, protocol
 from xdsl.dialects import builtin
 from xdsl.ir import Dialect
 from xdsl.irdl import (
@@ -989,17 +989,62 @@ def _no_tags(a: Any, op: Any, mask: np.ndarray) -> None:
     """Barriers order memory; they move no data."""
 
 
+def _recorder(a: Any) -> protocol.Recorder:
+    """The walk's record of the kernel's pipeline protocol (`protocol`), made at its first use."""
+    found = a.extensions.get(protocol.KEY)
+    if found is None:
+        found = a.extensions[protocol.KEY] = protocol.Recorder(a)
+        a.observers.append(found)
+    return found  # type: ignore[no-any-return]
+
+
+def _uniform(a: Any, op: Any, value: Any, threads: np.ndarray) -> Any:
+    """The form `value` (an operand) has at every thread of `threads`, None where they differ."""
+    v = a.int_value(value, op)
+    forms = {v.row(int(t)) for t in threads}
+    return forms.pop() if len(forms) == 1 else None
+
+
+def _analyze_init(a: Any, op: MbarrierInitOp, mask: np.ndarray) -> None:
+    """An initialization moves no data; the protocol's model counts the arrivals it expects."""
+    threads = a.thread_of(a.active(mask))
+    key, count = handoffs.barrier_key(a, op, op.barriers, op.index), _uniform(a, op, op.count, threads)
+    recorder = _recorder(a)
+    if key is None or count is None or count[1]:
+        recorder.unsupported.append(f"{a.where(op)}: a barrier initialized at an index or for a count not known "
+                                    "as one number")
+        return
+    recorder.note(a, op, "init", threads, barrier=key, count=count[0])
+
+
 def _analyze_wait(a: Any, op: MbarrierWaitOp, mask: np.ndarray) -> None:
     """A wait moves no data, but the copies another loop landed on the barrier hold, for a
     waiting loop's iteration, what that loop's iteration of the same index wrote (`handoffs`)."""
-    handoffs.rebind(a, op, handoffs.barrier_key(a, op, op.barriers, op.index))
+    threads = a.thread_of(a.active(mask))
+    key, parity = handoffs.barrier_key(a, op, op.barriers, op.index), _uniform(a, op, op.parity, threads)
+    recorder = _recorder(a)
+    record = None
+    if key is None or parity is None:
+        recorder.unsupported.append(f"{a.where(op)}: a wait whose barrier or parity differs between its threads")
+    else:
+        record = recorder.note(a, op, "wait", threads, barrier=key, parity=parity)
+    handoffs.rebind(a, op, key, record)
 
 
 def _analyze_arrive(a: Any, op: Any, mask: np.ndarray) -> None:
     """An arrival moves no data; where it is made tells the hand-offs whose phases a barrier
-    counts (`handoffs`). One on another block's barrier counts on none this block follows."""
-    handoffs.arrived(a, handoffs.barrier_key(a, op, op.barriers, op.index),
-                     followed=not isinstance(op, MbarrierArriveClusterOp))
+    counts (`handoffs`), and the protocol's model its phases. One on another block's barrier
+    counts on none this block follows."""
+    key = handoffs.barrier_key(a, op, op.barriers, op.index)
+    handoffs.arrived(a, key, followed=not isinstance(op, MbarrierArriveClusterOp))
+    threads = a.thread_of(a.active(mask))
+    recorder = _recorder(a)
+    nbytes = _uniform(a, op, op.nbytes[0], threads) if getattr(op, "nbytes", None) else (0, ())
+    if isinstance(op, MbarrierArriveClusterOp) or key is None or nbytes is None or nbytes[1]:
+        recorder.unsupported.append(f"{a.where(op)}: an arrival on another block's barrier, or one whose barrier "
+                                    "or bytes are not one number")
+        return
+    recorder.note(a, op, "arrive", threads, barrier=key, nbytes=nbytes[0])
 
 
 def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
@@ -1032,7 +1077,14 @@ def _analyze_tma_load(a: Any, op: TmaLoadOp, mask: np.ndarray) -> None:
             a.check_in_flight(op, tile.memory, at, np.array([p]))  # a running product may still read it
             tile.memory.write(at, ids, np.array([p]), a.site(op))
             tile.memory.epoch_writer[at] = -1  # the barrier wait orders it for every reader
-            handoffs.record(a, op, landing, tile.memory, at, ids, p)
+            record = None
+            if op.multicast is not None or landing is None:
+                _recorder(a).unsupported.append(f"{a.where(op)}: a bulk copy multicast to a cluster's blocks, or "
+                                                "landing on a barrier not known as one")
+            else:
+                record = _recorder(a).note(a, op, "copy", np.array([p]), part=p, barrier=landing, nbytes=int(at.size),
+                                           memory=tile.memory, bytes=frozenset(np.unique(at).tolist()))
+            handoffs.record(a, op, landing, tile.memory, at, ids, p, protocol_record=record)
 
 
 def _tma_box(a: Any, ref: Any, tile: Any, coords: list[Any], within: list[np.ndarray],
@@ -1204,7 +1256,7 @@ LANGUAGE = Language(Nvptx, (
     Meaning(ElectOneOp, interpret=_elect, analyze=_analyze_elect),
     Meaning(SetMaxRegistersOp, interpret=_setmaxnreg, analyze=_no_tags, collective=128),  # a warpgroup's registers
     Meaning(NamedBarrierOp, wait=_NamedBarrier(), analyze=_analyze_named_barrier),
-    Meaning(MbarrierInitOp, interpret=_init, analyze=_no_tags, sync=True),
+    Meaning(MbarrierInitOp, interpret=_init, analyze=_analyze_init, sync=True),
     Meaning(MbarrierArriveOp, interpret=_arrive, analyze=_analyze_arrive, sync=True),
     Meaning(MbarrierWaitOp, wait=_PhaseWait(), analyze=_analyze_wait),
     Meaning(TmaLoadOp, interpret=_tma_load, analyze=_analyze_tma_load, sync=True),

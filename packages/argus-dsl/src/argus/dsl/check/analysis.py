@@ -156,6 +156,11 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         self.checking = True
         self.extensions: dict[str, Any] = {}
         """State a backend's rules keep for the whole walk, by a name of theirs."""
+        self.observers: list[Any] = []
+        """Extensions told of every shared read, `read(a, op, memory, idx, threads, asynchronous)`
+        (a row of bytes per thread; a product's operand: every thread of its groups), and of
+        every `matmul_wait`, `retire(a, op, threads, pending)` (a backend's model of a pipeline's
+        timing: `argus.backends.nvptx.protocol`)."""
         self.at_end: list[Callable[[], None]] = []
         """Checks a backend's rules leave for the end of the walk (a named barrier that too few
         threads ever meet)."""

@@ -196,7 +196,7 @@ def _for_concrete(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: np.ndarra
                   name: str) -> None:
     i = lb.copy()
     body = op.body.block
-    context = LoopContext(name, None)
+    context = LoopContext(name, None, op=op)
     a.loops.append(context)
     try:
         while True:
@@ -380,7 +380,7 @@ def _enter(a: TagAnalysis, op: scf.ForOp, symbol: int, step: int, counter: Count
     label = a.space.symbols[symbol].name
     if counter is not None:  # (witnesses name the loop's index, which `index` gives)
         label = label.replace(TRIPS, "", 1)
-    return LoopContext(label, symbol, step=step, index=None if counter is None else index)
+    return LoopContext(label, symbol, step=step, index=None if counter is None else index, op=op)
 
 
 def _run_body(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, counter: Counter | None) -> None:

@@ -183,6 +183,9 @@ class AbstractMemory:
         pass: a loop carries the reads its body leaves unordered into its next iteration."""
         if memory.per_thread:
             return
+        if not by_group and self.observers:
+            for observer in self.observers:
+                observer.read(self, op, memory, idx, threads, False)
         if not by_group and isinstance(memory, SharedMemory):
             if self.footprint is not None:
                 self.footprint.keep(memory.reads)  # type: ignore[arg-type]  # (a run undone forgets them)

@@ -382,6 +382,9 @@ def _atom_matrix(a: TagAnalysis, op: Operation, value: Any, points: np.ndarray, 
         if idx.size and (idx.min() < 0 or idx.max() >= tile.memory.tags.shape[-1]):  # type: ignore[attr-defined]
             raise Undecidable("a shared operand reaches outside its tile (the interpreter reports where)", None)
         a.check_read(op, tile.memory, idx, owners, by_group=True)  # type: ignore[arg-type]
+        for observer in a.observers:  # (every thread of each group reads the operand)
+            observer.read(a, op, tile.memory, np.repeat(idx.reshape(owners.size, -1), group, axis=0),
+                          (owners[:, None] + np.arange(group)).reshape(-1), op.asynchronous is not None)
         if isinstance(tile.memory, OperandMemory):
             tile.memory.note_reads(idx, owners, group)
             if op.asynchronous is not None and tile.memory.pending is not None:  # type: ignore[attr-defined]
@@ -454,3 +457,5 @@ def mma_wait_rule(a: TagAnalysis, op: D.MmaWaitOp, mask: np.ndarray) -> None:
     threads = a.thread_of(a.active(mask))
     for running in a.in_flight:
         running.retire(np.unique(threads // running.group), op.pending.data)
+    for observer in a.observers:
+        observer.retire(a, op, threads, op.pending.data)

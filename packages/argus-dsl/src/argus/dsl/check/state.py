@@ -7,7 +7,7 @@ fingerprints of affine values).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -84,6 +84,8 @@ class LoopContext:
     (a loop whose threads start at bounds of their own: `control.Counter`)."""
     ends: tuple[Key, Key] | None = None
     """A runtime loop's first and last index (`TagAnalysis.every_iteration`), once asked for."""
+    op: Any = None
+    """The loop's op (what places an op inside it in program order)."""
 
 
 @dataclass

@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -125,19 +126,30 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
     if not candidates and not undecided and not unreached and not never:
         timing = ""
         if replay and preparation.hands_off:
-            shown, ran, missed = _explore_schedules(compiled, analysis, facts, engine or chosen or find_solver(None),
-                                                    timeout_ms)
+            solver_engine = engine or chosen or find_solver(None)
+            proof = prove_timing(analysis, preparation, solver_engine, facts, timeout_ms)
+            shown, ran, missed = _explore_schedules(compiled, analysis, facts, solver_engine, timeout_ms,
+                                                    None if proof.proved else proof.model)
             if shown is not None:
-                return violated(claim, "the interpreter shows a fault of the kernel's synchronization, which the "
-                                       "static analysis does not follow: " + shown["replayed"], shown)
-            if not ran:
-                return unknown(claim, "the kernel hands data between warps or asynchronous agents, whose timing the "
-                                      "static analysis does not follow, and the interpreter could not run it under any "
-                                      f"schedule to test it: {missed}")
-            timing = (f"; its asynchronous hand-offs ran without fault on the interpreter under schedules "
-                      f"{', '.join(ran)} (block (0, 0, 0) unless named, of a launch with sizes of a few hundred: "
-                      "tested, not proved)"
-                      + (f"; not under {missed}" if missed else ""))
+                return violated(claim, "the interpreter shows a fault of the kernel's synchronization"
+                                       + ("" if proof.proved else f" (the static proof of its protocol did not go "
+                                                                   f"through: {proof.why})")
+                                       + ": " + shown["replayed"], shown)
+            if proof.proved:
+                timing = (f"; its asynchronous protocol (barrier phases and parities, announced bytes, stages "
+                          f"refilled only once released) is proved for every launch ({proof.obligations} "
+                          f"obligation(s)), and ran without fault on the interpreter under schedules {', '.join(ran)}"
+                          + (f"; not under {missed}" if missed else ""))
+            elif not ran:
+                return unknown(claim, "the kernel hands data between warps or asynchronous agents; the static proof "
+                                      f"of that protocol did not go through ({proof.why}), and the interpreter could "
+                                      f"not run it under any schedule to test it: {missed}")
+            else:
+                timing = (f"; its asynchronous hand-offs ran without fault on the interpreter under schedules "
+                          f"{', '.join(ran)} (block (0, 0, 0) unless named, of a launch with sizes of a few hundred"
+                          f"{' and of the launch where the static proof failed' if proof.model else ''}: tested, "
+                          f"not proved: the static proof of the protocol did not go through: {proof.why})"
+                          + (f"; not under {missed}" if missed else ""))
         if replay and preparation.table.of_kind(D.AssertWrittenOp):
             shown, tested = _written_whole(compiled, analysis, facts, engine or chosen or find_solver(None), timeout_ms)
             if shown is not None:
@@ -630,12 +642,63 @@ def hands_off(ops: Iterable[Operation]) -> bool:
     return False
 
 
+@dataclass
+class TimingProof:
+    """What the static proof of a kernel's asynchronous protocol found (`prove_timing`)."""
+
+    proved: bool
+    obligations: int = 0
+    why: str = ""
+    model: dict[int, int] | None = None
+    """A launch where an obligation fails (by symbol), for the interpreter to run."""
+
+
+def prove_timing(analysis: Analysis, preparation: Preparation, engine: Any, facts: list[Any],
+                 timeout_ms: int) -> TimingProof:
+    """Prove the timing of a kernel's hand-offs with the walk's observers that model it (a
+    backend's `prove(a, engine, facts, timeout_ms)` and `covers(op)`): proved only where every
+    asynchronous or synchronizing op of the kernel is one some model covers, and each proves it."""
+    from ..machine.schedule import is_sync_point, is_wait
+
+    models = [o for o in analysis.walk.observers if hasattr(o, "prove")]
+    for o in preparation.table.ops:
+        kind = type(o)
+        timed = (is_wait(o) and kind is not D.SyncThreadsOp) or (is_sync_point(o) and kind is not D.AtomicOp) or \
+            (kind is D.MmaOp and o.asynchronous is not None)  # type: ignore[attr-defined]
+        if timed and not any(m.covers(o) for m in models):
+            return TimingProof(False, why=f"no model of the checker follows the {o.name.rsplit('.', 1)[-1]} at "
+                                          f"{analysis.walk.where(o)}")
+    if not models:
+        return TimingProof(False, why="no model of the checker follows the kernel's hand-offs")
+    total = 0
+    for m in models:
+        found = m.prove(analysis.walk, engine, facts, timeout_ms)
+        if not found.proved:
+            return TimingProof(False, found.obligations, found.why, found.model or None)
+        total += found.obligations
+    return TimingProof(True, total)
+
+
+def _witness_launch(op: D.KernelOp, analysis: Analysis, model: dict[int, int]) -> tuple[Any, list[Any], Any] | None:
+    """The grid, arguments and sizes of the launch `model` gives, None where its tensors would
+    be too large to run."""
+    try:
+        args = _replay_arguments(op, analysis, model)
+    except WitnessTooLarge:
+        return None
+    launch = {name: analysis.space.atom_value(symbol, model) for name, symbol in analysis.parameters.items()}
+    return analysis.walk.grid_of(model), args, launch
+
+
 def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engine: Any,
-                       timeout_ms: int) -> tuple[dict[str, Any] | None, list[str], str]:
+                       timeout_ms: int, witness: dict[int, int] | None = None
+                       ) -> tuple[dict[str, Any] | None, list[str], str]:
     """Run block 0 of a launch whose sizes are a few hundred (so that pipelines go round more than
     once, or as small as the kernel's assumptions allow) under each of `EXPLORED`: the first fault
     of the kernel as a witness (or None), the schedules that ran to the end, and why the others
-    did not ("" if none was left out). A schedule that could not run tested nothing."""
+    did not ("" if none was left out). A schedule that could not run tested nothing. With
+    `witness` (a launch where the static proof of the protocol failed), that launch's block 0
+    runs too, under each schedule, where its tensors are small enough."""
     from ..machine import using
     from ..machine.shadow import ShadowInterpreter
 
@@ -670,29 +733,39 @@ def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engi
     ran: list[str] = []
     missed: list[str] = []
     others = _other_blocks(grid, analysis.walk.cluster)
-    runs = [(schedule, (0, 0, 0)) for schedule in EXPLORED] + [(EXPLORED[0], block) for block in others]
-    for schedule, block in runs:
+    runs: list[tuple[str, tuple[int, ...], Any]] = [(schedule, (0, 0, 0), None) for schedule in EXPLORED] + \
+        [(EXPLORED[0], block, None) for block in others]
+    if witness is not None:
+        shown = _witness_launch(op, analysis, witness)
+        if shown is not None:
+            runs += [(schedule, (0, 0, 0), shown) for schedule in EXPLORED]
+    for schedule, block, at in runs:
         shadow = ShadowInterpreter(op, compiled.locations)
         what = schedule if block == (0, 0, 0) else f"{schedule} in block {block}"
+        run_grid, run_args, run_launch = (grid, args, launch) if at is None else at
+        if at is not None:
+            what += f" at {run_launch}"
         try:
             with using(schedule):
-                shadow.launch(grid, [a.copy() if isinstance(a, np.ndarray) else a for a in args], blocks=[block])
+                shadow.launch(run_grid, [a.copy() if isinstance(a, np.ndarray) else a for a in run_args],
+                              blocks=[block])
         except KernelFault as fault:
             if fault.kind in NOT_THE_KERNELS or fault.kind in NOT_THE_TIMING:
                 missed.append(f"{what} ({fault.message})")
                 continue
             details = {k: v for k, v in fault.details.items() if k != "block"}
             return {"assertion": str(fault.location), "kind": fault.kind, "block": fault.details.get("block"),
-                    **details, "message": fault.message.removeprefix(f"{fault.kind}: "), "sizes": launch,
+                    **details, "message": fault.message.removeprefix(f"{fault.kind}: "), "sizes": run_launch,
                     "replayed": f"the interpreter faults at {fault.location} under schedule {schedule}, in block "
-                                f"{fault.details.get('block', block)} of grid {tuple(grid)} with {launch}"}, ran, ""
+                                f"{fault.details.get('block', block)} of grid {tuple(run_grid)} with {run_launch}"}, \
+                ran, ""
         except ArgusError as err:
             missed.append(f"{what} ({err})")
             continue
         for finding in shadow.findings:
-            return {**finding, "sizes": launch,
+            return {**finding, "sizes": run_launch,
                     "replayed": f"shadow tags show it under schedule {schedule}, in block {block} of grid "
-                                f"{tuple(grid)} with {launch}"}, ran, ""
+                                f"{tuple(run_grid)} with {run_launch}"}, ran, ""
         ran.append(what)
     return None, ran, "; ".join(missed)
 

@@ -1,0 +1,66 @@
+"""The static proof of a memory-barrier pipeline's timing (`argus.backends.nvptx.protocol`), on
+the warp-specialized GEMM example at a small tile: proved for the example, for every launch; not
+proved — with the failing obligation named — for each mistake of its hand-off, including one
+that goes wrong only from the fifth round on, which no launch the interpreter explores reaches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from argus.backends.nvptx import protocol
+from argus.dsl.check import Preparation, TagAnalysis
+from argus.dsl.check.verification import _tightest
+from argus.verify.solvers import solver
+
+from .conftest import example_variant
+
+MISTAKES = {  # an edit of the example, and what the failing obligation may say (the first found is named)
+    "no-empty-wait": (("nv.mbarrier_wait(empty, s, phase ^ 1)", "pass"),
+                      ("may overwrite bytes the read", "would wait for the wrong phase")),
+    "no-full-wait": (("nv.mbarrier_wait(full, s, phase)", "pass"),
+                     ("does not wait on that copy's barrier", "before the barrier's previous phase completed")),
+    "full-phase-off-by-one": (("nv.mbarrier_wait(full, s, phase)", "nv.mbarrier_wait(full, s, phase ^ 1)"),
+                              ("parity that is not its phase's", "would wait for the wrong phase")),
+    "empty-phase-off-by-one": (("nv.mbarrier_wait(empty, s, phase ^ 1)", "nv.mbarrier_wait(empty, s, phase)"),
+                               ("may wait forever",)),
+    "expect-tx-short": (("nv.mbarrier_arrive_expect_tx(full, s, STAGE_BYTES)",
+                         "nv.mbarrier_arrive_expect_tx(full, s, STAGE_BYTES - 2)"), ("announces",)),
+    "empty-released-before-the-products-finish": (
+        ("matmul_wait(PRODUCTS)  # the previous stage's products have finished, this stage's run on",
+         "matmul_wait(PRODUCTS + 1)"), ("may overwrite bytes the read",)),
+    "empty-waits-skipped-from-round-five": (
+        ("nv.mbarrier_wait(empty, s, phase ^ 1)",
+         "if k0 < 4 * STAGES * BK:\n                            nv.mbarrier_wait(empty, s, phase ^ 1)"),
+        ("some iterations of its loop only",)),
+}
+
+
+@pytest.fixture(autouse=True)
+def unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Compiling runs no check (the test calls the model itself) and keeps no verdict."""
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+
+
+def timing(module: Any) -> protocol.Verdict:
+    """The protocol's verdict on the variant's kernel at 128×16 tiles, slices of 16, two stages."""
+    compiled = module.build(128, 16, 16, 2).compile()
+    analysis = TagAnalysis(compiled.op, compiled.locations, None, Preparation(compiled.op, compiled.locations)).run()
+    recorder = analysis.walk.extensions[protocol.KEY]
+    return recorder.prove(analysis.walk, solver(None), _tightest(analysis.facts), 10_000)  # type: ignore[no-any-return]
+
+
+def test_the_examples_pipeline_is_proved(tmp_path: Path) -> None:
+    verdict = timing(example_variant(tmp_path, "gemm_ws"))
+    assert verdict.proved, verdict.why
+    assert verdict.obligations > 20
+
+
+@pytest.mark.parametrize("name", sorted(MISTAKES))
+def test_each_mistake_is_not_proved_and_named(tmp_path: Path, name: str) -> None:
+    edit, said = MISTAKES[name]
+    verdict = timing(example_variant(tmp_path, "gemm_ws", edit))
+    assert not verdict.proved
+    assert any(phrase in verdict.why for phrase in said), verdict.why
