@@ -87,6 +87,8 @@ class Kernel:
         self.warp_size = warp_size
         self.signature = inspect.signature(fn)
         self._source: KernelSource | None = None
+        self._source_print: list[str] = []
+        """The fingerprint of what `source` read (its text and globals, at the time it read them)."""
         self._cache: dict[tuple[tuple[str, Any], ...], CompiledKernel] = {}
         self._verified: dict[tuple[tuple[str, Any], ...], Result] = {}
         self._keys: dict[tuple[tuple[str, Any], ...], str] = {}
@@ -98,6 +100,7 @@ class Kernel:
     def source(self) -> KernelSource:
         if self._source is None:
             self._source = KernelSource.of(self.fn, self.block, self.warp_size)
+            self._source_print = _fingerprint(self.fn)
         return self._source
 
     @functools.cached_property
@@ -180,8 +183,14 @@ class Kernel:
         return found
 
     def _compute_key(self, constants: dict[str, Any]) -> str:
+        fingerprint = _fingerprint(self.fn)
+        if self._source is not None and fingerprint != self._source_print:
+            # the file or a global changed since the source was read: read it again, so that the IR
+            # built under this key is the kernel the key names (a later process trusts the verdict
+            # stored with it)
+            self._source = None
         return cache_key("argus-mlir", self.block, self.warp_size, self.min_blocks_per_sm, self.max_registers,
-                         self.cluster, sorted(constants.items()), _fingerprint(self.fn), FrontEnd.rolls)
+                         self.cluster, sorted(constants.items()), fingerprint, FrontEnd.rolls)
 
     def _build(self, constants: dict[str, Any]) -> CompiledKernel:
         unrolled: frozenset[Any] = frozenset()
@@ -361,20 +370,43 @@ def _fingerprint(fn: Callable[..., Any], seen: frozenset[int] = frozenset(),
     if fn.__closure__:
         scope.update(zip(code.co_freevars, (cell.cell_contents for cell in fn.__closure__)))
     out = [code.co_filename, str(code.co_firstlineno), text, repr(fn.__annotations__), repr(fn.__defaults__)]
-    for name in sorted({n for c in codes for n in (*c.co_names, *c.co_freevars)} & scope.keys()):
-        value = scope[name]
-        if isinstance(value, lang.DeviceFunction):
-            digest = known.get(id(value))
-            if digest is None:
-                deep = id(value) in seen or len(seen) > MAX_NESTING  # (the front end refuses a longer chain)
-                inner = [] if deep else _fingerprint(value.fn, seen | {id(value)}, known)
-                digest = known[id(value)] = hashlib.sha256("\0".join(inner).encode()).hexdigest()
-            out.append(f"{name}=device:{digest}")
-        elif inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value):
-            out.append(f"{name}={getattr(value, '__qualname__', getattr(value, '__name__', name))}")
-        else:
-            out.append(f"{name}={value!r}")
+    used = {n for c in codes for n in (*c.co_names, *c.co_freevars)}
+    for name in sorted(used & scope.keys()):
+        out.extend(_described(name, scope[name], used, seen, known))
     return out
+
+
+def _described(name: str, value: Any, used: set[str], seen: frozenset[int], known: dict[int, str],
+               depth: int = 0) -> list[str]:
+    """What a compile reads of the value `name` holds (see `_fingerprint`). A module or class is
+    its qualified name plus the attributes the code names that it has (``config.TILE``,
+    ``Sizes.BLOCK``: the front end reads dotted names too, so a constant edited in another
+    module must change the key), to a few levels of dots."""
+    if isinstance(value, lang.DeviceFunction):
+        digest = known.get(id(value))
+        if digest is None:
+            deep = id(value) in seen or len(seen) > MAX_NESTING  # (the front end refuses a longer chain)
+            inner = [] if deep else _fingerprint(value.fn, seen | {id(value)}, known)
+            digest = known[id(value)] = hashlib.sha256("\0".join(inner).encode()).hexdigest()
+        return [f"{name}=device:{digest}"]
+    if inspect.isroutine(value):
+        return [f"{name}={getattr(value, '__qualname__', getattr(value, '__name__', name))}"]
+    if inspect.ismodule(value) or inspect.isclass(value):
+        out = [f"{name}={getattr(value, '__qualname__', getattr(value, '__name__', name))}"]
+        if depth < _ATTRIBUTE_DEPTH:
+            for attr in sorted(used):
+                try:
+                    inner = inspect.getattr_static(value, attr)  # (runs no property or module __getattr__)
+                except AttributeError:
+                    continue
+                inner = getattr(inner, "__func__", inner)  # a staticmethod's or classmethod's function
+                out.extend(_described(f"{name}.{attr}", inner, used, seen, known, depth + 1))
+        return out
+    return [f"{name}={value!r}"]
+
+
+_ATTRIBUTE_DEPTH = 4
+"""How many dots of a global's attributes the cache key follows (``a.b.c.d.E``)."""
 
 
 def _nested_codes(code: Any) -> list[Any]:

@@ -716,6 +716,12 @@ class Products:
         laid &= (tags == layout(a, b, tags.shape[-1])).all(axis=-1)
         return laid, a, b
 
+    def maybe_zero_element(self, width: int) -> np.ndarray:
+        """The byte tags of `MAYBE_ZERO` at an element width, as a join makes them (a register
+        holding a constant NaN or infinity: no scale of a product by it leaves the product)."""
+        maybe = self.table.element_id((MAYBE_ZERO,))
+        return layout(maybe, maybe, width)
+
     def zero_bytes(self, width: int) -> np.ndarray:
         """The byte tags of `ZERO` at an element width (laid out as a product's bytes are: a
         zero's low half is then no zero, as a product's is no product)."""

@@ -24,7 +24,7 @@ from .copies import TileCopies, moved_tile
 from .product_reads import InFlight, OperandMemory
 from .initialization import all_written
 from .reports import check_written, space_name
-from .run_plan import float_zero
+from .run_plan import float_nonfinite, float_zero
 from .shared_reads import SharedMemory
 from .state import GlobalRef, Slot, Undecidable, byte_width, is_int
 
@@ -225,10 +225,16 @@ def store_rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
 def cleared(table: TagTable, value: SSAValue, tags: np.ndarray, per_thread: bool) -> np.ndarray:
     """The tags a store of `value` (with tags `tags`) writes: a float zero stored into registers
     after an ``assert_tags`` carries `argus.verify.products.ZERO` (an accumulator cleared,
-    which a product starts from); every other value its own tags."""
-    if not per_thread or not table.asserted or not float_zero(value):
+    which a product starts from); a NaN or an infinity `MAYBE_ZERO` (no product starts from it,
+    and none survives a scale by it: ``acc * r`` with ``r = float("nan")`` is no number); every
+    other value its own tags."""
+    if not per_thread or not table.asserted:
         return tags
-    return np.broadcast_to(table.products.zero_bytes(tags.shape[-1]), tags.shape).copy()
+    if float_zero(value):
+        return np.broadcast_to(table.products.zero_bytes(tags.shape[-1]), tags.shape).copy()
+    if float_nonfinite(value):
+        return np.broadcast_to(table.products.maybe_zero_element(tags.shape[-1]), tags.shape).copy()
+    return tags
 
 
 def tile_bounds_rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:

@@ -320,6 +320,8 @@ def scale_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     if found is None:
         return
     lhs, rhs, computed = found
+    if nonfinite(lhs, rhs):
+        return
     if zeroes(op, lhs, rhs):
         a.tags[op.results[0]] = zeroed(a.table, computed)
         return
@@ -336,6 +338,15 @@ def zeroes(op: Operation, lhs: Any, rhs: Any) -> bool:
     from .run_plan import float_zero
 
     return float_zero(lhs) or (isinstance(op, arith.MulfOp) and float_zero(rhs))
+
+
+def nonfinite(lhs: Any, rhs: Any) -> bool:
+    """Whether a float product or quotient has a constant NaN or infinity for an operand
+    (``acc * float("nan")``, ``acc / float("inf")``): no number, or zero, not a scale of what the
+    other operand holds (computed data)."""
+    from .run_plan import float_nonfinite
+
+    return float_nonfinite(lhs) or float_nonfinite(rhs)
 
 
 def over_zero(op: Operation, rhs: Any) -> bool:

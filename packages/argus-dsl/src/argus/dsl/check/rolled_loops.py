@@ -17,7 +17,7 @@ import numpy as np
 from argus.verify.affine import Affine
 
 from .op_table import OpTable
-from .run_plan import Gather, Group, Planner, Run, StandIn, float_zero, topological
+from .run_plan import Gather, Group, Planner, Run, StandIn, topological
 
 
 class Nest(NamedTuple):
@@ -126,7 +126,7 @@ def rolled_run(table: OpTable, loop: int, nest: Nest, planner: Planner, threads:
             gathers[moved].tags_only = True
         places = shape.places_of(j)
         group = Group([table.ops[j]] * copies, places, gathers=gathers, places=places,
-                      operands=tuple([StandIn(value.type, float_zero(value)) for value in values_of[j]]),
+                      operands=tuple([StandIn.of(value.type, [value]) for value in values_of[j]]),
                       arithmetic=function,
                       rule=nest.rule(j), scatter=[False] * len(results_of[j]))  # (body values stay in the body)
         for r, result in enumerate(results_of[j]):

@@ -19,7 +19,9 @@ of each op (`Planner`); `batching` runs it, `rolled_loops` makes the run of a st
 
 from __future__ import annotations
 
+
 import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
@@ -87,14 +89,22 @@ class Gather:
 
 
 class StandIn:
-    """An operand gathered over copies; it stands for an SSA value (rules read its type, and
-    whether every copy's is a float zero: `float_zero`)."""
+    """An operand gathered over copies; it stands for an SSA value (rules read its type, whether
+    every copy's is a float zero: `float_zero`, and whether some copy's is a float constant that
+    is no number or infinite: `float_nonfinite`)."""
 
-    __slots__ = ("type", "zero")
+    __slots__ = ("type", "zero", "nonfinite")
 
-    def __init__(self, type: Any, zero: bool = False) -> None:
+    def __init__(self, type: Any, zero: bool = False, nonfinite: bool = False) -> None:
         self.type = type
         self.zero = zero
+        self.nonfinite = nonfinite
+
+    @classmethod
+    def of(cls, type: Any, values: Any) -> StandIn:
+        """The stand-in for `values`, one SSA value per copy."""
+        values = list(values)
+        return cls(type, all(map(float_zero, values)), any(map(float_nonfinite, values)))
 
 
 def float_zero(value: Any) -> bool:
@@ -104,6 +114,16 @@ def float_zero(value: Any) -> bool:
     owner = getattr(value, "owner", None)
     attr = getattr(owner, "value", None) if isinstance(owner, arith.ConstantOp) else None
     return isinstance(attr, FloatAttr) and attr.value.data == 0.0
+
+
+def float_nonfinite(value: Any) -> bool:
+    """Whether `value` is a float constant that is NaN or infinite: a product scaled by it (or
+    divided by an infinity) is no number, or zero, rather than the product."""
+    if isinstance(value, StandIn):
+        return value.nonfinite
+    owner = getattr(value, "owner", None)
+    attr = getattr(owner, "value", None) if isinstance(owner, arith.ConstantOp) else None
+    return isinstance(attr, FloatAttr) and not math.isfinite(attr.value.data)
 
 
 @dataclass
@@ -316,7 +336,7 @@ def _plan_run(table: OpTable, numbers: list[int], roles: list[Role], keys: list[
             moved = roles[m[0]].moved
             if moved >= 0:
                 group.gathers[moved].tags_only = True
-            group.operands = tuple(StandIn(v[0].type, all(map(float_zero, v))) for v in values)
+            group.operands = tuple(StandIn.of(v[0].type, v) for v in values)
             group.arithmetic = planner.arithmetic(numbers[m[0]])
             g = len(groups)
             for r, column in enumerate(zip(*[results[numbers[i]] for i in m])):

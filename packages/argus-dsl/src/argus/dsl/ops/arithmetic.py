@@ -36,6 +36,7 @@ from ..check.arithmetic import (
     cast_rule,
     constant_rule,
     int_op_rule,
+    nonfinite,
     over_zero,
     product_cast,
     scale_rule,
@@ -434,6 +435,8 @@ def _shadow_scale(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
     if not s.table.asserted:
         return
     result = op.results[0]
+    if nonfinite(op.lhs, op.rhs):
+        return
     if zeroes(op, op.lhs, op.rhs):
         s.tags[result] = zeroed(s.table, s.tags[result])
         return
