@@ -22,9 +22,10 @@ kernel says so as written:
 - the bytes are still last written by that copy.
 
 What is left — that the producer's arrivals and bytes complete each phase, that it never runs
-two phases ahead of the consumers (its "empty" waits) — is the protocol's timing, which the
-interpreter's schedules test (`argus.dsl.check.verification`), and a verdict of such a kernel
-says so.
+two phases ahead of the consumers (its "empty" waits), and that the wait of each pairing made
+here awaits the copy's phase — is the protocol's timing, which `protocol` proves for every
+launch where its model follows the kernel (each pairing is told to it), and the interpreter's
+schedules test otherwise (`argus.dsl.check.verification`); a verdict of such a kernel says which.
 """
 
 from __future__ import annotations
