@@ -108,6 +108,8 @@ class Recorder:
         self.rebound: set[tuple[tuple[Any, ...], tuple[Any, ...]]] = set()
         """(a wait's record key, a copy's record key) whose tags `handoffs` followed."""
         self.numbers = {id(op): i for i, op in enumerate(a.preparation.table.ops)}
+        self.writes: list[tuple[Any, frozenset[int], str]] = []
+        """Threads' writes of shared bytes: (memory, bytes, where)."""
         self.batched_reads: list[tuple[Any, frozenset[int], str]] = []
         """Reads made in batched runs, which have no place of their own: (memory, bytes, where)."""
 
@@ -115,6 +117,11 @@ class Recorder:
         """Threads `threads` read bytes `idx` (a row per thread) of shared `memory`."""
         self.note(a, op, "read", threads, part=id(memory), memory=memory,
                   bytes=frozenset(np.unique(idx).tolist()), asynchronous=asynchronous)
+
+    def write(self, a: Any, op: Any, memory: Any, idx: np.ndarray, threads: np.ndarray) -> None:
+        """Threads write shared bytes: the model does not follow a thread's write into bytes bulk
+        copies bring (`prove` refuses it)."""
+        self.writes.append((memory, frozenset(np.unique(idx).tolist()), f"{a.where(op)}"))
 
     def retire(self, a: Any, op: Any, threads: np.ndarray, pending: int) -> None:
         """Threads `threads` wait until at most `pending` of their products run."""
@@ -191,6 +198,10 @@ class Recorder:
             if any(m is memory and nbytes & b for m, b in landed):
                 return Verdict(False, why=f"the protocol's model does not follow the read at {where} (a batched run "
                                           "of an unrolled loop's copies) of bytes bulk copies bring")
+        for memory, nbytes, where in self.writes:
+            if any(m is memory and nbytes & b for m, b in landed):
+                return Verdict(False, why=f"the protocol's model does not follow the write at {where} of bytes bulk "
+                                          "copies bring (a stage written by threads too)")
         try:
             return _Proof(self, a, engine, facts, timeout_ms).run()
         except _NotFollowed as err:
@@ -244,6 +255,8 @@ class _Proof:
             if len(inits) != 1 or inits[0].loop is not None or len(inits[0].threads) != 1:
                 raise _NotFollowed(f"barrier {b[1]} is not initialized exactly once, by one thread, outside loops")
             self.inits[b] = inits[0]
+            if any(r.order <= inits[0].order for r in records if r.barrier == b and r is not inits[0]):
+                raise _NotFollowed(f"barrier {b[1]} is used before, or where, it is initialized")
         self.offsets: dict[tuple[Any, frozenset[int]], int] = {}
         try:
             for b in barriers:

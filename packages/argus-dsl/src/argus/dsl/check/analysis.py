@@ -159,7 +159,8 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         self.observers: list[Any] = []
         """Extensions told of every shared read, `read(a, op, memory, idx, threads, asynchronous)`
         (a row of bytes per thread; a product's operand: every thread of its groups), and of
-        every `matmul_wait`, `retire(a, op, threads, pending)` (a backend's model of a pipeline's
+        every thread's shared write, `write(a, op, memory, idx, threads)`, and of every
+        `matmul_wait`, `retire(a, op, threads, pending)` (a backend's model of a pipeline's
         timing: `argus.backends.nvptx.protocol`)."""
         self.at_end: list[Callable[[], None]] = []
         """Checks a backend's rules leave for the end of the walk (a named barrier that too few

@@ -213,6 +213,8 @@ class AbstractMemory:
         follows is the one checked: a write no rule checks forgets the reads (`shared_reads`)."""
         if not isinstance(memory, SharedMemory):
             return
+        for observer in self.observers:
+            observer.write(self, op, memory, idx, threads)
         memory.checked = True
         if not self.checking or self.check_in_flight(op, memory, idx, threads):
             return
