@@ -1,7 +1,8 @@
 """The static proof of a memory-barrier pipeline's timing (`argus.backends.nvptx.protocol`), on
-the warp-specialized GEMM example at a small tile: proved for the example, for every launch; not
-proved — with the failing obligation named — for each mistake of its hand-off, including one
-that goes wrong only from the fifth round on, which no launch the interpreter explores reaches."""
+the warp-specialized GEMM example and the TMA GEMM example at a small tile: proved for each
+example, for every launch; not proved — with the failing obligation named — for each mistake of
+their hand-offs, including one that goes wrong only from the fifth round on, which no launch
+the interpreter explores reaches."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from argus.verify.solvers import solver
 
 from .conftest import example_variant
 
-MISTAKES = {  # an edit of the example, and what the failing obligation may say (the first found is named)
+MISTAKES = {  # an edit of gemm_ws, and what the failing obligation may say (the first found is named)
     "no-empty-wait": (("nv.mbarrier_wait(empty, s, phase ^ 1)", "pass"),
                       ("may overwrite bytes the read", "would wait for the wrong phase")),
     "no-full-wait": (("nv.mbarrier_wait(full, s, phase)", "pass"),
-                     ("does not wait on that copy's barrier", "before the barrier's previous phase completed")),
+                     ("does not wait on that copy's barrier", "before the barrier's previous phase completed",
+                      "would wait for the wrong phase")),
     "full-phase-off-by-one": (("nv.mbarrier_wait(full, s, phase)", "nv.mbarrier_wait(full, s, phase ^ 1)"),
                               ("parity that is not its phase's", "would wait for the wrong phase")),
     "empty-phase-off-by-one": (("nv.mbarrier_wait(empty, s, phase ^ 1)", "nv.mbarrier_wait(empty, s, phase)"),
@@ -37,6 +39,27 @@ MISTAKES = {  # an edit of the example, and what the failing obligation may say 
 }
 
 
+TMA_MISTAKES = {  # an edit of gemm_tma (one loop: thread 0 refills the stage every thread released)
+    "no-empty-wait": (("nv.mbarrier_wait(empty, PREVIOUS[s], phase)  # … and so is every other", "pass"),
+                      ("would wait for the wrong phase", "may overwrite bytes the read")),
+    "no-wait-before-the-store-through-a-stage": (
+        ("            nv.mbarrier_wait(bars, s, (K // (STAGES * BK)) % 2)", "            pass"),
+        ("may overwrite bytes the read", "before that copy has landed")),
+    "stage-released-before-its-products-finish": (
+        ("matmul_wait(PRODUCTS)  # the previous stage's products have finished, this stage's run on",
+         "matmul_wait(PRODUCTS + 1)"), ("may overwrite bytes the read",)),
+    "refill-announces-too-few-bytes": (
+        ("nv.mbarrier_arrive_expect_tx(bars, PREVIOUS[s], STAGE_BYTES)",
+         "nv.mbarrier_arrive_expect_tx(bars, PREVIOUS[s], STAGE_BYTES - 2)"), ("announces",)),
+    "full-phase-off-by-one": (("nv.mbarrier_wait(bars, s, phase)\n                multiply",
+                               "nv.mbarrier_wait(bars, s, phase ^ 1)\n                multiply"),
+                              ("parity that is not its phase's",)),
+    "empty-phase-off-by-one": (("nv.mbarrier_wait(empty, PREVIOUS[s], phase)  # … and so is every other",
+                                "nv.mbarrier_wait(empty, PREVIOUS[s], phase ^ 1)"),
+                               ("would wait for the wrong phase", "parity that is not its phase's")),
+}
+
+
 @pytest.fixture(autouse=True)
 def unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
     """Compiling runs no check (the test calls the model itself) and keeps no verdict."""
@@ -44,7 +67,7 @@ def unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
 
 
-def timing(module: Any) -> protocol.Verdict:
+def timing(module: Any, example: str = "gemm_ws") -> protocol.Verdict:
     """The protocol's verdict on the variant's kernel at 128×16 tiles, slices of 16, two stages."""
     compiled = module.build(128, 16, 16, 2).compile()
     analysis = TagAnalysis(compiled.op, compiled.locations, None, Preparation(compiled.op, compiled.locations)).run()
@@ -52,15 +75,17 @@ def timing(module: Any) -> protocol.Verdict:
     return recorder.prove(analysis.walk, solver(None), _tightest(analysis.facts), 10_000)  # type: ignore[no-any-return]
 
 
-def test_the_examples_pipeline_is_proved(tmp_path: Path) -> None:
-    verdict = timing(example_variant(tmp_path, "gemm_ws"))
+@pytest.mark.parametrize("example", ["gemm_ws", "gemm_tma"])
+def test_the_examples_pipeline_is_proved(tmp_path: Path, example: str) -> None:
+    verdict = timing(example_variant(tmp_path, example))
     assert verdict.proved, verdict.why
     assert verdict.obligations > 20
 
 
-@pytest.mark.parametrize("name", sorted(MISTAKES))
-def test_each_mistake_is_not_proved_and_named(tmp_path: Path, name: str) -> None:
-    edit, said = MISTAKES[name]
-    verdict = timing(example_variant(tmp_path, "gemm_ws", edit))
+@pytest.mark.parametrize("example, name", [("gemm_ws", name) for name in sorted(MISTAKES)] +
+                         [("gemm_tma", name) for name in sorted(TMA_MISTAKES)])
+def test_each_mistake_is_not_proved_and_named(tmp_path: Path, example: str, name: str) -> None:
+    edit, said = (MISTAKES if example == "gemm_ws" else TMA_MISTAKES)[name]
+    verdict = timing(example_variant(tmp_path, example, edit))
     assert not verdict.proved
     assert any(phrase in verdict.why for phrase in said), verdict.why

@@ -81,6 +81,9 @@ class Record:
     memory: Any = None
     bytes: frozenset[int] = frozenset()
     asynchronous: bool = False
+    late: bool = False
+    """A thread's write, or a read in a batched run: it may touch bytes copies bring only once
+    every such copy has landed and its threads waited for that."""
     part: Any = None
     """Which of its op's records it is (a copy's thread, a read's memory), None if the only one."""
     # set by `prove`: the trip numbers it runs at, [first, trips) or the first only
@@ -108,10 +111,6 @@ class Recorder:
         self.rebound: set[tuple[tuple[Any, ...], tuple[Any, ...]]] = set()
         """(a wait's record key, a copy's record key) whose tags `handoffs` followed."""
         self.numbers = {id(op): i for i, op in enumerate(a.preparation.table.ops)}
-        self.writes: list[tuple[Any, frozenset[int], str]] = []
-        """Threads' writes of shared bytes: (memory, bytes, where)."""
-        self.batched_reads: list[tuple[Any, frozenset[int], str]] = []
-        """Reads made in batched runs, which have no place of their own: (memory, bytes, where)."""
 
     def read(self, a: Any, op: Any, memory: Any, idx: np.ndarray, threads: np.ndarray, asynchronous: bool) -> None:
         """Threads `threads` read bytes `idx` (a row per thread) of shared `memory`."""
@@ -119,9 +118,10 @@ class Recorder:
                   bytes=frozenset(np.unique(idx).tolist()), asynchronous=asynchronous)
 
     def write(self, a: Any, op: Any, memory: Any, idx: np.ndarray, threads: np.ndarray) -> None:
-        """Threads write shared bytes: the model does not follow a thread's write into bytes bulk
-        copies bring (`prove` refuses it)."""
-        self.writes.append((memory, frozenset(np.unique(idx).tolist()), f"{a.where(op)}"))
+        """Threads write shared bytes: where copies bring those bytes, only once every copy has
+        landed and the writers have waited for it (`prove`)."""
+        self.note(a, op, "write", threads, part=id(memory), memory=memory, bytes=frozenset(np.unique(idx).tolist()),
+                  late=True)
 
     def retire(self, a: Any, op: Any, threads: np.ndarray, pending: int) -> None:
         """Threads `threads` wait until at most `pending` of their products run."""
@@ -132,11 +132,11 @@ class Recorder:
              **fields: Any) -> tuple[Any, ...] | None:
         """Record `op` run by `threads` where the walk is (`part`: which of the op's records, where
         it makes several); the record's key (None: not followed)."""
-        if a.thread_ids is not a.tid:
-            if kind == "read":  # (a matter only where copies land in those bytes)
-                self.batched_reads.append((fields["memory"], fields["bytes"], f"{a.where(op)}"))
-                return None
-            return self._unsupported(a, op, "it runs in a batched run of an unrolled loop's copies")
+        batched = a.thread_ids is not a.tid
+        if batched:  # (a run of an unrolled loop's copies at once: reads and writes only)
+            if kind not in ("read", "write"):
+                return self._unsupported(a, op, "it runs in a batched run of an unrolled loop's copies")
+            threads = np.unique(threads)
         if threads.size == 0:
             return None
         first = int(threads[0])
@@ -157,7 +157,14 @@ class Recorder:
                                                 "of their own")
             loop, symbol = context.op, context.symbol
             order += [number, 0]
-        order.append(self.numbers.get(id(op), -1))
+        if batched:  # placed where the outermost loop run at once starts; only its writes and reads
+            anchor = self._anchor(a, op)
+            if anchor is None:
+                return self._unsupported(a, op, "it runs in a batched run whose loop is not known")
+            order.append(anchor)
+            fields["late"] = True
+        else:
+            order.append(self.numbers.get(id(op), -1))
         conditions = []
         for condition, how in a.branches:
             rows = {condition.row(int(t)) for t in threads}
@@ -168,10 +175,25 @@ class Recorder:
                         tuple(conditions), part=part, **fields)
         key = (record.site, symbol, part)
         old = self.records.get(key)
-        if old is not None and kind == "read":  # (an op reading one memory twice: both operands)
+        if old is not None and kind in ("read", "write"):  # (an op reading one memory twice: both operands)
             record.bytes = record.bytes | old.bytes
         self.records[key] = record
         return key
+
+    def _anchor(self, a: Any, op: Any) -> int | None:
+        """The number of the outermost static loop around `op` that the walk runs at once (not
+        one of `a.loops`), None where there is none."""
+        from argus.dsl.ir import dialect as D
+        from xdsl.dialects import scf
+
+        walked = {id(context.op) for context in a.loops}
+        found = None
+        parent = op.parent_op()
+        while parent is not None:
+            if isinstance(parent, scf.ForOp) and D.is_unrolled(parent) and id(parent) not in walked:
+                found = parent
+            parent = parent.parent_op()
+        return None if found is None else self.numbers.get(id(found))
 
     def _unsupported(self, a: Any, op: Any, why: str) -> None:
         self.unsupported.append(f"{a.where(op)}: {why}")
@@ -193,15 +215,6 @@ class Recorder:
         """Decide every obligation of the module's docstring over the records of the walk."""
         if self.unsupported:
             return Verdict(False, why=f"the protocol's model does not follow an op at {self.unsupported[0]}")
-        landed = [(r.memory, r.bytes) for r in self.records.values() if r.kind == "copy"]
-        for memory, nbytes, where in self.batched_reads:
-            if any(m is memory and nbytes & b for m, b in landed):
-                return Verdict(False, why=f"the protocol's model does not follow the read at {where} (a batched run "
-                                          "of an unrolled loop's copies) of bytes bulk copies bring")
-        for memory, nbytes, where in self.writes:
-            if any(m is memory and nbytes & b for m, b in landed):
-                return Verdict(False, why=f"the protocol's model does not follow the write at {where} of bytes bulk "
-                                          "copies bring (a stage written by threads too)")
         try:
             return _Proof(self, a, engine, facts, timeout_ms).run()
         except _NotFollowed as err:
@@ -270,6 +283,7 @@ class _Proof:
                     self._not_early(b, x, arrivers)
             self._copies()
             self._reads()
+            self._late()
             self._handoffs()
         except _Failed as failure:
             return Verdict(False, self.decided, str(failure), self._small(*failure.query))
@@ -729,7 +743,7 @@ class _Proof:
         """A read of bytes copies bring waits for the first copy's phase or a later one, and a
         copy of a later phase than the read awaited comes after the read has ended."""
         copies = [r for r in self.records if r.kind == "copy"]
-        for r in (q for q in self.records if q.kind == "read"):
+        for r in (q for q in self.records if q.kind == "read" and not q.late):
             fills = [c for c in copies if c.memory is r.memory and c.bytes & r.bytes]
             if not fills:
                 continue
@@ -759,6 +773,30 @@ class _Proof:
                            "has not finished reading (a stage refilled before its readers released it)")
                     self._ordered(runs + premises + fill_runs + later, (r.threads, end), (c.threads, fill), why,
                                   near=c.barrier)
+
+    def _late(self) -> None:
+        """Threads' writes (and reads in batched runs) of bytes copies bring come after every
+        such copy landed, each phase awaited by those threads."""
+        copies = [r for r in self.records if r.kind == "copy"]
+        for r in (q for q in self.records if q.late):
+            fills = [c for c in copies if c.memory is r.memory and c.bytes & r.bytes]
+            if not fills:
+                continue
+            what = "write" if r.kind == "write" else "read"
+            if r.loop is not None:
+                raise _NotFollowed(f"{self.a.where(r.op)}: threads {what} bytes bulk copies bring inside a runtime loop"
+                                   + (" (a batched run)" if r.kind == "read" else ""))
+            at = _Position(r, None)
+            for c in fills:
+                awaited = self._awaited_by(c.barrier, r.threads, at)
+                fill, fill_runs = self._position(c, "copy")
+                why = (f"the {what} at {self.a.where(r.op)} may touch bytes the copy at {self.a.where(c.op)} brings "
+                       "before that copy has landed and been waited for")
+                if awaited is None:
+                    self._require(fill_runs, [[]], why + f" (its threads do not wait on barrier {c.barrier[1]})")
+                    continue
+                self._require(fill_runs, [[("ge0", sub_keys(sub_keys(self._phase_of_copy(c, fill), awaited), ONE))]],
+                              why)
 
     def _end(self, r: Record, at: _Position, how: str, retire: Record | None) -> tuple[_Position, list[Any]]:
         """Where the read at `at` ends (`_ends`), and the facts under which it ends there."""
