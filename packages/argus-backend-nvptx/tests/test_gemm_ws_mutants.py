@@ -150,3 +150,14 @@ def test_the_checker_does_not_prove_a_broken_hand_off(tmp_path: Path, name: str)
     result = variant(tmp_path, name).gemm_ws.verify()
     assert result.verdict is Verdict.VIOLATED, result.text()
     assert re.search(r"under schedule|uninitialized-read|data-race", result.text()), result.text()
+
+
+def test_a_producer_that_stops_waiting_from_the_fifth_round_is_refuted(tmp_path: Path) -> None:
+    """Right in every launch of four rounds or fewer: the protocol's model does not follow a wait
+    made in some iterations only, and names a launch where it is made in some and not others
+    (five rounds); the interpreter shows the race there, so C is never proved."""
+    edit = ("nv.mbarrier_wait(empty, s, phase ^ 1)",
+            "if k0 < 4 * STAGES * BK:\n                            nv.mbarrier_wait(empty, s, phase ^ 1)")
+    result = example_variant(tmp_path, "gemm_ws", edit).gemm_ws.verify()
+    assert result.verdict is Verdict.VIOLATED, result.text()
+    assert "some iterations of its loop only" in result.text() and "data-race" in result.text(), result.text()

@@ -41,6 +41,7 @@ rests on the interpreter's schedules, as it says.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,9 @@ KEY = "nvptx.protocol"
 
 ZERO: Key = (0, ())
 ONE: Key = (1, ())
+
+BUDGET_S = 60.0
+"""The most seconds the solver may spend on one kernel's protocol; past it, not proved (and said)."""
 
 
 @dataclass(eq=False)
@@ -100,6 +104,9 @@ class Verdict:
     obligations: int = 0
     why: str = ""
     model: dict[int, int] = field(default_factory=dict)
+    failed: bool = False
+    """Whether an obligation fails in the launch `model` gives (else the model does not follow
+    the kernel there, and `model`, if any, exercises what it does not follow)."""
 
 
 class Recorder:
@@ -222,7 +229,12 @@ class Recorder:
 
 
 class _NotFollowed(Exception):
-    """The kernel's protocol is outside what the model follows."""
+    """The kernel's protocol is outside what the model follows; `query` (premises, alternatives),
+    where given, picks a launch that exercises what it does not follow, for the interpreter."""
+
+    def __init__(self, why: str, premises: list[Any] | None = None, alternatives: list[Any] | None = None) -> None:
+        super().__init__(why)
+        self.query = None if premises is None else (premises, alternatives or [[]])
 
 
 class _Failed(Exception):
@@ -256,9 +268,20 @@ class _Proof:
         self.loops: dict[int, _Loop] = {}
         self.decided = 0
         self.trip_symbols = 0
+        self.deadline = time.perf_counter() + BUDGET_S
 
     # ---- set-up ----------------------------------------------------------------------------
     def run(self) -> Verdict:
+        try:
+            self._obligations()
+        except _Failed as failure:
+            return Verdict(False, self.decided, str(failure), self._small(*failure.query), failed=True)
+        except _NotFollowed as outside:
+            return Verdict(False, self.decided, str(outside), self._small(*outside.query) if outside.query else {})
+        return Verdict(True, self.decided)
+
+    def _obligations(self) -> None:
+        """State and decide every obligation; `_Failed` or `_NotFollowed` where one is not proved."""
         records = self._live()
         self.records = records
         barriers = sorted({r.barrier for r in records if r.barrier is not None})
@@ -271,23 +294,19 @@ class _Proof:
             if any(r.order <= inits[0].order for r in records if r.barrier == b and r is not inits[0]):
                 raise _NotFollowed(f"barrier {b[1]} is used before, or where, it is initialized")
         self.offsets: dict[tuple[Any, frozenset[int]], int] = {}
-        try:
-            for b in barriers:
-                self._phases(b)
-            for b in barriers:
-                arrivers = self._arrivers(b)
-                for w in self._of("wait", b):
-                    self._not_ahead(b, w, arrivers)
-                    self._completes(b, w, arrivers)
-                for x in self._of("arrive", b):
-                    self._not_early(b, x, arrivers)
-            self._copies()
-            self._reads()
-            self._late()
-            self._handoffs()
-        except _Failed as failure:
-            return Verdict(False, self.decided, str(failure), self._small(*failure.query))
-        return Verdict(True, self.decided)
+        for b in barriers:
+            self._phases(b)
+        for b in barriers:
+            arrivers = self._arrivers(b)
+            for w in self._of("wait", b):
+                self._not_ahead(b, w, arrivers)
+                self._completes(b, w, arrivers)
+            for x in self._of("arrive", b):
+                self._not_early(b, x, arrivers)
+        self._copies()
+        self._reads()
+        self._late()
+        self._handoffs()
 
     def _live(self) -> list[Record]:
         """The records of the walk's final passes, with the trip numbers each runs at."""
@@ -411,8 +430,11 @@ class _Proof:
             if self._valid(later, [self._negated(conditions)]) and self._valid([], [at_first]):
                 r.first = 1
                 return True
+        other = self._trip("condition")
         raise _NotFollowed(f"{self.a.where(r.op)}: it runs in some iterations of its loop only, not every one or every "
-                           "one but the first")
+                           "one but the first",
+                           inside + self._runs(r, other) + conditions,  # (a launch where it runs in some, not all)
+                           self._negated([(how, self._at(r, key, other)) for how, key in r.conditions]))
 
     def _runs(self, r: Record, t: Key) -> list[Any]:
         """Facts: trip number `t` is one the record runs at."""
@@ -451,6 +473,8 @@ class _Proof:
         if not flat:
             return None
         self.decided += 1
+        if time.perf_counter() > self.deadline:
+            raise _NotFollowed(f"its obligations took the solver more than {BUDGET_S:.0f} s")
         answer = self.engine.solve(Query(self.space, self.facts + premises, flat), self.timeout_ms)
         if answer.status == "unsat":
             return None
@@ -462,7 +486,7 @@ class _Proof:
         """A launch where the failing obligation fails, small enough to run on the interpreter
         where there is one."""
         sizes = [s for s, symbol in self.space.symbols.items() if symbol.role in ("size", "grid")]
-        for limit in (2048, 16384, None):
+        for limit in (256, 1024, 4096, None):
             bounds = [] if limit is None else [("ge0", (limit, ((s, -1),))) for s in sizes]
             try:
                 model = self._counterexample(premises + bounds, alternatives)

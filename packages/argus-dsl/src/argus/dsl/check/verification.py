@@ -129,8 +129,11 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
             solver_engine = engine or chosen or find_solver(None)
             proof = prove_timing(analysis, preparation, solver_engine, facts, timeout_ms)
             shown, ran, missed = _explore_schedules(compiled, analysis, facts, solver_engine, timeout_ms,
-                                                    None if proof.proved else proof.model)
+                                                    None if proof.proved else proof.model, proof.failed)
             if shown is not None:
+                if shown["replayed"].startswith("reproduced"):
+                    return violated(claim, f"the static proof of the kernel's asynchronous protocol fails: {proof.why}; "
+                                           + shown["replayed"], shown)
                 return violated(claim, "the interpreter shows a fault of the kernel's synchronization"
                                        + ("" if proof.proved else f" (the static proof of its protocol did not go "
                                                                    f"through: {proof.why})")
@@ -147,7 +150,7 @@ def verify_kernel(compiled: Any, name: str = "kernel", *, grid: Sequence[int] | 
             else:
                 timing = (f"; its asynchronous hand-offs ran without fault on the interpreter under schedules "
                           f"{', '.join(ran)} (block (0, 0, 0) unless named, of a launch with sizes of a few hundred"
-                          f"{' and of the launch where the static proof failed' if proof.model else ''}: tested, "
+                          f"{' and of the launch the static proof named' if proof.model else ''}: tested, "
                           f"not proved: the static proof of the protocol did not go through: {proof.why})"
                           + (f"; not under {missed}" if missed else ""))
         if replay and preparation.table.of_kind(D.AssertWrittenOp):
@@ -650,7 +653,9 @@ class TimingProof:
     obligations: int = 0
     why: str = ""
     model: dict[int, int] | None = None
-    """A launch where an obligation fails (by symbol), for the interpreter to run."""
+    """A launch (by symbol) for the interpreter to run: where an obligation fails (`failed`), or
+    one that exercises what the model does not follow."""
+    failed: bool = False
 
 
 def prove_timing(analysis: Analysis, preparation: Preparation, engine: Any, facts: list[Any],
@@ -674,7 +679,7 @@ def prove_timing(analysis: Analysis, preparation: Preparation, engine: Any, fact
     for m in models:
         found = m.prove(analysis.walk, engine, facts, timeout_ms)
         if not found.proved:
-            return TimingProof(False, found.obligations, found.why, found.model or None)
+            return TimingProof(False, found.obligations, found.why, found.model or None, found.failed)
         total += found.obligations
     return TimingProof(True, total)
 
@@ -691,14 +696,16 @@ def _witness_launch(op: D.KernelOp, analysis: Analysis, model: dict[int, int]) -
 
 
 def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engine: Any,
-                       timeout_ms: int, witness: dict[int, int] | None = None
+                       timeout_ms: int, witness: dict[int, int] | None = None, failed: bool = False
                        ) -> tuple[dict[str, Any] | None, list[str], str]:
     """Run block 0 of a launch whose sizes are a few hundred (so that pipelines go round more than
     once, or as small as the kernel's assumptions allow) under each of `EXPLORED`: the first fault
     of the kernel as a witness (or None), the schedules that ran to the end, and why the others
     did not ("" if none was left out). A schedule that could not run tested nothing. With
-    `witness` (a launch where the static proof of the protocol failed), that launch's block 0
-    runs too, under each schedule, where its tensors are small enough."""
+    `witness` (a launch where the static proof of the protocol failed — an obligation fails
+    there where `failed`, and a fault there is that finding reproduced —, or one exercising what
+    the proof does not follow), that launch's block 0 runs first, under each schedule, where its
+    tensors are small enough."""
     from ..machine import using
     from ..machine.shadow import ShadowInterpreter
 
@@ -735,10 +742,10 @@ def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engi
     others = _other_blocks(grid, analysis.walk.cluster)
     runs: list[tuple[str, tuple[int, ...], Any]] = [(schedule, (0, 0, 0), None) for schedule in EXPLORED] + \
         [(EXPLORED[0], block, None) for block in others]
-    if witness is not None:
+    if witness is not None:  # first: a fault there is the static finding, reproduced
         shown = _witness_launch(op, analysis, witness)
         if shown is not None:
-            runs += [(schedule, (0, 0, 0), shown) for schedule in EXPLORED]
+            runs = [(schedule, (0, 0, 0), shown) for schedule in EXPLORED] + runs
     for schedule, block, at in runs:
         shadow = ShadowInterpreter(op, compiled.locations)
         what = schedule if block == (0, 0, 0) else f"{schedule} in block {block}"
@@ -754,18 +761,21 @@ def _explore_schedules(compiled: Any, analysis: Analysis, facts: list[Any], engi
                 missed.append(f"{what} ({fault.message})")
                 continue
             details = {k: v for k, v in fault.details.items() if k != "block"}
+            where = (f"the interpreter faults at {fault.location} under schedule {schedule}, in block "
+                     f"{fault.details.get('block', block)} of grid {tuple(run_grid)} with {run_launch}")
             return {"assertion": str(fault.location), "kind": fault.kind, "block": fault.details.get("block"),
                     **details, "message": fault.message.removeprefix(f"{fault.kind}: "), "sizes": run_launch,
-                    "replayed": f"the interpreter faults at {fault.location} under schedule {schedule}, in block "
-                                f"{fault.details.get('block', block)} of grid {tuple(run_grid)} with {run_launch}"}, \
-                ran, ""
+                    "replayed": where if at is None or not failed else
+                    f"reproduced at the launch where the static proof of the protocol fails: {where}"}, ran, ""
         except ArgusError as err:
             missed.append(f"{what} ({err})")
             continue
         for finding in shadow.findings:
+            where = f"shadow tags show it under schedule {schedule}, in block {block} of grid {tuple(run_grid)} " \
+                    f"with {run_launch}"
             return {**finding, "sizes": run_launch,
-                    "replayed": f"shadow tags show it under schedule {schedule}, in block {block} of grid "
-                                f"{tuple(run_grid)} with {run_launch}"}, ran, ""
+                    "replayed": where if at is None or not failed else
+                    f"reproduced at the launch where the static proof of the protocol fails: {where}"}, ran, ""
         ran.append(what)
     return None, ran, "; ".join(missed)
 
