@@ -268,6 +268,8 @@ class _Proof:
         self.loops: dict[int, _Loop] = {}
         self.decided = 0
         self.trip_symbols = 0
+        self.positions: dict[int, Record] = {}
+        """The record each trip number made by `_position` places (for witnesses)."""
         self.deadline = time.perf_counter() + BUDGET_S
 
     # ---- set-up ----------------------------------------------------------------------------
@@ -275,7 +277,9 @@ class _Proof:
         try:
             self._obligations()
         except _Failed as failure:
-            return Verdict(False, self.decided, str(failure), self._small(*failure.query), failed=True)
+            model = self._small(*failure.query)
+            return Verdict(False, self.decided, str(failure) + self._iterations(model, failure.query), model,
+                           failed=True)
         except _NotFollowed as outside:
             return Verdict(False, self.decided, str(outside), self._small(*outside.query) if outside.query else {})
         return Verdict(True, self.decided)
@@ -284,7 +288,11 @@ class _Proof:
         """State and decide every obligation; `_Failed` or `_NotFollowed` where one is not proved."""
         records = self._live()
         self.records = records
-        barriers = sorted({r.barrier for r in records if r.barrier is not None})
+        first: dict[Any, tuple[int, ...]] = {}
+        for r in records:
+            if r.barrier is not None and (r.barrier not in first or r.order < first[r.barrier]):
+                first[r.barrier] = r.order
+        barriers = sorted(first, key=lambda b: (first[b], b[1]))  # (program order: the same every run)
         self.inits = {}
         for b in barriers:
             inits = [r for r in records if r.kind == "init" and r.barrier == b]
@@ -547,7 +555,20 @@ class _Proof:
         if r.loop is None:
             return _Position(r, None), []
         t = self._trip(name)
+        self.positions[t[1][0][0]] = r
         return _Position(r, t), self._runs(r, t)
+
+    def _iterations(self, model: dict[int, int], query: tuple[list[Any], list[Any]]) -> str:
+        """Where a failing obligation's events are in the launch `model` gives: each one's
+        iteration of its loop (numbered from 0) and its first thread."""
+        keys: list[Any] = []
+        for part in [query[0], *query[1]]:
+            for item in part:
+                keys += [c[1] for c in (item if isinstance(item, list) else [item]) if isinstance(c, tuple)]
+        used = set().union(*(self.space.atoms_of(k) for k in keys if isinstance(k, tuple))) if keys else set()
+        found = [f"{self.a.where(r.op)} in iteration {model[atom]} by thread {min(r.threads)}"
+                 for atom, r in self.positions.items() if atom in model and atom in used]
+        return f" (in that launch: {'; '.join(dict.fromkeys(found))})" if found else ""
 
     # ---- barriers ------------------------------------------------------------------------------
     def _arrivers(self, b: Any) -> frozenset[int]:
