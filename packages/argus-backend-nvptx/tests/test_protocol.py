@@ -19,7 +19,8 @@ from .conftest import example_variant
 
 MISTAKES = {  # an edit of gemm_ws, and what the failing obligation may say (the first found is named)
     "no-empty-wait": (("nv.mbarrier_wait(empty, s, phase ^ 1)", "pass"),
-                      ("may overwrite bytes the read", "would wait for the wrong phase")),
+                      ("may overwrite bytes the read", "would wait for the wrong phase",
+                       "before the barrier's previous phase completed")),
     "no-full-wait": (("nv.mbarrier_wait(full, s, phase)", "pass"),
                      ("does not wait on that copy's barrier", "before the barrier's previous phase completed",
                       "would wait for the wrong phase")),
@@ -41,7 +42,8 @@ MISTAKES = {  # an edit of gemm_ws, and what the failing obligation may say (the
 
 TMA_MISTAKES = {  # an edit of gemm_tma (one loop: thread 0 refills the stage every thread released)
     "no-empty-wait": (("nv.mbarrier_wait(empty, PREVIOUS[s], phase)  # … and so is every other", "pass"),
-                      ("would wait for the wrong phase", "may overwrite bytes the read")),
+                      ("would wait for the wrong phase", "may overwrite bytes the read",
+                       "before the barrier's previous phase completed")),
     "no-wait-before-the-store-through-a-stage": (
         ("            nv.mbarrier_wait(bars, s, (K // (STAGES * BK)) % 2)", "            pass"),
         ("may overwrite bytes the read", "before that copy has landed")),
