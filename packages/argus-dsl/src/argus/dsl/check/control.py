@@ -9,8 +9,8 @@ and the body under each thread's own condition where the trip counts differ (`Co
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from argus.verify.affine import Affine, add_keys, sub_keys
@@ -21,6 +21,7 @@ from ..ir import dialect as D
 from ..ir.registry import meaning
 from . import batching, rules
 from .initialization import Paths, conditional, written
+from .joins import Walk
 from .state import CONCRETE_TRIPS, LoopContext, MAX_PASSES, State, key_component, same_values
 
 if TYPE_CHECKING:
@@ -137,6 +138,8 @@ class Counter:
     step: int
     last: Key
     guarded: bool
+    walks: dict[int, Walk] = field(default_factory=dict)
+    """Per trip counter symbol, the reductions its iterations follow (`argus.dsl.check.joins.Walk`)."""
 
     @classmethod
     def of(cls, a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Affine, ub: Affine, step: int) -> Counter:
@@ -171,7 +174,20 @@ class Counter:
             return a.run_block(op.body.block, mask)
         index = a.values[op.body.block.args[0]]
         below = a.space.binary("lt", index, self.stop, lambda x, y: np.less(x, y).astype(np.int64))
-        both_sides(a, op, below, mask, lambda: a.run_block(op.body.block, mask), None)
+        walk, outer = self.walk(a, symbol, below), a.walk
+        a.walk = walk  # (the guard's join continues the walk's reductions: `Walk`)
+        try:
+            both_sides(a, op, below, mask, lambda: a.run_block(op.body.block, mask), None)
+        finally:
+            a.walk = outer
+
+    def walk(self, a: TagAnalysis, symbol: int, below: Any = None) -> Walk:
+        """The walk of iteration `symbol`, its reductions' seeds kept from pass to pass."""
+        found = self.walks.get(symbol)
+        if found is None:
+            found = self.walks[symbol] = Walk(a, self.start, self.stop, self.step, symbol, below)
+        found.below = below
+        return found
 
 
 def _needs_every_thread(op: scf.ForOp) -> Operation | None:
@@ -256,9 +272,13 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     # symbol, which is free outside the loop: what is proved of them holds whichever iteration
     # was the last (a producer's stages, read by consumers in a loop of their own)
     left = [m.tags.copy() for m in a.memories]
+    walked = counter.walk(a, symbol).done(a, before) if counter is not None and counter.guarded and settled and \
+        a.table.asserted else []
     paths = _after_loop(a, lb, ub)
     a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol,
                 paths=paths)
+    for i, threads, tags in walked:  # (a reduction over the walk: every column each thread's walk visits, none if none)
+        a.slots[i].tags = np.where(threads[:, None], tags, a.slots[i].tags)
     runs = paths.theirs == (None,) or (counter is None and a.table.asserted
                                         and a.always_nonnegative(sub_keys(add_keys(ub, (-1, ())), lb)))
     if runs:  # (the solver asked only where products' spans are at stake)
@@ -440,6 +460,12 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             if respanned is not None:  # products' entry in its general form: the passes start again from it
                 _forget_pass(a, mark, facts_mark)
                 base = entry = respanned
+                continue
+            walked = counter.walk(a, symbol).seeded(base) if counter is not None and counter.guarded and \
+                attempt == 0 and a.table.asserted else None
+            if walked is not None:  # reductions' entry in its general form: the walk's first n columns
+                _forget_pass(a, mark, facts_mark)
+                base = entry = walked
                 continue
             if exposed is not None and (a.checking or not checking) and _carries_nothing(a, entry, exposed):
                 return True  # the entry state of later iterations changes nothing this pass saw
