@@ -489,7 +489,13 @@ def added(table: TagTable, x: np.ndarray | None, y: np.ndarray | None, number: s
         fx = _reduction(p)
         return None if fx is None or fx[0][0] == MAX else _combined(fx[0][0], p, q)
 
-    return _apply(table, x.shape[-1], [_Values(table, x, number), _Values(table, y, number)], rule)
+    out = _apply(table, x.shape[-1], [_Values(table, x, number), _Values(table, y, number)], rule)
+    if x.shape[-1] >= 2:  # (nothing and nothing: nothing, the sum of the lanes that walked no column)
+        both = table.products.is_zero(x) & table.products.is_zero(y)
+        if both.any():
+            out = np.full(x.shape, -1, np.int64) if out is None else out
+            out[both] = table.products.zero_bytes(x.shape[-1])
+    return out
 
 
 def subtracted(table: TagTable, x: np.ndarray | None, m: np.ndarray | None, number: str) -> np.ndarray | None:
