@@ -114,6 +114,10 @@ WRONG = {
                                     f"        for c in range(lane + 1, cols, 32):\n            {TERM}"),),
     "a term added twice": ((TERM, TERM + " + exp2((x[row, c] - peak) * LOG2E)"),),
     "the maximum overwritten, not accumulated": (("peak = max(peak, x[row, c])", "peak = x[row, c]"),),
+    "the maximum restarted in each iteration": (("            peak = max(peak, x[row, c])\n",
+                                                  "            peak = float(\"-inf\")\n"
+                                                  "            peak = max(peak, x[row, c])\n"),),
+    "the sum restarted in each iteration": ((f"            {TERM}\n", f"            total = 0.0\n            {TERM}\n"),),
     "the peak not scaled by log2(e)": ((STORE, "out[row, c] = exp2(x[row, c] * LOG2E - peak) / total"),),
     "exp2 of the difference unscaled": ((TERM, "total = total + exp2(x[row, c] - peak)"),
                                         (STORE, "out[row, c] = exp2(x[row, c] - peak) / total")),
