@@ -219,3 +219,31 @@ def test_a_reduction_is_a_claim_only():
                              "tag(x, lambda r, c: row_max(x[r], (range(0, cols),)))")
     with pytest.raises(ArgusError, match="not of an operand"):
         compiled(source, "softmax").compile()
+
+
+def walked(parts: dict[str, str], loop: str, butterfly: bool = True, assumption: str = "") -> object:
+    """The row reduction with its walk `loop` (the butterfly dropped where a lane walks the whole
+    row, `assumption` added to the kernel's)."""
+    source = REDUCTION.replace("for c in range(lane, cols, 32):", f"for c in {loop}:")
+    if not butterfly:
+        source = source.replace("        acc = BUTTERFLY(acc)\n", "")
+    if assumption:
+        source = source.replace("    assume(grid_dim.x >= rows)\n", f"    assume(grid_dim.x >= rows)\n    {assumption}\n")
+    for name, text in parts.items():
+        source = source.replace(name, text)
+    return compiled(source, "reduce")
+
+
+@pytest.mark.parametrize("parts", [MAX, SUM], ids=["max", "sum"])
+@pytest.mark.parametrize("loop, butterfly, assumption, proved", [
+    ("range(0, cols)", False, "", True),  # every lane walks the whole row: one trip count for all
+    ("range(1, cols)", False, "", False),
+    ("range(0, cols - 1)", False, "", False),
+    ("range(lane, lane + cols, 32)", True, "assume(cols % 32 == 0)", True),  # every lane as many columns
+    ("range(lane, lane + cols - 32, 32)", True, "assume(cols % 32 == 0)", False),
+], ids=["whole row", "from column 1", "to cols - 1", "lanes of one trip count", "one trip short"])
+def test_a_loop_whose_threads_run_one_trip_count_is_followed(parts, loop, butterfly, assumption, proved):
+    k = walked(parts, loop, butterfly, assumption)
+    result = k.verify()
+    assert result.verdict is (Verdict.PROVED if proved else Verdict.VIOLATED), result.text()
+    assert reduction_shadow(k, cols=64) is (Verdict.PROVED if proved else Verdict.VIOLATED)

@@ -194,14 +194,18 @@ def _as_residues(s: tuple[Any, ...]) -> tuple[Any, ...] | None:
     return None
 
 
-def walk_done(lo: Any, step: int, stop: Any) -> tuple[Any, ...] | None:
+def walk_done(lo: Any, step: int, stop: Any, trips: Any = None) -> tuple[Any, ...] | None:
     """The set a whole walk ``range(lo, stop, step)`` covers, as residues of a base that lanes
-    walking with the same stride share (lo's constant part modulo the stride gone)."""
+    walking with the same stride share (lo's constant part modulo the stride gone). Given its
+    number of iterations `trips` (the same for every lane), the residues end at base + step·trips
+    rather than at stop: lanes whose stops differ by their starts (``range(lane, lane + n, 32)``)
+    then share the end."""
     if step <= 0 or step > _MAX_MODULUS:
         return None
     key = _key(lo)
     r = key[0] % step
-    return residues(_plain((key[0] - r, key[1])), stop, step, 1 << r)
+    base = _plain((key[0] - r, key[1]))
+    return residues(base, stop if trips is None else _add(base, _times(trips, step)), step, 1 << r)
 
 
 def _same(x: Any, y: Any) -> bool:

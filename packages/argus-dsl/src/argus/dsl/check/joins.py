@@ -408,23 +408,49 @@ class Walk:
     no proof). After the loop, in the last iteration, ``WALK(last + 1)`` is every column the
     thread's walk visits (`done`)."""
 
-    def __init__(self, a: Any, start: Affine, stop: Affine, step: int, symbol: int, below: Any) -> None:
+    def __init__(self, a: Any, start: Affine, stop: Affine, step: int, symbol: int, below: Any,
+                 origin: Key = (0, ()), trips: Key | None = None) -> None:
         self.a, self.start, self.stop, self.step, self.symbol, self.below = a, start, stop, step, symbol, below
+        self.trips = trips
+        """How many iterations every thread runs, where they all run as many (None: not known so)."""
+        self.origin = origin
+        """The symbol's value at the first iteration: 0 for a trip counter; for a loop of step 1
+        whose threads run one trip count (`range(0, cols)`), whose symbol is the index, its start."""
         self.seeds: dict[int, dict[int, tuple[Any, ...]]] = {}
         """Per variable, per thread: the reduction (head, rows) whose entry the first pass proposes."""
 
     def _bounds(self, p: int) -> tuple[Any, Any, Any]:
         """Thread p's start, stop and index (components as tags hold them)."""
         start, stop = key_component(self.start.row(p)), key_component(self.stop.row(p))
-        index = key_component(add_keys(self.start.row(p), (0, ((self.symbol, self.step),))))
+        count = sub_keys((0, ((self.symbol, 1),)), self.origin)
+        index = key_component(add_keys(self.start.row(p), (count[0] * self.step,
+                                                             tuple((t, c * self.step) for t, c in count[1]))))
         return start, stop, index
 
     def count(self, plus: int = 0) -> Any:
-        return key_component((plus, ((self.symbol, 1),)))
+        """How many iterations ran before this one, plus `plus`."""
+        return key_component(sub_keys((plus, ((self.symbol, 1),)), self.origin))
 
-    def joined(self, a: Any, slot: int, ours: np.ndarray, theirs: np.ndarray) -> np.ndarray | None:
+    def continued(self, a: Any, entry: list[np.ndarray]) -> None:
+        """At the end of an iteration of a loop whose threads all run every iteration (no guard:
+        the index is below stop in each), a reduction that took in the walk's next column holds
+        the walk's first n + 1 columns; one that took in the first column from nothing reduced
+        (`entry`: the variables' tags when the iteration began) proposes the entry (`seeds`)."""
+        if not a.table.asserted:
+            return
+        for i, (s, before) in enumerate(zip(a.slots, entry)):
+            if s.tags is before:
+                continue
+            made = self.joined(a, i, before, s.tags, guarded=False)
+            if made is not None:
+                s.tags = made
+
+    def joined(self, a: Any, slot: int, ours: np.ndarray, theirs: np.ndarray, guarded: bool = True
+               ) -> np.ndarray | None:
         """The join of a variable's tags on the guard's two sides (`ours` where the index is past
-        stop, `theirs` where it is below), where a reduction continues the walk: None elsewhere."""
+        stop, `theirs` where it is below), where a reduction continues the walk: None elsewhere.
+        Not `guarded`: `ours` what the iteration began with, `theirs` what it ended with, the
+        index below stop (`continued`)."""
         table = a.table
         out = None
         for p in range(ours.shape[0]):
@@ -446,7 +472,7 @@ class Walk:
                 self.seeds.setdefault(slot, {})[p] = (head, rows)
             if result is not None:
                 if out is None:
-                    out = a.joined(ours, theirs)
+                    out = a.joined(ours, theirs) if guarded else theirs.copy()
                 out[p] = 2 + table.element_id(result) * BYTES + np.arange(ours.shape[-1])
                 table._laid_at(np.array([table.element_id(result)]), ours.shape[-1])
         return out
@@ -501,7 +527,8 @@ class Walk:
                 if not self._on_walk(columns, start, stop, self.count(1)) or \
                         not red.is_start(table, head[0], old[p][None])[0]:
                     continue
-                visited = red.walk_done(start, self.step, stop)
+                visited = red.walk_done(start, self.step, stop,
+                                        None if self.trips is None else key_component(self.trips))
                 if visited is None:
                     continue
                 made = table.element_id(red.reduced(head, rows, visited))
