@@ -93,3 +93,11 @@ def test_a_term_over_the_sum_of_its_reference_is_a_softmax_and_over_another_s_is
     for s in (bad, scaled):
         found = R.scaled(table, t, s, "f32", False, (None, None))
         assert found is None or (found < 0).all()
+
+
+@pytest.mark.parametrize("values", [list(range(5)), list(range(3, 200, 32)), [7, 8]])
+def test_a_set_grown_one_column_at_a_time_has_the_form_of_its_columns(values):
+    s = None
+    for v in values:
+        s = R.add_point(SUM, s, v)
+    assert s == R.of_points(values)

@@ -145,6 +145,9 @@ def add_point(head: tuple[Any, ...], s: tuple[Any, ...] | None, column: Any) -> 
     result is no reduction (a column summed twice) or has no form here."""
     if s is None:
         return (-1, column, 0)
+    grown = _grown(s, column)
+    if grown is not None:
+        return grown
     got = points(s)
     if got is not None and _ints(column):
         if int(column) in got:
@@ -154,6 +157,20 @@ def add_point(head: tuple[Any, ...], s: tuple[Any, ...] | None, column: Any) -> 
         _, lo, step, stop, count = s
         if isinstance(step, int) and difference(column, _add(lo, _times(count, step))) == 0:
             return (STEP, lo, step, stop, count)
+    return None
+
+
+def _grown(s: tuple[Any, ...], column: Any) -> tuple[Any, ...] | None:
+    """`s` with the column just past its end where that keeps its form (a run one longer, a walk's
+    progression one run more): what `of_points` makes of it, without listing it (None: another
+    case)."""
+    if not _ints(column, *s):
+        return None
+    c = int(column)
+    if s[0] == 0 and len(s) == 3 and c == s[2]:
+        return (0, s[1], c + 1)
+    if s[0] == -2 and len(s) == 6 and s[1] == s[2] and s[4] == 1 and c == s[2] + s[3] * s[5]:
+        return (-2, s[1], s[2], s[3], 1, s[5] + 1)
     return None
 
 
