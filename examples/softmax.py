@@ -3,13 +3,19 @@
 Each lane walks the row with a stride of 32, keeps its own running maximum, and
 ``warp_max`` combines the 32 partial results (a butterfly of ``shfl_xor``); the same for the
 sum of exponentials. ``exp2`` with the input scaled by log2(e) is how GPUs compute exp.
+
+The claim says what each stored element is: the softmax of its row of x over every column,
+at its column. The checker proves it for every launch: each lane's running maximum and sum
+cover the columns its walk visits, the butterflies join the 32 lanes' columns into the whole
+row, and each term and the sum subtract the same maximum (docs/verify.md, "What a reduction
+computes").
 """
 
 import math
 
 import numpy as np
-from argus.dsl import (Problem, Tensor, assert_written, assume, block_idx, exp2, f32, grid_dim, kernel, lane_id,
-                       thread_idx, warp_max, warp_sum)
+from argus.dsl import (Problem, Tensor, assert_tags, assert_written, assume, block_idx, exp2, f32, grid_dim, kernel,
+                       lane_id, softmax_of, tag, thread_idx, warp_max, warp_sum)
 
 ROWS_PER_BLOCK = 4
 LOG2E = math.log2(math.e)
@@ -19,6 +25,8 @@ LOG2E = math.log2(math.e)
 def softmax(x: Tensor[f32, "rows", "cols"], out: Tensor[f32, "rows", "cols"], rows: int, cols: int):
     assume(grid_dim.x * ROWS_PER_BLOCK >= rows)  # a warp for every row
     assert_written(out)  # ... and every element of out written
+    tag(x, lambda r, c: (c,), rows=lambda r, c: (r,))  # a row's elements, told apart by column
+    assert_tags(out, lambda r, c: softmax_of(x[r], (c,), (range(0, cols),)))  # out[r, c]: row r's softmax at c
     row = block_idx.x * ROWS_PER_BLOCK + thread_idx.y
     lane = lane_id()
     if row < rows:

@@ -77,6 +77,6 @@ def test_tag_assertions_hold_on_the_example_launch(module, name):
 
     problem = getattr(module, f"example_{name}")(np.random.default_rng(3))
     result = check_launch(getattr(module, name), problem.grid, *problem.args, **problem.constants)
-    # an example that states no claim (vector_add, softmax) has nothing to prove, and runs clean
+    # an example that states no claim has nothing to prove, and runs clean
     claimless = "states no tag assertion" in result.text()
     assert result.verdict is (Verdict.NOTHING_TO_PROVE if claimless else Verdict.PROVED), result.text()

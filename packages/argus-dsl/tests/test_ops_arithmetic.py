@@ -36,7 +36,8 @@ from argus.dsl import (
     u64,
 )
 from argus.dsl.check import rules as check_rules
-from argus.dsl.check.arithmetic import INT_RULES, cast_rule, constant_rule, int_op_rule, scale_rule, sum_rule
+from argus.dsl.check.arithmetic import (INT_RULES, cast_rule, constant_rule, difference_rule, exp2_rule, int_op_rule,
+                                        max_rule, scale_rule, sum_rule)
 from argus.dsl.check.rules import float_op_rule
 from argus.dsl.check.verification import verify_kernel
 from argus.dsl.frontend.calls import BUILDERS
@@ -58,12 +59,14 @@ OPS = {
     **dict.fromkeys(FLOAT_OPS, None),
     **dict.fromkeys((arith.MulfOp, arith.DivfOp), scale_rule),
     arith.AddfOp: sum_rule,
+    arith.MaximumfOp: max_rule, arith.SubfOp: difference_rule, math.Exp2Op: exp2_rule,
     math.FmaOp: float_op_rule,
 }
 #: Ops with a shadow rule of their own: constants, selects, what keeps a product's tags (float
-#: conversions, scales) and what makes a sum's (float additions).
+#: conversions, scales), what makes a sum's (float additions) and a reduction's or softmax's
+#: (maxima, differences, exp2).
 WITH_SHADOW = (arith.ConstantOp, arith.SelectOp, arith.ExtFOp, arith.TruncFOp, arith.MulfOp, arith.DivfOp,
-               arith.AddfOp)
+               arith.AddfOp, arith.MaximumfOp, arith.SubfOp, math.Exp2Op)
 
 
 @pytest.mark.parametrize("op_type", list(OPS), ids=lambda t: t.__name__)

@@ -133,6 +133,25 @@ sum_of = Builtin(
     "elements tagged t1, t2, ... (each a tuple of components, in any order) added up, e.g. "
     "assert_tags(out, lambda i: sum_of((0, i), (1, i))) where x is tagged (0, i) and y (1, i).",
 )
+row_max = Builtin(
+    "row_max",
+    "row_max(x[r], k): in a tag function of assert_tags, the tag of a row maximum: the largest "
+    "element of operand x's row r over the pair tags k (a tuple holding one range, e.g. "
+    "(range(0, cols),)); x is tagged with rows=, its pair tag the column: "
+    "tag(x, lambda r, c: (c,), rows=lambda r, c: (r,)).",
+)
+row_sum = Builtin(
+    "row_sum",
+    "row_sum(x[r], k): in a tag function of assert_tags, the tag of a row sum: the elements of "
+    "operand x's row r over the pair tags k (a tuple holding one range) added up, as row_max.",
+)
+softmax_of = Builtin(
+    "softmax_of",
+    "softmax_of(x[r], (c,), k): in a tag function of assert_tags, the tag of a softmax element: "
+    "exp(x[r, c]) over the sum of exp(x[r, j]) for the pair tags j of k (a tuple holding one "
+    "range, e.g. (range(0, cols),)), computed as exp2((x - m) * log2(e)) over the sum of the same "
+    "terms, m any reduction of the row (its maximum); x is tagged as for row_max.",
+)
 assert_tags = Builtin(
     "assert_tags",
     "assert_tags(t, lambda i, j, ...: (...)): every element the kernel stores into tensor t carries "

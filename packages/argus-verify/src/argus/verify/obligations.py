@@ -18,9 +18,13 @@ import numpy as np
 
 from .affine import Key, Space, distinct_rows, sub_keys
 from .products import text as products_text
+from .reductions import MARKS as _REDUCTION_MARKS
 from .sums import SUM
 from .solvers import Answer, Comparison, Query, Solver
 from .tags import BOTTOM, BYTES, TOP, TagTable
+
+_MARKED = {(m,) for m in _REDUCTION_MARKS}
+"""First components of the reduction tags, which read as text (`argus.verify.reductions.text`)."""
 
 #: Builds a witness for (point, element) from symbol values (empty for a concrete finding).
 Describe = Callable[[int, int, dict[int, int]], dict[str, Any]]
@@ -260,5 +264,5 @@ def _evaluated(tag: Any, table: TagTable, space: Space, model: dict[int, int]) -
         return tag
     if model:
         values = tuple(space.evaluate(_key(v), model) for v in tag)
-        return products_text(values) or (table.text(values) if values[:1] == (SUM,) else values)
+        return products_text(values) or (table.text(values) if values[:1] == (SUM,) or values[:1] in _MARKED else values)
     return table.text(tag)

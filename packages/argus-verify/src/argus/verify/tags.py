@@ -73,6 +73,9 @@ class TagTable:
         if ident is None and tag and type(tag[0]) is int and tag[0] == SUM:  # (a sum's terms in one order)
             tag = canonical_sum(tag)
             ident = self._ids.get(tag)
+        elif ident is None and tag and type(tag[0]) is int and tag[0] in REDUCTION_MARKS:  # (a run of one column: its point)
+            tag = canonical_reduction(tag)
+            ident = self._ids.get(tag)
         if ident is None:
             ident = self._ids[tag] = len(self.tags)
             self.tags.append(tag)
@@ -212,6 +215,11 @@ class TagTable:
         special = products_text(tag, self.space.describe if self.space is not None else None)
         if special is not None:
             return special
+        if tag and tag[0] in REDUCTION_MARKS:
+            show = self.space.describe if self.space is not None else (lambda v: v)
+            special = reduction_text(tag, lambda v: show(v) if isinstance(v, tuple) else v)
+            if special is not None:
+                return special
         parts = sum_terms(tag) if tag and tag[0] == SUM else None
         if parts is not None:
             return "sum of " + " and ".join(str(self.text(t)) for t in parts)
@@ -270,6 +278,9 @@ from .products import (  # noqa: E402
     split_rows,
 )
 from .products import text as products_text  # noqa: E402
+from .reductions import MARKS as REDUCTION_MARKS  # noqa: E402
+from .reductions import canonical_tag as canonical_reduction  # noqa: E402
+from .reductions import text as reduction_text  # noqa: E402
 from .sums import SUM  # noqa: E402
 from .sums import canonical as canonical_sum  # noqa: E402
 from .sums import terms as sum_terms  # noqa: E402

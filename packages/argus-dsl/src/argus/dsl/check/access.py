@@ -10,6 +10,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
+from argus.verify import reductions
 from argus.verify.affine import Affine
 from argus.verify.byte_moves import concatenated, copied, extracted, permuted
 from argus.verify.memory import TagMemory
@@ -24,6 +25,7 @@ from .copies import TileCopies, moved_tile
 from .product_reads import InFlight, OperandMemory
 from .initialization import all_written
 from .reports import check_written, space_name
+from .arithmetic import float_constant
 from .run_plan import float_nonfinite, float_zero
 from .shared_reads import SharedMemory
 from .state import GlobalRef, Slot, Undecidable, byte_width, is_int
@@ -222,12 +224,16 @@ def store_rule(a: TagAnalysis, op: Any, mask: np.ndarray) -> None:
     a.write_tags(tile.memory, idx, tags if active is a.tid else tags[active], threads, active, a.site(op))  # type: ignore[arg-type]
 
 
-def cleared(table: TagTable, value: SSAValue, tags: np.ndarray, per_thread: bool) -> np.ndarray:
+def cleared(table: TagTable, value: SSAValue, tags: np.ndarray, per_thread: bool, variable: bool = False
+            ) -> np.ndarray:
     """The tags a store of `value` (with tags `tags`) writes: a float zero stored into registers
     after an ``assert_tags`` carries `argus.verify.products.ZERO` (an accumulator cleared,
-    which a product starts from); a NaN or an infinity `MAYBE_ZERO` (no product starts from it,
-    and none survives a scale by it: ``acc * r`` with ``r = float("nan")`` is no number); every
-    other value its own tags."""
+    which a product or a row sum starts from), ``-inf`` stored into a `variable`
+    `argus.verify.reductions.START_MAX` (what a row maximum starts from), another NaN or
+    infinity `MAYBE_ZERO` (no product starts from it, and none survives a scale by it:
+    ``acc * r`` with ``r = float("nan")`` is no number); every other value its own tags."""
+    if variable and table.asserted and float_constant(value) == float("-inf"):
+        return np.broadcast_to(reductions.start_bytes(table, tags.shape[-1]), tags.shape).copy()
     if not per_thread or not table.asserted:
         return tags
     if float_zero(value):
@@ -318,7 +324,7 @@ def var_store_rule(a: TagAnalysis, op: D.VarStoreOp, mask: np.ndarray) -> None:
     threads = a.active(mask)
     byte = np.zeros((threads.size, 1), np.int64)
     a.write_tags(slot.assigned, byte, byte, threads, threads, a.site(op))  # type: ignore[arg-type]
-    tags = cleared(a.table, op.value, a.tags_of(op.value), True)  # (a variable is a register too)
+    tags = cleared(a.table, op.value, a.tags_of(op.value), True, variable=True)  # (a variable is a register too)
     if full:
         slot.stored = slot.stored or slot.tracked
         slot.tags = tags  # tag arrays of values are never changed in place

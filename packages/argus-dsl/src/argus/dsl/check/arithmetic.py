@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-from argus.verify import sums
+from argus.verify import reductions, sums
 from argus.verify.affine import Affine, Space
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import Operation
 
 from ..ir.types import dtype_of_mlir
@@ -308,9 +309,53 @@ def sum_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     if found is None:
         return
     lhs, rhs, computed = found
-    added = sums.added(a.table, a.tags.get(lhs), a.tags.get(rhs), dtype_of_mlir(op.results[0].type).name)
+    number = dtype_of_mlir(op.results[0].type).name
+    added = sums.added(a.table, a.tags.get(lhs), a.tags.get(rhs), number)
     if added is not None:
-        a.tags[op.results[0]] = np.where(added >= 0, added, computed)
+        computed = a.tags[op.results[0]] = np.where(added >= 0, added, computed)
+    _kept(a, op, computed, reductions.added(a.table, a.tags.get(lhs), a.tags.get(rhs), number))
+
+
+def _kept(a: TagAnalysis, op: Operation, computed: np.ndarray, found: np.ndarray | None) -> None:
+    """`found` (a reduction rule's byte tags, -1 rows none) where it holds, `computed` elsewhere."""
+    if found is not None:
+        a.tags[op.results[0]] = np.where(found >= 0, found, computed)
+
+
+def max_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    """A float maximum: computed data, except that a row's maximum over the columns it covers
+    takes in an element of the row or another maximum of it (`argus.verify.reductions`)."""
+    found = _tagged_float(a, op)
+    if found is not None:
+        lhs, rhs, computed = found
+        _kept(a, op, computed, reductions.maximum(a.table, a.tags.get(lhs), a.tags.get(rhs),
+                                                  dtype_of_mlir(op.results[0].type).name))
+
+
+def difference_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    """A float difference: computed data, except an element of a row less a reduction, the start
+    of a softmax's term (`argus.verify.reductions`)."""
+    found = _tagged_float(a, op)
+    if found is not None:
+        lhs, rhs, computed = found
+        _kept(a, op, computed, reductions.subtracted(a.table, a.tags.get(lhs), a.tags.get(rhs),
+                                                     dtype_of_mlir(op.results[0].type).name))
+
+
+def exp2_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    """``exp2``: computed data, except of a difference of an element and a reduction: a term."""
+    a.computed(op)
+    computed = a.tags.get(op.results[0])
+    if a.table.asserted and computed is not None:
+        _kept(a, op, computed, reductions.exponential(a.table, a.tags.get(a.shape(op)[0][0]),
+                                                      dtype_of_mlir(op.results[0].type).name))
+
+
+def float_constant(value: Any) -> float | None:
+    """The value of a float constant (None for anything else, copies gathered over a loop too)."""
+    owner = getattr(value, "owner", None)
+    attr = getattr(owner, "value", None) if isinstance(owner, arith.ConstantOp) else None
+    return float(attr.value.data) if isinstance(attr, FloatAttr) else None
 
 
 def scale_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
@@ -329,7 +374,10 @@ def scale_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
         return
     kept = a.table.products.scaled(a.tags.get(lhs), a.tags.get(rhs), computed, isinstance(op, arith.MulfOp))
     if kept is not None:
-        a.tags[op.results[0]] = kept
+        computed = a.tags[op.results[0]] = kept
+    _kept(a, op, computed, reductions.scaled(a.table, a.tags.get(lhs), a.tags.get(rhs),
+                                             dtype_of_mlir(op.results[0].type).name, isinstance(op, arith.MulfOp),
+                                             (float_constant(lhs), float_constant(rhs))))
 
 
 def zeroes(op: Operation, lhs: Any, rhs: Any) -> bool:

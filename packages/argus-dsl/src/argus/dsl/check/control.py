@@ -9,8 +9,8 @@ and the body under each thread's own condition where the trip counts differ (`Co
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from argus.verify.affine import Affine, add_keys, sub_keys
@@ -21,6 +21,7 @@ from ..ir import dialect as D
 from ..ir.registry import meaning
 from . import batching, rules
 from .initialization import Paths, conditional, written
+from .joins import Walk
 from .state import CONCRETE_TRIPS, LoopContext, MAX_PASSES, State, key_component, same_values
 
 if TYPE_CHECKING:
@@ -137,6 +138,8 @@ class Counter:
     step: int
     last: Key
     guarded: bool
+    walks: dict[int, Walk] = field(default_factory=dict)
+    """Per trip counter symbol, the reductions its iterations follow (`argus.dsl.check.joins.Walk`)."""
 
     @classmethod
     def of(cls, a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Affine, ub: Affine, step: int) -> Counter:
@@ -168,10 +171,24 @@ class Counter:
     def run(self, a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int) -> None:
         """The body once, in iteration `symbol`: under each thread's condition where guarded."""
         if not self.guarded:
-            return a.run_block(op.body.block, mask)
+            return _walked_block(a, op, mask, self.walk(a, symbol))
         index = a.values[op.body.block.args[0]]
         below = a.space.binary("lt", index, self.stop, lambda x, y: np.less(x, y).astype(np.int64))
-        both_sides(a, op, below, mask, lambda: a.run_block(op.body.block, mask), None)
+        walk, outer = self.walk(a, symbol, below), a.walk
+        a.walk = walk  # (the guard's join continues the walk's reductions: `Walk`)
+        try:
+            both_sides(a, op, below, mask, lambda: a.run_block(op.body.block, mask), None)
+        finally:
+            a.walk = outer
+
+    def walk(self, a: TagAnalysis, symbol: int, below: Any = None) -> Walk:
+        """The walk of iteration `symbol`, its reductions' seeds kept from pass to pass."""
+        found = self.walks.get(symbol)
+        if found is None:
+            trips = None if self.guarded else add_keys(self.last, (1, ()))  # (every thread runs them all)
+            found = self.walks[symbol] = Walk(a, self.start, self.stop, self.step, symbol, below, trips=trips)
+        found.below = below
+        return found
 
 
 def _needs_every_thread(op: scf.ForOp) -> Operation | None:
@@ -229,8 +246,10 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     nested = a.preparation.holds_a_loop(op)
     symbol = _loop_symbol(a, name, lb, last, step, lb)
     ends = {symbol: [lb, last]}
+    walk = _uniform_walk(a, lb, ub, step, symbol) if counter is None else None
     settled = not a.preparation.fills_before(op) and \
-        _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True, counter=counter)
+        _fixpoint(a, op, mask, symbol, before, step, scope, track=not nested, peelable=True, counter=counter,
+                  walk=walk)
     if not settled:  # peel the first iteration
         first = _loop_symbol(a, name, lb, lb, 1, lb, runs_until=last)
         a.restore(before)
@@ -256,9 +275,13 @@ def _for_symbolic(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, lb: Key, ub: 
     # symbol, which is free outside the loop: what is proved of them holds whichever iteration
     # was the last (a producer's stages, read by consumers in a loop of their own)
     left = [m.tags.copy() for m in a.memories]
+    walking = walk if counter is None else counter.walk(a, symbol)
+    walked = walking.done(a, before) if walking is not None and settled and a.table.asserted else []
     paths = _after_loop(a, lb, ub)
     a.join_into(before, None, f"a value carried from one iteration to the next of the loop at {a.where(op)}", symbol,
                 paths=paths)
+    for i, threads, tags in walked:  # (a reduction over the walk: every column each thread's walk visits, none if none)
+        a.slots[i].tags = np.where(threads[:, None], tags, a.slots[i].tags)
     runs = paths.theirs == (None,) or (counter is None and a.table.asserted
                                         and a.always_nonnegative(sub_keys(add_keys(ub, (-1, ())), lb)))
     if runs:  # (the solver asked only where products' spans are at stake)
@@ -383,15 +406,36 @@ def _enter(a: TagAnalysis, op: scf.ForOp, symbol: int, step: int, counter: Count
     return LoopContext(label, symbol, step=step, index=None if counter is None else index, op=op)
 
 
-def _run_body(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, counter: Counter | None) -> None:
-    if counter is None:
-        a.run_block(op.body.block, mask)
-    else:
+def _run_body(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, counter: Counter | None,
+              walk: Walk | None = None) -> None:
+    if counter is not None:
         counter.run(a, op, mask, symbol)
+    elif walk is not None:
+        _walked_block(a, op, mask, walk)
+    else:
+        a.run_block(op.body.block, mask)
+
+
+def _walked_block(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, walk: Walk) -> None:
+    """The body of a loop whose threads run every iteration, its row reductions continuing the
+    walk (`argus.dsl.check.joins.Walk.continued`)."""
+    entry = [s.tags for s in a.slots]  # (tag arrays of values are never changed in place)
+    a.run_block(op.body.block, mask)
+    walk.continued(a, entry)
+
+
+def _uniform_walk(a: TagAnalysis, lb: Key, ub: Key, step: int, symbol: int) -> Walk | None:
+    """The walk of a loop of step 1 whose threads share its bounds (`range(0, cols)`), whose
+    symbol is the index, for the row reductions it accumulates (None: another step, or no claim
+    that could name one)."""
+    if step != 1 or not a.table.asserted:
+        return None
+    return Walk(a, a.space.of_key(lb, a.n), a.space.of_key(ub, a.n), 1, symbol, None, origin=lb)
 
 
 def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base: State, step: int,
-              scope: tuple[int, int], track: bool, peelable: bool, counter: Counter | None = None) -> bool:
+              scope: tuple[int, int], track: bool, peelable: bool, counter: Counter | None = None,
+              walk: Walk | None = None) -> bool:
     """Run the body from the join of `base` (what flows into the iterations of `symbol`) and
     what an iteration leaves, renamed to the next, until that entry settles: True, the state
     being what the final pass left; False when `peelable` and the join loses tags both sides
@@ -429,7 +473,7 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
                 if attempt == 0:  # (A's and B's spans may differ as written only at the first iteration)
                     products.first_pass = first_pass = a.first_iteration_span(symbol, lo)
             try:
-                _run_body(a, op, mask, symbol, counter)
+                _run_body(a, op, mask, symbol, counter, walk)
             finally:
                 products.first_pass = outer
             proposed = first_pass is not None and first_pass in products.used  # (it only proposes an entry)
@@ -440,6 +484,12 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             if respanned is not None:  # products' entry in its general form: the passes start again from it
                 _forget_pass(a, mark, facts_mark)
                 base = entry = respanned
+                continue
+            walking = walk if counter is None else counter.walk(a, symbol)
+            walked = walking.seeded(base) if walking is not None and attempt == 0 and a.table.asserted else None
+            if walked is not None:  # reductions' entry in its general form: the walk's first n columns
+                _forget_pass(a, mark, facts_mark)
+                base = entry = walked
                 continue
             if exposed is not None and (a.checking or not checking) and _carries_nothing(a, entry, exposed):
                 return True  # the entry state of later iterations changes nothing this pass saw

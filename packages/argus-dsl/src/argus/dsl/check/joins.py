@@ -12,6 +12,7 @@ from argus.verify.affine import Affine
 from argus.verify.affine import add_keys, sub_keys
 from argus.verify.products import EMPTY, PRODUCT_A, PRODUCT_B, along, canonical, pair_length, same_syntax
 from argus.verify.products import ZERO
+from argus.verify import reductions as red
 from argus.verify.tags import BYTES, TOP, join
 
 from .arithmetic import select_int
@@ -32,6 +33,10 @@ unknown (not equal) at once."""
 
 class Joins:
     """The snapshots and joins part of `TagAnalysis` (a mixin: its state is set in `TagAnalysis.__init__`)."""
+
+    walk: Walk | None = None
+    """While the body of a loop whose threads walk their own bounds runs under its guard: the walk
+    (`Walk`), whose reductions the join of the guard's two sides continues."""
 
     def track(self, scope: tuple[int, int]) -> None:
         """Record, for the memories and variables of `scope`, what is read before being written."""
@@ -123,8 +128,10 @@ class Joins:
                 self.initialization.join(m, m.site, site, paths)
             if writers is not None:
                 m.epoch_writer[...] = m.join_writers(m.epoch_writer, writers)
+        walking = self.walk is not None and condition is self.walk.below and self.table.asserted
         for i, (s, (tags, value)) in enumerate(zip(self.slots, other.slots)):
-            s.tags = self.joined(s.tags, tags)
+            walked = self.walk.joined(self, i, s.tags, tags) if walking else None  # type: ignore[union-attr]
+            s.tags = self.joined(s.tags, tags) if walked is None else walked
             label = f"{carried or f'a value joined from two paths at {origin}'} (variable {i})"
             scope = self.obligations.scope
             s.value = self.join_values(condition, value, s.value, label,
@@ -384,3 +391,158 @@ def _relabelled(ids: np.ndarray, olds: np.ndarray, news: np.ndarray) -> np.ndarr
     order = np.argsort(olds)
     at = order[np.searchsorted(olds, (ids - 2) // BYTES, sorter=order)]
     return 2 + news[at] * BYTES + (ids - 2) % BYTES  # type: ignore[no-any-return]
+
+
+class Walk:
+    """A runtime loop whose threads walk bounds of their own, ``range(lane, cols, 32)``
+    (`argus.dsl.check.control.Counter`), followed for the row reductions it accumulates in
+    variables (`argus.verify.reductions`). In iteration n of the trip counter, thread t's index is
+    ``start_t + step·n`` and the body runs under ``index < stop_t`` (`below`, where the trip counts
+    differ). A reduction that holds the walk's first n columns below stop (`red.WALK`, count n)
+    and takes in the index's column holds them and the next one (`red.STEP`); on the side of the
+    guard where the index is past stop, it kept the first n, which are then the first n + 1 below
+    stop too: so the join of the guard's two sides is ``WALK(n + 1)`` — for that thread, exactly
+    what it holds. The first pass, from what the variable held before the loop (-inf for a max,
+    0.0 for a sum: nothing reduced, the walk's first 0 columns), proposes that entry (`seeds`),
+    which the passes after it confirm as every loop entry is (an entry that does not settle is
+    no proof). After the loop, in the last iteration, ``WALK(last + 1)`` is every column the
+    thread's walk visits (`done`)."""
+
+    def __init__(self, a: Any, start: Affine, stop: Affine, step: int, symbol: int, below: Any,
+                 origin: Key = (0, ()), trips: Key | None = None) -> None:
+        self.a, self.start, self.stop, self.step, self.symbol, self.below = a, start, stop, step, symbol, below
+        self.trips = trips
+        """How many iterations every thread runs, where they all run as many (None: not known so)."""
+        self.origin = origin
+        """The symbol's value at the first iteration: 0 for a trip counter; for a loop of step 1
+        whose threads run one trip count (`range(0, cols)`), whose symbol is the index, its start."""
+        self.seeds: dict[int, dict[int, tuple[Any, ...]]] = {}
+        """Per variable, per thread: the reduction (head, rows) whose entry the first pass proposes."""
+
+    def _bounds(self, p: int) -> tuple[Any, Any, Any]:
+        """Thread p's start, stop and index (components as tags hold them)."""
+        start, stop = key_component(self.start.row(p)), key_component(self.stop.row(p))
+        count = sub_keys((0, ((self.symbol, 1),)), self.origin)
+        index = key_component(add_keys(self.start.row(p), (count[0] * self.step,
+                                                             tuple((t, c * self.step) for t, c in count[1]))))
+        return start, stop, index
+
+    def count(self, plus: int = 0) -> Any:
+        """How many iterations ran before this one, plus `plus`."""
+        return key_component(sub_keys((plus, ((self.symbol, 1),)), self.origin))
+
+    def continued(self, a: Any, entry: list[np.ndarray]) -> None:
+        """At the end of an iteration of a loop whose threads all run every iteration (no guard:
+        the index is below stop in each), a reduction that took in the walk's next column holds
+        the walk's first n + 1 columns; one that took in the first column from nothing reduced
+        (`entry`: the variables' tags when the iteration began) proposes the entry (`seeds`)."""
+        if not a.table.asserted:
+            return
+        for i, (s, before) in enumerate(zip(a.slots, entry)):
+            if s.tags is before:
+                continue
+            made = self.joined(a, i, before, s.tags, guarded=False)
+            if made is not None:
+                s.tags = made
+
+    def joined(self, a: Any, slot: int, ours: np.ndarray, theirs: np.ndarray, guarded: bool = True
+               ) -> np.ndarray | None:
+        """The join of a variable's tags on the guard's two sides (`ours` where the index is past
+        stop, `theirs` where it is below), where a reduction continues the walk: None elsewhere.
+        Not `guarded`: `ours` what the iteration began with, `theirs` what it ended with, the
+        index below stop (`continued`)."""
+        table = a.table
+        out = None
+        for p in range(ours.shape[0]):
+            t, o = _whole(table, theirs[p]), _whole(table, ours[p])
+            if t is None:
+                continue
+            found = red.parse_reduced(table.tags[t])
+            if found is None:
+                continue
+            head, rows, columns = found
+            start, stop, index = self._bounds(p)
+            result = None
+            if columns[:1] == (red.STEP,) and o is not None and \
+                    self._on_walk(columns, start, stop, self.count()) and \
+                    table.tags[o] == red.reduced(head, rows, (red.WALK, *columns[1:])):
+                result = red.reduced(head, rows, (red.WALK, start, self.step, stop, self.count(1)))
+            elif columns[:1] == (-1,) and len(columns) == 3 and same_syntax(columns[1], index) and \
+                    red.is_start(table, head[0], ours[p][None])[0]:
+                self.seeds.setdefault(slot, {})[p] = (head, rows)
+            if result is not None:
+                if out is None:
+                    out = a.joined(ours, theirs) if guarded else theirs.copy()
+                out[p] = 2 + table.element_id(result) * BYTES + np.arange(ours.shape[-1])
+                table._laid_at(np.array([table.element_id(result)]), ours.shape[-1])
+        return out
+
+    def _on_walk(self, columns: tuple[Any, ...], start: Any, stop: Any, count: Any) -> bool:
+        return len(columns) == 5 and same_syntax(columns[1], start) and columns[2] == self.step and \
+            same_syntax(columns[3], stop) and same_syntax(columns[4], count)
+
+    def seeded(self, base: State) -> State | None:
+        """`base` (the state before the loop) with each variable the first pass saw take in the
+        walk's first column from nothing reduced holding the walk's first n columns instead (n
+        the trip counter: none at the first iteration, which is what it held). None: no such."""
+        if not self.seeds:
+            return None
+        table = self.a.table
+        slots = list(base.slots)
+        changed = False
+        for i, rows_of in self.seeds.items():
+            if i >= len(slots):
+                continue
+            tags, value = slots[i]
+            tags = tags.copy()
+            for p, (head, rows) in rows_of.items():
+                if not red.is_start(table, head[0], tags[p][None])[0]:
+                    continue
+                start, stop, _ = self._bounds(p)
+                e = table.element_id(red.reduced(head, rows, (red.WALK, start, self.step, stop, self.count())))
+                table._laid_at(np.array([e]), tags.shape[-1])
+                tags[p] = 2 + e * BYTES + np.arange(tags.shape[-1])
+                changed = True
+            slots[i] = (tags, value)
+        self.seeds = {}
+        return State(base.memories, slots) if changed else None
+
+    def done(self, a: Any, before: State) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """After the loop, in its last iteration (the trip counter's largest value, past every
+        thread's own last): each variable's reductions of the walk's first n + 1 columns as every
+        column the walk visits, where the variable held nothing reduced before the loop (a launch
+        in which a thread walks no column: nothing, which those columns are then too). Per
+        variable, the threads whose tags are so and its tags (to set after the loop's join)."""
+        table = a.table
+        out = []
+        for i, (s, (old, _)) in enumerate(zip(a.slots, before.slots)):
+            tags, changed = s.tags.copy(), np.zeros(s.tags.shape[0], bool)
+            for p in range(tags.shape[0]):
+                e = _whole(table, tags[p])
+                found = None if e is None else red.parse_reduced(table.tags[e])
+                if found is None or found[2][:1] != (red.WALK,):
+                    continue
+                head, rows, columns = found
+                start, stop, _ = self._bounds(p)
+                if not self._on_walk(columns, start, stop, self.count(1)) or \
+                        not red.is_start(table, head[0], old[p][None])[0]:
+                    continue
+                visited = red.walk_done(start, self.step, stop,
+                                        None if self.trips is None else key_component(self.trips))
+                if visited is None:
+                    continue
+                made = table.element_id(red.reduced(head, rows, visited))
+                table._laid_at(np.array([made]), tags.shape[-1])
+                tags[p] = 2 + made * BYTES + np.arange(tags.shape[-1])
+                changed[p] = True
+            if changed.any():
+                out.append((i, changed, tags))
+        return out
+
+
+def _whole(table: Any, row: np.ndarray) -> int | None:
+    """The element whose bytes a row of byte tags is, whole and in order (None: no such)."""
+    first = int(row[0])
+    if first <= TOP or (first - 2) % BYTES or not (row == first + np.arange(row.size)).all():
+        return None
+    return (first - 2) // BYTES

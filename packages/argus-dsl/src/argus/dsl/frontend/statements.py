@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from argus.verify import products, sums
+from argus.verify import products, reductions, sums
 from xdsl.dialects import arith, builtin, scf
 from xdsl.ir import Block, Region
 
@@ -373,6 +373,13 @@ class Statements:
                 raise self.type_error(expr, "product(...) states what an accumulator holds: it is a tag of "
                                             "assert_tags(c, lambda m, n: product(...)), not of an operand")
             return self.product_components(expr)
+        reduction = {lang.row_max: "row_max", lang.row_sum: "row_sum", lang.softmax_of: "softmax_of"}.get(
+            self.resolve_callee(expr.func)) if isinstance(expr, ast.Call) else None
+        if reduction is not None:
+            if not allow_product:
+                raise self.type_error(expr, f"{reduction}(...) states what a stored reduction holds: it is a tag of "
+                                            f"assert_tags(out, lambda r, c: {reduction}(...)), not of an operand")
+            return self.reduction_components(expr, reduction)  # type: ignore[arg-type]
         if isinstance(expr, ast.Call) and self.resolve_callee(expr.func) is lang.sum_of:
             if not allow_product:
                 raise self.type_error(expr, "sum_of(...) states what a stored sum holds: it is a tag of "
@@ -400,17 +407,17 @@ class Statements:
             raise self.type_error(call, usage)
         out: list[Any] = [_PRODUCT_MARK]
         for rows in call.args[:2]:
-            if not (isinstance(rows, ast.Subscript) and isinstance(rows.value, ast.Name)):
-                raise self.type_error(rows, usage)
-            value = self.expr(rows.slice)
-            comps = value if isinstance(value, tuple) else (value,)
-            out += [len(comps) + 1, self.constant_tag(rows, operand_identity(rows.value.id)),
-                    *(self.integer_component(c, rows) for c in comps)]
-        k = call.args[2]
+            part = self.operand_rows(rows, usage)
+            out += [len(part), *part]
+        return [*out, *self.span_components(call.args[2], usage)]
+
+    def span_components(self, k: ast.expr, usage: str, one: bool = False) -> list[Any]:
+        """The pair tags a product sums over, or a reduction reduces over (`one`: a tuple of one
+        component), as a span: (pos, *k with range(lo, hi)'s lo at pos, hi)."""
         elements = k.elts if isinstance(k, ast.Tuple) else [k]
         ranges = [j for j, e in enumerate(elements) if isinstance(e, ast.Call) and isinstance(e.func, ast.Name)
                   and e.func.id == "range"]
-        if len(ranges) != 1:
+        if len(ranges) != 1 or (one and len(elements) != 1):
             raise self.type_error(k, f"the pairs summed over hold exactly one range(lo, hi); {usage}")
         pos = ranges[0]
         bounds = elements[pos]
@@ -419,7 +426,43 @@ class Statements:
             raise self.type_error(bounds, "the summed pairs' range is range(lo, hi) (step 1)")
         lo, hi = (self.integer_component(self.expr(b), b) for b in bounds.args)
         comps = [lo if j == pos else self.integer_component(self.expr(e), e) for j, e in enumerate(elements)]
-        return [*out, pos, *comps, hi]
+        return [pos, *comps, hi]
+
+    def operand_rows(self, rows: ast.expr, usage: str) -> list[Any]:
+        """``x[r]``: an operand's row part as its tags carry it (its identity, then r's components)."""
+        if not (isinstance(rows, ast.Subscript) and isinstance(rows.value, ast.Name)):
+            raise self.type_error(rows, usage)
+        value = self.expr(rows.slice)
+        comps = value if isinstance(value, tuple) else (value,)
+        return [self.constant_tag(rows, operand_identity(rows.value.id)), *(self.integer_component(c, rows) for c in comps)]
+
+    def reduction_components(self, call: ast.Call, name: str) -> list[Any]:
+        """``row_max(x[r], k)``, ``row_sum(x[r], k)``: (REDUCED, 1, kind, len(rows), *rows, *span);
+        ``softmax_of(x[r], (c,), k)``: (SOFTMAX, len(pair), *pair, len(rows), *rows, log2(e)'s
+        bits, *span) — the tags `argus.verify.reductions` gives what a kernel computes."""
+        if name == "softmax_of":
+            usage = ("softmax_of(x[r], (c,), k) takes operand x's row (x tagged with rows=), the pair tag of the "
+                     "element, and the one pair component reduced over, as a range: "
+                     "softmax_of(x[r], (c,), (range(0, cols),))")
+            if len(call.args) != 3 or call.keywords:
+                raise self.type_error(call, usage)
+            rows = self.operand_rows(call.args[0], usage)
+            value = self.expr(call.args[1])
+            pair = [self.integer_component(c, call.args[1]) for c in (value if isinstance(value, tuple) else (value,))]
+            if len(pair) != 1:
+                raise self.type_error(call.args[1], f"the element's pair tag has one component; {usage}")
+            span = self.span_components(call.args[2], usage, one=True)
+            return [self.constant_tag(call, reductions.SOFTMAX), self.constant_tag(call, len(pair)), *pair,
+                    self.constant_tag(call, len(rows)), *rows, self.constant_tag(call, reductions.LOG2E), *span]
+        usage = (f"{name}(x[r], k) takes operand x's row (x tagged with rows=) and the one pair component "
+                 f"reduced over, as a range: {name}(x[r], (range(0, cols),))")
+        if len(call.args) != 2 or call.keywords:
+            raise self.type_error(call, usage)
+        rows = self.operand_rows(call.args[0], usage)
+        span = self.span_components(call.args[1], usage, one=True)
+        kind = reductions.MAX if name == "row_max" else reductions.SUM
+        return [self.constant_tag(call, reductions.REDUCED), self.constant_tag(call, 1), self.constant_tag(call, kind),
+                self.constant_tag(call, len(rows)), *rows, *span]
 
     def sum_components(self, call: ast.Call) -> list[Any]:
         """``sum_of(t1, t2, ...)``: (SUM, n, len(t1), *t1, ...), the terms in any order (the tag

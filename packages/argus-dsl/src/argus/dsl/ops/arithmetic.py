@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from argus.verify import sums
+from argus.verify import reductions, sums
 from xdsl.dialects import arith, math
 from xdsl.ir import Operation
 
@@ -35,7 +35,11 @@ from ..check.arithmetic import (
     INT_RULES,
     cast_rule,
     constant_rule,
+    difference_rule,
+    exp2_rule,
+    float_constant,
     int_op_rule,
+    max_rule,
     nonfinite,
     over_zero,
     product_cast,
@@ -446,6 +450,26 @@ def _shadow_scale(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
                                    isinstance(op, arith.MulfOp))
     if kept is not None:
         s.tags[result] = kept
+    _shadow_kept(s, result, reductions.scaled(s.table, s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs),
+                                              dtype_of_mlir(result.type).name, isinstance(op, arith.MulfOp),
+                                              (float_constant(op.lhs), float_constant(op.rhs))))
+
+
+def _shadow_kept(s: Any, result: Any, found: np.ndarray | None) -> None:
+    """A reduction rule's byte tags where it holds (`argus.verify.reductions`), as the checker keeps them."""
+    if found is not None:
+        s.tags[result] = np.where(found >= 0, found, s.tags[result])
+
+
+def _shadow_reduction(rule: Callable[..., np.ndarray | None]) -> Callable[..., None]:
+    """The shadow rule of a float op that may reduce a row (`max_rule`, `difference_rule`, `exp2_rule`)."""
+    def shadow(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
+        s.computed(op, frame)
+        if s.table.asserted:
+            result = op.results[0]
+            _shadow_kept(s, result, rule(s.table, *(s.value_tags(frame, v) for v in op.operands),
+                                         dtype_of_mlir(result.type).name))
+    return shadow
 
 
 def _shadow_sum(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
@@ -458,16 +482,20 @@ def _shadow_sum(s: Any, op: Any, frame: Frame, mask: np.ndarray) -> None:
                        dtype_of_mlir(result.type).name)
     if found is not None:
         s.tags[result] = np.where(found >= 0, found, s.tags[result])
+    _shadow_kept(s, result, reductions.added(s.table, s.value_tags(frame, op.lhs), s.value_tags(frame, op.rhs),
+                                             dtype_of_mlir(result.type).name))
 
 
 define(arith.AddfOp, interpret=_interpret_float(np.add), analyze=sum_rule, shadow=_shadow_sum,
        translate=_translate_binary)
-define(arith.SubfOp, interpret=_interpret_float(np.subtract), translate=_translate_binary)
+define(arith.SubfOp, interpret=_interpret_float(np.subtract), analyze=difference_rule,
+       shadow=_shadow_reduction(reductions.subtracted), translate=_translate_binary)
 for _op_type, _fn in ((arith.MulfOp, np.multiply), (arith.DivfOp, np.divide)):
     define(_op_type, interpret=_interpret_float(_fn), analyze=scale_rule, shadow=_shadow_scale,
            translate=_translate_binary)
 define(arith.MinimumfOp, interpret=_interpret_float(np.minimum), translate=_translate_minmax)
-define(arith.MaximumfOp, interpret=_interpret_float(np.maximum), translate=_translate_minmax)
+define(arith.MaximumfOp, interpret=_interpret_float(np.maximum), analyze=max_rule,
+       shadow=_shadow_reduction(reductions.maximum), translate=_translate_minmax)
 define(arith.NegfOp, interpret=_interpret_unary(np.negative), translate=_translate_negf)
 
 define(arith.CmpiOp, interpret=_interpret_cmpi, analyze=int_op_rule, translate=_translate_compare)
@@ -475,7 +503,8 @@ define(arith.CmpfOp, interpret=_interpret_cmpf, translate=_translate_compare)
 define(arith.SelectOp, interpret=_interpret_select, analyze=int_op_rule, shadow=_shadow_select,
        translate=_translate_select)
 
-for _op_type, _fn in ((math.Exp2Op, np.exp2), (math.Log2Op, np.log2), (math.SqrtOp, np.sqrt),
-                      (math.RsqrtOp, lambda x: 1.0 / np.sqrt(x))):
+define(math.Exp2Op, interpret=_interpret_unary(np.exp2), analyze=exp2_rule,
+       shadow=_shadow_reduction(reductions.exponential), translate=_translate_math)
+for _op_type, _fn in ((math.Log2Op, np.log2), (math.SqrtOp, np.sqrt), (math.RsqrtOp, lambda x: 1.0 / np.sqrt(x))):
     define(_op_type, interpret=_interpret_unary(_fn), translate=_translate_math)
 define(math.FmaOp, interpret=_interpret_fma, analyze=float_op_rule, translate=_translate_fma)

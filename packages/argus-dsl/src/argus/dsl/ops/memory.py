@@ -293,7 +293,7 @@ def _shadow_var(s: ShadowInterpreter, op: D.VarOp, frame: Frame, mask: np.ndarra
 
 def _shadow_var_store(s: ShadowInterpreter, op: D.VarStoreOp, frame: Frame, mask: np.ndarray) -> None:
     slot = s.tags[op.var]
-    slot[mask] = cleared(s.table, op.value, s.value_tags(frame, op.value), True)[mask]  # (a variable is a register)
+    slot[mask] = cleared(s.table, op.value, s.value_tags(frame, op.value), True, variable=True)[mask]  # (a variable is a register)
 
 
 def _shadow_var_load(s: ShadowInterpreter, op: D.VarLoadOp, frame: Frame, mask: np.ndarray) -> None:
