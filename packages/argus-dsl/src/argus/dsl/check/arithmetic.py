@@ -322,24 +322,25 @@ def _kept(a: TagAnalysis, op: Operation, computed: np.ndarray, found: np.ndarray
         a.tags[op.results[0]] = np.where(found >= 0, found, computed)
 
 
-def max_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
-    """A float maximum: computed data, except that a row's maximum over the columns it covers
-    takes in an element of the row or another maximum of it (`argus.verify.reductions`)."""
+def _reduction_pair(a: TagAnalysis, op: Operation, combine: Any) -> None:
+    """A binary float op: computed data, except where `combine` (a rule of
+    `argus.verify.reductions`, given both sides' tags and the result's type) finds more."""
     found = _tagged_float(a, op)
     if found is not None:
         lhs, rhs, computed = found
-        _kept(a, op, computed, reductions.maximum(a.table, a.tags.get(lhs), a.tags.get(rhs),
-                                                  dtype_of_mlir(op.results[0].type).name))
+        _kept(a, op, computed, combine(a.table, a.tags.get(lhs), a.tags.get(rhs), dtype_of_mlir(op.results[0].type).name))
+
+
+def max_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
+    """A float maximum: computed data, except that a row's maximum over the columns it covers
+    takes in an element of the row or another maximum of it (`argus.verify.reductions`)."""
+    _reduction_pair(a, op, reductions.maximum)
 
 
 def difference_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
     """A float difference: computed data, except an element of a row less a reduction, the start
     of a softmax's term (`argus.verify.reductions`)."""
-    found = _tagged_float(a, op)
-    if found is not None:
-        lhs, rhs, computed = found
-        _kept(a, op, computed, reductions.subtracted(a.table, a.tags.get(lhs), a.tags.get(rhs),
-                                                     dtype_of_mlir(op.results[0].type).name))
+    _reduction_pair(a, op, reductions.subtracted)
 
 
 def exp2_rule(a: TagAnalysis, op: Operation, mask: np.ndarray) -> None:
