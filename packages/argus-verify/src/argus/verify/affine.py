@@ -504,6 +504,51 @@ def _counter(size: int, length: int) -> np.ndarray:
     return counter
 
 
+def unique_sorted(values: Any) -> np.ndarray:
+    """`np.unique(values)` of integers (flattened, sorted) by one sort: numpy's unique hashes
+    (2.x), which costs several times a sort on the thousands of byte ids a check compares."""
+    flat = np.sort(np.asarray(values), axis=None)
+    if flat.size < 2:
+        return flat
+    keep = np.empty(flat.size, bool)
+    keep[0] = True
+    np.not_equal(flat[1:], flat[:-1], out=keep[1:])
+    return flat[keep]
+
+
+def unique_inverse(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(values, return_inverse=True)` of integers (the inverse in the shape of
+    `values`), through a table when their range is small (much faster than sorting)."""
+    values = np.asarray(values)
+    if values.size:
+        low = int(values.min())
+        span = int(values.max()) - low + 1
+        if span <= 4 * values.size + 4096:
+            present = np.zeros(span, bool)
+            present[values - low] = True
+            found = np.flatnonzero(present)
+            number = np.zeros(span, np.int64)
+            number[found] = np.arange(found.size)
+            return (found + low).astype(values.dtype, copy=False), number[values - low]
+    unique, inverse = np.unique(values, return_inverse=True)
+    return unique, np.reshape(inverse, values.shape)
+
+
+def among(values: Any, members: Any) -> np.ndarray:
+    """`np.isin(values, members)` of integers, through a table of `members` when their range is
+    small (numpy sorts both, unless that range is small against both sizes together)."""
+    values, members = np.asarray(values), np.asarray(members, np.int64).reshape(-1)
+    if not members.size or not values.size:
+        return np.zeros(values.shape, bool)
+    low, high = int(members.min()), int(members.max())
+    if high - low > 4 * (values.size + members.size) + 4096:
+        return np.isin(values, members)
+    table = np.zeros(high - low + 1, bool)
+    table[members - low] = True
+    inside = (values >= low) & (values <= high)
+    return inside & table[np.where(inside, values - low, 0)]
+
+
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`np.unique(rows, axis=0, return_inverse=True)`, through one integer per row when the
     columns' ranges allow (much faster than sorting rows)."""

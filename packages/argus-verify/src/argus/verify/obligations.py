@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .affine import Key, Space, distinct_rows, sub_keys
+from .affine import Key, Space, among, distinct_rows, sub_keys
 from .products import text as products_text
 from .sums import SUM
 from .solvers import Answer, Comparison, Query, Solver
@@ -155,7 +155,7 @@ class Obligations:
                 continue
             pending.pairs.setdefault((self.scope, unit), (p, e, describe))
         if found:
-            false = np.isin(inverse, list(found))
+            false = among(inverse, list(found))
             for s in np.flatnonzero(false)[:4].tolist():  # a site keeps at most four of a kind
                 a, b = found[int(inverse[s])]
                 p, e = points[s].tolist()

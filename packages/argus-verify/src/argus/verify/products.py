@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .affine import add_keys, sub_keys, unique_rows
+from .affine import add_keys, sub_keys, unique_inverse, unique_rows, unique_sorted
 
 if TYPE_CHECKING:
     from .tags import TagTable
@@ -404,7 +404,7 @@ class Products:
         if not self.table.rowed and not self.table.asserted:
             return ids
         ids = self.as_joined(ids)  # (zero on one path, data on another: no pair)
-        elements, inverse = np.unique(ids, return_inverse=True)
+        elements, inverse = unique_inverse(ids)
         concrete = elements > 1
         e = (elements[concrete] - 2) // _BYTES
         parts = np.array([self._parts(x) for x in e.tolist()], np.int64).reshape(-1, 2)
@@ -440,7 +440,7 @@ class Products:
         and its row part element."""
         laid, pair, rows = self.laid_out(tags)
         if laid.any():
-            found = np.unique(rows[laid])
+            found = unique_sorted(rows[laid])
             marked = np.array([self.table.tags[x][:1] == (ROW_PART,) for x in found.tolist()], bool)
             laid[laid] = marked[np.searchsorted(found, rows[laid])]
         return laid, pair, rows
@@ -504,7 +504,7 @@ class Products:
         pairs, row_parts = self._operand_parts(matrix)
         if number is not None and row_parts.size:
             formats = self.table.formats
-            kinds = {e: formats.get(e, number) == number for e in np.unique(row_parts).tolist()}
+            kinds = {e: formats.get(e, number) == number for e in unique_sorted(row_parts).tolist()}
             row_parts = np.where(np.vectorize(kinds.__getitem__, otypes=[bool])(row_parts), row_parts, -1)
         row = np.where((row_parts == row_parts[..., :1]).all(axis=-1), row_parts[..., 0], -1)
         row[row == self.table._ids.get((ROW_PART,), -1)] = -1  # (no rows: no claim can name such a product)
@@ -529,7 +529,7 @@ class Products:
             inside = (elements >= 0) & (elements < laid.size)
             at = laid[np.where(inside, elements, 0)]
             elements = np.where(inside & (at != 0) & (at != width), -1, elements)
-        unique, inverse = np.unique(elements, return_inverse=True)
+        unique, inverse = unique_inverse(elements)
         parts = np.array([self._parts(int(x)) if x >= 0 else (-1, -1) for x in unique.tolist()],
                          np.int64).reshape(-1, 2)
         pairs = parts[inverse, 0].reshape(elements.shape)
@@ -602,7 +602,7 @@ class Products:
             parts = self._part_mask()
             laid &= parts[np.clip(e_a, 0, parts.size - 1)]
             if laid.any():
-                marks = {x: self.table.tags[x][:1] == (PRODUCT_A,) for x in np.unique(e_a[laid]).tolist()}
+                marks = {x: self.table.tags[x][:1] == (PRODUCT_A,) for x in unique_sorted(e_a[laid]).tolist()}
                 laid[laid] = [marks[x] for x in e_a[laid].tolist()]
         return laid  # type: ignore[no-any-return]
 
@@ -745,7 +745,7 @@ class Products:
         if not laid.any():
             return None
         e_a = np.where(laid, e_a, -1)
-        marks = {x: x >= 0 and self.table.tags[x][:1] == (PRODUCT_A,) for x in np.unique(e_a).tolist()}
+        marks = {x: x >= 0 and self.table.tags[x][:1] == (PRODUCT_A,) for x in unique_sorted(e_a).tolist()}
         laid &= np.vectorize(marks.__getitem__, otypes=[bool])(e_a) if e_a.size else laid
         if not laid.any():
             return None

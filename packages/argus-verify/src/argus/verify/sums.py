@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .affine import unique_sorted
+
 if TYPE_CHECKING:
     from .tags import TagTable
 
@@ -80,7 +82,7 @@ def added(table: TagTable, x: np.ndarray | None, y: np.ndarray | None, number: s
             at = table.widths[np.where(inside, element, 0)]
             ok &= ~inside | (at == 0) | (at == width)
         if ok.any():  # (read as the numbers they are)
-            types = {e: table.formats.get(e) == number for e in np.unique(element[ok]).tolist()}
+            types = {e: table.formats.get(e) == number for e in unique_sorted(element[ok]).tolist()}
             ok[ok] = [types[e] for e in element[ok].tolist()]
         return ok, element
 

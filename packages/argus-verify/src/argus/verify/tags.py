@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .affine import runs, unique_rows
+from .affine import among, runs, unique_rows, unique_sorted
 
 BOTTOM = 0
 TOP = 1
@@ -164,11 +164,11 @@ class TagTable:
         self._laid_at(np.asarray(elements).reshape(-1), nbytes)
         if self._laid_out:
             elements = np.asarray(elements).reshape(-1)
-            laid = np.isin(elements, list(self._laid_out))
+            laid = among(elements, list(self._laid_out))
             if laid.any():
                 out = out.reshape(elements.size, nbytes)
                 if nbytes < 2:  # (a product needs two bytes; an operand stays whole)
-                    out[laid & ~np.isin(elements, list(self._operands))] = TOP
+                    out[laid & ~among(elements, list(self._operands))] = TOP
                 else:
                     parts = np.array([self._laid_out[e] for e in elements[laid].tolist()], np.int64)
                     out[laid] = layout(parts[:, 0], parts[:, 1], nbytes)
@@ -179,7 +179,7 @@ class TagTable:
         element type, where a tag function describes them): what arithmetic on them may count
         as adding them up (`argus.verify.sums`). An element of several types has none."""
         known = np.asarray(ids)[np.asarray(ids) > TOP]
-        for e in np.unique((known - 2) // BYTES).tolist():
+        for e in unique_sorted((known - 2) // BYTES).tolist():
             was = self.formats.get(e)
             self.formats[e] = name if was is None or was == name else ""
 

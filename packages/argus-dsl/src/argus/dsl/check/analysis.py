@@ -108,6 +108,12 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         self.table.same, self.table.context = self.always_equal, self.equality_context
         self.equal_memo: dict[Any, bool] = {}
         self.part_mask: tuple[int, np.ndarray] | None = None
+        self.first_memo: dict[tuple[int, Key], dict[int, int]] = {}
+        """Per loop symbol and its first index, per element: the element at the first iteration
+        (`Joins.inductive_join`)."""
+        self.entry_memo: dict[tuple[Any, ...], dict[tuple[int, int], int]] = {}
+        """Per loop symbol, first index and `equality_context`, per pair of elements: the
+        element a loop's entry holds (`Joins.product_entry`)."""
         """`Joins._product_parts`, with the number of product parts it was made for."""
         self.equal_engine: Any = None
         self.obligations = Obligations(self.table, self.space)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from argus.verify.affine import Affine, add_keys, sub_keys
+from argus.verify.affine import Affine, add_keys, among, sub_keys, unique_sorted
 from argus.verify.memory import RESET
 from argus.verify.tags import BYTES, TOP, join
 
@@ -321,7 +321,7 @@ def _written_by_the_end(a: TagAnalysis, memories: int, ends: dict[int, list[Key]
         if not coded.any():
             continue
         site = m.site.copy()
-        for code in np.unique(m.site[coded]).tolist():
+        for code in unique_sorted(m.site[coded]).tolist():
             condition = codes.condition(code)
             for symbol, iterations in ends.items():
                 condition = functools.reduce(codes.both, [codes.substituted(condition, symbol, at)
@@ -504,7 +504,7 @@ def _loses_tags(a: TagAnalysis, base: State, back: State, joined: State) -> bool
     zero) that both sides had tags for."""
     maybe = a.table.products.maybe_zero_bytes() if a.table.asserted else np.zeros(0, np.int64)
     for (ours, *_), (theirs, *_), (both, *_) in zip(base.memories, back.memories, joined.memories):
-        if ((ours > TOP) & (theirs > TOP) & ((both == TOP) | np.isin(both, maybe))).any():
+        if ((ours > TOP) & (theirs > TOP) & ((both == TOP) | among(both, maybe))).any():
             return True
     return False
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from argus.verify.affine import Affine
-from argus.verify.affine import add_keys, sub_keys
+from argus.verify.affine import add_keys, among, sub_keys, unique_inverse, unique_sorted
 from argus.verify.products import EMPTY, PRODUCT_A, PRODUCT_B, along, canonical, pair_length, same_syntax
 from argus.verify.products import ZERO
 from argus.verify.tags import BYTES, TOP, join
@@ -165,12 +165,16 @@ class Joins:
             return key_component(add_keys((v[0], ()), part))
 
         tags, element_id = self.table.tags, self.table.element_id
-        for key in np.unique(pairs).tolist():
+        memo = self.first_memo.setdefault((loop, first), {})  # (per element: it at the first iteration)
+        for key in unique_sorted(pairs).tolist():
             was, now = divmod(key, width)
-            if element_id(tuple(map(substituted, tags[now]))) == was:
+            at_first = memo.get(now)
+            if at_first is None:
+                at_first = memo[now] = element_id(tuple(map(substituted, tags[now])))
+            if at_first == was:
                 accepted.append(key)
         if accepted:
-            hit = np.isin(pairs, accepted)
+            hit = among(pairs, accepted)
             out[np.unravel_index(where[hit], out.shape)] = back[hit]
         return out
 
@@ -197,8 +201,9 @@ class Joins:
             return
         width = int(now_element.max()) + 1
         keys = was_element[aligned] * width + now_element[aligned]  # (element before, element in the loop) as one
-        unique, inverse = np.unique(keys, return_inverse=True)
-        made = np.array([self._entry_element(*divmod(int(key), width), loop, first) for key in unique.tolist()],
+        unique, inverse = unique_inverse(keys)
+        memo = self.entry_memo.setdefault((loop, first, self.equality_context()), {})
+        made = np.array([self._remembered_entry(memo, *divmod(key, width), loop, first) for key in unique.tolist()],
                         np.int64)
         found = made[np.reshape(inverse, -1)]
         hit = found >= 0
@@ -215,6 +220,15 @@ class Joins:
             mask[parts] = True
             self.part_mask = held = (len(parts), mask)
         return held[1]
+
+    def _remembered_entry(self, memo: dict[tuple[int, int], int], was: int, now: int, loop: int, first: Key) -> int:
+        """`_entry_element`, remembered in `memo` (per loop, first index and `equality_context`:
+        what its answer depends on besides the two elements) — a loop's passes join the same
+        elements again."""
+        found = memo.get((was, now))
+        if found is None:
+            found = memo[(was, now)] = self._entry_element(was, now, loop, first)
+        return found
 
     def _entry_element(self, was: int, now: int, loop: int, first: Key) -> int:
         """The element a loop's entry holds where the state before it holds element `was` (−1:
@@ -280,7 +294,7 @@ class Joins:
         memories = []
         for tags_, site, writers in base.memories:
             element = (tags_ - 2) // BYTES
-            hit = (tags_ > TOP) & np.isin(element, olds)
+            hit = (tags_ > TOP) & among(element, olds)
             if hit.any():
                 tags_ = tags_.copy()
                 tags_[hit] = _relabelled(tags_[hit], olds, news)

@@ -9,7 +9,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
-from argus.verify.affine import runs
+from argus.verify.affine import runs, unique_sorted
 from argus.verify.tags import BOTTOM, TOP
 
 from ..atoms import MMAAtom
@@ -136,7 +136,7 @@ def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarra
     new = np.empty(idx.shape, np.int64)
     scratch = np.full((int(threads.max()) + 1, memory.tags.shape[-1]), -1, np.int64)
     groups = copies[::atom.threads]
-    for c in np.unique(copies).tolist():
+    for c in unique_sorted(copies).tolist():
         mine, own = copies == c, groups == c
         rows, who = idx[mine], threads[mine][:, None]
         left = scratch[who, rows]
@@ -453,4 +453,4 @@ def mma_wait_rule(a: TagAnalysis, op: D.MmaWaitOp, mask: np.ndarray) -> None:
     """The waiting threads' groups retire their products but the newest `pending`."""
     threads = a.thread_of(a.active(mask))
     for running in a.in_flight:
-        running.retire(np.unique(threads // running.group), op.pending.data)
+        running.retire(unique_sorted(threads // running.group), op.pending.data)
