@@ -27,9 +27,13 @@ def whole_parts(ids: np.ndarray, runs: np.ndarray | None = None) -> np.ndarray:
     last = (ids > TOP_ID) & ((ids - 2) % _BYTES == _LAST)
     if not last.any():
         return ids
-    at = np.arange(ids.shape[-1])
+    width = ids.shape[-1]
     first = (ids > TOP_ID) & ((ids - 2) % _BYTES == 0)
-    start = np.maximum.accumulate(np.where(first, at, -1), axis=-1)
+    # the nearest byte at place 0 so far in each row, by one running maximum over all rows at
+    # once: row r's positions offset by r·width, each row's start below all of its own (numpy
+    # runs an accumulation along a short last axis row by row, a call each)
+    base = np.arange(ids.size // max(width, 1)).reshape(ids.shape[:-1] + (1,)) * width
+    start = np.maximum.accumulate(np.where(first, base + np.arange(width), base - 1).reshape(-1)).reshape(ids.shape) - base
     whole = start >= 0
     if runs is not None:
         runs = np.broadcast_to(runs, ids.shape)
@@ -42,7 +46,10 @@ def runs_of_rows(rows: np.ndarray) -> np.ndarray:
     not the one after the byte before it."""
     new = np.ones(rows.shape, bool)
     new[:, 1:] = rows[:, 1:] != rows[:, :-1] + 1
-    return np.cumsum(new, axis=-1)  # type: ignore[no-any-return]
+    # one running sum over all rows at once, less each row's start (numpy runs a sum along a
+    # short last axis row by row, a call each)
+    total = np.cumsum(new.reshape(-1)).reshape(rows.shape)
+    return total - (total[:, :1] - 1)  # type: ignore[no-any-return]
 
 
 def copied(tags: np.ndarray, origin: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .affine import Key, Space, among, distinct_rows, sub_keys
+from .affine import Key, Space, all_along, among, any_along, distinct_rows, sub_keys
 from .products import text as products_text
 from .sums import SUM
 from .solvers import Answer, Comparison, Query, Solver
@@ -109,14 +109,14 @@ class Obligations:
         pending = self.pending.setdefault(site, _Pending(site, equal, self.scope))
         if equal and lhs.shape == rhs.shape and np.array_equal(lhs, rhs) and (lhs > TOP).all():
             return  # the same concrete tags on both sides: nothing to decide (the common case)
-        unwritten = ((lhs == BOTTOM) | (rhs == BOTTOM)).any(axis=-1)
-        conflicting = ((lhs == TOP) | (rhs == TOP)).any(axis=-1) & ~unwritten
+        unwritten = any_along((lhs == BOTTOM) | (rhs == BOTTOM))
+        conflicting = any_along((lhs == TOP) | (rhs == TOP)) & ~unwritten
         for kind, where in (("unwritten", unwritten), ("conflicting", conflicting)):
             for p, e in np.argwhere(where)[:limit]:
                 self._add(Candidate(site, kind, int(p), int(e), describe, {},
                                     _raw_tag(self.table, lhs[p, e]), _raw_tag(self.table, rhs[p, e])))
         concrete = ~(unwritten | conflicting)
-        same = (lhs == rhs).all(axis=-1)
+        same = all_along(lhs == rhs)
         if equal:
             suspect = concrete & ~same
         else:
@@ -252,7 +252,7 @@ def _definitely_different(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 
 
 def _shifted(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    return ((lhs - 2) % BYTES != (rhs - 2) % BYTES).any(axis=-1)
+    return any_along((lhs - 2) % BYTES != (rhs - 2) % BYTES)
 
 
 def _evaluated(tag: Any, table: TagTable, space: Space, model: dict[int, int]) -> Any:

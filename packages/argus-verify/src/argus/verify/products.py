@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .affine import add_keys, sub_keys, unique_inverse, unique_rows, unique_sorted
+from .affine import add_keys, all_along, any_along, sub_keys, unique_inverse, unique_rows, unique_sorted
 
 if TYPE_CHECKING:
     from .tags import TagTable
@@ -504,9 +504,10 @@ class Products:
         pairs, row_parts = self._operand_parts(matrix)
         if number is not None and row_parts.size:
             formats = self.table.formats
-            kinds = {e: formats.get(e, number) == number for e in unique_sorted(row_parts).tolist()}
-            row_parts = np.where(np.vectorize(kinds.__getitem__, otypes=[bool])(row_parts), row_parts, -1)
-        row = np.where((row_parts == row_parts[..., :1]).all(axis=-1), row_parts[..., 0], -1)
+            found, inverse = unique_inverse(row_parts)
+            kinds = np.array([formats.get(e, number) == number for e in found.tolist()], bool)
+            row_parts = np.where(kinds[inverse], row_parts, -1)
+        row = np.where(all_along(row_parts == row_parts[..., :1]), row_parts[..., 0], -1)
         row[row == self.table._ids.get((ROW_PART,), -1)] = -1  # (no rows: no claim can name such a product)
         if (row < 0).all():
             return row, row
@@ -521,7 +522,7 @@ class Products:
         width = matrix.shape[-1]
         first = matrix[..., 0]
         whole = (first > 1) & ((first - 2) % _BYTES == 0) & \
-            (matrix == first[..., None] + np.arange(width)).all(axis=-1)
+            all_along(matrix == first[..., None] + np.arange(width))
         elements = np.where(whole, (first - 2) // _BYTES, -1)
         # (an element's first bytes are no element where it is laid out wider: a part of it)
         laid = self.table.widths
@@ -637,7 +638,7 @@ class Products:
         my = (ey | self.may_be_zero(y)) if fits_y else none
         keep_x, keep_y = px & ~py & ~my, (py & ~px & ~mx) if commutes else none  # (× or ÷ a zero: none)
         empty = (ex & ~py) | ((ey & ~px) if commutes else none)
-        empty &= ~(computed == 0).all(axis=-1)  # (constants times constants stay constants: ⊥)
+        empty &= ~all_along(computed == 0)  # (constants times constants stay constants: ⊥)
         if not (keep_x.any() or keep_y.any() or empty.any()):
             return None
         out = np.where(keep_x[..., None], x, computed) if keep_x.any() else computed
@@ -655,12 +656,12 @@ class Products:
         found = self.table._ids.get((EMPTY,))
         if found is None:
             return np.zeros(tags.shape[:-1], bool)
-        return (tags == layout(found, found, tags.shape[-1])).all(axis=-1)  # type: ignore[no-any-return]
+        return all_along(tags == layout(found, found, tags.shape[-1]))
 
     def may_be_zero(self, tags: np.ndarray) -> np.ndarray:
         """Per element (rows of byte tags), whether some byte of it is a cleared zero's, or one
         that may be (`MAYBE_ZERO`): a value that is zero on some path."""
-        return self._zero_like(tags).any(axis=-1)  # type: ignore[no-any-return]
+        return any_along(self._zero_like(tags))
 
     def _zero_like(self, tags: np.ndarray) -> np.ndarray:
         """Per byte, whether it is a byte of `ZERO` or of `MAYBE_ZERO`."""
@@ -713,7 +714,7 @@ class Products:
         first, second = tags[..., 0], tags[..., 1]
         a, b = (first - 2) // _BYTES, (second - 2) // _BYTES
         laid = (first > 1) & (second > 1) & ((first - 2) % _BYTES == 0)
-        laid &= (tags == layout(a, b, tags.shape[-1])).all(axis=-1)
+        laid &= all_along(tags == layout(a, b, tags.shape[-1]))
         return laid, a, b
 
     def zero_bytes(self, width: int) -> np.ndarray:
@@ -726,7 +727,7 @@ class Products:
         found = self.table._ids.get((ZERO,))
         if found is None:
             return np.zeros(tags.shape[:-1], bool)
-        return (tags == layout(found, found, tags.shape[-1])).all(axis=-1)  # type: ignore[no-any-return]
+        return all_along(tags == layout(found, found, tags.shape[-1]))
 
     def take_unjoined(self) -> set[tuple[int, int]]:
         """The pairs of spans products could not add up since the last call (a loop whose entry
@@ -745,10 +746,10 @@ class Products:
         if not laid.any():
             return None
         e_a = np.where(laid, e_a, -1)
-        marks = {x: x >= 0 and self.table.tags[x][:1] == (PRODUCT_A,) for x in unique_sorted(e_a).tolist()}
-        laid &= np.vectorize(marks.__getitem__, otypes=[bool])(e_a) if e_a.size else laid
+        found, inverse = unique_inverse(e_a)
+        laid &= np.array([x >= 0 and self.table.tags[x][:1] == (PRODUCT_A,) for x in found.tolist()], bool)[inverse]
         if not laid.any():
             return None
         out = layout(e_a, e_b, width)
-        constant = (tags == 0).all(axis=-1)
+        constant = all_along(tags == 0)
         return np.where(laid[..., None], out, np.where(constant[..., None], 0, 1))  # type: ignore[no-any-return]

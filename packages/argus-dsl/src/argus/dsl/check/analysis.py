@@ -35,7 +35,7 @@ import time
 from typing import TYPE_CHECKING
 
 import numpy as np
-from argus.verify.affine import Affine, Space, add_keys
+from argus.verify.affine import Affine, Space, add_keys, any_along
 from argus.verify.obligations import Obligations
 from argus.verify.tags import BOTTOM, TOP, TagTable
 from xdsl.dialects import arith, scf
@@ -369,7 +369,7 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         for v in operands:
             t = self.tags.get(v)
             if t is not None:
-                k = (t != BOTTOM).any(axis=-1)
+                k = any_along(t != BOTTOM)
                 known = k if known is None else known | k
         for r in results:
             self.values[r] = value

@@ -9,7 +9,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
-from argus.verify.affine import runs, unique_sorted
+from argus.verify.affine import any_along, runs, unique_sorted
 from argus.verify.tags import BOTTOM, TOP
 
 from ..atoms import MMAAtom
@@ -364,7 +364,7 @@ def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at
     # conflicting data (⊤, e.g. joined from two paths) where the other operand holds data
     # (tagged or conflicting too): no proof
     data_a, data_b = (at != BOTTOM).any(axis=(1, 3)), (bt != BOTTOM).any(axis=(1, 3))  # (groups, k)
-    top = np.concatenate([(at == TOP).any(axis=-1) & data_b[:, None], (bt == TOP).any(axis=-1) & data_a[:, None]],
+    top = np.concatenate([any_along(at == TOP) & data_b[:, None], any_along(bt == TOP) & data_a[:, None]],
                          axis=1)
     for g, row, kk in np.argwhere(top)[:1]:
         a.obligations.conflict(site, int(g), int(row) * k + int(kk), describe)
