@@ -20,7 +20,7 @@ from .affine import Key, Space, all_along, among, any_along, distinct_rows, sub_
 from .products import text as products_text
 from .sums import SUM
 from .solvers import Answer, Comparison, Query, Solver
-from .tags import BOTTOM, BYTES, TOP, TagTable
+from .tags import BOTTOM, PLACE, SHIFT, TOP, TagTable
 
 #: Builds a witness for (point, element) from symbol values (empty for a concrete finding).
 Describe = Callable[[int, int, dict[int, int]], dict[str, Any]]
@@ -126,7 +126,7 @@ class Obligations:
         # the comparisons of one pair of elements are alike: each distinct pair of byte rows is
         # judged once, its first point standing for it; findings keep the points' order
         points = np.argwhere(suspect)
-        rows = np.concatenate([(lhs[suspect] - 2) // BYTES, (rhs[suspect] - 2) // BYTES,
+        rows = np.concatenate([(lhs[suspect] - 2) >> SHIFT, (rhs[suspect] - 2) >> SHIFT,
                                _shifted(lhs, rhs)[suspect][:, None]], axis=1)
         forms, inverse, first = distinct_rows(rows)
         tags = self.table.tags
@@ -232,7 +232,7 @@ def _raw_tag(table: TagTable, ids: np.ndarray) -> Any:
         return "⊥"
     if ((ids == BOTTOM) | (ids == TOP)).any():
         return "⊤"
-    elements = set(((ids - 2) // BYTES).tolist())
+    elements = set(((ids - 2) >> SHIFT).tolist())
     return table.tags[elements.pop()] if len(elements) == 1 else "⊤"
 
 
@@ -252,7 +252,7 @@ def _definitely_different(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 
 
 def _shifted(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    return any_along((lhs - 2) % BYTES != (rhs - 2) % BYTES)
+    return any_along(((lhs - 2) & PLACE) != ((rhs - 2) & PLACE))
 
 
 def _evaluated(tag: Any, table: TagTable, space: Space, model: dict[int, int]) -> Any:

@@ -69,6 +69,7 @@ cleared, from which a product starts. Any other constant, and untagged data, are
 product starts from (``acc = 1.0`` or ``acc = bias[m]`` then summing A·B is not A·B)."""
 
 _BYTES = 64  # (argus.verify.tags.BYTES: byte k of element e has id 2 + e·BYTES + k)
+_PLACE, _SHIFT = _BYTES - 1, 6  # (argus.verify.tags.PLACE, SHIFT: a byte's place, its element)
 TOP_ID = 1  # (argus.verify.tags.TOP)
 _LAST = _BYTES - 1
 """Where a product's last byte sits in its element (`layout`)."""
@@ -406,12 +407,12 @@ class Products:
         ids = self.as_joined(ids)  # (zero on one path, data on another: no pair)
         elements, inverse = unique_inverse(ids)
         concrete = elements > 1
-        e = (elements[concrete] - 2) // _BYTES
+        e = (elements[concrete] - 2) >> _SHIFT
         parts = np.array([self._parts(x) for x in e.tolist()], np.int64).reshape(-1, 2)
         pairs = np.where(parts[:, 0] >= 0, parts[:, 0], 0)
         mapped = elements.copy()
         mapped[concrete] = np.where(e == self.table._ids.get((ZERO,), -1), 0,  # (a zero pairs with anything, as ⊥)
-                                    np.where(parts[:, 0] >= 0, 2 + pairs * _BYTES + (elements[concrete] - 2) % _BYTES,
+                                    np.where(parts[:, 0] >= 0, 2 + pairs * _BYTES + ((elements[concrete] - 2) & _PLACE),
                                              TOP_ID))  # (a row part apart from its pair: no pair)
         out = mapped[inverse].reshape(ids.shape)
         if ids.ndim and ids.shape[-1] >= 2 and self.table.rowed:  # operands laid out: their pair at every byte
@@ -521,9 +522,9 @@ class Products:
         element, laid out or whole (−1 where it is neither: no whole tagged element)."""
         width = matrix.shape[-1]
         first = matrix[..., 0]
-        whole = (first > 1) & ((first - 2) % _BYTES == 0) & \
+        whole = (first > 1) & (((first - 2) & _PLACE) == 0) & \
             all_along(matrix == first[..., None] + np.arange(width))
-        elements = np.where(whole, (first - 2) // _BYTES, -1)
+        elements = np.where(whole, (first - 2) >> _SHIFT, -1)
         # (an element's first bytes are no element where it is laid out wider: a part of it)
         laid = self.table.widths
         if laid.size:
@@ -685,7 +686,7 @@ class Products:
         maybe = self.table._ids.get((MAYBE_ZERO,))
         if maybe is None:
             return tags
-        hit = ((tags - 2) // _BYTES == maybe) & (tags > TOP_ID)
+        hit = (((tags - 2) >> _SHIFT) == maybe) & (tags > TOP_ID)
         return np.where(hit, TOP_ID, tags) if hit.any() else tags  # type: ignore[no-any-return]
 
     def zero_joined(self, joined: np.ndarray, ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
@@ -703,7 +704,7 @@ class Products:
         if not hit.any():
             return joined
         maybe = self.table.element_id((MAYBE_ZERO,))
-        place = np.where(mine, ours - 2, theirs - 2) % _BYTES
+        place = np.where(mine, ours - 2, theirs - 2) & _PLACE
         out = joined.copy()
         out[top] = np.where(hit, 2 + maybe * _BYTES + place, TOP_ID)
         return out
@@ -712,8 +713,8 @@ class Products:
         """Per element (rows of byte tags, at least two bytes), whether its bytes are a product's
         at their width (`layout`), and the elements its even and odd bytes carry."""
         first, second = tags[..., 0], tags[..., 1]
-        a, b = (first - 2) // _BYTES, (second - 2) // _BYTES
-        laid = (first > 1) & (second > 1) & ((first - 2) % _BYTES == 0)
+        a, b = (first - 2) >> _SHIFT, (second - 2) >> _SHIFT
+        laid = (first > 1) & (second > 1) & (((first - 2) & _PLACE) == 0)
         laid &= all_along(tags == layout(a, b, tags.shape[-1]))
         return laid, a, b
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from argus.verify.affine import Affine, add_keys, among, sub_keys, unique_sorted
 from argus.verify.memory import RESET
-from argus.verify.tags import BYTES, TOP, join
+from argus.verify.tags import BYTES, SHIFT, TOP, join
 
 from ..ir import dialect as D
 from ..ir.registry import meaning
@@ -592,7 +592,7 @@ class Renamer:
         if not concrete.any():
             return tags
         known = tags[concrete]
-        element = (known - 2) // BYTES
+        element = (known - 2) >> SHIFT
         size = int(element.max()) + 1
         if size > len(self.shift):  # element ids are small: a table of shifts, filled as needed
             grown = np.zeros(max(size, 2 * len(self.shift)), np.int64)

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from argus.verify.affine import among
 from argus.verify.memory import TagMemory
-from argus.verify.tags import BOTTOM, BYTES, TOP
+from argus.verify.tags import BOTTOM, BYTES, PLACE, TOP
 
 from .run_plan import Group
 
@@ -373,7 +373,7 @@ class _Journal:
         tells, so such a run is walked again op by op."""
         if len(self.writes) < 2 or not self.rewritten():
             return True
-        if not self.memory.parts and not any(((w[3] > TOP) & ((w[3] - 2) % BYTES == BYTES - 1)).any()
+        if not self.memory.parts and not any(((w[3] > TOP) & (((w[3] - 2) & PLACE) == BYTES - 1)).any()
                                              for w in self.writes):
             return True
         keys, starts, ends = [], [], []

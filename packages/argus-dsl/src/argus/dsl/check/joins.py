@@ -12,7 +12,7 @@ from argus.verify.affine import Affine
 from argus.verify.affine import add_keys, among, sub_keys, unique_inverse, unique_sorted
 from argus.verify.products import EMPTY, PRODUCT_A, PRODUCT_B, along, canonical, pair_length, same_syntax
 from argus.verify.products import ZERO
-from argus.verify.tags import BYTES, TOP, join
+from argus.verify.tags import BYTES, PLACE, SHIFT, TOP, join
 
 from .arithmetic import select_int
 from .initialization import UNKNOWN_PATHS, written
@@ -147,12 +147,12 @@ class Joins:
         if where.size == 0:
             return out
         before, back = ours.reshape(-1)[where], theirs.reshape(-1)[where]
-        aligned = (before - 2) % BYTES == (back - 2) % BYTES  # the same byte of two elements
-        where, before, back = where[aligned], (before[aligned] - 2) // BYTES, back[aligned]
+        aligned = ((before - 2) & PLACE) == ((back - 2) & PLACE)  # the same byte of two elements
+        where, before, back = where[aligned], (before[aligned] - 2) >> SHIFT, back[aligned]
         if where.size == 0:
             return out
-        width = int(((back - 2) // BYTES).max()) + 1
-        pairs = before * width + (back - 2) // BYTES  # (element before, element in the loop) as one key
+        width = int(((back - 2) >> SHIFT).max()) + 1
+        pairs = before * width + ((back - 2) >> SHIFT)  # (element before, element in the loop) as one key
         accepted = []
         parts: dict[Any, Any] = {}  # per symbolic part of a component, substituted (elements differ in constants)
 
@@ -188,15 +188,15 @@ class Joins:
             return
         flat_out, flat_ours, flat_theirs = out.reshape(-1), ours.reshape(-1), theirs.reshape(-1)
         parts = self._product_parts()
-        now_all = np.clip((flat_theirs - 2) // BYTES, 0, parts.size - 1)  # (⊥ and ⊤ land on 0: filtered next)
+        now_all = np.clip((flat_theirs - 2) >> SHIFT, 0, parts.size - 1)  # (⊥ and ⊤ land on 0: filtered next)
         where = np.flatnonzero(parts[now_all] & (flat_theirs > TOP) & (flat_ours != flat_theirs) & (flat_ours > TOP))
         if where.size == 0:
             return
         was, now = flat_ours[where], flat_theirs[where]
-        at = (now - 2) % BYTES
-        now_element = (now - 2) // BYTES
-        was_element = (was - 2) // BYTES  # (⊥ before the loop is no zero: no entry)
-        aligned = (was - 2) % BYTES == at
+        at = (now - 2) & PLACE
+        now_element = (now - 2) >> SHIFT
+        was_element = (was - 2) >> SHIFT  # (⊥ before the loop is no zero: no entry)
+        aligned = ((was - 2) & PLACE) == at
         if not aligned.any():
             return
         width = int(now_element.max()) + 1
@@ -293,7 +293,7 @@ class Joins:
         news = np.array(list(replaced.values()), np.int64)
         memories = []
         for tags_, site, writers in base.memories:
-            element = (tags_ - 2) // BYTES
+            element = (tags_ - 2) >> SHIFT
             hit = (tags_ > TOP) & among(element, olds)
             if hit.any():
                 tags_ = tags_.copy()
@@ -396,5 +396,5 @@ class Joins:
 def _relabelled(ids: np.ndarray, olds: np.ndarray, news: np.ndarray) -> np.ndarray:
     """Byte ids of elements `olds` as the same bytes of elements `news` (in order)."""
     order = np.argsort(olds)
-    at = order[np.searchsorted(olds, (ids - 2) // BYTES, sorter=order)]
-    return 2 + news[at] * BYTES + (ids - 2) % BYTES  # type: ignore[no-any-return]
+    at = order[np.searchsorted(olds, (ids - 2) >> SHIFT, sorter=order)]
+    return 2 + news[at] * BYTES + ((ids - 2) & PLACE)  # type: ignore[no-any-return]
