@@ -407,6 +407,11 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
     rename = Renamer(a, symbol, add_keys(me, (-step, ())))
     carried = f"a value carried from one iteration to the next of the loop at {a.where(op)}"
     checking = a.checking
+    # Under claims on products, an accumulator's k span grows with the index: a first pass from
+    # the state before the loop (`peelable`) then only proposes the entry, and is walked without
+    # its checks. Should it settle after all, the next pass walks the same entry with them (below:
+    # a pass that did not check is never final), so this costs a pass, never a check.
+    proposes = peelable and a.table.asserted and a.preparation.holds_a_product(op)
     a.loops.append(context)
     a.obligations.scope = a.obligations.scope + (symbol,)
     try:
@@ -419,7 +424,7 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             facts_mark = (set(a.facts), set(a.replay_facts), {k: list(v) for k, v in a.loop_facts.items()})
             a.restore(entry)
             tracking = attempt == 0 and track
-            a.checking = checking and (attempt > 0 or tracking)
+            a.checking = checking and (attempt > 0 or (tracking and not proposes))
             if tracking:
                 a.track(scope)
             products, first_pass = a.table.products, None

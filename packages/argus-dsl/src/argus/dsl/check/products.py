@@ -200,7 +200,7 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
     a_tiles, b_tiles, c_tiles = ([a.values[ssa] for ssa in column] for column in
                                  zip(*((op.a, op.b, op.c) for op in products)))
     read = {id(t.memory) for t in a_tiles} | {id(t.memory) for t in b_tiles}
-    together = (a.checking and threads.size > 0 and threads.size % atom.threads == 0
+    together = (threads.size > 0 and threads.size % atom.threads == 0
                 and atom.a_layout is not None and atom.b_layout is not None
                 and all(atom_of_op(a, op, MMAAtom) is atom for op in products)
                 and all(t.memory is a_tiles[0].memory for t in a_tiles)
@@ -217,7 +217,7 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
         return _one_by_one(a, ops, mask)
     groups = threads.size // atom.threads
     pa, pb = a.table.products.pair_bytes(at), a.table.products.pair_bytes(bt)
-    alike = _one_tag_per_k(pa, pb, _product_rows(a_of, groups), _product_rows(b_of, groups))
+    alike = a.checking and _one_tag_per_k(pa, pb, _product_rows(a_of, groups), _product_rows(b_of, groups))
     written = _all_written(a, c_tiles, threads)
     # with nothing but views between them, every product's accumulator is written at once when
     # the accumulators are apart (each of its own bytes)
@@ -232,7 +232,9 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
             continue
         i, (_, c) = next(product)
         a_i, b_i = slice(a_of[i] * groups, (a_of[i] + 1) * groups), slice(b_of[i] * groups, (b_of[i] + 1) * groups)
-        if alike:
+        if not a.checking:  # (a pass that only proposes a loop's entry: `mma_rule` pairs nothing either)
+            pass
+        elif alike:
             a.obligations.held(a.reach(_pairing_site(a, op, atom)))
         else:
             _pairing(a, op, atom, threads, pa[a_i], pb[b_i])
