@@ -140,6 +140,8 @@ class Joins:
     def inductive_join(self, ours: np.ndarray, theirs: np.ndarray, loop: int, first: Key) -> np.ndarray:
         """`join(ours, theirs)`, except where `theirs` (a tag of loop iteration `loop`) equals
         `ours` when the index takes its `first` value: there it is `theirs`."""
+        if np.array_equal(ours, theirs):  # (most memories at a loop's entry: nothing differs, nothing to join)
+            return ours.copy()
         out = self.joined(ours, theirs)
         if self.table.asserted:
             self.product_entry(out, ours, theirs, loop, first)
