@@ -79,9 +79,17 @@ def layout(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
     """Byte ids (..., width) of products whose bytes carry elements `a` (even bytes) and `b` (odd
     bytes): byte k at its place k, except the last, at `_LAST` — so that no run of a wider
     product's bytes (its low half, a narrower view of it) reads as a product of that width."""
-    byte = np.arange(width)
-    place = np.where(byte == width - 1, _LAST, byte)
-    return 2 + np.where(byte % 2 == 0, np.asarray(a)[..., None], np.asarray(b)[..., None]) * _BYTES + place
+    a, b = np.asarray(a), np.asarray(b)
+    if width > 8 or a.shape != b.shape:
+        byte = np.arange(width)
+        place = np.where(byte == width - 1, _LAST, byte)
+        return 2 + np.where(byte % 2 == 0, a[..., None], b[..., None]) * _BYTES + place
+    # a column at a time: numpy broadcasts a short last axis row by row, a call each
+    out = np.empty((*a.shape, width), np.int64)
+    first, second = 2 + a * _BYTES, 2 + b * _BYTES
+    for k in range(width):
+        out[..., k] = (first if k % 2 == 0 else second) + (_LAST if k == width - 1 else k)
+    return out
 
 
 # ---- components ---------------------------------------------------------------------------
