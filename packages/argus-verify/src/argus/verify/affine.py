@@ -504,6 +504,73 @@ def _counter(size: int, length: int) -> np.ndarray:
     return counter
 
 
+def unique_sorted(values: Any) -> np.ndarray:
+    """`np.unique(values)` of integers (flattened, sorted) by one sort: numpy's unique hashes
+    (2.x), which costs several times a sort on the thousands of byte ids a check compares."""
+    flat = np.sort(np.asarray(values), axis=None)
+    if flat.size < 2:
+        return flat
+    keep = np.empty(flat.size, bool)
+    keep[0] = True
+    np.not_equal(flat[1:], flat[:-1], out=keep[1:])
+    return flat[keep]
+
+
+def unique_inverse(values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(values, return_inverse=True)` of integers (the inverse in the shape of
+    `values`), through a table when their range is small (much faster than sorting)."""
+    values = np.asarray(values)
+    if values.size:
+        low = int(values.min())
+        span = int(values.max()) - low + 1
+        if span <= 4 * values.size + 4096:
+            present = np.zeros(span, bool)
+            present[values - low] = True
+            found = np.flatnonzero(present)
+            number = np.zeros(span, np.int64)
+            number[found] = np.arange(found.size)
+            return (found + low).astype(values.dtype, copy=False), number[values - low]
+    unique, inverse = np.unique(values, return_inverse=True)
+    return unique, np.reshape(inverse, values.shape)
+
+
+def among(values: Any, members: Any) -> np.ndarray:
+    """`np.isin(values, members)` of integers, through a table of `members` when their range is
+    small (numpy sorts both, unless that range is small against both sizes together)."""
+    values, members = np.asarray(values), np.asarray(members, np.int64).reshape(-1)
+    if not members.size or not values.size:
+        return np.zeros(values.shape, bool)
+    low, high = int(members.min()), int(members.max())
+    if high - low > 4 * (values.size + members.size) + 4096:
+        return np.isin(values, members)
+    table = np.zeros(high - low + 1, bool)
+    table[members - low] = True
+    inside = (values >= low) & (values <= high)
+    return inside & table[np.where(inside, values - low, 0)]
+
+
+_WORDS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+"""Unsigned integers as wide as 2, 4 and 8 booleans (`all_along`, `any_along`)."""
+
+
+def all_along(x: np.ndarray) -> np.ndarray:
+    """`x.all(axis=-1)` of booleans: where the last axis is 2, 4 or 8 long, as one comparison of
+    each row's bytes read as one word (numpy reduces a short last axis row by row, a call each)."""
+    word = _WORDS.get(x.shape[-1]) if x.ndim and x.dtype == bool else None
+    if word is None:
+        return x.all(axis=-1)  # type: ignore[no-any-return]
+    ones = np.frombuffer(b"\x01" * x.shape[-1], word)[0]
+    return np.ascontiguousarray(x).view(word)[..., 0] == ones  # type: ignore[no-any-return]
+
+
+def any_along(x: np.ndarray) -> np.ndarray:
+    """`x.any(axis=-1)` of booleans (`all_along`)."""
+    word = _WORDS.get(x.shape[-1]) if x.ndim and x.dtype == bool else None
+    if word is None:
+        return x.any(axis=-1)  # type: ignore[no-any-return]
+    return np.ascontiguousarray(x).view(word)[..., 0] != 0  # type: ignore[no-any-return]
+
+
 def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`np.unique(rows, axis=0, return_inverse=True)`, through one integer per row when the
     columns' ranges allow (much faster than sorting rows)."""

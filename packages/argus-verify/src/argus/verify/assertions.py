@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .affine import all_along, any_along
 from .tags import BOTTOM, TOP
 
 
@@ -29,9 +30,9 @@ def check(lhs: np.ndarray, rhs: np.ndarray, equal: bool, limit: int = 8) -> list
     """The first `limit` findings of ``tag(lhs) == tag(rhs)`` (or ``!=`` when not `equal`)."""
     if lhs.shape != rhs.shape:
         raise ValueError(f"the two sides of a tag assertion have shapes {lhs.shape} and {rhs.shape}")
-    unwritten = ((lhs == BOTTOM) | (rhs == BOTTOM)).any(axis=-1)
-    conflicting = ((lhs == TOP) | (rhs == TOP)).any(axis=-1) & ~unwritten
-    same = (lhs == rhs).all(axis=-1)
+    unwritten = any_along((lhs == BOTTOM) | (rhs == BOTTOM))
+    conflicting = any_along((lhs == TOP) | (rhs == TOP)) & ~unwritten
+    same = all_along(lhs == rhs)
     concrete = ~unwritten & ~conflicting
     wrong = concrete & (~same if equal else same)
     findings: list[Finding] = []

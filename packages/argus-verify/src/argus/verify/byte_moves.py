@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .products import _BYTES, _LAST, TOP_ID
+from .products import _LAST, _PLACE, TOP_ID
 
 
 def whole_parts(ids: np.ndarray, runs: np.ndarray | None = None) -> np.ndarray:
@@ -24,12 +24,16 @@ def whole_parts(ids: np.ndarray, runs: np.ndarray | None = None) -> np.ndarray:
     it, came in the same run. An element's parts are told apart by their places only, so bytes
     moved apart from their element (a byte_perm of B's low byte and A's high one, a high half
     alone) must not make an element with bytes of another (A[m, k] from them)."""
-    last = (ids > TOP_ID) & ((ids - 2) % _BYTES == _LAST)
+    last = (ids > TOP_ID) & (((ids - 2) & _PLACE) == _LAST)
     if not last.any():
         return ids
-    at = np.arange(ids.shape[-1])
-    first = (ids > TOP_ID) & ((ids - 2) % _BYTES == 0)
-    start = np.maximum.accumulate(np.where(first, at, -1), axis=-1)
+    width = ids.shape[-1]
+    first = (ids > TOP_ID) & (((ids - 2) & _PLACE) == 0)
+    # the nearest byte at place 0 so far in each row, by one running maximum over all rows at
+    # once: row r's positions offset by r·width, each row's start below all of its own (numpy
+    # runs an accumulation along a short last axis row by row, a call each)
+    base = np.arange(ids.size // max(width, 1)).reshape(ids.shape[:-1] + (1,)) * width
+    start = np.maximum.accumulate(np.where(first, base + np.arange(width), base - 1).reshape(-1)).reshape(ids.shape) - base
     whole = start >= 0
     if runs is not None:
         runs = np.broadcast_to(runs, ids.shape)
@@ -42,7 +46,10 @@ def runs_of_rows(rows: np.ndarray) -> np.ndarray:
     not the one after the byte before it."""
     new = np.ones(rows.shape, bool)
     new[:, 1:] = rows[:, 1:] != rows[:, :-1] + 1
-    return np.cumsum(new, axis=-1)  # type: ignore[no-any-return]
+    # one running sum over all rows at once, less each row's start (numpy runs a sum along a
+    # short last axis row by row, a call each)
+    total = np.cumsum(new.reshape(-1)).reshape(rows.shape)
+    return total - (total[:, :1] - 1)  # type: ignore[no-any-return]
 
 
 def copied(tags: np.ndarray, origin: np.ndarray) -> np.ndarray:
@@ -51,7 +58,7 @@ def copied(tags: np.ndarray, origin: np.ndarray) -> np.ndarray:
     run only where they were consecutive there, in order (`whole_parts`), so that a fragment
     gathering bytes of two elements side by side (a u8 view's elements in another order) makes
     neither, wherever it writes them."""
-    if not ((tags > TOP_ID) & ((tags - 2) % _BYTES == _LAST)).any():
+    if not ((tags > TOP_ID) & (((tags - 2) & _PLACE) == _LAST)).any():
         return tags
     rows = tags.reshape(tags.shape[0], -1)
     return whole_parts(rows, runs_of_rows(origin.reshape(rows.shape))).reshape(tags.shape)  # type: ignore[no-any-return]
@@ -70,14 +77,14 @@ def cut_after(tags: np.ndarray, ends: np.ndarray, limit: np.ndarray) -> np.ndarr
     # most writes end where an element starts, or untagged bytes do, or their row: nothing to cut
     inside = ends < limit
     found = tags[np.minimum(ends, tags.size - 1)]
-    at_end = inside & (found > TOP_ID) & ((found - 2) % _BYTES != 0)
+    at_end = inside & (found > TOP_ID) & (((found - 2) & _PLACE) != 0)
     if not at_end.any():
         return np.zeros(0, np.int64)
     ends, limit = ends[at_end], limit[at_end]
     ahead = ends[:, None] + np.arange(LOOKAHEAD)
     inside = ahead < limit[:, None]
     found = np.where(inside, tags[np.minimum(ahead, tags.size - 1)], 0)
-    place = (found - 2) % _BYTES
+    place = (found - 2) & _PLACE
     stops = (found <= TOP_ID) | (place == 0)
     stop = np.where(stops.any(axis=1), stops.argmax(axis=1), LOOKAHEAD)
     last = (found > TOP_ID) & (place == _LAST) & (np.arange(LOOKAHEAD) < stop[:, None])

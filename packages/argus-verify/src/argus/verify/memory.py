@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .byte_moves import cut_after, runs_of_rows, whole_parts
-from .products import _BYTES, _LAST
+from .products import _LAST, _PLACE
 from .tags import BOTTOM, TOP
 
 NEVER = -1
@@ -106,11 +106,15 @@ class TagMemory:
         in parts is ⊤ unless its first byte is written with it, in one run of bytes
         (`byte_moves.whole_parts`). A run of copies checked out of program order keeps its writes
         so (`argus.dsl.check.footprint`), as reads in program order would see them."""
-        if not ((ids > TOP) & ((ids - 2) % _BYTES == _LAST)).any():
+        if not ((ids > TOP) & (((ids - 2) & _PLACE) == _LAST)).any():
             return ids
         self.parts = True
         rows = idx.reshape(-1, idx.shape[-1]) if idx.ndim else idx.reshape(1, -1)
-        whole = whole_parts(np.broadcast_to(ids, idx.shape).reshape(rows.shape), runs_of_rows(rows))
+        laid = np.broadcast_to(ids, idx.shape).reshape(rows.shape)
+        starts = laid[:, 0]
+        if ((starts > TOP) & (((starts - 2) & _PLACE) == 0)).all() and (rows[:, 1:] - rows[:, :-1] == 1).all():
+            return ids  # (each row one run from an element's first byte: every last byte is whole)
+        whole = whole_parts(laid, runs_of_rows(rows))
         return whole.reshape(idx.shape)  # type: ignore[no-any-return]
 
     def _cut(self, idx: np.ndarray, threads: np.ndarray) -> None:
@@ -207,7 +211,7 @@ class TagMemory:
         and nothing races, and bytes nothing wrote stay unwritten. Registers: `idx` holds a row
         of bytes per thread of `threads`."""
         flat = idx.reshape(-1) if threads is None else (threads[:, None] * self.tags.shape[1] + idx).reshape(-1)
-        self.parts |= bool(((ids > TOP) & ((ids - 2) % _BYTES == _LAST)).any())
+        self.parts |= bool(((ids > TOP) & (((ids - 2) & _PLACE) == _LAST)).any())
         if self.fresh is not None:
             self.fresh.reshape(-1)[flat] = True
         self.tags.reshape(-1)[flat] = ids.reshape(-1)

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from .affine import Key, Space, distinct_rows, sub_keys
+from .affine import Key, Space, all_along, among, any_along, distinct_rows, sub_keys
 from .products import text as products_text
 from .reductions import MARKS as _REDUCTION_MARKS
 from .sums import SUM
 from .solvers import Answer, Comparison, Query, Solver
-from .tags import BOTTOM, BYTES, TOP, TagTable
+from .tags import BOTTOM, PLACE, SHIFT, TOP, TagTable
 
 _MARKED = {(m,) for m in _REDUCTION_MARKS}
 """First components of the reduction tags, which read as text (`argus.verify.reductions.text`)."""
@@ -113,14 +113,14 @@ class Obligations:
         pending = self.pending.setdefault(site, _Pending(site, equal, self.scope))
         if equal and lhs.shape == rhs.shape and np.array_equal(lhs, rhs) and (lhs > TOP).all():
             return  # the same concrete tags on both sides: nothing to decide (the common case)
-        unwritten = ((lhs == BOTTOM) | (rhs == BOTTOM)).any(axis=-1)
-        conflicting = ((lhs == TOP) | (rhs == TOP)).any(axis=-1) & ~unwritten
+        unwritten = any_along((lhs == BOTTOM) | (rhs == BOTTOM))
+        conflicting = any_along((lhs == TOP) | (rhs == TOP)) & ~unwritten
         for kind, where in (("unwritten", unwritten), ("conflicting", conflicting)):
             for p, e in np.argwhere(where)[:limit]:
                 self._add(Candidate(site, kind, int(p), int(e), describe, {},
                                     _raw_tag(self.table, lhs[p, e]), _raw_tag(self.table, rhs[p, e])))
         concrete = ~(unwritten | conflicting)
-        same = (lhs == rhs).all(axis=-1)
+        same = all_along(lhs == rhs)
         if equal:
             suspect = concrete & ~same
         else:
@@ -130,7 +130,7 @@ class Obligations:
         # the comparisons of one pair of elements are alike: each distinct pair of byte rows is
         # judged once, its first point standing for it; findings keep the points' order
         points = np.argwhere(suspect)
-        rows = np.concatenate([(lhs[suspect] - 2) // BYTES, (rhs[suspect] - 2) // BYTES,
+        rows = np.concatenate([(lhs[suspect] - 2) >> SHIFT, (rhs[suspect] - 2) >> SHIFT,
                                _shifted(lhs, rhs)[suspect][:, None]], axis=1)
         forms, inverse, first = distinct_rows(rows)
         tags = self.table.tags
@@ -159,7 +159,7 @@ class Obligations:
                 continue
             pending.pairs.setdefault((self.scope, unit), (p, e, describe))
         if found:
-            false = np.isin(inverse, list(found))
+            false = among(inverse, list(found))
             for s in np.flatnonzero(false)[:4].tolist():  # a site keeps at most four of a kind
                 a, b = found[int(inverse[s])]
                 p, e = points[s].tolist()
@@ -236,7 +236,7 @@ def _raw_tag(table: TagTable, ids: np.ndarray) -> Any:
         return "⊥"
     if ((ids == BOTTOM) | (ids == TOP)).any():
         return "⊤"
-    elements = set(((ids - 2) // BYTES).tolist())
+    elements = set(((ids - 2) >> SHIFT).tolist())
     return table.tags[elements.pop()] if len(elements) == 1 else "⊤"
 
 
@@ -256,7 +256,7 @@ def _definitely_different(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 
 
 def _shifted(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    return ((lhs - 2) % BYTES != (rhs - 2) % BYTES).any(axis=-1)
+    return any_along(((lhs - 2) & PLACE) != ((rhs - 2) & PLACE))
 
 
 def _evaluated(tag: Any, table: TagTable, space: Space, model: dict[int, int]) -> Any:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from .affine import add_keys, sub_keys, unique_rows
+from .affine import add_keys, all_along, any_along, sub_keys, unique_inverse, unique_rows, unique_sorted
 
 if TYPE_CHECKING:
     from .tags import TagTable
@@ -69,6 +69,7 @@ cleared, from which a product starts. Any other constant, and untagged data, are
 product starts from (``acc = 1.0`` or ``acc = bias[m]`` then summing A·B is not A·B)."""
 
 _BYTES = 64  # (argus.verify.tags.BYTES: byte k of element e has id 2 + e·BYTES + k)
+_PLACE, _SHIFT = _BYTES - 1, 6  # (argus.verify.tags.PLACE, SHIFT: a byte's place, its element)
 TOP_ID = 1  # (argus.verify.tags.TOP)
 _LAST = _BYTES - 1
 """Where a product's last byte sits in its element (`layout`)."""
@@ -78,9 +79,17 @@ def layout(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
     """Byte ids (..., width) of products whose bytes carry elements `a` (even bytes) and `b` (odd
     bytes): byte k at its place k, except the last, at `_LAST` — so that no run of a wider
     product's bytes (its low half, a narrower view of it) reads as a product of that width."""
-    byte = np.arange(width)
-    place = np.where(byte == width - 1, _LAST, byte)
-    return 2 + np.where(byte % 2 == 0, np.asarray(a)[..., None], np.asarray(b)[..., None]) * _BYTES + place
+    a, b = np.asarray(a), np.asarray(b)
+    if width > 8 or a.shape != b.shape:
+        byte = np.arange(width)
+        place = np.where(byte == width - 1, _LAST, byte)
+        return 2 + np.where(byte % 2 == 0, a[..., None], b[..., None]) * _BYTES + place
+    # a column at a time: numpy broadcasts a short last axis row by row, a call each
+    out = np.empty((*a.shape, width), np.int64)
+    first, second = 2 + a * _BYTES, 2 + b * _BYTES
+    for k in range(width):
+        out[..., k] = (first if k % 2 == 0 else second) + (_LAST if k == width - 1 else k)
+    return out
 
 
 # ---- components ---------------------------------------------------------------------------
@@ -404,14 +413,14 @@ class Products:
         if not self.table.rowed and not self.table.asserted:
             return ids
         ids = self.as_joined(ids)  # (zero on one path, data on another: no pair)
-        elements, inverse = np.unique(ids, return_inverse=True)
+        elements, inverse = unique_inverse(ids)
         concrete = elements > 1
-        e = (elements[concrete] - 2) // _BYTES
+        e = (elements[concrete] - 2) >> _SHIFT
         parts = np.array([self._parts(x) for x in e.tolist()], np.int64).reshape(-1, 2)
         pairs = np.where(parts[:, 0] >= 0, parts[:, 0], 0)
         mapped = elements.copy()
         mapped[concrete] = np.where(e == self.table._ids.get((ZERO,), -1), 0,  # (a zero pairs with anything, as ⊥)
-                                    np.where(parts[:, 0] >= 0, 2 + pairs * _BYTES + (elements[concrete] - 2) % _BYTES,
+                                    np.where(parts[:, 0] >= 0, 2 + pairs * _BYTES + ((elements[concrete] - 2) & _PLACE),
                                              TOP_ID))  # (a row part apart from its pair: no pair)
         out = mapped[inverse].reshape(ids.shape)
         if ids.ndim and ids.shape[-1] >= 2 and self.table.rowed:  # operands laid out: their pair at every byte
@@ -440,7 +449,7 @@ class Products:
         and its row part element."""
         laid, pair, rows = self.laid_out(tags)
         if laid.any():
-            found = np.unique(rows[laid])
+            found = unique_sorted(rows[laid])
             marked = np.array([self.table.tags[x][:1] == (ROW_PART,) for x in found.tolist()], bool)
             laid[laid] = marked[np.searchsorted(found, rows[laid])]
         return laid, pair, rows
@@ -504,9 +513,10 @@ class Products:
         pairs, row_parts = self._operand_parts(matrix)
         if number is not None and row_parts.size:
             formats = self.table.formats
-            kinds = {e: formats.get(e, number) == number for e in np.unique(row_parts).tolist()}
-            row_parts = np.where(np.vectorize(kinds.__getitem__, otypes=[bool])(row_parts), row_parts, -1)
-        row = np.where((row_parts == row_parts[..., :1]).all(axis=-1), row_parts[..., 0], -1)
+            found, inverse = unique_inverse(row_parts)
+            kinds = np.array([formats.get(e, number) == number for e in found.tolist()], bool)
+            row_parts = np.where(kinds[inverse], row_parts, -1)
+        row = np.where(all_along(row_parts == row_parts[..., :1]), row_parts[..., 0], -1)
         row[row == self.table._ids.get((ROW_PART,), -1)] = -1  # (no rows: no claim can name such a product)
         if (row < 0).all():
             return row, row
@@ -520,16 +530,16 @@ class Products:
         element, laid out or whole (−1 where it is neither: no whole tagged element)."""
         width = matrix.shape[-1]
         first = matrix[..., 0]
-        whole = (first > 1) & ((first - 2) % _BYTES == 0) & \
-            (matrix == first[..., None] + np.arange(width)).all(axis=-1)
-        elements = np.where(whole, (first - 2) // _BYTES, -1)
+        whole = (first > 1) & (((first - 2) & _PLACE) == 0) & \
+            all_along(matrix == first[..., None] + np.arange(width))
+        elements = np.where(whole, (first - 2) >> _SHIFT, -1)
         # (an element's first bytes are no element where it is laid out wider: a part of it)
         laid = self.table.widths
         if laid.size:
             inside = (elements >= 0) & (elements < laid.size)
             at = laid[np.where(inside, elements, 0)]
             elements = np.where(inside & (at != 0) & (at != width), -1, elements)
-        unique, inverse = np.unique(elements, return_inverse=True)
+        unique, inverse = unique_inverse(elements)
         parts = np.array([self._parts(int(x)) if x >= 0 else (-1, -1) for x in unique.tolist()],
                          np.int64).reshape(-1, 2)
         pairs = parts[inverse, 0].reshape(elements.shape)
@@ -602,7 +612,7 @@ class Products:
             parts = self._part_mask()
             laid &= parts[np.clip(e_a, 0, parts.size - 1)]
             if laid.any():
-                marks = {x: self.table.tags[x][:1] == (PRODUCT_A,) for x in np.unique(e_a[laid]).tolist()}
+                marks = {x: self.table.tags[x][:1] == (PRODUCT_A,) for x in unique_sorted(e_a[laid]).tolist()}
                 laid[laid] = [marks[x] for x in e_a[laid].tolist()]
         return laid  # type: ignore[no-any-return]
 
@@ -637,7 +647,7 @@ class Products:
         my = (ey | self.may_be_zero(y)) if fits_y else none
         keep_x, keep_y = px & ~py & ~my, (py & ~px & ~mx) if commutes else none  # (× or ÷ a zero: none)
         empty = (ex & ~py) | ((ey & ~px) if commutes else none)
-        empty &= ~(computed == 0).all(axis=-1)  # (constants times constants stay constants: ⊥)
+        empty &= ~all_along(computed == 0)  # (constants times constants stay constants: ⊥)
         if not (keep_x.any() or keep_y.any() or empty.any()):
             return None
         out = np.where(keep_x[..., None], x, computed) if keep_x.any() else computed
@@ -655,12 +665,12 @@ class Products:
         found = self.table._ids.get((EMPTY,))
         if found is None:
             return np.zeros(tags.shape[:-1], bool)
-        return (tags == layout(found, found, tags.shape[-1])).all(axis=-1)  # type: ignore[no-any-return]
+        return all_along(tags == layout(found, found, tags.shape[-1]))
 
     def may_be_zero(self, tags: np.ndarray) -> np.ndarray:
         """Per element (rows of byte tags), whether some byte of it is a cleared zero's, or one
         that may be (`MAYBE_ZERO`): a value that is zero on some path."""
-        return self._zero_like(tags).any(axis=-1)  # type: ignore[no-any-return]
+        return any_along(self._zero_like(tags))
 
     def _zero_like(self, tags: np.ndarray) -> np.ndarray:
         """Per byte, whether it is a byte of `ZERO` or of `MAYBE_ZERO`."""
@@ -684,7 +694,7 @@ class Products:
         maybe = self.table._ids.get((MAYBE_ZERO,))
         if maybe is None:
             return tags
-        hit = ((tags - 2) // _BYTES == maybe) & (tags > TOP_ID)
+        hit = (((tags - 2) >> _SHIFT) == maybe) & (tags > TOP_ID)
         return np.where(hit, TOP_ID, tags) if hit.any() else tags  # type: ignore[no-any-return]
 
     def zero_joined(self, joined: np.ndarray, ours: np.ndarray, theirs: np.ndarray) -> np.ndarray:
@@ -702,7 +712,7 @@ class Products:
         if not hit.any():
             return joined
         maybe = self.table.element_id((MAYBE_ZERO,))
-        place = np.where(mine, ours - 2, theirs - 2) % _BYTES
+        place = np.where(mine, ours - 2, theirs - 2) & _PLACE
         out = joined.copy()
         out[top] = np.where(hit, 2 + maybe * _BYTES + place, TOP_ID)
         return out
@@ -711,9 +721,9 @@ class Products:
         """Per element (rows of byte tags, at least two bytes), whether its bytes are a product's
         at their width (`layout`), and the elements its even and odd bytes carry."""
         first, second = tags[..., 0], tags[..., 1]
-        a, b = (first - 2) // _BYTES, (second - 2) // _BYTES
-        laid = (first > 1) & (second > 1) & ((first - 2) % _BYTES == 0)
-        laid &= (tags == layout(a, b, tags.shape[-1])).all(axis=-1)
+        a, b = (first - 2) >> _SHIFT, (second - 2) >> _SHIFT
+        laid = (first > 1) & (second > 1) & (((first - 2) & _PLACE) == 0)
+        laid &= all_along(tags == layout(a, b, tags.shape[-1]))
         return laid, a, b
 
     def maybe_zero_element(self, width: int) -> np.ndarray:
@@ -732,7 +742,7 @@ class Products:
         found = self.table._ids.get((ZERO,))
         if found is None:
             return np.zeros(tags.shape[:-1], bool)
-        return (tags == layout(found, found, tags.shape[-1])).all(axis=-1)  # type: ignore[no-any-return]
+        return all_along(tags == layout(found, found, tags.shape[-1]))
 
     def take_unjoined(self) -> set[tuple[int, int]]:
         """The pairs of spans products could not add up since the last call (a loop whose entry
@@ -751,10 +761,10 @@ class Products:
         if not laid.any():
             return None
         e_a = np.where(laid, e_a, -1)
-        marks = {x: x >= 0 and self.table.tags[x][:1] == (PRODUCT_A,) for x in np.unique(e_a).tolist()}
-        laid &= np.vectorize(marks.__getitem__, otypes=[bool])(e_a) if e_a.size else laid
+        found, inverse = unique_inverse(e_a)
+        laid &= np.array([x >= 0 and self.table.tags[x][:1] == (PRODUCT_A,) for x in found.tolist()], bool)[inverse]
         if not laid.any():
             return None
         out = layout(e_a, e_b, width)
-        constant = (tags == 0).all(axis=-1)
+        constant = all_along(tags == 0)
         return np.where(laid[..., None], out, np.where(constant[..., None], 0, 1))  # type: ignore[no-any-return]

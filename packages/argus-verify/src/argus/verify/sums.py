@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .affine import unique_sorted
+
 if TYPE_CHECKING:
     from .tags import TagTable
 
@@ -26,6 +28,7 @@ SUM = -(1 << 62) - 9
 """First component of a sum tag."""
 
 _BYTES = 64  # (argus.verify.tags.BYTES)
+_PLACE, _SHIFT = _BYTES - 1, 6  # (argus.verify.tags.PLACE, SHIFT)
 
 
 def terms(tag: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
@@ -73,14 +76,14 @@ def added(table: TagTable, x: np.ndarray | None, y: np.ndarray | None, number: s
 
     def whole(tags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         first = tags[:, 0]
-        element = (first - 2) // _BYTES
-        ok = (first > 1) & ((first - 2) % _BYTES == 0) & (tags == first[:, None] + place).all(axis=1)
+        element = (first - 2) >> _SHIFT
+        ok = (first > 1) & (((first - 2) & _PLACE) == 0) & (tags == first[:, None] + place).all(axis=1)
         if table.widths.size:  # (an element laid out wider: this is a part of it, no element)
             inside = ok & (element < table.widths.size)
             at = table.widths[np.where(inside, element, 0)]
             ok &= ~inside | (at == 0) | (at == width)
         if ok.any():  # (read as the numbers they are)
-            types = {e: table.formats.get(e) == number for e in np.unique(element[ok]).tolist()}
+            types = {e: table.formats.get(e) == number for e in unique_sorted(element[ok]).tolist()}
             ok[ok] = [types[e] for e in element[ok].tolist()]
         return ok, element
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .affine import runs, unique_rows
+from .affine import among, runs, unique_rows, unique_sorted
 
 BOTTOM = 0
 TOP = 1
@@ -32,6 +32,12 @@ Tag = tuple[int, ...]
 
 #: Bytes per element an id can address: byte k of element tag e has id ``2 + e·BYTES + k``.
 BYTES = 64
+#: A byte id's place as a mask, its element as a shift: ``(id - 2) & PLACE`` is ``(id - 2) %
+#: BYTES`` and ``(id - 2) >> SHIFT`` is ``(id - 2) // BYTES`` (BYTES a power of two; floor
+#: division and two's complement agree), which numpy computes many times faster on arrays.
+PLACE = BYTES - 1
+SHIFT = 6
+assert 1 << SHIFT == BYTES
 
 
 class TagTable:
@@ -167,11 +173,11 @@ class TagTable:
         self._laid_at(np.asarray(elements).reshape(-1), nbytes)
         if self._laid_out:
             elements = np.asarray(elements).reshape(-1)
-            laid = np.isin(elements, list(self._laid_out))
+            laid = among(elements, list(self._laid_out))
             if laid.any():
                 out = out.reshape(elements.size, nbytes)
                 if nbytes < 2:  # (a product needs two bytes; an operand stays whole)
-                    out[laid & ~np.isin(elements, list(self._operands))] = TOP
+                    out[laid & ~among(elements, list(self._operands))] = TOP
                 else:
                     parts = np.array([self._laid_out[e] for e in elements[laid].tolist()], np.int64)
                     out[laid] = layout(parts[:, 0], parts[:, 1], nbytes)
@@ -182,7 +188,7 @@ class TagTable:
         element type, where a tag function describes them): what arithmetic on them may count
         as adding them up (`argus.verify.sums`). An element of several types has none."""
         known = np.asarray(ids)[np.asarray(ids) > TOP]
-        for e in np.unique((known - 2) // BYTES).tolist():
+        for e in unique_sorted((known - 2) >> SHIFT).tolist():
             was = self.formats.get(e)
             self.formats[e] = name if was is None or was == name else ""
 
@@ -194,7 +200,7 @@ class TagTable:
         known = tags > TOP
         if not known.any() or not self.widths.size:
             return tags
-        element = np.where(known, (tags - 2) // BYTES, 0)
+        element = np.where(known, (tags - 2) >> SHIFT, 0)
         inside = element < self.widths.size
         laid = np.where(inside, self.widths[np.where(inside, element, 0)], 0)
         other = known & (laid != 0) & (laid != width)
@@ -209,7 +215,7 @@ class TagTable:
     @staticmethod
     def element_of(ids: np.ndarray) -> np.ndarray:
         """Element tag ids of concrete byte ids (meaningless for ⊥ and ⊤)."""
-        return (np.asarray(ids) - 2) // BYTES
+        return (np.asarray(ids) - 2) >> SHIFT
 
     def text(self, tag: Tag) -> Any:
         special = products_text(tag, self.space.describe if self.space is not None else None)
@@ -230,9 +236,9 @@ class TagTable:
     def product_text(self, ids: Iterable[int]) -> str | None:
         """The product an element's bytes carry, for people (None: they carry none)."""
         ids = [int(i) for i in ids]
-        if len(ids) < 2 or min(ids) <= TOP or (ids[0] - 2) % BYTES != 0:
+        if len(ids) < 2 or min(ids) <= TOP or ((ids[0] - 2) & PLACE) != 0:
             return None
-        a, b = self.tags[(ids[0] - 2) // BYTES], self.tags[(ids[1] - 2) // BYTES]
+        a, b = self.tags[(ids[0] - 2) >> SHIFT], self.tags[(ids[1] - 2) >> SHIFT]
         if a[:1] != (PRODUCT_A,) or b[:1] != (PRODUCT_B,):
             return None
         describe = self.space.describe if self.space is not None else None
@@ -256,16 +262,16 @@ class TagTable:
             return "⊥"
         if any(i in (BOTTOM, TOP) for i in ids):
             return "⊤"
-        elements = {(i - 2) // BYTES for i in ids}
+        elements = {((i - 2) >> SHIFT) for i in ids}
         if len(elements) == 1:
             return self.text(self.tags[elements.pop()])
         return self.product_text(ids) or self._operand_text(ids) or "⊤"
 
     def _operand_text(self, ids: list[int]) -> str | None:
         """An operand's tag with rows from its bytes laid out (pair, row part), for people."""
-        if len(ids) < 2 or (ids[0] - 2) % BYTES != 0:
+        if len(ids) < 2 or ((ids[0] - 2) & PLACE) != 0:
             return None
-        pair, rows = self.tags[(ids[0] - 2) // BYTES], self.tags[(ids[1] - 2) // BYTES]
+        pair, rows = self.tags[(ids[0] - 2) >> SHIFT], self.tags[(ids[1] - 2) >> SHIFT]
         if rows[:1] != (ROW_PART,):
             return None
         show = self.space.describe if self.space is not None else (lambda v: v)

@@ -35,7 +35,7 @@ import time
 from typing import TYPE_CHECKING
 
 import numpy as np
-from argus.verify.affine import Affine, Space, add_keys
+from argus.verify.affine import Affine, Space, add_keys, any_along
 from argus.verify.obligations import Obligations
 from argus.verify.tags import BOTTOM, TOP, TagTable
 from xdsl.dialects import arith, scf
@@ -55,7 +55,7 @@ from .joins import Joins
 from .memory import AbstractMemory
 from .preparation import Preparation
 from .products import products_rule
-from .state import Analysis, GlobalRef, INT32, Slot, TileBounds, Undecidable, byte_width, same_objects
+from .state import Analysis, GlobalRef, INT32, Slot, TileBounds, Undecidable, byte_width
 from .tags import captured_values
 
 if TYPE_CHECKING:
@@ -108,6 +108,12 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         self.table.same, self.table.context = self.always_equal, self.equality_context
         self.equal_memo: dict[Any, bool] = {}
         self.part_mask: tuple[int, np.ndarray] | None = None
+        self.first_memo: dict[tuple[int, Key], dict[int, int]] = {}
+        """Per loop symbol and its first index, per element: the element at the first iteration
+        (`Joins.inductive_join`)."""
+        self.entry_memo: dict[tuple[Any, ...], dict[tuple[int, int], int]] = {}
+        """Per loop symbol, first index and `equality_context`, per pair of elements: the
+        element a loop's entry holds (`Joins.product_entry`)."""
         """`Joins._product_parts`, with the number of product parts it was made for."""
         self.equal_engine: Any = None
         self.obligations = Obligations(self.table, self.space)
@@ -165,8 +171,9 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         self.at_end: list[Callable[[], None]] = []
         """Checks a backend's rules leave for the end of the walk (a named barrier that too few
         threads ever meet)."""
-        self._remembered: dict[Operation, tuple[list[Any], Any, Any]] = {}
-        """Per op, what `remembered` computed last and from which inputs."""
+        self._remembered: dict[Operation, dict[tuple[Any, ...], tuple[list[Any], Any]]] = {}
+        """Per op, what `remembered` computed, by the identities of its inputs (and `equal`), with
+        the inputs (kept, so that their identities stay theirs)."""
         self._addresses: dict[Operation, tuple[Any, ...]] = {}
         self.zero_tags: dict[int, np.ndarray] = {}
         self.copy_points: dict[int, tuple[Any, ...]] = {}
@@ -369,7 +376,7 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         for v in operands:
             t = self.tags.get(v)
             if t is not None:
-                k = (t != BOTTOM).any(axis=-1)
+                k = any_along(t != BOTTOM)
                 known = k if known is None else known | k
         for r in results:
             self.values[r] = value
@@ -411,15 +418,21 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
         return [tag_op, *(self.values.get(v) for v in captured_values(self, tag_op)), *frozen.values()]
 
     def remembered(self, op: Operation, inputs: list[Any], compute: Callable[[], Any], equal: Any = None) -> Any:
-        """`compute()`, or what it gave at `op` last time if `inputs` are the same objects (and
-        `equal`, say the active threads, compares equal): a later pass over a loop body reads
-        the same values (the IR is fixed, and values are never changed in place), so a rule
-        that only reads them finds the same result."""
+        """`compute()`, or what it gave at `op` before for the same `inputs` (and an equal `equal`,
+        hashable): the same objects, or affine values of the same forms (`_identity`). A later
+        pass over a loop body reads the same values (the IR is fixed, and values are never
+        changed in place), so a rule that only reads them finds the same result — at each
+        iteration of a static loop inside, too, whose index and what is computed from it are
+        numbers made anew in each pass."""
         memo = self._remembered.get(op)
-        if memo is not None and same_objects(memo[0], inputs) and memo[1] == equal:
-            return memo[2]
+        if memo is None:
+            memo = self._remembered[op] = {}
+        key = (*map(_identity, inputs), equal)
+        held = memo.get(key)
+        if held is not None:  # (the objects its key names by identity are alive: held[0] keeps them)
+            return held[1]
         found = compute()
-        self._remembered[op] = (inputs, equal, found)
+        memo[key] = (inputs, found)
         return found
 
     def refault(self, faults: list[tuple[Any, ...]]) -> None:
@@ -475,3 +488,13 @@ class TagAnalysis(AbstractMemory, GlobalAccess, Joins):
                                         "supported", self.where(op))
             env[inner.results[0]] = rule(sp, inner, [value(v) for v in inner.operands])
         return []
+
+
+def _identity(value: Any) -> Any:
+    """What `TagAnalysis.remembered` tells inputs apart by: an affine value by its forms (its
+    constants and terms, as bytes with their types), anything else by its identity (kept alive by
+    the memo, so never another object's)."""
+    if type(value) is Affine:
+        return (len(value), value.const.dtype.str, value.const.tobytes(),
+                *((t, column.dtype.str, column.tobytes()) for t, column in sorted(value.terms.items())))
+    return id(value)

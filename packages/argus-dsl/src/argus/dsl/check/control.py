@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from argus.verify.affine import Affine, add_keys, sub_keys
+from argus.verify.affine import Affine, add_keys, among, sub_keys, unique_sorted
 from argus.verify.memory import RESET
-from argus.verify.tags import BYTES, TOP, join
+from argus.verify.tags import BYTES, SHIFT, TOP, join
 
 from ..ir import dialect as D
 from ..ir.registry import meaning
@@ -344,7 +344,7 @@ def _written_by_the_end(a: TagAnalysis, memories: int, ends: dict[int, list[Key]
         if not coded.any():
             continue
         site = m.site.copy()
-        for code in np.unique(m.site[coded]).tolist():
+        for code in unique_sorted(m.site[coded]).tolist():
             condition = codes.condition(code)
             for symbol, iterations in ends.items():
                 condition = functools.reduce(codes.both, [codes.substituted(condition, symbol, at)
@@ -451,6 +451,11 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
     rename = Renamer(a, symbol, add_keys(me, (-step, ())))
     carried = f"a value carried from one iteration to the next of the loop at {a.where(op)}"
     checking = a.checking
+    # Under claims on products, an accumulator's k span grows with the index: a first pass from
+    # the state before the loop (`peelable`) then only proposes the entry, and is walked without
+    # its checks. Should it settle after all, the next pass walks the same entry with them (below:
+    # a pass that did not check is never final), so this costs a pass, never a check.
+    proposes = peelable and a.table.asserted and a.preparation.holds_a_product(op)
     a.loops.append(context)
     a.obligations.scope = a.obligations.scope + (symbol,)
     try:
@@ -463,7 +468,7 @@ def _fixpoint(a: TagAnalysis, op: scf.ForOp, mask: np.ndarray, symbol: int, base
             facts_mark = (set(a.facts), set(a.replay_facts), {k: list(v) for k, v in a.loop_facts.items()})
             a.restore(entry)
             tracking = attempt == 0 and track
-            a.checking = checking and (attempt > 0 or tracking)
+            a.checking = checking and (attempt > 0 or (tracking and not proposes))
             if tracking:
                 a.track(scope)
             products, first_pass = a.table.products, None
@@ -554,7 +559,7 @@ def _loses_tags(a: TagAnalysis, base: State, back: State, joined: State) -> bool
     zero) that both sides had tags for."""
     maybe = a.table.products.maybe_zero_bytes() if a.table.asserted else np.zeros(0, np.int64)
     for (ours, *_), (theirs, *_), (both, *_) in zip(base.memories, back.memories, joined.memories):
-        if ((ours > TOP) & (theirs > TOP) & ((both == TOP) | np.isin(both, maybe))).any():
+        if ((ours > TOP) & (theirs > TOP) & ((both == TOP) | among(both, maybe))).any():
             return True
     return False
 
@@ -642,7 +647,7 @@ class Renamer:
         if not concrete.any():
             return tags
         known = tags[concrete]
-        element = (known - 2) // BYTES
+        element = (known - 2) >> SHIFT
         size = int(element.max()) + 1
         if size > len(self.shift):  # element ids are small: a table of shifts, filled as needed
             grown = np.zeros(max(size, 2 * len(self.shift)), np.int64)

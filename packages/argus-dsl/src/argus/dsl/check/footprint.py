@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
+from argus.verify.affine import among
 from argus.verify.memory import TagMemory
-from argus.verify.tags import BOTTOM, BYTES, TOP
+from argus.verify.tags import BOTTOM, BYTES, PLACE, TOP
 
 from .run_plan import Group
 
@@ -372,7 +373,7 @@ class _Journal:
         tells, so such a run is walked again op by op."""
         if len(self.writes) < 2 or not self.rewritten():
             return True
-        if not self.memory.parts and not any(((w[3] > TOP) & ((w[3] - 2) % BYTES == BYTES - 1)).any()
+        if not self.memory.parts and not any(((w[3] > TOP) & (((w[3] - 2) & PLACE) == BYTES - 1)).any()
                                              for w in self.writes):
             return True
         keys, starts, ends = [], [], []
@@ -434,7 +435,7 @@ def _in_order(records: list[tuple[np.ndarray, np.ndarray, int, bool]]) -> bool:
     origin = np.concatenate([np.broadcast_to(r[1][:, None], r[0].shape).reshape(-1) for r in records])
     step = np.concatenate([np.full(r[0].size, r[2]) for r in records])
     write = np.concatenate([np.full(r[0].size, r[3]) for r in records])
-    written = np.isin(keys, np.concatenate([r[0].reshape(-1) for r in writes]))
+    written = among(keys, np.concatenate([r[0].reshape(-1) for r in writes]))
     keys, origin, step, write = keys[written], origin[written], step[written], write[written]
     order = np.lexsort((origin, keys))
     keys, origin, step, write = keys[order], origin[order], step[order], write[order]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys
+from argus.verify.affine import Affine, Key, Space, add_keys, sub_keys, unique_inverse, unique_sorted
 from argus.verify.memory import NEVER, RESET
 
 from .copies import TileCopies
@@ -340,7 +340,7 @@ class Initialization:
         if not coded.any():
             return sites
         out = sites.copy()
-        for code in np.unique(sites[coded]).tolist():
+        for code in unique_sorted(sites[coded]).tolist():
             condition = self.substituted(self.condition(code), symbol, replacement)
             out[sites == code] = self.code(condition) if condition else RESET
         return out
@@ -370,7 +370,7 @@ def _distinct_pairs(*columns: np.ndarray) -> tuple[list[tuple[int, ...]], np.nda
     packed = np.zeros(columns[0].size, np.int64)
     for c, low, span in zip(columns, lows, spans):
         packed = packed * span + (c - low)
-    unique, inverse = np.unique(packed, return_inverse=True)
+    unique, inverse = unique_inverse(packed)
     rows = []
     for value in unique.tolist():
         row = []

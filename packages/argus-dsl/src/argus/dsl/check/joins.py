@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from argus.verify.affine import Affine
-from argus.verify.affine import add_keys, sub_keys
+from argus.verify.affine import add_keys, among, sub_keys, unique_inverse, unique_sorted
 from argus.verify.products import EMPTY, PRODUCT_A, PRODUCT_B, along, canonical, pair_length, same_syntax
 from argus.verify.products import ZERO
 from argus.verify import reductions as red
-from argus.verify.tags import BYTES, TOP, join
+from argus.verify.tags import BYTES, PLACE, SHIFT, TOP, join
 
 from .arithmetic import select_int
 from .initialization import UNKNOWN_PATHS, written
@@ -147,6 +147,8 @@ class Joins:
     def inductive_join(self, ours: np.ndarray, theirs: np.ndarray, loop: int, first: Key) -> np.ndarray:
         """`join(ours, theirs)`, except where `theirs` (a tag of loop iteration `loop`) equals
         `ours` when the index takes its `first` value: there it is `theirs`."""
+        if np.array_equal(ours, theirs):  # (most memories at a loop's entry: nothing differs, nothing to join)
+            return ours.copy()
         out = self.joined(ours, theirs)
         if self.table.asserted:
             self.product_entry(out, ours, theirs, loop, first)
@@ -154,12 +156,12 @@ class Joins:
         if where.size == 0:
             return out
         before, back = ours.reshape(-1)[where], theirs.reshape(-1)[where]
-        aligned = (before - 2) % BYTES == (back - 2) % BYTES  # the same byte of two elements
-        where, before, back = where[aligned], (before[aligned] - 2) // BYTES, back[aligned]
+        aligned = ((before - 2) & PLACE) == ((back - 2) & PLACE)  # the same byte of two elements
+        where, before, back = where[aligned], (before[aligned] - 2) >> SHIFT, back[aligned]
         if where.size == 0:
             return out
-        width = int(((back - 2) // BYTES).max()) + 1
-        pairs = before * width + (back - 2) // BYTES  # (element before, element in the loop) as one key
+        width = int(((back - 2) >> SHIFT).max()) + 1
+        pairs = before * width + ((back - 2) >> SHIFT)  # (element before, element in the loop) as one key
         accepted = []
         parts: dict[Any, Any] = {}  # per symbolic part of a component, substituted (elements differ in constants)
 
@@ -172,12 +174,16 @@ class Joins:
             return key_component(add_keys((v[0], ()), part))
 
         tags, element_id = self.table.tags, self.table.element_id
-        for key in np.unique(pairs).tolist():
+        memo = self.first_memo.setdefault((loop, first), {})  # (per element: it at the first iteration)
+        for key in unique_sorted(pairs).tolist():
             was, now = divmod(key, width)
-            if element_id(tuple(map(substituted, tags[now]))) == was:
+            at_first = memo.get(now)
+            if at_first is None:
+                at_first = memo[now] = element_id(tuple(map(substituted, tags[now])))
+            if at_first == was:
                 accepted.append(key)
         if accepted:
-            hit = np.isin(pairs, accepted)
+            hit = among(pairs, accepted)
             out[np.unravel_index(where[hit], out.shape)] = back[hit]
         return out
 
@@ -191,21 +197,22 @@ class Joins:
             return
         flat_out, flat_ours, flat_theirs = out.reshape(-1), ours.reshape(-1), theirs.reshape(-1)
         parts = self._product_parts()
-        now_all = np.clip((flat_theirs - 2) // BYTES, 0, parts.size - 1)  # (⊥ and ⊤ land on 0: filtered next)
+        now_all = np.clip((flat_theirs - 2) >> SHIFT, 0, parts.size - 1)  # (⊥ and ⊤ land on 0: filtered next)
         where = np.flatnonzero(parts[now_all] & (flat_theirs > TOP) & (flat_ours != flat_theirs) & (flat_ours > TOP))
         if where.size == 0:
             return
         was, now = flat_ours[where], flat_theirs[where]
-        at = (now - 2) % BYTES
-        now_element = (now - 2) // BYTES
-        was_element = (was - 2) // BYTES  # (⊥ before the loop is no zero: no entry)
-        aligned = (was - 2) % BYTES == at
+        at = (now - 2) & PLACE
+        now_element = (now - 2) >> SHIFT
+        was_element = (was - 2) >> SHIFT  # (⊥ before the loop is no zero: no entry)
+        aligned = ((was - 2) & PLACE) == at
         if not aligned.any():
             return
         width = int(now_element.max()) + 1
         keys = was_element[aligned] * width + now_element[aligned]  # (element before, element in the loop) as one
-        unique, inverse = np.unique(keys, return_inverse=True)
-        made = np.array([self._entry_element(*divmod(int(key), width), loop, first) for key in unique.tolist()],
+        unique, inverse = unique_inverse(keys)
+        memo = self.entry_memo.setdefault((loop, first, self.equality_context()), {})
+        made = np.array([self._remembered_entry(memo, *divmod(key, width), loop, first) for key in unique.tolist()],
                         np.int64)
         found = made[np.reshape(inverse, -1)]
         hit = found >= 0
@@ -222,6 +229,15 @@ class Joins:
             mask[parts] = True
             self.part_mask = held = (len(parts), mask)
         return held[1]
+
+    def _remembered_entry(self, memo: dict[tuple[int, int], int], was: int, now: int, loop: int, first: Key) -> int:
+        """`_entry_element`, remembered in `memo` (per loop, first index and `equality_context`:
+        what its answer depends on besides the two elements) — a loop's passes join the same
+        elements again."""
+        found = memo.get((was, now))
+        if found is None:
+            found = memo[(was, now)] = self._entry_element(was, now, loop, first)
+        return found
 
     def _entry_element(self, was: int, now: int, loop: int, first: Key) -> int:
         """The element a loop's entry holds where the state before it holds element `was` (−1:
@@ -286,8 +302,8 @@ class Joins:
         news = np.array(list(replaced.values()), np.int64)
         memories = []
         for tags_, site, writers in base.memories:
-            element = (tags_ - 2) // BYTES
-            hit = (tags_ > TOP) & np.isin(element, olds)
+            element = (tags_ - 2) >> SHIFT
+            hit = (tags_ > TOP) & among(element, olds)
             if hit.any():
                 tags_ = tags_.copy()
                 tags_[hit] = _relabelled(tags_[hit], olds, news)
@@ -389,8 +405,8 @@ class Joins:
 def _relabelled(ids: np.ndarray, olds: np.ndarray, news: np.ndarray) -> np.ndarray:
     """Byte ids of elements `olds` as the same bytes of elements `news` (in order)."""
     order = np.argsort(olds)
-    at = order[np.searchsorted(olds, (ids - 2) // BYTES, sorter=order)]
-    return 2 + news[at] * BYTES + (ids - 2) % BYTES  # type: ignore[no-any-return]
+    at = order[np.searchsorted(olds, (ids - 2) >> SHIFT, sorter=order)]
+    return 2 + news[at] * BYTES + ((ids - 2) & PLACE)  # type: ignore[no-any-return]
 
 
 class Walk:

@@ -325,6 +325,12 @@ class Preparation:
         return bool(numbers) and any(kind is scf.ForOp and not D.is_unrolled(table.ops[j]) for j, kind in
                                      enumerate(table.kinds[numbers[0]:table.ends[numbers[-1]]], numbers[0]))
 
+    def holds_a_product(self, op: scf.ForOp) -> bool:
+        """Whether a matrix product sits in the loop's body, at any depth."""
+        table = self.table
+        numbers = table.block(op.body.block)
+        return bool(numbers) and any(kind is D.MmaOp for kind in table.kinds[numbers[0]:table.ends[numbers[-1]]])
+
     def fills_before(self, loop: scf.ForOp) -> bool:
         """Whether a shared tile receives data both before a loop and in it (a pipeline: its
         prologue fills the stage its first iteration reads, and each iteration refills one).

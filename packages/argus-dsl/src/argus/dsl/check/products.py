@@ -9,7 +9,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 import numpy as np
-from argus.verify.affine import runs
+from argus.verify.affine import any_along, runs, unique_sorted
 from argus.verify.tags import BOTTOM, TOP
 
 from ..atoms import MMAAtom
@@ -136,7 +136,7 @@ def _accumulate(a: TagAnalysis, op: D.MmaOp, accumulator: Any, points: np.ndarra
     new = np.empty(idx.shape, np.int64)
     scratch = np.full((int(threads.max()) + 1, memory.tags.shape[-1]), -1, np.int64)
     groups = copies[::atom.threads]
-    for c in np.unique(copies).tolist():
+    for c in unique_sorted(copies).tolist():
         mine, own = copies == c, groups == c
         rows, who = idx[mine], threads[mine][:, None]
         left = scratch[who, rows]
@@ -200,7 +200,7 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
     a_tiles, b_tiles, c_tiles = ([a.values[ssa] for ssa in column] for column in
                                  zip(*((op.a, op.b, op.c) for op in products)))
     read = {id(t.memory) for t in a_tiles} | {id(t.memory) for t in b_tiles}
-    together = (a.checking and threads.size > 0 and threads.size % atom.threads == 0
+    together = (threads.size > 0 and threads.size % atom.threads == 0
                 and atom.a_layout is not None and atom.b_layout is not None
                 and all(atom_of_op(a, op, MMAAtom) is atom for op in products)
                 and all(t.memory is a_tiles[0].memory for t in a_tiles)
@@ -217,7 +217,7 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
         return _one_by_one(a, ops, mask)
     groups = threads.size // atom.threads
     pa, pb = a.table.products.pair_bytes(at), a.table.products.pair_bytes(bt)
-    alike = _one_tag_per_k(pa, pb, _product_rows(a_of, groups), _product_rows(b_of, groups))
+    alike = a.checking and _one_tag_per_k(pa, pb, _product_rows(a_of, groups), _product_rows(b_of, groups))
     written = _all_written(a, c_tiles, threads)
     # with nothing but views between them, every product's accumulator is written at once when
     # the accumulators are apart (each of its own bytes)
@@ -232,7 +232,9 @@ def _product_batch(a: TagAnalysis, ops: list[Operation], threads: np.ndarray, ma
             continue
         i, (_, c) = next(product)
         a_i, b_i = slice(a_of[i] * groups, (a_of[i] + 1) * groups), slice(b_of[i] * groups, (b_of[i] + 1) * groups)
-        if alike:
+        if not a.checking:  # (a pass that only proposes a loop's entry: `mma_rule` pairs nothing either)
+            pass
+        elif alike:
             a.obligations.held(a.reach(_pairing_site(a, op, atom)))
         else:
             _pairing(a, op, atom, threads, pa[a_i], pb[b_i])
@@ -364,7 +366,7 @@ def _pairing(a: TagAnalysis, op: D.MmaOp, atom: MMAAtom, threads: np.ndarray, at
     # conflicting data (⊤, e.g. joined from two paths) where the other operand holds data
     # (tagged or conflicting too): no proof
     data_a, data_b = (at != BOTTOM).any(axis=(1, 3)), (bt != BOTTOM).any(axis=(1, 3))  # (groups, k)
-    top = np.concatenate([(at == TOP).any(axis=-1) & data_b[:, None], (bt == TOP).any(axis=-1) & data_a[:, None]],
+    top = np.concatenate([any_along(at == TOP) & data_b[:, None], any_along(bt == TOP) & data_a[:, None]],
                          axis=1)
     for g, row, kk in np.argwhere(top)[:1]:
         a.obligations.conflict(site, int(g), int(row) * k + int(kk), describe)
@@ -456,6 +458,6 @@ def mma_wait_rule(a: TagAnalysis, op: D.MmaWaitOp, mask: np.ndarray) -> None:
     """The waiting threads' groups retire their products but the newest `pending`."""
     threads = a.thread_of(a.active(mask))
     for running in a.in_flight:
-        running.retire(np.unique(threads // running.group), op.pending.data)
+        running.retire(unique_sorted(threads // running.group), op.pending.data)
     for observer in a.observers:
         observer.retire(a, op, threads, op.pending.data)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from argus.verify.affine import unique_inverse
 from argus.verify.memory import TagMemory
 
 #: No thread (no group) read the byte since the last barrier.
@@ -89,7 +90,7 @@ class Orders:
         ordered before all of them after it (and before whom it was already)."""
         if not values.size:
             return values
-        distinct, inverse = np.unique(values, return_inverse=True)
+        distinct, inverse = unique_inverse(values)
         changed = distinct.copy()
         for k, v in enumerate(distinct.tolist()):
             if 0 <= v < self.threads and participants[v]:
