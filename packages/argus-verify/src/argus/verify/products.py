@@ -94,11 +94,13 @@ def layout(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
 
 # ---- components ---------------------------------------------------------------------------
 
-def _key(v: Any) -> Any:
+def component_key(v: Any) -> Any:
+    """A tag component (an int, or a symbolic key) as a key."""
     return v if isinstance(v, tuple) else (int(v), ())
 
 
-def _plain(key: Any) -> Any:
+def plain_component(key: Any) -> Any:
+    """A key as a tag component holds it: an int where it is constant."""
     return key[0] if not key[1] else key
 
 
@@ -106,12 +108,12 @@ def difference(x: Any, y: Any) -> int | None:
     """``x - y`` when it is the same number in every launch, else None."""
     if not isinstance(x, tuple) and not isinstance(y, tuple):
         return int(x) - int(y)
-    d = sub_keys(_key(x), _key(y))
+    d = sub_keys(component_key(x), component_key(y))
     return None if d[1] else d[0]
 
 
 def shifted(x: Any, by: int) -> Any:
-    return int(x) + by if not isinstance(x, tuple) else _plain(add_keys(x, (by, ())))
+    return int(x) + by if not isinstance(x, tuple) else plain_component(add_keys(x, (by, ())))
 
 
 # ---- spans --------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .products import _key, _plain, canonical as canonical_span, difference, span_of
+from .products import canonical as canonical_span, component_key, difference, plain_component, span_of
 
 if TYPE_CHECKING:
     from .tags import TagTable
@@ -219,9 +219,9 @@ def walk_done(lo: Any, step: int, stop: Any, trips: Any = None) -> tuple[Any, ..
     then share the end."""
     if step <= 0 or step > _MAX_MODULUS:
         return None
-    key = _key(lo)
+    key = component_key(lo)
     r = key[0] % step
-    base = _plain((key[0] - r, key[1]))
+    base = plain_component((key[0] - r, key[1]))
     return residues(base, stop if trips is None else _add(base, _times(trips, step)), step, 1 << r)
 
 
@@ -232,18 +232,18 @@ def _same(x: Any, y: Any) -> bool:
 def _add(x: Any, y: Any) -> Any:
     if _ints(x, y):
         return int(x) + int(y)
-    kx, ky = _key(x), _key(y)
+    kx, ky = component_key(x), component_key(y)
     terms = dict(kx[1])
     for a, c in ky[1]:
         terms[a] = terms.get(a, 0) + c
-    return _plain((kx[0] + ky[0], tuple(sorted((a, c) for a, c in terms.items() if c))))
+    return plain_component((kx[0] + ky[0], tuple(sorted((a, c) for a, c in terms.items() if c))))
 
 
 def _times(x: Any, k: int) -> Any:
     if _ints(x):
         return int(x) * k
-    key = _key(x)
-    return _plain((key[0] * k, tuple((a, c * k) for a, c in key[1] if c * k)))
+    key = component_key(x)
+    return plain_component((key[0] * k, tuple((a, c * k) for a, c in key[1] if c * k)))
 
 
 # ---- tags -------------------------------------------------------------------------------------
