@@ -883,7 +883,10 @@ class _Proof:
                                        f"threads of the product at {self.a.where(r.op)}")
             return sorted(chosen, key=lambda q: q.order)
 
-        here = products(q for q in self.records if q.loop is r.loop and q.symbol == r.symbol and q.order > r.order)
+        # (in its own iteration only products and waits that run at every trip number it runs at:
+        # one that skips the first iteration neither starts nor retires anything there)
+        here = products(q for q in self.records if q.loop is r.loop and q.symbol == r.symbol and q.order > r.order
+                        and self._alongside(q, r))
         found, started = retiring(here, 0)
         if found is not None:
             return [("same", found)]
@@ -897,6 +900,13 @@ class _Proof:
             raise _NotFollowed(f"{self.a.where(r.op)}: no matmul_wait retires the product in the next iteration or "
                                "after the loop")
         return [("next", following), ("last", last)]
+
+    @staticmethod
+    def _alongside(q: Record, r: Record) -> bool:
+        """Whether `q`, of `r`'s loop, runs at every trip number `r` runs at."""
+        if q.pinned:
+            return r.pinned
+        return q.first <= (0 if r.pinned else r.first)
 
     # ---- hand-offs -------------------------------------------------------------------------
     def _handoffs(self) -> None:

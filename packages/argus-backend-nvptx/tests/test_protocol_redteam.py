@@ -1,0 +1,68 @@
+"""Pipelines whose timing is wrong, yet close to one the protocol's model
+(`argus.backends.nvptx.protocol`) proves: each is an edit of an example at a small tile, the
+interpreter shows its fault under every kind of schedule, and the model must not say proved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from argus.dsl import KernelFault, TagAssertionError, bf16, from_storage, to_storage
+from argus.dsl.machine import using
+
+from .conftest import example_variant
+from .test_protocol import timing
+
+TILE = (128, 16, 16, 2)  # BM, BN, BK, STAGES: what `timing` builds
+SCHEDULES = ("round-robin", "delay-async", "random:1")
+RETIRE = "matmul_wait(PRODUCTS)  # the previous stage's products have finished, this stage's run on"
+MULTIPLY = "multiply(sA, sB, s, acc, consumer)\n"
+
+WRONG = {  # an edit of an example, the K it shows at, and what the interpreter says of it
+    # stage 1's products are not retired before stage 0 is handed back in the first round: the
+    # retiring wait skips the first iteration, so it retires nothing there
+    "retire-skipped-in-the-first-round": ("gemm_ws", ((RETIRE, "if s == 0 or k0 > 0:\n"
+                                                               "                        matmul_wait(PRODUCTS)"),),
+                                          64, "data-race"),
+    # a second product per stage from the second round on, and a wait that leaves two running:
+    # in the first round only one was started, so the previous stage's product still runs
+    "wait-counts-a-product-the-first-round-does-not-start": (
+        "gemm_ws", ((MULTIPLY, MULTIPLY + "                    if k0 > 0:\n"
+                                          "                        multiply(sA, sB, s, acc, consumer)\n"),
+                    (RETIRE, "matmul_wait(PRODUCTS + 1)")), 64, "data-race"),
+}
+
+
+@pytest.fixture(autouse=True)
+def unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Launching runs no check (the test calls the model itself) and keeps no verdict."""
+    monkeypatch.setenv("ARGUS_VERIFY", "0")
+    monkeypatch.setenv("ARGUS_CACHE_DIR", "off")
+
+
+def outcome(module: Any, k: int, schedule: str) -> str:
+    """What the interpreter says of a TILE-sized launch of the variant with K = k under
+    `schedule`: its fault, "wrong C", or "" where C is the product."""
+    bm, bn, _, _ = TILE
+    rng = np.random.default_rng(1)
+    a, b = (to_storage(rng.standard_normal((rows, k)), bf16) for rows in (bm, bn))
+    c = to_storage(np.zeros((bm, bn)), bf16)
+    expected = from_storage(a, bf16).astype(np.float64) @ from_storage(b, bf16).astype(np.float64).T
+    try:
+        with using(schedule):
+            module.build(*TILE)[(1, 1)](a, b, c, bm, bn, k)
+    except (KernelFault, TagAssertionError) as err:
+        return str(err)
+    return "" if np.allclose(from_storage(c, bf16), expected, atol=0.1, rtol=1e-2) else "wrong C"
+
+
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_each_wrong_pipeline_fails_on_the_interpreter_and_is_not_proved(tmp_path: Path, name: str) -> None:
+    example, edits, k, shown = WRONG[name]
+    module = example_variant(tmp_path, example, *edits)
+    for schedule in SCHEDULES:
+        assert shown in outcome(module, k, schedule), schedule
+    verdict = timing(module)
+    assert not verdict.proved, "the model proves a pipeline the interpreter shows wrong"
