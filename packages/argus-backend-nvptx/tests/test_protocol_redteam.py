@@ -32,6 +32,16 @@ WRONG = {  # an edit of an example, the K it shows at, and what the interpreter 
         "gemm_ws", ((MULTIPLY, MULTIPLY + "                    if k0 > 0:\n"
                                           "                        multiply(sA, sB, s, acc, consumer)\n"),
                     (RETIRE, "matmul_wait(PRODUCTS + 1)")), 64, "data-race"),
+    # the consumers wait on a view of the barriers whose layout puts index 1 on barrier 2, which
+    # no thread initialized: a barrier is where its view's layout puts it, not its index
+    "wait-through-a-view-that-moves-the-barrier": (
+        "gemm_ws", (("from gemm_tma import helpers, pipeline",
+                     "from gemm_tma import helpers, pipeline\nfrom argus.layout import Layout"),
+                    ("full = make_shared((STAGES,), u64)  # a stage's slices have landed",
+                     "full = make_shared((2 * STAGES,), u64)\n"
+                     "        moved = full.view(Layout((2, STAGES), (STAGES, 1)), u64)"),
+                    ("nv.mbarrier_wait(full, s, phase)", "nv.mbarrier_wait(moved, s, phase)")),
+        64, "uninitialized-barrier"),
 }
 
 
