@@ -9,8 +9,29 @@ from typing import Any
 
 import numpy as np
 import pytest
-from argus.dsl import KernelFault, TagAssertionError, bf16, from_storage, to_storage
+from argus.backends.nvptx import language as nv
+from argus.backends.nvptx import protocol
+from argus.dsl import (
+    Kernel,
+    KernelFault,
+    TagAssertionError,
+    Tensor,
+    assume,
+    bf16,
+    from_storage,
+    kernel,
+    make_shared,
+    static_range,
+    syncthreads,
+    thread_idx,
+    to_storage,
+    u32,
+    u64,
+)
+from argus.dsl.check import Preparation, TagAnalysis
+from argus.dsl.check.verification import _tightest
 from argus.dsl.machine import using
+from argus.verify.solvers import solver
 
 from .conftest import example_variant
 from .test_protocol import timing
@@ -76,3 +97,83 @@ def test_each_wrong_pipeline_fails_on_the_interpreter_and_is_not_proved(tmp_path
         assert shown in outcome(module, k, schedule), schedule
     verdict = timing(module)
     assert not verdict.proved, "the model proves a pipeline the interpreter shows wrong"
+
+
+def pipe(synced: bool = True) -> Kernel:
+    """A two-stage pipeline of 32 words a stage: thread 0 copies x in (waiting for a stage's
+    "empty" barrier, announcing its bytes on its "full" one), warp 1 waits for "full", copies the
+    stage to `out` and hands it back on "empty". `synced`: a syncthreads() orders the barriers'
+    initialization before the other warp uses them."""
+
+    @kernel(block=(64,), verify=False)
+    def pipeline(x: Tensor[u32, "K"], out: Tensor[u32, "K"], K: int):
+        assume(K % 64 == 0)
+        s = make_shared((32, 2), u32)
+        full = make_shared((2,), u64)
+        empty = make_shared((2,), u64)
+        t = thread_idx.x
+        if t == 0:
+            for i in static_range(2):
+                nv.mbarrier_init(full, i, 1)
+                nv.mbarrier_init(empty, i, 32)
+        if synced:
+            syncthreads()
+        if t == 0:
+            for k0 in range(0, K, 64):
+                for i in static_range(2):
+                    nv.mbarrier_wait(empty, i, (k0 // 64) % 2 ^ 1)
+                    nv.mbarrier_arrive_expect_tx(full, i, 128)
+                    nv.tma_load(s[:, i], x, (k0 + 32 * i,), full, i)
+        if t >= 32:
+            for k0 in range(0, K, 64):
+                for i in static_range(2):
+                    nv.mbarrier_wait(full, i, (k0 // 64) % 2)
+                    out[k0 + 32 * i + t - 32] = s[t - 32, i]
+                    nv.mbarrier_arrive(empty, i)
+
+    return pipeline
+
+
+def kernel_timing(k: Kernel) -> protocol.Verdict:
+    """The protocol's verdict on kernel `k`."""
+    compiled = k.compile()
+    analysis = TagAnalysis(compiled.op, compiled.locations, None, Preparation(compiled.op, compiled.locations)).run()
+    recorder = analysis.walk.extensions[protocol.KEY]
+    return recorder.prove(analysis.walk, solver(None), _tightest(analysis.facts), 10_000)  # type: ignore[no-any-return]
+
+
+def piped(k: Kernel, words: int, schedule: str) -> str:
+    """What the interpreter says of `k` copying `words` words under `schedule`: its fault,
+    "wrong out", or "" where out is x."""
+    x = np.arange(words, dtype=np.uint32) * 7 + 1
+    out = np.zeros(words, np.uint32)
+    try:
+        with using(schedule):
+            k[1](x, out, words)
+    except KernelFault as err:
+        return str(err)
+    return "" if (out == x).all() else "wrong out"
+
+
+WRONG_PIPES = {  # arguments of `pipe`, and what the interpreter says of it
+    # no syncthreads() between thread 0's initialization of the barriers and warp 1's waits
+    "barriers-used-by-other-warps-before-a-block-barrier": ({"synced": False},
+                                                            "uses the barrier at offset 0 and thread 0 initialized it"),
+}
+
+
+def test_the_pipe_runs_clean_and_is_proved() -> None:
+    k = pipe()
+    for schedule in SCHEDULES:
+        assert piped(k, 256, schedule) == "", schedule
+    verdict = kernel_timing(k)
+    assert verdict.proved, verdict.why
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_PIPES))
+def test_each_wrong_pipe_fails_on_the_interpreter_and_is_not_proved(name: str) -> None:
+    arguments, shown = WRONG_PIPES[name]
+    k = pipe(**arguments)
+    for schedule in SCHEDULES:
+        assert shown in piped(k, 256, schedule), schedule
+    assert not kernel_timing(k).proved, "the model proves a pipeline the interpreter shows wrong"

@@ -118,6 +118,11 @@ class Recorder:
         self.rebound: set[tuple[tuple[Any, ...], tuple[Any, ...]]] = set()
         """(a wait's record key, a copy's record key) whose tags `handoffs` followed."""
         self.numbers = {id(op): i for i, op in enumerate(a.preparation.table.ops)}
+        self.ops = a.preparation.table.ops
+
+    def numbers_of(self, kinds: tuple[type, ...]) -> list[tuple[Any, int]]:
+        """The kernel's ops of the given kinds, with their numbers in program order."""
+        return [(op, i) for i, op in enumerate(self.ops) if isinstance(op, kinds)]
 
     def read(self, a: Any, op: Any, memory: Any, idx: np.ndarray, threads: np.ndarray, asynchronous: bool) -> None:
         """Threads `threads` read bytes `idx` (a row per thread) of shared `memory`."""
@@ -301,6 +306,7 @@ class _Proof:
             self.inits[b] = inits[0]
             if any(r.order <= inits[0].order for r in records if r.barrier == b and r is not inits[0]):
                 raise _NotFollowed(f"barrier {b[1]} is used before, or where, it is initialized")
+            self._initialized_first(b, inits[0])
         self.offsets: dict[tuple[Any, frozenset[int]], int] = {}
         for b in barriers:
             self._phases(b)
@@ -315,6 +321,22 @@ class _Proof:
         self._reads()
         self._late()
         self._handoffs()
+
+    def _initialized_first(self, b: Any, init: Record) -> None:
+        """Threads other than the initializing one use barrier `b` only after a block barrier that
+        every thread meets (a syncthreads() or cluster_sync() outside branches and loops)
+        follows its initialization: nothing else orders the initialization before their use."""
+        from argus.dsl.ir import dialect as D
+
+        from .language import ClusterSyncOp
+
+        syncs = [(n,) for o, n in self.recorder.numbers_of((D.SyncThreadsOp, ClusterSyncOp))
+                 if isinstance(o.parent_op(), D.KernelOp)]
+        for r in self.records:
+            if r.barrier == b and r is not init and not r.threads <= init.threads and \
+                    not any(init.order < n < r.order for n in syncs):
+                raise _NotFollowed(f"{self.a.where(r.op)}: threads other than the one that initialized barrier "
+                                   f"{b[1]} use it with no syncthreads() between its initialization and this use")
 
     def _live(self) -> list[Record]:
         """The records of the walk's final passes, with the trip numbers each runs at."""
