@@ -155,10 +155,56 @@ def piped(k: Kernel, words: int, schedule: str) -> str:
     return "" if (out == x).all() else "wrong out"
 
 
-WRONG_PIPES = {  # arguments of `pipe`, and what the interpreter says of it
+@kernel(block=(96,), verify=False)
+def two_producers(x: Tensor[u32, "K"], out: Tensor[u32, "K"], K: int):
+    """Threads 0 and 32 each copy 32 words into the same tile, each counted on a barrier of its
+    own; warp 2 waits for both and reads the tile: the two copies land in either order."""
+    assume(K == 64)
+    s = make_shared((32,), u32)
+    full = make_shared((2,), u64)
+    t = thread_idx.x
+    if t == 0:
+        for i in static_range(2):
+            nv.mbarrier_init(full, i, 1)
+    syncthreads()
+    if t == 0:
+        nv.mbarrier_arrive_expect_tx(full, 0, 128)
+        nv.tma_load(s, x, (0,), full, 0)
+    if t == 32:
+        nv.mbarrier_arrive_expect_tx(full, 1, 128)
+        nv.tma_load(s, x, (32,), full, 1)
+    if t >= 64:
+        nv.mbarrier_wait(full, 0, 0)
+        nv.mbarrier_wait(full, 1, 0)
+        out[t - 64] = s[t - 64]
+
+
+@kernel(block=(64,), verify=False)
+def one_phase_twice(x: Tensor[u32, "K"], out: Tensor[u32, "K"], K: int):
+    """Thread 0 announces 256 bytes and copies 32 words twice into the same tile: both copies
+    count on one phase, and land in either order."""
+    assume(K == 64)
+    s = make_shared((32,), u32)
+    bars = make_shared((1,), u64)
+    t = thread_idx.x
+    if t == 0:
+        nv.mbarrier_init(bars, 0, 1)
+    syncthreads()
+    if t == 0:
+        nv.mbarrier_arrive_expect_tx(bars, 0, 256)
+        nv.tma_load(s, x, (0,), bars, 0)
+        nv.tma_load(s, x, (32,), bars, 0)
+    if t >= 32:
+        nv.mbarrier_wait(bars, 0, 0)
+        out[t - 32] = s[t - 32]
+
+
+WRONG_PIPES = {  # the kernel, the words it copies, and what the interpreter says of it
     # no syncthreads() between thread 0's initialization of the barriers and warp 1's waits
-    "barriers-used-by-other-warps-before-a-block-barrier": ({"synced": False},
+    "barriers-used-by-other-warps-before-a-block-barrier": (lambda: pipe(synced=False), 256,
                                                             "uses the barrier at offset 0 and thread 0 initialized it"),
+    "two-producers-copy-into-the-same-bytes-on-two-barriers": (lambda: two_producers, 64, "data-race: the bulk copy"),
+    "two-copies-into-the-same-bytes-in-one-phase": (lambda: one_phase_twice, 64, "data-race: the bulk copy"),
 }
 
 
@@ -172,8 +218,8 @@ def test_the_pipe_runs_clean_and_is_proved() -> None:
 
 @pytest.mark.parametrize("name", sorted(WRONG_PIPES))
 def test_each_wrong_pipe_fails_on_the_interpreter_and_is_not_proved(name: str) -> None:
-    arguments, shown = WRONG_PIPES[name]
-    k = pipe(**arguments)
+    make, words, shown = WRONG_PIPES[name]
+    k = make()
     for schedule in SCHEDULES:
-        assert shown in piped(k, 256, schedule), schedule
+        assert shown in piped(k, words, schedule), schedule
     assert not kernel_timing(k).proved, "the model proves a pipeline the interpreter shows wrong"

@@ -796,6 +796,16 @@ class _Proof:
             for c2 in copies[i:]:
                 if c1.memory is not c2.memory or not c1.bytes & c2.bytes:
                     continue
+                if c1.barrier != c2.barrier:  # (their phases count on different barriers: not comparable)
+                    raise _NotFollowed(f"the copies at {self.a.where(c1.op)} and {self.a.where(c2.op)} write the same "
+                                       "bytes and land on different barriers")
+                if c1 is not c2:  # two copies of one phase into the same bytes land in either order
+                    p1, runs1 = self._position(c1, "copy")
+                    p2, runs2 = self._position(c2, "copy")
+                    self._require(runs1 + runs2,
+                                  [[("eq0", sub_keys(self._phase_of_copy(c1, p1), self._phase_of_copy(c2, p2)))]],
+                                  f"the copies at {self.a.where(c1.op)} and {self.a.where(c2.op)} write the same bytes "
+                                  "in the same phase of their barrier: nothing orders one after the other")
                 for first, second in ((c1, c2), (c2, c1)) if c1 is not c2 else ((c1, c1),):
                     p1, runs1 = self._position(first, "copy")
                     p2, runs2 = self._position(second, "later copy")
