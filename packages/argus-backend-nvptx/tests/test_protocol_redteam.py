@@ -99,11 +99,15 @@ def test_each_wrong_pipeline_fails_on_the_interpreter_and_is_not_proved(tmp_path
     assert not verdict.proved, "the model proves a pipeline the interpreter shows wrong"
 
 
-def pipe(synced: bool = True) -> Kernel:
+def pipe(synced: bool = True, announce_first: bool = False, sync_between: bool = False,
+         sync_in_consumer: bool = False) -> Kernel:
     """A two-stage pipeline of 32 words a stage: thread 0 copies x in (waiting for a stage's
     "empty" barrier, announcing its bytes on its "full" one), warp 1 waits for "full", copies the
     stage to `out` and hands it back on "empty". `synced`: a syncthreads() orders the barriers'
-    initialization before the other warp uses them."""
+    initialization before the other warp uses them. The mistakes: `announce_first`, thread 0
+    announces a stage's bytes before it waits for the stage's release in this round, and copies
+    after; `sync_between`, a syncthreads() between the producer's loop and the consumers' one;
+    `sync_in_consumer`, a syncthreads() in the consumers' loop."""
 
     @kernel(block=(64,), verify=False)
     def pipeline(x: Tensor[u32, "K"], out: Tensor[u32, "K"], K: int):
@@ -121,15 +125,23 @@ def pipe(synced: bool = True) -> Kernel:
         if t == 0:
             for k0 in range(0, K, 64):
                 for i in static_range(2):
-                    nv.mbarrier_wait(empty, i, (k0 // 64) % 2 ^ 1)
-                    nv.mbarrier_arrive_expect_tx(full, i, 128)
+                    if announce_first:
+                        nv.mbarrier_arrive_expect_tx(full, i, 128)
+                        nv.mbarrier_wait(empty, i, (k0 // 64) % 2)
+                    else:
+                        nv.mbarrier_wait(empty, i, (k0 // 64) % 2 ^ 1)
+                        nv.mbarrier_arrive_expect_tx(full, i, 128)
                     nv.tma_load(s[:, i], x, (k0 + 32 * i,), full, i)
+        if sync_between:
+            syncthreads()
         if t >= 32:
             for k0 in range(0, K, 64):
                 for i in static_range(2):
                     nv.mbarrier_wait(full, i, (k0 // 64) % 2)
                     out[k0 + 32 * i + t - 32] = s[t - 32, i]
                     nv.mbarrier_arrive(empty, i)
+                    if sync_in_consumer:
+                        syncthreads()
 
     return pipeline
 
@@ -203,6 +215,14 @@ WRONG_PIPES = {  # the kernel, the words it copies, and what the interpreter say
     # no syncthreads() between thread 0's initialization of the barriers and warp 1's waits
     "barriers-used-by-other-warps-before-a-block-barrier": (lambda: pipe(synced=False), 256,
                                                             "uses the barrier at offset 0 and thread 0 initialized it"),
+    # the phase of "full" completes once the copy lands, and thread 0 copies only after a wait
+    # for the consumers' release of this round, which comes after they waited for that phase
+    "bytes-announced-before-a-wait-that-needs-them": (lambda: pipe(announce_first=True), 256, "deadlock"),
+    # thread 0 waits for the consumers' first release before the syncthreads(), which they meet
+    # only before their loop
+    "block-barrier-between-producer-and-consumers": (lambda: pipe(sync_between=True), 256, "divergent-barrier"),
+    # a syncthreads() only the consumers meet
+    "block-barrier-in-the-consumers-loop": (lambda: pipe(sync_in_consumer=True), 256, "divergent-barrier"),
     "two-producers-copy-into-the-same-bytes-on-two-barriers": (lambda: two_producers, 64, "data-race: the bulk copy"),
     "two-copies-into-the-same-bytes-in-one-phase": (lambda: one_phase_twice, 64, "data-race: the bulk copy"),
 }

@@ -298,6 +298,7 @@ class _Proof:
             if r.barrier is not None and (r.barrier not in first or r.order < first[r.barrier]):
                 first[r.barrier] = r.order
         barriers = sorted(first, key=lambda b: (first[b], b[1]))  # (program order: the same every run)
+        self.syncs = self._block_barriers()
         self.inits = {}
         for b in barriers:
             inits = [r for r in records if r.kind == "init" and r.barrier == b]
@@ -322,19 +323,29 @@ class _Proof:
         self._late()
         self._handoffs()
 
-    def _initialized_first(self, b: Any, init: Record) -> None:
-        """Threads other than the initializing one use barrier `b` only after a block barrier that
-        every thread meets (a syncthreads() or cluster_sync() outside branches and loops)
-        follows its initialization: nothing else orders the initialization before their use."""
+    def _block_barriers(self) -> list[tuple[int]]:
+        """The places of the kernel's block barriers (syncthreads(), cluster_sync()), each met by
+        every thread once: a thread blocked on a memory barrier before one holds up every other
+        thread there (`_completes`). One under a branch or in a loop is not followed."""
         from argus.dsl.ir import dialect as D
 
         from .language import ClusterSyncOp
 
-        syncs = [(n,) for o, n in self.recorder.numbers_of((D.SyncThreadsOp, ClusterSyncOp))
-                 if isinstance(o.parent_op(), D.KernelOp)]
+        out = []
+        for o, n in self.recorder.numbers_of((D.SyncThreadsOp, ClusterSyncOp)):
+            if not isinstance(o.parent_op(), D.KernelOp):
+                raise _NotFollowed(f"{self.a.where(o)}: a block barrier under a branch or in a loop (the model "
+                                   "follows those every thread meets once, outside branches and loops)")
+            out.append((n,))
+        return out
+
+    def _initialized_first(self, b: Any, init: Record) -> None:
+        """Threads other than the initializing one use barrier `b` only after a block barrier that
+        every thread meets (a syncthreads() or cluster_sync() outside branches and loops)
+        follows its initialization: nothing else orders the initialization before their use."""
         for r in self.records:
             if r.barrier == b and r is not init and not r.threads <= init.threads and \
-                    not any(init.order < n < r.order for n in syncs):
+                    not any(init.order < n < r.order for n in self.syncs):
                 raise _NotFollowed(f"{self.a.where(r.op)}: threads other than the one that initialized barrier "
                                    f"{b[1]} use it with no syncthreads() between its initialization and this use")
 
@@ -712,6 +723,13 @@ class _Proof:
         for x in self._of("arrive", b):
             arrival, arrival_runs = self._position(x, "arrival")
             link = [("eq0", sub_keys(self._count(self._of("arrive", b), arrival), phase))]
+            completion = max([x.order] + [c.order for c in self._window(x)])
+            for n in self.syncs:
+                if w.order < n < completion:  # (every thread meets it: the arriving ones only once w returned)
+                    self._require(wait_runs + arrival_runs + link, [[]],
+                                  f"the wait at {self.a.where(w.op)} may wait forever: the arrival at "
+                                  f"{self.a.where(x.op)} (or a copy bringing its bytes) that completes its phase comes "
+                                  f"after a block barrier its threads meet only once the wait has returned")
             for e in self.inits:
                 needed = self._awaited_by(e, arrivers, arrival)
                 if needed is None:
@@ -781,10 +799,14 @@ class _Proof:
                 raise _NotFollowed(f"{self.a.where(c.op)}: the copy does not follow its thread's own announcement of "
                                    "bytes on the barrier in the same iteration")
         for x in (r for r in self.records if r.kind == "arrive"):
-            window = [c for c in copies if c.barrier == x.barrier and c.loop is x.loop and
-                      c.symbol == x.symbol and c.order > x.order and
-                      not any(y.order > x.order and y.order < c.order for y in self._of("arrive", x.barrier)
-                              if y.loop is x.loop and y.symbol == x.symbol)]
+            window = self._window(x)
+            if window:
+                end = max(c.order for c in window)
+                for w in self.records:
+                    if w.kind == "wait" and w.threads & x.threads and w.loop is x.loop and x.order < w.order < end:
+                        raise _NotFollowed(f"{self.a.where(w.op)}: a wait between the announcement of bytes at "
+                                           f"{self.a.where(x.op)} and a copy that brings them (the phase cannot "
+                                           "complete while its copying thread waits)")
             brought = sum(c.nbytes for c in window)
             if brought != x.nbytes:
                 at, runs = self._position(x, "arrival")
@@ -814,6 +836,14 @@ class _Proof:
                     self._completed_before(first.barrier, phase1, premises, (second.threads, p2),
                                            f"the copy at {self.a.where(second.op)} may start before an earlier phase's "
                                            f"copy into the same bytes (at {self.a.where(first.op)}) has landed")
+
+    def _window(self, x: Record) -> list[Record]:
+        """The copies that bring the bytes arrival `x` announces: those on its barrier after it in
+        the same iteration, up to the next arrival there."""
+        later = [y.order for y in self._of("arrive", x.barrier) if y.loop is x.loop and y.symbol == x.symbol
+                 and y.order > x.order]
+        return [c for c in self.records if c.kind == "copy" and c.barrier == x.barrier and c.loop is x.loop and
+                c.symbol == x.symbol and c.order > x.order and not any(o < c.order for o in later)]
 
     # ---- reads -----------------------------------------------------------------------------
     def _reads(self) -> None:
