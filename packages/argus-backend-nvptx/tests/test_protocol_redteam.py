@@ -100,14 +100,15 @@ def test_each_wrong_pipeline_fails_on_the_interpreter_and_is_not_proved(tmp_path
 
 
 def pipe(synced: bool = True, announce_first: bool = False, sync_between: bool = False,
-         sync_in_consumer: bool = False) -> Kernel:
+         sync_in_consumer: bool = False, one_round_more: bool = False) -> Kernel:
     """A two-stage pipeline of 32 words a stage: thread 0 copies x in (waiting for a stage's
     "empty" barrier, announcing its bytes on its "full" one), warp 1 waits for "full", copies the
     stage to `out` and hands it back on "empty". `synced`: a syncthreads() orders the barriers'
     initialization before the other warp uses them. The mistakes: `announce_first`, thread 0
     announces a stage's bytes before it waits for the stage's release in this round, and copies
     after; `sync_between`, a syncthreads() between the producer's loop and the consumers' one;
-    `sync_in_consumer`, a syncthreads() in the consumers' loop."""
+    `sync_in_consumer`, a syncthreads() in the consumers' loop; `one_round_more`, thread 0 copies
+    a round more than the consumers take, and no thread waits for it to land."""
 
     @kernel(block=(64,), verify=False)
     def pipeline(x: Tensor[u32, "K"], out: Tensor[u32, "K"], K: int):
@@ -123,7 +124,7 @@ def pipe(synced: bool = True, announce_first: bool = False, sync_between: bool =
         if synced:
             syncthreads()
         if t == 0:
-            for k0 in range(0, K, 64):
+            for k0 in range(0, K + 64 if one_round_more else K, 64):
                 for i in static_range(2):
                     if announce_first:
                         nv.mbarrier_arrive_expect_tx(full, i, 128)
@@ -243,3 +244,12 @@ def test_each_wrong_pipe_fails_on_the_interpreter_and_is_not_proved(name: str) -
     for schedule in SCHEDULES:
         assert shown in piped(k, words, schedule), schedule
     assert not kernel_timing(k).proved, "the model proves a pipeline the interpreter shows wrong"
+
+
+def test_a_copy_no_thread_waits_for_is_not_proved() -> None:
+    """A block may not exit while a bulk copy still lands in its shared memory; the interpreter
+    does not look for it, the model must: no thread waits for the extra round's phases."""
+    k = pipe(one_round_more=True)
+    assert piped(k, 256, "round-robin") == ""
+    verdict = kernel_timing(k)
+    assert not verdict.proved and "may still be landing when the block exits" in verdict.why, verdict.why

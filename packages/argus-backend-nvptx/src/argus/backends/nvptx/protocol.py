@@ -321,6 +321,7 @@ class _Proof:
         self._copies()
         self._reads()
         self._late()
+        self._landed()
         self._handoffs()
 
     def _block_barriers(self) -> list[tuple[int]]:
@@ -836,6 +837,19 @@ class _Proof:
                     self._completed_before(first.barrier, phase1, premises, (second.threads, p2),
                                            f"the copy at {self.a.where(second.op)} may start before an earlier phase's "
                                            f"copy into the same bytes (at {self.a.where(first.op)}) has landed")
+
+    def _landed(self) -> None:
+        """Every copy has landed before the block exits: some threads wait for its phase (a block
+        that exits with a copy still landing in its shared memory is undefined)."""
+        for c in (r for r in self.records if r.kind == "copy"):
+            at, runs = self._position(c, "copy")
+            phase = self._phase_of_copy(c, at)
+            beyond = [[("ge0", sub_keys(sub_keys(phase, self._total(self._of("wait", c.barrier, waiters))),
+                                        (self.offsets[(c.barrier, waiters)], ())))]
+                      for waiters in self._waiters(c.barrier)]  # (its phase is past their last wait's)
+            if not any(self._valid(runs, [way]) for way in beyond):
+                raise _Failed(f"the copy at {self.a.where(c.op)} may still be landing when the block exits: no "
+                              f"thread waits for its phase of barrier {c.barrier[1]}", runs, beyond[:1] or [[]])
 
     def _window(self, x: Record) -> list[Record]:
         """The copies that bring the bytes arrival `x` announces: those on its barrier after it in
