@@ -20,15 +20,21 @@ phase k + o (o is 0, or -1 where the first wait passes at once on a fresh barrie
   that next phase wait for first (one hop);
 - **no arrival too early** — an arrival for phase p comes after phase p - 1 completed (its
   threads waited for it, or waited on a barrier that threads waiting for it arrive on);
+- **initialized first** — threads other than the one that initialized a barrier use it only
+  after a syncthreads() that follows the initialization;
 - **bytes** — the copies a thread issues after announcing bytes on a barrier, up to its next
-  arrival there, bring exactly the bytes announced;
+  arrival there, bring exactly the bytes announced, and it makes no wait in between (the phase
+  completes where its last copy is issued, not at the arrival);
+- **block barriers** — each syncthreads() is met by every thread once (none under a branch or
+  in a loop), and no wait before one waits for a phase that an arrival or copy after it completes;
 - **read after the copy** — a read of a stage waits, on the barrier its copies land on, for a
   phase no earlier than the first copy's;
 - **write after the read** — a copy into bytes a thread read (for an asynchronous product: until
   the `matmul_wait` that retires it) of a phase later than the one that read awaited comes after
   that read, through a barrier the reader arrives on and the copier waits on;
 - **copies in order** — a copy into bytes an earlier phase's copy wrote comes after that phase
-  completed;
+  completed; two copies into the same bytes never count on one phase, nor on different barriers;
+- **landed before the exit** — some threads wait for the phase of every copy;
 - **hand-offs** — where the tags followed a consumer's wait to the copy of the producer's
   iteration of the same index (`handoffs`), that copy's phase is the phase the wait awaits.
 
