@@ -1,6 +1,7 @@
 """Pipelines whose timing is wrong, yet close to one the protocol's model
-(`argus.backends.nvptx.protocol`) proves: each is an edit of an example at a small tile, the
-interpreter shows its fault under every kind of schedule, and the model must not say proved."""
+(`argus.backends.nvptx.protocol`) proves: each is an edit of an example at a small tile, or a
+small pipeline of 32-word stages; the interpreter shows its fault under every kind of schedule,
+and the model must not say proved (each was proved before the model was fixed)."""
 
 from __future__ import annotations
 
