@@ -30,7 +30,7 @@ schedules test otherwise (`argus.dsl.check.verification`); a verdict of such a k
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -59,12 +59,21 @@ class Landed:
 
 
 def barrier_key(a: Any, op: Any, barriers: Any, index: Any) -> tuple[int, int] | None:
-    """The barrier an op names, as (its memory, its index), when the index is one number for
-    every thread that runs the op; None otherwise."""
+    """The barrier an op names, as (its memory, its element offset in its block's segment), when
+    the index is one number for every thread that runs the op and the tile puts it at one
+    offset (a view's layout may place index i anywhere); None otherwise."""
     value = a.int_value(index, op)
     if not value.concrete or value.const.size == 0 or (value.const != value.const[0]).any():
         return None
-    return id(a.values[barriers].memory), int(value.const[0])
+    tile = a.values[barriers]
+    i = int(value.const[0])
+    if not hasattr(tile, "offsets") or not 0 <= i < int(tile.layout.size()):
+        return None
+    threads = np.arange(1 if tile.base is None else tile.base.shape[0])
+    offsets = replace(tile, segment=None).offsets(np.full(threads.size, i), threads)
+    if (offsets != offsets[0]).any():
+        return None
+    return id(tile.memory), int(offsets[0])
 
 
 def _events(a: Any) -> dict[tuple[int, int], set[Any]]:

@@ -20,15 +20,21 @@ phase k + o (o is 0, or -1 where the first wait passes at once on a fresh barrie
   that next phase wait for first (one hop);
 - **no arrival too early** — an arrival for phase p comes after phase p - 1 completed (its
   threads waited for it, or waited on a barrier that threads waiting for it arrive on);
+- **initialized first** — threads other than the one that initialized a barrier use it only
+  after a syncthreads() that follows the initialization;
 - **bytes** — the copies a thread issues after announcing bytes on a barrier, up to its next
-  arrival there, bring exactly the bytes announced;
+  arrival there, bring exactly the bytes announced, and it makes no wait in between (the phase
+  completes where its last copy is issued, not at the arrival);
+- **block barriers** — each syncthreads() is met by every thread once (none under a branch or
+  in a loop), and no wait before one waits for a phase that an arrival or copy after it completes;
 - **read after the copy** — a read of a stage waits, on the barrier its copies land on, for a
   phase no earlier than the first copy's;
 - **write after the read** — a copy into bytes a thread read (for an asynchronous product: until
   the `matmul_wait` that retires it) of a phase later than the one that read awaited comes after
   that read, through a barrier the reader arrives on and the copier waits on;
 - **copies in order** — a copy into bytes an earlier phase's copy wrote comes after that phase
-  completed;
+  completed; two copies into the same bytes never count on one phase, nor on different barriers;
+- **landed before the exit** — some threads wait for the phase of every copy;
 - **hand-offs** — where the tags followed a consumer's wait to the copy of the producer's
   iteration of the same index (`handoffs`), that copy's phase is the phase the wait awaits.
 
@@ -118,6 +124,11 @@ class Recorder:
         self.rebound: set[tuple[tuple[Any, ...], tuple[Any, ...]]] = set()
         """(a wait's record key, a copy's record key) whose tags `handoffs` followed."""
         self.numbers = {id(op): i for i, op in enumerate(a.preparation.table.ops)}
+        self.ops = a.preparation.table.ops
+
+    def numbers_of(self, kinds: tuple[type, ...]) -> list[tuple[Any, int]]:
+        """The kernel's ops of the given kinds, with their numbers in program order."""
+        return [(op, i) for i, op in enumerate(self.ops) if isinstance(op, kinds)]
 
     def read(self, a: Any, op: Any, memory: Any, idx: np.ndarray, threads: np.ndarray, asynchronous: bool) -> None:
         """Threads `threads` read bytes `idx` (a row per thread) of shared `memory`."""
@@ -293,6 +304,7 @@ class _Proof:
             if r.barrier is not None and (r.barrier not in first or r.order < first[r.barrier]):
                 first[r.barrier] = r.order
         barriers = sorted(first, key=lambda b: (first[b], b[1]))  # (program order: the same every run)
+        self.syncs = self._block_barriers()
         self.inits = {}
         for b in barriers:
             inits = [r for r in records if r.kind == "init" and r.barrier == b]
@@ -301,6 +313,7 @@ class _Proof:
             self.inits[b] = inits[0]
             if any(r.order <= inits[0].order for r in records if r.barrier == b and r is not inits[0]):
                 raise _NotFollowed(f"barrier {b[1]} is used before, or where, it is initialized")
+            self._initialized_first(b, inits[0])
         self.offsets: dict[tuple[Any, frozenset[int]], int] = {}
         for b in barriers:
             self._phases(b)
@@ -314,7 +327,34 @@ class _Proof:
         self._copies()
         self._reads()
         self._late()
+        self._landed()
         self._handoffs()
+
+    def _block_barriers(self) -> list[tuple[int]]:
+        """The places of the kernel's block barriers (syncthreads(), cluster_sync()), each met by
+        every thread once: a thread blocked on a memory barrier before one holds up every other
+        thread there (`_completes`). One under a branch or in a loop is not followed."""
+        from argus.dsl.ir import dialect as D
+
+        from .language import ClusterSyncOp
+
+        out = []
+        for o, n in self.recorder.numbers_of((D.SyncThreadsOp, ClusterSyncOp)):
+            if not isinstance(o.parent_op(), D.KernelOp):
+                raise _NotFollowed(f"{self.a.where(o)}: a block barrier under a branch or in a loop (the model "
+                                   "follows those every thread meets once, outside branches and loops)")
+            out.append((n,))
+        return out
+
+    def _initialized_first(self, b: Any, init: Record) -> None:
+        """Threads other than the initializing one use barrier `b` only after a block barrier that
+        every thread meets (a syncthreads() or cluster_sync() outside branches and loops)
+        follows its initialization: nothing else orders the initialization before their use."""
+        for r in self.records:
+            if r.barrier == b and r is not init and not r.threads <= init.threads and \
+                    not any(init.order < n < r.order for n in self.syncs):
+                raise _NotFollowed(f"{self.a.where(r.op)}: threads other than the one that initialized barrier "
+                                   f"{b[1]} use it with no syncthreads() between its initialization and this use")
 
     def _live(self) -> list[Record]:
         """The records of the walk's final passes, with the trip numbers each runs at."""
@@ -690,6 +730,13 @@ class _Proof:
         for x in self._of("arrive", b):
             arrival, arrival_runs = self._position(x, "arrival")
             link = [("eq0", sub_keys(self._count(self._of("arrive", b), arrival), phase))]
+            completion = max([x.order] + [c.order for c in self._window(x)])
+            for n in self.syncs:
+                if w.order < n < completion:  # (every thread meets it: the arriving ones only once w returned)
+                    self._require(wait_runs + arrival_runs + link, [[]],
+                                  f"the wait at {self.a.where(w.op)} may wait forever: the arrival at "
+                                  f"{self.a.where(x.op)} (or a copy bringing its bytes) that completes its phase comes "
+                                  f"after a block barrier its threads meet only once the wait has returned")
             for e in self.inits:
                 needed = self._awaited_by(e, arrivers, arrival)
                 if needed is None:
@@ -759,10 +806,14 @@ class _Proof:
                 raise _NotFollowed(f"{self.a.where(c.op)}: the copy does not follow its thread's own announcement of "
                                    "bytes on the barrier in the same iteration")
         for x in (r for r in self.records if r.kind == "arrive"):
-            window = [c for c in copies if c.barrier == x.barrier and c.loop is x.loop and
-                      c.symbol == x.symbol and c.order > x.order and
-                      not any(y.order > x.order and y.order < c.order for y in self._of("arrive", x.barrier)
-                              if y.loop is x.loop and y.symbol == x.symbol)]
+            window = self._window(x)
+            if window:
+                end = max(c.order for c in window)
+                for w in self.records:
+                    if w.kind == "wait" and w.threads & x.threads and w.loop is x.loop and x.order < w.order < end:
+                        raise _NotFollowed(f"{self.a.where(w.op)}: a wait between the announcement of bytes at "
+                                           f"{self.a.where(x.op)} and a copy that brings them (the phase cannot "
+                                           "complete while its copying thread waits)")
             brought = sum(c.nbytes for c in window)
             if brought != x.nbytes:
                 at, runs = self._position(x, "arrival")
@@ -774,6 +825,16 @@ class _Proof:
             for c2 in copies[i:]:
                 if c1.memory is not c2.memory or not c1.bytes & c2.bytes:
                     continue
+                if c1.barrier != c2.barrier:  # (their phases count on different barriers: not comparable)
+                    raise _NotFollowed(f"the copies at {self.a.where(c1.op)} and {self.a.where(c2.op)} write the same "
+                                       "bytes and land on different barriers")
+                if c1 is not c2:  # two copies of one phase into the same bytes land in either order
+                    p1, runs1 = self._position(c1, "copy")
+                    p2, runs2 = self._position(c2, "copy")
+                    self._require(runs1 + runs2,
+                                  [[("eq0", sub_keys(self._phase_of_copy(c1, p1), self._phase_of_copy(c2, p2)))]],
+                                  f"the copies at {self.a.where(c1.op)} and {self.a.where(c2.op)} write the same bytes "
+                                  "in the same phase of their barrier: nothing orders one after the other")
                 for first, second in ((c1, c2), (c2, c1)) if c1 is not c2 else ((c1, c1),):
                     p1, runs1 = self._position(first, "copy")
                     p2, runs2 = self._position(second, "later copy")
@@ -782,6 +843,27 @@ class _Proof:
                     self._completed_before(first.barrier, phase1, premises, (second.threads, p2),
                                            f"the copy at {self.a.where(second.op)} may start before an earlier phase's "
                                            f"copy into the same bytes (at {self.a.where(first.op)}) has landed")
+
+    def _landed(self) -> None:
+        """Every copy has landed before the block exits: some threads wait for its phase (a block
+        that exits with a copy still landing in its shared memory is undefined)."""
+        for c in (r for r in self.records if r.kind == "copy"):
+            at, runs = self._position(c, "copy")
+            phase = self._phase_of_copy(c, at)
+            beyond = [[("ge0", sub_keys(sub_keys(phase, self._total(self._of("wait", c.barrier, waiters))),
+                                        (self.offsets[(c.barrier, waiters)], ())))]
+                      for waiters in self._waiters(c.barrier)]  # (its phase is past their last wait's)
+            if not any(self._valid(runs, [way]) for way in beyond):
+                raise _Failed(f"the copy at {self.a.where(c.op)} may still be landing when the block exits: no "
+                              f"thread waits for its phase of barrier {c.barrier[1]}", runs, beyond[:1] or [[]])
+
+    def _window(self, x: Record) -> list[Record]:
+        """The copies that bring the bytes arrival `x` announces: those on its barrier after it in
+        the same iteration, up to the next arrival there."""
+        later = [y.order for y in self._of("arrive", x.barrier) if y.loop is x.loop and y.symbol == x.symbol
+                 and y.order > x.order]
+        return [c for c in self.records if c.kind == "copy" and c.barrier == x.barrier and c.loop is x.loop and
+                c.symbol == x.symbol and c.order > x.order and not any(o < c.order for o in later)]
 
     # ---- reads -----------------------------------------------------------------------------
     def _reads(self) -> None:
@@ -883,7 +965,10 @@ class _Proof:
                                        f"threads of the product at {self.a.where(r.op)}")
             return sorted(chosen, key=lambda q: q.order)
 
-        here = products(q for q in self.records if q.loop is r.loop and q.symbol == r.symbol and q.order > r.order)
+        # (in its own iteration only products and waits that run at every trip number it runs at:
+        # one that skips the first iteration neither starts nor retires anything there)
+        here = products(q for q in self.records if q.loop is r.loop and q.symbol == r.symbol and q.order > r.order
+                        and self._alongside(q, r))
         found, started = retiring(here, 0)
         if found is not None:
             return [("same", found)]
@@ -897,6 +982,13 @@ class _Proof:
             raise _NotFollowed(f"{self.a.where(r.op)}: no matmul_wait retires the product in the next iteration or "
                                "after the loop")
         return [("next", following), ("last", last)]
+
+    @staticmethod
+    def _alongside(q: Record, r: Record) -> bool:
+        """Whether `q`, of `r`'s loop, runs at every trip number `r` runs at."""
+        if q.pinned:
+            return r.pinned
+        return q.first <= (0 if r.pinned else r.first)
 
     # ---- hand-offs -------------------------------------------------------------------------
     def _handoffs(self) -> None:
