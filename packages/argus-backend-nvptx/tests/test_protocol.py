@@ -91,3 +91,17 @@ def test_each_mistake_is_not_proved_and_named(tmp_path: Path, example: str, name
     verdict = timing(example_variant(tmp_path, example, edit))
     assert not verdict.proved
     assert any(phrase in verdict.why for phrase in said), verdict.why
+
+
+def test_a_parity_flipped_each_round_is_not_followed_and_says_how_to_write_it(tmp_path: Path) -> None:
+    """`phase ^= 1` carries the consumers' parity from one round to the next: right, but not a
+    form of the loop's index, which the model needs; the reason says how to write it."""
+    module = example_variant(
+        tmp_path, "gemm_ws",
+        ("            for k0 in range(0, K, STAGES * BK):\n                phase = (k0 // (STAGES * BK)) % 2\n",
+         "            phase = 0\n            for k0 in range(0, K, STAGES * BK):\n"),
+        ("                        nv.mbarrier_arrive(empty, PREVIOUS[s])\n",
+         "                        nv.mbarrier_arrive(empty, PREVIOUS[s])\n                phase ^= 1\n"))
+    verdict = timing(module)
+    assert not verdict.proved
+    assert "phase ^= 1" in verdict.why and "(k0 // STEP) % 2" in verdict.why, verdict.why

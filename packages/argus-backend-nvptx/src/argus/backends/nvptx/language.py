@@ -1024,8 +1024,12 @@ def _analyze_wait(a: Any, op: MbarrierWaitOp, mask: np.ndarray) -> None:
     key, parity = handoffs.barrier_key(a, op, op.barriers, op.index), _uniform(a, op, op.parity, threads)
     recorder = _recorder(a)
     record = None
-    if key is None or parity is None:
-        recorder.unsupported.append(f"{a.where(op)}: a wait whose barrier or parity differs between its threads")
+    if key is None:
+        recorder.unsupported.append(f"{a.where(op)}: a wait whose barrier is not one element for all its threads")
+    elif parity is None:
+        recorder.unsupported.append(f"{a.where(op)}: a wait whose parity is not one form of the loop indices for all "
+                                    "its threads (a parity carried from one iteration to the next, `phase ^= 1`, is "
+                                    "not followed: compute it from the loop's index, `(k0 // STEP) % 2`)")
     else:
         record = recorder.note(a, op, "wait", threads, barrier=key, parity=parity)
     handoffs.rebind(a, op, key, record)
