@@ -265,8 +265,7 @@ class _Loop:
 
 @dataclass
 class _Position:
-    """A record's execution at trip number `trip` (None outside loops) — or, with `after`, the
-    end of the loop `after` (trip ignored)."""
+    """A record's execution at trip number `trip` (None outside loops)."""
 
     record: Record
     trip: Key | None
@@ -282,6 +281,16 @@ class _Proof:
         self.positions: dict[int, Record] = {}
         """The record each trip number made by `_position` places (for witnesses)."""
         self.deadline = time.perf_counter() + BUDGET_S
+        # set by `_obligations`
+        self.records: list[Record] = []
+        """The live records (`_live`)."""
+        self.merged: dict[int, Record] = {}
+        """Per record of a peeled first iteration (by identity), the record of every iteration it
+        was merged into."""
+        self.inits: dict[Any, Record] = {}
+        self.offsets: dict[tuple[Any, frozenset[int]], int] = {}
+        """Per barrier and set of waiters, the offset o of the module's docstring."""
+        self.syncs: list[tuple[int]] = []
 
     # ---- set-up ----------------------------------------------------------------------------
     def run(self) -> Verdict:
@@ -305,7 +314,6 @@ class _Proof:
                 first[r.barrier] = r.order
         barriers = sorted(first, key=lambda b: (first[b], b[1]))  # (program order: the same every run)
         self.syncs = self._block_barriers()
-        self.inits = {}
         for b in barriers:
             inits = [r for r in records if r.kind == "init" and r.barrier == b]
             if len(inits) != 1 or inits[0].loop is not None or len(inits[0].threads) != 1:
@@ -314,7 +322,6 @@ class _Proof:
             if any(r.order <= inits[0].order for r in records if r.barrier == b and r is not inits[0]):
                 raise _NotFollowed(f"barrier {b[1]} is used before, or where, it is initialized")
             self._initialized_first(b, inits[0])
-        self.offsets: dict[tuple[Any, frozenset[int]], int] = {}
         for b in barriers:
             self._phases(b)
         for b in barriers:
@@ -384,7 +391,6 @@ class _Proof:
         """A loop's first iteration walked on its own and the others, as one record of every
         iteration where the two agree (fewer and simpler counts for the solver)."""
         sp = self.space
-        self.merged: dict[int, Record] = {}
         rest = {(r.kind, r.site, r.part, id(r.loop)): r for r in live if r.loop is not None and not r.pinned
                 and r.first == 1}
         out = []
@@ -403,7 +409,7 @@ class _Proof:
                     continue
             other.first = 0  # (it now stands for every iteration)
             self.merged[id(r)] = other
-        return [r for r in out if id(r) not in self.merged]
+        return out
 
     def _loop(self, r: Record, start: Key) -> _Loop:
         found = self.loops.get(id(r.loop))
